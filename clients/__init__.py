@@ -1,0 +1,111 @@
+"""Client kinds (one module each) and the deployment registry (YAML: shipped file + user file)."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from helmflow.records import Deployment
+from helmflow.registry import Registry
+from helmflow.storage import Store
+from helmflow.clients.base import Client, ClientError, ClientResult, PermanentError, TransientError
+
+log = logging.getLogger("helmflow")
+
+CLIENTS: Registry[type[Client]] = Registry("client kind")
+SHIPPED_DEPLOYMENTS = Path(__file__).with_name("deployments.yaml")
+
+_BUILTIN = [
+    "offline",
+]
+
+
+class DeploymentError(ValueError):
+    """A models file or deployment entry that cannot be used; the message names file and entry."""
+
+
+def client_kind(name: str):
+    def deco(cls: type[Client]) -> type[Client]:
+        CLIENTS.add(name, cls)
+        return cls
+
+    return deco
+
+
+def _read_file(path: Path) -> list[dict[str, Any]]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise DeploymentError(f"models file {path} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise DeploymentError(f"models file {path} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("deployments"), list):
+        raise DeploymentError(f"models file {path} must be a mapping with a 'deployments:' list")
+    unknown = set(data) - {"deployments"}
+    if unknown:
+        raise DeploymentError(f"models file {path}: unknown top-level keys {sorted(unknown)}")
+    return data["deployments"]
+
+
+def _parse(path: Path, entries: list[Any]) -> dict[str, Deployment]:
+    out: dict[str, Deployment] = {}
+    for i, entry in enumerate(entries):
+        where = f"models file {path}, entry {i + 1}"
+        if not isinstance(entry, dict):
+            raise DeploymentError(f"{where}: expected a mapping, got {type(entry).__name__}")
+        if "name" in entry:
+            where += f" ({entry['name']!r})"
+        try:
+            dep = Deployment.model_validate(entry)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {'unknown field' if e['type'] == 'extra_forbidden' else e['msg']}"
+                for e in exc.errors()
+            )
+            raise DeploymentError(f"{where}: {problems}") from None
+        if dep.client not in CLIENTS:
+            raise DeploymentError(f"{where}: unknown client kind {dep.client!r}; known: {', '.join(CLIENTS.names())}")
+        if dep.name in out:
+            raise DeploymentError(f"{where}: duplicate deployment name {dep.name!r}")
+        out[dep.name] = dep
+    return out
+
+
+def load_deployments(models_file: str | os.PathLike | None = None) -> dict[str, Deployment]:
+    """Shipped deployments, overridden by ``models_file`` (or $HELMFLOW_MODELS) with one warning each."""
+    deployments = _parse(SHIPPED_DEPLOYMENTS, _read_file(SHIPPED_DEPLOYMENTS))
+    user = models_file or os.environ.get("HELMFLOW_MODELS")
+    if user:
+        path = Path(user)
+        for name, dep in _parse(path, _read_file(path)).items():
+            if name in deployments:
+                log.warning("models file %s overrides the shipped deployment %r", path, name)
+            deployments[name] = dep
+    return deployments
+
+
+def make_client(deployment: Deployment, store: Store | None = None) -> Client:
+    return CLIENTS.get(deployment.client)(deployment, store)
+
+
+for _module in _BUILTIN:
+    importlib.import_module(f"helmflow.clients.{_module}")
+
+__all__ = [
+    "CLIENTS",
+    "Client",
+    "ClientError",
+    "ClientResult",
+    "DeploymentError",
+    "PermanentError",
+    "TransientError",
+    "client_kind",
+    "load_deployments",
+    "make_client",
+]

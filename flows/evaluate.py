@@ -1,0 +1,102 @@
+"""The generic board flow: download → adapt → query → score → publish, then one release.
+
+Every scenario is downloaded and adapted once; every (scenario, deployment) pair is queried,
+scored and published as its own chain of tasks, so one failing pair never stops the others. A
+board with failed pairs still publishes a release (status "partial") and then ends Failed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow, get_run_logger
+from prefect.futures import PrefectFuture
+
+from helmflow.board import prepare
+from helmflow.pipeline import FailedCell, RunOutcome
+from helmflow.progress import reporter
+from helmflow.storage import Store
+from helmflow.tasks import configure, forget_cached
+from helmflow.tasks.evaluation import publish_key, query_key, score_key
+
+
+class PartialRelease(RuntimeError):
+    """Some pairs failed: the release was published as partial; the message lists the missing cells."""
+
+    def __init__(self, message: str, release: dict[str, Any]):
+        super().__init__(message)
+        self.release = release
+
+
+def _failure(*futures: PrefectFuture) -> str:
+    for fut in futures:
+        state = fut.state
+        if state.is_failed() or state.is_crashed():
+            try:
+                state.result(raise_on_failure=True)
+            except Exception as exc:  # noqa: BLE001 - we report the task's own error message
+                return f"{type(exc).__name__}: {exc}"
+            return state.message or "failed"
+    return "not run: an upstream task failed"
+
+
+@flow(name="evaluate-board", log_prints=False)
+def evaluate(
+    board: str = "demo",
+    models: list[str] | None = None,
+    scenarios: list[str] | None = None,
+    max_instances: int | None = None,
+    storage: str | None = None,
+    models_file: str | None = None,
+    plugins: list[str] | None = None,
+) -> dict[str, Any]:
+    log = get_run_logger()
+    store = Store(storage)
+    store.check_writable()
+    plan = prepare(board, models, scenarios, max_instances, models_file, plugins)
+    tasks = configure(store.root)
+    log.info("board %s (%d runs) on storage %s", plan.spec.name, len(plan.runs), store.root)
+    reporter().set_runs(len(plan.runs))
+
+    data, prompts = {}, {}
+    for s in plan.scenarios:
+        data[s.label] = tasks.download.submit(s, store.root)
+        prompts[s.label] = tasks.adapt.submit(s, store.root, data[s.label])
+
+    chains = []
+    for r in plan.runs:
+        q = tasks.query.submit(r, store.root, prompts[r.scenario.label])
+        sc = tasks.score.submit(r, store.root, data[r.scenario.label], q)
+        pub = tasks.publish_run.submit(r, store.root, q, sc)
+        chains.append((r, data[r.scenario.label], prompts[r.scenario.label], q, sc, pub))
+
+    published: list[RunOutcome] = []
+    failed: list[FailedCell] = []
+    for r, d, p, q, sc, pub in chains:
+        pub.wait()
+        if pub.state.is_completed():
+            out: RunOutcome = pub.result()
+            published.append(out)
+            if out.status == "errors":  # published, but never cached: the next run re-sends the errors
+                forget_cached(store, [query_key(r), score_key(r), publish_key(r)])
+        else:
+            error = _failure(d, p, q, sc, pub)
+            log.error("%s x %s failed: %s", r.scenario.label, r.deployment.name, error)
+            failed.append(FailedCell(run_id=r.run_id, scenario=r.scenario.label, deployment=r.deployment.name, error=error))
+        reporter().run_done(r.scenario.label)
+
+    release = tasks.publish_release(plan, store.root, published, failed)
+    summary = {
+        "board": plan.spec.name,
+        "release_id": release.release_id,
+        "uri": release.uri,
+        "status": release.status,
+        "wrote": release.wrote,
+        "table": release.table,
+        "scenarios": [s.label for s in plan.scenarios],
+        "failed": [f.model_dump() for f in failed],
+    }
+    if failed:
+        cells = "; ".join(f"{f.scenario} x {f.deployment}" for f in failed)
+        raise PartialRelease(f"{len(failed)} of {len(plan.runs)} runs failed ({cells}); published partial release {release.release_id}", summary)
+    return summary

@@ -1,0 +1,223 @@
+"""Board specs are data (YAML); planning turns one into the versioned runs it stands for.
+
+Everything here is validated up front, before a single request is sent: unknown scenarios, models,
+adapter fields or metrics are one clear error each.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from helmflow import versions
+from helmflow.adapters import ADAPTERS, template_versions
+from helmflow.records import AdapterSpec, Deployment
+from helmflow.storage import open_url, safe_key
+
+BOARDS_DIR = Path(importlib.import_module("helmflow.flows").__file__).resolve().parent
+
+
+class BoardError(ValueError):
+    """A board, scenario or model selection that cannot be run; the message says which and why."""
+
+
+class ScenarioEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    adapter: dict[str, Any] = Field(default_factory=dict)
+    main_metric: str | None = None
+    metrics: list[str] | None = None
+    label: str | None = None
+
+
+class BoardSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    version: str
+    description: str = ""
+    models: list[str]
+    scenarios: list[ScenarioEntry]
+    max_instances: int | None = Field(None, ge=1)
+    aggregation: list[Literal["mean", "win_rate"]] = Field(default_factory=lambda: ["mean", "win_rate"])
+
+
+class ScenarioPlan(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    label: str
+    params: dict[str, Any]
+    key: str  # storage-safe name
+    dataset_revision: str
+    checksums: dict[str, str]
+    loader_version: str
+    scenario_version: str
+    adapter: AdapterSpec
+    prompt_version: str
+    main_metric: str
+    metrics: list[str]
+
+
+class RunPlan(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    scenario: ScenarioPlan
+    deployment: Deployment
+    model_version: str
+    metric_version: str
+    metric_versions: dict[str, str]
+    run_id: str
+    query_key: str
+    score_key: str
+
+
+class BoardPlan(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    spec: BoardSpec
+    board_version: str
+    scenarios: list[ScenarioPlan]
+    runs: list[RunPlan]
+
+
+# --------------------------------------------------------------------------- loading
+def board_names() -> list[str]:
+    return sorted(p.stem for p in BOARDS_DIR.glob("*.yaml"))
+
+
+def load_board(name_or_path: str) -> BoardSpec:
+    path = Path(name_or_path)
+    if not (path.suffix in (".yaml", ".yml") and path.exists()):
+        path = BOARDS_DIR / f"{name_or_path}.yaml"
+        if not path.exists():
+            raise BoardError(f"unknown board {name_or_path!r}; known: {', '.join(board_names())}")
+    try:
+        data = yaml.safe_load(path.read_text())
+        return BoardSpec.model_validate(data)
+    except yaml.YAMLError as exc:
+        raise BoardError(f"board file {path} is not valid YAML: {exc}") from None
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise BoardError(f"board file {path}: {problems}") from None
+
+
+def _sha256_url(url: str) -> str:
+    h = hashlib.sha256()
+    with open_url(url) as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------- planning
+def plan_scenario(entry: ScenarioEntry, max_instances: int | None) -> ScenarioPlan:
+    from helmflow.metrics import METRICS
+    from helmflow.scenarios import SCENARIOS, ScenarioError
+
+    if entry.name not in SCENARIOS:
+        raise BoardError(f"unknown scenario {entry.name!r}; known: {', '.join(SCENARIOS.names())}")
+    scen = SCENARIOS.get(entry.name)(**entry.params)
+    try:
+        adapter = scen.default_adapter.override(**entry.adapter)
+    except (ValueError, ValidationError) as exc:
+        raise BoardError(f"scenario {entry.name!r}: bad adapter override: {exc}") from None
+    if max_instances is not None:
+        adapter = adapter.override(max_eval_instances=max_instances)
+    if adapter.method not in ADAPTERS:
+        raise BoardError(f"scenario {entry.name!r}: unknown adapter method {adapter.method!r}; known: {', '.join(ADAPTERS.names())}")
+    metrics = entry.metrics or list(scen.metrics)
+    for m in metrics:
+        if m not in METRICS:
+            raise BoardError(f"scenario {entry.name!r}: unknown metric {m!r}; known: {', '.join(METRICS.names())}")
+    try:
+        checksums = {s.filename: s.sha256 or _sha256_url(s.url) for s in scen.sources()}
+    except (OSError, ScenarioError) as exc:
+        raise BoardError(f"scenario {entry.name!r}: cannot read its source: {exc}") from None
+    revision = scen.dataset_revision()
+    sv = versions.scenario_version(scen.name, scen.param_dict, revision, checksums, scen.VERSION)
+    return ScenarioPlan(
+        name=scen.name,
+        label=entry.label or scen.spec_string,
+        params=scen.param_dict,
+        key=safe_key(scen.name),
+        dataset_revision=revision,
+        checksums=checksums,
+        loader_version=scen.VERSION,
+        scenario_version=sv,
+        adapter=adapter,
+        prompt_version=versions.prompt_version(adapter, template_versions(adapter)),
+        main_metric=entry.main_metric or scen.main_metric,
+        metrics=metrics,
+    )
+
+
+def plan_run(scenario: ScenarioPlan, deployment: Deployment) -> RunPlan:
+    from helmflow.metrics import metric_versions
+
+    mv = metric_versions(scenario.metrics)
+    model_v = versions.model_version(deployment)
+    metric_v = versions.metric_version(mv)
+    qk = versions.query_key(scenario.scenario_version, scenario.prompt_version, model_v)
+    return RunPlan(
+        scenario=scenario,
+        deployment=deployment,
+        model_version=model_v,
+        metric_version=metric_v,
+        metric_versions=mv,
+        run_id=versions.run_id(scenario.scenario_version, scenario.prompt_version, model_v, metric_v),
+        query_key=qk,
+        score_key=versions.score_key(qk, metric_v),
+    )
+
+
+def plan_board(
+    spec: BoardSpec,
+    deployments: dict[str, Deployment],
+    models: list[str] | None = None,
+    scenarios: list[str] | None = None,
+    max_instances: int | None = None,
+) -> BoardPlan:
+    chosen_models = models or spec.models
+    unknown = [m for m in chosen_models if m not in deployments]
+    if unknown:
+        raise BoardError(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(sorted(deployments))}")
+    entries = spec.scenarios
+    if scenarios:
+        known = {e.name for e in entries} | {e.label for e in entries if e.label}
+        missing = [s for s in scenarios if s not in known]
+        if missing:
+            raise BoardError(f"board {spec.name!r} has no scenario {', '.join(missing)}; it has: {', '.join(sorted(known))}")
+        entries = [e for e in entries if e.name in scenarios or e.label in scenarios]
+    effective = spec.model_copy(update={"models": chosen_models, "scenarios": entries})
+    if max_instances is not None:
+        effective = effective.model_copy(update={"max_instances": max_instances})
+    scenario_plans = [plan_scenario(e, effective.max_instances) for e in entries]
+    labels = [s.label for s in scenario_plans]
+    if len(set(labels)) != len(labels):
+        raise BoardError(f"board {spec.name!r}: two scenario entries share a label; set 'label:' to tell them apart")
+    runs = [plan_run(s, deployments[m]) for s in scenario_plans for m in chosen_models]
+    return BoardPlan(
+        spec=effective,
+        board_version=versions.stable_hash(effective),
+        scenarios=scenario_plans,
+        runs=runs,
+    )
+
+
+def prepare(
+    board: str,
+    models: list[str] | None = None,
+    scenarios: list[str] | None = None,
+    max_instances: int | None = None,
+    models_file: str | None = None,
+    plugins: list[str] | None = None,
+) -> BoardPlan:
+    """Validate everything and plan the runs (no Prefect, no network): the CLI calls this first."""
+    from helmflow.clients import load_deployments
+    from helmflow.registry import add_plugins
+
+    add_plugins(plugins or [])
+    return plan_board(load_board(board), load_deployments(models_file), models, scenarios, max_instances)

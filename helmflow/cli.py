@@ -1,0 +1,214 @@
+"""The ``helmflow`` command. ``--help``, ``list`` and ``show`` never import Prefect (it costs seconds).
+
+Exit codes: 0 done; 1 a run published a partial release (some pairs failed); 2 bad input, found
+before any work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+EXIT_PARTIAL = 1
+EXIT_USAGE = 2
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="helmflow",
+        description="Holistic, reproducible evaluation of language models as Prefect flows.",
+    )
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE_OR_FILE",
+                   help="import a module or .py file that registers scenarios, metrics or clients (repeatable)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a board as a Prefect flow and publish a release",
+                         description="Run a board: download, adapt, query, score and publish, then aggregate a release.")
+    run.add_argument("board", nargs="?", help="board name (see `helmflow list boards`) or a board YAML file")
+    run.add_argument("--board-file", help="a board spec YAML file (instead of a name)")
+    _selection_args(run)
+    run.add_argument("-v", "--verbose", action="store_true", help="show Prefect's own log lines")
+
+    ls = sub.add_parser("list", help="list boards, scenarios or models")
+    ls.add_argument("what", choices=["boards", "scenarios", "models"])
+    ls.add_argument("--models-file", help="extra deployments YAML (also $HELMFLOW_MODELS)")
+
+    show = sub.add_parser("show", help="show a board: its scenarios, models and versions")
+    show.add_argument("board")
+    _selection_args(show)
+    return p
+
+
+def _selection_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--models", type=_csv, help="comma-separated deployments (default: the board's)")
+    p.add_argument("--scenarios", type=_csv, help="comma-separated scenario labels or names (default: all)")
+    p.add_argument("--max-instances", type=int, help="evaluate at most N instances per scenario")
+    p.add_argument("--storage", help="storage root URL (default $HELMFLOW_STORAGE or ./helmflow-store)")
+    p.add_argument("--models-file", help="extra deployments YAML (also $HELMFLOW_MODELS)")
+
+
+class UsageError(Exception):
+    pass
+
+
+def _fail(message: str) -> int:
+    print(f"helmflow: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+# --------------------------------------------------------------------------- list / show
+def cmd_list(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if args.what == "boards":
+        from helmflow.board import board_names, load_board
+
+        table = Table("board", "version", "scenarios", "models", "description")
+        for name in board_names():
+            b = load_board(name)
+            table.add_row(name, b.version, str(len(b.scenarios)), str(len(b.models)), b.description)
+    elif args.what == "scenarios":
+        from helmflow.scenarios import SCENARIOS
+
+        table = Table("scenario", "version", "main metric", "description")
+        for name in SCENARIOS.names():
+            cls = SCENARIOS.get(name)
+            table.add_row(name, cls.VERSION, cls.main_metric, cls.description)
+    else:
+        from helmflow.clients import load_deployments
+
+        table = Table("deployment", "client", "model", "context", "$/M in", "$/M out", "description")
+        for d in load_deployments(args.models_file).values():
+            table.add_row(d.name, d.client, d.model, str(d.context_window), f"{d.price_input_per_mtok:g}",
+                          f"{d.price_output_per_mtok:g}", d.description)
+    console.print(table)
+    return 0
+
+
+def _plan(args: argparse.Namespace, board: str):
+    from helmflow.board import prepare
+
+    return prepare(board, args.models, args.scenarios, args.max_instances, args.models_file, args.plugin)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    plan = _plan(args, args.board)
+    console = Console()
+    console.print(f"[bold]{plan.spec.name}[/] version {plan.spec.version} (board version {plan.board_version})")
+    if plan.spec.description:
+        console.print(plan.spec.description)
+    st = Table("scenario", "method", "main metric", "max instances", "scenario_version", "prompt_version")
+    for s in plan.scenarios:
+        st.add_row(s.label, s.adapter.method, s.main_metric, str(s.adapter.sample.max_eval_instances or "all"),
+                   s.scenario_version, s.prompt_version)
+    console.print(st)
+    mt = Table("model", "client", "model id", "model_version")
+    seen = set()
+    for r in plan.runs:
+        if r.deployment.name not in seen:
+            seen.add(r.deployment.name)
+            mt.add_row(r.deployment.name, r.deployment.client, r.deployment.model, r.model_version)
+    console.print(mt)
+    console.print(f"{len(plan.runs)} runs")
+    return 0
+
+
+# --------------------------------------------------------------------------- run
+def cmd_run(args: argparse.Namespace) -> int:
+    board = args.board_file or args.board
+    if not board:
+        raise UsageError("name a board (see `helmflow list boards`) or pass --board-file")
+    plan = _plan(args, board)
+    from helmflow.storage import Store
+
+    store = Store(args.storage)
+    store.check_writable()
+
+    from rich.console import Console
+
+    console = Console()
+    console.print(f"storage: {store.root}")
+    console.print(f"board {plan.spec.name}: {len(plan.scenarios)} scenarios x {len(plan.spec.models)} models = {len(plan.runs)} runs")
+    if not args.verbose:
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    started = time.perf_counter()
+    from helmflow.flows.evaluate import PartialRelease, evaluate
+    from helmflow.progress import RichReporter, set_reporter
+
+    with RichReporter(console) as rep:
+        set_reporter(rep)
+        try:
+            state = evaluate(
+                board=board, models=args.models, scenarios=args.scenarios, max_instances=args.max_instances,
+                storage=store.root, models_file=args.models_file, plugins=args.plugin, return_state=True,
+            )
+        finally:
+            set_reporter(None)
+    result: Any = state.result(raise_on_failure=False)
+    summary = result.release if isinstance(result, PartialRelease) else result
+    if not isinstance(summary, dict):
+        console.print(f"[red]flow run {state.state_details.flow_run_id} ended {state.type.value}: {result}")
+        return EXIT_PARTIAL
+    _print_board(console, summary)
+    console.print(f"flow run: {state.state_details.flow_run_id} ({state.type.value.lower()}) in {time.perf_counter() - started:.1f} s")
+    console.print(f"release: {summary['uri']}" + ("" if summary["wrote"] else " (unchanged: nothing written)"))
+    if isinstance(result, PartialRelease):
+        console.print(f"[red]partial release: {result}")
+        return EXIT_PARTIAL
+    return 0
+
+
+def _print_board(console, summary: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    def fmt(v: Any) -> str:
+        return "—" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
+
+    labels = summary["scenarios"]
+    table = Table(title=f"{summary['board']} — release {summary['release_id']} ({summary['status']})")
+    for col in ["model", "mean score", "win rate", *labels]:
+        table.add_column(col, justify="left" if col == "model" else "right")
+    for row in summary["table"]:
+        cells = [
+            f"{fmt(row[lab])} [{fmt(row[f'{lab} ci_low'])}, {fmt(row[f'{lab} ci_high'])}]" if row[lab] is not None else "missing"
+            for lab in labels
+        ]
+        table.add_row(row["deployment"], fmt(row["mean_score"]), fmt(row["mean_win_rate"]), *cells)
+    console.print(table)
+
+
+COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from helmflow.registry import UnknownNameError, add_plugins
+    from helmflow.storage import StorageError
+
+    add_plugins(args.plugin)
+    try:
+        return COMMANDS[args.command](args)
+    except UsageError as exc:
+        return _fail(str(exc))
+    except (ValueError, UnknownNameError, StorageError, FileNotFoundError, ImportError) as exc:
+        # validation errors (board, scenario, model, models file, storage) are all found before any work
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        print("helmflow: interrupted; finished responses are in the journal and will be reused", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

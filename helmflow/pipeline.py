@@ -1,0 +1,385 @@
+"""The board's stages as plain functions: download, adapt, query, score, publish run, publish release.
+
+Prefect tasks in ``tasks/`` wrap these one to one; everything here runs and tests without Prefect.
+Each stage returns a small outcome (keys, counts, versions); the Parquet files are the data.
+Intermediate files live under ``work/<cache key>/`` so a cached task's outcome always points at
+files that exist; ``runs/<run_id>/`` is written by publish only, ``run.json`` last.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import BaseModel, ConfigDict, Field
+
+import helmflow
+from helmflow import versions
+from helmflow.adapters import adapt
+from helmflow.board import BoardPlan, RunPlan, ScenarioPlan
+from helmflow.datasets import mirror_sources, read_instances, write_instances
+from helmflow.query import QueryFailed, build_requests, run_queries
+from helmflow.records import (
+    COMPLETION_SCHEMA,
+    PROMPT_SCHEMA,
+    REQUEST_SCHEMA,
+    STAT_SCHEMA,
+    SUMMARY_SCHEMA,
+    Completion,
+    MetricSummary,
+    Stat,
+    models_to_table,
+    prompt_from_row,
+    prompt_to_row,
+    request_from_row,
+    request_to_row,
+    to_table,
+)
+from helmflow.scoring import score_instances, summarize
+from helmflow.stats import mean_scores, win_rates
+from helmflow.storage import Store, safe_key
+
+
+class Outcome(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScenarioData(Outcome):
+    instances_key: str
+    files: dict[str, str]
+
+
+class PromptSet(Outcome):
+    prompts_key: str
+    num_prompts: int
+
+
+class QueryOutcome(Outcome):
+    query_key: str
+    requests_key: str
+    completions_key: str
+    num_requests: int
+    sent: int
+    reused: int
+    errors: int
+    task_run_id: str | None = None
+
+
+class ScoreOutcome(Outcome):
+    score_key: str
+    stats_key: str
+    summary_key: str
+    main_metric: str
+    score: float | None
+    ci_low: float | None
+    ci_high: float | None
+    task_run_id: str | None = None
+
+
+class RunOutcome(Outcome):
+    run_id: str
+    scenario: str
+    deployment: str
+    status: Literal["complete", "errors"]
+    uri: str
+    main_metric: str
+    score: float | None
+    ci_low: float | None
+    ci_high: float | None
+    error_rate: float
+    cost_usd: float
+    prompt_tokens: int
+    output_tokens: int
+    wrote: bool = True
+
+
+class FailedCell(Outcome):
+    run_id: str
+    scenario: str
+    deployment: str
+    error: str
+
+
+class ReleaseOutcome(Outcome):
+    release_id: str
+    uri: str
+    status: Literal["complete", "partial"]
+    wrote: bool
+    table: list[dict[str, Any]] = Field(default_factory=list)
+
+
+def _meta(**kv: Any) -> dict[str, str]:
+    base = {"helmflow.version": helmflow.__version__}
+    base.update({f"helmflow.{k}": v if isinstance(v, str) else json.dumps(v, sort_keys=True) for k, v in kv.items()})
+    return base
+
+
+# --------------------------------------------------------------------------- download / adapt
+def download_scenario(store: Store, plan: ScenarioPlan) -> ScenarioData:
+    files = mirror_sources(store, plan)
+    key = f"instances/{plan.key}/{plan.scenario_version}.parquet"
+    if not store.exists(key):
+        key = write_instances(store, plan, files)
+    return ScenarioData(instances_key=key, files=files)
+
+
+def prompts_key(plan: ScenarioPlan) -> str:
+    return f"work/prompts/{plan.key}/{plan.scenario_version}-{plan.prompt_version}.parquet"
+
+
+def adapt_scenario(store: Store, plan: ScenarioPlan, data: ScenarioData) -> PromptSet:
+    prompts = adapt(plan.adapter, read_instances(store, data.instances_key))
+    key = prompts_key(plan)
+    store.write_parquet(
+        key,
+        to_table([prompt_to_row(p) for p in prompts], PROMPT_SCHEMA),
+        _meta(scenario_version=plan.scenario_version, prompt_version=plan.prompt_version, adapter=plan.adapter.model_dump()),
+    )
+    return PromptSet(prompts_key=key, num_prompts=len(prompts))
+
+
+# --------------------------------------------------------------------------- query
+def query_pair(
+    store: Store, plan: RunPlan, prompt_set: PromptSet, progress: Callable[[int], None] | None = None
+) -> QueryOutcome:
+    prompts = [prompt_from_row(r) for r in store.read_parquet(prompt_set.prompts_key).to_pylist()]
+    requests = build_requests(prompts, plan.scenario.adapter, plan.deployment)
+    result = run_queries(store, plan.deployment, requests, progress)
+    base = f"work/query/{plan.query_key}"
+    meta = _meta(query_key=plan.query_key, deployment=plan.deployment.name, model_version=plan.model_version)
+    store.write_parquet(f"{base}/requests.parquet", to_table([request_to_row(r) for r in requests], REQUEST_SCHEMA), meta)
+    store.write_parquet(f"{base}/completions.parquet", models_to_table(result.completions, COMPLETION_SCHEMA), meta)
+    where = f"{plan.scenario.label} x {plan.deployment.name}"
+    if result.permanent_error:
+        raise QueryFailed(f"{where}: {result.permanent_error}")
+    if requests and result.errors / len(requests) > plan.deployment.max_error_rate:
+        raise QueryFailed(
+            f"{where}: {result.errors} of {len(requests)} requests failed (max_error_rate "
+            f"{plan.deployment.max_error_rate:g}); first errors: {'; '.join(result.error_messages[:3])}"
+        )
+    return QueryOutcome(
+        query_key=plan.query_key,
+        requests_key=f"{base}/requests.parquet",
+        completions_key=f"{base}/completions.parquet",
+        num_requests=len(requests),
+        sent=result.sent,
+        reused=result.reused,
+        errors=result.errors,
+    )
+
+
+# --------------------------------------------------------------------------- score
+def score_pair(store: Store, plan: RunPlan, data: ScenarioData, query: QueryOutcome) -> ScoreOutcome:
+    instances = read_instances(store, data.instances_key)
+    requests = [request_from_row(r) for r in store.read_parquet(query.requests_key).to_pylist()]
+    completions = [Completion.model_validate(r) for r in store.read_parquet(query.completions_key).to_pylist()]
+    stats = score_instances(instances, requests, completions, plan.scenario.adapter, plan.scenario.metrics)
+    summary = summarize(stats)
+    base = f"work/score/{plan.score_key}"
+    meta = _meta(score_key=plan.score_key, metric_version=plan.metric_version, metric_versions=plan.metric_versions)
+    store.write_parquet(f"{base}/stats.parquet", models_to_table(stats, STAT_SCHEMA), meta)
+    store.write_parquet(f"{base}/summary.parquet", models_to_table(summary, SUMMARY_SCHEMA), meta)
+    main = main_summary(summary, plan.scenario.main_metric)
+    return ScoreOutcome(
+        score_key=plan.score_key,
+        stats_key=f"{base}/stats.parquet",
+        summary_key=f"{base}/summary.parquet",
+        main_metric=plan.scenario.main_metric,
+        score=main.mean if main else None,
+        ci_low=main.ci_low if main else None,
+        ci_high=main.ci_high if main else None,
+    )
+
+
+def main_summary(summary: list[MetricSummary], name: str) -> MetricSummary | None:
+    rows = [s for s in summary if s.name == name]
+    return next((s for s in rows if s.split == "test"), rows[0] if rows else None)
+
+
+# --------------------------------------------------------------------------- publish a run
+RUN_FILES = ("requests.parquet", "completions.parquet", "stats.parquet", "summary.parquet")
+
+
+def run_prefix(run_id: str) -> str:
+    return f"runs/{run_id}"
+
+
+def publish_run(
+    store: Store, plan: RunPlan, query: QueryOutcome, score: ScoreOutcome, lineage: dict[str, Any] | None = None
+) -> RunOutcome:
+    """Copy the run's files into ``runs/<run_id>/`` and write ``run.json`` last (the commit marker)."""
+    prefix = run_prefix(plan.run_id)
+    stats = store.read_parquet(score.stats_key).to_pylist()
+    completions = store.read_parquet(query.completions_key, columns=["prompt_tokens", "output_tokens", "cost_usd"])
+    cost = float(pc.sum(completions["cost_usd"]).as_py() or 0.0)
+    prompt_tokens = int(pc.sum(completions["prompt_tokens"]).as_py() or 0)
+    output_tokens = int(pc.sum(completions["output_tokens"]).as_py() or 0)
+    status: Literal["complete", "errors"] = "errors" if query.errors else "complete"
+    outcome = RunOutcome(
+        run_id=plan.run_id,
+        scenario=plan.scenario.label,
+        deployment=plan.deployment.name,
+        status=status,
+        uri=store.url(prefix),
+        main_metric=score.main_metric,
+        score=score.score,
+        ci_low=score.ci_low,
+        ci_high=score.ci_high,
+        error_rate=query.errors / query.num_requests if query.num_requests else 0.0,
+        cost_usd=cost,
+        prompt_tokens=prompt_tokens,
+        output_tokens=output_tokens,
+    )
+    marker = f"{prefix}/run.json"
+    if store.exists(marker) and store.read_json(marker).get("status") == "complete" and status == "complete":
+        return outcome.model_copy(update={"wrote": False})  # already published: rewrite nothing
+    meta = _meta(run_id=plan.run_id, **_version_fields(plan))
+    for name, src in zip(RUN_FILES, (query.requests_key, query.completions_key, score.stats_key, score.summary_key)):
+        table = store.read_parquet(src)
+        store.write_parquet(f"{prefix}/{name}", table, meta)
+    run_json = {
+        "run_id": plan.run_id,
+        "status": status,
+        "scenario": {"name": plan.scenario.name, "label": plan.scenario.label, "params": plan.scenario.params},
+        "deployment": plan.deployment.model_dump(mode="json", include={"name", "client", "model", "revision", "tokenizer", "context_window"}),
+        "adapter": plan.scenario.adapter.model_dump(mode="json"),
+        "metrics": plan.metric_versions,
+        "main_metric": score.main_metric,
+        "score": _finite(score.score),
+        "ci": [_finite(score.ci_low), _finite(score.ci_high)],
+        "counts": {"requests": query.num_requests, "sent": query.sent, "reused": query.reused, "errors": query.errors},
+        "error_rate": outcome.error_rate,
+        "cost_usd": cost,
+        "tokens": {"prompt": prompt_tokens, "output": output_tokens},
+        "versions": _version_fields(plan),
+        "dataset": {"revision": plan.scenario.dataset_revision, "checksums": plan.scenario.checksums},
+        "lineage": {
+            "helmflow_version": helmflow.__version__,
+            "git_commit": versions.git_commit(),
+            "query_key": plan.query_key,
+            "score_key": plan.score_key,
+            "published_at": datetime.now(timezone.utc).isoformat(),
+            **(lineage or {}),
+        },
+        "files": [f"{prefix}/{n}" for n in RUN_FILES],
+    }
+    store.write_json(marker, run_json)
+    return outcome
+
+
+def _version_fields(plan: RunPlan) -> dict[str, str]:
+    return {
+        "scenario_version": plan.scenario.scenario_version,
+        "prompt_version": plan.scenario.prompt_version,
+        "model_version": plan.model_version,
+        "metric_version": plan.metric_version,
+        "run_id": plan.run_id,
+    }
+
+
+def _finite(x: float | None) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+# --------------------------------------------------------------------------- aggregate + release
+RUNS_SCHEMA = pa.schema(
+    [
+        ("deployment", pa.string()),
+        ("scenario", pa.string()),
+        ("run_id", pa.string()),
+        ("status", pa.string()),
+        ("main_metric", pa.string()),
+        ("score", pa.float64()),
+        ("ci_low", pa.float64()),
+        ("ci_high", pa.float64()),
+        ("error_rate", pa.float64()),
+        ("cost_usd", pa.float64()),
+        ("prompt_tokens", pa.int64()),
+        ("output_tokens", pa.int64()),
+        ("error", pa.string()),
+        ("uri", pa.string()),
+    ]
+)
+
+
+def leaderboard_schema(labels: list[str]) -> pa.Schema:
+    fields = [("deployment", pa.string()), ("mean_score", pa.float64()), ("mean_win_rate", pa.float64())]
+    for label in labels:
+        fields += [(label, pa.float64()), (f"{label} ci_low", pa.float64()), (f"{label} ci_high", pa.float64())]
+    fields += [("cost_usd", pa.float64()), ("prompt_tokens", pa.int64()), ("output_tokens", pa.int64()), ("missing", pa.int64())]
+    return pa.schema(fields)
+
+
+def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome]) -> list[dict[str, Any]]:
+    labels = [s.label for s in board.scenarios]
+    cells = {(r.deployment, r.scenario): r for r in runs}
+    table = {m: {lab: _finite(cells[(m, lab)].score) if (m, lab) in cells else None for lab in labels} for m in board.spec.models}
+    means = mean_scores(table) if "mean" in board.spec.aggregation else {}
+    wins = win_rates(table) if "win_rate" in board.spec.aggregation else {}
+    rows = []
+    for m in board.spec.models:
+        row: dict[str, Any] = {"deployment": m, "mean_score": means.get(m), "mean_win_rate": wins.get(m)}
+        mine = [cells[(m, lab)] for lab in labels if (m, lab) in cells]
+        for lab in labels:
+            cell = cells.get((m, lab))
+            row[lab] = table[m][lab]
+            row[f"{lab} ci_low"] = _finite(cell.ci_low) if cell else None
+            row[f"{lab} ci_high"] = _finite(cell.ci_high) if cell else None
+        row["cost_usd"] = sum(c.cost_usd for c in mine)
+        row["prompt_tokens"] = sum(c.prompt_tokens for c in mine)
+        row["output_tokens"] = sum(c.output_tokens for c in mine)
+        row["missing"] = len(labels) - len(mine)
+        rows.append(row)
+    key = "mean_score" if "mean" in board.spec.aggregation else "mean_win_rate"
+    rows.sort(key=lambda r: (r[key] is None, -(r[key] or 0.0), r["deployment"]))
+    return rows
+
+
+def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], failed: list[FailedCell]) -> ReleaseOutcome:
+    """Aggregate the runs into a release; the same run set reuses its existing release and writes nothing."""
+    name = safe_key(board.spec.name)
+    run_ids = sorted([r.run_id for r in runs])
+    digest = versions.release_hash(board.board_version, run_ids)
+    status: Literal["complete", "partial"] = "partial" if failed else "complete"
+    rows = leaderboard_rows(board, runs)
+    for existing in store.ls(f"leaderboards/{name}"):
+        rid = existing.rsplit("/", 1)[-1]
+        if rid.endswith(f"-{digest}") and store.exists(f"{existing}/release.json"):
+            return ReleaseOutcome(release_id=rid, uri=store.url(existing), status=status, wrote=False, table=rows)
+    now = datetime.now(timezone.utc)
+    release_id = f"{now:%Y-%m-%d}-{digest}"
+    prefix = f"leaderboards/{name}/{release_id}"
+    labels = [s.label for s in board.scenarios]
+    meta = _meta(board=board.spec.name, board_version=board.board_version, release_id=release_id,
+                 created_at=now.isoformat(), status=status)
+    store.write_parquet(f"{prefix}/leaderboard.parquet", pa.Table.from_pylist(rows, schema=leaderboard_schema(labels)), meta)
+    run_rows = [
+        {**r.model_dump(include=set(RUNS_SCHEMA.names)), "error": None} for r in runs
+    ] + [
+        {"deployment": f.deployment, "scenario": f.scenario, "run_id": f.run_id, "status": "missing", "error": f.error}
+        for f in failed
+    ]
+    store.write_parquet(f"{prefix}/runs.parquet", pa.Table.from_pylist(run_rows, schema=RUNS_SCHEMA), meta)
+    release = {
+        "board": board.spec.name,
+        "board_version": board.board_version,
+        "declared_version": board.spec.version,
+        "release_id": release_id,
+        "created_at": now.isoformat(),
+        "helmflow_version": helmflow.__version__,
+        "git_commit": versions.git_commit(),
+        "status": status,
+        "scenarios": labels,
+        "models": board.spec.models,
+        "run_ids": run_ids,
+        "failed": [f.model_dump() for f in failed],
+    }
+    store.write_json(f"{prefix}/release.json", release)
+    pointer = {"release_id": release_id, "uri": store.url(prefix), "status": status, "created_at": now.isoformat()}
+    store.write_json(f"leaderboards/{name}/{'latest.json' if status == 'complete' else 'latest-partial.json'}", pointer)
+    return ReleaseOutcome(release_id=release_id, uri=store.url(prefix), status=status, wrote=True, table=rows)

@@ -1,0 +1,411 @@
+"""Typed records that cross a boundary (storage, tasks, clients), with their Parquet schemas.
+
+Every record is a pydantic model; every Parquet file has an explicit pyarrow schema here, so the
+shape of what is published is written down in one place.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Split = Literal["train", "valid", "test"]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+# --------------------------------------------------------------------------- instances
+class ContentPart(Record):
+    """One part of a multimodal input; media are referenced by URI and pinned by sha256."""
+
+    type: Literal["text", "image", "audio"]
+    text: str | None = None
+    uri: str | None = None
+    sha256: str | None = None
+    mime: str | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> ContentPart:
+        if self.type == "text" and self.text is None:
+            raise ValueError("a text part needs 'text'")
+        if self.type != "text" and not (self.uri and self.sha256 and self.mime):
+            raise ValueError(f"an {self.type} part needs 'uri', 'sha256' and 'mime'")
+        return self
+
+
+class ChatMessage(Record):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class Input(Record):
+    """Exactly one of text, chat messages or content parts."""
+
+    text: str | None = None
+    messages: list[ChatMessage] | None = None
+    parts: list[ContentPart] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Input:
+        given = [k for k in ("text", "messages", "parts") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"an input has exactly one of text, messages, parts (got {given or 'none'})")
+        return self
+
+
+class Reference(Record):
+    text: str
+    correct: bool = False
+
+
+class Instance(Record):
+    id: str
+    input: Input
+    references: list[Reference] = Field(default_factory=list)
+    split: Split = "test"
+    sub_split: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def correct_references(self) -> list[Reference]:
+        return [r for r in self.references if r.correct]
+
+
+# --------------------------------------------------------------------------- prompts
+class Prompt(Record):
+    """A prompt in pieces, so window fitting can drop examples before truncating."""
+
+    instance_id: str
+    split: str
+    trial: int = 0
+    head: str = ""
+    examples: list[str] = Field(default_factory=list)
+    query: str = ""
+    messages: list[ChatMessage] | None = None
+    output_mapping: dict[str, str] = Field(default_factory=dict)
+
+    def text(self, num_examples: int | None = None) -> str:
+        examples = self.examples if num_examples is None else self.examples[:num_examples]
+        return self.head + "".join(examples) + self.query
+
+
+# --------------------------------------------------------------------------- adapter spec
+class GenerationParams(Record):
+    max_tokens: int = Field(100, ge=1)
+    temperature: float = Field(0.0, ge=0.0)
+    stop: list[str] = Field(default_factory=list)
+    num_outputs: int = Field(1, ge=1)
+
+
+class EvalSample(Record):
+    """Which instances are evaluated: HELM's seeded, monotone sample of the eval splits."""
+
+    max_eval_instances: int | None = Field(None, ge=1)
+    splits: list[Split] = Field(default_factory=lambda: ["test"])
+    seed: int = 0
+    trials: int = Field(1, ge=1)
+
+
+class AdapterSpec(Record):
+    method: str = "generation"
+    global_prefix: str = ""
+    instructions: str = ""
+    input_prefix: str = "Input: "
+    input_suffix: str = "\n"
+    reference_prefix: str = "A. "
+    reference_suffix: str = "\n"
+    output_prefix: str = "Output: "
+    output_suffix: str = "\n"
+    instance_prefix: str = "\n"
+    global_suffix: str = ""
+    max_train_instances: int = Field(5, ge=0)
+    train_seed: int = 0
+    generation: GenerationParams = Field(default_factory=GenerationParams)
+    sample: EvalSample = Field(default_factory=EvalSample)
+
+    def override(self, **changes: Any) -> AdapterSpec:
+        """A copy with dotted or nested overrides (``generation.max_tokens=5`` or ``max_tokens=5``)."""
+        data = self.model_dump()
+        for key, value in changes.items():
+            target, leaf = data, key
+            if "." in key:
+                head, leaf = key.split(".", 1)
+                target = data[head]
+            elif key in GenerationParams.model_fields:
+                target = data["generation"]
+            elif key in EvalSample.model_fields:
+                target = data["sample"]
+            elif key not in data:
+                raise ValueError(f"unknown adapter field {key!r}")
+            target[leaf] = value
+        return AdapterSpec.model_validate(data)
+
+
+# --------------------------------------------------------------------------- deployments
+class RetrySettings(Record):
+    attempts: int = Field(8, ge=1)
+    base_s: float = Field(0.5, ge=0)
+    cap_s: float = Field(30.0, ge=0)
+    timeout_s: float = Field(120.0, gt=0)
+
+
+class Deployment(Record):
+    """A concrete model endpoint. Holds the *name* of a credential, never its value."""
+
+    name: str
+    client: str
+    model: str
+    revision: str = ""
+    base_url: str | None = None
+    api_key_env: str | None = None
+    api_key_secret: str | None = None
+    tokenizer: str = "whitespace"
+    context_window: int = Field(8192, ge=16)
+    max_output_tokens: int | None = None
+    price_input_per_mtok: float = 0.0
+    price_output_per_mtok: float = 0.0
+    max_concurrency: int = Field(16, ge=1)
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+    max_error_rate: float = Field(0.5, ge=0, le=1)
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+    options: dict[str, Any] = Field(default_factory=dict)
+    description: str = ""
+
+
+# --------------------------------------------------------------------------- requests / completions
+class RequestBody(Record):
+    """Exactly what is sent to a provider (no headers, no keys): the journal hashes this."""
+
+    model: str
+    prompt: str | None = None
+    messages: list[ChatMessage] | None = None
+    parts: list[ContentPart] | None = None
+    max_tokens: int
+    temperature: float
+    stop: list[str] = Field(default_factory=list)
+    logprobs: bool = False
+
+
+class Request(Record):
+    request_hash: str
+    instance_id: str
+    split: Split
+    sample_index: int = 0
+    body: RequestBody
+    num_train_instances: int = 0
+    prompt_truncated: bool = False
+    output_mapping: dict[str, str] = Field(default_factory=dict)
+
+
+class Completion(Record):
+    request_hash: str
+    instance_id: str = ""
+    sample_index: int = 0
+    text: str = ""
+    finish_reason: str = ""
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float = 0.0
+    tokens: list[str] = Field(default_factory=list)
+    logprobs: list[float] = Field(default_factory=list)
+    error: str | None = None
+    attempts: int = 1
+    created_at: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class Stat(Record):
+    instance_id: str
+    split: str
+    name: str
+    value: float
+
+
+class MetricSummary(Record):
+    name: str
+    split: str
+    count: int
+    mean: float
+    ci_low: float
+    ci_high: float
+
+
+# --------------------------------------------------------------------------- parquet schemas
+_MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string())])
+_PART = pa.struct(
+    [("type", pa.string()), ("text", pa.string()), ("uri", pa.string()), ("sha256", pa.string()), ("mime", pa.string())]
+)
+
+INSTANCE_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("split", pa.string()),
+        ("sub_split", pa.string()),
+        ("input_text", pa.string()),
+        ("input_messages", pa.list_(_MESSAGE)),
+        ("input_parts", pa.list_(_PART)),
+        ("references", pa.list_(pa.struct([("text", pa.string()), ("correct", pa.bool_())]))),
+        ("extra_json", pa.string()),
+    ]
+)
+
+REQUEST_SCHEMA = pa.schema(
+    [
+        ("request_hash", pa.string()),
+        ("instance_id", pa.string()),
+        ("split", pa.string()),
+        ("sample_index", pa.int32()),
+        ("body_json", pa.string()),
+        ("prompt", pa.string()),
+        ("num_train_instances", pa.int32()),
+        ("prompt_truncated", pa.bool_()),
+        ("output_mapping_json", pa.string()),
+    ]
+)
+
+COMPLETION_SCHEMA = pa.schema(
+    [
+        ("request_hash", pa.string()),
+        ("instance_id", pa.string()),
+        ("sample_index", pa.int32()),
+        ("text", pa.string()),
+        ("finish_reason", pa.string()),
+        ("prompt_tokens", pa.int64()),
+        ("output_tokens", pa.int64()),
+        ("latency_s", pa.float64()),
+        ("cost_usd", pa.float64()),
+        ("tokens", pa.list_(pa.string())),
+        ("logprobs", pa.list_(pa.float64())),
+        ("error", pa.string()),
+        ("attempts", pa.int32()),
+        ("created_at", pa.string()),
+    ]
+)
+
+STAT_SCHEMA = pa.schema(
+    [("instance_id", pa.string()), ("split", pa.string()), ("name", pa.string()), ("value", pa.float64())]
+)
+
+SUMMARY_SCHEMA = pa.schema(
+    [
+        ("name", pa.string()),
+        ("split", pa.string()),
+        ("count", pa.int64()),
+        ("mean", pa.float64()),
+        ("ci_low", pa.float64()),
+        ("ci_high", pa.float64()),
+    ]
+)
+
+PROMPT_SCHEMA = pa.schema(
+    [
+        ("instance_id", pa.string()),
+        ("split", pa.string()),
+        ("trial", pa.int32()),
+        ("head", pa.string()),
+        ("examples", pa.list_(pa.string())),
+        ("query", pa.string()),
+        ("messages", pa.list_(_MESSAGE)),
+        ("output_mapping_json", pa.string()),
+    ]
+)
+
+LEADERBOARD_SCHEMA = pa.schema(
+    [
+        ("deployment", pa.string()),
+        ("scenario", pa.string()),
+        ("metric", pa.string()),
+        ("score", pa.float64()),
+        ("ci_low", pa.float64()),
+        ("ci_high", pa.float64()),
+        ("run_id", pa.string()),
+        ("status", pa.string()),
+        ("cost_usd", pa.float64()),
+        ("prompt_tokens", pa.int64()),
+        ("output_tokens", pa.int64()),
+    ]
+)
+
+
+# --------------------------------------------------------------------------- row conversion
+def instance_to_row(inst: Instance) -> dict[str, Any]:
+    return {
+        "id": inst.id,
+        "split": inst.split,
+        "sub_split": inst.sub_split,
+        "input_text": inst.input.text,
+        "input_messages": [m.model_dump() for m in inst.input.messages] if inst.input.messages is not None else None,
+        "input_parts": [p.model_dump() for p in inst.input.parts] if inst.input.parts is not None else None,
+        "references": [r.model_dump() for r in inst.references],
+        "extra_json": json.dumps(inst.extra, sort_keys=True, ensure_ascii=False),
+    }
+
+
+def instance_from_row(row: dict[str, Any]) -> Instance:
+    return Instance(
+        id=row["id"],
+        split=row["split"],
+        sub_split=row["sub_split"],
+        input=Input(text=row["input_text"], messages=row["input_messages"], parts=row["input_parts"]),
+        references=row["references"],
+        extra=json.loads(row["extra_json"] or "{}"),
+    )
+
+
+def prompt_to_row(p: Prompt) -> dict[str, Any]:
+    row = p.model_dump(exclude={"output_mapping"})
+    row["output_mapping_json"] = json.dumps(p.output_mapping, sort_keys=True)
+    return row
+
+
+def prompt_from_row(row: dict[str, Any]) -> Prompt:
+    row = dict(row)
+    row["output_mapping"] = json.loads(row.pop("output_mapping_json") or "{}")
+    return Prompt.model_validate(row)
+
+
+def request_to_row(req: Request) -> dict[str, Any]:
+    return {
+        "request_hash": req.request_hash,
+        "instance_id": req.instance_id,
+        "split": req.split,
+        "sample_index": req.sample_index,
+        "body_json": req.body.model_dump_json(),
+        "prompt": req.body.prompt if req.body.prompt is not None else json.dumps(
+            [m.model_dump() for m in req.body.messages or []], ensure_ascii=False
+        ),
+        "num_train_instances": req.num_train_instances,
+        "prompt_truncated": req.prompt_truncated,
+        "output_mapping_json": json.dumps(req.output_mapping, sort_keys=True),
+    }
+
+
+def request_from_row(row: dict[str, Any]) -> Request:
+    return Request(
+        request_hash=row["request_hash"],
+        instance_id=row["instance_id"],
+        split=row["split"],
+        sample_index=row["sample_index"],
+        body=RequestBody.model_validate_json(row["body_json"]),
+        num_train_instances=row["num_train_instances"],
+        prompt_truncated=row["prompt_truncated"],
+        output_mapping=json.loads(row["output_mapping_json"] or "{}"),
+    )
+
+
+def to_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def models_to_table(records: list[BaseModel], schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_pylist([r.model_dump() for r in records], schema=schema)

@@ -1,0 +1,117 @@
+"""Registries by decorator, and plugin loading (entry points and ``--plugin`` files or modules)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class UnknownNameError(KeyError):
+    """A name that no registry entry answers to; the message lists what exists."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; this one is a sentence
+        return str(self.args[0])
+
+
+class Registry(Generic[T]):
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._items: dict[str, T] = {}
+
+    def register(self, name: str) -> Callable[[T], T]:
+        def deco(obj: T) -> T:
+            self.add(name, obj)
+            return obj
+
+        return deco
+
+    def add(self, name: str, obj: T) -> None:
+        existing = self._items.get(name)
+        if existing is not None and existing is not obj and _qualname(existing) != _qualname(obj):
+            raise ValueError(f"{self.kind} {name!r} is registered twice ({_qualname(existing)}, {_qualname(obj)})")
+        self._items[name] = obj
+
+    def get(self, name: str) -> T:
+        load_plugins()
+        try:
+            return self._items[name]
+        except KeyError:
+            raise UnknownNameError(
+                f"unknown {self.kind} {name!r}; known: {', '.join(sorted(self._items)) or '(none)'}"
+            ) from None
+
+    def names(self) -> list[str]:
+        load_plugins()
+        return sorted(self._items)
+
+    def __contains__(self, name: str) -> bool:
+        load_plugins()
+        return name in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+
+def _qualname(obj: object) -> str:
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
+
+
+_ENTRY_POINT_GROUPS = ("helmflow.scenarios", "helmflow.metrics", "helmflow.clients")
+_loaded: set[str] = set()
+_extra_plugins: list[str] = []
+
+
+def add_plugins(specs: list[str]) -> None:
+    """Plugins named on the command line: a module name or a ``.py`` file path."""
+    _extra_plugins.extend(s for s in specs if s)
+
+
+def load_plugins() -> None:
+    """Import built-ins, entry points, $HELMFLOW_PLUGINS and --plugin specs, once each."""
+    _import_once("builtins", _import_builtins)
+    for group in _ENTRY_POINT_GROUPS:
+        _import_once(f"ep:{group}", lambda g=group: _load_entry_points(g))
+    env = [s for s in os.environ.get("HELMFLOW_PLUGINS", "").split(os.pathsep) if s]
+    for spec in env + _extra_plugins:
+        _import_once(f"plugin:{spec}", lambda s=spec: import_plugin(s))
+
+
+def _import_once(key: str, fn: Callable[[], None]) -> None:
+    if key in _loaded:
+        return
+    _loaded.add(key)
+    fn()
+
+
+def _import_builtins() -> None:
+    for mod in ("helmflow.scenarios", "helmflow.metrics", "helmflow.clients", "helmflow.adapters"):
+        importlib.import_module(mod)
+
+
+def _load_entry_points(group: str) -> None:
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=group):
+        ep.load()
+
+
+def import_plugin(spec: str) -> None:
+    path = Path(spec)
+    if spec.endswith(".py") or path.is_file():
+        if not path.is_file():
+            raise FileNotFoundError(f"plugin file {spec} does not exist")
+        name = f"helmflow_plugin_{abs(hash(str(path.resolve())))}"
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        assert module_spec and module_spec.loader
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        module_spec.loader.exec_module(module)
+    else:
+        importlib.import_module(spec)

@@ -1,0 +1,47 @@
+"""Score: per-instance stats from the registered metrics, then per-run summaries with intervals."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from helmflow.metrics import METRICS, MetricInput
+from helmflow.records import AdapterSpec, Completion, Instance, MetricSummary, Request, Stat
+from helmflow.stats import mean_ci
+
+
+def score_instances(
+    instances: list[Instance],
+    requests: list[Request],
+    completions: list[Completion],
+    adapter: AdapterSpec,
+    metric_names: list[str],
+) -> list[Stat]:
+    by_instance_req: dict[str, list[Request]] = defaultdict(list)
+    by_instance_comp: dict[str, list[Completion]] = defaultdict(list)
+    for r, c in zip(requests, completions, strict=True):
+        by_instance_req[r.instance_id].append(r)
+        by_instance_comp[r.instance_id].append(c)
+    metrics = [METRICS.get(n) for n in metric_names]
+    stats: list[Stat] = []
+    for inst in instances:
+        if inst.id not in by_instance_req:
+            continue
+        x = MetricInput(inst, by_instance_req[inst.id], by_instance_comp[inst.id], adapter)
+        failed = any(not c.ok for c in x.completions)
+        for m in metrics:
+            if failed and not m.scores_errors:
+                continue  # an errored instance has no score, rather than a zero
+            for name, value in m.fn(x).items():
+                stats.append(Stat(instance_id=inst.id, split=inst.split, name=name, value=float(value)))
+    return stats
+
+
+def summarize(stats: list[Stat]) -> list[MetricSummary]:
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for s in stats:
+        groups[(s.name, s.split)].append(s.value)
+    out = []
+    for (name, split), values in sorted(groups.items()):
+        mean, low, high = mean_ci(values)
+        out.append(MetricSummary(name=name, split=split, count=len(values), mean=mean, ci_low=low, ci_high=high))
+    return out

@@ -1,0 +1,58 @@
+"""Numbers with honest error bars, and HELM's board aggregates (mean score, mean win rate)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+BOOTSTRAP_SAMPLES = 1000
+BOOTSTRAP_SEED = 0
+
+
+def mean_ci(values: Sequence[float], level: float = 0.95, seed: int = BOOTSTRAP_SEED) -> tuple[float, float, float]:
+    """Mean and a percentile-bootstrap interval (fixed seed, so the same data gives the same bounds)."""
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(x.mean())
+    if x.size == 1:
+        return mean, mean, mean
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, x.size, size=(BOOTSTRAP_SAMPLES, x.size))
+    means = x[idx].mean(axis=1)
+    alpha = (1 - level) / 2
+    low, high = np.quantile(means, [alpha, 1 - alpha])
+    return mean, float(low), float(high)
+
+
+def win_rates(table: dict[str, dict[str, float | None]], lower_is_better: set[str] | None = None) -> dict[str, float | None]:
+    """HELM's mean win rate. ``table[model][column]``; None = missing cell.
+
+    Per column with at least two values, a model's win rate is (models strictly worse + (ties - 1)/2)
+    over (N - 1), N counting only models with a value; the headline is the mean over the columns
+    where the model has a value (None when it has none).
+    """
+    lower_is_better = lower_is_better or set()
+    columns = sorted({c for row in table.values() for c in row})
+    per_model: dict[str, list[float]] = {m: [] for m in table}
+    for col in columns:
+        vals = {m: row.get(col) for m, row in table.items() if row.get(col) is not None and not math.isnan(row[col])}
+        if len(vals) < 2:
+            continue
+        sign = -1 if col in lower_is_better else 1
+        for m, v in vals.items():
+            worse = sum(1 for o, w in vals.items() if o != m and sign * w < sign * v)
+            ties = sum(1 for w in vals.values() if w == v)  # includes m itself
+            per_model[m].append((worse + (ties - 1) / 2) / (len(vals) - 1))
+    return {m: (float(np.mean(r)) if r else None) for m, r in per_model.items()}
+
+
+def mean_scores(table: dict[str, dict[str, float | None]]) -> dict[str, float | None]:
+    """HELM Capabilities' mean score: unweighted mean of the available cells of each model."""
+    out: dict[str, float | None] = {}
+    for m, row in table.items():
+        vals = [v for v in row.values() if v is not None and not math.isnan(v)]
+        out[m] = float(np.mean(vals)) if vals else None
+    return out

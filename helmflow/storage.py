@@ -1,0 +1,162 @@
+"""The object store behind every published file: one fsspec root, atomic writes, typed Parquet.
+
+Local roots write to a temporary name and rename; object stores write with a single PUT, which is
+atomic by itself. Temporaries start with ``_tmp.`` and every reader here skips them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+from fsspec.core import url_to_fs
+
+TMP_PREFIX = "_tmp."
+DEFAULT_ROOT = "./helmflow-store"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
+
+
+class StorageError(RuntimeError):
+    pass
+
+
+def safe_key(name: str) -> str:
+    """A storage-key segment from any name: ``/`` becomes ``--``; nothing can climb out (``..``)."""
+    cleaned = _UNSAFE.sub("_", name.replace("/", "--")).strip("._")
+    if not cleaned:
+        raise ValueError(f"name {name!r} has no characters usable in a storage key")
+    return cleaned[:200]
+
+
+def resolve_root(url: str | None = None) -> str:
+    """--storage beats $HELMFLOW_STORAGE beats ./helmflow-store; local paths become absolute."""
+    url = url or os.environ.get("HELMFLOW_STORAGE") or DEFAULT_ROOT
+    if "://" not in url:
+        return str(Path(url).expanduser().resolve())
+    if url.startswith("file://"):
+        return str(Path(url[len("file://") :]).resolve())
+    return url.rstrip("/")
+
+
+class Store:
+    """A storage root. Keys are ``/``-separated paths relative to it."""
+
+    def __init__(self, root: str | None = None):
+        self.root = resolve_root(root)
+        self.fs, self._base = url_to_fs(self.root)
+        self.is_local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
+
+    # ------------------------------------------------------------------ paths
+    def path(self, key: str) -> str:
+        return f"{self._base.rstrip('/')}/{key.lstrip('/')}" if key else self._base
+
+    def url(self, key: str) -> str:
+        return f"{self.root}/{key}" if key else self.root
+
+    def exists(self, key: str) -> bool:
+        return self.fs.exists(self.path(key))
+
+    def ls(self, prefix: str) -> list[str]:
+        """Keys directly below ``prefix`` (no temporaries)."""
+        try:
+            entries = self.fs.ls(self.path(prefix), detail=False)
+        except FileNotFoundError:
+            return []
+        base = self.path("").rstrip("/") + "/"
+        return sorted(
+            e[len(base) :] if e.startswith(base) else e
+            for e in entries
+            if not e.rstrip("/").rsplit("/", 1)[-1].startswith(TMP_PREFIX)
+        )
+
+    def find(self, prefix: str) -> list[str]:
+        """All file keys below ``prefix``, recursively, temporaries excluded."""
+        try:
+            entries = self.fs.find(self.path(prefix))
+        except FileNotFoundError:
+            return []
+        base = self.path("").rstrip("/") + "/"
+        return sorted(
+            e[len(base) :] if e.startswith(base) else e
+            for e in entries
+            if not e.rsplit("/", 1)[-1].startswith(TMP_PREFIX)
+        )
+
+    def check_writable(self) -> None:
+        """Fail before any work if the root cannot take a write (exit 2 at the CLI)."""
+        probe = f"{TMP_PREFIX}probe-{uuid.uuid4().hex}"
+        try:
+            self.write_bytes(probe, b"ok")
+            self.delete(probe)
+        except Exception as exc:  # noqa: BLE001 - any backend error means "unwritable"
+            raise StorageError(f"storage {self.root} is not writable: {type(exc).__name__}: {exc}") from exc
+
+    # ------------------------------------------------------------------ bytes
+    def write_bytes(self, key: str, data: bytes) -> str:
+        target = self.path(key)
+        if self.is_local:
+            parent = os.path.dirname(target)
+            os.makedirs(parent, exist_ok=True)
+            tmp = os.path.join(parent, f"{TMP_PREFIX}{uuid.uuid4().hex}.{os.path.basename(target)}")
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        else:
+            self.fs.pipe_file(target, data)
+        return self.url(key)
+
+    def read_bytes(self, key: str) -> bytes:
+        try:
+            return self.fs.cat_file(self.path(key))
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(f"{self.url(key)} does not exist") from exc
+
+    def delete(self, key: str, recursive: bool = False) -> None:
+        try:
+            self.fs.rm(self.path(key), recursive=recursive)
+        except FileNotFoundError:
+            pass
+
+    def copy(self, src: str, dst: str) -> str:
+        return self.write_bytes(dst, self.read_bytes(src))
+
+    # ------------------------------------------------------------------ json
+    def write_json(self, key: str, obj: Any) -> str:
+        return self.write_bytes(key, (json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n").encode())
+
+    def read_json(self, key: str) -> Any:
+        return json.loads(self.read_bytes(key))
+
+    # ------------------------------------------------------------------ parquet
+    def write_parquet(self, key: str, table: pa.Table, metadata: dict[str, str] | None = None) -> str:
+        if metadata:
+            existing = dict(table.schema.metadata or {})
+            existing.update({k.encode(): str(v).encode() for k, v in metadata.items()})
+            table = table.replace_schema_metadata(existing)
+        buf = io.BytesIO()
+        pq.write_table(table, buf, compression="zstd")
+        return self.write_bytes(key, buf.getvalue())
+
+    def read_parquet(self, key: str, columns: list[str] | None = None) -> pa.Table:
+        with self.fs.open(self.path(key), "rb") as fh:
+            return pq.read_table(fh, columns=columns)
+
+    def parquet_metadata(self, key: str) -> dict[str, str]:
+        with self.fs.open(self.path(key), "rb") as fh:
+            meta = pq.read_schema(fh).metadata or {}
+        return {k.decode(): v.decode() for k, v in meta.items()}
+
+
+def open_url(url: str, mode: str = "rb"):
+    """Open any fsspec URL (dataset sources, mirrors)."""
+    return fsspec.open(url, mode)

@@ -1,0 +1,47 @@
+"""The metric registry. A metric is a small pure function ``MetricInput -> {stat name: value}``
+registered with a declared VERSION (part of metric_version). One module per family."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from helmflow.metrics.base import MetricInput
+from helmflow.registry import Registry
+
+MetricFn = Callable[[MetricInput], dict[str, float]]
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    fn: MetricFn
+    version: str
+    scores_errors: bool = False  # efficiency-like metrics also describe errored requests
+
+
+METRICS: Registry[Metric] = Registry("metric")
+
+_BUILTIN = [
+    "reference",
+    "efficiency",
+]
+
+
+def metric(name: str, version: str, scores_errors: bool = False) -> Callable[[MetricFn], MetricFn]:
+    def deco(fn: MetricFn) -> MetricFn:
+        METRICS.add(name, Metric(name=name, fn=fn, version=version, scores_errors=scores_errors))
+        return fn
+
+    return deco
+
+
+def metric_versions(names: list[str]) -> dict[str, str]:
+    return {n: METRICS.get(n).version for n in sorted(set(names))}
+
+
+for _module in _BUILTIN:
+    importlib.import_module(f"helmflow.metrics.{_module}")
+
+__all__ = ["METRICS", "Metric", "MetricInput", "metric", "metric_versions"]

@@ -1,0 +1,48 @@
+"""The scenario registry. A benchmark is one module here plus one line in ``_BUILTIN``."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from helmflow.registry import Registry
+from helmflow.scenarios.base import DataSource, Scenario, ScenarioError
+
+SCENARIOS: Registry[type[Scenario]] = Registry("scenario")
+
+_BUILTIN = [
+    "arithmetic",
+]
+
+
+def scenario(name: str):
+    """Class decorator: register a :class:`Scenario` subclass under ``name``."""
+
+    def deco(cls: type[Scenario]) -> type[Scenario]:
+        cls.name = name
+        SCENARIOS.add(name, cls)
+        return cls
+
+    return deco
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``name:k=v,k2=v2`` -> (name, params). Values stay strings; each scenario's Params types them."""
+    name, _, rest = spec.partition(":")
+    params: dict[str, Any] = {}
+    for item in filter(None, (p.strip() for p in rest.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ScenarioError(f"scenario spec {spec!r}: expected key=value, got {item!r}")
+        params[key.strip()] = value.strip()
+    return name.strip(), params
+
+
+def get_scenario(name: str, params: dict[str, Any] | None = None) -> Scenario:
+    return SCENARIOS.get(name)(**(params or {}))
+
+
+for _module in _BUILTIN:
+    importlib.import_module(f"helmflow.scenarios.{_module}")
+
+__all__ = ["SCENARIOS", "DataSource", "Scenario", "ScenarioError", "get_scenario", "parse_spec", "scenario"]

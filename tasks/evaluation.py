@@ -1,0 +1,167 @@
+"""The board's tasks. Each wraps one plain function of :mod:`helmflow.pipeline`.
+
+Cache keys are exactly design.md's table, so a rerun of an unchanged board recomputes nothing and
+a new model, dataset revision or metric redoes only what it changes. Results are persisted under
+``<storage>/prefect-results/<cache key>``: a hit on one worker is a hit on every worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from prefect import Task, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.runtime import flow_run, task_run
+
+from helmflow import pipeline
+from helmflow.board import BoardPlan, RunPlan, ScenarioPlan
+from helmflow.pipeline import FailedCell, PromptSet, QueryOutcome, RunOutcome, ScenarioData, ScoreOutcome
+from helmflow.progress import reporter
+from helmflow.storage import Store
+from helmflow.versions import release_hash
+
+RESULTS_PREFIX = "prefect-results"
+
+
+def download_key(plan: ScenarioPlan) -> str:
+    return f"download-{plan.key}-{plan.scenario_version}"
+
+
+def adapt_key(plan: ScenarioPlan) -> str:
+    return f"adapt-{plan.key}-{plan.scenario_version}-{plan.prompt_version}"
+
+
+def query_key(plan: RunPlan) -> str:
+    return f"query-{plan.query_key}"
+
+
+def score_key(plan: RunPlan) -> str:
+    return f"score-{plan.score_key}"
+
+
+def publish_key(plan: RunPlan) -> str:
+    return f"publish-{plan.run_id}"
+
+
+def release_key(board: BoardPlan, runs: list[RunOutcome]) -> str:
+    return f"release-{board.board_version}-{release_hash(board.board_version, [r.run_id for r in runs])}"
+
+
+@task(name="download", cache_key_fn=lambda ctx, p: download_key(p["plan"]), persist_result=True)
+def download(plan: ScenarioPlan, storage: str) -> ScenarioData:
+    return pipeline.download_scenario(Store(storage), plan)
+
+
+@task(name="adapt", cache_key_fn=lambda ctx, p: adapt_key(p["plan"]), persist_result=True)
+def adapt(plan: ScenarioPlan, storage: str, data: ScenarioData) -> PromptSet:
+    return pipeline.adapt_scenario(Store(storage), plan, data)
+
+
+@task(name="query", cache_key_fn=lambda ctx, p: query_key(p["plan"]), persist_result=True,
+      task_run_name="query {plan.scenario.label} x {plan.deployment.name}")
+def query(plan: RunPlan, storage: str, prompts: PromptSet) -> QueryOutcome:
+    rep = reporter()
+    rep.add_requests(prompts.num_prompts * plan.scenario.adapter.generation.num_outputs)
+    out = pipeline.query_pair(Store(storage), plan, prompts, rep.requests_done)
+    return out.model_copy(update={"task_run_id": str(task_run.id)})
+
+
+@task(name="score", cache_key_fn=lambda ctx, p: score_key(p["plan"]), persist_result=True,
+      task_run_name="score {plan.scenario.label} x {plan.deployment.name}")
+def score(plan: RunPlan, storage: str, data: ScenarioData, queried: QueryOutcome) -> ScoreOutcome:
+    out = pipeline.score_pair(Store(storage), plan, data, queried)
+    return out.model_copy(update={"task_run_id": str(task_run.id)})
+
+
+@task(name="publish-run", cache_key_fn=lambda ctx, p: publish_key(p["plan"]), persist_result=True,
+      task_run_name="publish {plan.scenario.label} x {plan.deployment.name}")
+def publish_run(plan: RunPlan, storage: str, queried: QueryOutcome, scored: ScoreOutcome) -> RunOutcome:
+    lineage = {
+        "flow_run_id": str(flow_run.id) if flow_run.id else None,
+        "publish_task_run_id": str(task_run.id) if task_run.id else None,
+        "query_task_run_id": queried.task_run_id,
+        "score_task_run_id": scored.task_run_id,
+    }
+    out = pipeline.publish_run(Store(storage), plan, queried, scored, lineage)
+    create_markdown_artifact(
+        key=f"run-{plan.run_id}",
+        markdown=(
+            f"### {plan.scenario.label} x {plan.deployment.name}\n\n"
+            f"{out.main_metric}: **{_fmt(out.score)}** (95% CI {_fmt(out.ci_low)} to {_fmt(out.ci_high)}), "
+            f"status {out.status}\n\nFiles: `{out.uri}`"
+        ),
+        description=f"run {plan.run_id}",
+    )
+    return out
+
+
+@task(name="publish-release", cache_key_fn=lambda ctx, p: release_key(p["board"], p["runs"]), persist_result=True)
+def publish_release(board: BoardPlan, storage: str, runs: list[RunOutcome], failed: list[FailedCell]):
+    out = pipeline.publish_release(Store(storage), board, runs, failed)
+    labels = [s.label for s in board.scenarios]
+    create_table_artifact(
+        key=f"{_artifact_key(board.spec.name)}-leaderboard",
+        table=[{k: (_fmt(v) if isinstance(v, float) else v) for k, v in row.items() if " ci_" not in k} for row in out.table],
+        description=f"{board.spec.name} release {out.release_id} ({out.status})",
+    )
+    lines = [f"# {board.spec.name} — release {out.release_id}", "", f"status: **{out.status}**, at `{out.uri}`", ""]
+    lines += ["| model | mean score | " + " | ".join(labels) + " |", "|---" * (len(labels) + 2) + "|"]
+    for row in out.table:
+        lines.append(f"| {row['deployment']} | {_fmt(row['mean_score'])} | " + " | ".join(_fmt(row[lab]) for lab in labels) + " |")
+    if failed:
+        lines += ["", "Missing cells:"] + [f"- {f.scenario} x {f.deployment}: {f.error}" for f in failed]
+    create_markdown_artifact(
+        key=f"{_artifact_key(board.spec.name)}-release", markdown="\n".join(lines), description="leaderboard release"
+    )
+    return out
+
+
+def _fmt(x: Any) -> str:
+    return "—" if x is None else f"{x:.3f}" if isinstance(x, float) else str(x)
+
+
+def _artifact_key(name: str) -> str:
+    """Artifact keys allow lowercase letters, digits and dashes only."""
+    return "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-") or "board"
+
+
+# --------------------------------------------------------------------------- configuration
+@dataclass(frozen=True)
+class BoardTasks:
+    download: Task
+    adapt: Task
+    query: Task
+    score: Task
+    publish_run: Task
+    publish_release: Task
+
+
+def result_storage_block(root: str) -> str:
+    """Save (idempotently) the block that stores task results under ``<root>/prefect-results``.
+
+    The block holds a path only: S3 credentials come from the environment, never from the block.
+    """
+    from prefect.filesystems import LocalFileSystem, RemoteFileSystem
+
+    name = "helmflow-results-" + hashlib.sha256(root.encode()).hexdigest()[:12]
+    base = f"{root}/{RESULTS_PREFIX}"
+    if "://" in root:
+        block, slug = RemoteFileSystem(basepath=base), f"remote-file-system/{name}"
+    else:
+        block, slug = LocalFileSystem(basepath=base), f"local-file-system/{name}"
+    block.save(name, overwrite=True)
+    return slug
+
+
+def configure(storage_root: str) -> BoardTasks:
+    slug = result_storage_block(storage_root)
+    opts: dict[str, Any] = {"result_storage": slug, "persist_result": True}
+    return BoardTasks(*(t.with_options(**opts) for t in (download, adapt, query, score, publish_run, publish_release)))
+
+
+def forget_cached(store: Store, keys: list[str]) -> None:
+    """Drop persisted results so the next run re-executes these tasks (errors are never cached)."""
+    for key in keys:
+        store.delete(f"{RESULTS_PREFIX}/{key}")
