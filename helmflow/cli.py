@@ -141,6 +141,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     console = Console()
     console.print(f"storage: {store.root}")
     console.print(f"board {plan.spec.name}: {len(plan.scenarios)} scenarios x {len(plan.spec.models)} models = {len(plan.runs)} runs")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     if not args.verbose:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     started = time.perf_counter()

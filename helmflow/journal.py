@@ -62,17 +62,25 @@ class Journal:
 
     # ------------------------------------------------------------------ reading
     def lookup(self, hashes: set[str]) -> dict[str, Completion]:
-        """Journaled completions for the given request hashes (latest wins on duplicates)."""
-        wanted = defaultdict(set)
-        for h in hashes:
-            wanted[h[:2]].add(h)
-        keys = [k for k in self.store.find(self.prefix) if k.endswith(".parquet") and k.split("/")[-2] in wanted]
-        found: dict[str, Completion] = {}
-        for key in keys:
-            for row in self.store.read_parquet(key).to_pylist():
-                if row["request_hash"] in hashes:
-                    found[row["request_hash"]] = Completion.model_validate(row)
-        return found
+        """Journaled completions for the given request hashes (latest wins on duplicates).
+
+        A concurrent compaction may delete a part between listing and reading; its rows are then in
+        the merged part, so the listing is simply taken again.
+        """
+        prefixes = {h[:2] for h in hashes}
+        for attempt in range(5):
+            keys = [k for k in self.store.find(self.prefix) if k.endswith(".parquet") and k.split("/")[-2] in prefixes]
+            found: dict[str, Completion] = {}
+            try:
+                for key in keys:
+                    for row in self.store.read_parquet(key).to_pylist():
+                        if row["request_hash"] in hashes:
+                            found[row["request_hash"]] = Completion.model_validate(row)
+                return found
+            except FileNotFoundError:
+                if attempt == 4:
+                    raise
+        return {}
 
     # ------------------------------------------------------------------ writing
     def append(self, completion: Completion) -> None:
@@ -125,9 +133,12 @@ class Journal:
             if len(keys) < 2:
                 continue
             rows: dict[str, dict] = {}
-            for key in keys:
-                for row in self.store.read_parquet(key).to_pylist():
-                    rows[row["request_hash"]] = row
+            try:
+                for key in keys:
+                    for row in self.store.read_parquet(key).to_pylist():
+                        rows[row["request_hash"]] = row
+            except FileNotFoundError:
+                continue  # another journal is compacting this partition; its merge keeps every row
             self.store.write_parquet(
                 f"{self.prefix}/{xx}/part-{uuid.uuid4().hex}.parquet",
                 pa.Table.from_pylist(list(rows.values()), schema=COMPLETION_SCHEMA),

@@ -238,7 +238,7 @@ def publish_run(
     marker = f"{prefix}/run.json"
     if store.exists(marker) and store.read_json(marker).get("status") == "complete" and status == "complete":
         return outcome.model_copy(update={"wrote": False})  # already published: rewrite nothing
-    meta = _meta(run_id=plan.run_id, **_version_fields(plan))
+    meta = _meta(**_version_fields(plan))
     for name, src in zip(RUN_FILES, (query.requests_key, query.completions_key, score.stats_key, score.summary_key)):
         table = store.read_parquet(src)
         store.write_parquet(f"{prefix}/{name}", table, meta)

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs everything the test suite needs (Debian packages included; run as root on Debian),
+# then runs the whole suite. Extra arguments go to pytest (e.g. -m "not slow").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  missing=""
+  for pkg in chromium chromium-driver; do dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"; done
+  if [ -n "$missing" ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+  fi
+fi
+
+$PY -m pip install -q -e ".[test]"
+
+set +e
+$PY -m pytest "$@"
+rc=$?
+set -e
+if [ "$rc" = 5 ]; then
+  echo "pytest collected no tests: that is a failure" >&2
+  exit 1
+fi
+exit "$rc"

@@ -1,0 +1,197 @@
+"""Shared test harness.
+
+- Prefect never touches a developer's profile: PREFECT_HOME is a throwaway folder, and
+  PREFECT_API_URL points at ONE session-wide ``prefect server start`` (on a throwaway PostgreSQL
+  database) that the ``prefect_server`` fixture starts on first use. Set at import time, before any
+  test module imports Prefect, because Prefect reads its settings once.
+- ``moto_s3``: one ``moto_server`` on 127.0.0.1 for the session (the S3 double s3fs's own tests use);
+  ``s3_root`` gives each test a fresh bucket.
+- ``run_cli``: the real ``helmflow`` command in a subprocess with this environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+_SESSION_DIR = Path(tempfile.mkdtemp(prefix="helmflow-tests-"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+_PREFECT_PORT = free_port()
+os.environ.update(
+    {
+        "PREFECT_HOME": str(_SESSION_DIR / "prefect-home"),
+        "PREFECT_API_URL": f"http://127.0.0.1:{_PREFECT_PORT}/api",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+        "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
+        "HELMFLOW_SPOOL": str(_SESSION_DIR / "spool"),
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+)
+os.environ.pop("HELMFLOW_STORAGE", None)
+os.environ.pop("HELMFLOW_MODELS", None)
+os.environ.pop("HELMFLOW_PLUGINS", None)
+
+PG_URL = os.environ.get("HELMFLOW_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+def wait_http(url: str, timeout: float, proc: subprocess.Popen | None = None) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process for {url} exited with {proc.returncode}")
+        try:
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise TimeoutError(f"{url} did not answer within {timeout:.0f} s")
+
+
+async def _pg(sql: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(PG_URL)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+def create_pg_database(prefix: str = "helmflow_test") -> str:
+    """A throwaway PostgreSQL database; returns its name (drop it with :func:`drop_pg_database`)."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    asyncio.run(_pg(f'CREATE DATABASE "{name}"'))
+    return name
+
+
+def drop_pg_database(name: str) -> None:
+    asyncio.run(_pg(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def pg_async_url(database: str) -> str:
+    base = PG_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
+    return f"{base}/{database}"
+
+
+def start_prefect_server(port: int, home: Path, database: str | None, log: Path) -> subprocess.Popen:
+    env = dict(os.environ, PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    env.pop("PREFECT_API_URL", None)
+    if database:
+        env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = pg_async_url(database)
+    return subprocess.Popen(
+        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 15) -> None:
+    if proc.poll() is None:
+        import signal
+
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.fixture(scope="session")
+def prefect_server() -> Iterator[str]:
+    """The session's Prefect API URL (server on a throwaway PostgreSQL database)."""
+    database = create_pg_database("helmflow_prefect")
+    log = _SESSION_DIR / "prefect-server.log"
+    proc = start_prefect_server(_PREFECT_PORT, _SESSION_DIR / "prefect-home", database, log)
+    url = os.environ["PREFECT_API_URL"]
+    try:
+        wait_http(f"{url}/health", timeout=180, proc=proc)
+    except Exception:
+        stop_process(proc)
+        print(log.read_text()[-5000:], file=sys.stderr)
+        raise
+    yield url
+    stop_process(proc)
+    drop_pg_database(database)
+
+
+@pytest.fixture(scope="session")
+def moto_s3() -> Iterator[str]:
+    """Endpoint URL of a session-wide moto S3 server on 127.0.0.1."""
+    port = free_port()
+    log = _SESSION_DIR / "moto.log"
+    proc = subprocess.Popen(
+        [shutil.which("moto_server") or "moto_server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    wait_http(f"{endpoint}/moto-api/", timeout=60, proc=proc)
+    os.environ["AWS_ENDPOINT_URL"] = endpoint
+    yield endpoint
+    os.environ.pop("AWS_ENDPOINT_URL", None)
+    stop_process(proc)
+
+
+@pytest.fixture
+def s3_root(moto_s3: str) -> str:
+    """A fresh bucket on the moto server; returns ``s3://bucket/prefix``."""
+    import boto3
+
+    bucket = f"helmflow-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=moto_s3).create_bucket(Bucket=bucket)
+    return f"s3://{bucket}/store"
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    from helmflow.storage import Store
+
+    return Store(str(tmp_path / "store"))
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """The real ``helmflow`` command (same interpreter) in a subprocess."""
+    full_env = dict(os.environ, **(env or {}))
+    full_env.setdefault("COLUMNS", "200")
+    return subprocess.run(
+        [sys.executable, "-m", "helmflow.cli", *args],
+        env=full_env,
+        cwd=str(cwd or REPO),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def cli():
+    return run_cli
