@@ -7,6 +7,7 @@ before any work.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import time
@@ -43,7 +44,18 @@ def _parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="show a board: its scenarios, models and versions")
     show.add_argument("board")
     _selection_args(show)
+
+    run.set_defaults(func=cmd_run)
+    ls.set_defaults(func=cmd_list)
+    show.set_defaults(func=cmd_show)
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).add_parser(sub)
     return p
+
+
+# Further commands live in their own modules, each with ``add_parser(subparsers)`` that sets
+# ``func`` (and imports nothing heavy at module level). Add yours here.
+COMMAND_MODULES: list[str] = []
 
 
 def _selection_args(p: argparse.ArgumentParser) -> None:
@@ -190,9 +202,6 @@ def _print_board(console, summary: dict[str, Any]) -> None:
     console.print(table)
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "show": cmd_show}
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from helmflow.registry import UnknownNameError, add_plugins
@@ -200,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
 
     add_plugins(args.plugin)
     try:
-        return COMMANDS[args.command](args)
+        return args.func(args)
     except UsageError as exc:
         return _fail(str(exc))
     except (ValueError, UnknownNameError, StorageError, FileNotFoundError, ImportError) as exc:

@@ -7,6 +7,7 @@ seeded, so the same spec always yields the same prompts.
 
 from __future__ import annotations
 
+import importlib
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -73,8 +74,8 @@ def adapt(spec: AdapterSpec, instances: list[Instance]) -> list[Prompt]:
     return prompts
 
 
-# --------------------------------------------------------------------------- methods
-def _input_text(inst: Instance) -> str:
+def input_text(inst: Instance) -> str:
+    """The instance's input as plain text (last message of a chat; text parts joined)."""
     if inst.input.text is not None:
         return inst.input.text
     if inst.input.messages:
@@ -82,27 +83,15 @@ def _input_text(inst: Instance) -> str:
     return "".join(p.text or "" for p in inst.input.parts or [] if p.type == "text")
 
 
-def _head(spec: AdapterSpec) -> str:
+def head(spec: AdapterSpec) -> str:
+    """Global prefix and instructions, which open every prompt."""
     return spec.global_prefix + (spec.instructions + "\n" if spec.instructions else "")
 
 
-@adapter("generation", version="1")
-def generation(spec: AdapterSpec, inst: Instance, train: list[Instance]) -> Prompt:
-    """Input/output blocks; examples answered with their first correct reference."""
+# One module per adapter family; add yours here.
+_BUILTIN = [
+    "generation",
+]
 
-    def block(example: Instance) -> str:
-        answer = example.correct_references[0].text if example.correct_references else ""
-        return (
-            spec.instance_prefix
-            + spec.input_prefix + _input_text(example) + spec.input_suffix
-            + spec.output_prefix + answer + spec.output_suffix
-        )
-
-    query = spec.instance_prefix + spec.input_prefix + _input_text(inst) + spec.input_suffix + spec.output_prefix.rstrip()
-    return Prompt(
-        instance_id=inst.id,
-        split=inst.split,
-        head=_head(spec),
-        examples=[block(e) for e in train if e.id != inst.id],
-        query=query + spec.global_suffix,
-    )
+for _module in _BUILTIN:
+    importlib.import_module(f"helmflow.adapters.{_module}")
