@@ -203,6 +203,7 @@ def main_summary(summary: list[MetricSummary], name: str) -> MetricSummary | Non
 
 # --------------------------------------------------------------------------- publish a run
 RUN_FILES = ("requests.parquet", "completions.parquet", "stats.parquet", "summary.parquet")
+RUN_ROW_GROUP_ROWS = 100  # the web report reads a run's instances one row group (one page chunk) at a time
 
 
 def run_prefix(run_id: str) -> str:
@@ -241,7 +242,7 @@ def publish_run(
     meta = _meta(**_version_fields(plan))
     for name, src in zip(RUN_FILES, (query.requests_key, query.completions_key, score.stats_key, score.summary_key)):
         table = store.read_parquet(src)
-        store.write_parquet(f"{prefix}/{name}", table, meta)
+        store.write_parquet(f"{prefix}/{name}", table, meta, row_group_size=RUN_ROW_GROUP_ROWS)
     run_json = {
         "run_id": plan.run_id,
         "status": status,

@@ -138,13 +138,16 @@ class Store:
         return json.loads(self.read_bytes(key))
 
     # ------------------------------------------------------------------ parquet
-    def write_parquet(self, key: str, table: pa.Table, metadata: dict[str, str] | None = None) -> str:
+    def write_parquet(
+        self, key: str, table: pa.Table, metadata: dict[str, str] | None = None, row_group_size: int | None = None
+    ) -> str:
+        """``row_group_size`` bounds the rows a reader must decode to reach any one row (paged readers)."""
         if metadata:
             existing = dict(table.schema.metadata or {})
             existing.update({k.encode(): str(v).encode() for k, v in metadata.items()})
             table = table.replace_schema_metadata(existing)
         buf = io.BytesIO()
-        pq.write_table(table, buf, compression="zstd")
+        pq.write_table(table, buf, compression="zstd", row_group_size=row_group_size)
         return self.write_bytes(key, buf.getvalue())
 
     def read_parquet(self, key: str, columns: list[str] | None = None) -> pa.Table:
