@@ -6,7 +6,6 @@ adapter fields or metrics are one clear error each.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 from pathlib import Path
 from typing import Any, Literal
@@ -17,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from helmflow import versions
 from helmflow.adapters import ADAPTERS, template_versions
 from helmflow.records import AdapterSpec, Deployment
-from helmflow.storage import open_url, safe_key
+from helmflow.storage import safe_key
 
 BOARDS_DIR = Path(importlib.import_module("helmflow.flows").__file__).resolve().parent
 
@@ -104,12 +103,11 @@ def load_board(name_or_path: str) -> BoardSpec:
         raise BoardError(f"board file {path}: {problems}") from None
 
 
-def _sha256_url(url: str) -> str:
-    h = hashlib.sha256()
-    with open_url(url) as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def _sha256_url(scen, source) -> str:
+    """Pin a ``sha256=None`` source at plan time, read from where the run will read it (mirrors too)."""
+    from helmflow.datasets import source_sha256
+
+    return source_sha256(scen, source)
 
 
 # --------------------------------------------------------------------------- planning
@@ -133,8 +131,10 @@ def plan_scenario(entry: ScenarioEntry, max_instances: int | None) -> ScenarioPl
         if m not in METRICS:
             raise BoardError(f"scenario {entry.name!r}: unknown metric {m!r}; known: {', '.join(METRICS.names())}")
     try:
-        checksums = {s.filename: s.sha256 or _sha256_url(s.url) for s in scen.sources()}
-    except (OSError, ScenarioError) as exc:
+        checksums = {s.filename: s.sha256 or _sha256_url(scen, s) for s in scen.sources()}
+    except ScenarioError as exc:
+        raise BoardError(str(exc)) from None  # already names the scenario and the URL
+    except OSError as exc:
         raise BoardError(f"scenario {entry.name!r}: cannot read its source: {exc}") from None
     revision = scen.dataset_revision()
     sv = versions.scenario_version(scen.name, scen.param_dict, revision, checksums, scen.VERSION)

@@ -55,7 +55,9 @@ def _parser() -> argparse.ArgumentParser:
 
 # Further commands live in their own modules, each with ``add_parser(subparsers)`` that sets
 # ``func`` (and imports nothing heavy at module level). Add yours here.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = [
+    "helmflow.mirror",
+]
 
 
 def _selection_args(p: argparse.ArgumentParser) -> None:

@@ -1,15 +1,39 @@
-"""Download: mirror a scenario's pinned files under ``datasets/`` and verify them; write its instances."""
+"""The data path: where a scenario's pinned files are read from, how they are fetched and checked.
+
+A scenario declares ``DataSource(filename, url, sha256)``; ``url`` is usually
+``hf://datasets/<repo>@<full revision>/<path>`` (huggingface_hub's fsspec file system, which honours
+``HF_ENDPOINT`` and ``HF_TOKEN``). A mirror replaces the source with no code change:
+
+- ``$HELMFLOW_MIRROR_<NAME>`` (scenario name upper-cased, non-alphanumerics as ``_``): a folder or
+  ``s3://`` prefix holding that scenario's files directly, ``<mirror>/<filename>``;
+- ``$HELMFLOW_MIRROR``: a root for every scenario, ``<mirror>/<name>/<revision>/<filename>``
+  (the layout ``helmflow mirror <scenario> --to URL`` writes).
+
+Every byte read is checked: a missing file, an empty file, a checksum mismatch or a gated repository
+without ``HF_TOKEN`` is one :class:`ScenarioError` naming the scenario and the URL, before anything
+is stored (HELM #1932 accepted empty downloads). ``sha256=None`` sources are pinned at plan time
+and recorded in ``datasets/<scenario>/<revision>/manifest.json``; later runs must match it.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO
+
+import fsspec
 
 from helmflow.records import INSTANCE_SCHEMA, Instance, instance_from_row, instance_to_row, to_table
-from helmflow.scenarios import ScenarioError, get_scenario
-from helmflow.storage import Store, open_url, safe_key
+from helmflow.scenarios import DataSource, Scenario, ScenarioError, get_scenario
+from helmflow.storage import Store, safe_key
 
 MANIFEST = "manifest.json"
+MIRROR_ENV = "HELMFLOW_MIRROR"
+_CHUNK = 1 << 20
 
 
 def dataset_prefix(scenario_key: str, revision: str) -> str:
@@ -20,38 +44,163 @@ def instances_key(scenario_key: str, scenario_version: str) -> str:
     return f"instances/{scenario_key}/{scenario_version}.parquet"
 
 
+# --------------------------------------------------------------------------- where to read
+def mirror_env_var(scenario: str) -> str:
+    """``HELMFLOW_MIRROR_<NAME>``: the per-scenario mirror variable, e.g. ``HELMFLOW_MIRROR_MMLU_PRO``."""
+    return f"{MIRROR_ENV}_{re.sub(r'[^A-Za-z0-9]', '_', scenario).upper()}"
+
+
+def _join(root: str, *parts: str) -> str:
+    return "/".join([root.rstrip("/"), *parts])
+
+
+def mirror_url(root: str, scenario: str, revision: str, filename: str) -> str:
+    """Where a root mirror keeps one file: ``<root>/<scenario>/<revision>/<filename>``."""
+    return _join(root, scenario, revision, filename)
+
+
+def resolve_source(scenario: str, revision: str, source: DataSource) -> str:
+    """The URL to read ``source`` from: the scenario's mirror, else the root mirror, else the source."""
+    own = os.environ.get(mirror_env_var(scenario))
+    if own:
+        return _join(own, source.filename)
+    root = os.environ.get(MIRROR_ENV)
+    if root:
+        return mirror_url(root, scenario, revision, source.filename)
+    return source.url
+
+
+# --------------------------------------------------------------------------- reading, with clear errors
+def _storage_options(url: str) -> dict:
+    """hf:// reads HF_ENDPOINT and HF_TOKEN now (huggingface_hub reads HF_ENDPOINT once, at import)."""
+    if not url.startswith("hf://"):
+        return {}
+    options: dict = {"skip_instance_cache": True}  # a fresh listing: no stale "not found" or gate
+    if os.environ.get("HF_ENDPOINT"):
+        options["endpoint"] = os.environ["HF_ENDPOINT"].rstrip("/")
+    if os.environ.get("HF_TOKEN"):
+        options["token"] = os.environ["HF_TOKEN"]
+    return options
+
+
+def _gated(exc: BaseException) -> bool:
+    from huggingface_hub.errors import GatedRepoError
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, GatedRepoError) or getattr(getattr(seen, "response", None), "status_code", None) in (401, 403):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _explain(scenario: str, url: str, exc: BaseException) -> ScenarioError:
+    where = f"scenario {scenario!r}: {url}"
+    if url.startswith("hf://") and _gated(exc):
+        token = "HF_TOKEN is set but was refused" if os.environ.get("HF_TOKEN") else "HF_TOKEN is not set"
+        return ScenarioError(
+            f"{where} is in a gated Hugging Face repository and {token}: accept the dataset's terms on its "
+            f"Hub page and export HF_TOKEN (a read token), or point {mirror_env_var(scenario)} / {MIRROR_ENV} at a mirror"
+        )
+    if isinstance(exc, FileNotFoundError):
+        detail = str(exc).split("\n")[0]
+        return ScenarioError(f"{where} does not exist ({detail})")
+    return ScenarioError(f"{where} could not be read: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+
+
+@contextmanager
+def open_source(scenario: str, url: str) -> Iterator[IO[bytes]]:
+    """Open a source or mirror URL for reading; every failure becomes one :class:`ScenarioError`."""
+    try:
+        fh = fsspec.open(url, "rb", **_storage_options(url)).open()
+    except Exception as exc:  # noqa: BLE001 - fsspec backends raise many kinds; each is explained
+        raise _explain(scenario, url, exc) from None
+    try:
+        yield fh
+    finally:
+        fh.close()
+
+
+def fetch(scenario: str, url: str) -> bytes:
+    """The whole file at ``url``; an empty file is an error, never a dataset."""
+    with open_source(scenario, url) as fh:
+        try:
+            data = fh.read()
+        except Exception as exc:  # noqa: BLE001
+            raise _explain(scenario, url, exc) from None
+    if not data:
+        raise ScenarioError(f"scenario {scenario!r}: {url} is empty (0 bytes); refusing to use it")
+    return data
+
+
+def sha256_of(scenario: str, url: str) -> str:
+    """Stream ``url`` through sha256 (plan time pins ``sha256=None`` sources this way)."""
+    h, size = hashlib.sha256(), 0
+    with open_source(scenario, url) as fh:
+        try:
+            for chunk in iter(lambda: fh.read(_CHUNK), b""):
+                h.update(chunk)
+                size += len(chunk)
+        except Exception as exc:  # noqa: BLE001
+            raise _explain(scenario, url, exc) from None
+    if not size:
+        raise ScenarioError(f"scenario {scenario!r}: {url} is empty (0 bytes); refusing to use it")
+    return h.hexdigest()
+
+
+def source_sha256(scen: Scenario, source: DataSource) -> str:
+    """The checksum a plan pins: the declared one, else the resolved file's (mirror or source)."""
+    if source.sha256:
+        return source.sha256
+    return sha256_of(scen.name, resolve_source(scen.name, scen.dataset_revision(), source))
+
+
+def fetch_verified(scenario: str, url: str, expected: str) -> bytes:
+    data = fetch(scenario, url)
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != expected:
+        raise ScenarioError(
+            f"scenario {scenario!r}: checksum mismatch for {url}: expected sha256 {expected}, got {digest} "
+            f"({len(data)} bytes); the file is not the pinned one (partial download or a different revision?)"
+        )
+    return data
+
+
+# --------------------------------------------------------------------------- the download stage
 def mirror_sources(store: Store, plan) -> dict[str, str]:
-    """Copy each pinned file into the store once, verified; returns filename -> mirrored URL."""
+    """Copy each pinned file into the store once, verified; returns filename -> stored URL."""
     scen = get_scenario(plan.name, plan.params)
     prefix = dataset_prefix(plan.key, plan.dataset_revision)
-    manifest = store.read_json(f"{prefix}/{MANIFEST}") if store.exists(f"{prefix}/{MANIFEST}") else {}
+    manifest_key = f"{prefix}/{MANIFEST}"
+    manifest = store.read_json(manifest_key) if store.exists(manifest_key) else {}
     files: dict[str, str] = {}
     for source in scen.sources():
         key = f"{prefix}/{safe_key(source.filename)}"
         expected = plan.checksums[source.filename]
-        if manifest.get(source.filename) != expected or not store.exists(key):
-            try:
-                with open_url(source.url) as fh:
-                    data = fh.read()
-            except FileNotFoundError:
-                raise ScenarioError(f"scenario {plan.name!r}: source file {source.url} does not exist") from None
-            digest = hashlib.sha256(data).hexdigest()
-            if digest != expected:
-                raise ScenarioError(
-                    f"scenario {plan.name!r}: checksum mismatch for {source.url}: expected {expected}, got {digest}"
-                )
-            store.write_bytes(key, data)
-            manifest[source.filename] = digest
-            store.write_json(f"{prefix}/{MANIFEST}", manifest)
+        pinned = manifest.get(source.filename)
+        if source.sha256 is None and pinned and pinned != expected:
+            raise ScenarioError(
+                f"scenario {plan.name!r}: {source.filename} at revision {plan.dataset_revision} changed since it was "
+                f"first downloaded: {manifest_key} pins sha256 {pinned}, the source now has {expected}"
+            )
+        if pinned != expected or not store.exists(key):
+            url = resolve_source(plan.name, plan.dataset_revision, source)
+            store.write_bytes(key, fetch_verified(plan.name, url, expected))
+            manifest[source.filename] = expected
+            store.write_json(manifest_key, manifest)
         files[source.filename] = store.url(key)
-    if not scen.sources() and not store.exists(f"{prefix}/{MANIFEST}"):
-        store.write_json(f"{prefix}/{MANIFEST}", {"generated": True, "loader_version": plan.loader_version})
+    if not scen.sources() and not store.exists(manifest_key):
+        store.write_json(manifest_key, {"generated": True, "loader_version": plan.loader_version})
     return files
 
 
 def write_instances(store: Store, plan, files: dict[str, str]) -> str:
     scen = get_scenario(plan.name, plan.params)
-    instances = scen.load(files)
+    try:
+        instances = scen.load(files)
+    except ScenarioError as exc:
+        origins = ", ".join(resolve_source(plan.name, plan.dataset_revision, s) for s in scen.sources())
+        raise ScenarioError(f"{exc} (stored copy of {origins})" if origins else str(exc)) from None
     if not instances:
         raise ScenarioError(f"scenario {plan.name!r} produced no instances from {sorted(files) or 'its generator'}")
     ids = [i.id for i in instances]
@@ -75,3 +224,30 @@ def write_instances(store: Store, plan, files: dict[str, str]) -> str:
 
 def read_instances(store: Store, key: str) -> list[Instance]:
     return [instance_from_row(r) for r in store.read_parquet(key).to_pylist()]
+
+
+# --------------------------------------------------------------------------- helmflow mirror
+def mirror_scenario(scen: Scenario, to: str) -> list[tuple[str, str, str]]:
+    """Copy a scenario's pinned files to ``<to>/<name>/<revision>/`` and verify the copies.
+
+    Reads each file from where a run would (mirror variables included), checks it against its
+    declared checksum, writes it, reads the copy back, and loads the scenario from the copies so
+    a schema problem shows here rather than in a run. Returns (filename, sha256, copy URL) rows.
+    """
+    revision = scen.dataset_revision()
+    done: list[tuple[str, str, str]] = []
+    for source in scen.sources():
+        url = resolve_source(scen.name, revision, source)
+        data = fetch_verified(scen.name, url, source.sha256) if source.sha256 else fetch(scen.name, url)
+        digest = hashlib.sha256(data).hexdigest()
+        dest = Store(to)
+        target = dest.url(f"{scen.name}/{revision}/{source.filename}")
+        try:
+            dest.write_bytes(f"{scen.name}/{revision}/{source.filename}", data)
+        except Exception as exc:  # noqa: BLE001 - any backend error: say where
+            raise ScenarioError(f"scenario {scen.name!r}: cannot write {target}: {type(exc).__name__}: {exc}") from None
+        fetch_verified(scen.name, target, digest)
+        done.append((source.filename, digest, target))
+    if done:
+        scen.load({filename: url for filename, _, url in done})
+    return done

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import csv
+import io
+from collections.abc import Callable
 from typing import Any, ClassVar
 
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from helmflow.records import AdapterSpec, Instance
@@ -67,3 +73,63 @@ class Scenario:
     def load(self, files: dict[str, str]) -> list[Instance]:
         """Instances from the mirrored files (``filename`` -> fsspec URL of the mirrored copy)."""
         raise NotImplementedError
+
+
+# --------------------------------------------------------------------------- reading source files, schema-checked
+# Column kinds a loader can require; loose where file writers differ (string vs large_string, int widths).
+COLUMN_KINDS: dict[str, Callable[[pa.DataType], bool]] = {
+    "string": lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
+    "integer": pa.types.is_integer,
+    "float": lambda t: pa.types.is_floating(t) or pa.types.is_integer(t),
+    "bool": pa.types.is_boolean,
+    "list<string>": lambda t: (pa.types.is_list(t) or pa.types.is_large_list(t))
+    and (pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)),
+}
+
+
+def check_columns(scenario: str, url: str, schema: pa.Schema, expected: dict[str, str]) -> None:
+    """One clear error naming scenario, URL and column when a file lacks a column or has the wrong type."""
+    for column, kind in expected.items():
+        if column not in schema.names:
+            raise ScenarioError(
+                f"scenario {scenario!r}: {url} has no column {column!r} (expected {kind}); "
+                f"it has: {', '.join(schema.names) or 'no columns'}"
+            )
+        actual = schema.field(column).type
+        if not COLUMN_KINDS[kind](actual):
+            raise ScenarioError(f"scenario {scenario!r}: {url}: column {column!r} has type {actual}, expected {kind}")
+
+
+def _read(scenario: str, url: str) -> bytes:
+    try:
+        with fsspec.open(url, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise ScenarioError(f"scenario {scenario!r}: {url} does not exist") from None
+
+
+def read_parquet_source(scenario: str, url: str, expected: dict[str, str]) -> pa.Table:
+    """A Parquet source file, with the columns a loader needs checked (name and kind)."""
+    try:
+        table = pq.read_table(io.BytesIO(_read(scenario, url)))
+    except pa.ArrowInvalid as exc:
+        raise ScenarioError(f"scenario {scenario!r}: {url} is not a readable Parquet file: {exc}") from None
+    check_columns(scenario, url, table.schema, expected)
+    return table
+
+
+def read_csv_source(scenario: str, url: str, expected: list[str]) -> list[dict[str, str]]:
+    """Rows of a CSV source file (RFC 4180 quoting, UTF-8, optional BOM), the needed columns checked."""
+    try:
+        text = _read(scenario, url).decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"scenario {scenario!r}: {url} is not UTF-8 text: {exc}") from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = reader.fieldnames or []
+    check_columns(scenario, url, pa.schema([(name, pa.string()) for name in dict.fromkeys(header)]),
+                  dict.fromkeys(expected, "string"))
+    rows = list(reader)
+    for index, row in enumerate(rows):
+        if None in row or any(row[c] is None for c in expected):
+            raise ScenarioError(f"scenario {scenario!r}: {url}: data row {index} does not have {len(header)} fields")
+    return rows
