@@ -26,7 +26,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-_SESSION_DIR = Path(tempfile.mkdtemp(prefix="helmflow-tests-"))
 
 
 def free_port() -> int:
@@ -35,7 +34,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-_PREFECT_PORT = free_port()
+# Idempotent: this module may be imported twice (as pytest's conftest and as ``tests.conftest``).
+_PREFECT_PORT = int(os.environ.setdefault("HELMFLOW_TEST_PREFECT_PORT", str(free_port())))
+_SESSION_DIR = Path(os.environ.get("HELMFLOW_TEST_SESSION_DIR") or tempfile.mkdtemp(prefix="helmflow-tests-"))
+os.environ["HELMFLOW_TEST_SESSION_DIR"] = str(_SESSION_DIR)
 os.environ.update(
     {
         "PREFECT_HOME": str(_SESSION_DIR / "prefect-home"),
