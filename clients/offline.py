@@ -1,10 +1,19 @@
 """Offline deployments: deterministic, free, no network. Baselines and test doubles in one kind.
 
-Behaviours (``options.behavior``):
-- ``solver``: solves what it recognises (arithmetic questions), wrong on a seeded fraction
-  ``1 - accuracy`` of requests; otherwise answers like ``echo``.
-- ``echo``: repeats the last line of the input, like HELM's simple/model1 baseline.
+Behaviours (``options.behavior``), each reading only the prompt it is sent:
+- ``solver``: a rule-based symbolic solver for the tasks it recognises in the *last* question of
+  the prompt: arithmetic (``What is a op b?``, free answer or the matching option letter), HELM's
+  synthetic reasoning (variable substitution and pattern matching exactly; induction by a
+  segmentation search that names symbols X, Y, Z in order of appearance, so it is right only when
+  the hidden rule happens to use that order) and Dyck completion. With ``accuracy < 1`` it is wrong
+  on a seeded fraction ``1 - accuracy`` of requests. What it does not recognise it answers like ``echo``.
+- ``echo``: repeats the last line of the input (after its ``Label: ``), like HELM's simple/model1.
 - ``constant``: always answers ``options.answer``.
+- ``first_option``: always picks the first option of a multiple-choice question (``A``; ``The
+  correct answer is (A).`` when the prompt asks for that form); ``options.answer`` otherwise.
+
+Completions carry per-token logprobs: the solver reports ``log(accuracy)`` per token of an answer
+it computed (its stated confidence), the other behaviours a seeded value in [log 0.5, 0).
 
 ``options.fail`` makes a deployment fail on purpose: ``always`` (a permanent error), ``rate:<p>``
 (transient errors with probability p per call) or ``after:<n>`` (permanent after n calls in a process).
@@ -31,12 +40,18 @@ from helmflow.records import Deployment, RequestBody
 from helmflow.storage import Store, safe_key
 
 _QUESTION = re.compile(r"What is (-?\d+) ([+\-*]) (-?\d+)\?")
+_OPTION = re.compile(r"^\s*\(?([A-Z])[.)]\)?\s+(.*?)\s*$")
+_SUBSTITUTION = re.compile(r'([XYZ]) by " (.+?) "')
+_MATH = {"+", "-", "*", "="}
+_SYMBOLS = ["X", "Y", "Z"]
+_DYCK = {")": "(", "]": "[", "}": "{", ">": "<"}
+_CLOSER = {v: k for k, v in _DYCK.items()}
 COUNTER_PREFIX = "_counters/offline"
 
 
 class OfflineOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    behavior: Literal["solver", "echo", "constant"] = "solver"
+    behavior: Literal["solver", "echo", "constant", "first_option"] = "solver"
     accuracy: float = Field(1.0, ge=0, le=1)
     answer: str = ""
     latency_ms: float = Field(0.0, ge=0)
@@ -55,13 +70,155 @@ def _unit(text: str) -> float:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") / 2**64
 
 
+# --------------------------------------------------------------------------- the symbolic solver
 def solve(prompt: str) -> str | None:
+    """The answer to the last arithmetic question in ``prompt``, if any."""
     found = _QUESTION.findall(prompt)
     if not found:
         return None
     a, op, b = found[-1]
     x, y = int(a), int(b)
     return str(x + y if op == "+" else x - y if op == "-" else x * y)
+
+
+def last_options(prompt: str) -> list[tuple[str, str]]:
+    """The lettered options of the last question: the last run of ``A. text`` lines."""
+    runs: list[list[tuple[str, str]]] = [[]]
+    for line in prompt.splitlines():
+        found = _OPTION.match(line)
+        if found:
+            runs[-1].append((found.group(1), found.group(2)))
+        elif runs[-1]:
+            runs.append([])
+    return next((r for r in reversed(runs) if r), [])
+
+
+def solve_choice(prompt: str) -> str | None:
+    """The letter of the option equal to the solved answer of the last question."""
+    answer = solve(prompt)
+    if answer is None:
+        return None
+    tail = prompt[[m.start() for m in _QUESTION.finditer(prompt)][-1]:]
+    return next((letter for letter, text in last_options(tail) if text == answer), None)
+
+
+def substitute_rule(line: str) -> str | None:
+    """``Rules: <pattern> | Substitutions: X by " w " , ...`` -> the substituted pattern."""
+    head, sep, subs = line.partition(" | Substitutions: ")
+    if not sep or not head.startswith("Rules: "):
+        return None
+    mapping = dict(_SUBSTITUTION.findall(subs))
+    return " ".join(mapping.get(tok, tok) for tok in head[len("Rules: "):].split())
+
+
+def _bind(pattern: list[str], words: list[str], bound: dict[str, str]) -> bool:
+    """Can ``pattern`` produce ``words`` with each rule symbol standing for one or two words?"""
+    if not pattern:
+        return not words
+    symbol, rest = pattern[0], pattern[1:]
+    if symbol not in _SYMBOLS:
+        return bool(words) and words[0] == symbol and _bind(rest, words[1:], bound)
+    if symbol in bound:
+        value = bound[symbol].split()
+        return words[: len(value)] == value and _bind(rest, words[len(value):], bound)
+    for size in (1, 2):
+        chunk = words[:size]
+        if len(chunk) == size and not set(chunk) & _MATH and _bind(rest, words[size:], {**bound, symbol: " ".join(chunk)}):
+            return True
+    return False
+
+
+def match_pattern(line: str) -> str | None:
+    """``Rules: p1 | p2 | p3 | p4 | Result: r`` -> the first pattern that can produce ``r``."""
+    if not line.startswith("Rules: ") or " | Result: " not in line:
+        return None
+    rules, _, result = line[len("Rules: "):].rpartition(" | Result: ")
+    words = result.split()
+    return next((p for p in rules.split(" | ") if _bind(p.split(), words, {})), None)
+
+
+def induce_rule(line: str) -> str | None:
+    """``Two results: r1 | r2`` -> ``Rule: <pattern>`` explaining both (symbols named by appearance)."""
+    if not line.startswith("Two results: ") or " | " not in line:
+        return None
+    first, _, second = line[len("Two results: "):].partition(" | ")
+    a, b = first.split(), second.split()
+
+    def search(i: int, j: int, pairs: dict[tuple[str, str], str]) -> list[str] | None:
+        if i == len(a) and j == len(b):
+            return []
+        if i < len(a) and j < len(b) and a[i] in _MATH:
+            rest = search(i + 1, j + 1, pairs) if a[i] == b[j] else None
+            return None if rest is None else [a[i], *rest]
+        for n in (1, 2):
+            for m in (1, 2):
+                left, right = a[i:i + n], b[j:j + m]
+                if len(left) < n or len(right) < m or set(left + right) & _MATH:
+                    continue
+                key = (" ".join(left), " ".join(right))
+                symbol = pairs.get(key) or (_SYMBOLS[len(pairs)] if len(pairs) < len(_SYMBOLS) else None)
+                if symbol is None:
+                    continue
+                rest = search(i + n, j + m, {**pairs, key: symbol})
+                if rest is not None:
+                    return [symbol, *rest]
+        return None
+
+    pattern = search(0, 0, {})
+    return None if pattern is None else "Rule: " + " ".join(pattern)
+
+
+def close_dyck(sequence: str) -> str | None:
+    """The closers a Dyck prefix still needs, with HELM's leading space; None if it is not one."""
+    stack: list[str] = []
+    for symbol in sequence.split():
+        if symbol in _CLOSER:
+            stack.append(symbol)
+        elif symbol in _DYCK and stack and stack[-1] == _DYCK[symbol]:
+            stack.pop()
+        else:
+            return None
+    return " " + " ".join(_CLOSER[s] for s in reversed(stack)) if stack else None
+
+
+def solve_symbolic(prompt: str) -> str | None:
+    """The solver's answer to the last task in ``prompt``, or None if it recognises none."""
+    lines = [ln.strip() for ln in prompt.strip().splitlines() if ln.strip()]
+    last = lines[-1] if lines else ""
+    if _QUESTION.search(prompt):
+        if last_options(prompt[[m.start() for m in _QUESTION.finditer(prompt)][-1]:]):
+            letter = solve_choice(prompt)
+            if letter and "correct answer is" in prompt:
+                return f"The correct answer is ({letter})."
+            return letter
+        return solve(prompt)
+    for line in reversed(lines):
+        for parse in (substitute_rule, match_pattern, induce_rule):
+            answer = parse(line)
+            if answer is not None:
+                return answer
+        if line.startswith("Input: "):
+            return close_dyck(line[len("Input: "):])
+    return None
+
+
+def corrupt(answer: str, prompt: str) -> str:
+    """A seeded wrong answer of the same shape, for the noisy solver."""
+    if re.fullmatch(r"-?\d+", answer):
+        return str(int(answer) + 1 + int(_unit(prompt + "!") * 9))
+    letter = re.fullmatch(r"(The correct answer is \()?([A-Z])(\)\.)?", answer)
+    if letter:
+        options = [o for o, _ in last_options(prompt)] or ["A", "B"]
+        wrong = next((o for o in options if o != letter.group(2)), "A")
+        return answer.replace(letter.group(2), wrong)
+    words = answer.split()
+    return " ".join(words[:-1]) if len(words) > 1 else "?"
+
+
+def echo(prompt: str) -> str:
+    lines = [ln for ln in prompt.strip().splitlines() if ln.strip()]
+    last = lines[-1] if lines else ""
+    return last.split(": ", 1)[1] if ": " in last and len(lines) > 1 else last
 
 
 def offline_call_count(store: Store, deployment: str) -> int:
@@ -93,20 +250,22 @@ class OfflineClient(Client):
             key = f"{COUNTER_PREFIX}/{safe_key(self.deployment.name)}/{uuid.uuid4().hex}.count"
             self.store.write_bytes(key, str(n).encode())
 
-    def _answer(self, body: RequestBody) -> str:
-        prompt = body.prompt if body.prompt is not None else "\n".join(m.content for m in body.messages or [])
+    def _answer(self, prompt: str) -> tuple[str, float | None]:
+        """The answer and, when the solver computed it, its per-token confidence."""
         opts = self.options
         if opts.behavior == "constant":
-            return opts.answer
+            return opts.answer, None
+        if opts.behavior == "first_option":
+            if not last_options(prompt):
+                return opts.answer, None
+            return ("The correct answer is (A)." if "correct answer is" in prompt else "A"), None
         if opts.behavior == "solver":
-            solved = solve(prompt)
+            solved = solve_symbolic(prompt)
             if solved is not None:
                 if _unit(prompt) >= opts.accuracy:  # a seeded mistake
-                    return str(int(solved) + 1 + int(_unit(prompt + "!") * 9))
-                return solved
-        lines = [ln for ln in prompt.strip().splitlines() if ln.strip()]
-        last = lines[-1] if lines else ""
-        return last.split(": ", 1)[1] if ": " in last and lines and len(lines) > 1 else last
+                    return corrupt(solved, prompt), opts.accuracy
+                return solved, opts.accuracy
+        return echo(prompt), None
 
     async def complete(self, body: RequestBody) -> ClientResult:
         n = self._count()
@@ -119,7 +278,8 @@ class OfflineClient(Client):
             raise TransientError(f"deployment {self.deployment.name!r}: simulated transient failure ({fail})")
         if self.options.latency_ms:
             await asyncio.sleep(self.options.latency_ms / 1000)
-        text = self._answer(body)
+        prompt = body.prompt if body.prompt is not None else "\n".join(m.content for m in body.messages or [])
+        text, confidence = self._answer(prompt)
         for stop in body.stop:
             if stop and stop in text:
                 text = text[: text.index(stop)]
@@ -127,12 +287,14 @@ class OfflineClient(Client):
         finish = "length" if len(tokens) > body.max_tokens else "stop"
         tokens = tokens[: body.max_tokens]
         text = " ".join(tokens) if finish == "length" else text
-        prompt_text = body.prompt if body.prompt is not None else " ".join(m.content for m in body.messages or [])
-        logprobs = [math.log(0.5 + 0.49 * _unit(f"{prompt_text}|{i}|{t}")) for i, t in enumerate(tokens)]
+        if confidence is not None:
+            logprobs = [math.log(max(confidence, 1e-6))] * len(tokens)
+        else:
+            logprobs = [math.log(0.5 + 0.49 * _unit(f"{prompt}|{i}|{t}")) for i, t in enumerate(tokens)]
         return ClientResult(
             text=text,
             finish_reason=finish,
-            prompt_tokens=len(prompt_text.split()),
+            prompt_tokens=len(prompt.split()),
             output_tokens=len(tokens),
             tokens=tokens,
             logprobs=logprobs,

@@ -56,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
 # Further commands live in their own modules, each with ``add_parser(subparsers)`` that sets
 # ``func`` (and imports nothing heavy at module level). Add yours here.
 COMMAND_MODULES: list[str] = [
+    "helmflow.web.cli_serve",
+    "helmflow.web.cli_report",
     "helmflow.mirror",
 ]
 

@@ -1,16 +1,123 @@
-"""Reference matching: compare the model's text with the correct references (best over samples)."""
+"""Reference matching, as HELM's ``evaluate_reference_metrics``: compare outputs with correct references.
+
+Each completion is stripped and, when the request carries an ``output_mapping`` (multiple choice),
+mapped to the option it names; an unmapped answer scores 0. Per train trial HELM scores the first
+sample (``name``) and, with several samples, the best one (``name@k``); trials are then averaged.
+"""
 
 from __future__ import annotations
+
+import re
+import string
+from collections import defaultdict
+from collections.abc import Callable
+from statistics import fmean
 
 from helmflow.metrics import metric
 from helmflow.metrics.base import MetricInput
 
+MatchFn = Callable[[str, str], float]
 
-def exact_match_score(prediction: str, reference: str) -> float:
-    return float(prediction.strip() == reference.strip())
+_PUNCTUATION = set(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_LETTER = re.compile(r"^\(?([A-Z])\)?(?:[.:)\]]|\s|$)")
 
 
-@metric("exact_match", version="1")
-def exact_match(x: MetricInput) -> dict[str, float]:
-    best = max((exact_match_score(t, r) for t in x.texts for r in x.correct_texts), default=0.0)
-    return {"exact_match": best}
+def normalize_text(text: str) -> str:
+    """HELM's (QuAC's) normalization: lowercase, drop punctuation, drop articles, collapse spaces."""
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def exact_match_score(gold: str, pred: str) -> float:
+    return float(bool(pred) and gold.strip() == pred.strip())
+
+
+def quasi_exact_match_score(gold: str, pred: str) -> float:
+    return float(bool(pred) and normalize_text(gold) == normalize_text(pred))
+
+
+def prefix_exact_match_score(gold: str, pred: str) -> float:
+    """The output starts with the reference (a model may keep talking after the answer)."""
+    return float(bool(pred) and pred.strip().startswith(gold.strip()))
+
+
+def quasi_prefix_exact_match_score(gold: str, pred: str) -> float:
+    return float(bool(pred) and normalize_text(pred).startswith(normalize_text(gold)))
+
+
+def f1_score_value(gold: str, pred: str) -> float:
+    """F1 of the normalized token *sets* (HELM uses NLTK's ``f_measure`` on sets; empty -> 0)."""
+    gold_tokens, pred_tokens = set(normalize_text(gold).split()), set(normalize_text(pred).split())
+    common = len(gold_tokens & pred_tokens)
+    if not gold_tokens or not pred_tokens or not common:
+        return 0.0
+    precision, recall = common / len(pred_tokens), common / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def exact_match_indicator_score(gold: str, pred: str, indicator: str = " ") -> float:
+    """Exact match of what follows the last ``indicator`` (HELM's Dyck metric: the last word)."""
+    return exact_match_score(gold.split(indicator)[-1].strip(), pred.split(indicator)[-1].strip())
+
+
+def predictions(x: MetricInput) -> list[tuple[int, str]]:
+    """(trial, prediction) per completion: stripped, then mapped through the option letters if any."""
+    per_sample = max(x.adapter.generation.num_outputs, 1)
+    out = []
+    for request, completion in zip(x.requests, x.completions, strict=True):
+        pred = completion.text.strip()
+        if request.output_mapping:
+            pred = request.output_mapping.get(pred, "")
+        out.append((request.sample_index // per_sample, pred))
+    return out
+
+
+def reference_stats(name: str, x: MetricInput, fn: MatchFn) -> dict[str, float]:
+    golds = x.correct_texts
+    by_trial: dict[int, list[float]] = defaultdict(list)
+    for trial, pred in predictions(x):
+        by_trial[trial].append(max((fn(g, pred) for g in golds), default=0.0))
+    if not by_trial:
+        return {}
+    stats = {name: fmean(scores[0] for scores in by_trial.values())}
+    if any(len(scores) > 1 for scores in by_trial.values()):
+        stats[f"{name}@k"] = fmean(max(scores) for scores in by_trial.values())
+    return stats
+
+
+def _register(name: str, fn: MatchFn, version: str = "1") -> None:
+    metric(name, version=version)(lambda x: reference_stats(name, x, fn))
+
+
+_register("exact_match", exact_match_score, version="2")
+_register("quasi_exact_match", quasi_exact_match_score)
+_register("prefix_exact_match", prefix_exact_match_score)
+_register("quasi_prefix_exact_match", quasi_prefix_exact_match_score)
+_register("f1_score", f1_score_value)
+_register("exact_match_indicator", exact_match_indicator_score)
+
+
+def chosen_option(text: str, mapping: dict[str, str]) -> str | None:
+    """The option a multiple-choice answer names: the whole answer if it is a letter, else a leading
+    letter such as ``B``, ``B.``, ``(B)`` or ``B) text``; None when no option letter is found."""
+    stripped = text.strip()
+    if stripped in mapping:
+        return mapping[stripped]
+    found = _LETTER.match(stripped)
+    return mapping.get(found.group(1)) if found else None
+
+
+@metric("multiple_choice_accuracy", version="1")
+def multiple_choice_accuracy(x: MetricInput) -> dict[str, float]:
+    """Did the first sample pick a correct option? (Instances without options: exact match.)"""
+    golds = set(x.correct_texts)
+    scores = []
+    for request, completion in zip(x.requests, x.completions, strict=True):
+        if request.sample_index % max(x.adapter.generation.num_outputs, 1):
+            continue  # first sample of each trial only, like the headline reference metrics
+        if request.output_mapping:
+            scores.append(float(chosen_option(completion.text, request.output_mapping) in golds))
+        else:
+            scores.append(float(bool(completion.text.strip()) and completion.text.strip() in {g.strip() for g in golds}))
+    return {"multiple_choice_accuracy": fmean(scores)} if scores else {}

@@ -12,6 +12,8 @@ SCENARIOS: Registry[type[Scenario]] = Registry("scenario")
 
 _BUILTIN = [
     "arithmetic",
+    "synthetic_reasoning",
+    "dyck",
 ]
 
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import importlib
 import random
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import cycle
 from typing import Any
 
 import numpy as np
@@ -56,9 +58,38 @@ def sample_eval_instances(instances: list[Instance], sample_spec: Any) -> list[I
 
 
 def sample_train_examples(train: list[Instance], k: int, seed: int) -> list[Instance]:
-    if k <= 0 or not train:
-        return []
-    return random.Random(seed).sample(train, min(k, len(train)))
+    """HELM's class-balanced few-shot draw (``in_context_learning_adapter.sample_examples``).
+
+    Labels (first correct reference text) are ordered by how many train instances carry them, ties
+    shuffled; one instance is drawn per label round-robin until ``k``; unlabeled instances fill the
+    rest. ``random.Random(seed)`` replays HELM's ``random.seed(seed)`` stream call for call.
+    """
+    rng = random.Random(seed)
+    wanted = min(len(train), max(k, 0))
+    by_label: dict[str, list[Instance]] = defaultdict(list)
+    unlabeled: list[Instance] = []
+    for inst in train:
+        refs = inst.correct_references
+        (by_label[refs[0].text] if refs else unlabeled).append(inst)
+    by_count: dict[int, list[str]] = defaultdict(list)
+    for label, members in sorted(by_label.items()):
+        by_count[len(members)].append(label)
+    order: list[str] = []
+    for count in sorted(by_count, reverse=True):
+        labels = by_count[count]
+        rng.shuffle(labels)
+        order.extend(labels)
+    examples: list[Instance] = []
+    remaining = sum(len(m) for m in by_label.values())
+    for label in cycle(order):
+        if wanted == 0 or remaining == 0:  # HELM would spin forever once every label is used up
+            break
+        members = by_label[label]
+        if members:
+            examples.append(members.pop(rng.randrange(len(members))))
+            wanted -= 1
+            remaining -= 1
+    return examples + rng.sample(unlabeled, min(wanted, len(unlabeled)))
 
 
 def adapt(spec: AdapterSpec, instances: list[Instance]) -> list[Prompt]:
@@ -91,6 +122,8 @@ def head(spec: AdapterSpec) -> str:
 # One module per adapter family; add yours here.
 _BUILTIN = [
     "generation",
+    "multiple_choice",
+    "chat",
 ]
 
 for _module in _BUILTIN:

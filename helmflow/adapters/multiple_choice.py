@@ -1,0 +1,63 @@
+"""HELM's ``multiple_choice_joint``: all options lettered in one prompt; the letter maps back.
+
+Each example lists its references as ``A. text`` lines (the letter replaces the first letter of
+``reference_prefix``, so ``"(A) "`` gives ``(B) ``), then ``output_prefix`` and the correct letter.
+The query ends at ``output_prefix`` (right-stripped). ``output_mapping`` (letter -> reference text)
+travels with the request so metrics score the option the model picked.
+"""
+
+from __future__ import annotations
+
+from helmflow.adapters import adapter, input_text
+from helmflow.adapters.generation import layout
+from helmflow.records import AdapterSpec, Instance, Prompt
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def option_label(reference_prefix: str, index: int) -> str:
+    """The letter of option ``index`` (HELM's reference-prefix character, shifted by the index)."""
+    first = next((c for c in reference_prefix if c.isalpha()), "A")
+    return chr(ord(first) + index)
+
+
+def option_prefix(reference_prefix: str, index: int) -> str:
+    first = next((c for c in reference_prefix if c.isalpha()), None)
+    if first is None:
+        return reference_prefix
+    return reference_prefix.replace(first, option_label(reference_prefix, index), 1)
+
+
+def options_block(spec: AdapterSpec, inst: Instance) -> str:
+    return "".join(
+        option_prefix(spec.reference_prefix, i) + ref.text + spec.reference_suffix for i, ref in enumerate(inst.references)
+    )
+
+
+def correct_letters(spec: AdapterSpec, inst: Instance) -> str:
+    letters = [option_label(spec.reference_prefix, i) for i, r in enumerate(inst.references) if r.correct]
+    return letters[0] if letters else "n/a"
+
+
+def output_mapping(spec: AdapterSpec, inst: Instance) -> dict[str, str]:
+    return {option_label(spec.reference_prefix, i): ref.text for i, ref in enumerate(inst.references)}
+
+
+def check_options(inst: Instance) -> None:
+    if not inst.references:
+        raise ValueError(f"instance {inst.id!r} has no references: multiple_choice_joint needs options")
+    if len(inst.references) > len(LETTERS):
+        raise ValueError(f"instance {inst.id!r} has {len(inst.references)} options; at most {len(LETTERS)} can be lettered")
+
+
+@adapter("multiple_choice_joint", version="1")
+def multiple_choice_joint(spec: AdapterSpec, inst: Instance, train: list[Instance]) -> Prompt:
+    check_options(inst)
+
+    def block(example: Instance, with_answer: bool) -> str:
+        text = spec.input_prefix + input_text(example) + spec.input_suffix + options_block(spec, example)
+        if with_answer:
+            return text + spec.output_prefix + correct_letters(spec, example) + spec.output_suffix
+        return text + spec.output_prefix.rstrip()
+
+    return layout(spec, inst, train, block, output_mapping=output_mapping(spec, inst))
