@@ -1,0 +1,97 @@
+"""``helmflow serve``: the report as a live Starlette app over a storage root.
+
+Read-only, and nothing outside the storage root can be named: every path segment must already be
+a storage-safe key, and raw files are limited to a release's and a run's own published files.
+"""
+
+from __future__ import annotations
+
+import re
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from helmflow.storage import Store
+from helmflow.web import pages
+from helmflow.web.data import NotFound, Reports, check_name
+
+_KEY = r"[A-Za-z0-9=+-][A-Za-z0-9._=+-]*"
+PUBLISHED_FILES = re.compile(
+    rf"^(runs/{_KEY}/(run\.json|(requests|completions|stats|summary|annotations)\.parquet)"
+    rf"|leaderboards/{_KEY}/{_KEY}/(release\.json|leaderboard\.parquet|runs\.parquet))$"
+)
+SECURITY_HEADERS = {
+    # no inline script or style anywhere, so the policy can forbid both: hostile text cannot run
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def create_app(storage: str | None = None) -> Starlette:
+    reports = Reports(Store(storage))
+
+    def html(body: str, status: int = 200) -> HTMLResponse:
+        return HTMLResponse(body, status, headers=SECURITY_HEADERS)
+
+    def js(body: str) -> Response:
+        return Response(body, media_type="text/javascript; charset=utf-8", headers=SECURITY_HEADERS)
+
+    def release_and_run(request: Request):
+        p = request.path_params
+        release = reports.release(p["board"], p["release"])
+        run_id = check_name(p["run_id"])
+        if run_id not in release.info.get("run_ids", []):
+            raise NotFound(f"release {release.release_id} has no run {run_id}")
+        return release, reports.run(run_id)
+
+    def home(request: Request) -> Response:
+        return html(pages.home_html(reports))
+
+    def board_latest(request: Request) -> Response:
+        board = request.path_params["board"]
+        return RedirectResponse(f"/boards/{board}/{reports.latest(board)}/")
+
+    def board(request: Request) -> Response:
+        release = reports.release(request.path_params["board"], request.path_params["release"])
+        return html(pages.board_html(release, reports.releases(release.board), "serve"))
+
+    def run(request: Request) -> Response:
+        release, run = release_and_run(request)
+        return html(pages.run_html(release, run, "serve"))
+
+    def run_index(request: Request) -> Response:
+        return js(pages.index_js(release_and_run(request)[1]))
+
+    def run_chunk(request: Request) -> Response:
+        return js(pages.chunk_js(release_and_run(request)[1], request.path_params["k"], redact=False))
+
+    def raw_file(request: Request) -> Response:
+        key = request.path_params["key"]
+        if not PUBLISHED_FILES.match(key) or not reports.store.exists(key):
+            raise NotFound(f"no published file {key!r}")
+        media = "application/json" if key.endswith(".json") else "application/vnd.apache.parquet"
+        name = key.rsplit("/", 1)[-1]
+        return Response(reports.store.read_bytes(key), media_type=media, headers={
+            **SECURITY_HEADERS, "Content-Disposition": f'attachment; filename="{name}"'})
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return html(pages.not_found_html(str(exc)), 404)
+
+    return Starlette(
+        routes=[
+            Route("/", home),
+            Route("/boards/{board}/", board_latest),
+            Route("/boards/{board}/{release}/", board),
+            Route("/boards/{board}/{release}/runs/{run_id}/", run),
+            Route("/boards/{board}/{release}/runs/{run_id}/index.js", run_index),
+            Route("/boards/{board}/{release}/runs/{run_id}/chunk-{k:int}.js", run_chunk),
+            Route("/files/{key:path}", raw_file),
+            Mount("/static", StaticFiles(directory=pages.STATIC_DIR), name="static"),
+        ],
+        exception_handlers={NotFound: not_found, 404: not_found},
+    )

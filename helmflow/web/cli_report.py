@@ -1,0 +1,29 @@
+"""``helmflow report``: write a release's web report as static pages into its ``report/`` folder."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="export a release's web report as static pages (no server needed)",
+                       description="Write the board page, run pages and instance data of a release into "
+                                   "leaderboards/<board>/<release>/report/, viewable from disk or any static host.")
+    p.add_argument("board", help="board name")
+    p.add_argument("--release", help="release id (default: the board's latest)")
+    p.add_argument("--storage", help="storage root URL (default $HELMFLOW_STORAGE or ./helmflow-store)")
+    p.set_defaults(func=cmd_report)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from helmflow.storage import Store, safe_key
+    from helmflow.web.data import NotFound
+    from helmflow.web.export import export_report
+
+    store = Store(args.storage)
+    try:
+        out = export_report(store, safe_key(args.board), args.release)
+    except NotFound as exc:
+        raise ValueError(f"{exc} in {store.root}") from None
+    print(f"wrote {out.files} files; open {out.url}")
+    return 0

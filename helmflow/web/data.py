@@ -1,0 +1,279 @@
+"""Read-only views of published releases and runs.
+
+A run's instances are read one chunk at a time: a chunk is ``CHUNK_ROWS`` request rows, which is one
+Parquet row group of ``requests.parquet`` and ``completions.parquet`` as publish writes them. The
+narrow per-run index (ids, split, main score, error and truncation flags) and the per-instance
+stats and references are read once per run and cached, so every page costs one row group.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from helmflow.storage import Store, safe_key
+
+CHUNK_ROWS = 100
+# Scenarios whose text may never leave the machine in a static export (GPQA asks that its questions are
+# never published in plain text): those exports carry ids and scores only.
+REDACTED_SCENARIOS = frozenset({"gpqa"})
+CORRECT_AT = 0.5  # an instance counts as correct when its main metric is at least this
+
+
+class NotFound(LookupError):
+    """No such board, release, run or chunk (a 404 in the app)."""
+
+
+def check_name(name: str) -> str:
+    """A URL segment that must already be a storage-safe key: anything else cannot exist (no ``..``)."""
+    try:
+        ok = bool(name) and safe_key(name) == name
+    except ValueError:
+        ok = False
+    if not ok:
+        raise NotFound(f"no such name {name!r}")
+    return name
+
+
+@dataclass
+class Release:
+    board: str
+    release_id: str
+    info: dict[str, Any]
+    leaderboard: list[dict[str, Any]]
+    runs: list[dict[str, Any]]
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.info.get("scenarios", []))
+
+    def cell(self, deployment: str, label: str) -> dict[str, Any] | None:
+        return next((r for r in self.runs if r["deployment"] == deployment and r["scenario"] == label), None)
+
+
+class Reports:
+    """Boards, releases and runs under one storage root (runs cached per process)."""
+
+    def __init__(self, store: Store, max_cached_runs: int = 16):
+        self.store = store
+        self._runs: OrderedDict[tuple[str, str], Run] = OrderedDict()
+        self._max = max_cached_runs
+        self._lock = threading.Lock()
+
+    def boards(self) -> list[str]:
+        return [k.rsplit("/", 1)[-1] for k in self.store.ls("leaderboards") if self.releases(k.rsplit("/", 1)[-1])]
+
+    def releases(self, board: str) -> list[str]:
+        """Release ids, newest first (ids start with their UTC date)."""
+        board = check_name(board)
+        ids = [k.rsplit("/", 1)[-1] for k in self.store.ls(f"leaderboards/{board}")]
+        return sorted((i for i in ids if self.store.exists(f"leaderboards/{board}/{i}/release.json")), reverse=True)
+
+    def latest(self, board: str) -> str:
+        board = check_name(board)
+        for pointer in ("latest.json", "latest-partial.json"):
+            key = f"leaderboards/{board}/{pointer}"
+            if self.store.exists(key):
+                return self.store.read_json(key)["release_id"]
+        releases = self.releases(board)
+        if not releases:
+            raise NotFound(f"board {board!r} has no release")
+        return releases[0]
+
+    def release(self, board: str, release_id: str) -> Release:
+        prefix = f"leaderboards/{check_name(board)}/{check_name(release_id)}"
+        if not self.store.exists(f"{prefix}/release.json"):
+            raise NotFound(f"board {board!r} has no release {release_id!r}")
+        return Release(
+            board=board,
+            release_id=release_id,
+            info=self.store.read_json(f"{prefix}/release.json"),
+            leaderboard=self.store.read_parquet(f"{prefix}/leaderboard.parquet").to_pylist(),
+            runs=self.store.read_parquet(f"{prefix}/runs.parquet").to_pylist(),
+        )
+
+    def run(self, run_id: str) -> Run:
+        key = f"runs/{check_name(run_id)}/run.json"
+        if not self.store.exists(key):
+            raise NotFound(f"no run {run_id!r}")
+        info = self.store.read_json(key)
+        cache_key = (run_id, info.get("lineage", {}).get("published_at", ""))  # a re-published run is new
+        with self._lock:
+            if cache_key in self._runs:
+                self._runs.move_to_end(cache_key)
+                return self._runs[cache_key]
+            run = self._runs[cache_key] = Run(self.store, run_id, info)
+            while len(self._runs) > self._max:
+                self._runs.popitem(last=False)
+            return run
+
+
+def _group_by_instance(table: pa.Table, ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    if table.num_rows:
+        for row in table.filter(pc.is_in(table["instance_id"], value_set=pa.array(ids, pa.string()))).to_pylist():
+            out.setdefault(row["instance_id"], []).append(row)
+    return out
+
+
+@dataclass
+class Run:
+    store: Store
+    run_id: str
+    info: dict[str, Any]
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def prefix(self) -> str:
+        return f"runs/{self.run_id}"
+
+    @property
+    def scenario(self) -> str:
+        return self.info["scenario"]["name"]
+
+    @property
+    def redacted(self) -> bool:
+        """True when this run's text must not appear in a static export."""
+        return self.scenario in REDACTED_SCENARIOS
+
+    @property
+    def main_metric(self) -> str:
+        return self.info.get("main_metric", "")
+
+    @property
+    def instances_key(self) -> str:
+        return f"instances/{safe_key(self.scenario)}/{self.info['versions']['scenario_version']}.parquet"
+
+    def has(self, name: str) -> bool:
+        return self.store.exists(f"{self.prefix}/{name}")
+
+    @cached_property
+    def summary(self) -> list[dict[str, Any]]:
+        return self.store.read_parquet(f"{self.prefix}/summary.parquet").to_pylist()
+
+    # ------------------------------------------------------------------ row groups
+    @cached_property
+    def _row_groups(self) -> dict[str, list[int]]:
+        """Each file's row-group start offsets (from the footers only)."""
+        starts = {}
+        for name in ("requests.parquet", "completions.parquet"):
+            with self.store.fs.open(self.store.path(f"{self.prefix}/{name}"), "rb") as fh:
+                meta = pq.read_metadata(fh)
+            offsets, at = [], 0
+            for i in range(meta.num_row_groups):
+                offsets.append(at)
+                at += meta.row_group(i).num_rows
+            offsets.append(at)
+            starts[name] = offsets
+        return starts
+
+    @property
+    def num_rows(self) -> int:
+        return self._row_groups["requests.parquet"][-1]
+
+    @property
+    def num_chunks(self) -> int:
+        return max(1, -(-self.num_rows // CHUNK_ROWS))
+
+    def _read_rows(self, name: str, start: int, stop: int, columns: list[str] | None = None) -> pa.Table:
+        """Rows [start, stop) of one of the run's files, decoding only the row groups that hold them."""
+        offsets = self._row_groups[name]
+        groups = [i for i in range(len(offsets) - 1) if offsets[i] < stop and offsets[i + 1] > start]
+        with self.store.fs.open(self.store.path(f"{self.prefix}/{name}"), "rb") as fh:
+            table = pq.ParquetFile(fh).read_row_groups(groups, columns=columns)
+        first = offsets[groups[0]] if groups else start
+        return table.slice(start - first, stop - start)
+
+    # ------------------------------------------------------------------ per-run tables, read once
+    @cached_property
+    def stats(self) -> pa.Table:
+        return self.store.read_parquet(f"{self.prefix}/stats.parquet", columns=["instance_id", "name", "value"])
+
+    @cached_property
+    def references(self) -> pa.Table:
+        if not self.store.exists(self.instances_key):
+            return pa.table({"instance_id": pa.array([], pa.string()), "references": pa.array([], pa.null())})
+        table = self.store.read_parquet(self.instances_key, columns=["id", "references"])
+        return table.rename_columns(["instance_id", "references"])
+
+    @cached_property
+    def annotations(self) -> pa.Table:
+        """Judge verdicts, when the run has any (``annotations.parquet``); an empty table otherwise."""
+        if not self.has("annotations.parquet"):
+            return pa.table({"instance_id": pa.array([], pa.string())})
+        return self.store.read_parquet(f"{self.prefix}/annotations.parquet")
+
+    @cached_property
+    def index(self) -> pa.Table:
+        """One narrow row per request: what filtering needs, no text."""
+        with self._lock:
+            req = self._read_rows("requests.parquet", 0, self.num_rows, ["instance_id", "split", "prompt_truncated"])
+            err = self._read_rows("completions.parquet", 0, self.num_rows, ["error"])["error"]
+            main = self.stats.filter(pc.equal(self.stats["name"], self.main_metric)).select(["instance_id", "value"])
+            main = main.group_by("instance_id").aggregate([("value", "max")]).rename_columns(["instance_id", "score"])
+            table = req.append_column("row", pa.array(range(req.num_rows), pa.int64()))
+            table = table.append_column("error", pc.is_valid(err))
+            table = table.join(main, "instance_id", join_type="left outer").sort_by("row")
+            return table.select(["instance_id", "split", "score", "error", "prompt_truncated"])
+
+    # ------------------------------------------------------------------ a chunk of instances
+    def chunk(self, k: int, redact: bool = False) -> list[dict[str, Any]]:
+        """Every instance record of chunk ``k``: request, completion, references, stats, judge verdicts.
+
+        With ``redact``, only ids, flags and numbers (for scenarios whose text must not be published).
+        """
+        if not 0 <= k < self.num_chunks:
+            raise NotFound(f"run {self.run_id} has no chunk {k}")
+        start, stop = k * CHUNK_ROWS, min((k + 1) * CHUNK_ROWS, self.num_rows)
+        requests = self._read_rows("requests.parquet", start, stop).to_pylist()
+        completions = self._read_rows("completions.parquet", start, stop).to_pylist()
+        ids = sorted({r["instance_id"] for r in requests})
+        stats = _group_by_instance(self.stats, ids)
+        refs = _group_by_instance(self.references, ids)
+        notes = _group_by_instance(self.annotations, ids)
+        rows = []
+        for i, (req, comp) in enumerate(zip(requests, completions, strict=True)):
+            iid = req["instance_id"]
+            values = {s["name"]: s["value"] for s in stats.get(iid, [])}
+            row: dict[str, Any] = {
+                "row": start + i,
+                "instance_id": iid,
+                "split": req["split"],
+                "sample_index": req["sample_index"],
+                "truncated": bool(req["prompt_truncated"]),
+                "num_train_instances": req["num_train_instances"],
+                "score": values.get(self.main_metric),
+                "stats": values,
+                "error": comp["error"],
+                "finish_reason": comp["finish_reason"],
+                "prompt_tokens": comp["prompt_tokens"],
+                "output_tokens": comp["output_tokens"],
+                "latency_s": comp["latency_s"],
+                "cost_usd": comp["cost_usd"],
+            }
+            annotations = [{k: v for k, v in a.items() if k != "instance_id"} for a in notes.get(iid, [])]
+            if redact:
+                row["error"] = "error" if comp["error"] is not None else None  # provider errors can quote the prompt
+                row["annotations"] = [
+                    {k: v for k, v in a.items() if isinstance(v, (int, float, bool)) or v is None} for a in annotations
+                ]
+            else:
+                row.update(
+                    prompt=req["prompt"],
+                    request=json.loads(req["body_json"]),
+                    output_mapping=json.loads(req["output_mapping_json"] or "{}"),
+                    references=(refs.get(iid) or [{"references": []}])[0]["references"] or [],
+                    completion=comp["text"],
+                    response=comp,
+                    annotations=annotations,
+                )
+            rows.append(row)
+        return rows

@@ -1,0 +1,46 @@
+"""``helmflow report``: the report as static files in the release's ``report/`` folder.
+
+The pages need no server: open ``report/index.html`` from disk, a bucket or any static host. Runs
+of scenarios whose text may not be published (GPQA) are exported with ids and scores only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from helmflow.storage import Store
+from helmflow.web import pages
+from helmflow.web.data import Reports
+
+
+@dataclass(frozen=True)
+class Exported:
+    index_key: str
+    url: str
+    files: int
+
+
+def export_report(store: Store, board: str, release_id: str | None = None) -> Exported:
+    reports = Reports(store)
+    release = reports.release(board, release_id or reports.latest(board))
+    base = f"leaderboards/{release.board}/{release.release_id}/report"
+    written = 0
+
+    def put(key: str, text: str | bytes) -> None:
+        nonlocal written
+        store.write_bytes(f"{base}/{key}", text.encode() if isinstance(text, str) else text)
+        written += 1
+
+    for asset in sorted(pages.STATIC_DIR.iterdir()):
+        put(f"static/{asset.name}", asset.read_bytes())
+    for run_id in release.info.get("run_ids", []):
+        run = reports.run(run_id)
+        for k in range(run.num_chunks):
+            put(f"runs/{run_id}/chunk-{k}.js", pages.chunk_js(run, k, redact=run.redacted))
+        put(f"runs/{run_id}/index.js", pages.index_js(run))
+        put(f"runs/{run_id}/index.html", pages.run_html(release, run, "static"))
+    # the picker offers the releases that have a static report (this one included)
+    exported = [r for r in reports.releases(release.board)
+                if r == release.release_id or store.exists(f"leaderboards/{release.board}/{r}/report/index.html")]
+    put("index.html", pages.board_html(release, exported, "static"))  # last: the report's entry point
+    return Exported(index_key=f"{base}/index.html", url=store.url(f"{base}/index.html"), files=written)

@@ -1,0 +1,152 @@
+"""The report's pages, rendered the same way for the live app and the static export.
+
+Pages are Jinja templates with autoescaping; instance data goes out as ``.js`` chunks (a call to
+``helmflowData(...)`` with JSON inside) that the page loads with ``<script>`` tags, which works over
+HTTP and from ``file://`` alike. The browser renders every piece of model text with ``textContent``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from helmflow.web.data import CHUNK_ROWS, CORRECT_AT, Release, Reports, Run
+from helmflow.web.plots import Bar, Point, cost_vs_score_svg, scenario_bars_svg
+
+STATIC_DIR = Path(__file__).with_name("static")
+PAGE_SIZE = 20
+Mode = Literal["serve", "static"]
+
+_env = Environment(loader=PackageLoader("helmflow.web", "templates"), autoescape=select_autoescape(default=True))
+
+
+def prefect_ui_url() -> str | None:
+    """The Prefect UI behind this storage's flow runs: $PREFECT_UI_URL, else the API URL without ``/api``."""
+    ui = os.environ.get("PREFECT_UI_URL")
+    if not ui and os.environ.get("PREFECT_API_URL"):
+        ui = os.environ["PREFECT_API_URL"].rstrip("/").removesuffix("/api")
+    return ui.rstrip("/") if ui else None
+
+
+def js_payload(call: str, *args: Any) -> str:
+    """``call(args...)`` as a script; ``<``, ``>`` and ``&`` are escaped so no text can end a script block."""
+    body = ", ".join(json.dumps(a, ensure_ascii=False, allow_nan=False, default=str) for a in args)
+    body = body.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return f"{call}({body});\n"
+
+
+@dataclass(frozen=True)
+class Links:
+    """Where things are, relative to the page, in the live app or in a static export."""
+
+    mode: Mode
+    depth: int  # 0: the board page, 2: a run page (runs/<id>/)
+
+    def _up(self, levels: int) -> str:
+        return "../" * levels
+
+    @property
+    def static(self) -> str:
+        return "/static/" if self.mode == "serve" else f"{self._up(self.depth)}static/"
+
+    @property
+    def board(self) -> str:
+        return self._up(self.depth) + ("" if self.mode == "serve" else "index.html") or "./"
+
+    def run(self, run_id: str) -> str:
+        return f"{self._up(self.depth)}runs/{run_id}/" + ("" if self.mode == "serve" else "index.html")
+
+    def release(self, release_id: str) -> str:
+        if self.mode == "serve":
+            return f"{self._up(self.depth + 1)}{release_id}/"
+        return f"{self._up(self.depth + 2)}{release_id}/report/index.html"
+
+    def file(self, key: str) -> str:
+        """A storage object: served by the app, or a relative path from ``leaderboards/<b>/<r>/report/``."""
+        return f"/files/{key}" if self.mode == "serve" else f"{self._up(self.depth + 4)}{key}"
+
+    @property
+    def home(self) -> str | None:
+        return "/" if self.mode == "serve" else None
+
+
+def _float(x: Any) -> float | None:
+    return None if x is None else float(x)
+
+
+def board_html(release: Release, releases: list[str], mode: Mode) -> str:
+    links = Links(mode, 0)
+    cells = {(r["deployment"], r["scenario"]): r for r in release.runs}
+    points = [Point(row["deployment"], row["cost_usd"] or 0.0, row["mean_score"])
+              for row in release.leaderboard if row.get("mean_score") is not None]
+    groups = {
+        label: [Bar(row["deployment"], _float(row.get(label)), _float(row.get(f"{label} ci_low")),
+                    _float(row.get(f"{label} ci_high"))) for row in release.leaderboard]
+        for label in release.labels
+    }
+    return _env.get_template("board.html").render(
+        title=f"{release.board} — {release.release_id}",
+        release=release,
+        info=release.info,
+        labels=release.labels,
+        rows=release.leaderboard,
+        cells=cells,
+        releases=releases,
+        links=links,
+        cost_plot=cost_vs_score_svg(points),
+        bars_plot=scenario_bars_svg(groups),
+    )
+
+
+def run_html(release: Release, run: Run, mode: Mode) -> str:
+    links = Links(mode, 2)
+    info = run.info
+    redact = mode == "static" and run.redacted
+    flow_run_id = (info.get("lineage") or {}).get("flow_run_id")
+    ui = prefect_ui_url()
+    files = [f"{run.prefix}/{name}" for name in ("run.json", "requests.parquet", "completions.parquet", "stats.parquet",
+                                                  "summary.parquet", "annotations.parquet") if run.has(name)]
+    return _env.get_template("run.html").render(
+        title=f"{info['scenario']['label']} × {info['deployment']['name']}",
+        release=release,
+        run=run,
+        info=info,
+        summary=run.summary,
+        splits=sorted({s["split"] for s in run.summary}),
+        files=files,
+        flow_run_id=flow_run_id,
+        flow_run_url=f"{ui}/runs/flow-run/{flow_run_id}" if ui and flow_run_id else None,
+        links=links,
+        redact=redact,
+        viewer={
+            "total": run.num_rows,
+            "chunk-rows": CHUNK_ROWS,
+            "page-size": PAGE_SIZE,
+            "correct-at": CORRECT_AT,
+            "main-metric": run.main_metric,
+            "redacted": "true" if redact else "false",
+        },
+    )
+
+
+def index_js(run: Run) -> str:
+    """The run's narrow index (no text): what the viewer filters on."""
+    return js_payload("helmflowIndex", run.index.to_pydict())
+
+
+def chunk_js(run: Run, k: int, redact: bool) -> str:
+    return js_payload("helmflowChunk", k, run.chunk(k, redact=redact))
+
+
+def home_html(reports: Reports) -> str:
+    boards = [(b, reports.latest(b)) for b in reports.boards()]
+    return _env.get_template("home.html").render(title="helmflow reports", boards=boards, links=Links("serve", 0))
+
+
+def not_found_html(message: str) -> str:
+    return _env.get_template("404.html").render(title="not found", message=message, links=Links("serve", 0))

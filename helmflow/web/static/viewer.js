@@ -1,0 +1,222 @@
+// The instance viewer: pages through a run's instances, loading data chunks (``chunk-<k>.js``) and the
+// narrow index (``index.js``) with <script> tags, which works over HTTP and from file:// alike.
+// Model text is hostile: it is only ever put into the page with textContent, never as HTML or a URL.
+(function () {
+  "use strict";
+  var root = document.getElementById("viewer");
+  if (!root) return;
+  var cfg = {
+    total: parseInt(root.dataset.total, 10),
+    chunkRows: parseInt(root.dataset.chunkRows, 10),
+    pageSize: parseInt(root.dataset.pageSize, 10),
+    correctAt: parseFloat(root.dataset.correctAt),
+    mainMetric: root.dataset.mainMetric,
+    redacted: root.dataset.redacted === "true"
+  };
+  var list = document.getElementById("instances");
+  var info = document.getElementById("page-info");
+  var form = document.getElementById("filters");
+  var chunks = {}, waiting = {}, index = null, indexWaiting = null;
+  var state = { page: 0, status: "", split: "", q: "", open: null };
+  var matches = null;  // null: every row, in order; otherwise the matching row numbers
+
+  // ---------------------------------------------------------------- loading data files
+  function loadScript(src) {
+    return new Promise(function (resolve, reject) {
+      var s = document.createElement("script");
+      s.src = src;
+      s.onload = function () { s.remove(); resolve(); };
+      s.onerror = function () { s.remove(); reject(new Error("could not load " + src)); };
+      document.head.appendChild(s);
+    });
+  }
+  window.helmflowChunk = function (k, rows) { chunks[k] = rows; };
+  window.helmflowIndex = function (data) { index = data; };
+  function chunk(k) {
+    if (chunks[k]) return Promise.resolve(chunks[k]);
+    if (!waiting[k]) waiting[k] = loadScript("chunk-" + k + ".js").then(function () { return chunks[k]; });
+    return waiting[k];
+  }
+  function loadIndex() {
+    if (index) return Promise.resolve(index);
+    if (!indexWaiting) indexWaiting = loadScript("index.js").then(function () { return index; });
+    return indexWaiting;
+  }
+  function row(n) {
+    return chunk(Math.floor(n / cfg.chunkRows)).then(function (rows) { return rows[n % cfg.chunkRows]; });
+  }
+
+  // ---------------------------------------------------------------- filtering
+  function flagsMatch(i) {
+    var score = index.score[i], error = index.error[i];
+    if (state.split && index.split[i] !== state.split) return false;
+    switch (state.status) {
+      case "correct": return !error && score !== null && score >= cfg.correctAt;
+      case "incorrect": return !error && score !== null && score < cfg.correctAt;
+      case "error": return !!error;
+      case "truncated": return !!index.prompt_truncated[i];
+      default: return true;
+    }
+  }
+  function textMatch(r, needle) {
+    var hay = [r.instance_id, r.prompt || "", r.completion || ""];
+    (r.references || []).forEach(function (ref) { hay.push(ref.text); });
+    return hay.join("\n").toLowerCase().indexOf(needle) >= 0;
+  }
+  function computeMatches() {
+    if (!state.status && !state.split && !state.q) { matches = null; return Promise.resolve(); }
+    return loadIndex().then(function () {
+      var rows = [];
+      for (var i = 0; i < cfg.total; i++) if (flagsMatch(i)) rows.push(i);
+      if (!state.q) { matches = rows; return; }
+      // text search reads the chunks that hold candidate rows, one after another
+      var needle = state.q.toLowerCase(), found = [], ks = [];
+      rows.forEach(function (n) { var k = Math.floor(n / cfg.chunkRows); if (ks[ks.length - 1] !== k) ks.push(k); });
+      var wanted = {}; rows.forEach(function (n) { wanted[n] = true; });
+      return ks.reduce(function (p, k, j) {
+        return p.then(function () {
+          info.textContent = "searching… " + (j + 1) + " / " + ks.length;
+          return chunk(k).then(function (data) {
+            data.forEach(function (r) { if (wanted[r.row] && textMatch(r, needle)) found.push(r.row); });
+          });
+        });
+      }, Promise.resolve()).then(function () { matches = found; });
+    });
+  }
+
+  // ---------------------------------------------------------------- rendering (textContent only)
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function fmt(v) { return v === null || v === undefined ? "—" : (Math.round(v * 10000) / 10000).toString(); }
+  function verdict(r) {
+    if (r.error) return ["error", "badge-error"];
+    if (r.score === null || r.score === undefined) return ["no score", ""];
+    return r.score >= cfg.correctAt ? ["correct", "badge-correct"] : ["incorrect", "badge-incorrect"];
+  }
+  function block(parent, label, text, cls) {
+    parent.appendChild(el("div", "label", label));
+    parent.appendChild(el("pre", cls, text));
+  }
+  function render(r) {
+    var li = el("li", "instance");
+    li.id = "row-" + r.row;
+    li.dataset.row = r.row;
+    var h = el("h3");
+    h.appendChild(el("span", "muted", "#" + r.row));
+    h.appendChild(el("span", "instance-id", r.instance_id));
+    h.appendChild(el("span", "muted", r.split + (r.sample_index ? " · sample " + r.sample_index : "")));
+    var v = verdict(r);
+    h.appendChild(el("span", "badge verdict " + v[1], v[0]));
+    if (r.truncated) h.appendChild(el("span", "badge badge-truncated", "truncated"));
+    h.appendChild(el("span", "muted", cfg.mainMetric + " " + fmt(r.score)));
+    li.appendChild(h);
+    var parts = el("div", "parts"), left = el("div"), right = el("div");
+    if (cfg.redacted) {
+      left.appendChild(el("p", "muted", "text withheld: ids and scores only"));
+    } else {
+      block(left, "prompt (" + r.num_train_instances + " in-context examples)", r.prompt, "prompt");
+      block(left, "completion", r.completion, "completion");
+      if (r.error) block(left, "error", r.error, "error-text");
+      right.appendChild(el("div", "label", "references"));
+      var ul = el("ul", "refs");
+      (r.references || []).forEach(function (ref) {
+        ul.appendChild(el("li", ref.correct ? "correct" : "", (ref.correct ? "✓ " : "") + ref.text));
+      });
+      right.appendChild(ul);
+    }
+    right.appendChild(el("div", "label", "stats"));
+    var t = el("table", "stats");
+    Object.keys(r.stats || {}).sort().forEach(function (name) {
+      var tr = el("tr"); tr.appendChild(el("td", "", name)); tr.appendChild(el("td", "", fmt(r.stats[name]))); t.appendChild(tr);
+    });
+    right.appendChild(t);
+    (r.annotations || []).forEach(function (a) {
+      right.appendChild(el("div", "label", "judge verdict"));
+      var at = el("table", "stats annotation");
+      Object.keys(a).forEach(function (k) {
+        var tr = el("tr"); tr.appendChild(el("td", "", k));
+        var td = el("td"); td.appendChild(el("pre", "", typeof a[k] === "string" ? a[k] : JSON.stringify(a[k])));
+        tr.appendChild(td); at.appendChild(tr);
+      });
+      right.appendChild(at);
+    });
+    parts.appendChild(left); parts.appendChild(right); li.appendChild(parts);
+    if (!cfg.redacted) {
+      var d = el("details", "raw");
+      d.appendChild(el("summary", "", "exact request and raw response"));
+      block(d, "request", JSON.stringify(r.request, null, 2), "request");
+      block(d, "response", JSON.stringify(r.response, null, 2), "response");
+      d.open = state.open === r.row;
+      d.addEventListener("toggle", function () {
+        if (d.open) { state.open = r.row; writeHash(); }
+      });
+      li.appendChild(d);
+    }
+    return li;
+  }
+
+  function show() {
+    var count = matches === null ? cfg.total : matches.length;
+    var pages = Math.max(1, Math.ceil(count / cfg.pageSize));
+    if (state.page >= pages) state.page = pages - 1;
+    var start = state.page * cfg.pageSize, stop = Math.min(start + cfg.pageSize, count), wanted = [];
+    for (var i = start; i < stop; i++) wanted.push(matches === null ? i : matches[i]);
+    info.textContent = "loading…";
+    return Promise.all(wanted.map(row)).then(function (rows) {
+      list.replaceChildren.apply(list, rows.map(render));
+      info.textContent = count ? "instances " + (start + 1) + "–" + stop + " of " + count + " · page " + (state.page + 1) + " / " + pages
+                               : "no instance matches";
+      root.dataset.state = "ready";
+      if (state.open !== null) {
+        var target = document.getElementById("row-" + state.open);
+        if (target) target.scrollIntoView();
+      }
+    });
+  }
+
+  // ---------------------------------------------------------------- state in the URL hash
+  function writeHash() {
+    var p = new URLSearchParams();
+    ["status", "split", "q"].forEach(function (k) { if (state[k]) p.set(k, state[k]); });
+    if (state.page) p.set("page", state.page + 1);
+    if (state.open !== null) p.set("open", state.open);
+    history.replaceState(null, "", "#" + p.toString());
+  }
+  function readHash() {
+    var p = new URLSearchParams(location.hash.slice(1));
+    state.status = p.get("status") || ""; state.split = p.get("split") || ""; state.q = p.get("q") || "";
+    state.page = Math.max(0, (parseInt(p.get("page"), 10) || 1) - 1);
+    state.open = p.has("open") ? parseInt(p.get("open"), 10) : null;
+    form.elements.status.value = state.status;
+    form.elements.split.value = state.split;
+    if (form.elements.q) form.elements.q.value = state.q;
+  }
+  function refresh() {
+    root.dataset.state = "loading";
+    return computeMatches().then(show).catch(function (e) {
+      info.textContent = e.message; root.dataset.state = "failed";
+    });
+  }
+  form.addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    state.status = form.elements.status.value; state.split = form.elements.split.value;
+    state.q = form.elements.q ? form.elements.q.value.trim() : "";
+    state.page = 0; state.open = null; writeHash(); refresh();
+  });
+  ["status", "split"].forEach(function (n) {
+    form.elements[n].addEventListener("change", function () { form.requestSubmit(); });
+  });
+  root.querySelectorAll("[data-go]").forEach(function (b) {
+    b.addEventListener("click", function () {
+      state.page += b.dataset.go === "next" ? 1 : -1;
+      if (state.page < 0) state.page = 0;
+      state.open = null; writeHash(); root.dataset.state = "loading"; show();
+    });
+  });
+  readHash();
+  refresh();
+})();
