@@ -1,0 +1,146 @@
+"""The demo board end to end, through the real CLI, on the session's Prefect server.
+
+What is asserted comes from outside the process under test: task-run states read back through the
+Prefect API, the offline models' call counters under the storage root, and file modification times.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from uuid import UUID
+
+import pyarrow.parquet as pq
+import pytest
+
+from helmflow.clients.offline import offline_call_count
+from helmflow.storage import Store
+from tests.conftest import REPO, run_cli
+
+pytestmark = pytest.mark.slow
+
+MODELS = ["offline/solver", "offline/solver-noisy", "offline/echo"]
+
+
+def _flow_run_id(out: subprocess.CompletedProcess) -> UUID:
+    match = re.search(r"flow run: ([0-9a-f-]{36})", out.stdout)
+    assert match, out.stdout + out.stderr
+    return UUID(match.group(1))
+
+
+def _task_runs(flow_run_id: UUID):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+
+
+def _flow_run(flow_run_id: UUID):
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run(flow_run_id)
+
+
+def _counts(store: Store) -> dict[str, int]:
+    return {m: offline_call_count(store, m) for m in MODELS}
+
+
+def _mtimes(root: Path, sub: str) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in (root / sub).rglob("*") if p.is_file()}
+
+
+def test_warm_rerun_is_all_cached_and_writes_nothing(prefect_server, tmp_path):
+    root = tmp_path / "store"
+    args = ["run", "demo", "--max-instances", "10", "--storage", str(root)]
+    first = run_cli(*args)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert f"storage: {root}" in first.stdout
+    assert "release:" in first.stdout and "offline/solver" in first.stdout
+    store = Store(str(root))
+    counts, runs_before = _counts(store), _mtimes(root, "runs")
+    assert counts["offline/solver"] == 20  # 2 scenarios x 10 instances
+    assert len([k for k in runs_before if k.endswith("run.json")]) == 6
+
+    second = run_cli(*args)
+    assert second.returncode == 0, second.stdout + second.stderr
+    task_runs = _task_runs(_flow_run_id(second))
+    assert len(task_runs) == 2 + 2 + 6 * 3 + 1  # download, adapt per scenario; query/score/publish per pair; release
+    assert {tr.state.name for tr in task_runs} == {"Cached"}, sorted((tr.name, tr.state.name) for tr in task_runs)
+    assert _counts(store) == counts
+    assert _mtimes(root, "runs") == runs_before
+
+    latest = store.read_json("leaderboards/demo/latest.json")
+    board = pq.read_table(os.path.join(latest["uri"], "leaderboard.parquet")).to_pylist()
+    scores = {r["deployment"]: r["mean_score"] for r in board}
+    assert scores["offline/solver"] == 1.0 and scores["offline/echo"] == 0.0
+    meta = pq.read_schema(os.path.join(latest["uri"], "leaderboard.parquet")).metadata
+    assert meta[b"helmflow.release_id"].decode() == latest["release_id"]
+
+
+def test_failed_pair_gives_partial_release_and_flow_retry_reruns_only_it(prefect_server, tmp_path):
+    root = tmp_path / "store"
+    store = Store(str(root))
+    base = ["run", "demo", "--max-instances", "5", "--storage", str(root), "--scenarios", "arithmetic-3"]
+    ok = run_cli(*base, "--models", "offline/solver")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    latest_before = store.read_json("leaderboards/demo/latest.json")
+
+    models_file = tmp_path / "models.yaml"
+    models_file.write_text(
+        "deployments:\n"
+        "  - {name: offline/echo, client: offline, model: echo, revision: '1', options: {behavior: echo, fail: always}}\n"
+    )
+    failing = run_cli(*base, "--models", "offline/solver,offline/solver-noisy,offline/echo", "--models-file", str(models_file))
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    assert "partial release" in failing.stdout
+    flow_run_id = _flow_run_id(failing)
+    assert _flow_run(flow_run_id).state.is_failed()
+
+    # every other pair is published; the failed cell is marked missing; latest.json did not move
+    assert store.read_json("leaderboards/demo/latest.json") == latest_before
+    partial = store.read_json("leaderboards/demo/latest-partial.json")
+    assert partial["status"] == "partial"
+    cells = {(r["deployment"], r["status"]) for r in pq.read_table(os.path.join(partial["uri"], "runs.parquet")).to_pylist()}
+    assert cells == {("offline/solver", "complete"), ("offline/solver-noisy", "complete"), ("offline/echo", "missing")}
+    release = store.read_json(partial["uri"].removeprefix(str(root) + "/") + "/release.json")
+    assert release["status"] == "partial" and "fail: always" in release["failed"][0]["error"]
+
+    # the provider is fixed; retrying the same flow run re-executes only the failed pair's tasks
+    models_file.write_text(
+        "deployments:\n  - {name: offline/echo, client: offline, model: echo, revision: '1', options: {behavior: echo}}\n"
+    )
+    counts = _counts(store)
+    before = {tr.id for tr in _task_runs(flow_run_id)}
+    retry = subprocess.run(
+        [sys.executable, "-m", "prefect", "flow-run", "retry", str(flow_run_id), "--entrypoint", "flows/evaluate.py:evaluate"],
+        cwd=REPO, capture_output=True, text=True, timeout=300, env=dict(os.environ),
+    )
+    assert retry.returncode == 0, retry.stdout + retry.stderr
+    assert _flow_run(flow_run_id).state.is_completed()
+    new_runs = [tr for tr in _task_runs(flow_run_id) if tr.id not in before]
+    executed = sorted(tr.name for tr in new_runs if tr.state.name == "Completed")
+    cached = [tr for tr in new_runs if tr.state.name == "Cached"]
+    assert all("offline/echo" in name or name.startswith("publish-release") for name in executed), executed
+    assert any("query arithmetic-3 x offline/echo" in name for name in executed), executed
+    assert len(cached) == 2 + 2 * 3, sorted((tr.name, tr.state.name) for tr in new_runs)
+    after = _counts(store)
+    assert after["offline/echo"] == counts["offline/echo"] + 5
+    assert after["offline/solver"] == counts["offline/solver"] and after["offline/solver-noisy"] == counts["offline/solver-noisy"]
+    assert store.read_json("leaderboards/demo/latest.json")["release_id"] != latest_before["release_id"]
+
+
+def test_board_runs_on_s3(prefect_server, s3_root, tmp_path):
+    out = run_cli("run", "demo", "--max-instances", "3", "--models", "offline/solver", "--storage", s3_root, cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    store = Store(s3_root)
+    latest = store.read_json("leaderboards/demo/latest.json")
+    assert latest["uri"].startswith(s3_root)
+    rows = store.read_parquet(latest["uri"].removeprefix(s3_root + "/") + "/leaderboard.parquet").to_pylist()
+    assert rows[0]["deployment"] == "offline/solver" and rows[0]["mean_score"] == 1.0
+    assert store.find("prefect-results"), "task results are persisted on S3 too"
+    assert not (tmp_path / "helmflow-store").exists()
