@@ -23,6 +23,9 @@ SHIPPED_DEPLOYMENTS = Path(__file__).with_name("deployments.yaml")
 
 _BUILTIN = [
     "offline",
+    "openai",
+    "openai_compatible",
+    "anthropic",
 ]
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import email.utils
 import os
+import time
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from helmflow.records import Deployment, RequestBody
@@ -28,6 +31,77 @@ class PermanentError(ClientError):
     transient = False
 
 
+class BudgetExceeded(PermanentError):
+    """Not sent: the request would take the projected spend past ``--budget-usd``."""
+
+
+def retry_after_s(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds a provider asks us to wait: ``retry-after-ms``, then ``retry-after`` (seconds or HTTP date)."""
+    if not headers:
+        return None
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(float(value) / scale, 0.0)
+        except ValueError:
+            pass
+    parsed = email.utils.parsedate_tz(headers.get("retry-after") or "")
+    return max(email.utils.mktime_tz(parsed) - time.time(), 0.0) if parsed else None
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` with every occurrence of the secret (and of its long fragments) masked."""
+    if not secret:
+        return text
+    text = text.replace(secret, "***")
+    if len(secret) >= 16:  # providers quote keys partially ("sk-abc...wxyz"): mask long substrings too
+        for i in range(0, len(secret) - 11):
+            text = text.replace(secret[i : i + 12], "***")
+    return text
+
+
+_FIX = {
+    401: "the provider rejected the key in {cred}; check that it holds a valid key for {url}",
+    403: "the key in {cred} may not use model {model!r}; check the account's access or the deployment's model",
+    404: "model {model!r} (or the endpoint) was not found at {url}; check `model:` and `base_url` of the deployment",
+    400: "the provider rejected the request; check the deployment's model and options",
+    422: "the provider rejected the request; check the deployment's model and options",
+}
+_TRANSIENT_STATUS = {408, 409, 425, 429}
+
+
+def classify(exc: BaseException, deployment: Deployment, secret: str | None, url: str, cred: str | None) -> ClientError:
+    """Map an SDK exception to a transient or permanent :class:`ClientError` naming the deployment.
+
+    Permanent messages name the fix; nothing a provider sends back is passed on without redacting
+    the key (some providers quote the key they got).
+    """
+    name = deployment.name
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        server_says = redact(str(getattr(exc, "message", "") or exc), secret)[:300]
+        if status in _TRANSIENT_STATUS or status >= 500:
+            headers = getattr(getattr(exc, "response", None), "headers", None)
+            return TransientError(f"deployment {name!r}: HTTP {status}: {server_says}", retry_after_s(headers))
+        fix = _FIX.get(status, "the provider refused the request").format(
+            cred=cred or "the deployment's credential (none is configured: set api_key_env)", model=deployment.model, url=url)
+        detail = "" if status == 401 else f" (provider: {server_says})"
+        return PermanentError(f"deployment {name!r}: HTTP {status}: {fix}{detail}")
+    kind = type(exc).__name__
+    if any(c.__name__ == "APIConnectionError" for c in type(exc).__mro__):  # incl. the SDKs' timeouts
+        return TransientError(f"deployment {name!r}: {kind} talking to {url}: {redact(str(exc), secret)[:200]}")
+    if isinstance(exc, ValueError):  # the body was not the JSON it claimed to be
+        return malformed(deployment, url, exc)
+    return PermanentError(f"deployment {name!r}: unexpected {kind} calling {url}: {redact(str(exc), secret)[:200]}")
+
+
+def malformed(deployment: Deployment, url: str, exc: BaseException) -> TransientError:
+    """A 200 whose body is not a usable completion (truncated, empty, missing fields): worth a retry."""
+    return TransientError(f"deployment {deployment.name!r}: malformed response from {url} ({type(exc).__name__})")
+
+
 @dataclass
 class ClientResult:
     text: str
@@ -45,14 +119,26 @@ class Client(ABC):
         self.deployment = deployment
         self.store = store
 
+    #: the variable a key is read from when a deployment names no credential (None: no key needed)
+    default_api_key_env: str | None = None
+
+    def credential_name(self) -> str | None:
+        """Where the key comes from, by name only: ``$VAR`` or ``secret:<block>``."""
+        d = self.deployment
+        if d.api_key_secret and not d.api_key_env:
+            return f"secret:{d.api_key_secret}"
+        env = d.api_key_env or self.default_api_key_env
+        return f"${env}" if env else None
+
     def resolve_api_key(self) -> str | None:
         """The key, looked up by the credential's *name*; never stored on a record or returned upward."""
         d = self.deployment
-        if d.api_key_env:
-            value = os.environ.get(d.api_key_env)
+        env = d.api_key_env or (None if d.api_key_secret else self.default_api_key_env)
+        if env:
+            value = os.environ.get(env)
             if not value:
                 raise PermanentError(
-                    f"deployment {d.name!r}: environment variable {d.api_key_env} is not set; export it or "
+                    f"deployment {d.name!r}: environment variable {env} is not set; export it or "
                     f"point api_key_env at the variable that holds the key"
                 )
             return value

@@ -59,6 +59,7 @@ COMMAND_MODULES: list[str] = [
     "helmflow.web.cli_serve",
     "helmflow.web.cli_report",
     "helmflow.mirror",
+    "helmflow.devserver",
 ]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import tempfile
 import threading
@@ -19,6 +20,7 @@ import time
 import uuid
 from collections import defaultdict
 from pathlib import Path
+from typing import TextIO
 
 import pyarrow as pa
 
@@ -27,6 +29,7 @@ from helmflow.storage import Store, safe_key
 from helmflow.versions import canonical_json
 
 JOURNAL_VERSION = "1"
+log = logging.getLogger("helmflow")
 
 
 def request_hash(body: RequestBody, sample_index: int) -> str:
@@ -41,8 +44,16 @@ def spool_dir(store: Store) -> Path:
 
 
 class Journal:
+    """One deployment's journal for one query batch; ``append`` is called from the I/O loop.
+
+    ``append`` only writes a line to the spool (cheap, never blocks the loop on object storage); a
+    background thread moves batches to ``responses/`` every ``flush_interval_s`` or ``flush_every``
+    completions. At a flush the spool is rotated: its rows are deleted only once they are in
+    object storage, so a kill between the two leaves an orphan spool that the next journal recovers.
+    """
+
     def __init__(
-        self, store: Store, deployment: str, flush_every: int = 500, flush_interval_s: float = 2.0
+        self, store: Store, deployment: str, flush_every: int = 5000, flush_interval_s: float = 5.0
     ):
         self.store = store
         self.deployment = deployment
@@ -50,15 +61,24 @@ class Journal:
         self.flush_every = flush_every
         self.flush_interval_s = flush_interval_s
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
         self._pending: list[Completion] = []
+        self._retired: list[tuple[Path, TextIO]] = []  # rotated spools whose rows are not yet in storage
         self._touched: set[str] = set()
-        self._last_flush = time.monotonic()
         self._dir = spool_dir(store) / safe_key(deployment)
         self._dir.mkdir(parents=True, exist_ok=True)
         self._recover_orphans()
-        self._spool_path = self._dir / f"spool-{os.getpid()}-{uuid.uuid4().hex}.jsonl"
-        self._spool = open(self._spool_path, "a", encoding="utf-8")  # noqa: SIM115 - held for the journal's life
-        fcntl.flock(self._spool.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        self._spool_path, self._spool = self._new_spool()
+        self._due = threading.Event()
+        self._closed = False
+        self._flusher = threading.Thread(target=self._flush_loop, name=f"journal-{deployment}", daemon=True)
+        self._flusher.start()
+
+    def _new_spool(self) -> tuple[Path, TextIO]:
+        path = self._dir / f"spool-{os.getpid()}-{uuid.uuid4().hex}.jsonl"
+        fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - held until its rows are in storage
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return path, fh
 
     # ------------------------------------------------------------------ reading
     def lookup(self, hashes: set[str]) -> dict[str, Completion]:
@@ -84,27 +104,52 @@ class Journal:
 
     # ------------------------------------------------------------------ writing
     def append(self, completion: Completion) -> None:
+        """Spool a success before it counts as done (errors are never journaled: they are re-sent)."""
         if not completion.ok:
-            return  # errors are never journaled: the next run re-sends them
-        line = completion.model_dump_json()
+            return
+        line = completion.model_dump_json() + "\n"
         with self._lock:
-            self._spool.write(line + "\n")
+            self._spool.write(line)
             self._spool.flush()
             self._pending.append(completion)
-            due = len(self._pending) >= self.flush_every or time.monotonic() - self._last_flush >= self.flush_interval_s
+            due = len(self._pending) >= self.flush_every
         if due:
-            self.flush()
+            self._due.set()
+
+    def _flush_loop(self) -> None:
+        while not self._closed:
+            self._due.wait(self.flush_interval_s)
+            self._due.clear()
+            if self._closed:
+                return
+            try:
+                self.flush()
+            except Exception:  # noqa: BLE001 - rows stay spooled; the next flush or journal retries
+                log.warning("journal %s: moving spooled responses to storage failed; will retry", self.deployment,
+                            exc_info=True)
 
     def flush(self) -> None:
-        with self._lock:
-            batch, self._pending = self._pending, []
-            self._last_flush = time.monotonic()
-            if not batch:
+        """Move everything spooled so far to object storage, then drop the spools that held it."""
+        with self._write_lock:
+            with self._lock:
+                batch, self._pending = self._pending, []
+                if batch:
+                    self._retired.append((self._spool_path, self._spool))
+                    self._spool_path, self._spool = self._new_spool()
+                retired = list(self._retired)
+            if not retired:
                 return
-            self._write_parts(batch)
-            # everything spooled so far is now in object storage: start the spool afresh
-            self._spool.truncate(0)
-            self._spool.seek(0)
+            try:
+                self._write_parts(batch)
+            except BaseException:
+                with self._lock:
+                    self._pending[:0] = batch
+                raise
+            with self._lock:
+                self._retired = [r for r in self._retired if r not in retired]
+            for path, fh in retired:
+                path.unlink(missing_ok=True)
+                fh.close()
 
     def _write_parts(self, batch: list[Completion]) -> None:
         groups: dict[str, list[dict]] = defaultdict(list)
@@ -120,17 +165,22 @@ class Journal:
             self._touched.add(xx)
 
     def close(self, compact: bool = True) -> None:
+        self._closed = True
+        self._due.set()
+        self._flusher.join()
         self.flush()
         self._spool.close()
         self._spool_path.unlink(missing_ok=True)
         if compact:
             self.compact(self._touched)
 
-    def compact(self, partitions: set[str]) -> None:
-        """Merge each partition's parts into one, deduplicated; new part first, old parts deleted after."""
+    def compact(self, partitions: set[str], min_parts: int = 4) -> None:
+        """Merge each partition with ``min_parts`` or more parts into one, deduplicated; new part
+        first, old parts deleted after. Small partitions wait: merging 256 of them after every
+        batch would cost more than the reads it saves."""
         for xx in sorted(partitions):
             keys = [k for k in self.store.ls(f"{self.prefix}/{xx}") if k.endswith(".parquet")]
-            if len(keys) < 2:
+            if len(keys) < max(min_parts, 2):
                 continue
             rows: dict[str, dict] = {}
             try:

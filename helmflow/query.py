@@ -2,12 +2,15 @@
 
 Requests fan out on the process-wide I/O loop under the deployment's limiter; transient errors are
 retried with capped exponential backoff and jitter (honouring Retry-After); a permanent error stops
-the pair at once. Successes are journaled as they arrive, so a crash never loses finished work.
+the pair at once. Successes are journaled as they arrive, so a crash never loses finished work. An
+optional :class:`Budget` stops new priced requests before the projected spend passes it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +21,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from helmflow.adapters import Prompt
 from helmflow.aio import limiter_for, run_io
 from helmflow.clients import make_client
-from helmflow.clients.base import Client, ClientError, PermanentError
+from helmflow.clients.base import BudgetExceeded, Client, ClientError, ClientResult, PermanentError, TransientError
 from helmflow.journal import Journal, request_hash
 from helmflow.records import AdapterSpec, Completion, Deployment, Request, RequestBody
 from helmflow.storage import Store
@@ -39,6 +42,7 @@ class QueryResult:
     errors: int = 0
     permanent_error: str | None = None
     error_messages: list[str] = field(default_factory=list)
+    cost_usd: float = 0.0  # of what was sent now (reused completions were paid before)
 
 
 # --------------------------------------------------------------------------- requests
@@ -89,45 +93,120 @@ def build_requests(prompts: list[Prompt], adapter: AdapterSpec, deployment: Depl
     return requests
 
 
-# --------------------------------------------------------------------------- sending
-def _cost(deployment: Deployment, prompt_tokens: int, output_tokens: int) -> float:
+# --------------------------------------------------------------------------- cost and budget
+def cost_usd(deployment: Deployment, prompt_tokens: int, output_tokens: int) -> float:
     return (prompt_tokens * deployment.price_input_per_mtok + output_tokens * deployment.price_output_per_mtok) / 1e6
 
 
+class Budget:
+    """A spending cap shared by every query of one board run in a process (used on the I/O loop only).
+
+    Before a priced request is sent, its worst case (prompt tokens + ``max_tokens`` of output) is
+    reserved; once the reservation would take spend past the limit, no new priced request is sent.
+    Settling replaces the reservation by the actual cost.
+    """
+
+    def __init__(self, limit_usd: float):
+        if limit_usd < 0:
+            raise ValueError("--budget-usd must not be negative")
+        self.limit_usd = limit_usd
+        self.spent_usd = 0.0
+        self.reserved_usd = 0.0
+        self.refused = 0
+
+    def reserve(self, amount: float) -> None:
+        if amount <= 0:
+            return  # free deployments are never stopped
+        if self.refused or self.spent_usd + self.reserved_usd + amount > self.limit_usd:
+            self.refused += 1
+            raise BudgetExceeded(
+                f"not sent: the budget of ${self.limit_usd:g} would be passed (spent ${self.spent_usd:.4f}, "
+                f"in flight up to ${self.reserved_usd:.4f}, this request up to ${amount:.4f}); rerun with a "
+                f"larger --budget-usd: finished responses are journaled and not paid again"
+            )
+        self.reserved_usd += amount
+
+    def settle(self, reserved: float, actual: float) -> None:
+        self.reserved_usd = max(self.reserved_usd - max(reserved, 0.0), 0.0)
+        self.spent_usd += actual
+
+
+_budgets: dict[str, Budget] = {}
+
+
+def budget_for(key: str, limit_usd: float | None) -> Budget | None:
+    """The process-wide budget named ``key`` (e.g. a flow-run id); ``None`` when there is no limit."""
+    if limit_usd is None:
+        return None
+    if key not in _budgets:
+        _budgets[key] = Budget(limit_usd)
+    return _budgets[key]
+
+
+# --------------------------------------------------------------------------- sending
 def _wait(deployment: Deployment):
-    exp = wait_exponential_jitter(initial=deployment.retry.base_s, max=deployment.retry.cap_s)
+    r = deployment.retry
+    exp = wait_exponential_jitter(initial=r.base_s, max=r.cap_s, jitter=r.base_s)
 
     def wait(state) -> float:
         exc = state.outcome.exception() if state.outcome else None
         retry_after = getattr(exc, "retry_after", None)
-        return min(retry_after, deployment.retry.cap_s) if retry_after is not None else exp(state)
+        return min(retry_after, r.cap_s) if retry_after is not None else exp(state)
 
     return wait
 
 
-async def _send_one(
-    client: Client, req: Request, abort: asyncio.Event, journal: Journal, progress: Progress | None
-) -> Completion:
+@dataclass
+class _Batch:
+    """What the concurrent sends of one batch share."""
+
+    client: Client
+    journal: Journal
+    progress: Progress | None
+    budget: Budget | None
+    abort: asyncio.Event = field(default_factory=asyncio.Event)
+    permanent_error: str | None = None
+
+    def stop(self, exc: ClientError) -> None:
+        if not self.abort.is_set():
+            self.abort.set()
+            self.permanent_error = f"{type(exc).__name__}: {exc}"
+
+
+def _prompt_text(body: RequestBody) -> str:
+    return body.prompt if body.prompt is not None else "\n".join(m.content for m in body.messages or [])
+
+
+async def _send_one(batch: _Batch, req: Request) -> Completion:
+    client = batch.client
     deployment = client.deployment
     limiter = limiter_for(deployment)
     tok = get_tokenizer(deployment.tokenizer)
     attempts = 0
     started = time.perf_counter()
+    reserved = 0.0
 
-    async def attempt():
+    async def attempt() -> ClientResult:
         nonlocal attempts, started
-        if abort.is_set():
+        if batch.abort.is_set():
             raise PermanentError("not sent: the pair was stopped by an earlier permanent error")
         async with limiter:
-            await limiter.admit(tok.count(req.body.prompt or "") + req.body.max_tokens)
+            if limiter.tokens is not None:
+                await limiter.admit(tok.count(_prompt_text(req.body)) + req.body.max_tokens)
+            elif limiter.requests is not None:
+                await limiter.admit(0)
             attempts += 1
             started = time.perf_counter()
             try:
-                return await asyncio.wait_for(client.complete(req.body), deployment.retry.timeout_s)
-            except asyncio.TimeoutError:
-                raise ClientError(f"no answer within {deployment.retry.timeout_s:g} s") from None
+                async with asyncio.timeout(deployment.retry.timeout_s):
+                    return await client.complete(req.body)
+            except TimeoutError:
+                raise TransientError(f"deployment {deployment.name!r}: no answer within {deployment.retry.timeout_s:g} s") from None
 
     try:
+        if batch.budget is not None:
+            reserved = cost_usd(deployment, tok.count(_prompt_text(req.body)), req.body.max_tokens)
+            batch.budget.reserve(reserved)
         async for state in AsyncRetrying(
             stop=stop_after_attempt(deployment.retry.attempts),
             wait=_wait(deployment),
@@ -137,8 +216,9 @@ async def _send_one(
             with state:
                 result = await attempt()
         latency = time.perf_counter() - started
-        prompt_tokens = result.prompt_tokens or tok.count(req.body.prompt or "")
+        prompt_tokens = result.prompt_tokens or tok.count(_prompt_text(req.body))
         output_tokens = result.output_tokens or tok.count(result.text)
+        cost = cost_usd(deployment, prompt_tokens, output_tokens)
         completion = Completion(
             request_hash=req.request_hash,
             instance_id=req.instance_id,
@@ -148,16 +228,20 @@ async def _send_one(
             prompt_tokens=prompt_tokens,
             output_tokens=output_tokens,
             latency_s=latency,
-            cost_usd=_cost(deployment, prompt_tokens, output_tokens),
+            cost_usd=cost,
             tokens=result.tokens,
             logprobs=result.logprobs,
             attempts=attempts,
             created_at=datetime.now(timezone.utc).isoformat(),
         )
-        journal.append(completion)
+        batch.journal.append(completion)  # spooled before it counts as done
+        if batch.budget is not None:
+            batch.budget.settle(reserved, cost)
     except ClientError as exc:
+        if batch.budget is not None and not isinstance(exc, BudgetExceeded):
+            batch.budget.settle(reserved, 0.0)
         if not exc.transient:
-            abort.set()
+            batch.stop(exc)
         completion = Completion(
             request_hash=req.request_hash,
             instance_id=req.instance_id,
@@ -166,20 +250,29 @@ async def _send_one(
             attempts=attempts,
             created_at=datetime.now(timezone.utc).isoformat(),
         )
-    if progress:
-        progress(1)
+    if batch.progress:
+        batch.progress(1)
     return completion
 
 
-async def _send_all(client: Client, requests: list[Request], journal: Journal, progress: Progress | None):
-    abort = asyncio.Event()
+async def _send_all(batch: _Batch, requests: list[Request]) -> list[Completion]:
     try:
-        return await asyncio.gather(*(_send_one(client, r, abort, journal, progress) for r in requests))
+        return await asyncio.gather(*(_send_one(batch, r) for r in requests))
     finally:
-        client.flush_counters()
+        batch.client.flush_counters()
 
 
 _clients: dict[tuple[str, str], Client] = {}
+
+
+@atexit.register
+def _close_clients() -> None:
+    """Close the SDKs' connection pools on the I/O loop before the interpreter goes."""
+    if _clients:
+        clients = list(_clients.values())
+        _clients.clear()
+        with contextlib.suppress(Exception):
+            run_io(asyncio.wait_for(asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True), 5))
 
 
 def client_for(deployment: Deployment, store: Store) -> Client:
@@ -191,18 +284,33 @@ def client_for(deployment: Deployment, store: Store) -> Client:
 
 
 def run_queries(
-    store: Store, deployment: Deployment, requests: list[Request], progress: Progress | None = None
+    store: Store,
+    deployment: Deployment,
+    requests: list[Request],
+    progress: Progress | None = None,
+    budget: Budget | None = None,
 ) -> QueryResult:
-    """Completions for ``requests`` in order: journaled ones reused, the rest sent now."""
+    """Completions for ``requests`` in order: journaled ones reused, the rest sent now.
+
+    A missing credential is a :class:`PermanentError` before anything is sent or read.
+    """
     client = client_for(deployment, store)
     client.check_credentials()
     journal = Journal(store, deployment.name)
+    batch: _Batch | None = None
     try:
         done = journal.lookup({r.request_hash for r in requests})
         pending = [r for r in requests if r.request_hash not in done]
         if progress and len(requests) - len(pending):
             progress(len(requests) - len(pending))
-        fresh = run_io(_send_all(client, pending, journal, progress)) if pending else []
+        fresh: list[Completion] = []
+        if pending:
+            async def send() -> list[Completion]:
+                nonlocal batch
+                batch = _Batch(client, journal, progress, budget)  # its Event belongs to the I/O loop
+                return await _send_all(batch, pending)
+
+            fresh = run_io(send())
     finally:
         journal.close()
     by_hash = dict(done)
@@ -212,12 +320,12 @@ def run_queries(
         c = by_hash[r.request_hash]
         completions.append(c.model_copy(update={"instance_id": r.instance_id, "sample_index": r.sample_index}))
     errors = [c for c in fresh if not c.ok]
-    permanent = next((c.error for c in errors if c.error and c.error.startswith("PermanentError")), None)
     return QueryResult(
         completions=completions,
         sent=len(pending),
         reused=len(requests) - len(pending),
         errors=len(errors),
-        permanent_error=permanent,
+        permanent_error=batch.permanent_error if batch else None,
         error_messages=sorted({c.error for c in errors if c.error})[:5],
+        cost_usd=sum(c.cost_usd for c in fresh),
     )

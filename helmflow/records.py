@@ -148,7 +148,7 @@ class AdapterSpec(Record):
 
 # --------------------------------------------------------------------------- deployments
 class RetrySettings(Record):
-    attempts: int = Field(8, ge=1)
+    attempts: int = Field(16, ge=1)  # 30% transient faults over 10,000 requests lose none (0.3**16 * 1e4 < 1e-4)
     base_s: float = Field(0.5, ge=0)
     cap_s: float = Field(30.0, ge=0)
     timeout_s: float = Field(120.0, gt=0)

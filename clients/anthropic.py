@@ -1,0 +1,98 @@
+"""Anthropic through the official SDK (``AsyncAnthropic``): the Messages API.
+
+System messages go in the ``system`` parameter (the Anthropic way), not in the conversation. The
+API refuses whitespace-only stop sequences (such as ``"\\n"``), so those are applied to the answer
+here and the others are sent. The SDK (2.x) speaks API version 2026-10-21, which refuses sampling
+parameters: ``temperature`` is recorded in the request (and its hash) but not sent. The Messages API
+returns no logprobs. SDK retries are off: the query path retries, honouring Retry-After.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from helmflow.clients import client_kind
+from helmflow.clients.base import Client, ClientResult, PermanentError, classify, malformed
+from helmflow.records import Deployment, RequestBody
+from helmflow.storage import Store
+
+if TYPE_CHECKING:  # the SDK is imported on first use: `helmflow list` stays fast
+    import anthropic
+
+_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
+
+
+class AnthropicOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+@client_kind("anthropic")
+class AnthropicClient(Client):
+    default_api_key_env = "ANTHROPIC_API_KEY"
+    default_base_url = "https://api.anthropic.com"
+
+    def __init__(self, deployment: Deployment, store: Store | None = None):
+        super().__init__(deployment, store)
+        try:
+            AnthropicOptions.model_validate(deployment.options)
+        except ValidationError as exc:
+            raise PermanentError(f"deployment {deployment.name!r}: bad options: {exc.errors()[0]['msg']}") from None
+        self.url = deployment.base_url or self.default_base_url
+        self._sdk: anthropic.AsyncAnthropic | None = None
+        self._key: str | None = None
+
+    def _client(self) -> anthropic.AsyncAnthropic:
+        if self._sdk is None:
+            import anthropic
+            import httpx2
+
+            d = self.deployment
+            self._key = self.resolve_api_key()
+            http = anthropic.DefaultAioHttpClient(
+                limits=httpx2.Limits(
+                    max_connections=d.max_concurrency, max_keepalive_connections=d.max_concurrency
+                ),
+                timeout=d.retry.timeout_s,
+            )
+            self._sdk = anthropic.AsyncAnthropic(
+                api_key=self._key, base_url=self.url, max_retries=0, timeout=d.retry.timeout_s, http_client=http
+            )
+        return self._sdk
+
+    async def complete(self, body: RequestBody) -> ClientResult:
+        if body.parts is not None:
+            raise PermanentError(f"deployment {self.deployment.name!r}: multimodal inputs are not supported yet")
+        sdk = self._client()
+        if body.messages is not None:
+            system = "\n\n".join(m.content for m in body.messages if m.role == "system")
+            messages = [{"role": m.role, "content": m.content} for m in body.messages if m.role != "system"]
+        else:
+            system, messages = "", [{"role": "user", "content": body.prompt or ""}]
+        sent_stops = [s for s in body.stop if s.strip()]
+        local_stops = [s for s in body.stop if s and not s.strip()]
+        kwargs: dict[str, Any] = {"model": body.model, "messages": messages, "max_tokens": body.max_tokens}
+        if system:
+            kwargs["system"] = system
+        if sent_stops:
+            kwargs["stop_sequences"] = sent_stops
+        try:
+            resp = await sdk.messages.create(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a classified ClientError
+            raise classify(exc, self.deployment, self._key, self.url, self.credential_name()) from None
+        try:
+            text = "".join(b.text for b in resp.content if b.type == "text")
+            finish = _FINISH.get(resp.stop_reason or "", resp.stop_reason or "")
+            prompt_tokens, output_tokens = resp.usage.input_tokens, resp.usage.output_tokens
+        except (AttributeError, TypeError) as exc:
+            raise malformed(self.deployment, self.url, exc) from None
+        cut = min((text.index(s) for s in local_stops if s in text), default=None)
+        if cut is not None:
+            text, finish = text[:cut], "stop"
+        return ClientResult(text=text, finish_reason=finish, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
+
+    async def aclose(self) -> None:
+        if self._sdk is not None:
+            await self._sdk.close()
+            self._sdk = None

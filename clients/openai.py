@@ -1,0 +1,153 @@
+"""OpenAI through the official SDK (``AsyncOpenAI``): chat completions, or raw completions on request.
+
+The SDK's own retries are off (``max_retries=0``): helmflow's query path retries with its own
+capped backoff, honouring Retry-After, so a request is never retried twice over. The HTTP transport
+is the SDK's aiohttp client (``DefaultAioHttpClient``), sized to the deployment's concurrency.
+
+``options``: ``endpoint`` (``chat``, the default, or ``completions`` for ``/v1/completions``),
+``top_logprobs`` (alternatives per token when logprobs are asked; default 0) and ``organization``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from helmflow.clients import client_kind
+from helmflow.clients.base import Client, ClientResult, PermanentError, classify, malformed
+from helmflow.records import Deployment, RequestBody
+from helmflow.storage import Store
+
+if TYPE_CHECKING:  # the SDK is imported on first use: `helmflow list` stays fast
+    import openai
+
+
+class OpenAIOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    endpoint: Literal["chat", "completions"] = "chat"
+    top_logprobs: int = Field(0, ge=0, le=20)
+    organization: str | None = None
+
+
+@client_kind("openai")
+class OpenAIClient(Client):
+    default_api_key_env = "OPENAI_API_KEY"
+    default_base_url = "https://api.openai.com/v1"
+    #: the chat field for the output budget (OpenAI's current name; compatible servers know max_tokens)
+    max_tokens_field = "max_completion_tokens"
+
+    def __init__(self, deployment: Deployment, store: Store | None = None):
+        super().__init__(deployment, store)
+        try:
+            self.options = OpenAIOptions.model_validate(deployment.options)
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            raise PermanentError(
+                f"deployment {deployment.name!r}: bad options: {'.'.join(map(str, e['loc']))}: {e['msg']}"
+            ) from None
+        self.url = deployment.base_url or self.default_base_url
+        self._sdk: openai.AsyncOpenAI | None = None
+        self._key: str | None = None
+
+    def _client(self) -> openai.AsyncOpenAI:
+        """The SDK client, made on first use on the I/O loop (its aiohttp session binds to that loop)."""
+        if self._sdk is None:
+            import openai
+            import httpx2
+
+            d = self.deployment
+            self._key = self.resolve_api_key()
+            http = openai.DefaultAioHttpClient(
+                limits=httpx2.Limits(
+                    max_connections=d.max_concurrency, max_keepalive_connections=d.max_concurrency
+                ),
+                timeout=d.retry.timeout_s,
+            )
+            self._sdk = openai.AsyncOpenAI(
+                api_key=self._key or "no-key-needed",
+                base_url=self.url,
+                organization=self.options.organization,
+                max_retries=0,
+                timeout=d.retry.timeout_s,
+                http_client=http,
+            )
+        return self._sdk
+
+    async def complete(self, body: RequestBody) -> ClientResult:
+        if body.parts is not None:
+            raise PermanentError(f"deployment {self.deployment.name!r}: multimodal inputs are not supported yet")
+        sdk = self._client()
+        chat = self.options.endpoint == "chat"
+        kwargs = self._chat_kwargs(body) if chat else self._completions_kwargs(body)
+        try:
+            if chat:
+                resp = await sdk.chat.completions.create(**kwargs)
+            else:
+                resp = await sdk.completions.create(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a classified ClientError
+            raise classify(exc, self.deployment, self._key, self.url, self.credential_name()) from None
+        try:
+            return _chat_result(resp) if chat else _completions_result(resp)
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise malformed(self.deployment, self.url, exc) from None
+
+    def _chat_kwargs(self, body: RequestBody) -> dict[str, Any]:
+        messages = (
+            [m.model_dump() for m in body.messages] if body.messages is not None
+            else [{"role": "user", "content": body.prompt or ""}]
+        )
+        kwargs: dict[str, Any] = {"model": body.model, "messages": messages, self.max_tokens_field: body.max_tokens,
+                                  "temperature": body.temperature}
+        if body.stop:
+            kwargs["stop"] = body.stop
+        if body.logprobs:
+            kwargs["logprobs"] = True
+            if self.options.top_logprobs:
+                kwargs["top_logprobs"] = self.options.top_logprobs
+        return kwargs
+
+    def _completions_kwargs(self, body: RequestBody) -> dict[str, Any]:
+        if body.messages is not None:
+            raise PermanentError(
+                f"deployment {self.deployment.name!r}: chat messages need the chat endpoint; "
+                f"set options.endpoint: chat or use a text-prompt adapter"
+            )
+        kwargs: dict[str, Any] = {"model": body.model, "prompt": body.prompt or "", "max_tokens": body.max_tokens,
+                                  "temperature": body.temperature}
+        if body.stop:
+            kwargs["stop"] = body.stop
+        if body.logprobs:
+            kwargs["logprobs"] = max(self.options.top_logprobs, 1)
+        return kwargs
+
+    async def aclose(self) -> None:
+        if self._sdk is not None:
+            await self._sdk.close()
+            self._sdk = None
+
+
+def _chat_result(resp: Any) -> ClientResult:
+    choice = resp.choices[0]
+    content = choice.logprobs.content if choice.logprobs is not None else None
+    return ClientResult(
+        text=choice.message.content or "",
+        finish_reason=choice.finish_reason or "",
+        prompt_tokens=resp.usage.prompt_tokens if resp.usage else 0,
+        output_tokens=resp.usage.completion_tokens if resp.usage else 0,
+        tokens=[t.token for t in content or []],
+        logprobs=[t.logprob for t in content or []],
+    )
+
+
+def _completions_result(resp: Any) -> ClientResult:
+    choice = resp.choices[0]
+    lp = choice.logprobs
+    return ClientResult(
+        text=choice.text or "",
+        finish_reason=choice.finish_reason or "",
+        prompt_tokens=resp.usage.prompt_tokens if resp.usage else 0,
+        output_tokens=resp.usage.completion_tokens if resp.usage else 0,
+        tokens=list(lp.tokens or []) if lp is not None else [],
+        logprobs=[x if x is not None else 0.0 for x in lp.token_logprobs or []] if lp is not None else [],
+    )

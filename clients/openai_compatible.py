@@ -1,0 +1,29 @@
+"""Any server that speaks OpenAI's API (vLLM, Ollama, llama.cpp server, LM Studio, Together,
+OpenRouter), through the official ``openai`` SDK pointed at the deployment's ``base_url``.
+
+Same options as the ``openai`` kind; ``endpoint: completions`` sends raw prompts to
+``/v1/completions`` (base models), ``chat`` (default) uses ``/v1/chat/completions``. A key is sent
+only when the deployment names one (local servers need none).
+"""
+
+from __future__ import annotations
+
+from helmflow.clients import client_kind
+from helmflow.clients.base import PermanentError
+from helmflow.clients.openai import OpenAIClient
+from helmflow.records import Deployment
+from helmflow.storage import Store
+
+
+@client_kind("openai-compatible")
+class OpenAICompatibleClient(OpenAIClient):
+    default_api_key_env = None
+    max_tokens_field = "max_tokens"
+
+    def __init__(self, deployment: Deployment, store: Store | None = None):
+        if not deployment.base_url:
+            raise PermanentError(
+                f"deployment {deployment.name!r}: an openai-compatible deployment needs base_url "
+                f"(e.g. http://localhost:8000/v1 for vLLM, http://localhost:11434/v1 for Ollama)"
+            )
+        super().__init__(deployment, store)

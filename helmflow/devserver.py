@@ -1,0 +1,501 @@
+"""A wire-compatible model server on 127.0.0.1 for tests and benchmarks (never for evaluations).
+
+It answers OpenAI ``/v1/chat/completions`` and ``/v1/completions`` and Anthropic ``/v1/messages``
+with the real JSON shapes (usage, finish reasons, logprobs), so the real SDKs talk to it over real
+HTTP. Tokens are whitespace-separated words; the answer comes from a policy:
+
+- ``echo``: the last non-empty line of the last user message (or prompt), like HELM's simple model;
+- ``script:FILE``: a JSON list of ``{"contains": ..., "reply": ...}``; the first rule whose text is in
+  the prompt answers, otherwise ``echo``;
+- ``fn:module:func``: ``func(prompt: str, payload: dict) -> str``.
+
+Faults are drawn per request with probability ``fault_rate`` from ``faults``: ``429`` (with a small
+Retry-After), ``500``, ``503``, ``reset`` (TCP reset, no response), ``hang`` (no answer until the
+client gives up), ``badjson`` (a truncated JSON body) and ``empty`` (an empty 200 body).
+
+Permanent errors on purpose: a wrong or missing key when ``api_key_env`` names the expected key
+(401; the body echoes the key it got, like some real providers, so redaction is tested), a model
+starting with ``forbidden`` (403) or ``unknown`` (404), ``max_tokens`` < 1 (400), and sampling
+parameters sent to ``/v1/messages`` with ``anthropic-version`` 2026-10-21 or later (400, as Anthropic does).
+
+Every request is counted; ``GET /_dev/stats`` returns the counts, ``POST /_dev/config`` changes
+latency and faults, ``POST /_dev/reset`` zeroes the counts, and ``--count-file`` gets the counts as
+JSON (rewritten atomically a few times a second and at exit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import math
+import os
+import random
+import signal
+import socket
+import struct
+import time
+import zlib
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FAULT_KINDS = ("429", "500", "503", "reset", "hang", "badjson", "empty")
+
+Policy = Callable[[str, dict[str, Any]], str]
+
+
+# --------------------------------------------------------------------------- policies
+def echo(prompt: str, payload: dict[str, Any]) -> str:
+    lines = [ln for ln in prompt.splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else ""
+
+
+def load_policy(spec: str) -> Policy:
+    """``echo``, ``script:FILE`` or ``fn:module:func``; a bad spec fails at start, not per request."""
+    if spec == "echo":
+        return echo
+    if spec.startswith("script:"):
+        rules = json.loads(Path(spec[7:]).read_text())
+        if not isinstance(rules, list) or not all(isinstance(r, dict) and {"contains", "reply"} <= set(r) for r in rules):
+            raise ValueError(f"{spec}: expected a JSON list of {{'contains': ..., 'reply': ...}}")
+
+        def scripted(prompt: str, payload: dict[str, Any]) -> str:
+            return next((r["reply"] for r in rules if r["contains"] in prompt), echo(prompt, payload))
+
+        return scripted
+    if spec.startswith("fn:"):
+        module, _, func = spec[3:].rpartition(":")
+        if not module:
+            raise ValueError(f"{spec}: expected fn:module:func")
+        return getattr(importlib.import_module(module), func)
+    raise ValueError(f"unknown policy {spec!r}; use echo, script:FILE or fn:module:func")
+
+
+# --------------------------------------------------------------------------- generation
+def _logprob(token: str, i: int) -> float:
+    """A deterministic log-probability in [-2.3, -0.01) per (position, token)."""
+    return -0.01 - 2.29 * (zlib.crc32(f"{i}|{token}".encode()) / 2**32)
+
+
+@dataclass
+class Generated:
+    text: str
+    tokens: list[str]
+    finish: str  # "stop" | "length"
+    stop_sequence: str | None
+    prompt_tokens: int
+
+
+def generate(policy: Policy, prompt: str, payload: dict[str, Any], max_tokens: int, stop: list[str]) -> Generated:
+    """The policy's answer cut at the first stop sequence, then at ``max_tokens`` words."""
+    text = policy(prompt, payload)
+    hit = None
+    for s in stop:
+        if s and s in text and (hit is None or text.index(s) < text.index(hit)):
+            hit = s
+    if hit is not None:
+        text = text[: text.index(hit)]
+    words = text.split()
+    finish = "stop"
+    if len(words) > max_tokens:
+        words, finish, hit = words[:max_tokens], "length", None
+        text = " ".join(words)
+    tokens = [w if i == 0 else " " + w for i, w in enumerate(words)]
+    return Generated(text, tokens, finish, hit, len(prompt.split()))
+
+
+def _content_text(content: Any) -> str:
+    """Message content as text: a string, or a list of OpenAI/Anthropic text blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return ""
+
+
+# --------------------------------------------------------------------------- the server
+@dataclass
+class Settings:
+    latency_ms: float = 0.0
+    fault_rate: float = 0.0
+    faults: tuple[str, ...] = FAULT_KINDS
+    retry_after_ms: int = 50
+    hang_s: float = 3600.0
+    seed: int | None = None
+
+    def update(self, changes: dict[str, Any]) -> None:
+        for key, value in changes.items():
+            if key not in self.__dataclass_fields__:
+                raise ValueError(f"unknown setting {key!r}")
+            if key == "faults":
+                value = parse_faults(value if isinstance(value, str) else ",".join(value))
+            setattr(self, key, value)
+
+
+def parse_faults(spec: str) -> tuple[str, ...]:
+    kinds = tuple(k.strip() for k in spec.split(",") if k.strip())
+    bad = [k for k in kinds if k not in FAULT_KINDS]
+    if bad:
+        raise ValueError(f"unknown fault kinds {bad}; known: {','.join(FAULT_KINDS)}")
+    return kinds
+
+
+@dataclass
+class Counts:
+    requests: int = 0
+    answered: int = 0
+    by_endpoint: Counter = field(default_factory=Counter)
+    faults: Counter = field(default_factory=Counter)
+    rejected: Counter = field(default_factory=Counter)
+    changed: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "answered": self.answered,
+            "by_endpoint": dict(self.by_endpoint),
+            "faults": dict(self.faults),
+            "rejected": dict(self.rejected),
+        }
+
+
+class DevServer:
+    def __init__(self, settings: Settings, policy: Policy, api_key: str | None = None, count_file: str | None = None):
+        self.settings = settings
+        self.policy = policy
+        self.api_key = api_key
+        self.count_file = Path(count_file) if count_file else None
+        self.counts = Counts()
+        self.rng = random.Random(settings.seed)
+        self._ids = 0
+
+    # ------------------------------------------------------------------ app
+    def app(self):
+        from aiohttp import web
+
+        app = web.Application(client_max_size=64 * 1024**2)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/completions", self._completions)
+        app.router.add_post("/v1/messages", self._messages)
+        app.router.add_get("/_dev/stats", self._stats)
+        app.router.add_post("/_dev/config", self._config)
+        app.router.add_post("/_dev/reset", self._reset)
+        return app
+
+    async def _stats(self, request):
+        from aiohttp import web
+
+        return web.json_response({**self.counts.as_dict(), "settings": self.settings.__dict__})
+
+    async def _config(self, request):
+        from aiohttp import web
+
+        try:
+            changes = await request.json()
+            self.settings.update(changes)
+        except (ValueError, TypeError) as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+        if "seed" in changes:
+            self.rng = random.Random(self.settings.seed)
+        return web.json_response(self.settings.__dict__)
+
+    async def _reset(self, request):
+        from aiohttp import web
+
+        self.counts = Counts()
+        return web.json_response(self.counts.as_dict())
+
+    # ------------------------------------------------------------------ endpoints
+    async def _chat(self, request):
+        return await self._serve(request, "chat")
+
+    async def _completions(self, request):
+        return await self._serve(request, "completions")
+
+    async def _messages(self, request):
+        return await self._serve(request, "messages")
+
+    async def _serve(self, request, endpoint: str):
+        from aiohttp import web
+
+        c = self.counts
+        c.requests += 1
+        c.by_endpoint[endpoint] += 1
+        c.changed = True
+        anthropic = endpoint == "messages"
+        s = self.settings
+        fault = s.faults and s.fault_rate > 0 and self.rng.random() < s.fault_rate and self.rng.choice(s.faults)
+        if fault:
+            c.faults[fault] += 1
+        if s.latency_ms:
+            await asyncio.sleep(s.latency_ms / 1000)
+        if fault:
+            return await self._fault(request, fault, anthropic)
+        denied = self._auth(request, anthropic)
+        if denied is not None:
+            c.rejected["401"] += 1
+            return denied
+        try:
+            payload = json.loads(await request.read())
+        except ValueError:
+            c.rejected["400"] += 1
+            return _error(400, "request body is not JSON", anthropic)
+        model = str(payload.get("model", ""))
+        if model.startswith("forbidden"):
+            c.rejected["403"] += 1
+            return _error(403, f"this key may not use model {model!r}", anthropic)
+        if model.startswith("unknown") or not model:
+            c.rejected["404"] += 1
+            return _error(404, f"The model {model!r} does not exist", anthropic)
+        sampling = [k for k in ("temperature", "top_p", "top_k") if k in payload]
+        if anthropic and sampling and request.headers.get("anthropic-version", "") >= "2026-10-21":
+            c.rejected["400"] += 1  # what API version 2026-10-21 answers
+            return _error(400, f"{sampling[0]}: Extra inputs are not permitted", anthropic)
+        max_tokens = payload.get("max_tokens", payload.get("max_completion_tokens", 16))
+        if not isinstance(max_tokens, int) or max_tokens < 1:
+            c.rejected["400"] += 1
+            return _error(400, "max_tokens must be a positive integer", anthropic)
+        body = getattr(self, f"_{endpoint}_body")(payload, max_tokens)
+        c.answered += 1
+        return web.Response(body=json.dumps(body).encode(), content_type="application/json")
+
+    def _next_id(self, prefix: str) -> str:
+        self._ids += 1
+        return f"{prefix}-dev{self._ids:08d}"
+
+    def _chat_body(self, payload: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+        msgs = payload.get("messages") or []
+        users = [m for m in msgs if m.get("role") == "user"]
+        prompt = _content_text(users[-1]["content"]) if users else ""
+        stop = payload.get("stop") or []
+        g = generate(self.policy, prompt, payload, max_tokens, [stop] if isinstance(stop, str) else stop)
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": g.text, "refusal": None},
+            "finish_reason": g.finish,
+            "logprobs": None,
+        }
+        if payload.get("logprobs"):
+            top = int(payload.get("top_logprobs") or 0)
+            choice["logprobs"] = {
+                "content": [
+                    {
+                        "token": t,
+                        "logprob": _logprob(t, i),
+                        "bytes": list(t.encode()),
+                        "top_logprobs": [{"token": t, "logprob": _logprob(t, i), "bytes": list(t.encode())}][:top],
+                    }
+                    for i, t in enumerate(g.tokens)
+                ],
+                "refusal": None,
+            }
+        return {
+            "id": self._next_id("chatcmpl"),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": payload["model"],
+            "system_fingerprint": "fp_devserver",
+            "choices": [choice],
+            "usage": _openai_usage(g),
+        }
+
+    def _completions_body(self, payload: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+        prompt = payload.get("prompt") or ""
+        prompt = prompt[0] if isinstance(prompt, list) and prompt else prompt
+        stop = payload.get("stop") or []
+        g = generate(self.policy, str(prompt), payload, max_tokens, [stop] if isinstance(stop, str) else stop)
+        logprobs = None
+        if payload.get("logprobs") is not None:
+            offsets, pos = [], len(str(prompt))
+            for t in g.tokens:
+                offsets.append(pos)
+                pos += len(t)
+            logprobs = {
+                "tokens": g.tokens,
+                "token_logprobs": [_logprob(t, i) for i, t in enumerate(g.tokens)],
+                "top_logprobs": [{t: _logprob(t, i)} for i, t in enumerate(g.tokens)],
+                "text_offset": offsets,
+            }
+        return {
+            "id": self._next_id("cmpl"),
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": payload["model"],
+            "choices": [{"index": 0, "text": g.text, "finish_reason": g.finish, "logprobs": logprobs}],
+            "usage": _openai_usage(g),
+        }
+
+    def _messages_body(self, payload: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+        msgs = payload.get("messages") or []
+        users = [m for m in msgs if m.get("role") == "user"]
+        prompt = _content_text(users[-1]["content"]) if users else ""
+        g = generate(self.policy, prompt, payload, max_tokens, payload.get("stop_sequences") or [])
+        system = _content_text(payload.get("system") or "")
+        stop_reason = "max_tokens" if g.finish == "length" else "stop_sequence" if g.stop_sequence else "end_turn"
+        return {
+            "id": self._next_id("msg"),
+            "type": "message",
+            "role": "assistant",
+            "model": payload["model"],
+            "content": [{"type": "text", "text": g.text}],
+            "stop_reason": stop_reason,
+            "stop_sequence": g.stop_sequence,
+            "usage": {"input_tokens": g.prompt_tokens + len(system.split()), "output_tokens": len(g.tokens)},
+        }
+
+    # ------------------------------------------------------------------ faults and auth
+    def _auth(self, request, anthropic: bool):
+        if self.api_key is None:
+            return None
+        got = request.headers.get("x-api-key") if anthropic else None
+        if got is None:
+            auth = request.headers.get("Authorization", "")
+            got = auth[7:] if auth.startswith("Bearer ") else auth
+        if got == self.api_key:
+            return None
+        # like some real providers, quote the key that was sent: clients must not pass this on verbatim
+        return _error(401, f"Incorrect API key provided: {got}", anthropic)
+
+    async def _fault(self, request, kind: str, anthropic: bool):
+        from aiohttp import web
+
+        if kind == "429":
+            s = self.settings.retry_after_ms
+            return _error(429, "Rate limit reached (dev server)", anthropic,
+                          {"retry-after-ms": str(s), "retry-after": str(max(1, math.ceil(s / 1000)))})
+        if kind in ("500", "503"):
+            return _error(int(kind), "The server had an error (dev server)", anthropic)
+        if kind == "badjson":
+            return web.Response(body=b'{"id": "truncated", "choices": [{"index": 0, "mess', content_type="application/json")
+        if kind == "empty":
+            return web.Response(body=b"", content_type="application/json")
+        if kind == "hang":
+            await asyncio.sleep(self.settings.hang_s)
+            return _error(504, "hung request finally answered", anthropic)
+        # reset: abort the connection with a TCP RST and never answer
+        transport = request.transport
+        sock = transport.get_extra_info("socket") if transport else None
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        if transport is not None:
+            transport.abort()
+        raise asyncio.CancelledError  # aiohttp drops the handler quietly; nothing is written
+
+    # ------------------------------------------------------------------ count file
+    def write_counts(self) -> None:
+        if self.count_file is None:
+            return
+        tmp = self.count_file.with_name(f"_tmp.{self.count_file.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(self.counts.as_dict()))
+        os.replace(tmp, self.count_file)
+        self.counts.changed = False
+
+    async def count_writer(self, every_s: float = 0.2) -> None:
+        while True:
+            await asyncio.sleep(every_s)
+            if self.counts.changed:
+                self.write_counts()
+
+
+def _openai_usage(g: Generated) -> dict[str, int]:
+    return {"prompt_tokens": g.prompt_tokens, "completion_tokens": len(g.tokens),
+            "total_tokens": g.prompt_tokens + len(g.tokens)}
+
+
+_OPENAI_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 403: "permission_error",
+                 404: "invalid_request_error", 429: "rate_limit_error", 500: "server_error", 503: "server_error",
+                 504: "server_error"}
+_ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                    404: "not_found_error", 429: "rate_limit_error", 500: "api_error", 503: "overloaded_error",
+                    504: "api_error"}
+
+
+def _error(status: int, message: str, anthropic: bool, headers: dict[str, str] | None = None):
+    from aiohttp import web
+
+    if anthropic:
+        body = {"type": "error", "error": {"type": _ANTHROPIC_TYPES.get(status, "api_error"), "message": message}}
+    else:
+        body = {"error": {"message": message, "type": _OPENAI_TYPES.get(status, "server_error"), "param": None,
+                          "code": None}}
+    return web.Response(status=status, body=json.dumps(body).encode(), content_type="application/json", headers=headers)
+
+
+# --------------------------------------------------------------------------- running
+async def serve(server: DevServer, port: int, ready: Callable[[int], None] | None = None) -> None:
+    from aiohttp import web
+
+    runner = web.AppRunner(server.app(), access_log=None, handler_cancellation=True)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024, reuse_address=True)
+    await site.start()
+    bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    writer = asyncio.create_task(server.count_writer())
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    if ready:
+        ready(bound)
+    try:
+        await stop.wait()
+    finally:
+        writer.cancel()
+        server.write_counts()
+        await runner.cleanup()
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (0 picks a free one; default 8765)")
+    p.add_argument("--latency-ms", type=float, default=0.0, help="delay before every answer")
+    p.add_argument("--fault-rate", type=float, default=0.0, help="probability that a request gets a fault")
+    p.add_argument("--faults", default=",".join(FAULT_KINDS), help=f"fault kinds to draw from ({','.join(FAULT_KINDS)})")
+    p.add_argument("--policy", default="echo", help="echo | script:FILE | fn:module:func")
+    p.add_argument("--count-file", help="keep the request counts in this JSON file")
+    p.add_argument("--retry-after-ms", type=int, default=50, help="Retry-After of 429 faults")
+    p.add_argument("--hang-s", type=float, default=3600.0, help="how long a 'hang' fault holds the request")
+    p.add_argument("--seed", type=int, help="seed of the fault draws")
+    p.add_argument("--api-key-env", help="require the key held by this environment variable (401 otherwise)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0 <= args.fault_rate <= 1:
+        raise ValueError("--fault-rate must be between 0 and 1")
+    settings = Settings(latency_ms=args.latency_ms, fault_rate=args.fault_rate, faults=parse_faults(args.faults),
+                        retry_after_ms=args.retry_after_ms, hang_s=args.hang_s, seed=args.seed)
+    api_key = None
+    if args.api_key_env:
+        api_key = os.environ.get(args.api_key_env)
+        if not api_key:
+            raise ValueError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
+    server = DevServer(settings, load_policy(args.policy), api_key, args.count_file)
+
+    def ready(port: int) -> None:
+        print(f"helmflow dev-server listening on http://127.0.0.1:{port}", flush=True)
+
+    asyncio.run(serve(server, args.port, ready))
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    """The ``helmflow dev-server`` command."""
+    p = subparsers.add_parser(
+        "dev-server", help="serve OpenAI/Anthropic-compatible endpoints on 127.0.0.1 for tests and benchmarks",
+        description="A wire-compatible model server with latency and fault injection (see helmflow/devserver.py).",
+    )
+    add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m helmflow.devserver", description=__doc__.split("\n")[0])
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
