@@ -49,6 +49,7 @@ def evaluate(
     storage: str | None = None,
     models_file: str | None = None,
     plugins: list[str] | None = None,
+    budget_usd: float | None = None,
 ) -> dict[str, Any]:
     log = get_run_logger()
     store = Store(storage)
@@ -65,7 +66,7 @@ def evaluate(
 
     chains = []
     for r in plan.runs:
-        q = tasks.query.submit(r, store.root, prompts[r.scenario.label])
+        q = tasks.query.submit(r, store.root, prompts[r.scenario.label], budget_usd)
         sc = tasks.score.submit(r, store.root, data[r.scenario.label], q)
         pub = tasks.publish_run.submit(r, store.root, q, sc)
         chains.append((r, data[r.scenario.label], prompts[r.scenario.label], q, sc, pub))

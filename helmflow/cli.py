@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--board-file", help="a board spec YAML file (instead of a name)")
     _selection_args(run)
     run.add_argument("-v", "--verbose", action="store_true", help="show Prefect's own log lines")
+    run.add_argument("--budget-usd", type=float, metavar="USD",
+                     help="stop sending new priced requests before this run's projected spend passes USD")
 
     ls = sub.add_parser("list", help="list boards, scenarios or models")
     ls.add_argument("what", choices=["boards", "scenarios", "models"])
@@ -171,6 +173,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             state = evaluate(
                 board=board, models=args.models, scenarios=args.scenarios, max_instances=args.max_instances,
                 storage=store.root, models_file=args.models_file, plugins=args.plugin, return_state=True,
+                budget_usd=args.budget_usd,
             )
         finally:
             set_reporter(None)

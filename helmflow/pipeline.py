@@ -23,7 +23,7 @@ from helmflow import versions
 from helmflow.adapters import adapt
 from helmflow.board import BoardPlan, RunPlan, ScenarioPlan
 from helmflow.datasets import mirror_sources, read_instances, write_instances
-from helmflow.query import QueryFailed, build_requests, run_queries
+from helmflow.query import Budget, QueryFailed, build_requests, run_queries
 from helmflow.records import (
     COMPLETION_SCHEMA,
     PROMPT_SCHEMA,
@@ -145,11 +145,12 @@ def adapt_scenario(store: Store, plan: ScenarioPlan, data: ScenarioData) -> Prom
 
 # --------------------------------------------------------------------------- query
 def query_pair(
-    store: Store, plan: RunPlan, prompt_set: PromptSet, progress: Callable[[int], None] | None = None
+    store: Store, plan: RunPlan, prompt_set: PromptSet, progress: Callable[[int], None] | None = None,
+    budget: Budget | None = None,
 ) -> QueryOutcome:
     prompts = [prompt_from_row(r) for r in store.read_parquet(prompt_set.prompts_key).to_pylist()]
     requests = build_requests(prompts, plan.scenario.adapter, plan.deployment)
-    result = run_queries(store, plan.deployment, requests, progress)
+    result = run_queries(store, plan.deployment, requests, progress, budget)
     base = f"work/query/{plan.query_key}"
     meta = _meta(query_key=plan.query_key, deployment=plan.deployment.name, model_version=plan.model_version)
     store.write_parquet(f"{base}/requests.parquet", to_table([request_to_row(r) for r in requests], REQUEST_SCHEMA), meta)

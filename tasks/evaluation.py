@@ -19,6 +19,7 @@ from helmflow import pipeline
 from helmflow.board import BoardPlan, RunPlan, ScenarioPlan
 from helmflow.pipeline import FailedCell, PromptSet, QueryOutcome, RunOutcome, ScenarioData, ScoreOutcome
 from helmflow.progress import reporter
+from helmflow.query import budget_for
 from helmflow.storage import Store
 from helmflow.versions import release_hash
 
@@ -61,10 +62,11 @@ def adapt(plan: ScenarioPlan, storage: str, data: ScenarioData) -> PromptSet:
 
 @task(name="query", cache_key_fn=lambda ctx, p: query_key(p["plan"]), persist_result=True,
       task_run_name="query {plan.scenario.label} x {plan.deployment.name}")
-def query(plan: RunPlan, storage: str, prompts: PromptSet) -> QueryOutcome:
+def query(plan: RunPlan, storage: str, prompts: PromptSet, budget_usd: float | None = None) -> QueryOutcome:
     rep = reporter()
     rep.add_requests(prompts.num_prompts * plan.scenario.adapter.generation.num_outputs)
-    out = pipeline.query_pair(Store(storage), plan, prompts, rep.requests_done)
+    budget = budget_for(f"flow-run-{flow_run.id}", budget_usd)  # one budget for the board run's queries
+    out = pipeline.query_pair(Store(storage), plan, prompts, rep.requests_done, budget)
     return out.model_copy(update={"task_run_id": str(task_run.id)})
 
 
