@@ -6,7 +6,7 @@ from collections import defaultdict
 
 from helmflow.metrics import METRICS, MetricInput
 from helmflow.records import AdapterSpec, Completion, Instance, MetricSummary, Request, Stat
-from helmflow.stats import mean_ci
+from helmflow.stats import mean_ci, ratio_ci
 
 
 def score_instances(
@@ -44,4 +44,18 @@ def summarize(stats: list[Stat]) -> list[MetricSummary]:
     for (name, split), values in sorted(groups.items()):
         mean, low, high = mean_ci(values)
         out.append(MetricSummary(name=name, split=split, count=len(values), mean=mean, ci_low=low, ci_high=high))
+    return sorted(out + pooled_ratios(stats), key=lambda m: (m.name, m.split))
+
+
+def pooled_ratios(stats: list[Stat]) -> list[MetricSummary]:
+    """The ratios metrics declare (e.g. IFEval's instruction-level accuracy): sum(numerator) /
+    sum(denominator) over the instances that have both stats, rather than a mean of per-instance values."""
+    value = {(s.split, s.name, s.instance_id): s.value for s in stats}
+    out = []
+    for name, num, den in sorted({r for m in METRICS.names() for r in METRICS.get(m).ratios}):
+        for split in sorted({s.split for s in stats}):
+            ids = sorted(i for (sp, n, i) in value if sp == split and n == den and (sp, num, i) in value)
+            if ids:
+                ratio, low, high = ratio_ci([value[(split, num, i)] for i in ids], [value[(split, den, i)] for i in ids])
+                out.append(MetricSummary(name=name, split=split, count=len(ids), mean=ratio, ci_low=low, ci_high=high))
     return out

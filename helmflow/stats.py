@@ -27,6 +27,26 @@ def mean_ci(values: Sequence[float], level: float = 0.95, seed: int = BOOTSTRAP_
     return mean, float(low), float(high)
 
 
+def ratio_ci(
+    numerators: Sequence[float], denominators: Sequence[float], level: float = 0.95, seed: int = BOOTSTRAP_SEED
+) -> tuple[float, float, float]:
+    """A pooled ratio sum(numerators) / sum(denominators) and a percentile-bootstrap interval that
+    resamples the (numerator, denominator) pairs together (fixed seed)."""
+    num, den = np.asarray(numerators, dtype=float), np.asarray(denominators, dtype=float)
+    if num.size == 0 or den.sum() == 0:
+        return math.nan, math.nan, math.nan
+    ratio = float(num.sum() / den.sum())
+    if num.size == 1:
+        return ratio, ratio, ratio
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, num.size, size=(BOOTSTRAP_SAMPLES, num.size))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratios = num[idx].sum(axis=1) / den[idx].sum(axis=1)
+    alpha = (1 - level) / 2
+    low, high = np.nanquantile(ratios, [alpha, 1 - alpha])
+    return ratio, float(low), float(high)
+
+
 def win_rates(table: dict[str, dict[str, float | None]], lower_is_better: set[str] | None = None) -> dict[str, float | None]:
     """HELM's mean win rate. ``table[model][column]``; None = missing cell.
 

@@ -19,6 +19,8 @@ class Metric:
     fn: MetricFn
     version: str
     scores_errors: bool = False  # efficiency-like metrics also describe errored requests
+    # (summary name, numerator stat, denominator stat): pooled over instances as sum / sum, not a mean
+    ratios: tuple[tuple[str, str, str], ...] = ()
 
 
 METRICS: Registry[Metric] = Registry("metric")
@@ -29,9 +31,11 @@ _BUILTIN = [
 ]
 
 
-def metric(name: str, version: str, scores_errors: bool = False) -> Callable[[MetricFn], MetricFn]:
+def metric(
+    name: str, version: str, scores_errors: bool = False, ratios: tuple[tuple[str, str, str], ...] = ()
+) -> Callable[[MetricFn], MetricFn]:
     def deco(fn: MetricFn) -> MetricFn:
-        METRICS.add(name, Metric(name=name, fn=fn, version=version, scores_errors=scores_errors))
+        METRICS.add(name, Metric(name=name, fn=fn, version=version, scores_errors=scores_errors, ratios=ratios))
         return fn
 
     return deco
