@@ -28,6 +28,7 @@ METRICS: Registry[Metric] = Registry("metric")
 _BUILTIN = [
     "reference",
     "efficiency",
+    "chain_of_thought",
 ]
 
 

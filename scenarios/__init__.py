@@ -14,6 +14,8 @@ _BUILTIN = [
     "arithmetic",
     "synthetic_reasoning",
     "dyck",
+    "mmlu_pro",
+    "gpqa",
 ]
 
 

@@ -124,6 +124,7 @@ _BUILTIN = [
     "generation",
     "multiple_choice",
     "chat",
+    "chain_of_thought",
 ]
 
 for _module in _BUILTIN:

@@ -1,0 +1,174 @@
+"""The data path: mirror resolution, verified downloads, manifest pinning, schema checks, `helmflow mirror`."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from capabilities_fixtures import MMLU_SCHEMA, csv_bytes, gpqa_rows, mmlu_pro_files, mmlu_pro_rows, parquet_bytes
+
+from helmflow.board import BoardError, ScenarioEntry, plan_scenario
+from helmflow.datasets import mirror_env_var, mirror_sources, resolve_source, write_instances
+from helmflow.hub_server import HubServer
+from helmflow.pipeline import download_scenario
+from helmflow.scenarios import DataSource, ScenarioError
+from helmflow.storage import Store
+
+MMLU_REV = "3373e0b32277875b8db2aa555a333b78a08477ea"
+GPQA_REV = "90b8e5be2b1d3d2dbfe016cdab47981150600c4a"
+
+
+@pytest.fixture(autouse=True)
+def _no_mirrors(monkeypatch):
+    for var in ("HELMFLOW_MIRROR", "HELMFLOW_MIRROR_MMLU_PRO", "HELMFLOW_MIRROR_GPQA", "HF_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def write_files(folder: Path, files: dict[str, bytes]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    return folder
+
+
+def test_mirror_env_var_names():
+    assert mirror_env_var("mmlu_pro") == "HELMFLOW_MIRROR_MMLU_PRO"
+    assert mirror_env_var("my-bench.v2") == "HELMFLOW_MIRROR_MY_BENCH_V2"
+
+
+def test_resolution_order(monkeypatch):
+    src = DataSource(filename="test.parquet", url="hf://datasets/o/r@rev/data/t.parquet")
+    assert resolve_source("mmlu_pro", "rev", src) == src.url
+    monkeypatch.setenv("HELMFLOW_MIRROR", "s3://bucket/mirror/")
+    assert resolve_source("mmlu_pro", "rev", src) == "s3://bucket/mirror/mmlu_pro/rev/test.parquet"
+    monkeypatch.setenv("HELMFLOW_MIRROR_MMLU_PRO", "/data/mmlu")
+    assert resolve_source("mmlu_pro", "rev", src) == "/data/mmlu/test.parquet"
+    assert resolve_source("gpqa", "rev", src) == "s3://bucket/mirror/gpqa/rev/test.parquet"
+
+
+def test_local_root_mirror_feeds_plan_and_download(tmp_path, monkeypatch):
+    files = mmlu_pro_files(n_test=30)
+    write_files(tmp_path / "mirror" / "mmlu_pro" / MMLU_REV, files)
+    monkeypatch.setenv("HELMFLOW_MIRROR", str(tmp_path / "mirror"))
+    plan = plan_scenario(ScenarioEntry(name="mmlu_pro"), None)
+    assert plan.checksums == {k: hashlib.sha256(v).hexdigest() for k, v in files.items()}
+    store = Store(str(tmp_path / "store"))
+    data = download_scenario(store, plan)
+    manifest = store.read_json(f"datasets/mmlu_pro/{MMLU_REV}/manifest.json")
+    assert manifest == plan.checksums
+    assert store.read_bytes(f"datasets/mmlu_pro/{MMLU_REV}/test.parquet") == files["test.parquet"]
+    assert store.read_parquet(data.instances_key).num_rows == 100
+
+
+def test_checksum_mismatch_and_partial_file(tmp_path, monkeypatch):
+    files = mmlu_pro_files(n_test=30)
+    mirror = write_files(tmp_path / "m", files)
+    monkeypatch.setenv("HELMFLOW_MIRROR_MMLU_PRO", str(mirror))
+    plan = plan_scenario(ScenarioEntry(name="mmlu_pro"), None)
+    (mirror / "test.parquet").write_bytes(files["test.parquet"][:-100])  # truncated after planning
+    store = Store(str(tmp_path / "store"))
+    with pytest.raises(ScenarioError) as err:
+        mirror_sources(store, plan)
+    msg = str(err.value)
+    assert "scenario 'mmlu_pro'" in msg and "checksum mismatch" in msg and str(mirror / "test.parquet") in msg
+    assert not store.exists(f"datasets/mmlu_pro/{MMLU_REV}/test.parquet")  # nothing partial is kept
+
+
+def test_manifest_pins_first_download(tmp_path, monkeypatch):
+    mirror = write_files(tmp_path / "m", mmlu_pro_files(n_test=30))
+    monkeypatch.setenv("HELMFLOW_MIRROR_MMLU_PRO", str(mirror))
+    store = Store(str(tmp_path / "store"))
+    mirror_sources(store, plan_scenario(ScenarioEntry(name="mmlu_pro"), None))
+    write_files(mirror, {"test.parquet": mmlu_pro_files(n_test=31)["test.parquet"]})  # same revision, new bytes
+    with pytest.raises(ScenarioError, match="changed since it was first downloaded"):
+        mirror_sources(store, plan_scenario(ScenarioEntry(name="mmlu_pro"), None))
+
+
+def test_missing_and_empty_files_fail_at_plan_time(tmp_path, monkeypatch):
+    mirror = write_files(tmp_path / "m", {"validation.parquet": mmlu_pro_files()["validation.parquet"]})
+    monkeypatch.setenv("HELMFLOW_MIRROR_MMLU_PRO", str(mirror))
+    with pytest.raises(BoardError) as err:
+        plan_scenario(ScenarioEntry(name="mmlu_pro"), None)
+    assert str(err.value).startswith(f"scenario 'mmlu_pro': {mirror / 'test.parquet'} does not exist")
+    (mirror / "test.parquet").write_bytes(b"")
+    with pytest.raises(BoardError, match="is empty"):
+        plan_scenario(ScenarioEntry(name="mmlu_pro"), None)
+
+
+@pytest.mark.parametrize(
+    "schema_change, expected",
+    [
+        (lambda s: s.remove(s.get_field_index("answer")), "has no column 'answer' (expected string)"),
+        (lambda s: s.set(s.get_field_index("question_id"), pa.field("question_id", pa.string())),
+         "column 'question_id' has type string, expected integer"),
+        (lambda s: s.set(s.get_field_index("options"), pa.field("options", pa.string())),
+         "column 'options' has type string, expected list<string>"),
+    ],
+)
+def test_schema_mismatch_names_scenario_url_and_column(tmp_path, monkeypatch, schema_change, expected):
+    schema = schema_change(MMLU_SCHEMA)
+    rows = [{k: (str(v) if schema.field(k).type == pa.string() and not isinstance(v, str) else v)
+             for k, v in r.items() if k in schema.names} for r in mmlu_pro_rows(5)]
+    mirror = write_files(tmp_path / "m", {"validation.parquet": parquet_bytes(mmlu_pro_rows(5)),
+                                          "test.parquet": parquet_bytes(rows, schema)})
+    monkeypatch.setenv("HELMFLOW_MIRROR_MMLU_PRO", str(mirror))
+    plan = plan_scenario(ScenarioEntry(name="mmlu_pro"), None)
+    store = Store(str(tmp_path / "store"))
+    with pytest.raises(ScenarioError) as err:
+        write_instances(store, plan, mirror_sources(store, plan))
+    msg = str(err.value)
+    assert msg.startswith("scenario 'mmlu_pro': ") and expected in msg
+    assert f"datasets/mmlu_pro/{MMLU_REV}/test.parquet" in msg and str(mirror / "test.parquet") in msg
+
+
+def test_csv_schema_mismatch_never_shows_row_text(tmp_path, monkeypatch):
+    rows = [{k: v for k, v in r.items() if k != "Incorrect Answer 2"} for r in gpqa_rows(10)]
+    header = [h for h in __import__("capabilities_fixtures").GPQA_HEADER if h != "Incorrect Answer 2"]
+    write_files(tmp_path / "m", {"gpqa_main.csv": csv_bytes(rows, header)})
+    monkeypatch.setenv("HELMFLOW_MIRROR_GPQA", str(tmp_path / "m"))
+    plan = plan_scenario(ScenarioEntry(name="gpqa"), None)
+    store = Store(str(tmp_path / "store"))
+    with pytest.raises(ScenarioError) as err:
+        write_instances(store, plan, mirror_sources(store, plan))
+    assert "has no column 'Incorrect Answer 2'" in str(err.value)
+    assert "Fixture GPQA-shaped item" not in str(err.value)
+
+
+@pytest.mark.slow  # two CLI subprocesses
+def test_mirror_command_copies_from_the_hub_and_verifies(tmp_path, cli):
+    files = mmlu_pro_files(n_test=40)
+    with HubServer(tmp_path / "hub") as hub:
+        hub.add_file("TIGER-Lab/MMLU-Pro", MMLU_REV, "data/test-00000-of-00001.parquet", files["test.parquet"])
+        hub.add_file("TIGER-Lab/MMLU-Pro", MMLU_REV, "data/validation-00000-of-00001.parquet", files["validation.parquet"])
+        env = {"HF_ENDPOINT": hub.url}
+        out = cli("mirror", "mmlu_pro", "--to", str(tmp_path / "mirror"), env=env)
+        assert out.returncode == 0, out.stderr
+        assert "verified 2 file(s)" in out.stdout and "HELMFLOW_MIRROR=" in out.stdout
+        missing = cli("mirror", "gpqa", "--to", str(tmp_path / "mirror"), env=env)
+    for name, data in files.items():
+        assert (tmp_path / "mirror" / "mmlu_pro" / MMLU_REV / name).read_bytes() == data
+    assert missing.returncode == 2
+    assert f"scenario 'gpqa': hf://datasets/Idavidrein/gpqa@{GPQA_REV}/gpqa_main.csv does not exist" in missing.stderr
+
+
+@pytest.mark.slow
+def test_s3_mirror_and_mirror_command_to_s3(tmp_path, s3_root, cli, monkeypatch):
+    files = {"gpqa_main.csv": csv_bytes(gpqa_rows(20))}
+    local = write_files(tmp_path / "m", files)
+    out = cli("mirror", "gpqa", "--to", s3_root, env={"HELMFLOW_MIRROR_GPQA": str(local)})
+    assert out.returncode == 0, out.stderr
+    monkeypatch.setenv("HELMFLOW_MIRROR", s3_root)  # the S3 copy now feeds plan + download
+    plan = plan_scenario(ScenarioEntry(name="gpqa"), None)
+    assert plan.checksums == {"gpqa_main.csv": hashlib.sha256(files["gpqa_main.csv"]).hexdigest()}
+    store = Store(str(tmp_path / "store"))
+    data = download_scenario(store, plan)
+    assert store.read_parquet(data.instances_key).num_rows == 20
+    # a wrong checksum on S3 is caught too
+    import fsspec
+
+    with fsspec.open(f"{s3_root}/gpqa/{GPQA_REV}/gpqa_main.csv", "wb") as fh:
+        fh.write(files["gpqa_main.csv"].replace(b"keyed", b"KEYED"))
+    with pytest.raises(ScenarioError, match="checksum mismatch"):
+        mirror_sources(Store(str(tmp_path / "store2")), plan)
