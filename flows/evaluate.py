@@ -17,7 +17,7 @@ from helmflow.pipeline import FailedCell, RunOutcome
 from helmflow.progress import reporter
 from helmflow.storage import Store
 from helmflow.tasks import configure, forget_cached
-from helmflow.tasks.evaluation import publish_key, query_key, score_key
+from helmflow.tasks.evaluation import publish_key, query_key, release_assets, run_assets, score_key
 
 
 class PartialRelease(RuntimeError):
@@ -42,7 +42,7 @@ def _failure(*futures: PrefectFuture) -> str:
 
 @flow(name="evaluate-board", log_prints=False)
 def evaluate(
-    board: str = "demo",
+    board: str | dict[str, Any] = "demo",
     models: list[str] | None = None,
     scenarios: list[str] | None = None,
     max_instances: int | None = None,
@@ -68,7 +68,7 @@ def evaluate(
     for r in plan.runs:
         q = tasks.query.submit(r, store.root, prompts[r.scenario.label], budget_usd)
         sc = tasks.score.submit(r, store.root, data[r.scenario.label], q)
-        pub = tasks.publish_run.submit(r, store.root, q, sc)
+        pub = tasks.publish_run.with_options(**run_assets(store, r)).submit(r, store.root, q, sc)
         chains.append((r, data[r.scenario.label], prompts[r.scenario.label], q, sc, pub))
 
     published: list[RunOutcome] = []
@@ -86,7 +86,7 @@ def evaluate(
             failed.append(FailedCell(run_id=r.run_id, scenario=r.scenario.label, deployment=r.deployment.name, error=error))
         reporter().run_done(r.scenario.label)
 
-    release = tasks.publish_release(plan, store.root, published, failed)
+    release = tasks.publish_release.with_options(**release_assets(store, plan, published))(plan, store.root, published, failed)
     summary = {
         "board": plan.spec.name,
         "release_id": release.release_id,

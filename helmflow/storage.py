@@ -61,6 +61,10 @@ class Store:
     def url(self, key: str) -> str:
         return f"{self.root}/{key}" if key else self.root
 
+    def asset_uri(self, key: str) -> str:
+        """A URI for lineage records (Prefect asset keys must be URIs: local paths become file://)."""
+        return f"file://{self.path(key)}" if self.is_local else self.url(key)
+
     def exists(self, key: str) -> bool:
         return self.fs.exists(self.path(key))
 

@@ -12,15 +12,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from prefect import Task, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.assets import materialize
 from prefect.runtime import flow_run, task_run
 
 from helmflow import pipeline
 from helmflow.board import BoardPlan, RunPlan, ScenarioPlan
+from helmflow.datasets import dataset_prefix, instances_key
 from helmflow.pipeline import FailedCell, PromptSet, QueryOutcome, RunOutcome, ScenarioData, ScoreOutcome
 from helmflow.progress import reporter
 from helmflow.query import budget_for
-from helmflow.storage import Store
+from helmflow.storage import Store, safe_key
 from helmflow.versions import release_hash
 
 RESULTS_PREFIX = "prefect-results"
@@ -77,8 +79,10 @@ def score(plan: RunPlan, storage: str, data: ScenarioData, queried: QueryOutcome
     return out.model_copy(update={"task_run_id": str(task_run.id)})
 
 
-@task(name="publish-run", cache_key_fn=lambda ctx, p: publish_key(p["plan"]), persist_result=True,
-      task_run_name="publish {plan.scenario.label} x {plan.deployment.name}")
+# Publishing tasks are materializations: the flow names the concrete asset URIs per call
+# (``with_assets``), so the event feed links each release to its runs and each run to its data.
+@materialize("helmflow://run", name="publish-run", cache_key_fn=lambda ctx, p: publish_key(p["plan"]),
+             persist_result=True, task_run_name="publish {plan.scenario.label} x {plan.deployment.name}")
 def publish_run(plan: RunPlan, storage: str, queried: QueryOutcome, scored: ScoreOutcome) -> RunOutcome:
     lineage = {
         "flow_run_id": str(flow_run.id) if flow_run.id else None,
@@ -88,7 +92,7 @@ def publish_run(plan: RunPlan, storage: str, queried: QueryOutcome, scored: Scor
     }
     out = pipeline.publish_run(Store(storage), plan, queried, scored, lineage)
     create_markdown_artifact(
-        key=f"run-{plan.run_id}",
+        key=f"{plan.run_id}-summary",
         markdown=(
             f"### {plan.scenario.label} x {plan.deployment.name}\n\n"
             f"{out.main_metric}: **{_fmt(out.score)}** (95% CI {_fmt(out.ci_low)} to {_fmt(out.ci_high)}), "
@@ -99,7 +103,8 @@ def publish_run(plan: RunPlan, storage: str, queried: QueryOutcome, scored: Scor
     return out
 
 
-@task(name="publish-release", cache_key_fn=lambda ctx, p: release_key(p["board"], p["runs"]), persist_result=True)
+@materialize("helmflow://release", name="publish-release",
+             cache_key_fn=lambda ctx, p: release_key(p["board"], p["runs"]), persist_result=True)
 def publish_release(board: BoardPlan, storage: str, runs: list[RunOutcome], failed: list[FailedCell]):
     out = pipeline.publish_release(Store(storage), board, runs, failed)
     labels = [s.label for s in board.scenarios]
@@ -116,6 +121,10 @@ def publish_release(board: BoardPlan, storage: str, runs: list[RunOutcome], fail
         lines += ["", "Missing cells:"] + [f"- {f.scenario} x {f.deployment}: {f.error}" for f in failed]
     create_markdown_artifact(
         key=f"{_artifact_key(board.spec.name)}-release", markdown="\n".join(lines), description="leaderboard release"
+    )
+    create_link_artifact(
+        key=f"{_artifact_key(board.spec.name)}-release-link", link=out.uri, link_text=f"{board.spec.name} {out.release_id}",
+        description="where the release's Parquet files are",
     )
     return out
 
@@ -161,6 +170,25 @@ def configure(storage_root: str) -> BoardTasks:
     slug = result_storage_block(storage_root)
     opts: dict[str, Any] = {"result_storage": slug, "persist_result": True}
     return BoardTasks(*(t.with_options(**opts) for t in (download, adapt, query, score, publish_run, publish_release)))
+
+
+def run_assets(store: Store, plan: RunPlan) -> dict[str, list[str]]:
+    """What publishing a run materializes, and what it was made from (asset keys are URIs)."""
+    prefix = pipeline.run_prefix(plan.run_id)
+    return {
+        "assets": [store.asset_uri(f"{prefix}/{name}") for name in ("run.json", *pipeline.RUN_FILES)],
+        "asset_deps": [
+            store.asset_uri(instances_key(plan.scenario.key, plan.scenario.scenario_version)),
+            store.asset_uri(f"{dataset_prefix(plan.scenario.key, plan.scenario.dataset_revision)}/manifest.json"),
+        ],
+    }
+
+
+def release_assets(store: Store, board: BoardPlan, runs: list[RunOutcome]) -> dict[str, list[str]]:
+    return {
+        "assets": [store.asset_uri(f"leaderboards/{safe_key(board.spec.name)}")],
+        "asset_deps": [store.asset_uri(f"{pipeline.run_prefix(r.run_id)}/run.json") for r in runs],
+    }
 
 
 def forget_cached(store: Store, keys: list[str]) -> None:
