@@ -243,7 +243,8 @@ def publish_run(
     meta = _meta(**_version_fields(plan))
     for name, src in zip(RUN_FILES, (query.requests_key, query.completions_key, score.stats_key, score.summary_key)):
         table = store.read_parquet(src)
-        store.write_parquet(f"{prefix}/{name}", table, meta, row_group_size=RUN_ROW_GROUP_ROWS)
+        paged = name in ("requests.parquet", "completions.parquet")  # one row per request, read a page at a time
+        store.write_parquet(f"{prefix}/{name}", table, meta, row_group_size=RUN_ROW_GROUP_ROWS if paged else None)
     run_json = {
         "run_id": plan.run_id,
         "status": status,
