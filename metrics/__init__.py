@@ -29,6 +29,7 @@ _BUILTIN = [
     "reference",
     "efficiency",
     "chain_of_thought",
+    "ifeval",
 ]
 
 
