@@ -7,9 +7,11 @@ board with failed pairs still publishes a release (status "partial") and then en
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from prefect import flow, get_run_logger
+from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.futures import PrefectFuture
 
 from helmflow.board import prepare
@@ -40,7 +42,25 @@ def _failure(*futures: PrefectFuture) -> str:
     return "not run: an upstream task failed"
 
 
-@flow(name="evaluate-board", log_prints=False)
+def task_runner_from_env():
+    """``HELMFLOW_TASK_RUNNER``: ``thread`` (default), ``dask`` (a local cluster of
+    ``HELMFLOW_DASK_WORKERS`` processes, default 2) or ``dask:<scheduler address>``."""
+    choice = os.environ.get("HELMFLOW_TASK_RUNNER", "thread")
+    if choice == "thread":
+        return ThreadPoolTaskRunner()
+    if choice == "dask" or choice.startswith("dask:"):
+        try:
+            from prefect_dask import DaskTaskRunner
+        except ImportError:
+            raise RuntimeError("HELMFLOW_TASK_RUNNER=dask needs the dask extra: pip install 'helmflow[dask]'") from None
+        if choice.startswith("dask:"):
+            return DaskTaskRunner(address=choice[5:])
+        workers = int(os.environ.get("HELMFLOW_DASK_WORKERS", "2"))
+        return DaskTaskRunner(cluster_kwargs={"n_workers": workers, "threads_per_worker": 1, "processes": True})
+    raise ValueError(f"HELMFLOW_TASK_RUNNER must be thread, dask or dask:<address>, not {choice!r}")
+
+
+@flow(name="evaluate-board", log_prints=False, task_runner=task_runner_from_env())
 def evaluate(
     board: str | dict[str, Any] = "demo",
     models: list[str] | None = None,

@@ -87,20 +87,34 @@ def board_names() -> list[str]:
     return sorted(p.stem for p in BOARDS_DIR.glob("*.yaml"))
 
 
-def load_board(name_or_path: str) -> BoardSpec:
-    path = Path(name_or_path)
-    if not (path.suffix in (".yaml", ".yml") and path.exists()):
-        path = BOARDS_DIR / f"{name_or_path}.yaml"
+def load_board(board: str | dict[str, Any] | BoardSpec) -> BoardSpec:
+    """A board spec from a name (``flows/<name>.yaml``), a YAML file path, or the spec itself as data
+    (``helmflow eval`` builds one; a dict keeps the flow parameter JSON)."""
+    if isinstance(board, BoardSpec):
+        return board
+    if isinstance(board, dict):
+        return _validate(board, "board spec")
+    path = Path(board)
+    if path.suffix in (".yaml", ".yml"):
+        if not path.is_file():
+            raise BoardError(f"board file {path} does not exist")
+    else:
+        path = BOARDS_DIR / f"{board}.yaml"
         if not path.exists():
-            raise BoardError(f"unknown board {name_or_path!r}; known: {', '.join(board_names())}")
+            raise BoardError(f"unknown board {board!r}; known: {', '.join(board_names())}")
     try:
         data = yaml.safe_load(path.read_text())
-        return BoardSpec.model_validate(data)
     except yaml.YAMLError as exc:
         raise BoardError(f"board file {path} is not valid YAML: {exc}") from None
+    return _validate(data, f"board file {path}")
+
+
+def _validate(data: Any, where: str) -> BoardSpec:
+    try:
+        return BoardSpec.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise BoardError(f"board file {path}: {problems}") from None
+        raise BoardError(f"{where}: {problems}") from None
 
 
 def _sha256_url(scen, source) -> str:
@@ -208,7 +222,7 @@ def plan_board(
 
 
 def prepare(
-    board: str,
+    board: str | dict[str, Any] | BoardSpec,
     models: list[str] | None = None,
     scenarios: list[str] | None = None,
     max_instances: int | None = None,

@@ -36,6 +36,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--board-file", help="a board spec YAML file (instead of a name)")
     _selection_args(run)
     run.add_argument("-v", "--verbose", action="store_true", help="show Prefect's own log lines")
+    run.add_argument("--task-runner", choices=["thread", "dask"], help="thread pool (default) or a local Dask cluster "
+                     "(extra helmflow[dask]; also $HELMFLOW_TASK_RUNNER, which accepts dask:<scheduler address>)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="print requests, prompt tokens and worst-case cost per run; call no model, write nothing")
     run.add_argument("--budget-usd", type=float, metavar="USD",
                      help="stop sending new priced requests before this run's projected spend passes USD")
 
@@ -61,7 +65,10 @@ COMMAND_MODULES: list[str] = [
     "helmflow.web.cli_serve",
     "helmflow.web.cli_report",
     "helmflow.mirror",
+    "helmflow.cli_eval",
     "helmflow.devserver",
+    "helmflow.check",
+    "helmflow.operations",
 ]
 
 
@@ -150,6 +157,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not board:
         raise UsageError("name a board (see `helmflow list boards`) or pass --board-file")
     plan = _plan(args, board)
+    if args.dry_run:
+        from rich.console import Console
+
+        from helmflow.dryrun import estimate, print_estimate
+
+        print_estimate(Console(), estimate(plan))
+        return 0
     from helmflow.storage import Store
 
     store = Store(args.storage)
@@ -161,6 +175,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     console.print(f"storage: {store.root}")
     console.print(f"board {plan.spec.name}: {len(plan.scenarios)} scenarios x {len(plan.spec.models)} models = {len(plan.runs)} runs")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    if args.task_runner:
+        os.environ["HELMFLOW_TASK_RUNNER"] = args.task_runner
     if not args.verbose:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     started = time.perf_counter()
@@ -198,16 +214,21 @@ def _print_board(console, summary: dict[str, Any]) -> None:
         return "—" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
 
     labels = summary["scenarios"]
+    with_ci = len(labels) <= 3  # wide boards show scores only; intervals are in leaderboard.parquet
     table = Table(title=f"{summary['board']} — release {summary['release_id']} ({summary['status']})")
     for col in ["model", "mean score", "win rate", *labels]:
-        table.add_column(col, justify="left" if col == "model" else "right")
+        table.add_column(col, justify="left" if col == "model" else "right", overflow="fold")
     for row in summary["table"]:
         cells = [
-            f"{fmt(row[lab])} [{fmt(row[f'{lab} ci_low'])}, {fmt(row[f'{lab} ci_high'])}]" if row[lab] is not None else "missing"
+            "missing" if row[lab] is None
+            else f"{fmt(row[lab])} [{fmt(row[f'{lab} ci_low'])}, {fmt(row[f'{lab} ci_high'])}]" if with_ci
+            else fmt(row[lab])
             for lab in labels
         ]
         table.add_row(row["deployment"], fmt(row["mean_score"]), fmt(row["mean_win_rate"]), *cells)
     console.print(table)
+    if not with_ci:
+        console.print("95% intervals: see leaderboard.parquet or `helmflow serve`")
 
 
 def main(argv: list[str] | None = None) -> int:

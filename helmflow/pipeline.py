@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -343,6 +344,9 @@ def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome]) -> list[dict[str,
     return rows
 
 
+FAULT_ENV = "HELMFLOW_TEST_FAULT"
+
+
 def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], failed: list[FailedCell]) -> ReleaseOutcome:
     """Aggregate the runs into a release; the same run set reuses its existing release and writes nothing."""
     name = safe_key(board.spec.name)
@@ -361,6 +365,8 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
     meta = _meta(board=board.spec.name, board_version=board.board_version, release_id=release_id,
                  created_at=now.isoformat(), status=status)
     store.write_parquet(f"{prefix}/leaderboard.parquet", pa.Table.from_pylist(rows, schema=leaderboard_schema(labels)), meta)
+    if os.environ.get(FAULT_ENV) == "after-leaderboard":  # documented test hook: a crash mid-publication
+        raise RuntimeError(f"{FAULT_ENV}=after-leaderboard: simulated crash after leaderboard.parquet")
     run_rows = [
         {**r.model_dump(include=set(RUNS_SCHEMA.names)), "error": None} for r in runs
     ] + [

@@ -14,6 +14,7 @@ _BUILTIN = [
     "arithmetic",
     "synthetic_reasoning",
     "dyck",
+    "custom",
     "mmlu_pro",
     "gpqa",
 ]

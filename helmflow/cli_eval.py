@@ -1,0 +1,84 @@
+"""``helmflow eval <scenario>[:k=v,...] --models a,b [--adapter k=v,...]``: run what you want.
+
+In HELM's run-entry spirit: the scenario specs, models and adapter overrides become an ad-hoc board
+spec (data, like any board file) that goes through the same ``evaluate`` flow, caches and storage
+layout as a registered board; its release lands under ``leaderboards/eval-<scenario>/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import yaml
+
+
+def _pairs(value: str) -> dict[str, Any]:
+    """``k=v,k2=v2`` with YAML-typed values (``max_tokens=5`` is an int, ``method=chat`` a string)."""
+    out: dict[str, Any] = {}
+    for item in filter(None, (p.strip() for p in value.split(","))):
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise argparse.ArgumentTypeError(f"expected key=value, got {item!r}")
+        out[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+    return out
+
+
+def add_parser(sub) -> None:
+    from helmflow.cli import _csv
+
+    p = sub.add_parser(
+        "eval",
+        help="evaluate scenario specs on models (an ad-hoc board through the same flow)",
+        description="Evaluate one or more scenario specs (name:k=v,...) on the given models as an ad-hoc board.",
+    )
+    p.add_argument("scenario", nargs="+", metavar="SCENARIO[:k=v,...]", help="scenario spec, e.g. dyck_language:num_parenthesis_pairs=3")
+    p.add_argument("--models", type=_csv, help="comma-separated deployments (required; see `helmflow list models`)")
+    p.add_argument("--max-instances", type=int, help="evaluate at most N instances per scenario")
+    p.add_argument("--storage", help="storage root URL (default $HELMFLOW_STORAGE or ./helmflow-store)")
+    p.add_argument("--models-file", help="extra deployments YAML (also $HELMFLOW_MODELS)")
+    p.add_argument("--adapter", type=_pairs, default={}, metavar="k=v,...",
+                   help="adapter overrides for every scenario, e.g. method=chat,max_train_instances=0,max_tokens=20")
+    p.add_argument("--metrics", type=_csv, help="comma-separated metrics (default: each scenario's own)")
+    p.add_argument("--main-metric", help="the metric that fills the board cell (default: each scenario's own)")
+    p.add_argument("--name", help="board name (default: eval-<first scenario>)")
+    p.add_argument("-v", "--verbose", action="store_true", help="show Prefect's own log lines")
+    p.add_argument("--dry-run", action="store_true", help="print requests, prompt tokens and worst-case cost; send nothing")
+    p.set_defaults(func=cmd_eval)
+
+
+def board_spec(args: argparse.Namespace) -> dict[str, Any]:
+    """The ad-hoc board spec: JSON data, so it is a valid flow parameter and its hash is stable."""
+    from helmflow.cli import UsageError
+    from helmflow.scenarios import parse_spec
+    from helmflow.storage import safe_key
+
+    if not args.models:
+        raise UsageError("eval needs --models (see `helmflow list models`)")
+    entries = []
+    for spec in args.scenario:
+        name, params = parse_spec(spec)
+        entry: dict[str, Any] = {"name": name, "params": params, "adapter": dict(args.adapter), "label": spec}
+        if args.metrics:
+            entry["metrics"] = args.metrics
+        if args.main_metric:
+            entry["main_metric"] = args.main_metric
+        entries.append(entry)
+    return {
+        "name": args.name or f"eval-{safe_key(parse_spec(args.scenario[0])[0])}",
+        "version": "eval",
+        "description": "ad-hoc board from `helmflow eval`",
+        "models": args.models,
+        "scenarios": entries,
+    }
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from helmflow.cli import _parser, cmd_run
+
+    run_args = _parser().parse_args(["run", "eval"])  # every `run` option at its default
+    for key, value in vars(args).items():
+        if hasattr(run_args, key) and key != "func":
+            setattr(run_args, key, value)
+    run_args.board, run_args.board_file, run_args.scenarios = board_spec(args), None, None
+    return cmd_run(run_args)

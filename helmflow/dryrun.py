@@ -1,0 +1,71 @@
+"""``--dry-run``: what a board would send and what it could cost, with no model call and no write.
+
+Instances are loaded straight from each scenario's source (or its mirror), prompts are built and
+fitted to every deployment's window exactly as ``query`` would, and the worst case is priced: every
+prompt token at the input price plus ``max_tokens`` per request at the output price.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from helmflow.adapters import adapt
+from helmflow.board import BoardPlan, ScenarioPlan
+from helmflow.records import Instance, Request
+from helmflow.tokenizers import get_tokenizer
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    scenario: str
+    deployment: str
+    requests: int
+    prompt_tokens: int
+    max_output_tokens: int
+    worst_case_usd: float
+
+
+def load_instances(plan: ScenarioPlan) -> list[Instance]:
+    """The scenario's instances read from where a download would fetch them; nothing is stored."""
+    from helmflow.datasets import resolve_source
+    from helmflow.scenarios import get_scenario
+
+    scen = get_scenario(plan.name, plan.params)
+    files = {s.filename: resolve_source(plan.name, plan.dataset_revision, s) for s in scen.sources()}
+    return scen.load(files)
+
+
+def _prompt_text(req: Request) -> str:
+    if req.body.prompt is not None:
+        return req.body.prompt
+    return "\n".join(m.content for m in req.body.messages or [])
+
+
+def estimate(plan: BoardPlan) -> list[RunEstimate]:
+    from helmflow.query import build_requests
+
+    prompts = {s.label: adapt(s.adapter, load_instances(s)) for s in plan.scenarios}
+    out = []
+    for run in plan.runs:
+        dep = run.deployment
+        requests = build_requests(prompts[run.scenario.label], run.scenario.adapter, dep)
+        tok = get_tokenizer(dep.tokenizer)
+        prompt_tokens = sum(tok.count(_prompt_text(r)) for r in requests)
+        output_tokens = sum(r.body.max_tokens for r in requests)
+        cost = (prompt_tokens * dep.price_input_per_mtok + output_tokens * dep.price_output_per_mtok) / 1e6
+        out.append(RunEstimate(run.scenario.label, dep.name, len(requests), prompt_tokens, output_tokens, cost))
+    return out
+
+
+def print_estimate(console, rows: list[RunEstimate]) -> None:
+    from rich.table import Table
+
+    table = Table(title="dry run: nothing sent, nothing written")
+    for col in ("scenario", "model", "requests", "prompt tokens", "max output tokens", "worst-case $"):
+        table.add_column(col, justify="left" if col in ("scenario", "model") else "right", overflow="fold")
+    for r in rows:
+        table.add_row(r.scenario, r.deployment, str(r.requests), str(r.prompt_tokens), str(r.max_output_tokens),
+                      f"{r.worst_case_usd:.4f}")
+    table.add_row("total", "", str(sum(r.requests for r in rows)), str(sum(r.prompt_tokens for r in rows)),
+                  str(sum(r.max_output_tokens for r in rows)), f"{sum(r.worst_case_usd for r in rows):.4f}", style="bold")
+    console.print(table)

@@ -1,0 +1,190 @@
+"""Operating a store: ``lineage`` (where each number came from), ``retry`` (rerun what failed),
+``compact`` (clean temporaries left by killed writers and merge journal parts).
+
+``lineage`` and ``compact`` read storage only and never import Prefect; ``retry`` talks to the
+Prefect API.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from helmflow.storage import TMP_PREFIX, Store, safe_key
+
+
+# --------------------------------------------------------------------------- lineage
+def release_prefix(store: Store, board: str, release: str | None) -> str:
+    name = safe_key(board)
+    if release:
+        prefix = f"leaderboards/{name}/{release}"
+        if not store.exists(f"{prefix}/release.json"):
+            raise ValueError(f"board {board!r} has no release {release!r} in {store.root}")
+        return prefix
+    for pointer in ("latest.json", "latest-partial.json"):
+        if store.exists(f"leaderboards/{name}/{pointer}"):
+            return f"leaderboards/{name}/{store.read_json(f'leaderboards/{name}/{pointer}')['release_id']}"
+    raise ValueError(f"board {board!r} has no release in {store.root}")
+
+
+def cell_lineage(store: Store, board: str, release: str | None = None) -> list[dict[str, Any]]:
+    """One record per cell: score → run → versions and dataset revision → Prefect run ids."""
+    prefix = release_prefix(store, board, release)
+    cells = []
+    for row in store.read_parquet(f"{prefix}/runs.parquet").to_pylist():
+        record: dict[str, Any] = {
+            "deployment": row["deployment"],
+            "scenario": row["scenario"],
+            "status": row["status"],
+            "score": row["score"],
+            "main_metric": row["main_metric"],
+            "run_id": row["run_id"],
+        }
+        run_key = f"runs/{row['run_id']}/run.json"
+        if row["status"] != "missing" and store.exists(run_key):
+            run = store.read_json(run_key)
+            record |= {
+                "dataset_revision": run["dataset"]["revision"],
+                **run["versions"],
+                "flow_run_id": run["lineage"].get("flow_run_id"),
+                "query_task_run_id": run["lineage"].get("query_task_run_id"),
+                "score_task_run_id": run["lineage"].get("score_task_run_id"),
+                "publish_task_run_id": run["lineage"].get("publish_task_run_id"),
+                "run_uri": store.url(f"runs/{row['run_id']}"),
+            }
+        else:
+            record["error"] = row.get("error")
+        cells.append(record)
+    return cells
+
+
+def cmd_lineage(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.tree import Tree
+
+    store = Store(args.storage)
+    console = Console()
+    prefix = release_prefix(store, args.board, args.release)
+    console.print(f"release {prefix.rsplit('/', 1)[-1]} at {store.url(prefix)}")
+    for cell in cell_lineage(store, args.board, args.release):
+        score = "missing" if cell["score"] is None else f"{cell['score']:.4f}"
+        tree = Tree(f"[bold]{cell['scenario']} x {cell['deployment']}[/]: {cell['main_metric']} = {score} ({cell['status']})")
+        run = tree.add(f"run {cell['run_id']}" + (f" at {cell['run_uri']}" if "run_uri" in cell else ""))
+        if "scenario_version" in cell:
+            run.add(f"dataset revision {cell['dataset_revision']}")
+            for key in ("scenario_version", "prompt_version", "model_version", "metric_version"):
+                run.add(f"{key} {cell[key]}")
+            prefect = run.add(f"Prefect flow run {cell['flow_run_id']}")
+            for key in ("query_task_run_id", "score_task_run_id", "publish_task_run_id"):
+                prefect.add(f"{key.removesuffix('_task_run_id')} task run {cell[key]}")
+        else:
+            run.add(f"[red]not published: {cell.get('error')}")
+        console.print(tree)
+    return 0
+
+
+# --------------------------------------------------------------------------- compact
+def compact_store(store: Store, older_than_s: float = 3600.0) -> dict[str, int]:
+    """Remove temporaries older than ``older_than_s`` and merge journal partitions with several parts."""
+    removed = 0
+    now = time.time()
+    for path in store.fs.find(store.path("")):
+        if path.rsplit("/", 1)[-1].startswith(TMP_PREFIX):
+            modified = store.fs.modified(path).timestamp() if hasattr(store.fs, "modified") else 0
+            if now - modified >= older_than_s:
+                store.fs.rm(path)
+                removed += 1
+    merged = 0
+    from helmflow.journal import Journal
+
+    for deployment_dir in store.ls("responses"):
+        parts = [k.rsplit("/", 2)[-2] for k in store.find(deployment_dir) if k.endswith(".parquet")]
+        busy = {xx for xx in set(parts) if parts.count(xx) > 1}
+        # opening a journal also recovers spools that killed processes left on this machine
+        journal = Journal(store, deployment_dir.rsplit("/", 1)[-1])
+        journal.compact(busy, min_parts=2)
+        journal.close(compact=False)
+        merged += len(busy)
+    return {"temporaries_removed": removed, "partitions_compacted": merged}
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    result = compact_store(Store(args.storage), args.older_than)
+    print(f"removed {result['temporaries_removed']} temporaries; compacted {result['partitions_compacted']} journal partitions")
+    return 0
+
+
+# --------------------------------------------------------------------------- retry
+def retry_plan(flow_run_id: str) -> tuple[Any, list[str]]:
+    """The flow run, and the pairs whose tasks will execute again (no persisted result for their keys)."""
+    from prefect.client.orchestration import get_client
+
+    from helmflow.board import prepare
+    from helmflow.tasks.evaluation import RESULTS_PREFIX, publish_key, query_key, score_key
+
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(flow_run_id)
+    params = run.parameters
+    board = params.get("board", "demo")
+    plan = prepare(board, params.get("models"), params.get("scenarios"), params.get("max_instances"),
+                   params.get("models_file"), params.get("plugins"))
+    store = Store(params.get("storage"))
+    rerun = []
+    for r in plan.runs:
+        keys = [query_key(r), score_key(r), publish_key(r)]
+        if not all(store.exists(f"{RESULTS_PREFIX}/{k}") for k in keys):
+            rerun.append(f"{r.scenario.label} x {r.deployment.name}")
+    return run, rerun
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    run, rerun = retry_plan(args.flow_run_id)
+    if not (run.state and (run.state.is_failed() or run.state.is_crashed() or run.state.is_cancelled() or run.state.is_completed())):
+        print(f"helmflow: error: flow run {args.flow_run_id} is {run.state.name if run.state else 'unknown'}; only finished runs can be retried",
+              file=sys.stderr)
+        return 2
+    print(f"flow run {run.id} ({run.name}) ended {run.state.name}.")
+    if rerun:
+        print(f"will re-execute {len(rerun)} pair(s); every other task is cached:")
+        for pair in rerun:
+            print(f"  - {pair}")
+    else:
+        print("every pair is cached; only the release is re-aggregated")
+    if args.dry_run:
+        return 0
+    cmd = [sys.executable, "-m", "prefect", "flow-run", "retry", str(run.id)]
+    if run.deployment_id is None:  # an ad-hoc run: execute it here, from the flow's own file
+        import helmflow.flows.evaluate as evaluate_module
+
+        cmd += ["--entrypoint", f"{Path(evaluate_module.__file__).resolve()}:evaluate"]
+    else:
+        print("the run belongs to a deployment: a worker of its pool will execute the retry")
+    return subprocess.call(cmd, env=dict(os.environ))
+
+
+# --------------------------------------------------------------------------- parsers
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    lin = sub.add_parser("lineage", help="where each leaderboard number came from",
+                         description="Per cell: score -> run -> dataset revision and prompt/model/metric versions -> Prefect flow and task runs.")
+    lin.add_argument("board")
+    lin.add_argument("--release", help="release id (default: the latest, else the latest partial)")
+    lin.add_argument("--storage", help="storage root URL (default $HELMFLOW_STORAGE or ./helmflow-store)")
+    lin.set_defaults(func=cmd_lineage)
+
+    ret = sub.add_parser("retry", help="retry a finished flow run: say what will rerun, then do it",
+                         description="Re-executes only what failed: every task whose result is persisted is Cached.")
+    ret.add_argument("flow_run_id")
+    ret.add_argument("--dry-run", action="store_true", help="only say what would rerun")
+    ret.set_defaults(func=cmd_retry)
+
+    com = sub.add_parser("compact", help="remove stale temporaries and merge journal parts",
+                         description="Removes temporaries (killed writers leave them; readers ignore them) and compacts the request journal.")
+    com.add_argument("--storage", help="storage root URL (default $HELMFLOW_STORAGE or ./helmflow-store)")
+    com.add_argument("--older-than", type=float, default=3600.0, metavar="SECONDS",
+                     help="only temporaries at least this old (default 3600: never a live writer's)")
+    com.set_defaults(func=cmd_compact)
