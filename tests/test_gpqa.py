@@ -82,3 +82,42 @@ def test_rows_with_missing_fields_are_rejected_by_index_only(tmp_path):
         get_scenario("gpqa").load({"gpqa_main.csv": str(path)})
     assert "data row 4 does not have 11 fields" in str(err.value)
     assert "short row" not in str(err.value)
+
+
+@pytest.mark.slow
+def test_capabilities_board_runs_both_scenarios(tmp_path, cli, prefect_server, gpqa_csv):
+    """`helmflow run capabilities`: GPQA over hf:// from the local (gated) Hub, MMLU-Pro from a mirror."""
+    import json
+
+    import numpy as np
+    import pyarrow.parquet as pq
+    from capabilities_fixtures import mmlu_pro_files
+
+    mmlu = tmp_path / "mmlu"
+    mmlu.mkdir()
+    for name, data in mmlu_pro_files(n_test=300).items():
+        (mmlu / name).write_bytes(data)
+    storage = tmp_path / "store"
+    with HubServer(tmp_path / "hub", gated={"Idavidrein/gpqa": "hf_ok"}) as hub:
+        hub.add_file("Idavidrein/gpqa", REV, "gpqa_main.csv", gpqa_csv.read_bytes())
+        out = cli("run", "capabilities", "--scenarios", "mmlu_pro,gpqa", "--max-instances", "40",
+                  "--storage", str(storage),
+                  env={"HF_ENDPOINT": hub.url, "HF_TOKEN": "hf_ok", "HELMFLOW_MIRROR_MMLU_PRO": str(mmlu)})
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert any(r.startswith("GET /datasets/Idavidrein/gpqa/resolve/") for r in hub.requests)
+    assert "hf_ok" not in out.stdout + out.stderr
+    runs = {r["scenario"]["label"]: r for r in (json.loads(p.read_text()) for p in storage.glob("runs/*/run.json"))}
+    assert set(runs) == {"mmlu_pro", "gpqa"}
+
+    def helm_sample(ids: list[str], n: int) -> list[str]:
+        np.random.seed(0)
+        return list(np.random.choice(np.array(ids, dtype=object), n, replace=False))
+
+    # offline/first-option answers "The correct answer is (A).": the score is the share keyed A
+    gpqa = helm_gpqa(gpqa_csv)
+    picked = helm_sample([f"id{k}" for k, e in enumerate(gpqa) if e[0] == "test"], 40)
+    assert runs["gpqa"]["score"] == pytest.approx(sum(gpqa[int(i[2:])][2] == 0 for i in picked) / 40)
+    rows = pq.read_table(mmlu / "test.parquet").to_pylist()
+    picked = set(helm_sample([f"id{r['question_id']}" for r in rows], 40))
+    assert runs["mmlu_pro"]["score"] == pytest.approx(sum(r["answer"] == "A" for r in rows if f"id{r['question_id']}" in picked) / 40)
+    assert runs["gpqa"]["adapter"]["generation"]["temperature"] == 1.0

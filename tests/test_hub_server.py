@@ -87,3 +87,23 @@ def test_empty_file_is_refused(hub):
         fetch("gpqa", url)
     with pytest.raises(ScenarioError, match="is empty"):
         sha256_of("gpqa", url)
+
+
+def test_scenario_downloads_from_its_declared_hf_urls(hub, tmp_path, monkeypatch):
+    """No mirror: plan pins checksums and the download stage reads the scenario's own hf:// URLs."""
+    from helmflow.board import ScenarioEntry, plan_scenario
+    from helmflow.pipeline import download_scenario
+    from helmflow.storage import Store
+
+    for var in ("HELMFLOW_MIRROR", "HELMFLOW_MIRROR_MMLU_PRO"):
+        monkeypatch.delenv(var, raising=False)
+    files = mmlu_pro_files(n_test=25)
+    hub.add_file("TIGER-Lab/MMLU-Pro", MMLU_REV, "data/test-00000-of-00001.parquet", files["test.parquet"])
+    hub.add_file("TIGER-Lab/MMLU-Pro", MMLU_REV, "data/validation-00000-of-00001.parquet", files["validation.parquet"])
+    plan = plan_scenario(ScenarioEntry(name="mmlu_pro"), None)
+    assert plan.checksums["test.parquet"] == hashlib.sha256(files["test.parquet"]).hexdigest()
+    store = Store(str(tmp_path / "store"))
+    data = download_scenario(store, plan)
+    assert store.read_parquet(data.instances_key).num_rows == 95
+    resolves = [r for r in hub.requests if "/resolve/" in r]
+    assert len(resolves) == 4  # each file read twice: hashed at plan time, fetched at download
