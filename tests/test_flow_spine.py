@@ -56,7 +56,8 @@ def _mtimes(root: Path, sub: str) -> dict[str, int]:
 
 def test_warm_rerun_is_all_cached_and_writes_nothing(prefect_server, tmp_path):
     root = tmp_path / "store"
-    args = ["run", "demo", "--max-instances", "10", "--storage", str(root)]
+    args = ["run", "demo", "--max-instances", "10", "--storage", str(root),
+            "--scenarios", "arithmetic-3,arithmetic-5x-chat", "--models", ",".join(MODELS)]
     first = run_cli(*args)
     assert first.returncode == 0, first.stdout + first.stderr
     assert f"storage: {root}" in first.stdout
@@ -135,7 +136,8 @@ def test_failed_pair_gives_partial_release_and_flow_retry_reruns_only_it(prefect
 
 
 def test_board_runs_on_s3(prefect_server, s3_root, tmp_path):
-    out = run_cli("run", "demo", "--max-instances", "3", "--models", "offline/solver", "--storage", s3_root, cwd=tmp_path)
+    out = run_cli("run", "demo", "--max-instances", "3", "--models", "offline/solver", "--scenarios", "arithmetic-3",
+                  "--storage", s3_root, cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     store = Store(s3_root)
     latest = store.read_json("leaderboards/demo/latest.json")

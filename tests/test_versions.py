@@ -61,7 +61,7 @@ def test_model_fields_move_model_version_only_for_declared_fields():
 
 def test_metric_version_bump_moves_metric_and_run_not_query(plan, monkeypatch):
     em = METRICS.get("exact_match")
-    monkeypatch.setitem(METRICS._items, "exact_match", Metric(name=em.name, fn=em.fn, version="2"))
+    monkeypatch.setitem(METRICS._items, "exact_match", Metric(name=em.name, fn=em.fn, version=em.version + ".bumped"))
     bumped = plan_board(load_board("demo"), load_deployments(), max_instances=5)
     assert _changed(_hashes(plan), _hashes(bumped)) == {"metric", "run"}
     assert plan.runs[0].score_key != bumped.runs[0].score_key
