@@ -17,6 +17,7 @@ _BUILTIN = [
     "custom",
     "mmlu_pro",
     "gpqa",
+    "ifeval",
 ]
 
 

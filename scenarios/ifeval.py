@@ -1,0 +1,99 @@
+"""IFEval (google/IFEval): 541 prompts with verifiable instructions, scored by rule, as HELM runs it.
+
+HELM's ``IFEvalScenario``: one ``test`` instance per row, in file order, input = the prompt stripped,
+no references; ``extra`` keeps the row's ``key``, ``instruction_id_list`` and ``kwargs`` (null
+kwargs dropped: they mean absent) for the ``ifeval`` metric. Every instruction's kwargs are checked
+against its checker when the data is loaded, so a bad row fails before any model is queried.
+HELM's run spec: generation with every prefix empty, temperature 0, max_tokens 4096, one output.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import fsspec
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+
+from helmflow.metrics.ifeval_checkers import InstructionError, parse_kwargs
+from helmflow.records import AdapterSpec, GenerationParams, Input, Instance
+from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
+
+REPO = "google/IFEval"
+REVISION = "966cd89545d6b6acfd7638bc708b98261ca58e84"
+FILENAME = "ifeval_input_data.jsonl"
+
+
+class IFEvalRow(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    key: StrictInt
+    prompt: StrictStr
+    instruction_id_list: list[StrictStr] = Field(min_length=1)
+    kwargs: list[dict[str, Any] | None]
+
+
+@scenario("ifeval")
+class IFEval(Scenario):
+    VERSION = "1"
+    description = "IFEval: prompts with verifiable instructions (length, format, keywords, case), rule-scored."
+    main_metric = "ifeval_strict_accuracy"
+    metrics = ["ifeval", "efficiency"]
+    default_adapter = AdapterSpec(
+        method="generation",
+        instructions="",
+        input_prefix="",
+        input_suffix="",
+        output_prefix="",
+        output_suffix="",
+        instance_prefix="",
+        max_train_instances=0,
+        generation=GenerationParams(max_tokens=4096, temperature=0.0, num_outputs=1),
+    )
+
+    def dataset_revision(self) -> str:
+        return REVISION
+
+    def sources(self) -> list[DataSource]:
+        return [DataSource(filename=FILENAME, url=f"hf://datasets/{REPO}@{REVISION}/{FILENAME}")]
+
+    def load(self, files: dict[str, str]) -> list[Instance]:
+        url = files[FILENAME]
+        try:
+            with fsspec.open(url, "rb") as fh:
+                text = fh.read().decode("utf-8")
+        except FileNotFoundError:
+            raise ScenarioError(f"scenario 'ifeval': {url} does not exist") from None
+        except UnicodeDecodeError as exc:
+            raise ScenarioError(f"scenario 'ifeval': {url} is not UTF-8 text: {exc}") from None
+        return [
+            self._instance(url, number, line)
+            for number, line in enumerate(text.splitlines(), start=1)
+            if line.strip()
+        ]
+
+    @staticmethod
+    def _instance(url: str, number: int, line: str) -> Instance:
+        where = f"scenario 'ifeval': {url} line {number}"
+        try:
+            row = IFEvalRow.model_validate(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise ScenarioError(f"{where} is not JSON: {exc}") from None
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise ScenarioError(f"{where}: {problems}") from None
+        if len(row.kwargs) != len(row.instruction_id_list):
+            raise ScenarioError(
+                f"{where} (key {row.key}): {len(row.instruction_id_list)} instructions but {len(row.kwargs)} kwargs"
+            )
+        kwargs = [{k: v for k, v in (kw or {}).items() if v is not None} for kw in row.kwargs]
+        for instruction_id, kw in zip(row.instruction_id_list, kwargs):
+            try:
+                parse_kwargs(instruction_id, kw)
+            except InstructionError as exc:
+                raise ScenarioError(f"{where} (key {row.key}): {exc}") from None
+        return Instance(
+            id=str(row.key),
+            split="test",
+            input=Input(text=row.prompt.strip()),
+            extra={"key": row.key, "instruction_id_list": row.instruction_id_list, "kwargs": kwargs},
+        )
