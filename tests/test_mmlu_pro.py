@@ -123,3 +123,33 @@ def test_board_run_through_cli_scores_like_helm(mirror, tmp_path, cli, prefect_s
     assert {r["instance_id"] for r in requests} == picked
     assert all("Choices:\nA. " in r["prompt"] and r["prompt"].endswith('"The correct answer is (insert answer here)".')
                for r in requests)
+
+
+@pytest.mark.slow
+def test_eval_command_runs_mmlu_pro_v2(mirror, tmp_path, cli, prefect_server):
+    """`helmflow eval mmlu_pro:variant=v2`: HELM v2's token budget and format suffix, HELM's sample."""
+    from helmflow.adapters.chain_of_thought import V2_FORMAT_SUFFIX
+
+    storage = tmp_path / "store"
+    models = tmp_path / "models.yaml"  # a window that holds v2's 14,096-token budget, as real models' do
+    models.write_text(yaml.safe_dump({"deployments": [{
+        "name": "fixture/first-option-32k", "client": "offline", "model": "first-option", "context_window": 32768,
+        "options": {"behavior": "first_option"},
+    }]}))
+    out = cli("eval", "mmlu_pro:variant=v2", "--models", "fixture/first-option-32k", "--models-file", str(models),
+              "--max-instances", "30", "--storage", str(storage), env={"HELMFLOW_MIRROR_MMLU_PRO": str(mirror)})
+    assert out.returncode == 0, out.stdout + out.stderr
+    (run_json,) = list(storage.glob("runs/*/run.json"))
+    run = json.loads(run_json.read_text())
+    assert run["scenario"]["params"] == {"subject": "all", "variant": "v2"}
+    requests = pq.read_table(io.BytesIO((run_json.parent / "requests.parquet").read_bytes())).to_pylist()
+    bodies = [json.loads(r["body_json"]) for r in requests]
+    assert {b["max_tokens"] for b in bodies} == {14096}
+    assert not any(r["prompt_truncated"] for r in requests)
+    assert all(r["prompt"].endswith(V2_FORMAT_SUFFIX) for r in requests)
+    eval_ids = [i for i, split in helm_order(mirror) if split == "test"]
+    np.random.seed(0)
+    picked = list(np.random.choice(np.array(eval_ids, dtype=object), 30, replace=False))
+    assert [r["instance_id"] for r in requests] == picked
+    keys = {f"id{r['question_id']}": r["answer"] for r in pq.read_table(mirror / "test.parquet").to_pylist()}
+    assert run["score"] == pytest.approx(sum(keys[i] == "A" for i in picked) / 30)
