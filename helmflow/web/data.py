@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -116,12 +117,21 @@ class Reports:
             return run
 
 
-def _group_by_instance(table: pa.Table, ids: list[str]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
-    if table.num_rows:
-        for row in table.filter(pc.is_in(table["instance_id"], value_set=pa.array(ids, pa.string()))).to_pylist():
+class _ByInstance:
+    """A table's rows by ``instance_id``: sorted once, then each lookup is a binary search per id."""
+
+    def __init__(self, table: pa.Table):
+        order = pc.sort_indices(table, sort_keys=[("instance_id", "ascending")])
+        self.table = table.take(order)
+        self.ids = self.table["instance_id"].to_numpy(zero_copy_only=False)
+
+    def get(self, ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+        spans = [(np.searchsorted(self.ids, i, "left"), np.searchsorted(self.ids, i, "right")) for i in ids]
+        rows = self.table.take(pa.array([r for lo, hi in spans for r in range(lo, hi)], pa.int64())).to_pylist()
+        out: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
             out.setdefault(row["instance_id"], []).append(row)
-    return out
+        return out
 
 
 @dataclass
@@ -129,7 +139,8 @@ class Run:
     store: Store
     run_id: str
     info: dict[str, Any]
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    _lookups: dict[str, _ByInstance] = field(default_factory=dict, repr=False)
 
     @property
     def prefix(self) -> str:
@@ -161,12 +172,19 @@ class Run:
 
     # ------------------------------------------------------------------ row groups
     @cached_property
-    def _row_groups(self) -> dict[str, list[int]]:
-        """Each file's row-group start offsets (from the footers only)."""
-        starts = {}
+    def _footers(self) -> dict[str, pq.FileMetaData]:
+        """The per-request files' Parquet footers, parsed once (a 100,000-row run has 1,000 row groups)."""
+        out = {}
         for name in ("requests.parquet", "completions.parquet"):
             with self.store.fs.open(self.store.path(f"{self.prefix}/{name}"), "rb") as fh:
-                meta = pq.read_metadata(fh)
+                out[name] = pq.read_metadata(fh)
+        return out
+
+    @cached_property
+    def _row_groups(self) -> dict[str, list[int]]:
+        """Each per-request file's row-group start offsets, plus its row count at the end."""
+        starts = {}
+        for name, meta in self._footers.items():
             offsets, at = [], 0
             for i in range(meta.num_row_groups):
                 offsets.append(at)
@@ -188,7 +206,7 @@ class Run:
         offsets = self._row_groups[name]
         groups = [i for i in range(len(offsets) - 1) if offsets[i] < stop and offsets[i + 1] > start]
         with self.store.fs.open(self.store.path(f"{self.prefix}/{name}"), "rb") as fh:
-            table = pq.ParquetFile(fh).read_row_groups(groups, columns=columns)
+            table = pq.ParquetFile(fh, metadata=self._footers[name]).read_row_groups(groups, columns=columns)
         first = offsets[groups[0]] if groups else start
         return table.slice(start - first, stop - start)
 
@@ -210,6 +228,12 @@ class Run:
         if not self.has("annotations.parquet"):
             return pa.table({"instance_id": pa.array([], pa.string())})
         return self.store.read_parquet(f"{self.prefix}/annotations.parquet")
+
+    def _by_instance(self, name: str) -> _ByInstance:
+        with self._lock:
+            if name not in self._lookups:
+                self._lookups[name] = _ByInstance(getattr(self, name))
+            return self._lookups[name]
 
     @cached_property
     def index(self) -> pa.Table:
@@ -236,9 +260,7 @@ class Run:
         requests = self._read_rows("requests.parquet", start, stop).to_pylist()
         completions = self._read_rows("completions.parquet", start, stop).to_pylist()
         ids = sorted({r["instance_id"] for r in requests})
-        stats = _group_by_instance(self.stats, ids)
-        refs = _group_by_instance(self.references, ids)
-        notes = _group_by_instance(self.annotations, ids)
+        stats, refs, notes = (self._by_instance(name).get(ids) for name in ("stats", "references", "annotations"))
         rows = []
         for i, (req, comp) in enumerate(zip(requests, completions, strict=True)):
             iid = req["instance_id"]

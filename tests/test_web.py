@@ -1,0 +1,242 @@
+"""The web report through its real interfaces: the Starlette app (HTTP), the static export and the CLI.
+
+The demo release is built with the plain pipeline functions (no Prefect), once per module; large and
+hostile runs are synthesized in the published schemas by ``benchmarks/report_pages.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from starlette.testclient import TestClient
+
+from helmflow import pipeline
+from helmflow.board import load_board, prepare
+from helmflow.storage import Store
+from helmflow.web.app import create_app
+from helmflow.web.data import CHUNK_ROWS, NotFound
+from helmflow.web.export import export_report
+from helmflow.web.plots import Point, cost_vs_score_svg, pareto_front
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+import report_pages  # noqa: E402  (the benchmark's synthesizer of published runs)
+
+FLOW_RUN_ID = "0b6c3a52-7d1e-4c55-9a0e-5f1d2c3b4a59"
+
+
+def build_demo(root: str, max_instances: int = 12) -> tuple[Store, str]:
+    """Publish a demo release (its first two scenarios x first three models) with the pipeline's own stages."""
+    store = Store(root)
+    spec = load_board("demo")
+    plan = prepare("demo", spec.models[:3], [s.label or s.name for s in spec.scenarios[:2]], max_instances)
+    data = {s.label: pipeline.download_scenario(store, s) for s in plan.scenarios}
+    prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.scenarios}
+    runs = []
+    for r in plan.runs:
+        q = pipeline.query_pair(store, r, prompts[r.scenario.label])
+        sc = pipeline.score_pair(store, r, data[r.scenario.label], q)
+        runs.append(pipeline.publish_run(store, r, q, sc, {"flow_run_id": FLOW_RUN_ID}))
+    return store, pipeline.publish_release(store, plan, runs, []).release_id
+
+
+def chunk_rows(js: str) -> list[dict]:
+    match = re.fullmatch(r"helmflowChunk\((\d+), (.*)\);\n", js, re.S)
+    assert match, js[:200]
+    return json.loads(match.group(2))
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> tuple[Store, str]:
+    return build_demo(str(tmp_path_factory.mktemp("web") / "store"))
+
+
+@pytest.fixture(scope="module")
+def client(demo) -> TestClient:
+    return TestClient(create_app(demo[0].root))
+
+
+def test_board_page_has_every_model_scenario_and_citation(demo, client):
+    store, release_id = demo
+    home = client.get("/")
+    assert home.status_code == 200 and f"/boards/demo/{release_id}/" in home.text
+    latest = client.get("/boards/demo/", follow_redirects=False)
+    assert latest.status_code == 307 and latest.headers["location"] == f"/boards/demo/{release_id}/"
+    page = client.get(f"/boards/demo/{release_id}/")
+    assert page.status_code == 200
+    info = store.read_json(f"leaderboards/demo/{release_id}/release.json")
+    board = store.read_parquet(f"leaderboards/demo/{release_id}/leaderboard.parquet").to_pylist()
+    runs = store.read_parquet(f"leaderboards/demo/{release_id}/runs.parquet").to_pylist()
+    assert f"release {release_id} (board version {info['board_version']}), created {info['created_at']}" in page.text
+    body = page.text.split('<table id="leaderboard"', 1)[1].split("</table>", 1)[0]
+    assert body.count("<tr>") == len(board) + 1  # header + one row per model
+    for label in info["scenarios"]:
+        assert f">{label}</th>" in body
+    for row in board:
+        assert f'data-sort="{row["deployment"]}"' in body
+    for run in runs:
+        assert f'href="runs/{run["run_id"]}/"' in page.text
+    first = board[0]
+    label = info["scenarios"][0]
+    assert f'{first[label]:.3f}</a>' in body and f'[{first[label + " ci_low"]:.3f}, {first[label + " ci_high"]:.3f}]' in body
+    assert page.text.count("<svg") == 2 and "Pareto" in page.text
+
+
+def test_run_page_shows_metrics_versions_and_lineage(demo, client, monkeypatch):
+    store, release_id = demo
+    run_id = store.read_json(f"leaderboards/demo/{release_id}/release.json")["run_ids"][0]
+    info = store.read_json(f"runs/{run_id}/run.json")
+    url = f"/boards/demo/{release_id}/runs/{run_id}/"
+    monkeypatch.setenv("PREFECT_UI_URL", "http://prefect.example:4200")
+    page = client.get(url).text
+    assert f'href="http://prefect.example:4200/runs/flow-run/{FLOW_RUN_ID}"' in page
+    for value in info["versions"].values():
+        assert value in page
+    assert info["dataset"]["revision"] in page and info["deployment"]["model"] in page
+    for name in ("requests", "completions", "stats", "summary"):
+        assert f'href="/files/runs/{run_id}/{name}.parquet"' in page
+    for m in store.read_parquet(f"runs/{run_id}/summary.parquet").to_pylist():
+        assert f"<td>{m['name']}</td>" in page
+    assert f'data-total="{info["counts"]["requests"]}"' in page
+    monkeypatch.delenv("PREFECT_UI_URL")
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    page = client.get(url).text
+    assert f'<code id="flow-run">{FLOW_RUN_ID}</code>' in page and "/runs/flow-run/" not in page
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4299/api")
+    assert 'href="http://127.0.0.1:4299/runs/flow-run/' in client.get(url).text
+    raw = client.get(f"/files/runs/{run_id}/requests.parquet")
+    assert raw.status_code == 200 and raw.content == store.read_bytes(f"runs/{run_id}/requests.parquet")
+
+
+def test_chunk_is_exactly_the_parquet_rows(demo, client):
+    store, release_id = demo
+    for run_id in store.read_json(f"leaderboards/demo/{release_id}/release.json")["run_ids"][:4]:
+        base = f"/boards/demo/{release_id}/runs/{run_id}/"
+        rows = chunk_rows(client.get(f"{base}chunk-0.js").text)
+        requests = store.read_parquet(f"runs/{run_id}/requests.parquet").to_pylist()
+        completions = store.read_parquet(f"runs/{run_id}/completions.parquet").to_pylist()
+        stats = store.read_parquet(f"runs/{run_id}/stats.parquet").to_pylist()
+        main = store.read_json(f"runs/{run_id}/run.json")["main_metric"]
+        assert [r["instance_id"] for r in rows] == [r["instance_id"] for r in requests]
+        for row, req, comp in zip(rows, requests, completions):
+            assert row["prompt"] == req["prompt"] and row["request"] == json.loads(req["body_json"])
+            assert row["completion"] == comp["text"] and row["response"]["request_hash"] == comp["request_hash"]
+            mine = {s["name"]: s["value"] for s in stats if s["instance_id"] == req["instance_id"]}
+            assert row["stats"] == mine and row["score"] == mine.get(main)
+            assert any(ref["correct"] for ref in row["references"])
+        index = json.loads(client.get(f"{base}index.js").text.removeprefix("helmflowIndex(").removesuffix(");\n"))
+        assert index["instance_id"] == [r["instance_id"] for r in requests]
+        assert index["score"] == [r["score"] for r in rows]
+        assert client.get(f"{base}chunk-1.js").status_code == 404
+
+
+def test_large_run_pages_read_one_row_group(tmp_path):
+    store = Store(str(tmp_path / "store"))
+    run = report_pages.synthesize_run(store, "big", "synthetic", "offline/x", 1050)
+    release_id = report_pages.synthesize_release(store, "big", [run])
+    meta = pq.read_metadata(store.path("runs/big/requests.parquet"))
+    assert meta.num_row_groups == 11 and meta.row_group(0).num_rows == CHUNK_ROWS
+    client = TestClient(create_app(store.root))
+    base = f"/boards/big/{release_id}/runs/big/"
+    last = chunk_rows(client.get(f"{base}chunk-10.js").text)
+    assert [r["row"] for r in last] == list(range(1000, 1050))
+    completions = store.read_parquet("runs/big/completions.parquet")
+    assert [r["completion"] for r in last] == completions["text"].to_pylist()[1000:]
+    assert [r["error"] for r in last] == completions["error"].to_pylist()[1000:]
+    index = client.get(f"{base}index.js").text
+    assert index.count('"id-') == 1050 and "Question" not in index  # the filter index carries no text
+
+
+def test_annotations_render_when_present(tmp_path):
+    store = Store(str(tmp_path / "store"))
+    run = report_pages.synthesize_run(store, "judged", "synthetic", "offline/x", 5)
+    release_id = report_pages.synthesize_release(store, "b", [run])
+    client = TestClient(create_app(store.root))
+    assert chunk_rows(client.get(f"/boards/b/{release_id}/runs/judged/chunk-0.js").text)[0]["annotations"] == []
+    store.write_parquet("runs/judged/annotations.parquet", pa.table({
+        "instance_id": ["id-0000001"], "judge": ["offline/judge"], "score": [0.5], "reasoning": ["partly right"]}))
+    client = TestClient(create_app(store.root))  # a fresh process sees the new file
+    rows = chunk_rows(client.get(f"/boards/b/{release_id}/runs/judged/chunk-0.js").text)
+    assert rows[1]["annotations"] == [{"judge": "offline/judge", "score": 0.5, "reasoning": "partly right"}]
+    assert rows[0]["annotations"] == []
+
+
+def test_nothing_outside_published_files_is_served(demo, client):
+    store, release_id = demo
+    (Path(store.root).parent / "secret.txt").write_text("outside")
+    store.write_bytes("work/private.parquet", b"not published")
+    for path in ("/files/../secret.txt", "/files/%2e%2e/secret.txt", "/files/work/private.parquet",
+                 "/files/runs/..%2F..%2Fsecret.txt/run.json", "/boards/..%2F..%2Fsecret.txt/x/",
+                 f"/boards/demo/{release_id}/runs/..%2F..%2Fwork/", "/boards/demo/nope/",
+                 f"/boards/demo/{release_id}/runs/0000000000000000/", "/static/../data.py"):
+        response = client.get(path)
+        assert response.status_code == 404, path
+        assert "outside" not in response.text and "not published" not in response.text
+    page = client.get(f"/boards/demo/{release_id}/")
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert "<script>" not in page.text.replace(" ", "")  # no inline script: the policy forbids it
+
+
+def test_pareto_front_and_escaped_labels():
+    pts = [Point("cheap-bad", 1.0, 0.2), Point("mid", 2.0, 0.6), Point("dominated", 3.0, 0.5), Point("best", 5.0, 0.9),
+           Point("tie-costlier", 2.0, 0.6)]
+    assert [p.label for p in pareto_front(pts)] == ["cheap-bad", "mid", "tie-costlier", "best"]
+    svg = str(cost_vs_score_svg([Point("<script>alert(1)</script>", 0.0, 1.0)]))
+    assert "<script>" not in svg and "&lt;script&gt;" in svg
+
+
+def test_gpqa_text_never_leaves_in_a_static_export(tmp_path, cli):
+    store = Store(str(tmp_path / "store"))
+    secret = "ZEBRA-QUESTION-TEXT "
+    runs = [report_pages.synthesize_run(store, "gp1", "gpqa", "offline/x", 30, text=secret),
+            report_pages.synthesize_run(store, "ok1", "synthetic", "offline/x", 30, text="VISIBLE-TEXT ")]
+    store.write_parquet("runs/gp1/annotations.parquet", pa.table({
+        "instance_id": ["id-0000001"], "score": [1.0], "reasoning": [f"the judge quotes {secret}"]}))
+    release_id = report_pages.synthesize_release(store, "mix", runs)
+    out = cli("report", "mix", "--storage", store.root)
+    assert out.returncode == 0, out.stderr
+    report = Path(store.root) / "leaderboards" / "mix" / release_id / "report"
+    assert f"open {report / 'index.html'}" in out.stdout
+    texts = {p: p.read_text() for p in report.rglob("*") if p.is_file()}
+    assert not [p for p, t in texts.items() if "ZEBRA" in t]
+    gpqa_rows = chunk_rows(texts[report / "runs" / "gp1" / "chunk-0.js"])
+    assert [r["instance_id"] for r in gpqa_rows] == [f"id-{i:07d}" for i in range(30)]
+    assert gpqa_rows[1]["score"] == 1.0 and gpqa_rows[1]["annotations"] == [{"score": 1.0}]
+    assert "prompt" not in gpqa_rows[0] and "completion" not in gpqa_rows[0] and "references" not in gpqa_rows[0]
+    assert 'data-redacted="true"' in texts[report / "runs" / "gp1" / "index.html"]
+    assert "VISIBLE-TEXT" in texts[report / "runs" / "ok1" / "chunk-0.js"]  # other scenarios keep their text
+    # the live app, on one's own machine, may show it
+    live = TestClient(create_app(store.root)).get(f"/boards/mix/{release_id}/runs/gp1/chunk-0.js")
+    assert "ZEBRA" in live.text
+
+
+def test_report_command_exports_and_errors_clearly(demo, cli, tmp_path):
+    store, release_id = demo
+    out = cli("report", "demo", "--release", release_id, "--storage", store.root)
+    assert out.returncode == 0, out.stderr
+    report = Path(store.root) / "leaderboards" / "demo" / release_id / "report"
+    info = store.read_json(f"leaderboards/demo/{release_id}/release.json")
+    for run_id in info["run_ids"]:
+        assert (report / "runs" / run_id / "index.html").exists() and (report / "runs" / run_id / "chunk-0.js").exists()
+        assert 'href="../../../../../../runs/%s/requests.parquet"' % run_id in (report / "runs" / run_id / "index.html").read_text()
+    board = (report / "index.html").read_text()
+    assert 'href="static/style.css"' in board and f'href="runs/{info["run_ids"][0]}/index.html"' in board
+    assert not list(report.rglob("_tmp.*"))
+    bad = cli("report", "no-such-board", "--storage", store.root)
+    assert bad.returncode == 2 and "no-such-board" in bad.stderr and "Traceback" not in bad.stderr
+    with pytest.raises(NotFound, match="2000-01-01-deadbeef"):
+        export_report(store, "demo", "2000-01-01-deadbeef")
+
+
+def test_web_commands_do_not_import_prefect():
+    code = ("import sys, helmflow.web.app, helmflow.web.export, helmflow.cli; p = helmflow.cli._parser();"
+            "p.parse_args(['serve', '--port', '1']); p.parse_args(['report', 'demo']); print('prefect' in sys.modules)")
+    probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert probe.stdout.strip() == "False", probe.stderr
