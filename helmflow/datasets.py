@@ -105,7 +105,9 @@ def _explain(scenario: str, url: str, exc: BaseException) -> ScenarioError:
     if isinstance(exc, FileNotFoundError):
         detail = str(exc).split("\n")[0]
         return ScenarioError(f"{where} does not exist ({detail})")
-    return ScenarioError(f"{where} could not be read: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+    hint = f"; offline? point {mirror_env_var(scenario)} or {MIRROR_ENV} at a mirror" if url.startswith("hf://") else ""
+    first_line = str(exc).splitlines()[0] if str(exc) else ""
+    return ScenarioError(f"{where} could not be read: {type(exc).__name__}: {first_line}{hint}")
 
 
 @contextmanager
@@ -133,8 +135,25 @@ def fetch(scenario: str, url: str) -> bytes:
     return data
 
 
+def _hub_lfs_sha256(scenario: str, url: str) -> str | None:
+    """The Hub's own sha256 of an LFS file (its LFS object id), from one metadata call; None if not LFS."""
+    try:
+        fs, path = fsspec.core.url_to_fs(url, **_storage_options(url))
+        info = fs.info(path)
+    except Exception as exc:  # noqa: BLE001
+        raise _explain(scenario, url, exc) from None
+    lfs = info.get("lfs")
+    if info.get("size") == 0:
+        raise ScenarioError(f"scenario {scenario!r}: {url} is empty (0 bytes); refusing to use it")
+    return getattr(lfs, "sha256", None) if lfs is not None else None
+
+
 def sha256_of(scenario: str, url: str) -> str:
-    """Stream ``url`` through sha256 (plan time pins ``sha256=None`` sources this way)."""
+    """The sha256 plan time pins for a ``sha256=None`` source: the Hub's LFS id, else streamed."""
+    if url.startswith("hf://"):
+        known = _hub_lfs_sha256(scenario, url)
+        if known:
+            return known
     h, size = hashlib.sha256(), 0
     with open_source(scenario, url) as fh:
         try:

@@ -10,7 +10,8 @@ Files are served from a folder laid out as ``<root>/<owner>/<name>/<revision>/<p
 - ``POST /api/datasets/<repo>/paths-info/<rev>`` and ``GET /api/datasets/<repo>/tree/<rev>[/<path>]``;
 - ``GET|HEAD /datasets/<repo>/resolve/<rev>/<path>`` with ``Range`` support (404 ``EntryNotFound``).
 
-A gated repository (``gated={repo: token}``) answers content requests without that bearer token
+Files with an ``lfs_suffixes`` suffix are reported as LFS objects (their sha256 in ``lfs.oid``), as
+the Hub does for Parquet. A gated repository (``gated={repo: token}``) answers content requests without that bearer token
 with 401 ``GatedRepo``, as the Hub does before its terms are accepted. Run standalone with
 ``python -m helmflow.hub_server ROOT [--port N] [--gate owner/name=TOKEN]``.
 """
@@ -45,9 +46,17 @@ class _HubError(Exception):
 class HubServer:
     """Serve ``root`` as a Hub on ``host:port`` (0 = any free port) in a background thread."""
 
-    def __init__(self, root: str | Path, gated: dict[str, str] | None = None, host: str = "127.0.0.1", port: int = 0):
+    def __init__(
+        self,
+        root: str | Path,
+        gated: dict[str, str] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        lfs_suffixes: tuple[str, ...] = (".parquet", ".arrow", ".bin"),
+    ):
         self.root = Path(root)
         self.gated = dict(gated or {})
+        self.lfs_suffixes = lfs_suffixes
         self.requests: list[str] = []  # "METHOD path" of every request, for tests to assert on
         hub = self
 
@@ -119,13 +128,10 @@ class HubServer:
         if target.is_dir():
             return {"type": "directory", "oid": hashlib.sha1(rel.encode()).hexdigest(), "path": rel}
         data = target.read_bytes()
-        return {
-            "type": "file",
-            "oid": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(),
-            "size": len(data),
-            "path": rel,
-            "lfs": {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 134},
-        }
+        info = {"type": "file", "oid": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(), "size": len(data), "path": rel}
+        if target.suffix in self.lfs_suffixes:  # stored through LFS: the Hub reports the content's sha256
+            info["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 134}
+        return info
 
     def _check_access(self, handler: BaseHTTPRequestHandler, repo: str) -> None:
         token = self.gated.get(repo)

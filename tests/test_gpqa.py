@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import random
 
 import pytest
@@ -69,7 +70,9 @@ def test_gated_source_without_token_fails_at_plan_time(tmp_path, monkeypatch):
         assert "HF_TOKEN" in str(err.value)
         monkeypatch.setenv("HF_TOKEN", "hf_ok")
         plan = plan_scenario(ScenarioEntry(name="gpqa"), None)
-    assert list(plan.checksums) == ["gpqa_main.csv"]
+        # a CSV is a plain git blob on the Hub (no LFS sha256): plan time streamed it through sha256
+        assert any("/resolve/" in r for r in hub.requests)
+    assert plan.checksums == {"gpqa_main.csv": hashlib.sha256(csv_bytes(gpqa_rows(3))).hexdigest()}
 
 
 def test_rows_with_missing_fields_are_rejected_by_index_only(tmp_path):

@@ -106,4 +106,4 @@ def test_scenario_downloads_from_its_declared_hf_urls(hub, tmp_path, monkeypatch
     data = download_scenario(store, plan)
     assert store.read_parquet(data.instances_key).num_rows == 95
     resolves = [r for r in hub.requests if "/resolve/" in r]
-    assert len(resolves) == 4  # each file read twice: hashed at plan time, fetched at download
+    assert len(resolves) == 2  # plan time took the Parquet (LFS) sha256 from the Hub's metadata
