@@ -1,0 +1,97 @@
+"""Reference metrics on hand-checked edge cases (HELM's rules), through the registry as scoring calls them."""
+
+from __future__ import annotations
+
+import pytest
+
+from helmflow.metrics import METRICS, MetricInput
+from helmflow.metrics.reference import chosen_option, f1_score_value, normalize_text
+from helmflow.records import AdapterSpec, Completion, GenerationParams, Input, Instance, Reference, Request, RequestBody
+from helmflow.scoring import score_instances
+
+
+def run(name: str, golds: list[str], outputs: list[str], mapping: dict[str, str] | None = None, num_outputs: int = 1,
+        options: list[str] | None = None) -> dict[str, float]:
+    refs = [Reference(text=o, correct=o in golds) for o in options] if options else [Reference(text=g, correct=True) for g in golds]
+    instance = Instance(id="i", input=Input(text="q"), references=refs)
+    body = RequestBody(model="m", prompt="q", max_tokens=5, temperature=0)
+    requests = [Request(request_hash=str(k), instance_id="i", split="test", sample_index=k, body=body,
+                        output_mapping=mapping or {}) for k in range(len(outputs))]
+    completions = [Completion(request_hash=str(k), text=t) for k, t in enumerate(outputs)]
+    spec = AdapterSpec(generation=GenerationParams(num_outputs=num_outputs))
+    return METRICS.get(name).fn(MetricInput(instance, requests, completions, spec))
+
+
+@pytest.mark.parametrize(
+    "name, gold, output, expected",
+    [
+        ("exact_match", "Paris", " Paris\n", 1.0),        # whitespace around either side is ignored
+        ("exact_match", "Paris", "paris", 0.0),
+        ("exact_match", "Paris", "", 0.0),                # empty output never matches
+        ("exact_match", "", "", 0.0),
+        ("exact_match", "Zürich", "Zürich", 1.0),         # unicode compared as text
+        ("quasi_exact_match", "The Eiffel Tower!", "eiffel   tower", 1.0),  # lower, punctuation, articles, spaces
+        ("quasi_exact_match", "an apple", "Apple.", 1.0),
+        ("quasi_exact_match", "Zürich", "ZÜRICH", 1.0),
+        ("quasi_exact_match", "theatre", "atre", 0.0),    # articles only as whole words
+        ("quasi_exact_match", "x", "   ", 0.0),
+        ("prefix_exact_match", "Yes", "Yes, Elmendorf", 1.0),
+        ("prefix_exact_match", "Yes", " Yes", 1.0),
+        ("prefix_exact_match", "Yes", "No, yes", 0.0),
+        ("prefix_exact_match", "Yes", "", 0.0),
+        ("quasi_prefix_exact_match", "Yes", "yes! indeed", 1.0),
+        ("f1_score", "the cat sat", "cat sat down", 0.8),  # sets {cat, sat} vs {cat, sat, down}: P 2/3, R 1
+        ("f1_score", "a b", "a b", 1.0),
+        ("f1_score", "cat", "", 0.0),
+        ("f1_score", "the", "the", 0.0),                  # nothing left after normalization
+        ("f1_score", "dog", "cat", 0.0),
+        ("exact_match_indicator", " ) ]", "] ) ]", 1.0),  # HELM's Dyck metric: last word only
+        ("exact_match_indicator", " ) ]", " ) }", 0.0),
+        ("exact_match_indicator", " ]", "", 0.0),
+    ],
+)
+def test_reference_metric_edge_cases(name, gold, output, expected):
+    assert run(name, [gold], [output]) == pytest.approx({name: expected})
+
+
+def test_best_gold_and_first_sample_vs_best_of_k():
+    assert run("exact_match", ["a", "b"], ["b"]) == {"exact_match": 1.0}
+    # with 2 samples per trial: the headline is the first sample, @k the best one
+    assert run("exact_match", ["b"], ["a", "b"], num_outputs=2) == {"exact_match": 0.0, "exact_match@k": 1.0}
+    # two trials of one sample: the mean over trials
+    assert run("exact_match", ["b"], ["a", "b"], num_outputs=1) == {"exact_match": 0.5}
+
+
+def test_output_mapping_scores_the_option_a_letter_names():
+    mapping = {"A": "4", "B": "5"}
+    assert run("exact_match", ["4"], [" A"], mapping) == {"exact_match": 1.0}
+    assert run("exact_match", ["4"], ["B"], mapping) == {"exact_match": 0.0}
+    assert run("exact_match", ["4"], ["4"], mapping) == {"exact_match": 0.0}  # the text itself is no letter
+    assert run("exact_match", ["4"], ["Z"], mapping) == {"exact_match": 0.0}  # unknown letter: no prediction
+
+
+@pytest.mark.parametrize(
+    "output, expected",
+    [("B", 1.0), (" B.", 1.0), ("(B)", 1.0), ("B) five", 1.0), ("B: five", 1.0), ("A", 0.0),
+     ("", 0.0), ("I think so", 0.0), ("Both", 0.0), ("b", 0.0), ("E", 0.0)],
+)
+def test_multiple_choice_accuracy(output, expected):
+    mapping = {"A": "4", "B": "5", "C": "6"}
+    assert run("multiple_choice_accuracy", ["5"], [output], mapping, options=["4", "5", "6"]) == {"multiple_choice_accuracy": expected}
+
+
+def test_multiple_choice_helpers():
+    assert chosen_option("(C) six", {"C": "6"}) == "6"
+    assert chosen_option("no letter here", {"A": "x"}) is None
+    assert normalize_text("  The  Ünïcode, (a) TEST!  ") == "ünïcode test"
+    assert f1_score_value("new york city", "New York") == pytest.approx(0.8)
+
+
+def test_errored_instances_get_no_reference_score_but_efficiency():
+    instance = Instance(id="i", input=Input(text="q"), references=[Reference(text="x", correct=True)])
+    body = RequestBody(model="m", prompt="q", max_tokens=5, temperature=0)
+    req = Request(request_hash="h", instance_id="i", split="test", body=body)
+    failed = Completion(request_hash="h", error="PermanentError: boom")
+    stats = score_instances([instance], [req], [failed], AdapterSpec(), ["exact_match", "efficiency"])
+    names = {s.name for s in stats}
+    assert "exact_match" not in names and {"error", "num_requests"} <= names

@@ -1,0 +1,131 @@
+"""The locally generated scenarios: HELM's draws, determinism, and parameters in scenario_version.
+
+The golden instances below were produced by HELM's own generation procedure (synthetic_reasoning_scenario.py
+and dyck_language_scenario.py, run with their default seeds) and compared item by item for every mode
+and every number of bracket pairs; a change in RNG call order moves them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from helmflow.board import ScenarioEntry, plan_scenario
+from helmflow.scenarios import ScenarioError, get_scenario
+
+SR_SMALL = {"num_valid": 1, "num_test": 2}  # train (1000) is drawn first, so the first draws are HELM's
+
+
+def _rows(name: str, params: dict) -> list[tuple[str, str, str, list[tuple[str, bool]]]]:
+    return [
+        (i.id, i.split, i.input.text, [(r.text, r.correct) for r in i.references])
+        for i in get_scenario(name, params).load({})
+    ]
+
+
+@pytest.mark.parametrize(
+    "mode, first, first_target, valid, valid_target",
+    [
+        (
+            "pattern_match",
+            "Rules: + = X Z | X = Z + | + Z = X | X = Z + | Result: + blueberry = horse", "+ Z = X",
+            "Rules: + Z = = X | Z + X = = | Z X + = = | + X = Z = | Result: zebra + pear = =", "Z + X = =",
+        ),
+        (
+            "variable_substitution",
+            'Rules: + Z = X | Substitutions: X by " horse " , Z by " blueberry "', "+ blueberry = horse",
+            'Rules: = X Z - Y + | Substitutions: X by " shark " , Y by " blackberry " , Z by " blackberry "',
+            "= shark blackberry - blackberry +",
+        ),
+        (
+            "induction",
+            "Two results: + blueberry = horse | + blueberry cobra = whale stork", "Rule: + Z = X",
+            "Two results: = shark blackberry - blackberry + | = lion buffalo - blackberry zebra +", "Rule: = X Z - Y +",
+        ),
+    ],
+)
+def test_synthetic_reasoning_reproduces_helm_draws(mode, first, first_target, valid, valid_target):
+    insts = get_scenario("synthetic_reasoning", {"mode": mode, **SR_SMALL}).load({})
+    assert [i.split for i in insts] == ["train"] * 1000 + ["valid", "test", "test"]
+    assert (insts[0].id, insts[0].input.text, insts[0].references[0].text) == ("id0", first, first_target)
+    assert (insts[1000].input.text, insts[1000].references[0].text) == (valid, valid_target)
+    assert all(len(i.references) == 1 and i.references[0].correct for i in insts)
+
+
+def test_synthetic_reasoning_is_deterministic_and_seeded():
+    params = {"mode": "induction", "num_train": 50, "num_valid": 10, "num_test": 10}
+    assert _rows("synthetic_reasoning", params) == _rows("synthetic_reasoning", params)
+    assert _rows("synthetic_reasoning", {**params, "seed": 7}) != _rows("synthetic_reasoning", params)
+
+
+def test_variable_substitution_targets_follow_their_rules():
+    for inst in get_scenario("synthetic_reasoning", {"mode": "variable_substitution", "num_train": 200, "num_valid": 0, "num_test": 0}).load({}):
+        rules, subs = inst.input.text.removeprefix("Rules: ").split(" | Substitutions: ")
+        mapping = dict(part.split(' by " ') for part in subs.removesuffix(' "').split(' " , '))
+        assert inst.references[0].text == " ".join(mapping.get(tok, tok) for tok in rules.split())
+
+
+def test_dyck_reproduces_helm_draws():
+    rows = _rows("dyck_language", {"num_parenthesis_pairs": 3})
+    assert len(rows) == 503 and [r[1] for r in rows] == ["train"] * 3 + ["test"] * 500
+    assert rows[0] == ("id0", "train", "( { { ( { ( ) } ) }", [(" } )", True)])
+    assert rows[2] == ("id2", "train", "[ ( { { }", [(" } ) ]", True)])
+    assert rows[3][2].startswith("( [ ( ) ( { { ( ( { { } } ) ) }") and rows[3][3] == [(" ) ] )", True)]
+    assert rows[-1][0] == "id502" and rows[-1][3] == [(" } ]", True)]
+
+
+def test_dyck_instances_are_valid_unique_and_closed_by_their_answer():
+    rows = _rows("dyck_language", {"num_parenthesis_pairs": 4, "num_test": 60})
+    pairs = {")": "(", "]": "[", "}": "{", ">": "<"}
+    train_inputs = {r[2] for r in rows if r[1] == "train"}
+    test_inputs = [r[2] for r in rows if r[1] == "test"]
+    assert len(set(test_inputs)) == len(test_inputs) and not train_inputs & set(test_inputs)
+    for _, split, prefix, refs in rows:
+        closers = refs[0][0]
+        assert closers.startswith(" ") and closers.split()
+        stack = []
+        for sym in (prefix + closers).split():
+            if sym in pairs:
+                assert stack and stack.pop() == pairs[sym]
+            else:
+                stack.append(sym)
+        assert not stack, "prefix + answer must be a complete Dyck word"
+        assert len(prefix.split()) < (100 if split == "test" else 50)
+
+
+@pytest.mark.parametrize("params", [{"num_parenthesis_pairs": 5}, {"num_parenthesis_pairs": 2, "prob_p": 0.8, "prob_q": 0.3}])
+def test_dyck_rejects_bad_parameters(params):
+    with pytest.raises(ScenarioError, match="dyck_language"):
+        get_scenario("dyck_language", params)
+
+
+def test_arithmetic_choices_are_deterministic_with_one_correct_option():
+    rows = _rows("arithmetic", {"digits": 3, "choices": 4, "num_test": 30})
+    assert rows == _rows("arithmetic", {"digits": 3, "choices": 4, "num_test": 30})
+    for _, _, question, refs in rows:
+        a, op, b = question.removeprefix("What is ").removesuffix("?").split()
+        answer = {"+": int(a) + int(b), "-": int(a) - int(b), "*": int(a) * int(b)}[op]
+        assert len(refs) == 4 and len({t for t, _ in refs}) == 4
+        assert [t for t, c in refs if c] == [str(answer)]
+    # options are drawn after their question: the first question is the free-answer scenario's first
+    assert _rows("arithmetic", {"digits": 3, "num_test": 1})[0][2] == rows[0][2]
+    with pytest.raises(ScenarioError, match="choices"):
+        get_scenario("arithmetic", {"choices": 1})
+
+
+@pytest.mark.parametrize(
+    "name, params, changed",
+    [
+        ("synthetic_reasoning", {"mode": "induction"}, {"mode": "pattern_match"}),
+        ("synthetic_reasoning", {"mode": "induction"}, {"seed": 1}),
+        ("dyck_language", {"num_parenthesis_pairs": 2}, {"num_parenthesis_pairs": 3}),
+        ("dyck_language", {"num_parenthesis_pairs": 2}, {"num_test": 10}),
+        ("arithmetic", {}, {"choices": 4}),
+    ],
+)
+def test_parameters_enter_scenario_version(name, params, changed):
+    base = plan_scenario(ScenarioEntry(name=name, params=params), None)
+    again = plan_scenario(ScenarioEntry(name=name, params=dict(params)), None)
+    other = plan_scenario(ScenarioEntry(name=name, params={**params, **changed}), None)
+    assert base.scenario_version == again.scenario_version
+    assert other.scenario_version != base.scenario_version
+    assert base.dataset_revision == "generated" and base.checksums == {}
