@@ -43,6 +43,11 @@ RATIOS = (
 
 def instructions(inst: Instance) -> list[tuple[str, Callable[[str], bool]]]:
     """(instruction id, checker) for each instruction of the instance, kwargs validated."""
+    if "instruction_id_list" not in inst.extra or "kwargs" not in inst.extra:
+        raise ValueError(
+            f"metric 'ifeval' scores instances whose extra has 'instruction_id_list' and 'kwargs' "
+            f"(IFEval-style scenarios); instance {inst.id!r} has {sorted(inst.extra) or 'none'}"
+        )
     ids = inst.extra["instruction_id_list"]
     kwargs = inst.extra["kwargs"]
     return [(i, checker(i, k)) for i, k in zip(ids, kwargs, strict=True)]

