@@ -36,6 +36,10 @@ class Scenario:
     """Subclass, set the class attributes, implement :meth:`load`, and register with ``@scenario``.
 
     ``VERSION`` is the loader's declared version: bump it whenever the instances it produces can change.
+    A scenario with data declares :meth:`sources` (pinned ``hf://`` URLs; mirrors and checks are the
+    data path's job, see ``helmflow.datasets``) and reads the stored copies in :meth:`load` with
+    :func:`read_parquet_source` / :func:`read_csv_source`, which check the columns it needs.
+    ``default_adapter`` may be a property when it depends on parameters (e.g. MMLU-Pro's ``variant``).
     """
 
     name: ClassVar[str] = ""
