@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from helmflow.pipeline import RUN_ROW_GROUP_ROWS, RUNS_SCHEMA, leaderboard_schema
 from helmflow.records import COMPLETION_SCHEMA, INSTANCE_SCHEMA, REQUEST_SCHEMA, STAT_SCHEMA, SUMMARY_SCHEMA
-from helmflow.storage import Store
+from helmflow.storage import Store, safe_key
 
 BOARD = "bench"
 
@@ -34,7 +34,7 @@ def synthesize_run(store: Store, run_id: str, scenario: str, deployment: str, n:
     prompts = [f"{text}Question {i}: what is {i} + {i}?\nAnswer:" for i in range(n)]
     answers = [str(2 * i) if i % 3 else str(2 * i + 1) for i in range(n)]
     scenario_version = f"sv-{run_id}"
-    store.write_parquet(f"instances/{scenario}/{scenario_version}.parquet", pa.table({
+    store.write_parquet(f"instances/{safe_key(scenario)}/{scenario_version}.parquet", pa.table({
         "id": ids, "split": ["test"] * n, "sub_split": [None] * n, "input_text": prompts,
         "input_messages": [None] * n, "input_parts": [None] * n,
         "references": [[{"text": f"{text}{2 * i}", "correct": True}] for i in range(n)],

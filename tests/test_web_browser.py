@@ -1,0 +1,233 @@
+"""The web report in a real browser (Debian's Chromium driven by Playwright): the live app started
+with ``helmflow serve`` and the static export opened from disk, plus hostile model output.
+
+A browser that cannot start fails these tests (never skips them): install it with
+``apt-get install chromium`` (scripts/test.sh does so when run as root).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from conftest import REPO, free_port, stop_process, wait_http
+from test_web import build_demo
+import report_pages  # benchmarks/ is on sys.path via test_web
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+HOSTILE = ('<script>window.__pwned="script"</script><img src=x onerror="window.__pwned=\'img\'">'
+           '<a href="javascript:window.__pwned=\'link\'">click me</a> javascript:window.__pwned="bare" '
+           '"><svg onload="window.__pwned=\'svg\'"></svg>')
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run `apt-get update && apt-get install -y chromium` (scripts/test.sh does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        try:
+            b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        except Exception as exc:  # noqa: BLE001 - any launch failure is a test failure with its reason
+            pytest.fail(f"Playwright could not start {CHROMIUM}: {exc}")
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    pg.problems = []
+    pg.on("pageerror", lambda e: pg.problems.append(f"page error: {e}"))
+    pg.on("dialog", lambda d: (pg.problems.append(f"dialog: {d.message}"), d.dismiss()))
+    yield pg
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def storage(tmp_path_factory):
+    """A demo release, plus a 'hostile' board whose prompts, answers, judge text and model name attack the page."""
+    store, release_id = build_demo(str(tmp_path_factory.mktemp("browser") / "store"))
+    run = report_pages.synthesize_run(store, "hostile1", "synthetic", f"offline/{HOSTILE}", 12, text=HOSTILE)
+    store.write_parquet("runs/hostile1/annotations.parquet", pa.table({
+        "instance_id": [f"id-{i:07d}" for i in range(12)], "judge": ["offline/judge"] * 12, "score": [0.0] * 12,
+        "reasoning": [HOSTILE] * 12}))
+    report_pages.synthesize_release(store, "hostile", [run])
+    return store, release_id
+
+
+@pytest.fixture(scope="module")
+def live(storage):
+    """``helmflow serve`` on a free port (the real command, default host)."""
+    store, _ = storage
+    port = free_port()
+    log = Path(store.root).parent / "serve.log"
+    proc = subprocess.Popen([sys.executable, "-m", "helmflow.cli", "serve", "--storage", store.root, "--port", str(port)],
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/", timeout=60, proc=proc)
+        assert f"at http://127.0.0.1:{port}/" in log.read_text()
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_process(proc)
+
+
+@pytest.fixture(scope="module")
+def exported(storage):
+    store, release_id = storage
+    for board in ("demo", "hostile"):
+        out = subprocess.run([sys.executable, "-m", "helmflow.cli", "report", board, "--storage", store.root],
+                             capture_output=True, text=True, cwd=REPO)
+        assert out.returncode == 0, out.stderr
+    return Path(store.root) / "leaderboards"
+
+
+def screenshot(page, name: str, tmp_dir: Path) -> None:
+    """Saved with the test run; ``HELMFLOW_UPDATE_SCREENSHOTS=1`` also refreshes docs/screenshots/ for the README."""
+    targets = [tmp_dir / name]
+    if os.environ.get("HELMFLOW_UPDATE_SCREENSHOTS") == "1":
+        targets.append(REPO / "docs" / "screenshots" / name)
+    if name == "run.png":  # the run page from its top: metrics, lineage, filters and the first instances
+        page.evaluate("window.scrollTo(0, 0)")
+        page.screenshot(path=str(targets[0]), full_page=True, clip={"x": 0, "y": 0, "width": 1280, "height": 1500})
+    else:
+        page.screenshot(path=str(targets[0]), full_page=name == "board.png")
+    assert targets[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for t in targets[1:]:
+        shutil.copy(targets[0], t)
+
+
+def wait_ready(page) -> None:
+    page.wait_for_selector("#viewer[data-state=ready]", timeout=15_000)
+
+
+def column(page, index: int) -> list[str]:
+    return page.eval_on_selector_all(f"#leaderboard tbody tr td:nth-child({index})", "tds => tds.map(t => t.dataset.sort)")
+
+
+def walk_the_report(page, board_url: str, store, release_id: str, shots: Path | None) -> None:
+    """Open the board, sort, click a cell, filter to incorrect, open one instance, compare with the Parquet."""
+    page.goto(board_url)
+    assert page.inner_text("#release-id") == release_id
+    board = store.read_parquet(f"leaderboards/demo/{release_id}/leaderboard.parquet").to_pylist()
+    assert sorted(column(page, 1)) == sorted(r["deployment"] for r in board)
+    page.click("#leaderboard th:nth-child(2)")  # mean score: highest first
+    scores = [float(v) for v in column(page, 2)]
+    assert scores == sorted((r["mean_score"] for r in board), reverse=True)
+    page.click("#leaderboard th:nth-child(2)")
+    assert [float(v) for v in column(page, 2)] == sorted(scores)
+    page.click("#leaderboard th:nth-child(1)")
+    assert column(page, 1) == sorted(r["deployment"] for r in board)
+    if shots:
+        screenshot(page, "board.png", shots)
+
+    runs = store.read_parquet(f"leaderboards/demo/{release_id}/runs.parquet").to_pylist()
+    cell = min((r for r in runs if r["score"] is not None and 0 < r["score"] < 1), key=lambda r: abs(r["score"] - 0.5))
+    page.click(f'#leaderboard td.cell a[href^="runs/{cell["run_id"]}/"]')
+    wait_ready(page)
+    requests = store.read_parquet(f"runs/{cell['run_id']}/requests.parquet").to_pylist()
+    completions = store.read_parquet(f"runs/{cell['run_id']}/completions.parquet").to_pylist()
+    stats = store.read_parquet(f"runs/{cell['run_id']}/stats.parquet").to_pylist()
+    main = {s["instance_id"]: s["value"] for s in stats if s["name"] == cell["main_metric"]}
+    assert f"of {len(requests)}" in page.inner_text("#page-info")
+
+    page.select_option("select[name=status]", "incorrect")
+    wait_ready(page)
+    incorrect = [i for i, (r, c) in enumerate(zip(requests, completions))
+                 if c["error"] is None and main.get(r["instance_id"]) is not None and main[r["instance_id"]] < 0.5]
+    assert incorrect and f"of {len(incorrect)}" in page.inner_text("#page-info")
+    shown = page.eval_on_selector_all("#instances > li", "lis => lis.map(li => Number(li.dataset.row))")
+    assert shown == incorrect[:20]
+    assert set(page.eval_on_selector_all("#instances .verdict", "bs => bs.map(b => b.textContent)")) == {"incorrect"}
+
+    card = page.locator("#instances > li").nth(0)
+    card.locator("details.raw > summary").click()
+    row = incorrect[0]
+    assert card.locator("pre.prompt").text_content() == requests[row]["prompt"]
+    assert card.locator("pre.completion").text_content() == completions[row]["text"]
+    assert json.loads(card.locator("pre.request").text_content()) == json.loads(requests[row]["body_json"])
+    response = json.loads(card.locator("pre.response").text_content())
+    assert response["request_hash"] == completions[row]["request_hash"] and response["text"] == completions[row]["text"]
+    assert "open=%d" % row in page.url and "status=incorrect" in page.url
+    if shots:
+        screenshot(page, "run.png", shots)
+    page.reload()  # the filter and the open instance survive a reload (state lives in the URL)
+    wait_ready(page)
+    assert page.locator("#instances > li details.raw[open]").count() == 1
+
+
+def test_live_app_in_a_browser(page, live, storage, tmp_path):
+    store, release_id = storage
+    walk_the_report(page, f"{live}/boards/demo/", store, release_id, tmp_path)
+    assert page.problems == []
+
+
+def test_static_export_from_disk(page, exported, storage, tmp_path):
+    store, release_id = storage
+    walk_the_report(page, (exported / "demo" / release_id / "report" / "index.html").as_uri(), store, release_id, tmp_path)
+    assert page.url.startswith("file://")
+    page.click("#back")
+    assert page.url.endswith("/report/index.html")
+    assert page.problems == []
+
+
+def test_text_search_finds_the_instance(page, live, storage):
+    store, release_id = storage
+    run_id = store.read_json(f"leaderboards/demo/{release_id}/release.json")["run_ids"][0]
+    prompts = store.read_parquet(f"runs/{run_id}/requests.parquet")["prompt"].to_pylist()
+    needle = max(prompts[3].split(), key=len)  # a word of the 4th prompt
+    page.goto(f"{live}/boards/demo/{release_id}/runs/{run_id}/")
+    wait_ready(page)
+    page.fill("input[name=q]", needle)
+    page.click("#filters button[type=submit]")
+    wait_ready(page)
+    expected = [i for i, p in enumerate(prompts) if needle.lower() in p.lower()]
+    assert 3 in expected
+    assert page.eval_on_selector_all("#instances > li", "lis => lis.map(li => Number(li.dataset.row))") == expected[:20]
+
+
+@pytest.mark.parametrize("where", ["live", "static"])
+def test_hostile_text_never_runs(page, live, exported, where, tmp_path):
+    if where == "live":
+        board_url = f"{live}/boards/hostile/"
+    else:
+        board_url = next((exported / "hostile").glob("*/report/index.html")).as_uri()
+    page.goto(board_url)
+    assert HOSTILE in page.inner_text("#leaderboard")  # the model name, shown as text
+    page.click("#leaderboard td.cell a")
+    wait_ready(page)
+    for status in ("error", "incorrect", ""):
+        page.select_option("select[name=status]", status)
+        wait_ready(page)
+        for summary in page.locator("#instances details.raw > summary").all():
+            summary.click()
+        page.mouse.move(300, 300)
+        page.wait_for_timeout(200)
+        assert page.evaluate("window.__pwned") is None
+    first = page.locator("#instances > li").nth(0)
+    assert first.locator("pre.prompt").text_content().startswith(HOSTILE)
+    assert HOSTILE in first.locator("pre.completion").text_content()
+    assert HOSTILE in first.locator("table.annotation").text_content()
+    assert HOSTILE in first.locator("ul.refs").text_content()
+    dom = page.evaluate("""() => ({
+        scripts: document.querySelectorAll('main script, #instances script').length,
+        images: document.querySelectorAll('img').length,
+        links: [...document.querySelectorAll('a')].map(a => a.getAttribute('href')).filter(h => /^\\s*javascript:/i.test(h)),
+        svgs: document.querySelectorAll('#instances svg').length,
+    })""")
+    assert dom == {"scripts": 0, "images": 0, "links": [], "svgs": 0}
+    assert page.problems == []
+    assert page.evaluate("window.__pwned") is None
