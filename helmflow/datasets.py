@@ -250,14 +250,15 @@ def mirror_scenario(scen: Scenario, to: str) -> list[tuple[str, str, str]]:
     """Copy a scenario's pinned files to ``<to>/<name>/<revision>/`` and verify the copies.
 
     Reads each file from where a run would (mirror variables included), checks it against its
-    declared checksum, writes it, reads the copy back, and loads the scenario from the copies so
+    declared checksum (or the Hub's LFS sha256), writes it, reads the copy back, and loads the scenario from the copies so
     a schema problem shows here rather than in a run. Returns (filename, sha256, copy URL) rows.
     """
     revision = scen.dataset_revision()
     done: list[tuple[str, str, str]] = []
     for source in scen.sources():
         url = resolve_source(scen.name, revision, source)
-        data = fetch_verified(scen.name, url, source.sha256) if source.sha256 else fetch(scen.name, url)
+        expected = source.sha256 or (_hub_lfs_sha256(scen.name, url) if url.startswith("hf://") else None)
+        data = fetch_verified(scen.name, url, expected) if expected else fetch(scen.name, url)
         digest = hashlib.sha256(data).hexdigest()
         dest = Store(to)
         target = dest.url(f"{scen.name}/{revision}/{source.filename}")
