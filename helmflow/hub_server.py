@@ -118,8 +118,9 @@ class HubServer:
         return rev_dir
 
     def _entry(self, rev_dir: Path, path: str) -> Path:
-        target = (rev_dir / path).resolve()
-        if rev_dir.resolve() not in target.parents and target != rev_dir.resolve() or not target.exists():
+        base, target = rev_dir.resolve(), (rev_dir / path).resolve()
+        inside = target == base or base in target.parents  # no climbing out with ".."
+        if not inside or not target.exists():
             raise _HubError(404, "EntryNotFound", f"Entry not found: {path}")
         return target
 

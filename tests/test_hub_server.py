@@ -107,3 +107,14 @@ def test_scenario_downloads_from_its_declared_hf_urls(hub, tmp_path, monkeypatch
     assert store.read_parquet(data.instances_key).num_rows == 95
     resolves = [r for r in hub.requests if "/resolve/" in r]
     assert len(resolves) == 2  # plan time took the Parquet (LFS) sha256 from the Hub's metadata
+
+
+def test_server_never_serves_outside_its_root(hub, tmp_path):
+    import httpx
+
+    (tmp_path / "secret.txt").write_text("not for the Hub")
+    hub.add_file("org/ds", MMLU_REV, "ok.txt", b"ok")
+    base = f"{hub.url}/datasets/org/ds/resolve/{MMLU_REV}"
+    assert httpx.get(f"{base}/ok.txt").content == b"ok"
+    escaped = httpx.get(f"{base}/%2E%2E/%2E%2E/%2E%2E/%2E%2E/secret.txt")
+    assert escaped.status_code == 404 and escaped.headers["X-Error-Code"] == "EntryNotFound"
