@@ -132,14 +132,15 @@ def test_not_json_is_refused(tmp_path):
 
 
 @pytest.mark.slow
-def test_eval_through_the_cli_with_a_crafted_offline_answer(mirror, tmp_path, cli, prefect_server):
+@pytest.mark.parametrize("command", [["eval", "ifeval"], ["run", "capabilities", "--scenarios", "ifeval"]])
+def test_cli_with_a_crafted_offline_answer(command, mirror, tmp_path, cli, prefect_server):
     models = tmp_path / "models.yaml"
     models.write_text(yaml.safe_dump({"deployments": [{
         "name": "fixture/crafted", "client": "offline", "model": "crafted",
         "options": {"behavior": "constant", "answer": ANSWER},
     }]}))  # fmt: skip
     storage = tmp_path / "store"
-    out = cli("eval", "ifeval", "--models", "fixture/crafted", "--models-file", str(models), "--storage", str(storage),
+    out = cli(*command, "--models", "fixture/crafted", "--models-file", str(models), "--storage", str(storage),
               env={"HELMFLOW_MIRROR_IFEVAL": str(mirror)})
     assert out.returncode == 0, out.stdout + out.stderr
     (run_json,) = list(storage.glob("runs/*/run.json"))
