@@ -1,0 +1,25 @@
+"""The capabilities board (HELM Capabilities' core scenarios); its spec is data (``flows/capabilities.yaml``).
+
+Like :mod:`helmflow.flows.demo`, this module only names the board, so it has its own deployment
+and flow name in the Prefect UI.
+"""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from helmflow.flows.evaluate import evaluate
+
+
+@flow(name="capabilities")
+def capabilities(
+    models: list[str] | None = None,
+    scenarios: list[str] | None = None,
+    max_instances: int | None = None,
+    storage: str | None = None,
+    models_file: str | None = None,
+) -> dict:
+    return evaluate.fn(
+        board="capabilities", models=models, scenarios=scenarios, max_instances=max_instances,
+        storage=storage, models_file=models_file,
+    )

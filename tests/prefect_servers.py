@@ -1,0 +1,114 @@
+"""Extra Prefect servers and workers for the deployment tests.
+
+The session's ``prefect_server`` fixture is shared by every test; these tests need servers of their
+own (SQLite, and PostgreSQL with several workers), so everything here talks to one explicit
+:class:`PrefectServer`: its API URL and PREFECT_HOME go into every child process (``prefect deploy``,
+``prefect worker start``, ``prefect flow-run retry``) and into the client of the test process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from uuid import UUID
+
+from tests.conftest import REPO, free_port, start_prefect_server, stop_process, wait_http
+
+ARTIFACTS = Path(os.environ.get("HELMFLOW_TEST_ARTIFACTS") or REPO / "test-artifacts")  # screenshots, timings
+
+
+@dataclass
+class PrefectServer:
+    url: str
+    home: Path
+    logs: Path
+    startup_s: float
+    children: list[subprocess.Popen] = field(default_factory=list)
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment of a process that should talk to this server and nothing else."""
+        return dict(os.environ, PREFECT_API_URL=self.url, PREFECT_HOME=str(self.home), PREFECT_LOGGING_LEVEL="INFO")
+
+    def cli(self, *args: str, timeout: float = 300, cwd: Path = REPO) -> subprocess.CompletedProcess:
+        """The real ``prefect`` command against this server."""
+        return subprocess.run(
+            [sys.executable, "-m", "prefect", "--no-prompt", *args],
+            env=self.env, cwd=str(cwd), capture_output=True, text=True, timeout=timeout,
+        )
+
+    def start_worker(self, pool: str, name: str) -> subprocess.Popen:
+        """``prefect worker start`` in the background (stopped with the server, or earlier by the test)."""
+        log = self.logs / f"worker-{name}.log"
+        # started outside the checkout: the deployment's pull step must find the code by itself
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool, "--name", name],
+            env=self.env, cwd=str(self.logs), stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        self.children.append(proc)
+        return proc
+
+    @contextlib.contextmanager
+    def client(self):
+        """A sync Prefect client for this server (the test process's own settings point elsewhere)."""
+        from prefect.client.orchestration import get_client
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        with temporary_settings(updates={PREFECT_API_URL: self.url}), get_client(sync_client=True) as client:
+            yield client
+
+    def wait_flow_run(self, flow_run_id: UUID, timeout: float = 300, after_runs: int = 0):
+        """Poll the flow run until it is in a final state with ``run_count > after_runs``."""
+        deadline = time.monotonic() + timeout
+        with self.client() as client:
+            while True:
+                run = client.read_flow_run(flow_run_id)
+                if run.state and run.state.is_final() and run.run_count > after_runs:
+                    return run
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"flow run {flow_run_id} still {run.state.name if run.state else None}; {self.tail()}")
+                time.sleep(1)
+
+    def task_runs(self, flow_run_id: UUID):
+        from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+        with self.client() as client:
+            return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+
+    def tail(self, chars: int = 3000) -> str:
+        """The end of every log of this server and its workers (for assertion messages)."""
+        return "\n".join(f"--- {p.name}\n{p.read_text()[-chars:]}" for p in sorted(self.logs.glob("*.log")))
+
+
+@contextlib.contextmanager
+def prefect_server(workdir: Path, database: str | None = None) -> Iterator[PrefectServer]:
+    """``prefect server start`` on a free loopback port with a throwaway PREFECT_HOME.
+
+    SQLite (under that home) unless ``database`` names a PostgreSQL database. Analytics are off.
+    Workers started through the server are stopped before it.
+    """
+    home, logs = workdir / "prefect-home", workdir / "logs"
+    home.mkdir(parents=True, exist_ok=True)
+    logs.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    started = time.monotonic()
+    proc = start_prefect_server(port, home, database, logs / "server.log")
+    url = f"http://127.0.0.1:{port}/api"
+    server = PrefectServer(url=url, home=home, logs=logs, startup_s=0.0)
+    try:
+        wait_http(f"{url}/health", timeout=180, proc=proc)
+        server.startup_s = time.monotonic() - started
+        yield server
+    except BaseException:
+        print(server.tail(), file=sys.stderr)
+        raise
+    finally:
+        for child in server.children:
+            stop_process(child)
+        stop_process(proc)

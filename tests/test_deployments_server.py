@@ -1,0 +1,208 @@
+"""prefect.yaml run like production: deployments, nightly schedules, workers, retry through a worker.
+
+Each test starts its own ``prefect server start`` (not the session's): one on SQLite under a
+throwaway PREFECT_HOME, one on a throwaway PostgreSQL database with two workers on one process pool.
+Everything goes through the real commands (``prefect work-pool create``, ``prefect deploy``,
+``prefect worker start``, ``prefect deployment run``, ``prefect flow-run retry``); what is asserted is
+read back from the server's API and from the storage root. Timings go to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from datetime import timezone
+from pathlib import Path
+from uuid import UUID
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from helmflow.clients.offline import offline_call_count
+from helmflow.storage import Store
+from tests.conftest import REPO, create_pg_database, drop_pg_database, stop_process
+from tests.prefect_servers import ARTIFACTS, PrefectServer, prefect_server
+
+pytestmark = pytest.mark.slow
+
+POOL = "helmflow"  # prefect.yaml's work pool
+MODELS = ["offline/solver", "offline/solver-noisy", "offline/echo"]
+
+
+def _ok(out) -> str:
+    assert out.returncode == 0, f"{out.args}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    return out.stdout
+
+
+def _record(name: str, **numbers) -> None:
+    """Measured numbers, for the report (test-artifacts/deployments-<name>.json)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / f"deployments-{name}.json").write_text(json.dumps(numbers, indent=2, default=str))
+    print(name, numbers)
+
+
+def _trigger(server: PrefectServer, deployment: str, params: dict) -> UUID:
+    out = _ok(server.cli("deployment", "run", deployment, "--params", json.dumps(params)))
+    match = re.search(r"UUID: ([0-9a-f-]{36})", out)
+    assert match, out
+    return UUID(match.group(1))
+
+
+def _release(root: Path, pointer: str = "latest.json") -> tuple[dict, list[dict]]:
+    latest = json.loads((root / "leaderboards" / "demo" / pointer).read_text())
+    return latest, pq.read_table(os.path.join(latest["uri"], "leaderboard.parquet")).to_pylist()
+
+
+@pytest.fixture(scope="module")
+def sqlite_server(tmp_path_factory) -> PrefectServer:
+    with prefect_server(tmp_path_factory.mktemp("prefect-sqlite")) as server:
+        assert (server.home / "prefect.db").exists(), "the server's database is SQLite under its own PREFECT_HOME"
+        yield server
+
+
+def test_prefect_yaml_deploys_every_board_nightly_and_a_worker_publishes_the_release(sqlite_server, tmp_path):
+    server = sqlite_server
+    spec = yaml.safe_load((REPO / "prefect.yaml").read_text())
+    boards = {d["name"]: d["entrypoint"] for d in spec["deployments"]}
+    assert boards == {"demo-nightly": "flows/demo.py:demo", "capabilities-nightly": "flows/capabilities.py:capabilities"}
+
+    started = time.monotonic()
+    _ok(server.cli("work-pool", "create", POOL, "--type", "process"))
+    _ok(server.cli("deploy", "--all"))
+    deployed_s = time.monotonic() - started
+
+    with server.client() as client:
+        deployments = {d.name: d for d in client.read_deployments()}
+        assert set(deployments) == set(boards)
+        for name, d in deployments.items():
+            assert d.entrypoint == boards[name] and d.work_pool_name == POOL
+            assert [(s.schedule.cron, s.schedule.timezone, s.active) for s in d.schedules] == [("0 2 * * *", "UTC", True)]
+            # the pull step records the checkout `prefect deploy` ran in, wherever that is
+            assert d.pull_steps == [{"prefect.deployments.steps.set_working_directory": {"directory": str(REPO)}}]
+            assert d.parameters == {"models": None, "max_instances": None, "storage": None}
+        assert client.read_work_pool(POOL).type == "process"
+
+        # the scheduler turns the cron into runs at 02:00 UTC
+        deadline = time.monotonic() + 60
+        while not (nightly := [r for r in client.read_flow_runs() if r.auto_scheduled]) and time.monotonic() < deadline:
+            time.sleep(1)
+        assert nightly, "the scheduler created no nightly runs"
+        assert {(r.expected_start_time.astimezone(timezone.utc).hour, r.expected_start_time.minute) for r in nightly} == {(2, 0)}
+        assert {r.deployment_id for r in nightly} == {d.id for d in deployments.values()}
+
+    # keep a 02:00 run from starting during the test: pausing a schedule removes its future runs
+    _ok(server.cli("deployment", "schedule", "pause", "--all"))
+    with server.client() as client:
+        assert not [r for r in client.read_flow_runs() if r.auto_scheduled and r.state.is_scheduled()]
+
+    root = tmp_path / "store"
+    flow_run_id = _trigger(
+        server, "demo/demo-nightly", {"storage": str(root), "max_instances": 3, "scenarios": ["arithmetic-3"], "models": MODELS[::2]}
+    )
+    worker = server.start_worker(POOL, "box")
+    run = server.wait_flow_run(flow_run_id)
+    released_s = time.monotonic() - started
+    stop_process(worker)
+    assert run.state.is_completed(), f"{run.state}\n{server.tail()}"
+    assert run.deployment_id == deployments["demo-nightly"].id and run.labels["prefect.worker.name"] == "box"
+
+    latest, board = _release(root)
+    assert latest["status"] == "complete"
+    assert {r["deployment"]: r["mean_score"] for r in board} == {"offline/solver": 1.0, "offline/echo": 0.0}
+    assert offline_call_count(Store(str(root)), "offline/solver") == 3
+    assert run.parameters["storage"] == str(root)  # the run's parameters override the deployment's
+    _record("sqlite", server_start_s=round(server.startup_s, 1), deploy_all_s=round(deployed_s, 1),
+            deploy_to_release_s=round(released_s, 1))
+
+
+def test_production_topology_postgres_two_workers_and_retry_reruns_only_the_failed_pair(tmp_path):
+    """Prefect on PostgreSQL, two workers on one pool, one shared storage root.
+
+    One pair fails; the flow run ends Failed after a partial release. The models file is fixed and
+    the run is retried the way the UI's Retry button does it (``prefect flow-run retry``, no
+    entrypoint): with the first worker gone, the other worker re-executes the same flow run, and
+    only the failed pair's tasks run again — every other task is Cached from shared storage.
+    """
+    database = create_pg_database("helmflow_topology")
+    try:
+        with prefect_server(tmp_path / "prefect-pg", database=database) as server:
+            assert not (server.home / "prefect.db").exists(), "the server uses PostgreSQL, not SQLite"
+            started = time.monotonic()
+            _ok(server.cli("work-pool", "create", POOL, "--type", "process"))
+            _ok(server.cli("deploy", "--name", "demo-nightly"))
+            _ok(server.cli("deployment", "schedule", "pause", "--all"))
+            workers = {name: server.start_worker(POOL, name) for name in ("worker-a", "worker-b")}
+            _wait_workers_online(server, set(workers))
+
+            root = tmp_path / "store"
+            models_file = tmp_path / "models.yaml"
+            _models_file(models_file, fail=True)
+            params = {"storage": str(root), "max_instances": 5, "scenarios": ["arithmetic-3"], "models": MODELS,
+                      "models_file": str(models_file)}
+            flow_run_id = _trigger(server, "demo/demo-nightly", params)
+            failed = server.wait_flow_run(flow_run_id)
+            partial_s = time.monotonic() - started
+            assert failed.state.is_failed(), f"{failed.state}\n{server.tail()}"
+            assert "partial release" in (failed.state.message or "")
+
+            partial, board = _release(root, "latest-partial.json")
+            assert partial["status"] == "partial"
+            cells = {(r["deployment"], r["status"]) for r in pq.read_table(os.path.join(partial["uri"], "runs.parquet")).to_pylist()}
+            assert cells == {("offline/solver", "complete"), ("offline/solver-noisy", "complete"), ("offline/echo", "missing")}
+            assert not (root / "leaderboards" / "demo" / "latest.json").exists()
+
+            # the provider is fixed; the worker that ran the first attempt goes away
+            _models_file(models_file, fail=False)
+            first_worker = failed.labels["prefect.worker.name"]
+            stop_process(workers.pop(first_worker))
+            store = Store(str(root))
+            counts = {m: offline_call_count(store, m) for m in MODELS}
+            before = {tr.id for tr in server.task_runs(flow_run_id)}
+
+            retried_at = time.monotonic()
+            _ok(server.cli("flow-run", "retry", str(flow_run_id)))
+            retried = server.wait_flow_run(flow_run_id, after_runs=failed.run_count)
+            retry_s = time.monotonic() - retried_at
+            assert retried.state.is_completed(), f"{retried.state}\n{server.tail()}"
+            assert retried.id == flow_run_id and retried.run_count == failed.run_count + 1
+            assert retried.labels["prefect.worker.name"] == next(iter(workers)) != first_worker
+
+            new_runs = [tr for tr in server.task_runs(flow_run_id) if tr.id not in before]
+            states = {tr.name: tr.state.name for tr in new_runs}
+            executed = sorted(name for name, state in states.items() if state == "Completed")
+            cached = sorted(name for name, state in states.items() if state == "Cached")
+            echo_pair = {f"{step} arithmetic-3 x offline/echo" for step in ("query", "score", "publish")}
+            release = [n for n in executed if n not in echo_pair]
+            assert echo_pair <= set(executed) and len(release) == 1 and release[0].startswith("publish-release"), states
+            assert len(cached) == len(new_runs) - len(executed) == 2 + 2 * 3, states  # download, adapt; 2 pairs x 3
+
+            after = {m: offline_call_count(store, m) for m in MODELS}
+            assert after == dict(counts, **{"offline/echo": counts["offline/echo"] + 5})
+            latest, board = _release(root)
+            assert latest["status"] == "complete" and latest["release_id"] != partial["release_id"]
+            assert {r["deployment"] for r in board} == set(MODELS)
+            _record("postgres", server_start_s=round(server.startup_s, 1), deploy_to_partial_release_s=round(partial_s, 1),
+                    retry_s=round(retry_s, 1), first_worker=first_worker, retry_worker=retried.labels["prefect.worker.name"],
+                    retry_executed=executed, retry_cached=len(cached), calls_before_retry=counts, calls_after_retry=after)
+    finally:
+        drop_pg_database(database)
+
+
+def _models_file(path: Path, fail: bool) -> None:
+    options = "{behavior: echo, fail: always}" if fail else "{behavior: echo}"
+    path.write_text(f"deployments:\n  - {{name: offline/echo, client: offline, model: echo, revision: '1', options: {options}}}\n")
+
+
+def _wait_workers_online(server: PrefectServer, names: set[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    with server.client() as client:
+        while True:
+            online = {w.name for w in client.read_workers_for_work_pool(POOL) if w.status.value == "ONLINE"}
+            if names <= online:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"workers online: {online}, wanted {names}\n{server.tail()}")
+            time.sleep(1)
