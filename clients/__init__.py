@@ -26,6 +26,7 @@ _BUILTIN = [
     "openai",
     "openai_compatible",
     "anthropic",
+    "huggingface",
 ]
 
 

@@ -1,0 +1,356 @@
+"""Local Hugging Face checkpoints: transformers generation in this process (``helmflow[hf]`` + torch).
+
+``model:`` is a local folder (``config.json``, weights, tokenizer files) or a Hub repo id, which
+then needs a pinned ``revision:`` (read from the Hub, or from a mirror through ``HF_ENDPOINT``).
+Options (``options:``): ``device`` (``auto``: CUDA, then MPS, then CPU), ``dtype`` (``float32``,
+``bfloat16``, ``float16`` or ``auto``: the checkpoint's), ``max_batch_size``, ``batch_wait_ms``,
+``seed``, ``trust_remote_code``.
+
+How it runs: ``complete`` is async and called concurrently; calls are queued, and a runner on the
+event loop takes up to ``max_batch_size`` of them (waiting ``batch_wait_ms`` for more) and
+generates them together in one worker thread shared by every local model of the process, so the
+loop never blocks and two boards never compete for one GPU. Each model is loaded once per process
+and reused by every task (keyed by source, revision, device, dtype).
+
+Generation: greedy when ``temperature == 0`` (batched: left padding gives the same tokens as one
+by one); sampling otherwise (top-k and top-p off), one request at a time under a seed derived from
+``seed`` and the request, so a fresh process reproduces the same samples. Stops at EOS, at a stop
+sequence (cut from the text, like HELM) or after ``max_tokens`` (finish_reason ``length``). The
+generated tokens and their log-probabilities under the model's unscaled distribution are always
+returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import hashlib
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from helmflow.clients import client_kind
+from helmflow.clients.base import Client, ClientResult, PermanentError
+from helmflow.records import Deployment, RequestBody
+from helmflow.storage import Store
+
+log = logging.getLogger("helmflow")
+
+INSTALL_HINT = (
+    "install PyTorch first (CPU: pip install torch==2.13.0; GPU: the build for your CUDA), "
+    "then pip install 'helmflow[hf]'"
+)
+
+
+class HuggingFaceOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    device: str = "auto"
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "float32"
+    max_batch_size: int = Field(8, ge=1)
+    batch_wait_ms: float = Field(10.0, ge=0)
+    seed: int = 0
+    trust_remote_code: bool = False
+
+
+# --------------------------------------------------------------------------- loading (once per process)
+@dataclass
+class LocalModel:
+    model: Any
+    tokenizer: Any
+    device: str
+    max_positions: int | None
+    eos_ids: frozenset[int]
+
+
+_MODELS: dict[tuple, LocalModel] = {}
+_LOAD_LOCK = threading.Lock()
+#: every generation of the process runs here, one at a time
+_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="helmflow-hf")
+
+
+def is_local(model: str) -> bool:
+    return model.startswith(("/", ".", "~")) or Path(model).expanduser().is_dir()
+
+
+def _pick_device(device: str) -> str:
+    import torch
+
+    if device != "auto":
+        return device
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def load_model(source: str, revision: str | None, device: str, dtype: str, trust_remote_code: bool = False) -> LocalModel:
+    """The model and tokenizer at ``source`` (a folder or a repo id at ``revision``), loaded once per key."""
+    key = (source, revision, device, dtype, trust_remote_code)
+    with _LOAD_LOCK:
+        if key not in _MODELS:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()  # no bars in helmflow's own progress output
+            where = {"revision": revision} if revision else {}
+            tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code, **where)
+            tokenizer.padding_side = "left"  # generation continues each row from its last real token
+            if tokenizer.pad_token_id is None:
+                tokenizer.pad_token = tokenizer.eos_token
+            model = AutoModelForCausalLM.from_pretrained(
+                source,
+                dtype=dtype if dtype == "auto" else getattr(torch, dtype),
+                trust_remote_code=trust_remote_code,
+                **where,
+            )
+            resolved = _pick_device(device)
+            model.to(resolved).eval()
+            eos = model.generation_config.eos_token_id
+            eos_ids = {eos} if isinstance(eos, int) else set(eos or [])
+            if tokenizer.eos_token_id is not None:
+                eos_ids.add(tokenizer.eos_token_id)
+            _MODELS[key] = LocalModel(
+                model, tokenizer, resolved, getattr(model.config, "max_position_embeddings", None), frozenset(eos_ids)
+            )
+        return _MODELS[key]
+
+
+# --------------------------------------------------------------------------- generation (worker thread)
+def prompt_of(lm: LocalModel, body: RequestBody) -> tuple[str, bool]:
+    """The text to encode and whether the tokenizer should add its special tokens (a chat template has them)."""
+    if body.messages is None:
+        return body.prompt or "", True
+    messages = [{"role": m.role, "content": m.content} for m in body.messages]
+    if lm.tokenizer.chat_template:
+        return lm.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False), False
+    return "\n".join(m["content"] for m in messages), True
+
+
+def _stop_criteria(lm: LocalModel, prompt_len: int, bodies: list[RequestBody]):
+    """Per row: done after its own ``max_tokens``, or once its text holds one of its stop sequences."""
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class PerRow(StoppingCriteria):
+        def __call__(self, input_ids, scores, **kwargs):
+            new = input_ids[:, prompt_len:]
+            done = []
+            for row, body in zip(new.tolist(), bodies):
+                stop = len(row) >= body.max_tokens
+                if not stop and body.stop:
+                    text = lm.tokenizer.decode(row, skip_special_tokens=False)
+                    stop = any(s and s in text for s in body.stop)
+                done.append(stop)
+            return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([PerRow()])
+
+
+def _finish(lm: LocalModel, body: RequestBody, ids: list[int], logprobs: list[float], prompt_tokens: int) -> ClientResult:
+    """Cut one row at EOS, its first stop sequence, or ``max_tokens``; tokens kept are those wholly in the text."""
+    decode = lm.tokenizer.decode
+    ids, logprobs = ids[: body.max_tokens], logprobs[: body.max_tokens]
+    finish = "length" if len(ids) == body.max_tokens else "stop"
+    for t, token in enumerate(ids):
+        if token in lm.eos_ids:
+            ids, logprobs, finish = ids[:t], logprobs[:t], "stop"
+            break
+    text = decode(ids, skip_special_tokens=False)
+    cuts = [text.index(s) for s in body.stop if s and s in text]
+    if cuts:
+        text, finish = text[: min(cuts)], "stop"
+        keep = 0
+        while keep < len(ids) and len(decode(ids[: keep + 1], skip_special_tokens=False)) <= len(text):
+            keep += 1
+        ids, logprobs = ids[:keep], logprobs[:keep]
+    return ClientResult(
+        text=text,
+        finish_reason=finish,
+        prompt_tokens=prompt_tokens,
+        output_tokens=len(ids),
+        tokens=[decode([t], skip_special_tokens=False) for t in ids],
+        logprobs=logprobs,
+    )
+
+
+def generate(lm: LocalModel, bodies: list[RequestBody], seed: int | None = None) -> list[ClientResult | Exception]:
+    """One ``model.generate`` call for ``bodies`` (all greedy, or one sampled body under ``seed``)."""
+    import torch
+
+    tok = lm.tokenizer
+    rows: list[list[int]] = []
+    out: list[ClientResult | Exception | None] = []
+    for body in bodies:
+        text, specials = prompt_of(lm, body)
+        ids = tok(text, add_special_tokens=specials)["input_ids"]
+        if lm.max_positions and len(ids) + body.max_tokens > lm.max_positions:
+            out.append(PermanentError(
+                f"prompt of {len(ids)} tokens + max_tokens {body.max_tokens} exceeds the model's "
+                f"{lm.max_positions} positions: set the deployment's context_window to at most {lm.max_positions} "
+                f"and its tokenizer to the model's own (hf:<model folder>)"
+            ))
+        else:
+            rows.append(ids)
+            out.append(None)
+    live = [b for b, o in zip(bodies, out) if o is None]
+    if not live:
+        return out  # type: ignore[return-value]
+    enc = tok.pad({"input_ids": rows}, padding=True, return_tensors="pt").to(lm.device)
+    prompt_len = enc["input_ids"].shape[1]
+    temperature = live[0].temperature
+    config = copy.deepcopy(lm.model.generation_config)
+    config.update(
+        max_new_tokens=max(b.max_tokens for b in live),
+        do_sample=temperature > 0,
+        temperature=temperature if temperature > 0 else 1.0,
+        top_k=None,
+        top_p=1.0,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=sorted(lm.eos_ids) or None,
+        output_logits=True,
+        return_dict_in_generate=True,
+    )
+    if seed is not None:
+        torch.manual_seed(seed)
+    with torch.inference_mode():
+        gen = lm.model.generate(**enc, generation_config=config, stopping_criteria=_stop_criteria(lm, prompt_len, live))
+    new = gen.sequences[:, prompt_len:]
+    steps = torch.stack(gen.logits, dim=1).float().log_softmax(-1)  # (batch, steps, vocab), unscaled
+    chosen = steps.gather(-1, new[:, : steps.shape[1]].unsqueeze(-1)).squeeze(-1)
+    results = iter(
+        _finish(lm, body, new[i].tolist(), chosen[i].tolist(), int(enc["attention_mask"][i].sum()))
+        for i, body in enumerate(live)
+    )
+    return [o if o is not None else next(results) for o in out]
+
+
+def sample_seed(seed: int, body: RequestBody, occurrence: int) -> int:
+    """A seed per (deployment seed, request, n-th time this process samples it): reproducible in a fresh process."""
+    digest = hashlib.sha256(f"{seed}|{body.model_dump_json()}|{occurrence}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") & 0x7FFF_FFFF_FFFF_FFFF
+
+
+# --------------------------------------------------------------------------- the client
+@dataclass
+class _Pending:
+    body: RequestBody
+    future: asyncio.Future
+    seed: int | None = None
+
+
+@client_kind("huggingface")
+class HuggingFaceClient(Client):
+    def __init__(self, deployment: Deployment, store: Store | None = None):
+        super().__init__(deployment, store)
+        try:
+            self.options = HuggingFaceOptions.model_validate(deployment.options)
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            raise PermanentError(
+                f"deployment {deployment.name!r}: bad options: {'.'.join(map(str, e['loc']))}: {e['msg']}"
+            ) from None
+        self._queue: list[_Pending] = []
+        self._runner: asyncio.Task | None = None
+        self._sampled: dict[str, int] = {}
+        self.batch_sizes: list[int] = []  # one entry per generate call: what batching achieved
+
+    def local_model(self) -> LocalModel:
+        """Load (once per process) with errors that name the deployment and the fix."""
+        d, o = self.deployment, self.options
+        local = is_local(d.model)
+        if local and not (Path(d.model).expanduser() / "config.json").is_file():
+            raise PermanentError(f"deployment {d.name!r}: {d.model} is not a model folder (no config.json in it)")
+        if not local and not d.revision:
+            raise PermanentError(
+                f"deployment {d.name!r}: model {d.model!r} is a Hub repo id; pin it with revision: <commit sha or tag>"
+            )
+        try:
+            import torch  # noqa: F401
+            import transformers  # noqa: F401
+        except ImportError as exc:
+            raise PermanentError(f"deployment {d.name!r} needs {exc.name}: {INSTALL_HINT}") from None
+        source = str(Path(d.model).expanduser()) if local else d.model
+        try:
+            lm = load_model(source, None if local else d.revision, o.device, o.dtype, o.trust_remote_code)
+        except Exception as exc:  # noqa: BLE001 - transformers raises OSError, ValueError, HTTP errors...
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            raise PermanentError(f"deployment {d.name!r}: could not load {d.model!r}: {type(exc).__name__}: {first}") from None
+        if lm.max_positions and d.context_window > lm.max_positions:
+            raise PermanentError(
+                f"deployment {d.name!r}: context_window {d.context_window} exceeds the model's "
+                f"{lm.max_positions} positions; set context_window: {lm.max_positions} or less"
+            )
+        return lm
+
+    def check_credentials(self) -> None:
+        """No key is needed; loading the model here fails fast, before any request is built or sent."""
+        if self.deployment.tokenizer == "whitespace":
+            log.warning(
+                "deployment %r fits prompts by whitespace words; set tokenizer: hf:<model folder> to count "
+                "the model's own tokens", self.deployment.name,
+            )
+        self.local_model()
+
+    async def complete(self, body: RequestBody) -> ClientResult:
+        seed = None
+        if body.temperature > 0:
+            key = body.model_dump_json()
+            n = self._sampled.get(key, 0)
+            self._sampled[key] = n + 1
+            seed = sample_seed(self.options.seed, body, n)
+        pending = _Pending(body, asyncio.get_running_loop().create_future(), seed)
+        self._queue.append(pending)
+        if self._runner is None or self._runner.done():
+            self._runner = asyncio.create_task(self._run())
+        return await pending.future
+
+    def _take(self) -> list[_Pending]:
+        """The next batch: one sampled request alone, or up to ``max_batch_size`` greedy ones."""
+        self._queue = [p for p in self._queue if not p.future.done()]  # timed out or cancelled meanwhile
+        if not self._queue:
+            return []
+        if self._queue[0].seed is not None:
+            return [self._queue.pop(0)]
+        batch = [p for p in self._queue if p.seed is None][: self.options.max_batch_size]
+        self._queue = [p for p in self._queue if p not in batch]
+        return batch
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        batch: list[_Pending] = []
+        try:
+            lm = await loop.run_in_executor(_WORKER, self.local_model)
+            while self._queue:
+                if len(self._queue) < self.options.max_batch_size:
+                    await asyncio.sleep(self.options.batch_wait_ms / 1000)  # let concurrent callers join
+                batch = self._take()
+                if not batch:
+                    continue
+                self.batch_sizes.append(len(batch))
+                results = await loop.run_in_executor(_WORKER, generate, lm, [p.body for p in batch], batch[0].seed)
+                for p, result in zip(batch, results):
+                    if p.future.done():
+                        continue
+                    if isinstance(result, Exception):
+                        p.future.set_exception(PermanentError(f"deployment {self.deployment.name!r}: {result}"))
+                    else:
+                        p.future.set_result(result)
+                batch = []
+        except BaseException as exc:  # noqa: BLE001 - every waiting caller gets the failure, none hangs
+            failure = exc if isinstance(exc, PermanentError) else PermanentError(
+                f"deployment {self.deployment.name!r}: generation failed: {type(exc).__name__}: {exc}"
+            )
+            for p in batch + self._queue:
+                if not p.future.done():
+                    p.future.set_exception(failure)
+            self._queue.clear()
+            if isinstance(exc, asyncio.CancelledError):
+                raise

@@ -1,0 +1,262 @@
+"""The ``huggingface`` client on a tiny randomly initialised GPT-2 built here (no download).
+
+The model (2 layers, 32 dims) and its byte-level BPE are created from a config and the
+``tokenizers`` trainer, saved to a folder, and loaded by path exactly as a user's checkpoint is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch", reason="the huggingface client needs torch (scripts/test.sh installs it)")
+pytest.importorskip("transformers", reason="pip install -e '.[hf]'")
+
+from helmflow.clients import ClientResult, PermanentError, load_deployments, make_client  # noqa: E402
+from helmflow.records import ChatMessage, Deployment, RequestBody  # noqa: E402
+from tests.conftest import REPO, run_cli  # noqa: E402
+
+POSITIONS = 256
+CORPUS = ["What is 12 + 30? 42", "What is 7 * 6? 42", "cat dog cat dog", "Answer: 12"] * 20
+
+
+def build_tiny_model(folder: Path, seed: int = 0, eos_token: str = "<|endoftext|>") -> Path:
+    """A GPT-2 of 2 layers and its BPE tokenizer, saved as a checkpoint folder."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=320, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
+    tok.train_from_iterator(CORPUS, trainer)
+    folder.mkdir(parents=True, exist_ok=True)
+    tok.save(str(folder / "tokenizer.json"))
+    PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), eos_token=eos_token).save_pretrained(folder)
+    eos = tok.token_to_id(eos_token)
+    torch.manual_seed(seed)
+    config = GPT2Config(
+        n_layer=2, n_embd=32, n_head=2, n_positions=POSITIONS, vocab_size=tok.get_vocab_size(), bos_token_id=eos, eos_token_id=eos
+    )
+    GPT2LMHeadModel(config).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("hf") / "tiny-gpt2")
+
+
+def deployment(model: Path | str, **options) -> Deployment:
+    return Deployment(
+        name="tiny", client="huggingface", model=str(model), tokenizer=f"hf:{model}", context_window=POSITIONS,
+        options={"device": "cpu", **options},
+    )
+
+
+def body(prompt: str, max_tokens: int = 8, **kw) -> RequestBody:
+    return RequestBody(model="tiny", prompt=prompt, max_tokens=max_tokens, temperature=kw.pop("temperature", 0.0), **kw)
+
+
+def complete_all(client, bodies: list[RequestBody]) -> list[ClientResult]:
+    """Concurrently, as run_queries sends them."""
+
+    async def go():
+        return await asyncio.gather(*(client.complete(b) for b in bodies))
+
+    return asyncio.run(go())
+
+
+PROMPTS = ["What is 12 + 30?", "cat", "dog dog", "Answer:", "What is 7 * 6? 42\nWhat is 1 + 1?", "42 42 cat"]
+
+
+def test_greedy_output_has_max_tokens_and_length_finish(tiny_model: Path) -> None:
+    client = make_client(deployment(tiny_model))
+    client.check_credentials()
+    results = complete_all(client, [body(p, max_tokens=n) for p, n in zip(PROMPTS, [1, 3, 5, 7, 9, 11])])
+    for r, n in zip(results, [1, 3, 5, 7, 9, 11]):
+        assert r.finish_reason == "length"
+        assert r.output_tokens == len(r.tokens) == len(r.logprobs) == n
+        assert "".join(r.tokens) == r.text
+        assert all(lp <= 0 for lp in r.logprobs)
+    assert results[0].prompt_tokens == len(client.local_model().tokenizer("What is 12 + 30?")["input_ids"])
+
+
+def test_batched_and_unbatched_greedy_are_identical(tiny_model: Path) -> None:
+    bodies = [body(p, max_tokens=10) for p in PROMPTS]
+    batched = make_client(deployment(tiny_model, max_batch_size=8))
+    one_by_one = make_client(deployment(tiny_model, max_batch_size=1))
+    a, b = complete_all(batched, bodies), complete_all(one_by_one, bodies)
+    assert batched.batch_sizes == [len(PROMPTS)] and one_by_one.batch_sizes == [1] * len(PROMPTS)
+    assert [r.text for r in a] == [r.text for r in b]
+    assert [r.tokens for r in a] == [r.tokens for r in b]
+    for ra, rb in zip(a, b):
+        assert ra.logprobs == pytest.approx(rb.logprobs, abs=1e-4)
+
+
+def reference_greedy(lm, prompt: str, n: int) -> tuple[list[int], list[float]]:
+    """Greedy decoding by hand: n full forward passes, argmax and its log-softmax at each step."""
+    import torch
+
+    ids = lm.tokenizer(prompt)["input_ids"]
+    out, logprobs = [], []
+    with torch.no_grad():
+        for _ in range(n):
+            step = lm.model(torch.tensor([ids + out])).logits[0, -1].log_softmax(-1)
+            out.append(int(step.argmax()))
+            logprobs.append(float(step[out[-1]]))
+    return out, logprobs
+
+
+def test_tokens_and_logprobs_match_a_hand_written_greedy_loop(tiny_model: Path) -> None:
+    client = make_client(deployment(tiny_model))
+    lm = client.local_model()
+    results = complete_all(client, [body(p, max_tokens=6) for p in PROMPTS])
+    for prompt, r in zip(PROMPTS, results):
+        ids, logprobs = reference_greedy(lm, prompt, 6)
+        assert r.tokens == [lm.tokenizer.decode([t]) for t in ids]
+        assert r.logprobs == pytest.approx(logprobs, abs=1e-4)
+
+
+def test_stop_sequence_cuts_text_and_tokens(tiny_model: Path) -> None:
+    client = make_client(deployment(tiny_model))
+    [free] = complete_all(client, [body("dog dog", max_tokens=8)])
+    # the first generated token whose text has not appeared before it: a stop sequence met mid-output
+    j = next(i for i in range(1, len(free.tokens)) if free.tokens[i] not in "".join(free.tokens[:i]))
+    [cut] = complete_all(client, [body("dog dog", max_tokens=8, stop=["<never>", free.tokens[j]])])
+    assert cut.finish_reason == "stop"
+    assert cut.text == "".join(free.tokens[:j])
+    assert cut.tokens == free.tokens[:j] and cut.output_tokens == j
+    assert cut.logprobs == pytest.approx(free.logprobs[:j], abs=1e-5)
+
+
+def test_eos_stops_generation(tiny_model: Path, tmp_path: Path) -> None:
+    """A checkpoint whose EOS is a token the greedy output emits: generation ends right before it."""
+    lm = make_client(deployment(tiny_model)).local_model()
+    ids, _ = reference_greedy(lm, "What is 7 * 6?", 8)
+    k = next((i for i in range(1, len(ids)) if ids[i] not in ids[:i]), 0)  # its first appearance
+    eos_token = lm.tokenizer.convert_ids_to_tokens(ids[k])
+    folder = build_tiny_model(tmp_path / "eos", eos_token=eos_token)  # same seed and corpus: the same weights
+    [stopped] = complete_all(make_client(deployment(folder)), [body("What is 7 * 6?", max_tokens=8)])
+    assert stopped.finish_reason == "stop"
+    assert stopped.output_tokens == len(stopped.logprobs) == k
+    assert stopped.text == lm.tokenizer.decode(ids[:k])
+
+
+def test_sampling_is_seeded_and_differs_from_greedy(tiny_model: Path) -> None:
+    bodies = [body("cat", max_tokens=12, temperature=1.0)] * 2
+    first = complete_all(make_client(deployment(tiny_model, seed=1)), bodies)
+    again = complete_all(make_client(deployment(tiny_model, seed=1)), bodies)
+    other = complete_all(make_client(deployment(tiny_model, seed=2)), bodies)
+    assert [r.text for r in first] == [r.text for r in again]  # a fresh client reproduces the samples
+    assert first[0].text != first[1].text  # two samples of one request differ
+    assert [r.text for r in first] != [r.text for r in other]
+    assert all(len(r.logprobs) == r.output_tokens for r in first)
+
+
+def test_chat_messages_without_a_template_are_joined(tiny_model: Path) -> None:
+    client = make_client(deployment(tiny_model))
+    chat = RequestBody(model="tiny", messages=[ChatMessage(role="user", content="cat"), ChatMessage(role="user", content="dog")],
+                       max_tokens=4, temperature=0.0)
+    [a, b] = complete_all(client, [chat, body("cat\ndog", max_tokens=4)])
+    assert a.text == b.text and a.prompt_tokens == b.prompt_tokens
+
+
+def test_clear_errors_before_anything_is_generated(tiny_model: Path, tmp_path: Path) -> None:
+    with pytest.raises(PermanentError, match="not a model folder"):
+        make_client(deployment(tmp_path)).check_credentials()
+    with pytest.raises(PermanentError, match="Hub repo id; pin it with revision"):
+        make_client(deployment("someone/some-model")).check_credentials()
+    with pytest.raises(PermanentError, match="bad options: dtype"):
+        make_client(deployment(tiny_model, dtype="float8"))
+    with pytest.raises(PermanentError, match="bad options: batch_size: Extra inputs"):
+        make_client(deployment(tiny_model, batch_size=4))
+    too_wide = deployment(tiny_model).model_copy(update={"context_window": 4096})
+    with pytest.raises(PermanentError, match="context_window 4096 exceeds the model's 256 positions"):
+        make_client(too_wide).check_credentials()
+    client = make_client(deployment(tiny_model))
+    with pytest.raises(PermanentError, match="exceeds the model's 256 positions"):
+        complete_all(client, [body("cat " * 300, max_tokens=4)])
+
+
+def test_loaded_once_per_process(tiny_model: Path) -> None:
+    a = make_client(deployment(tiny_model, max_batch_size=2)).local_model()
+    b = make_client(deployment(tiny_model, max_batch_size=3)).local_model()
+    assert a is b
+    assert make_client(deployment(tiny_model, dtype="bfloat16")).local_model() is not a
+
+
+@pytest.mark.slow  # a fresh interpreter: huggingface_hub reads its cache and offline settings at import
+def test_repo_id_at_a_revision_from_the_hub_cache(tiny_model: Path, tmp_path: Path) -> None:
+    """``model: owner/name`` + ``revision:`` resolves through huggingface_hub (here its offline cache)."""
+    rev = "c0ffee" + "0" * 34
+    snapshot = tmp_path / "hub" / "models--someone--tiny" / "snapshots" / rev
+    snapshot.parent.mkdir(parents=True)
+    os.symlink(tiny_model, snapshot)
+    (tmp_path / "hub" / "models--someone--tiny" / "refs").mkdir()
+    (tmp_path / "hub" / "models--someone--tiny" / "refs" / "main").write_text(rev)
+    script = textwrap.dedent(f"""
+        import asyncio
+        from helmflow.clients import make_client
+        from helmflow.records import Deployment, RequestBody
+        d = Deployment(name="hub", client="huggingface", model="someone/tiny", revision="{rev}", context_window=256,
+                       options={{"device": "cpu"}})
+        c = make_client(d)
+        r = asyncio.run(c.complete(RequestBody(model="someone/tiny", prompt="cat", max_tokens=3, temperature=0)))
+        print("OUT", r.output_tokens, r.finish_reason)
+    """)
+    import subprocess
+    import sys
+
+    env = dict(os.environ, HF_HUB_CACHE=str(tmp_path / "hub"), HF_HUB_OFFLINE="1")
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert "OUT 3 length" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_models_file_lists_the_local_checkpoint(tiny_model: Path, tmp_path: Path) -> None:
+    models = tmp_path / "models.yaml"
+    models.write_text(
+        f"deployments:\n  - name: local/tiny\n    client: huggingface\n    model: {tiny_model}\n"
+        f"    tokenizer: hf:{tiny_model}\n    context_window: {POSITIONS}\n    options: {{device: cpu}}\n"
+    )
+    assert load_deployments(models)["local/tiny"].client == "huggingface"
+    proc = run_cli("list", "models", "--models-file", str(models))
+    assert proc.returncode == 0, proc.stderr
+    assert "local/tiny" in proc.stdout
+
+
+@pytest.mark.slow
+def test_demo_board_through_a_local_checkpoint(tiny_model: Path, tmp_path: Path, prefect_server) -> None:
+    import pyarrow.parquet as pq
+
+    models = tmp_path / "models.yaml"
+    models.write_text(
+        f"deployments:\n  - name: local/tiny\n    client: huggingface\n    model: {tiny_model}\n"
+        f"    tokenizer: hf:{tiny_model}\n    context_window: {POSITIONS}\n    max_output_tokens: 8\n"
+        f"    options: {{device: cpu, max_batch_size: 8}}\n"
+    )
+    storage = tmp_path / "store"
+    args = ("run", "demo", "--models-file", str(models), "--models", "local/tiny", "--max-instances", "5", "--storage", str(storage))
+    proc = run_cli(*args, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    runs = sorted((storage / "runs").iterdir())
+    assert len(runs) == 7  # one per demo scenario
+    for run in runs:
+        completions = pq.read_table(run / "completions.parquet").to_pylist()
+        requests = pq.read_table(run / "requests.parquet").to_pylist()
+        assert len(completions) == 5 and all(not c["error"] for c in completions)
+        assert all(c["finish_reason"] in ("stop", "length") and c["output_tokens"] <= 8 for c in completions)
+        assert all(len(c["logprobs"]) == c["output_tokens"] for c in completions)
+        assert all(r["body"]["max_tokens"] <= 8 for r in requests)
+    # A rerun is served by the cache: nothing is generated again.
+    again = run_cli(*args, timeout=900)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert sorted((storage / "runs").iterdir()) == runs
