@@ -13,7 +13,9 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   fi
 fi
 
-$PY -m pip install -q -e ".[test]"
+# torch first, by pip and pinned: this machine holds that CPU build; an unpinned torch pulls a CUDA one
+$PY -m pip install -q torch==2.13.0
+$PY -m pip install -q -e ".[test,hf]"
 
 set +e
 $PY -m pytest "$@"
