@@ -55,22 +55,26 @@ def _mtimes(root: Path, sub: str) -> dict[str, int]:
 
 
 def test_warm_rerun_is_all_cached_and_writes_nothing(prefect_server, tmp_path):
+    from helmflow.board import prepare
+
+    plan = prepare("demo", max_instances=5)
+    n_scenarios, n_runs = len(plan.scenarios), len(plan.runs)
     root = tmp_path / "store"
-    args = ["run", "demo", "--max-instances", "10", "--storage", str(root),
-            "--scenarios", "arithmetic-3,arithmetic-5x-chat", "--models", ",".join(MODELS)]
+    args = ["run", "demo", "--max-instances", "5", "--storage", str(root)]
     first = run_cli(*args)
     assert first.returncode == 0, first.stdout + first.stderr
     assert f"storage: {root}" in first.stdout
     assert "release:" in first.stdout and "offline/solver" in first.stdout
     store = Store(str(root))
     counts, runs_before = _counts(store), _mtimes(root, "runs")
-    assert counts["offline/solver"] == 20  # 2 scenarios x 10 instances
-    assert len([k for k in runs_before if k.endswith("run.json")]) == 6
+    assert counts["offline/solver"] >= 5 * n_scenarios
+    assert len([k for k in runs_before if k.endswith("run.json")]) == n_runs
 
     second = run_cli(*args)
     assert second.returncode == 0, second.stdout + second.stderr
     task_runs = _task_runs(_flow_run_id(second))
-    assert len(task_runs) == 2 + 2 + 6 * 3 + 1  # download, adapt per scenario; query/score/publish per pair; release
+    # download and adapt per scenario; query, score and publish per pair; one release
+    assert len(task_runs) == 2 * n_scenarios + 3 * n_runs + 1
     assert {tr.state.name for tr in task_runs} == {"Cached"}, sorted((tr.name, tr.state.name) for tr in task_runs)
     assert _counts(store) == counts
     assert _mtimes(root, "runs") == runs_before
@@ -78,7 +82,7 @@ def test_warm_rerun_is_all_cached_and_writes_nothing(prefect_server, tmp_path):
     latest = store.read_json("leaderboards/demo/latest.json")
     board = pq.read_table(os.path.join(latest["uri"], "leaderboard.parquet")).to_pylist()
     scores = {r["deployment"]: r["mean_score"] for r in board}
-    assert scores["offline/solver"] == 1.0 and scores["offline/echo"] == 0.0
+    assert scores["offline/solver"] > scores["offline/solver-noisy"] > scores["offline/echo"]  # the board has spread
     meta = pq.read_schema(os.path.join(latest["uri"], "leaderboard.parquet")).metadata
     assert meta[b"helmflow.release_id"].decode() == latest["release_id"]
 
