@@ -205,7 +205,7 @@ def main_summary(summary: list[MetricSummary], name: str) -> MetricSummary | Non
 
 # --------------------------------------------------------------------------- publish a run
 RUN_FILES = ("requests.parquet", "completions.parquet", "stats.parquet", "summary.parquet")
-RUN_ROW_GROUP_ROWS = 100  # the web report reads a run's instances one row group (one page chunk) at a time
+RUN_ROW_GROUP_ROWS = 1000  # the web report decodes one row group (1,000 requests, ten of its 100-row pages) per page
 
 
 def run_prefix(run_id: str) -> str:

@@ -132,26 +132,35 @@ def test_chunk_is_exactly_the_parquet_rows(demo, client):
             assert row["stats"] == mine and row["score"] == mine.get(main)
             assert any(ref["correct"] for ref in row["references"])
         index = json.loads(client.get(f"{base}index.js").text.removeprefix("helmflowIndex(").removesuffix(");\n"))
-        assert index["instance_id"] == [r["instance_id"] for r in requests]
         assert index["score"] == [r["score"] for r in rows]
+        assert index["error"] == [c["error"] is not None for c in completions]
+        assert index["prompt_truncated"] == [r["prompt_truncated"] for r in requests]
         assert client.get(f"{base}chunk-1.js").status_code == 404
 
 
-def test_large_run_pages_read_one_row_group(tmp_path):
+def test_large_run_pages_read_one_row_group(tmp_path, monkeypatch):
     store = Store(str(tmp_path / "store"))
     run = report_pages.synthesize_run(store, "big", "synthetic", "offline/x", 1050)
     release_id = report_pages.synthesize_release(store, "big", [run])
     meta = pq.read_metadata(store.path("runs/big/requests.parquet"))
-    assert meta.num_row_groups == 11 and meta.row_group(0).num_rows == CHUNK_ROWS
+    assert meta.num_row_groups == 2 and meta.row_group(0).num_rows == pipeline.RUN_ROW_GROUP_ROWS == 10 * CHUNK_ROWS
     client = TestClient(create_app(store.root))
     base = f"/boards/big/{release_id}/runs/big/"
+    client.get(f"{base}chunk-0.js")  # the run's per-instance columns are read once, on its first page
+    decoded = []
+    real = pq.ParquetFile.read_row_groups
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups",
+                        lambda self, groups, **kw: decoded.append(list(groups)) or real(self, groups, **kw))
     last = chunk_rows(client.get(f"{base}chunk-10.js").text)
+    assert decoded == [[1], [1]]  # requests and completions: only the row group holding rows 1000-1049
     assert [r["row"] for r in last] == list(range(1000, 1050))
     completions = store.read_parquet("runs/big/completions.parquet")
     assert [r["completion"] for r in last] == completions["text"].to_pylist()[1000:]
     assert [r["error"] for r in last] == completions["error"].to_pylist()[1000:]
     index = client.get(f"{base}index.js").text
-    assert index.count('"id-') == 1050 and "Question" not in index  # the filter index carries no text
+    index = json.loads(index.removeprefix("helmflowIndex(").removesuffix(");\n"))
+    assert len(index["score"]) == 1050 and index["score"][:4] == [0.0, 1.0, 1.0, 0.0] and index["error"][5]
+    assert set(index) == {"split", "score", "error", "prompt_truncated"}  # the filter index carries no text
 
 
 def test_annotations_render_when_present(tmp_path):

@@ -9,9 +9,10 @@ stats and references are read once per run and cached, so every page costs one r
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -139,8 +140,6 @@ class Run:
     store: Store
     run_id: str
     info: dict[str, Any]
-    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
-    _lookups: dict[str, _ByInstance] = field(default_factory=dict, repr=False)
 
     @property
     def prefix(self) -> str:
@@ -210,43 +209,57 @@ class Run:
         first = offsets[groups[0]] if groups else start
         return table.slice(start - first, stop - start)
 
-    # ------------------------------------------------------------------ per-run tables, read once
+    # ------------------------------------------------------------------ per-run columns, aligned to request rows once
     @cached_property
-    def stats(self) -> pa.Table:
-        return self.store.read_parquet(f"{self.prefix}/stats.parquet", columns=["instance_id", "name", "value"])
+    def _request_ids(self) -> pa.Array:
+        return self._read_rows("requests.parquet", 0, self.num_rows, ["instance_id"])["instance_id"].combine_chunks()
 
     @cached_property
-    def references(self) -> pa.Table:
+    def stats(self) -> dict[str, np.ndarray]:
+        """Each stat's value per request row (NaN where the instance has none, e.g. an errored one).
+
+        One hash join in Arrow (stats rows to request rows), then a scatter per stat name in numpy.
+        """
+        table = self.store.read_parquet(f"{self.prefix}/stats.parquet", columns=["instance_id", "name", "value"])
+        ids = pc.unique(self._request_ids)
+        row_of = pc.index_in(self._request_ids, value_set=ids).to_numpy()
+        at = pc.index_in(table["instance_id"], value_set=ids)
+        known = pc.is_valid(at).to_numpy(zero_copy_only=False)
+        at = pc.fill_null(at, 0).to_numpy()
+        names = table["name"].combine_chunks().dictionary_encode()
+        codes = names.indices.to_numpy(zero_copy_only=False)
+        values = table["value"].to_numpy()
+        out = {}
+        for code, name in enumerate(names.dictionary.to_pylist()):
+            per_id = np.full(len(ids), np.nan)
+            mine = known & (codes == code)
+            per_id[at[mine]] = values[mine]
+            out[name] = per_id[row_of]
+        return dict(sorted(out.items()))
+
+    @cached_property
+    def references(self) -> pa.Array | None:
+        """Each request row's instance references (from the scenario's instance file), or None without it."""
         if not self.store.exists(self.instances_key):
-            return pa.table({"instance_id": pa.array([], pa.string()), "references": pa.array([], pa.null())})
+            return None
         table = self.store.read_parquet(self.instances_key, columns=["id", "references"])
-        return table.rename_columns(["instance_id", "references"])
+        return table["references"].take(pc.index_in(self._request_ids, value_set=table["id"].combine_chunks()))
 
     @cached_property
-    def annotations(self) -> pa.Table:
-        """Judge verdicts, when the run has any (``annotations.parquet``); an empty table otherwise."""
+    def annotations(self) -> _ByInstance | None:
+        """Judge verdicts (``annotations.parquet``, any number per instance), when the run has them."""
         if not self.has("annotations.parquet"):
-            return pa.table({"instance_id": pa.array([], pa.string())})
-        return self.store.read_parquet(f"{self.prefix}/annotations.parquet")
-
-    def _by_instance(self, name: str) -> _ByInstance:
-        with self._lock:
-            if name not in self._lookups:
-                self._lookups[name] = _ByInstance(getattr(self, name))
-            return self._lookups[name]
+            return None
+        return _ByInstance(self.store.read_parquet(f"{self.prefix}/annotations.parquet"))
 
     @cached_property
     def index(self) -> pa.Table:
-        """One narrow row per request: what filtering needs, no text."""
-        with self._lock:
-            req = self._read_rows("requests.parquet", 0, self.num_rows, ["instance_id", "split", "prompt_truncated"])
-            err = self._read_rows("completions.parquet", 0, self.num_rows, ["error"])["error"]
-            main = self.stats.filter(pc.equal(self.stats["name"], self.main_metric)).select(["instance_id", "value"])
-            main = main.group_by("instance_id").aggregate([("value", "max")]).rename_columns(["instance_id", "score"])
-            table = req.append_column("row", pa.array(range(req.num_rows), pa.int64()))
-            table = table.append_column("error", pc.is_valid(err))
-            table = table.join(main, "instance_id", join_type="left outer").sort_by("row")
-            return table.select(["instance_id", "split", "score", "error", "prompt_truncated"])
+        """One narrow row per request: what filtering needs (no ids, no text)."""
+        req = self._read_rows("requests.parquet", 0, self.num_rows, ["split", "prompt_truncated"])
+        err = self._read_rows("completions.parquet", 0, self.num_rows, ["error"])["error"]
+        main = self.stats.get(self.main_metric, np.full(self.num_rows, np.nan))
+        return pa.table({"split": req["split"], "score": pa.array(main, from_pandas=True), "error": pc.is_valid(err),
+                         "prompt_truncated": req["prompt_truncated"]})
 
     # ------------------------------------------------------------------ a chunk of instances
     def chunk(self, k: int, redact: bool = False) -> list[dict[str, Any]]:
@@ -259,12 +272,13 @@ class Run:
         start, stop = k * CHUNK_ROWS, min((k + 1) * CHUNK_ROWS, self.num_rows)
         requests = self._read_rows("requests.parquet", start, stop).to_pylist()
         completions = self._read_rows("completions.parquet", start, stop).to_pylist()
-        ids = sorted({r["instance_id"] for r in requests})
-        stats, refs, notes = (self._by_instance(name).get(ids) for name in ("stats", "references", "annotations"))
+        stats = {name: values[start:stop].tolist() for name, values in self.stats.items()}
+        refs = self.references.slice(start, stop - start).to_pylist() if self.references is not None else None
+        notes = self.annotations.get(sorted({r["instance_id"] for r in requests})) if self.annotations else {}
         rows = []
         for i, (req, comp) in enumerate(zip(requests, completions, strict=True)):
             iid = req["instance_id"]
-            values = {s["name"]: s["value"] for s in stats.get(iid, [])}
+            values = {name: column[i] for name, column in stats.items() if not math.isnan(column[i])}
             row: dict[str, Any] = {
                 "row": start + i,
                 "instance_id": iid,
@@ -292,7 +306,7 @@ class Run:
                     prompt=req["prompt"],
                     request=json.loads(req["body_json"]),
                     output_mapping=json.loads(req["output_mapping_json"] or "{}"),
-                    references=(refs.get(iid) or [{"references": []}])[0]["references"] or [],
+                    references=(refs[i] if refs else None) or [],
                     completion=comp["text"],
                     response=comp,
                     annotations=annotations,
