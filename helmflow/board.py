@@ -171,6 +171,13 @@ def plan_scenario(entry: ScenarioEntry, max_instances: int | None) -> ScenarioPl
 def plan_run(scenario: ScenarioPlan, deployment: Deployment) -> RunPlan:
     from helmflow.metrics import metric_versions
 
+    gen = scenario.adapter.generation
+    max_tokens = min(gen.max_tokens, deployment.max_output_tokens or gen.max_tokens)
+    if max_tokens >= deployment.context_window:
+        raise BoardError(
+            f"{scenario.label} x {deployment.name}: max_tokens {max_tokens} leaves no room for a prompt in the "
+            f"deployment's context_window {deployment.context_window}; raise context_window or set max_output_tokens"
+        )
     mv = metric_versions(scenario.metrics)
     model_v = versions.model_version(deployment)
     metric_v = versions.metric_version(mv)

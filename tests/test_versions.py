@@ -82,3 +82,14 @@ def test_hashes_are_equal_across_processes(plan):
 def test_release_hash_ignores_run_order():
     assert versions.release_hash("b", ["2", "1"]) == versions.release_hash("b", ["1", "2"])
     assert versions.release_hash("b", ["1"]) != versions.release_hash("b", ["1", "2"])
+
+
+def test_output_budget_larger_than_window_is_a_plan_error():
+    from helmflow.board import BoardError
+
+    deps = load_deployments()
+    deps["offline/solver"] = deps["offline/solver"].model_copy(update={"context_window": 64})
+    spec = load_board("demo")
+    spec.scenarios[0].adapter["max_tokens"] = 64
+    with pytest.raises(BoardError, match="leaves no room for a prompt"):
+        plan_board(spec, deps, models=["offline/solver"], max_instances=5)
