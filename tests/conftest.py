@@ -103,6 +103,8 @@ def pg_async_url(database: str) -> str:
 def start_prefect_server(port: int, home: Path, database: str | None, log: Path) -> subprocess.Popen:
     env = dict(os.environ, PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false")
     env.pop("PREFECT_API_URL", None)
+    # the UI's API URL comes from settings, not from --port (it would otherwise call :4200)
+    env["PREFECT_SERVER_UI_API_URL"] = f"http://127.0.0.1:{port}/api"
     if database:
         env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = pg_async_url(database)
     return subprocess.Popen(
