@@ -103,10 +103,10 @@ class GenerationParams(Record):
 
 
 class EvalSample(Record):
-    """Which instances are evaluated: HELM's seeded, monotone sample of the eval splits."""
+    """Which instances are evaluated: HELM's seeded, monotone sample of the eval splits (HELM pools valid + test)."""
 
     max_eval_instances: int | None = Field(None, ge=1)
-    splits: list[Split] = Field(default_factory=lambda: ["test"])
+    splits: list[Split] = Field(default_factory=lambda: ["valid", "test"])
     seed: int = 0
     trials: int = Field(1, ge=1)
 
@@ -240,6 +240,30 @@ class MetricSummary(Record):
     ci_high: float
 
 
+class Annotation(Record):
+    """A judge's verdict on one completion: who judged (deployment, template VERSION), what it said,
+    what that parsed to, and what judging cost. ``score`` is None when the output did not parse or the
+    judge request failed (``error`` says which); ``judge_request_hash`` is None when no call was made
+    (an empty model output gets the template's fixed verdict)."""
+
+    instance_id: str
+    sample_index: int = 0
+    request_hash: str  # the judged completion's request
+    judge: str
+    template: str
+    template_version: str
+    judge_request_hash: str | None = None
+    prompt: str = ""
+    raw_output: str = ""
+    score: float | None = None
+    details_json: str = "{}"
+    error: str | None = None
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+
+
 # --------------------------------------------------------------------------- parquet schemas
 _MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string())])
 _PART = pa.struct(
@@ -304,6 +328,27 @@ SUMMARY_SCHEMA = pa.schema(
         ("mean", pa.float64()),
         ("ci_low", pa.float64()),
         ("ci_high", pa.float64()),
+    ]
+)
+
+ANNOTATION_SCHEMA = pa.schema(
+    [
+        ("instance_id", pa.string()),
+        ("sample_index", pa.int32()),
+        ("request_hash", pa.string()),
+        ("judge", pa.string()),
+        ("template", pa.string()),
+        ("template_version", pa.string()),
+        ("judge_request_hash", pa.string()),
+        ("prompt", pa.string()),
+        ("raw_output", pa.string()),
+        ("score", pa.float64()),
+        ("details_json", pa.string()),
+        ("error", pa.string()),
+        ("prompt_tokens", pa.int64()),
+        ("output_tokens", pa.int64()),
+        ("cost_usd", pa.float64()),
+        ("latency_s", pa.float64()),
     ]
 )
 
