@@ -49,12 +49,11 @@ def add_parser(sub) -> None:
 
 def board_spec(args: argparse.Namespace) -> dict[str, Any]:
     """The ad-hoc board spec: JSON data, so it is a valid flow parameter and its hash is stable."""
-    from helmflow.cli import UsageError
     from helmflow.scenarios import parse_spec
     from helmflow.storage import safe_key
 
     if not args.models:
-        raise UsageError("eval needs --models (see `helmflow list models`)")
+        raise ValueError("eval needs --models (see `helmflow list models`)")  # the CLI's bad-input exit (2)
     entries = []
     for spec in args.scenario:
         name, params = parse_spec(spec)

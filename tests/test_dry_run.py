@@ -1,0 +1,45 @@
+"""``--dry-run``: requests, prompt tokens and worst-case cost per run and in total; no call, no write."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.conftest import run_cli
+
+
+def _total(stdout: str) -> list[str]:
+    line = next(ln for ln in stdout.splitlines() if "total" in ln)
+    return re.findall(r"[\d.]+", line)
+
+
+def test_demo_dry_run_counts_every_request_and_writes_nothing(tmp_path: Path):
+    root = tmp_path / "store"
+    arithmetic = "arithmetic-3,arithmetic-5x-chat,arithmetic-mc,arithmetic-mc-cot"  # quick to generate
+    out = run_cli("run", "demo", "--dry-run", "--storage", str(root), "--scenarios", arithmetic)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "dry run" in out.stdout and "flow run" not in out.stdout
+    requests, prompt_tokens, output_tokens, cost = _total(out.stdout)
+    assert int(requests) == 4 * 4 * 45  # 4 scenarios x the demo's 4 offline models x 45 instances
+    assert int(prompt_tokens) > 0 and float(cost) == 0.0  # offline models are free
+    assert not root.exists(), "a dry run writes nothing (no runs/, no datasets/, no counters)"
+
+
+def test_worst_case_cost_is_prices_times_prompt_and_max_tokens(tmp_path: Path):
+    data = tmp_path / "qa.csv"
+    data.write_text("question,answer\none two,x\nthree,y\n")  # prompts "Question: one two\nAnswer:" (4) and 3 words
+    models = tmp_path / "models.yaml"
+    models.write_text(
+        "deployments:\n"
+        "  - {name: priced/solver, client: offline, model: solver, price_input_per_mtok: 2.0,"
+        " price_output_per_mtok: 10.0, options: {behavior: solver}}\n"
+    )
+    out = run_cli("eval", f"custom:path={data}", "--models", "priced/solver,offline/echo", "--models-file", str(models),
+                  "--adapter", "max_train_instances=0,max_tokens=50", "--dry-run", "--storage", str(tmp_path / "store"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = [ln for ln in out.stdout.splitlines() if "priced/solver" in ln or "offline/echo" in ln]
+    assert len(rows) == 2
+    priced = re.findall(r"[\d.]+", rows[0].split("priced/solver", 1)[1])
+    assert priced == ["2", "7", "100", f"{(7 * 2.0 + 2 * 50 * 10.0) / 1e6:.6f}"]
+    assert _total(out.stdout) == ["4", "14", "200", f"{(7 * 2.0 + 100 * 10.0) / 1e6:.6f}"]
+    assert not (tmp_path / "store").exists()
