@@ -163,6 +163,28 @@ def test_large_run_pages_read_one_row_group(tmp_path, monkeypatch):
     assert set(index) == {"split", "score", "error", "prompt_truncated"}  # the filter index carries no text
 
 
+def test_text_search_covers_prompts_answers_references_and_ids(tmp_path):
+    store = Store(str(tmp_path / "store"))
+    run = report_pages.synthesize_run(store, "s1", "synthetic", "offline/x", 1200)
+    release_id = report_pages.synthesize_release(store, "b", [run])
+    client = TestClient(create_app(store.root))
+
+    def search(q: str) -> list[int]:
+        js = client.get(f"/boards/b/{release_id}/runs/s1/search.js", params={"q": q}).text
+        text, rows = json.loads("[" + js.removeprefix("helmflowSearch(").removesuffix(");\n") + "]")
+        assert text == q
+        return rows
+
+    assert search("QUESTION 1150:") == [1150]  # prompt, any case
+    assert search("id-0001033") == [1033]  # instance id
+    completions = store.read_parquet("runs/s1/completions.parquet")["text"].to_pylist()
+    references = [r[0]["text"] for r in store.read_parquet("instances/synthetic/sv-s1.parquet")["references"].to_pylist()]
+    assert (completions[1149], references[1149]) == ("2299", "2298")  # a wrong answer
+    assert search("2299") == [1149]  # only in a completion
+    assert search("2298") == [1149]  # only in a reference
+    assert search("no such text anywhere") == []
+
+
 def test_annotations_render_when_present(tmp_path):
     store = Store(str(tmp_path / "store"))
     run = report_pages.synthesize_run(store, "judged", "synthetic", "offline/x", 5)

@@ -184,12 +184,16 @@ def test_static_export_from_disk(page, exported, storage, tmp_path):
     assert page.problems == []
 
 
-def test_text_search_finds_the_instance(page, live, storage):
+@pytest.mark.parametrize("where", ["live", "static"])
+def test_text_search_finds_the_instance(page, live, exported, storage, where):
     store, release_id = storage
     run_id = store.read_json(f"leaderboards/demo/{release_id}/release.json")["run_ids"][0]
     prompts = store.read_parquet(f"runs/{run_id}/requests.parquet")["prompt"].to_pylist()
     needle = max(prompts[3].split(), key=len)  # a word of the 4th prompt
-    page.goto(f"{live}/boards/demo/{release_id}/runs/{run_id}/")
+    if where == "live":
+        page.goto(f"{live}/boards/demo/{release_id}/runs/{run_id}/")
+    else:
+        page.goto((exported / "demo" / release_id / "report" / "runs" / run_id / "index.html").as_uri())
     wait_ready(page)
     page.fill("input[name=q]", needle)
     page.click("#filters button[type=submit]")

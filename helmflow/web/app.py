@@ -70,6 +70,9 @@ def create_app(storage: str | None = None) -> Starlette:
     def run_chunk(request: Request) -> Response:
         return js(pages.chunk_js(release_and_run(request)[1], request.path_params["k"], redact=False))
 
+    def run_search(request: Request) -> Response:
+        return js(pages.search_js(release_and_run(request)[1], request.query_params.get("q", "")))
+
     def raw_file(request: Request) -> Response:
         key = request.path_params["key"]
         if not PUBLISHED_FILES.match(key) or not reports.store.exists(key):
@@ -90,6 +93,7 @@ def create_app(storage: str | None = None) -> Starlette:
             Route("/boards/{board}/{release}/runs/{run_id}/", run),
             Route("/boards/{board}/{release}/runs/{run_id}/index.js", run_index),
             Route("/boards/{board}/{release}/runs/{run_id}/chunk-{k:int}.js", run_chunk),
+            Route("/boards/{board}/{release}/runs/{run_id}/search.js", run_search),
             Route("/files/{key:path}", raw_file),
             Mount("/static", StaticFiles(directory=pages.STATIC_DIR), name="static"),
         ],

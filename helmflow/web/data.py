@@ -261,6 +261,29 @@ class Run:
         return pa.table({"split": req["split"], "score": pa.array(main, from_pandas=True), "error": pc.is_valid(err),
                          "prompt_truncated": req["prompt_truncated"]})
 
+    # ------------------------------------------------------------------ text search (the live app)
+    def search(self, text: str) -> list[int]:
+        """Rows whose instance id, prompt, completion or a reference contains ``text`` (any case).
+
+        Reads the text columns in full, once per search: vectorised in Arrow, not a page at a time.
+        """
+        pattern = text.strip()
+        if not pattern:
+            return list(range(self.num_rows))
+
+        def hits(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+            found = pc.match_substring(values, pattern, ignore_case=True)
+            return pc.fill_null(found, False).to_numpy(zero_copy_only=False)
+
+        req = self._read_rows("requests.parquet", 0, self.num_rows, ["instance_id", "prompt"])
+        comp = self._read_rows("completions.parquet", 0, self.num_rows, ["text"])
+        rows = hits(req["instance_id"]) | hits(req["prompt"]) | hits(comp["text"])
+        if self.references is not None and len(self.references):
+            flat = pc.list_flatten(self.references)
+            parents = pc.list_parent_indices(self.references).to_numpy()
+            rows[np.unique(parents[hits(pc.struct_field(flat, "text"))])] = True
+        return np.flatnonzero(rows).tolist()
+
     # ------------------------------------------------------------------ a chunk of instances
     def chunk(self, k: int, redact: bool = False) -> list[dict[str, Any]]:
         """Every instance record of chunk ``k``: request, completion, references, stats, judge verdicts.

@@ -130,6 +130,7 @@ def run_html(release: Release, run: Run, mode: Mode) -> str:
             "correct-at": CORRECT_AT,
             "main-metric": run.main_metric,
             "redacted": "true" if redact else "false",
+            "search": "server" if mode == "serve" else "chunks",
         },
     )
 
@@ -137,6 +138,11 @@ def run_html(release: Release, run: Run, mode: Mode) -> str:
 def index_js(run: Run) -> str:
     """The run's narrow index (no text): what the viewer filters on."""
     return js_payload("helmflowIndex", run.index.to_pydict())
+
+
+def search_js(run: Run, text: str) -> str:
+    """The rows matching a text search (the live app searches on the server; a static export in the browser)."""
+    return js_payload("helmflowSearch", text, run.search(text))
 
 
 def chunk_js(run: Run, k: int, redact: bool) -> str:

@@ -11,7 +11,8 @@
     pageSize: parseInt(root.dataset.pageSize, 10),
     correctAt: parseFloat(root.dataset.correctAt),
     mainMetric: root.dataset.mainMetric,
-    redacted: root.dataset.redacted === "true"
+    redacted: root.dataset.redacted === "true",
+    serverSearch: root.dataset.search === "server"
   };
   var list = document.getElementById("instances");
   var info = document.getElementById("page-info");
@@ -32,6 +33,8 @@
   }
   window.helmflowChunk = function (k, rows) { chunks[k] = rows; };
   window.helmflowIndex = function (data) { index = data; };
+  var searched = {};
+  window.helmflowSearch = function (text, rows) { searched[text] = rows; };
   function chunk(k) {
     if (chunks[k]) return Promise.resolve(chunks[k]);
     if (!waiting[k]) waiting[k] = loadScript("chunk-" + k + ".js").then(function () { return chunks[k]; });
@@ -69,7 +72,15 @@
       var rows = [];
       for (var i = 0; i < cfg.total; i++) if (flagsMatch(i)) rows.push(i);
       if (!state.q) { matches = rows; return; }
-      // text search reads the chunks that hold candidate rows, one after another
+      if (cfg.serverSearch) {  // the live app searches every row on the server in one pass
+        var q = state.q;
+        return loadScript("search.js?q=" + encodeURIComponent(q)).then(function () {
+          var hit = {};
+          searched[q].forEach(function (n) { hit[n] = true; });
+          matches = rows.filter(function (n) { return hit[n]; });
+        });
+      }
+      // a static export reads the chunks that hold candidate rows, one after another
       var needle = state.q.toLowerCase(), found = [], ks = [];
       rows.forEach(function (n) { var k = Math.floor(n / cfg.chunkRows); if (ks[ks.length - 1] !== k) ks.push(k); });
       var wanted = {}; rows.forEach(function (n) { wanted[n] = true; });
