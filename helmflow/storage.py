@@ -71,27 +71,23 @@ class Store:
     def ls(self, prefix: str) -> list[str]:
         """Keys directly below ``prefix`` (no temporaries)."""
         try:
-            entries = self.fs.ls(self.path(prefix), detail=False)
+            return self._keys(self.fs.ls(self.path(prefix), detail=False))
         except FileNotFoundError:
             return []
-        base = self.path("").rstrip("/") + "/"
-        return sorted(
-            e[len(base) :] if e.startswith(base) else e
-            for e in entries
-            if not e.rstrip("/").rsplit("/", 1)[-1].startswith(TMP_PREFIX)
-        )
 
     def find(self, prefix: str) -> list[str]:
         """All file keys below ``prefix``, recursively, temporaries excluded."""
         try:
-            entries = self.fs.find(self.path(prefix))
+            return self._keys(self.fs.find(self.path(prefix)))
         except FileNotFoundError:
             return []
+
+    def _keys(self, paths: list[str]) -> list[str]:
         base = self.path("").rstrip("/") + "/"
         return sorted(
-            e[len(base) :] if e.startswith(base) else e
-            for e in entries
-            if not e.rsplit("/", 1)[-1].startswith(TMP_PREFIX)
+            p[len(base) :] if p.startswith(base) else p
+            for p in paths
+            if not p.rstrip("/").rsplit("/", 1)[-1].startswith(TMP_PREFIX)
         )
 
     def check_writable(self) -> None:

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+pytest_plugins = ["tests.devserver_fixture"]
 
 
 def free_port() -> int:
@@ -199,3 +200,30 @@ def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = No
 @pytest.fixture
 def cli():
     return run_cli
+
+
+# --------------------------------------------------------------------------- Prefect API helpers
+def flow_run_id_from(out: subprocess.CompletedProcess):
+    """The flow-run id that ``helmflow run`` prints."""
+    import re
+    from uuid import UUID
+
+    match = re.search(r"flow run: ([0-9a-f-]{36})", out.stdout)
+    assert match, out.stdout + out.stderr
+    return UUID(match.group(1))
+
+
+def task_runs_of(flow_run_id):
+    """Every task run of a flow run, read back through the Prefect API."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+
+
+def read_flow_run(flow_run_id):
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run(flow_run_id)

@@ -7,43 +7,20 @@ Prefect API, the offline models' call counters under the storage root, and file 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
-from uuid import UUID
 
 import pyarrow.parquet as pq
 import pytest
 
 from helmflow.clients.offline import offline_call_count
 from helmflow.storage import Store
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, flow_run_id_from, read_flow_run, run_cli, task_runs_of
 
 pytestmark = pytest.mark.slow
 
 MODELS = ["offline/solver", "offline/solver-noisy", "offline/echo"]
-
-
-def _flow_run_id(out: subprocess.CompletedProcess) -> UUID:
-    match = re.search(r"flow run: ([0-9a-f-]{36})", out.stdout)
-    assert match, out.stdout + out.stderr
-    return UUID(match.group(1))
-
-
-def _task_runs(flow_run_id: UUID):
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
-    with get_client(sync_client=True) as client:
-        return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
-
-
-def _flow_run(flow_run_id: UUID):
-    from prefect.client.orchestration import get_client
-
-    with get_client(sync_client=True) as client:
-        return client.read_flow_run(flow_run_id)
 
 
 def _counts(store: Store) -> dict[str, int]:
@@ -72,7 +49,7 @@ def test_warm_rerun_is_all_cached_and_writes_nothing(prefect_server, tmp_path):
 
     second = run_cli(*args)
     assert second.returncode == 0, second.stdout + second.stderr
-    task_runs = _task_runs(_flow_run_id(second))
+    task_runs = task_runs_of(flow_run_id_from(second))
     # download and adapt per scenario; query, score and publish per pair; one release
     assert len(task_runs) == 2 * n_scenarios + 3 * n_runs + 1
     assert {tr.state.name for tr in task_runs} == {"Cached"}, sorted((tr.name, tr.state.name) for tr in task_runs)
@@ -103,8 +80,8 @@ def test_failed_pair_gives_partial_release_and_flow_retry_reruns_only_it(prefect
     failing = run_cli(*base, "--models", "offline/solver,offline/solver-noisy,offline/echo", "--models-file", str(models_file))
     assert failing.returncode == 1, failing.stdout + failing.stderr
     assert "partial release" in failing.stdout
-    flow_run_id = _flow_run_id(failing)
-    assert _flow_run(flow_run_id).state.is_failed()
+    flow_run_id = flow_run_id_from(failing)
+    assert read_flow_run(flow_run_id).state.is_failed()
 
     # every other pair is published; the failed cell is marked missing; latest.json did not move
     assert store.read_json("leaderboards/demo/latest.json") == latest_before
@@ -120,14 +97,14 @@ def test_failed_pair_gives_partial_release_and_flow_retry_reruns_only_it(prefect
         "deployments:\n  - {name: offline/echo, client: offline, model: echo, revision: '1', options: {behavior: echo}}\n"
     )
     counts = _counts(store)
-    before = {tr.id for tr in _task_runs(flow_run_id)}
+    before = {tr.id for tr in task_runs_of(flow_run_id)}
     retry = subprocess.run(
         [sys.executable, "-m", "prefect", "flow-run", "retry", str(flow_run_id), "--entrypoint", "flows/evaluate.py:evaluate"],
         cwd=REPO, capture_output=True, text=True, timeout=300, env=dict(os.environ),
     )
     assert retry.returncode == 0, retry.stdout + retry.stderr
-    assert _flow_run(flow_run_id).state.is_completed()
-    new_runs = [tr for tr in _task_runs(flow_run_id) if tr.id not in before]
+    assert read_flow_run(flow_run_id).state.is_completed()
+    new_runs = [tr for tr in task_runs_of(flow_run_id) if tr.id not in before]
     executed = sorted(tr.name for tr in new_runs if tr.state.name == "Completed")
     cached = [tr for tr in new_runs if tr.state.name == "Cached"]
     assert all("offline/echo" in name or name.startswith("publish-release") for name in executed), executed

@@ -8,13 +8,11 @@ task-run states read through the Prefect API, and the files in the store.
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from uuid import UUID
 
 import pyarrow.fs as pafs
@@ -23,23 +21,9 @@ import pytest
 
 from helmflow.clients.offline import offline_call_count
 from helmflow.storage import TMP_PREFIX, Store
-from tests.conftest import run_cli
+from tests.conftest import flow_run_id_from, run_cli, task_runs_of
 
 pytestmark = pytest.mark.slow
-
-
-def _flow_run_id(out: subprocess.CompletedProcess) -> UUID:
-    match = re.search(r"flow run: ([0-9a-f-]{36})", out.stdout)
-    assert match, out.stdout + out.stderr
-    return UUID(match.group(1))
-
-
-def _task_runs(flow_run_id: UUID):
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
-    with get_client(sync_client=True) as client:
-        return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
 
 
 def _ok(out: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -55,7 +39,7 @@ def test_s3_cache_hit_across_processes_and_release_read_with_pyarrow(prefect_ser
     store = Store(s3_root)
     counts = offline_call_count(store, "offline/solver")
     second = _ok(run_cli(*args, cwd=tmp_path))
-    assert {tr.state.name for tr in _task_runs(_flow_run_id(second))} == {"Cached"}
+    assert {tr.state.name for tr in task_runs_of(flow_run_id_from(second))} == {"Cached"}
     assert offline_call_count(store, "offline/solver") == counts == 4
 
     # read the release straight from S3 with pyarrow's own S3 client, not ours
@@ -183,7 +167,7 @@ def test_incremental_refresh_new_model_new_revision_unchanged(prefect_server, tm
     runs3 = _run_dirs(root)
     assert len(runs3 - runs2) == 2
     assert offline_call_count(store, "offline/solver") == solver1 + 4
-    executed = {tr.name for tr in _task_runs(_flow_run_id(third)) if tr.state.name != "Cached"}
+    executed = {tr.name for tr in task_runs_of(flow_run_id_from(third)) if tr.state.name != "Cached"}
     assert executed and all("sums" in n or n.startswith(("download", "adapt", "publish-release")) for n in executed), executed
 
     # unchanged: nothing is evaluated and no release is written
@@ -202,7 +186,7 @@ def test_helmflow_retry_says_what_reruns_then_reruns_it(prefect_server, tmp_path
             "--models-file", str(models), "--storage", str(root)]
     failed = run_cli(*args)
     assert failed.returncode == 1, failed.stdout + failed.stderr
-    flow_run_id = _flow_run_id(failed)
+    flow_run_id = flow_run_id_from(failed)
 
     models.write_text("deployments:\n  - {name: flaky/echo, client: offline, model: echo, options: {behavior: echo}}\n")
     dry = _ok(run_cli("retry", str(flow_run_id), "--dry-run"))
