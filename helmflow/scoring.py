@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from helmflow.metrics import METRICS, MetricInput
-from helmflow.records import AdapterSpec, Completion, Instance, MetricSummary, Request, Stat
+from helmflow.records import AdapterSpec, Annotation, Completion, Instance, MetricSummary, Request, Stat
 from helmflow.stats import mean_ci, ratio_ci
 
 
@@ -15,18 +15,22 @@ def score_instances(
     completions: list[Completion],
     adapter: AdapterSpec,
     metric_names: list[str],
+    annotations: list[Annotation] | None = None,
 ) -> list[Stat]:
     by_instance_req: dict[str, list[Request]] = defaultdict(list)
     by_instance_comp: dict[str, list[Completion]] = defaultdict(list)
     for r, c in zip(requests, completions, strict=True):
         by_instance_req[r.instance_id].append(r)
         by_instance_comp[r.instance_id].append(c)
+    by_instance_notes: dict[str, list[Annotation]] = defaultdict(list)
+    for a in annotations or []:
+        by_instance_notes[a.instance_id].append(a)
     metrics = [METRICS.get(n) for n in metric_names]
     stats: list[Stat] = []
     for inst in instances:
         if inst.id not in by_instance_req:
             continue
-        x = MetricInput(inst, by_instance_req[inst.id], by_instance_comp[inst.id], adapter)
+        x = MetricInput(inst, by_instance_req[inst.id], by_instance_comp[inst.id], adapter, by_instance_notes[inst.id])
         failed = any(not c.ok for c in x.completions)
         for m in metrics:
             if failed and not m.scores_errors:

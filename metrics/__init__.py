@@ -21,6 +21,7 @@ class Metric:
     scores_errors: bool = False  # efficiency-like metrics also describe errored requests
     # (summary name, numerator stat, denominator stat): pooled over instances as sum / sum, not a mean
     ratios: tuple[tuple[str, str, str], ...] = ()
+    judge: str | None = None  # the judge template (helmflow.judges) whose verdicts this metric reads
 
 
 METRICS: Registry[Metric] = Registry("metric")
@@ -30,14 +31,18 @@ _BUILTIN = [
     "efficiency",
     "chain_of_thought",
     "ifeval",
+    "wildbench",
+    "omni_math",
 ]
 
 
 def metric(
-    name: str, version: str, scores_errors: bool = False, ratios: tuple[tuple[str, str, str], ...] = ()
+    name: str, version: str, scores_errors: bool = False, ratios: tuple[tuple[str, str, str], ...] = (),
+    judge: str | None = None,
 ) -> Callable[[MetricFn], MetricFn]:
     def deco(fn: MetricFn) -> MetricFn:
-        METRICS.add(name, Metric(name=name, fn=fn, version=version, scores_errors=scores_errors, ratios=ratios))
+        METRICS.add(name, Metric(name=name, fn=fn, version=version, scores_errors=scores_errors, ratios=ratios,
+                                 judge=judge))
         return fn
 
     return deco

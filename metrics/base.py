@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from helmflow.records import AdapterSpec, Completion, Instance, Request
+from helmflow.records import AdapterSpec, Annotation, Completion, Instance, Request
 
 
 @dataclass(frozen=True)
@@ -13,6 +13,7 @@ class MetricInput:
     requests: list[Request]
     completions: list[Completion]
     adapter: AdapterSpec
+    annotations: list[Annotation] = field(default_factory=list)  # judge verdicts on these completions
 
     @property
     def texts(self) -> list[str]:

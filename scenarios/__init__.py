@@ -18,6 +18,8 @@ _BUILTIN = [
     "mmlu_pro",
     "gpqa",
     "ifeval",
+    "wildbench",
+    "omni_math",
 ]
 
 
