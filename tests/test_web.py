@@ -185,6 +185,27 @@ def test_text_search_covers_prompts_answers_references_and_ids(tmp_path):
     assert search("no such text anywhere") == []
 
 
+def test_board_page_shows_what_changed_since_the_previous_release(tmp_path):
+    store = Store(str(tmp_path / "store"))
+    a = report_pages.synthesize_run(store, "ra", "s", "model/a", 30)
+    b_old = report_pages.synthesize_run(store, "rb1", "s", "model/b", 30)
+    first = report_pages.synthesize_release(store, "b", [a, b_old], "2026-01-01-00000001")
+    b_new = dict(report_pages.synthesize_run(store, "rb2", "s", "model/b", 60), score=0.25)
+    c = report_pages.synthesize_run(store, "rc", "s", "model/c", 30)
+    second = report_pages.synthesize_release(store, "b", [a, b_new, c], "2026-01-01-00000000")  # same day, newer
+    client = TestClient(create_app(store.root))
+    page = client.get(f"/boards/b/{second}/").text
+    assert f"What changed since {first}</h2>" in page
+    table = page.split('<table id="changes"', 1)[1].split("</table>", 1)[0]
+    assert table.count("<tr>") == 3  # header, model/b re-run, model/c new; model/a is the same run
+    assert re.search(r"<td>model/b</td><td>s</td>.*?<td>scenario changed</td>", table, re.S)
+    assert f"{0.25 - b_old['score']:+.3f}" in table
+    assert re.search(r"<td>model/c</td><td>s</td>.*?<td>new</td>", table, re.S) and "model/a" not in table
+    assert "What changed" not in client.get(f"/boards/b/{first}/").text  # the first release has no predecessor
+    picker = page.split('id="release-picker"', 1)[1].split("</select>", 1)[0]
+    assert picker.index(second) < picker.index(first)  # newest first, by creation time
+
+
 def test_annotations_render_when_present(tmp_path):
     store = Store(str(tmp_path / "store"))
     run = report_pages.synthesize_run(store, "judged", "synthetic", "offline/x", 5)

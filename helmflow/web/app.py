@@ -58,7 +58,7 @@ def create_app(storage: str | None = None) -> Starlette:
 
     def board(request: Request) -> Response:
         release = reports.release(request.path_params["board"], request.path_params["release"])
-        return html(pages.board_html(release, reports.releases(release.board), "serve"))
+        return html(pages.board_html(reports, release, "serve"))
 
     def run(request: Request) -> Response:
         release, run = release_and_run(request)

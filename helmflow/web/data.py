@@ -74,10 +74,46 @@ class Reports:
         return [k.rsplit("/", 1)[-1] for k in self.store.ls("leaderboards") if self.releases(k.rsplit("/", 1)[-1])]
 
     def releases(self, board: str) -> list[str]:
-        """Release ids, newest first (ids start with their UTC date)."""
+        """Release ids, newest first (by creation time: ids of one day do not sort by time)."""
         board = check_name(board)
-        ids = [k.rsplit("/", 1)[-1] for k in self.store.ls(f"leaderboards/{board}")]
-        return sorted((i for i in ids if self.store.exists(f"leaderboards/{board}/{i}/release.json")), reverse=True)
+        created = {}
+        for key in self.store.ls(f"leaderboards/{board}"):
+            if self.store.exists(f"{key}/release.json"):
+                created[key.rsplit("/", 1)[-1]] = self.store.read_json(f"{key}/release.json").get("created_at", "")
+        return sorted(created, key=lambda i: (created[i], i), reverse=True)
+
+    def previous(self, release: Release) -> Release | None:
+        """The release published just before this one, if any."""
+        ids = self.releases(release.board)
+        at = ids.index(release.release_id)
+        return self.release(release.board, ids[at + 1]) if at + 1 < len(ids) else None
+
+    def changes(self, release: Release, previous: Release) -> list[dict[str, Any]]:
+        """The cells that differ from the previous release: new, removed, or re-run (and which versions moved)."""
+        before = {(r["deployment"], r["scenario"]): r for r in previous.runs}
+        after = {(r["deployment"], r["scenario"]): r for r in release.runs}
+        out = []
+        for key in sorted(before.keys() | after.keys()):
+            old, new = before.get(key), after.get(key)
+            if old and new and old["run_id"] == new["run_id"] and old["status"] == new["status"]:
+                continue
+            if new is None or old is None:
+                what = "removed" if new is None else "new"
+            elif "missing" in (old["status"], new["status"]):
+                what = f"status {old['status']} → {new['status']}"
+            else:
+                what = ", ".join(self._moved_versions(old["run_id"], new["run_id"])) or f"status {old['status']} → {new['status']}"
+            delta = new["score"] - old["score"] if old and new and None not in (old["score"], new["score"]) else None
+            out.append({"deployment": key[0], "scenario": key[1], "before": old and old["score"],
+                        "after": new and new["score"], "delta": delta, "what": what})
+        return out
+
+    def _moved_versions(self, old_run: str, new_run: str) -> list[str]:
+        try:
+            a, b = (self.store.read_json(f"runs/{check_name(r)}/run.json")["versions"] for r in (old_run, new_run))
+        except (FileNotFoundError, NotFound):
+            return ["re-run"]
+        return [k.removesuffix("_version") + " changed" for k in sorted(a) if k != "run_id" and a.get(k) != b.get(k)]
 
     def latest(self, board: str) -> str:
         board = check_name(board)

@@ -42,5 +42,5 @@ def export_report(store: Store, board: str, release_id: str | None = None) -> Ex
     # the picker offers the releases that have a static report (this one included)
     exported = [r for r in reports.releases(release.board)
                 if r == release.release_id or store.exists(f"leaderboards/{release.board}/{r}/report/index.html")]
-    put("index.html", pages.board_html(release, exported, "static"))  # last: the report's entry point
+    put("index.html", pages.board_html(reports, release, "static", exported))  # last: the report's entry point
     return Exported(index_key=f"{base}/index.html", url=store.url(f"{base}/index.html"), files=written)

@@ -79,8 +79,10 @@ def _float(x: Any) -> float | None:
     return None if x is None else float(x)
 
 
-def board_html(release: Release, releases: list[str], mode: Mode) -> str:
+def board_html(reports: Reports, release: Release, mode: Mode, releases: list[str] | None = None) -> str:
+    """The board page; ``releases`` limits the picker (a static export offers the exported ones)."""
     links = Links(mode, 0)
+    previous = reports.previous(release)
     cells = {(r["deployment"], r["scenario"]): r for r in release.runs}
     points = [Point(row["deployment"], row["cost_usd"] or 0.0, row["mean_score"])
               for row in release.leaderboard if row.get("mean_score") is not None]
@@ -96,7 +98,9 @@ def board_html(release: Release, releases: list[str], mode: Mode) -> str:
         labels=release.labels,
         rows=release.leaderboard,
         cells=cells,
-        releases=releases,
+        releases=releases if releases is not None else reports.releases(release.board),
+        previous=previous,
+        changes=reports.changes(release, previous) if previous else [],
         links=links,
         cost_plot=cost_vs_score_svg(points),
         bars_plot=scenario_bars_svg(groups),
