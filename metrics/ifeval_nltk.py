@@ -1,8 +1,9 @@
 """NLTK 3.8.1's tokenization rules on the installed NLTK: the tokenization IFEval's reference ran with.
 
-The reference loads ``tokenizers/punkt/english.pickle``, which NLTK >= 3.9 no longer loads; HELM
-pinned ``nltk<3.8.2`` for it, so its IFEval numbers (and Google's) come from NLTK 3.8.1. Later NLTK
-changed what its rules see, and with them sentence, word and capital-word counts:
+The reference (2023) loads ``tokenizers/punkt/english.pickle``, the pickled model that NLTK 3.8.2
+replaced by ``punkt_tab``; HELM pinned ``nltk<3.8.2`` when that happened (August 2024). So the
+reference's numbers come from NLTK 3.8.1. Later NLTK changed what its rules see, and with them
+sentence, word and capital-word counts:
 
 - Punkt treats curly quotes and guillemets like ASCII quotes, so ``He said “Stop.” Then`` becomes
   two sentences where 3.8.1 keeps one;
