@@ -95,3 +95,18 @@ def test_errored_instances_get_no_reference_score_but_efficiency():
     stats = score_instances([instance], [req], [failed], AdapterSpec(), ["exact_match", "efficiency"])
     names = {s.name for s in stats}
     assert "exact_match" not in names and {"error", "num_requests"} <= names
+
+
+def test_efficiency_means_over_samples_and_sums_cost():
+    instance = Instance(id="i", input=Input(text="q"), references=[Reference(text="x", correct=True)])
+    body = RequestBody(model="m", prompt="q", max_tokens=5, temperature=0)
+    requests = [Request(request_hash=str(k), instance_id="i", split="test", sample_index=k, body=body,
+                        num_train_instances=n, prompt_truncated=k == 1) for k, n in enumerate([3, 1])]
+    completions = [Completion(request_hash="0", text="a", latency_s=0.5, prompt_tokens=10, output_tokens=2, cost_usd=0.25),
+                   Completion(request_hash="1", text="b", latency_s=1.5, prompt_tokens=6, output_tokens=4, cost_usd=0.5)]
+    stats = METRICS.get("efficiency").fn(MetricInput(instance, requests, completions, AdapterSpec()))
+    assert stats == pytest.approx({"num_requests": 2.0, "error": 0.0, "prompt_truncated": 1.0, "num_train_instances": 2.0,
+                                   "latency_s": 1.0, "prompt_tokens": 8.0, "output_tokens": 3.0, "cost_usd": 0.75})
+    failed = [completions[0], Completion(request_hash="1", error="TransientError: x")]
+    stats = METRICS.get("efficiency").fn(MetricInput(instance, requests, failed, AdapterSpec()))
+    assert stats["error"] == 1.0 and stats["latency_s"] == 0.5 and stats["cost_usd"] == 0.25
