@@ -4,7 +4,9 @@ HELM's ``IFEvalScenario``: one ``test`` instance per row, in file order, input =
 no references; ``extra`` keeps the row's ``key``, ``instruction_id_list`` and ``kwargs`` (null
 kwargs dropped: they mean absent) for the ``ifeval`` metric. Every instruction's kwargs are checked
 against its checker when the data is loaded, so a bad row fails before any model is queried.
-HELM's run spec: generation with every prefix empty, temperature 0, max_tokens 4096, one output.
+HELM's run spec: generation with empty input and output prefixes (its other AdapterSpec defaults
+stand, so the prompt is the stripped prompt and the input suffix, one newline), temperature 0,
+max_tokens 4096, one output.
 """
 
 from __future__ import annotations
@@ -40,13 +42,9 @@ class IFEval(Scenario):
     metrics = ["ifeval", "efficiency"]
     default_adapter = AdapterSpec(
         method="generation",
-        instructions="",
         input_prefix="",
-        input_suffix="",
         output_prefix="",
-        output_suffix="",
-        instance_prefix="",
-        max_train_instances=0,
+        max_train_instances=0,  # no train split: zero-shot either way
         generation=GenerationParams(max_tokens=4096, temperature=0.0, num_outputs=1),
     )
 

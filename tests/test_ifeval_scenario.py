@@ -88,7 +88,8 @@ def test_source_is_pinned_and_prompts_are_the_bare_prompt(mirror, tmp_path):
     store = Store(str(tmp_path / "store"))
     prompt_set = adapt_scenario(store, plan, download_scenario(store, plan))
     prompts = [prompt_from_row(r) for r in store.read_parquet(prompt_set.prompts_key).to_pylist()]
-    assert {p.instance_id: p.text() for p in prompts} == {str(r["key"]): r["prompt"].strip() for r in ROWS}
+    # HELM: input prefix "" + the stripped prompt + input suffix "\n" + output prefix ""
+    assert {p.instance_id: p.text() for p in prompts} == {str(r["key"]): r["prompt"].strip() + "\n" for r in ROWS}
 
 
 def test_real_hf_path_through_a_local_hub(tmp_path, monkeypatch):
@@ -163,7 +164,7 @@ def test_cli_with_a_crafted_offline_answer(command, mirror, tmp_path, cli, prefe
     for iid, (f, n) in EXPECTED_FOLLOWED.items():
         assert (stats[(iid, "ifeval_instructions_followed_strict")], stats[(iid, "ifeval_num_instructions")]) == (f, n)
     requests = table("requests.parquet")
-    assert {r["instance_id"]: r["prompt"] for r in requests}["1000"] == ROWS[0]["prompt"].strip()
+    assert {r["instance_id"]: r["prompt"] for r in requests}["1000"] == ROWS[0]["prompt"].strip() + "\n"
 
 
 def test_capabilities_board_lists_ifeval_with_helms_main_metric():
