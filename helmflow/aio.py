@@ -78,12 +78,13 @@ class Limiter:
             await self.tokens.take(tokens)
 
 
-_limiters: dict[str, Limiter] = {}
+_limiters: dict[tuple, Limiter] = {}
 
 
 def limiter_for(deployment: Deployment) -> Limiter:
-    """The process-wide limiter of a deployment (call from the I/O loop)."""
-    lim = _limiters.get(deployment.name)
+    """The process-wide limiter of a deployment (call from the I/O loop); new limits, new limiter."""
+    key = (deployment.name, deployment.max_concurrency, deployment.requests_per_minute, deployment.tokens_per_minute)
+    lim = _limiters.get(key)
     if lim is None:
-        lim = _limiters[deployment.name] = Limiter(deployment)
+        lim = _limiters[key] = Limiter(deployment)
     return lim

@@ -78,6 +78,15 @@ def _selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-instances", type=int, help="evaluate at most N instances per scenario")
     p.add_argument("--storage", help="storage root URL (default $HELMFLOW_STORAGE or ./helmflow-store)")
     p.add_argument("--models-file", help="extra deployments YAML (also $HELMFLOW_MODELS)")
+    judge_args(p)
+
+
+def judge_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--judge", dest="judges", type=_csv, metavar="A[,B,C]",
+                   help="judge deployment(s) for LLM-judged scenarios, a jury averaged over the judges that parse "
+                        "(default: the board's `judges:`)")
+    p.add_argument("--no-judge", action="store_true",
+                   help="no judges: judge-only metrics stay missing, rule-based ones are still computed")
 
 
 class UsageError(Exception):
@@ -120,17 +129,20 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plan(args: argparse.Namespace, board: str):
+def _plan(args: argparse.Namespace, board: str, check_credentials: bool = True):
     from helmflow.board import prepare
 
-    return prepare(board, args.models, args.scenarios, args.max_instances, args.models_file, args.plugin)
+    if args.judges and args.no_judge:
+        raise UsageError("--judge and --no-judge exclude each other")
+    return prepare(board, args.models, args.scenarios, args.max_instances, args.models_file, args.plugin,
+                   args.judges, args.no_judge, check_credentials)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    plan = _plan(args, args.board)
+    plan = _plan(args, args.board, check_credentials=False)  # showing a board needs no judge key
     console = Console()
     console.print(f"[bold]{plan.spec.name}[/] version {plan.spec.version} (board version {plan.board_version})")
     if plan.spec.description:
@@ -147,6 +159,13 @@ def cmd_show(args: argparse.Namespace) -> int:
             seen.add(r.deployment.name)
             mt.add_row(r.deployment.name, r.deployment.client, r.deployment.model, r.model_version)
     console.print(mt)
+    judged = {(r.scenario.label, tuple(j.name for j in r.judges), tuple(r.judge_templates.items())) for r in plan.runs
+              if r.judge_templates}
+    if judged:
+        jt = Table("judged scenario", "judges", "templates")
+        for label, names, templates in sorted(judged):
+            jt.add_row(label, ", ".join(names) or "none (--no-judge)", ", ".join(f"{n} v{v}" for n, v in templates))
+        console.print(jt)
     console.print(f"{len(plan.runs)} runs")
     return 0
 
@@ -189,7 +208,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             state = evaluate(
                 board=board, models=args.models, scenarios=args.scenarios, max_instances=args.max_instances,
                 storage=store.root, models_file=args.models_file, plugins=args.plugin, return_state=True,
-                budget_usd=args.budget_usd,
+                budget_usd=args.budget_usd, judges=args.judges, no_judge=args.no_judge,
             )
         finally:
             set_reporter(None)

@@ -148,6 +148,8 @@ def parse_faults(spec: str) -> tuple[str, ...]:
 class Counts:
     requests: int = 0
     answered: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
     by_endpoint: Counter = field(default_factory=Counter)
     faults: Counter = field(default_factory=Counter)
     rejected: Counter = field(default_factory=Counter)
@@ -157,6 +159,7 @@ class Counts:
         return {
             "requests": self.requests,
             "answered": self.answered,
+            "max_in_flight": self.max_in_flight,
             "by_endpoint": dict(self.by_endpoint),
             "faults": dict(self.faults),
             "rejected": dict(self.rejected),
@@ -220,9 +223,17 @@ class DevServer:
         return await self._serve(request, "messages")
 
     async def _serve(self, request, endpoint: str):
+        c = self.counts
+        c.in_flight += 1
+        c.max_in_flight = max(c.max_in_flight, c.in_flight)
+        try:
+            return await self._answer(request, endpoint, c)
+        finally:
+            c.in_flight -= 1
+
+    async def _answer(self, request, endpoint: str, c: Counts):
         from aiohttp import web
 
-        c = self.counts
         c.requests += 1
         c.by_endpoint[endpoint] += 1
         c.changed = True

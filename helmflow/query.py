@@ -146,7 +146,7 @@ def budget_for(key: str, limit_usd: float | None) -> Budget | None:
 # --------------------------------------------------------------------------- sending
 def _wait(deployment: Deployment):
     r = deployment.retry
-    exp = wait_exponential_jitter(initial=r.base_s, max=r.cap_s, jitter=r.base_s)
+    exp = wait_exponential_jitter(multiplier=r.base_s, max=r.cap_s, jitter=r.base_s)
 
     def wait(state) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -188,9 +188,9 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
 
     async def attempt() -> ClientResult:
         nonlocal attempts, started
-        if batch.abort.is_set():
-            raise PermanentError("not sent: the pair was stopped by an earlier permanent error")
         async with limiter:
+            if batch.abort.is_set():  # checked once a slot is ours: nothing queued goes out after a stop
+                raise PermanentError("not sent: the pair was stopped by an earlier permanent error")
             if limiter.tokens is not None:
                 await limiter.admit(tok.count(_prompt_text(req.body)) + req.body.max_tokens)
             elif limiter.requests is not None:

@@ -1,0 +1,127 @@
+"""Throughput of the real query path against the dev server, next to the server's own ceiling.
+
+    python benchmarks/throughput.py [--requests 5000] [--latency-ms 50] [--concurrency 1,10,100]
+
+The dev server runs in its own process. For each concurrency, first a minimal raw-HTTP load
+generator (aiohttp, same concurrency, same request body) measures what the server can serve; then
+the same number of requests goes through helmflow's real path (``run_queries``: journal lookup,
+limiter, retries, the ``openai`` SDK over HTTP, spool, journal flush and compaction), each in a fresh
+process. Printed: requests/s, helmflow / ceiling, client CPU ms per request, peak RSS of the client.
+A benchmark, not a test: numbers depend on the machine (and on whoever else is using it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+BODY = {"model": "bench", "messages": [{"role": "user", "content": "Question?\nanswer is here"}], "max_tokens": 6,
+        "temperature": 0.0}
+
+
+def start_server(latency_ms: float) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "helmflow.cli", "dev-server", "--port", "0", "--latency-ms", str(latency_ms)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    line = proc.stdout.readline() if proc.stdout else ""
+    found = re.search(r"http://127\.0\.0\.1:\d+", line)
+    if not found:
+        proc.kill()
+        raise RuntimeError(f"dev server did not start: {line!r}")
+    return proc, found.group(0)
+
+
+# --------------------------------------------------------------------------- one measurement per process
+async def _raw(url: str, n: int, concurrency: int) -> None:
+    import aiohttp
+
+    payload = json.dumps(BODY).encode()
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer x"}
+    left = iter(range(n))
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as session:
+        async def worker() -> None:
+            for _ in left:
+                async with session.post(f"{url}/v1/chat/completions", data=payload, headers=headers) as r:
+                    await r.read()
+                    assert r.status == 200
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+def _helmflow(url: str, n: int, concurrency: int) -> None:
+    from helmflow.journal import request_hash
+    from helmflow.query import run_queries
+    from helmflow.records import Deployment, Request, RequestBody
+    from helmflow.storage import Store
+
+    dep = Deployment(name="bench/dev", client="openai-compatible", model="bench", base_url=f"{url}/v1",
+                     max_concurrency=concurrency)
+    requests = []
+    for i in range(n):
+        body = RequestBody(model="bench", prompt=f"Question {i}?\nanswer {i} is here", max_tokens=6, temperature=0.0)
+        requests.append(Request(request_hash=request_hash(body, 0), instance_id=str(i), split="test", body=body))
+    store = Store(tempfile.mkdtemp(prefix="helmflow-bench-"))
+    result = run_queries(store, dep, requests)
+    assert result.errors == 0 and result.sent == n, result.error_messages
+
+
+def measure(mode: str, url: str, n: int, concurrency: int) -> dict[str, float]:
+    """Run in a child process: wall time, client CPU and peak RSS of this process alone."""
+    if mode == "helmflow":  # imports and SDK set-up are not what is measured
+        _helmflow(url, min(concurrency, n), concurrency)
+    wall, cpu = time.perf_counter(), time.process_time()
+    if mode == "raw":
+        asyncio.run(_raw(url, n, concurrency))
+    else:
+        _helmflow(url, n, concurrency)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return {"rps": n / wall, "cpu_ms": cpu / n * 1000, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def run_child(mode: str, url: str, n: int, concurrency: int) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", mode, "--url", url, "--requests", str(n), "--concurrency", str(concurrency)],
+        capture_output=True, text=True, check=True, env=dict(os.environ, HELMFLOW_SPOOL=tempfile.mkdtemp()),
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--requests", type=int, default=5000)
+    p.add_argument("--latency-ms", type=float, default=50.0)
+    p.add_argument("--concurrency", default="1,10,100")
+    p.add_argument("--child", choices=["raw", "helmflow"], help=argparse.SUPPRESS)
+    p.add_argument("--url", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        print(json.dumps(measure(args.child, args.url, args.requests, int(args.concurrency))))
+        return
+    proc, url = start_server(args.latency_ms)
+    try:
+        print(f"dev server at {url}, latency {args.latency_ms:g} ms, {os.cpu_count()} CPUs")
+        print(f"{'concurrency':>11} {'requests':>8} {'ceiling r/s':>11} {'helmflow r/s':>12} {'ratio':>6} "
+              f"{'CPU ms/req':>10} {'peak MB':>8}")
+        for c in [int(x) for x in args.concurrency.split(",")]:
+            # at concurrency 1 a request takes latency_ms: keep that run to ~15 s
+            n = min(args.requests, max(200, int(15 * c * 1000 / max(args.latency_ms, 1))))
+            raw = run_child("raw", url, n, c)
+            hf = run_child("helmflow", url, n, c)
+            print(f"{c:>11} {n:>8} {raw['rps']:>11.0f} {hf['rps']:>12.0f} {hf['rps'] / raw['rps']:>6.2f} "
+                  f"{hf['cpu_ms']:>10.2f} {hf['rss_mb']:>8.0f}", flush=True)
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+if __name__ == "__main__":
+    main()

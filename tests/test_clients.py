@@ -1,0 +1,255 @@
+"""The real SDK clients against the wire-compatible dev server, through the real query path.
+
+Nothing is patched: ``openai``/``anthropic`` send real HTTP to a ``helmflow dev-server`` process,
+and every assertion on what was sent is read from that server's own counters.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+
+import pytest
+
+from helmflow.clients.base import PermanentError, classify, redact, retry_after_s
+from helmflow.query import Budget, run_queries
+from helmflow.records import ChatMessage, Deployment, Request, RequestBody
+from helmflow.journal import request_hash
+from tests.devserver_fixture import dev_deployment, make_requests, start_dev_server
+
+KINDS = [("openai", {}), ("openai-compatible", {}), ("openai-compatible", {"endpoint": "completions"}), ("anthropic", {})]
+
+
+def describe(prompt: str, payload: dict) -> str:
+    """A dev-server policy that answers with what the SDK actually sent (for wire-level checks)."""
+    keys = sorted(k for k in payload if k not in ("messages", "model", "prompt"))
+    roles = [m["role"] for m in payload.get("messages", [])]
+    return f"keys={','.join(keys)} roles={','.join(roles)} system={payload.get('system', '')!s}".replace(" ", "_")
+
+
+# --------------------------------------------------------------------------- pure functions (fast)
+def test_retry_after_prefers_milliseconds_and_reads_dates():
+    assert retry_after_s({"retry-after-ms": "250", "retry-after": "7"}) == 0.25
+    assert retry_after_s({"retry-after": "2"}) == 2.0
+    assert retry_after_s({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0  # in the past
+    assert retry_after_s({}) is None
+
+
+def test_redact_masks_the_key_and_its_long_fragments():
+    key = "sk-live-0123456789abcdefSENTINEL"
+    assert key not in redact(f"bad key {key}", key)
+    assert key[3:20] not in redact(f"Incorrect API key provided: {key[:20]}****", key)
+    assert redact("nothing secret", key) == "nothing secret"
+
+
+def test_permanent_errors_name_the_deployment_and_the_fix_never_the_key():
+    class Status(Exception):
+        def __init__(self, status: int, message: str):
+            super().__init__(message)
+            self.status_code, self.message, self.response = status, message, None
+
+    dep = Deployment(name="acme/gpt", client="openai", model="gpt-x", api_key_env="ACME_KEY")
+    key = "sk-SENTINEL-abcdefghijklmnop"
+    err = classify(Status(401, f"Incorrect API key provided: {key}"), dep, key, "https://x/v1", "$ACME_KEY")
+    assert isinstance(err, PermanentError) and "acme/gpt" in str(err) and "$ACME_KEY" in str(err)
+    assert key not in str(err) and "SENTINEL" not in str(err)
+    err = classify(Status(404, "no such model"), dep, key, "https://x/v1", "$ACME_KEY")
+    assert not err.transient and "model 'gpt-x'" in str(err)
+    assert classify(Status(429, "slow down"), dep, key, "u", None).transient
+    assert classify(Status(503, "busy"), dep, key, "u", None).transient
+    assert classify(ValueError("Expecting value"), dep, key, "u", None).transient  # truncated JSON
+    assert not classify(TypeError("unexpected keyword"), dep, key, "u", None).transient  # our bug: no retries
+
+
+def test_budget_reserves_worst_case_and_stops_before_passing_the_limit():
+    b = Budget(1.0)
+    b.reserve(0.6)
+    with pytest.raises(PermanentError, match=r"budget of \$1"):
+        b.reserve(0.5)
+    b.settle(0.6, 0.2)
+    assert math.isclose(b.spent_usd, 0.2) and b.reserved_usd == 0
+    with pytest.raises(PermanentError):  # once stopped, no new priced request goes out
+        b.reserve(0.01)
+    b.reserve(0.0)  # free deployments are never stopped
+
+
+# --------------------------------------------------------------------------- through the SDKs (slow: a server)
+@pytest.mark.slow
+@pytest.mark.parametrize("kind,options", KINDS, ids=["openai", "compat-chat", "compat-completions", "anthropic"])
+def test_each_client_kind_round_trips(dev_server, store, kind, options):
+    dep = dev_deployment(dev_server, kind, options=options, price_input_per_mtok=2.0, price_output_per_mtok=10.0)
+    reqs = make_requests(20, max_tokens=2, logprobs=True)
+    result = run_queries(store, dep, reqs)
+    assert result.errors == 0 and result.sent == 20
+    c = result.completions[3]
+    assert c.text == "answer 3" and c.finish_reason == "length"  # "answer 3 is here" cut at 2 tokens
+    assert c.prompt_tokens == 6 and c.output_tokens == 2  # usage from the response
+    assert math.isclose(c.cost_usd, (6 * 2.0 + 2 * 10.0) / 1e6)
+    if kind == "anthropic":
+        assert c.logprobs == []  # the Messages API has none
+    else:
+        assert c.tokens == ["answer", " 3"] and len(c.logprobs) == 2 and all(lp < 0 for lp in c.logprobs)
+    endpoint = {"anthropic": "messages"}.get(kind, options.get("endpoint", "chat"))
+    assert dev_server.stats()["by_endpoint"] == {endpoint: 20}
+
+
+@pytest.mark.slow
+def test_stop_sequences_and_finish_reasons(dev_server, store):
+    for kind in ("openai", "anthropic"):
+        dep = dev_deployment(dev_server, kind)
+        body = RequestBody(model="dev-model", prompt="x\nalpha beta STOP gamma", max_tokens=10, temperature=0.0,
+                           stop=["STOP", "\n"])
+        [c] = run_queries(store, dep, [Request(request_hash=request_hash(body, 0), instance_id="a", split="test",
+                                               body=body)]).completions
+        assert (c.text.strip(), c.finish_reason) == ("alpha beta", "stop"), kind
+
+
+@pytest.mark.slow
+def test_anthropic_sends_system_the_anthropic_way_and_no_sampling_parameters(store):
+    with start_dev_server("--policy", "fn:tests.test_clients:describe") as srv:
+        dep = dev_deployment(srv, "anthropic")
+        body = RequestBody(model="dev-model", max_tokens=50, temperature=0.0, messages=[
+            ChatMessage(role="system", content="Be brief."), ChatMessage(role="user", content="Hi")])
+        [c] = run_queries(store, dep, [Request(request_hash=request_hash(body, 0), instance_id="a", split="test",
+                                               body=body)]).completions
+        assert c.ok, c.error
+        assert "roles=user" in c.text and "system=Be_brief." in c.text and "temperature" not in c.text
+        assert srv.stats()["rejected"] == {}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", ["429", "500", "503", "reset", "hang", "badjson", "empty"])
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_every_fault_kind_is_retried_to_success(dev_server, store, kind, fault):
+    dev_server.configure(fault_rate=0.5, faults=fault, hang_s=30)
+    retry = {"attempts": 16, "base_s": 0.01, "cap_s": 0.2, "timeout_s": 0.5}
+    result = run_queries(store, dev_deployment(dev_server, kind, retry=retry), make_requests(40))
+    stats = dev_server.stats()
+    assert result.errors == 0, result.error_messages
+    assert stats["faults"].get(fault, 0) > 0 and stats["answered"] >= 40
+    # a timed-out attempt may end before the server saw it; every other attempt is one server request
+    assert 40 < stats["requests"] <= sum(c.attempts for c in result.completions)
+
+
+@pytest.mark.slow
+def test_429_retry_after_is_honoured(dev_server, store):
+    dev_server.configure(fault_rate=1.0, faults="429", retry_after_ms=300)
+    dep = dev_deployment(dev_server, retry={"attempts": 3, "base_s": 0.001, "cap_s": 5, "timeout_s": 2})
+    started = time.perf_counter()
+    result = run_queries(store, dep, make_requests(1))
+    elapsed = time.perf_counter() - started
+    assert result.errors == 1 and "HTTP 429" in result.completions[0].error
+    assert dev_server.requests == 3 and 0.6 <= elapsed < 3  # two waits of the server's 300 ms
+
+
+@pytest.mark.slow
+def test_thirty_percent_faults_ten_thousand_requests_none_lost(dev_server, store):
+    """Default attempts; every fault kind; real SDK over real HTTP; in well under a minute."""
+    dev_server.configure(fault_rate=0.3, hang_s=30)
+    dep = dev_deployment(dev_server, "openai", max_concurrency=100,
+                         retry={"base_s": 0.02, "cap_s": 0.5, "timeout_s": 0.5})
+    assert dep.retry.attempts == Deployment.model_fields["retry"].default_factory().attempts
+    reqs = make_requests(10_000)
+    started = time.perf_counter()
+    result = run_queries(store, dep, reqs)
+    elapsed = time.perf_counter() - started
+    stats = dev_server.stats()
+    assert result.errors == 0, result.error_messages
+    assert [c.text for c in result.completions[:3]] == ["answer 0 is here", "answer 1 is here", "answer 2 is here"]
+    assert stats["answered"] >= 10_000 and sum(stats["faults"].values()) > 2_500
+    assert elapsed < 60, f"took {elapsed:.1f} s"
+
+
+@pytest.mark.slow
+def test_concurrency_limit_holds_at_the_server(dev_server, store):
+    dev_server.configure(latency_ms=100)
+    started = time.perf_counter()
+    run_queries(store, dev_deployment(dev_server, max_concurrency=4), make_requests(40))
+    assert dev_server.stats()["max_in_flight"] == 4
+    assert time.perf_counter() - started >= 1.0  # 40 / 4 x 100 ms
+
+
+# --------------------------------------------------------------------------- permanent errors
+@pytest.mark.slow
+@pytest.mark.parametrize("model,status,words", [("unknown-model", 404, "not found"), ("forbidden-model", 403, "may not use")])
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_permanent_errors_fail_fast(dev_server, store, kind, model, status, words):
+    dep = dev_deployment(dev_server, kind, model=model, max_concurrency=4)
+    result = run_queries(store, dep, make_requests(200, model=model))
+    assert result.permanent_error and f"HTTP {status}" in result.permanent_error and words in result.permanent_error
+    assert f"dev/{kind}" in result.permanent_error
+    assert result.errors == 200 and dev_server.requests <= 4  # only what was in flight; never retried
+
+
+@pytest.mark.slow
+def test_bad_request_is_permanent(dev_server, store):
+    result = run_queries(store, dev_deployment(dev_server, "openai"), make_requests(3, max_tokens=0))
+    assert result.permanent_error and "HTTP 400" in result.permanent_error and "max_tokens" in result.permanent_error
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_wrong_key_fails_fast_naming_the_variable_not_the_key(store, kind):
+    os.environ["HELMFLOW_RIGHT_KEY"] = "sk-right-0123456789abcdef"
+    os.environ["HELMFLOW_WRONG_KEY"] = "sk-wrong-SENTINEL-0123456789"
+    with start_dev_server("--api-key-env", "HELMFLOW_RIGHT_KEY") as srv:
+        dep = dev_deployment(srv, kind, api_key_env="HELMFLOW_WRONG_KEY", max_concurrency=2)
+        result = run_queries(store, dep, make_requests(50))
+        assert result.permanent_error and "HTTP 401" in result.permanent_error
+        assert "$HELMFLOW_WRONG_KEY" in result.permanent_error
+        everything = json.dumps([c.model_dump() for c in result.completions])
+        assert "SENTINEL" not in everything and "sk-wrong" not in everything
+        assert srv.requests <= 2
+        ok = run_queries(store, dep.model_copy(update={"api_key_env": "HELMFLOW_RIGHT_KEY"}), make_requests(5))
+        assert ok.errors == 0
+
+
+@pytest.mark.slow
+def test_missing_credential_is_caught_before_the_first_request(dev_server, store):
+    os.environ.pop("HELMFLOW_UNSET_KEY", None)
+    dep = dev_deployment(dev_server, "openai", api_key_env="HELMFLOW_UNSET_KEY")
+    with pytest.raises(PermanentError, match="HELMFLOW_UNSET_KEY is not set"):
+        run_queries(store, dep, make_requests(5))
+    assert dev_server.requests == 0
+
+
+def test_bad_options_are_refused_before_anything_is_sent(store):
+    dep = Deployment(name="x/compat", client="openai-compatible", model="m", base_url="http://127.0.0.1:9/v1",
+                     options={"endpoint": "raw"})
+    with pytest.raises(PermanentError, match="endpoint"):
+        run_queries(store, dep, make_requests(1))
+    with pytest.raises(PermanentError, match="needs base_url"):
+        run_queries(store, Deployment(name="x/nourl", client="openai-compatible", model="m"), make_requests(1))
+
+
+# --------------------------------------------------------------------------- errors are re-sent, never cached
+@pytest.mark.slow
+def test_errored_requests_are_exactly_what_the_next_run_resends(dev_server, store):
+    dev_server.configure(fault_rate=0.1, faults="500,503,429", seed=7)
+    dep = dev_deployment(dev_server, retry={"attempts": 1, "base_s": 0, "cap_s": 0, "timeout_s": 2})
+    reqs = make_requests(500)
+    first = run_queries(store, dep, reqs)
+    assert 20 < first.errors < 100 and first.permanent_error is None
+    dev_server.reset()
+    second = run_queries(store, dep, reqs)
+    assert dev_server.requests == first.errors == second.sent
+    assert second.errors == 0 and second.reused == 500 - first.errors
+
+
+# --------------------------------------------------------------------------- budget
+@pytest.mark.slow
+def test_budget_stops_new_requests_before_passing_and_a_rerun_pays_only_the_rest(dev_server, store):
+    # each request: 5 prompt + at most 6 output tokens at $1/$10 per M tokens -> worst case $0.000065
+    dep = dev_deployment(dev_server, price_input_per_mtok=1.0, price_output_per_mtok=10.0, max_concurrency=4)
+    reqs = make_requests(100)
+    budget = Budget(0.002)
+    result = run_queries(store, dep, reqs, budget=budget)
+    sent = dev_server.requests
+    assert budget.spent_usd <= 0.002 and 0 < sent < 100
+    assert result.permanent_error and "budget of $0.002" in result.permanent_error
+    assert sum(c.cost_usd for c in result.completions) == pytest.approx(budget.spent_usd)
+    dev_server.reset()
+    rest = run_queries(store, dep, reqs, budget=Budget(1.0))
+    assert rest.errors == 0 and dev_server.requests == 100 - sent
