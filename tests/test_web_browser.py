@@ -235,3 +235,40 @@ def test_hostile_text_never_runs(page, live, exported, where, tmp_path):
     assert dom == {"scripts": 0, "images": 0, "links": [], "svgs": 0}
     assert page.problems == []
     assert page.evaluate("window.__pwned") is None
+
+
+@pytest.mark.parametrize("where", ["live", "static"])
+def test_two_models_side_by_side(page, live, exported, storage, where):
+    store, release_id = storage
+    runs = store.read_parquet(f"leaderboards/demo/{release_id}/runs.parquet").to_pylist()
+    same = [r for r in runs if r["scenario"] == runs[0]["scenario"] and r["score"] is not None]
+    a, b = max(same, key=lambda r: r["score"]), min(same, key=lambda r: r["score"])
+
+    def correct(run):  # per request row, from the Parquet
+        ids = store.read_parquet(f"runs/{run['run_id']}/requests.parquet")["instance_id"].to_pylist()
+        stats = store.read_parquet(f"runs/{run['run_id']}/stats.parquet").to_pylist()
+        main = {s["instance_id"]: s["value"] for s in stats if s["name"] == run["main_metric"]}
+        return ids, [main.get(i) is not None and main[i] >= 0.5 for i in ids]
+
+    (ids_a, ok_a), (ids_b, ok_b) = correct(a), correct(b)
+    assert ids_a == ids_b
+    only_a = [n for n, (x, y) in enumerate(zip(ok_a, ok_b)) if x and not y]
+    assert only_a, "the best and the worst model should disagree somewhere"
+    if where == "live":
+        page.goto(f"{live}/boards/demo/{release_id}/")
+    else:
+        page.goto((exported / "demo" / release_id / "report" / "index.html").as_uri())
+    page.click("#compare-link")
+    page.wait_for_selector("#compare[data-state=ready]")
+    page.select_option("select[name=scenario]", a["scenario"])
+    page.select_option("select[name=a]", a["run_id"])
+    page.select_option("select[name=b]", b["run_id"])
+    page.select_option("select[name=show]", "a")
+    page.wait_for_selector("#compare[data-state=ready]")
+    assert f"only A {len(only_a)} " in page.inner_text("#summary")
+    shown = page.eval_on_selector_all("#pairs > li", "lis => lis.map(li => Number(li.dataset.row))")
+    assert shown == only_a[:20]
+    completions = store.read_parquet(f"runs/{b['run_id']}/completions.parquet")["text"].to_pylist()
+    assert page.locator("#pairs > li").nth(0).locator(".side-b pre.completion").text_content() == completions[only_a[0]]
+    assert page.locator("#pairs > li").nth(0).locator(".instance-id").text_content() == ids_a[only_a[0]]
+    assert page.problems == []

@@ -60,6 +60,10 @@ def create_app(storage: str | None = None) -> Starlette:
         release = reports.release(request.path_params["board"], request.path_params["release"])
         return html(pages.board_html(reports, release, "serve"))
 
+    def compare(request: Request) -> Response:
+        release = reports.release(request.path_params["board"], request.path_params["release"])
+        return html(pages.compare_html(release, "serve"))
+
     def run(request: Request) -> Response:
         release, run = release_and_run(request)
         return html(pages.run_html(release, run, "serve"))
@@ -90,6 +94,7 @@ def create_app(storage: str | None = None) -> Starlette:
             Route("/", home),
             Route("/boards/{board}/", board_latest),
             Route("/boards/{board}/{release}/", board),
+            Route("/boards/{board}/{release}/compare/", compare),
             Route("/boards/{board}/{release}/runs/{run_id}/", run),
             Route("/boards/{board}/{release}/runs/{run_id}/index.js", run_index),
             Route("/boards/{board}/{release}/runs/{run_id}/chunk-{k:int}.js", run_chunk),

@@ -39,6 +39,7 @@ def export_report(store: Store, board: str, release_id: str | None = None) -> Ex
             put(f"runs/{run_id}/chunk-{k}.js", pages.chunk_js(run, k, redact=run.redacted))
         put(f"runs/{run_id}/index.js", pages.index_js(run))
         put(f"runs/{run_id}/index.html", pages.run_html(release, run, "static"))
+    put("compare/index.html", pages.compare_html(release, "static"))
     # the picker offers the releases that have a static report (this one included)
     exported = [r for r in reports.releases(release.board)
                 if r == release.release_id or store.exists(f"leaderboards/{release.board}/{r}/report/index.html")]

@@ -45,7 +45,7 @@ class Links:
     """Where things are, relative to the page, in the live app or in a static export."""
 
     mode: Mode
-    depth: int  # 0: the board page, 2: a run page (runs/<id>/)
+    depth: int  # 0: the board page, 1: compare/, 2: a run page (runs/<id>/)
 
     def _up(self, levels: int) -> str:
         return "../" * levels
@@ -60,6 +60,10 @@ class Links:
 
     def run(self, run_id: str) -> str:
         return f"{self._up(self.depth)}runs/{run_id}/" + ("" if self.mode == "serve" else "index.html")
+
+    @property
+    def compare(self) -> str:
+        return self._up(self.depth) + "compare/" + ("" if self.mode == "serve" else "index.html")
 
     def release(self, release_id: str) -> str:
         if self.mode == "serve":
@@ -104,6 +108,19 @@ def board_html(reports: Reports, release: Release, mode: Mode, releases: list[st
         links=links,
         cost_plot=cost_vs_score_svg(points),
         bars_plot=scenario_bars_svg(groups),
+    )
+
+
+def compare_html(release: Release, mode: Mode) -> str:
+    return _env.get_template("compare.html").render(
+        title=f"{release.board} — compare two models",
+        release=release,
+        labels=release.labels,
+        runs=[r for r in release.runs if r["status"] != "missing"],
+        links=Links(mode, 1),
+        chunk_rows=CHUNK_ROWS,
+        page_size=PAGE_SIZE,
+        correct_at=CORRECT_AT,
     )
 
 
