@@ -18,8 +18,12 @@ def capabilities(
     max_instances: int | None = None,
     storage: str | None = None,
     models_file: str | None = None,
+    budget_usd: float | None = None,
+    judges: list[str] | None = None,
+    no_judge: bool = False,
 ) -> dict:
+    """``judges``: the jury for WildBench and Omni-MATH (default: the board's ``judges:``)."""
     return evaluate.fn(
         board="capabilities", models=models, scenarios=scenarios, max_instances=max_instances,
-        storage=storage, models_file=models_file,
+        storage=storage, models_file=models_file, budget_usd=budget_usd, judges=judges, no_judge=no_judge,
     )

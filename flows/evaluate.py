@@ -70,11 +70,13 @@ def evaluate(
     models_file: str | None = None,
     plugins: list[str] | None = None,
     budget_usd: float | None = None,
+    judges: list[str] | None = None,
+    no_judge: bool = False,
 ) -> dict[str, Any]:
     log = get_run_logger()
     store = Store(storage)
     store.check_writable()
-    plan = prepare(board, models, scenarios, max_instances, models_file, plugins)
+    plan = prepare(board, models, scenarios, max_instances, models_file, plugins, judges, no_judge)
     tasks = configure(store.root)
     log.info("board %s (%d runs) on storage %s", plan.spec.name, len(plan.runs), store.root)
     reporter().set_runs(len(plan.runs))
@@ -87,7 +89,7 @@ def evaluate(
     chains = []
     for r in plan.runs:
         q = tasks.query.submit(r, store.root, prompts[r.scenario.label], budget_usd)
-        sc = tasks.score.submit(r, store.root, data[r.scenario.label], q)
+        sc = tasks.score.submit(r, store.root, data[r.scenario.label], q, budget_usd)
         pub = tasks.publish_run.with_options(**run_assets(store, r)).submit(r, store.root, q, sc)
         chains.append((r, data[r.scenario.label], prompts[r.scenario.label], q, sc, pub))
 

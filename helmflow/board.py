@@ -44,6 +44,7 @@ class BoardSpec(BaseModel):
     scenarios: list[ScenarioEntry]
     max_instances: int | None = Field(None, ge=1)
     aggregation: list[Literal["mean", "win_rate"]] = Field(default_factory=lambda: ["mean", "win_rate"])
+    judges: list[str] = Field(default_factory=list)  # the jury (deployment names) for judge-backed metrics
 
 
 class ScenarioPlan(BaseModel):
@@ -72,6 +73,8 @@ class RunPlan(BaseModel):
     run_id: str
     query_key: str
     score_key: str
+    judges: list[Deployment] = Field(default_factory=list)  # empty: the scenario is not judged, or --no-judge
+    judge_templates: dict[str, str] = Field(default_factory=dict)  # template name -> VERSION
 
 
 class BoardPlan(BaseModel):
@@ -168,7 +171,16 @@ def plan_scenario(entry: ScenarioEntry, max_instances: int | None) -> ScenarioPl
     )
 
 
-def plan_run(scenario: ScenarioPlan, deployment: Deployment) -> RunPlan:
+def judge_template_names(metrics: list[str]) -> list[str]:
+    """The judge templates a scenario's metrics read (none for rule-scored scenarios)."""
+    from helmflow.metrics import METRICS
+
+    return sorted({METRICS.get(m).judge for m in metrics if METRICS.get(m).judge})
+
+
+def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deployment] | None = None) -> RunPlan:
+    """``judges`` apply only if the scenario has judge-backed metrics; they are part of metric_version."""
+    from helmflow.judges import judges_version, template_versions
     from helmflow.metrics import metric_versions
 
     gen = scenario.adapter.generation
@@ -179,8 +191,10 @@ def plan_run(scenario: ScenarioPlan, deployment: Deployment) -> RunPlan:
             f"deployment's context_window {deployment.context_window}; raise context_window or set max_output_tokens"
         )
     mv = metric_versions(scenario.metrics)
+    templates = template_versions(judge_template_names(scenario.metrics))
+    jury = list(judges or []) if templates else []
     model_v = versions.model_version(deployment)
-    metric_v = versions.metric_version(mv)
+    metric_v = versions.metric_version(mv, judges_version(jury, templates))
     qk = versions.query_key(scenario.scenario_version, scenario.prompt_version, model_v)
     return RunPlan(
         scenario=scenario,
@@ -191,6 +205,8 @@ def plan_run(scenario: ScenarioPlan, deployment: Deployment) -> RunPlan:
         run_id=versions.run_id(scenario.scenario_version, scenario.prompt_version, model_v, metric_v),
         query_key=qk,
         score_key=versions.score_key(qk, metric_v),
+        judges=jury,
+        judge_templates=templates,
     )
 
 
@@ -200,6 +216,9 @@ def plan_board(
     models: list[str] | None = None,
     scenarios: list[str] | None = None,
     max_instances: int | None = None,
+    judges: list[str] | None = None,
+    no_judge: bool = False,
+    check_credentials: bool = True,
 ) -> BoardPlan:
     chosen_models = models or spec.models
     unknown = [m for m in chosen_models if m not in deployments]
@@ -212,20 +231,50 @@ def plan_board(
         if missing:
             raise BoardError(f"board {spec.name!r} has no scenario {', '.join(missing)}; it has: {', '.join(sorted(known))}")
         entries = [e for e in entries if e.name in scenarios or e.label in scenarios]
-    effective = spec.model_copy(update={"models": chosen_models, "scenarios": entries})
+    jury = [] if no_judge else list(judges if judges is not None else spec.judges)
+    effective = spec.model_copy(update={"models": chosen_models, "scenarios": entries, "judges": jury})
     if max_instances is not None:
         effective = effective.model_copy(update={"max_instances": max_instances})
     scenario_plans = [plan_scenario(e, effective.max_instances) for e in entries]
     labels = [s.label for s in scenario_plans]
     if len(set(labels)) != len(labels):
         raise BoardError(f"board {spec.name!r}: two scenario entries share a label; set 'label:' to tell them apart")
-    runs = [plan_run(s, deployments[m]) for s in scenario_plans for m in chosen_models]
+    judged = [s for s in scenario_plans if judge_template_names(s.metrics)]
+    judge_deployments = _jury(spec.name, jury, deployments, judged, no_judge, check_credentials)
+    runs = [plan_run(s, deployments[m], judge_deployments) for s in scenario_plans for m in chosen_models]
     return BoardPlan(
         spec=effective,
         board_version=versions.stable_hash(effective),
         scenarios=scenario_plans,
         runs=runs,
     )
+
+
+def _jury(board: str, names: list[str], deployments: dict[str, Deployment], judged: list[ScenarioPlan],
+          no_judge: bool, check_credentials: bool = True) -> list[Deployment]:
+    """The judge deployments, checked up front: known names, and a usable credential each (before any
+    request). Judge-backed scenarios without a judge are an error unless ``--no-judge``."""
+    from helmflow.clients import make_client
+    from helmflow.clients.base import ClientError
+
+    unknown = [n for n in names if n not in deployments]
+    if unknown:
+        raise BoardError(f"unknown judge deployment(s) {', '.join(unknown)}; known: {', '.join(sorted(deployments))}")
+    if len(set(names)) != len(names):
+        raise BoardError(f"a judge is named twice in {', '.join(names)}")
+    if not judged:
+        return [deployments[n] for n in names]
+    labels = ", ".join(s.label for s in judged)
+    if not names and not no_judge:
+        raise BoardError(f"board {board!r}: {labels} need(s) a judge: pass --judge <deployment>[,<deployment>...], "
+                         f"or --no-judge to leave judge-only metrics missing")
+    jury = [deployments[n] for n in names]
+    for judge in jury if check_credentials else []:
+        try:
+            make_client(judge).check_credentials()
+        except ClientError as exc:
+            raise BoardError(f"judge {judge.name!r} for {labels}: {exc} (or pass --no-judge)") from None
+    return jury
 
 
 def prepare(
@@ -235,10 +284,14 @@ def prepare(
     max_instances: int | None = None,
     models_file: str | None = None,
     plugins: list[str] | None = None,
+    judges: list[str] | None = None,
+    no_judge: bool = False,
+    check_credentials: bool = True,
 ) -> BoardPlan:
     """Validate everything and plan the runs (no Prefect, no network): the CLI calls this first."""
     from helmflow.clients import load_deployments
     from helmflow.registry import add_plugins
 
     add_plugins(plugins or [])
-    return plan_board(load_board(board), load_deployments(models_file), models, scenarios, max_instances)
+    return plan_board(load_board(board), load_deployments(models_file), models, scenarios, max_instances, judges, no_judge,
+                      check_credentials)

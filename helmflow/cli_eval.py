@@ -42,6 +42,9 @@ def add_parser(sub) -> None:
     p.add_argument("--metrics", type=_csv, help="comma-separated metrics (default: each scenario's own)")
     p.add_argument("--main-metric", help="the metric that fills the board cell (default: each scenario's own)")
     p.add_argument("--name", help="board name (default: eval-<first scenario>)")
+    from helmflow.cli import judge_args
+
+    judge_args(p)
     p.add_argument("-v", "--verbose", action="store_true", help="show Prefect's own log lines")
     p.add_argument("--dry-run", action="store_true", help="print requests, prompt tokens and worst-case cost; send nothing")
     p.set_defaults(func=cmd_eval)

@@ -25,7 +25,9 @@ from helmflow.adapters import adapt
 from helmflow.board import BoardPlan, RunPlan, ScenarioPlan
 from helmflow.datasets import mirror_sources, read_instances, write_instances
 from helmflow.query import Budget, QueryFailed, build_requests, run_queries
+from helmflow.judges import annotate
 from helmflow.records import (
+    ANNOTATION_SCHEMA,
     COMPLETION_SCHEMA,
     PROMPT_SCHEMA,
     REQUEST_SCHEMA,
@@ -80,6 +82,15 @@ class ScoreOutcome(Outcome):
     ci_low: float | None
     ci_high: float | None
     task_run_id: str | None = None
+    # judging (judge-backed scenarios with a jury): annotations.parquet and what it cost
+    annotations_key: str | None = None
+    judge_sent: int = 0
+    judge_reused: int = 0
+    judge_errors: int = 0  # failed judge requests: re-sent on the next run, so the run is not cached
+    judge_parse_errors: int = 0  # judge answers that did not parse: per-instance annotation errors
+    judge_cost_usd: float = 0.0
+    judge_prompt_tokens: int = 0
+    judge_output_tokens: int = 0
 
 
 class RunOutcome(Outcome):
@@ -96,6 +107,7 @@ class RunOutcome(Outcome):
     cost_usd: float
     prompt_tokens: int
     output_tokens: int
+    judge_cost_usd: float = 0.0
     wrote: bool = True
 
 
@@ -176,18 +188,42 @@ def query_pair(
 
 
 # --------------------------------------------------------------------------- score
-def score_pair(store: Store, plan: RunPlan, data: ScenarioData, query: QueryOutcome) -> ScoreOutcome:
+def score_pair(
+    store: Store, plan: RunPlan, data: ScenarioData, query: QueryOutcome, budget: Budget | None = None
+) -> ScoreOutcome:
+    """Judge (when the run has a jury), then score. Judge requests go through the query path (limiter,
+    retries, journal, ``budget``), so scoring again re-sends nothing already judged."""
     instances = read_instances(store, data.instances_key)
     requests = [request_from_row(r) for r in store.read_parquet(query.requests_key).to_pylist()]
     completions = [Completion.model_validate(r) for r in store.read_parquet(query.completions_key).to_pylist()]
-    stats = score_instances(instances, requests, completions, plan.scenario.adapter, plan.scenario.metrics)
+    judged = None
+    if plan.judges:
+        judged = annotate(store, plan.judges, list(plan.judge_templates), instances, requests, completions, budget)
+    notes = judged.annotations if judged else None
+    stats = score_instances(instances, requests, completions, plan.scenario.adapter, plan.scenario.metrics, notes)
     summary = summarize(stats)
     base = f"work/score/{plan.score_key}"
-    meta = _meta(score_key=plan.score_key, metric_version=plan.metric_version, metric_versions=plan.metric_versions)
+    meta = _meta(score_key=plan.score_key, metric_version=plan.metric_version, metric_versions=plan.metric_versions,
+                 judges=[j.name for j in plan.judges], judge_templates=plan.judge_templates)
     store.write_parquet(f"{base}/stats.parquet", models_to_table(stats, STAT_SCHEMA), meta)
     store.write_parquet(f"{base}/summary.parquet", models_to_table(summary, SUMMARY_SCHEMA), meta)
+    judging: dict[str, Any] = {}
+    if judged is not None:
+        store.write_parquet(f"{base}/annotations.parquet", models_to_table(judged.annotations, ANNOTATION_SCHEMA), meta,
+                            row_group_size=RUN_ROW_GROUP_ROWS)
+        judging = {
+            "annotations_key": f"{base}/annotations.parquet",
+            "judge_sent": judged.sent,
+            "judge_reused": judged.reused,
+            "judge_errors": judged.request_errors,
+            "judge_parse_errors": judged.parse_errors,
+            "judge_cost_usd": judged.cost_usd,
+            "judge_prompt_tokens": sum(a.prompt_tokens for a in judged.annotations),
+            "judge_output_tokens": sum(a.output_tokens for a in judged.annotations),
+        }
     main = main_summary(summary, plan.scenario.main_metric)
     return ScoreOutcome(
+        **judging,
         score_key=plan.score_key,
         stats_key=f"{base}/stats.parquet",
         summary_key=f"{base}/summary.parquet",
@@ -205,6 +241,7 @@ def main_summary(summary: list[MetricSummary], name: str) -> MetricSummary | Non
 
 # --------------------------------------------------------------------------- publish a run
 RUN_FILES = ("requests.parquet", "completions.parquet", "stats.parquet", "summary.parquet")
+ANNOTATIONS_FILE = "annotations.parquet"  # judged runs only: one row per (completion, judge)
 RUN_ROW_GROUP_ROWS = 1000  # the web report decodes one row group (1,000 requests, ten of its 100-row pages) per page
 
 
@@ -222,7 +259,7 @@ def publish_run(
     cost = float(pc.sum(completions["cost_usd"]).as_py() or 0.0)
     prompt_tokens = int(pc.sum(completions["prompt_tokens"]).as_py() or 0)
     output_tokens = int(pc.sum(completions["output_tokens"]).as_py() or 0)
-    status: Literal["complete", "errors"] = "errors" if query.errors else "complete"
+    status: Literal["complete", "errors"] = "errors" if query.errors or score.judge_errors else "complete"
     outcome = RunOutcome(
         run_id=plan.run_id,
         scenario=plan.scenario.label,
@@ -237,6 +274,7 @@ def publish_run(
         cost_usd=cost,
         prompt_tokens=prompt_tokens,
         output_tokens=output_tokens,
+        judge_cost_usd=score.judge_cost_usd,
     )
     marker = f"{prefix}/run.json"
     if store.exists(marker) and store.read_json(marker).get("status") == "complete" and status == "complete":
@@ -246,6 +284,11 @@ def publish_run(
         table = store.read_parquet(src)
         paged = name in ("requests.parquet", "completions.parquet")  # one row per request, read a page at a time
         store.write_parquet(f"{prefix}/{name}", table, meta, row_group_size=RUN_ROW_GROUP_ROWS if paged else None)
+    files = list(RUN_FILES)
+    if score.annotations_key:
+        store.write_parquet(f"{prefix}/{ANNOTATIONS_FILE}", store.read_parquet(score.annotations_key), meta,
+                            row_group_size=RUN_ROW_GROUP_ROWS)
+        files.append(ANNOTATIONS_FILE)
     run_json = {
         "run_id": plan.run_id,
         "status": status,
@@ -260,6 +303,16 @@ def publish_run(
         "error_rate": outcome.error_rate,
         "cost_usd": cost,
         "tokens": {"prompt": prompt_tokens, "output": output_tokens},
+        "judge_cost_usd": score.judge_cost_usd,
+        "judges": {
+            "deployments": [j.model_dump(mode="json", include={"name", "client", "model", "revision"}) for j in plan.judges],
+            "templates": plan.judge_templates,
+            "sent": score.judge_sent,
+            "reused": score.judge_reused,
+            "request_errors": score.judge_errors,
+            "parse_errors": score.judge_parse_errors,
+            "tokens": {"prompt": score.judge_prompt_tokens, "output": score.judge_output_tokens},
+        },
         "versions": _version_fields(plan),
         "dataset": {"revision": plan.scenario.dataset_revision, "checksums": plan.scenario.checksums},
         "lineage": {
@@ -270,7 +323,7 @@ def publish_run(
             "published_at": datetime.now(timezone.utc).isoformat(),
             **(lineage or {}),
         },
-        "files": [f"{prefix}/{n}" for n in RUN_FILES],
+        "files": [f"{prefix}/{n}" for n in files],
     }
     store.write_json(marker, run_json)
     return outcome
@@ -305,6 +358,7 @@ RUNS_SCHEMA = pa.schema(
         ("cost_usd", pa.float64()),
         ("prompt_tokens", pa.int64()),
         ("output_tokens", pa.int64()),
+        ("judge_cost_usd", pa.float64()),
         ("error", pa.string()),
         ("uri", pa.string()),
     ]
@@ -315,7 +369,8 @@ def leaderboard_schema(labels: list[str]) -> pa.Schema:
     fields = [("deployment", pa.string()), ("mean_score", pa.float64()), ("mean_win_rate", pa.float64())]
     for label in labels:
         fields += [(label, pa.float64()), (f"{label} ci_low", pa.float64()), (f"{label} ci_high", pa.float64())]
-    fields += [("cost_usd", pa.float64()), ("prompt_tokens", pa.int64()), ("output_tokens", pa.int64()), ("missing", pa.int64())]
+    fields += [("cost_usd", pa.float64()), ("prompt_tokens", pa.int64()), ("output_tokens", pa.int64()),
+               ("judge_cost_usd", pa.float64()), ("missing", pa.int64())]
     return pa.schema(fields)
 
 
@@ -337,6 +392,7 @@ def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome]) -> list[dict[str,
         row["cost_usd"] = sum(c.cost_usd for c in mine)
         row["prompt_tokens"] = sum(c.prompt_tokens for c in mine)
         row["output_tokens"] = sum(c.output_tokens for c in mine)
+        row["judge_cost_usd"] = sum(c.judge_cost_usd for c in mine)
         row["missing"] = len(labels) - len(mine)
         rows.append(row)
     key = "mean_score" if "mean" in board.spec.aggregation else "mean_win_rate"
@@ -387,6 +443,9 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
         "models": board.spec.models,
         "run_ids": run_ids,
         "failed": [f.model_dump() for f in failed],
+        "judges": board.spec.judges,
+        "cost_usd": sum(r.cost_usd for r in runs),
+        "judge_cost_usd": sum(r.judge_cost_usd for r in runs),
     }
     store.write_json(f"{prefix}/release.json", release)
     pointer = {"release_id": release_id, "uri": store.url(prefix), "status": status, "created_at": now.isoformat()}

@@ -74,8 +74,10 @@ def query(plan: RunPlan, storage: str, prompts: PromptSet, budget_usd: float | N
 
 @task(name="score", cache_key_fn=lambda ctx, p: score_key(p["plan"]), persist_result=True,
       task_run_name="score {plan.scenario.label} x {plan.deployment.name}")
-def score(plan: RunPlan, storage: str, data: ScenarioData, queried: QueryOutcome) -> ScoreOutcome:
-    out = pipeline.score_pair(Store(storage), plan, data, queried)
+def score(plan: RunPlan, storage: str, data: ScenarioData, queried: QueryOutcome,
+          budget_usd: float | None = None) -> ScoreOutcome:
+    budget = budget_for(f"flow-run-{flow_run.id}", budget_usd)  # judge requests share the board run's budget
+    out = pipeline.score_pair(Store(storage), plan, data, queried, budget)
     return out.model_copy(update={"task_run_id": str(task_run.id)})
 
 
@@ -176,7 +178,8 @@ def run_assets(store: Store, plan: RunPlan) -> dict[str, list[str]]:
     """What publishing a run materializes, and what it was made from (asset keys are URIs)."""
     prefix = pipeline.run_prefix(plan.run_id)
     return {
-        "assets": [store.asset_uri(f"{prefix}/{name}") for name in ("run.json", *pipeline.RUN_FILES)],
+        "assets": [store.asset_uri(f"{prefix}/{name}") for name in ("run.json", *pipeline.RUN_FILES)]
+        + ([store.asset_uri(f"{prefix}/{pipeline.ANNOTATIONS_FILE}")] if plan.judges else []),
         "asset_deps": [
             store.asset_uri(instances_key(plan.scenario.key, plan.scenario.scenario_version)),
             store.asset_uri(f"{dataset_prefix(plan.scenario.key, plan.scenario.dataset_revision)}/manifest.json"),
