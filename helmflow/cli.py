@@ -69,6 +69,7 @@ COMMAND_MODULES: list[str] = [
     "helmflow.devserver",
     "helmflow.check",
     "helmflow.operations",
+    "helmflow.reproduce",
 ]
 
 
