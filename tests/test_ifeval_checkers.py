@@ -144,3 +144,22 @@ def test_summary_pools_instruction_level_accuracy_as_a_ratio_of_sums():
     assert summary["ifeval_instruction_strict:punctuation:no_comma"].mean == 0.5
     assert summary["ifeval_instruction_strict:detectable_format:title"].count == 1
     assert METRICS.get("ifeval").ratios[0][0] == "ifeval_instruction_strict_accuracy"
+
+
+def test_seeded_detector_is_langdetects_own_with_seed_zero():
+    import langdetect
+
+    texts = [c["response"] for c in CASES if c["instruction_id"].startswith(("language:", "change_case:english"))]
+    texts += ["ok no si", "Ciao, come stai oggi?", "Hallo Welt", "12345", "Sure!\n{\"a\": 1}"]
+    saved = langdetect.DetectorFactory.seed
+    langdetect.DetectorFactory.seed = 0
+    try:
+        expected = []
+        for text in texts:
+            try:
+                expected.append(langdetect.detect(text))
+            except langdetect.LangDetectException:
+                expected.append(None)
+    finally:
+        langdetect.DetectorFactory.seed = saved
+    assert [detect_language(t) for t in texts] == expected
