@@ -4,8 +4,10 @@
 
 Synthesizes published runs (the real Parquet schemas and row groups, written with Store) and a
 release holding them, then times the live app (in process, through Starlette's test client) and the
-static export. "cold" is a fresh app (nothing cached: the run's footers, stats and references are
-read); "warm" is the same page again. Prints one line per measurement with the large/small ratio.
+static export, and then in Chromium (navigation until the first page of instances is shown) for the
+live app and the static export opened from disk. "cold" is a fresh app (nothing cached: the run's
+footers, stats and references are read); "warm" is the same page again. Prints one line per
+measurement with the large/small ratio.
 """
 
 from __future__ import annotations
@@ -155,10 +157,73 @@ def measure(root: str, release_id: str, run_id: str, repeat: int) -> dict[str, f
     }
 
 
+class _Server:
+    """``helmflow serve``'s app under uvicorn in a thread, for the browser measurements."""
+
+    def __init__(self, root: str):
+        import socket
+        import threading
+
+        import uvicorn
+
+        from helmflow.web.app import create_app
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn.Config(create_app(root), port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        while not self.server.started:
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join()
+
+
+def browser_times(root: str, release_id: str, run_id: str, repeat: int) -> dict[str, float]:
+    """Milliseconds from navigation to the first page of instances shown, in Chromium."""
+    from playwright.sync_api import sync_playwright
+
+    args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"]
+    static = Path(root) / "leaderboards" / BOARD / release_id / "report" / "runs" / run_id / "index.html"
+
+    def open_first_page(browser, url: str) -> float:
+        context = browser.new_context()  # nothing cached in the browser
+        page = context.new_page()
+        t = time.perf_counter()
+        page.goto(url)
+        page.wait_for_selector("#viewer[data-state=ready]")
+        elapsed = (time.perf_counter() - t) * 1000
+        context.close()
+        return elapsed
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=args)
+        cold, warm = [], []
+        for _ in range(repeat):
+            server = _Server(root)  # a fresh process state: nothing read yet
+            url = f"http://127.0.0.1:{server.port}/boards/{BOARD}/{release_id}/runs/{run_id}/"
+            cold.append(open_first_page(browser, url))
+            warm.append(open_first_page(browser, url))
+            server.stop()
+        out = {
+            "browser: live app, cold": statistics.median(cold),
+            "browser: live app, warm": statistics.median(warm),
+            "browser: static export from disk": statistics.median(
+                [open_first_page(browser, static.as_uri()) for _ in range(repeat)]),
+        }
+        browser.close()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="100,100000")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--no-browser", action="store_true", help="skip the Chromium measurements")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
@@ -171,6 +236,9 @@ def main() -> None:
         t = time.perf_counter()
         out = export_report(store, BOARD, release_id)
         export_s = time.perf_counter() - t
+        if not args.no_browser:
+            for n in sizes:
+                results[n].update(browser_times(store.root, release_id, f"bench{n}", args.repeat))
         sizes_on_disk = {n: (Path(tmp) / "store" / "runs" / f"bench{n}").stat() and sum(
             f.stat().st_size for f in (Path(tmp) / "store" / "runs" / f"bench{n}").iterdir()) for n in sizes}
     small, large = sizes[0], sizes[-1]

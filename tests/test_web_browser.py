@@ -233,6 +233,13 @@ def test_hostile_text_never_runs(page, live, exported, where, tmp_path):
         svgs: document.querySelectorAll('#instances svg').length,
     })""")
     assert dom == {"scripts": 0, "images": 0, "links": [], "svgs": 0}
+    page.goto(board_url)
+    page.click("#compare-link")
+    page.wait_for_selector("#compare[data-state=ready]")
+    page.select_option("select[name=show]", "")
+    page.wait_for_selector("#compare[data-state=ready]")
+    page.locator("#pairs details > summary").first.click()
+    assert HOSTILE in page.locator("#pairs pre.completion").first.text_content()
     assert page.problems == []
     assert page.evaluate("window.__pwned") is None
 
