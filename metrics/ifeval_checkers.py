@@ -7,9 +7,10 @@ split as the reference does and count empty pieces its way; language detection t
 counts as followed. The results must match the reference, not what would seem more sensible.
 
 Where the reference *draws a random value* for a missing or out-of-range kwarg (and so is not
-reproducible), the kwargs models here refuse it with a clear :class:`InstructionError` instead; the
-IFEval data never relies on that. Kwargs are validated once, when the data is loaded, so bad input
-fails before a model is queried. ``null`` kwargs mean absent (HF's column union fills them in).
+reproducible), the kwargs models here refuse it with a clear :class:`InstructionError` instead, so a
+data row that would need a random draw fails to load, naming the row. Kwargs are validated once, when
+the data is loaded, so bad input fails before a model is queried. ``null`` kwargs mean absent (HF's
+column union fills them in).
 """
 
 from __future__ import annotations
@@ -86,7 +87,9 @@ class ForbiddenWordsKw(Kwargs):
 
 
 class LetterFrequencyKw(Kwargs):
-    letter: Annotated[StrictStr, Field(pattern=r"^[A-Za-z]$")]  # else the reference draws a random letter
+    # HELM's copy draws a random letter for anything but one of a-z/A-Z (Google's current code would
+    # take any single character): only where both agree is the result reproducible
+    letter: Annotated[StrictStr, Field(pattern=r"^[A-Za-z]$")]
     let_frequency: Count
     let_relation: Relation
 
