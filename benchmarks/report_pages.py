@@ -17,7 +17,7 @@ import json
 import statistics
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -80,7 +80,7 @@ def synthesize_run(store: Store, run_id: str, scenario: str, deployment: str, n:
         "versions": {"scenario_version": scenario_version, "prompt_version": "pv", "model_version": "mv",
                      "metric_version": "xv", "run_id": run_id},
         "dataset": {"revision": "synthetic", "checksums": {}},
-        "lineage": {"helmflow_version": "bench", "published_at": datetime.now(timezone.utc).isoformat(),
+        "lineage": {"helmflow_version": "bench", "published_at": datetime.now(UTC).isoformat(),
                     "flow_run_id": "9f0e0c6e-0000-4000-8000-000000000000"},
         "files": [f"{prefix}/{f}" for f in ("requests.parquet", "completions.parquet", "stats.parquet", "summary.parquet")],
     })
@@ -112,7 +112,7 @@ def synthesize_release(store: Store, board: str, runs: list[dict], release_id: s
     prefix = f"leaderboards/{board}/{release_id}"
     store.write_parquet(f"{prefix}/leaderboard.parquet", pa.Table.from_pylist(rows, schema=leaderboard_schema(labels)))
     store.write_parquet(f"{prefix}/runs.parquet", pa.Table.from_pylist(runs, schema=RUNS_SCHEMA))
-    created = datetime.now(timezone.utc).isoformat()
+    created = datetime.now(UTC).isoformat()
     store.write_json(f"{prefix}/release.json", {
         "board": board, "board_version": "bench-version", "release_id": release_id, "created_at": created,
         "status": "complete", "scenarios": labels, "models": models, "run_ids": sorted(r["run_id"] for r in runs),

@@ -49,8 +49,8 @@ def cost_vs_score_svg(points: list[Point], width: int = 560, height: int = 340) 
     def y(v: float) -> float:
         return top + ph * (1 - (v - y_low) / (y_high - y_low))
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" role="img" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}"><title>Mean score vs total cost per model, with the Pareto front</title>']
+    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" role="img" viewBox="0 0 {width} {height}" '
+           f'width="{width}" height="{height}"><title>Mean score vs total cost per model, with the Pareto front</title>')]
     out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="frame"/>')
     for t in _ticks(y_low, y_high):
         out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="grid"/>'
@@ -99,8 +99,8 @@ def scenario_bars_svg(groups: dict[str, list[Bar]], width: int = 720, height: in
     def y(v: float) -> float:
         return top + ph * (1 - max(0.0, min(1.0, v)))
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" role="img" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}"><title>Main metric per scenario and model, with 95% intervals</title>']
+    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" role="img" viewBox="0 0 {width} {height}" '
+           f'width="{width}" height="{height}"><title>Main metric per scenario and model, with 95% intervals</title>')]
     for t in _ticks(0.0, 1.0):
         out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="grid"/>'
                    f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{_fmt(t)}</text>')
