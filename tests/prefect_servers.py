@@ -43,13 +43,14 @@ class PrefectServer:
             env=self.env, cwd=str(cwd), capture_output=True, text=True, timeout=timeout,
         )
 
-    def start_worker(self, pool: str, name: str) -> subprocess.Popen:
-        """``prefect worker start`` in the background (stopped with the server, or earlier by the test)."""
+    def start_worker(self, pool: str, name: str, **env: str) -> subprocess.Popen:
+        """``prefect worker start`` in the background (stopped with the server, or earlier by the test);
+        ``env`` is added to the worker's environment, which its flow-run processes inherit."""
         log = self.logs / f"worker-{name}.log"
         # started outside the checkout: the deployment's pull step must find the code by itself
         proc = subprocess.Popen(
             [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool, "--name", name],
-            env=self.env, cwd=str(self.logs), stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+            env=dict(self.env, **env), cwd=str(self.logs), stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
         )
         self.children.append(proc)
         return proc

@@ -98,24 +98,25 @@ def test_prefect_yaml_deploys_every_board_nightly_and_a_worker_publishes_the_rel
     with server.client() as client:
         assert not [r for r in client.read_flow_runs() if r.auto_scheduled and r.state.is_scheduled()]
 
+    # storage is left to the worker's environment (the deployment's default); the sample is ours
     root = tmp_path / "store"
-    flow_run_id = _trigger(
-        server, "demo/demo-nightly", {"storage": str(root), "max_instances": 3, "scenarios": ["arithmetic-3"], "models": MODELS[::2]}
-    )
-    worker = server.start_worker(POOL, "box")
+    params = {"max_instances": 3, "scenarios": ["arithmetic-3"], "models": MODELS[::2]}
+    triggered = time.monotonic()
+    flow_run_id = _trigger(server, "demo/demo-nightly", params)
+    worker = server.start_worker(POOL, "box", HELMFLOW_STORAGE=str(root))
     run = server.wait_flow_run(flow_run_id)
-    released_s = time.monotonic() - started
+    released_s, run_s = time.monotonic() - started, time.monotonic() - triggered
     stop_process(worker)
     assert run.state.is_completed(), f"{run.state}\n{server.tail()}"
     assert run.deployment_id == deployments["demo-nightly"].id and run.labels["prefect.worker.name"] == "box"
+    assert run.parameters == dict(params, storage=None)
 
     latest, board = _release(root)
     assert latest["status"] == "complete"
     assert {r["deployment"]: r["mean_score"] for r in board} == {"offline/solver": 1.0, "offline/echo": 0.0}
     assert offline_call_count(Store(str(root)), "offline/solver") == 3
-    assert run.parameters["storage"] == str(root)  # the run's parameters override the deployment's
     _record("sqlite", server_start_s=round(server.startup_s, 1), deploy_all_s=round(deployed_s, 1),
-            deploy_to_release_s=round(released_s, 1))
+            deploy_to_release_s=round(released_s, 1), trigger_to_release_s=round(run_s, 1))
 
 
 def test_production_topology_postgres_two_workers_and_retry_reruns_only_the_failed_pair(tmp_path):
