@@ -1,0 +1,54 @@
+"""``helmflow check`` through the real CLI: credentials by name, a 1-token request per endpoint,
+and an exit code that says which kind of check failed."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from helmflow.check import EXIT_BOTH, EXIT_CREDENTIALS, EXIT_ENDPOINTS
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def models_file(dev_server, tmp_path):
+    path = tmp_path / "models.yaml"
+    path.write_text(yaml.safe_dump({"deployments": [
+        {"name": "dev/ok", "client": "openai-compatible", "model": "m", "base_url": dev_server.openai_url},
+        {"name": "dev/keyed", "client": "anthropic", "model": "m", "base_url": dev_server.url,
+         "api_key_env": "HELMFLOW_CHECK_KEY"},
+        {"name": "dev/broken", "client": "openai", "model": "unknown-model", "base_url": dev_server.openai_url,
+         "api_key_env": "HELMFLOW_CHECK_OTHER"},
+    ]}))
+    return path
+
+
+def test_exit_codes_say_which_check_failed(models_file, dev_server):
+    env = {"HELMFLOW_CHECK_OTHER": "sk-check-SENTINEL-value"}
+    ok = run_cli("check", "--models-file", str(models_file), "--models", "dev/ok", env=env)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "ok (" in ok.stdout and dev_server.stats()["by_endpoint"] == {"chat": 1}
+
+    missing = run_cli("check", "--models-file", str(models_file), "--models", "dev/ok,dev/keyed", env=env)
+    assert missing.returncode == EXIT_CREDENTIALS, missing.stdout + missing.stderr
+    assert "$HELMFLOW_CHECK_KEY missing" in missing.stdout and "not tried" in missing.stdout
+
+    broken = run_cli("check", "--models-file", str(models_file), "--models", "dev/ok,dev/broken", env=env)
+    assert broken.returncode == EXIT_ENDPOINTS, broken.stdout + broken.stderr
+    assert "$HELMFLOW_CHECK_OTHER set" in broken.stdout and "404" in broken.stdout
+
+    both = run_cli("check", "--models-file", str(models_file), "--models", "dev/keyed,dev/broken", env=env)
+    assert both.returncode == EXIT_BOTH
+    for out in (ok, missing, broken, both):
+        assert "SENTINEL" not in out.stdout + out.stderr
+
+    fixed = run_cli("check", "--models-file", str(models_file), "--models", "dev/keyed",
+                    env={**env, "HELMFLOW_CHECK_KEY": "sk-anything"})
+    assert fixed.returncode == 0 and "$HELMFLOW_CHECK_KEY set" in fixed.stdout
+
+
+def test_unknown_deployment_is_bad_input(models_file):
+    out = run_cli("check", "--models-file", str(models_file), "--models", "dev/nope")
+    assert out.returncode == 2 and "dev/nope" in out.stderr
