@@ -37,3 +37,27 @@ def test_report_of_a_flow_release_links_its_prefect_flow_run(prefect_server, cli
     assert flow_run.status_code == 200 and flow_run.json()["state"]["type"] == "COMPLETED"
     board = (release_dir / "report" / "index.html").read_text()
     assert release["release_id"] in board and release["board_version"] in board
+
+
+def test_report_and_app_over_s3(s3_root, cli):
+    """The same pages from an S3 bucket (moto): the app reads it live, the export writes into it."""
+    from starlette.testclient import TestClient
+
+    from helmflow.storage import Store
+    from helmflow.web.app import create_app
+    from test_web import build_demo, chunk_rows
+
+    store, release_id = build_demo(s3_root, max_instances=5)
+    client = TestClient(create_app(s3_root))
+    board = client.get("/boards/demo/", follow_redirects=True)
+    assert board.status_code == 200 and release_id in board.text
+    run_id = store.read_json(f"leaderboards/demo/{release_id}/release.json")["run_ids"][0]
+    rows = chunk_rows(client.get(f"/boards/demo/{release_id}/runs/{run_id}/chunk-0.js").text)
+    assert [r["prompt"] for r in rows] == store.read_parquet(f"runs/{run_id}/requests.parquet")["prompt"].to_pylist()
+
+    out = cli("report", "demo", "--storage", s3_root)
+    assert out.returncode == 0, out.stderr
+    written = Store(s3_root).find(f"leaderboards/demo/{release_id}/report")
+    assert f"leaderboards/demo/{release_id}/report/index.html" in written
+    assert f"leaderboards/demo/{release_id}/report/runs/{run_id}/chunk-0.js" in written
+    assert f"leaderboards/demo/{release_id}/report/static/viewer.js" in written
