@@ -243,7 +243,7 @@ def test_hostile_text_never_runs(page, live, exported, where, tmp_path):
 
 
 @pytest.mark.parametrize("where", ["live", "static"])
-def test_two_models_side_by_side(page, live, exported, storage, where):
+def test_two_models_side_by_side(page, live, exported, storage, where, tmp_path):
     store, release_id = storage
     runs = store.read_parquet(f"leaderboards/demo/{release_id}/runs.parquet").to_pylist()
     same = [r for r in runs if r["scenario"] == runs[0]["scenario"] and r["score"] is not None]
@@ -276,4 +276,6 @@ def test_two_models_side_by_side(page, live, exported, storage, where):
     completions = store.read_parquet(f"runs/{b['run_id']}/completions.parquet")["text"].to_pylist()
     assert page.locator("#pairs > li").nth(0).locator(".side-b pre.completion").text_content() == completions[only_a[0]]
     assert page.locator("#pairs > li").nth(0).locator(".instance-id").text_content() == ids_a[only_a[0]]
+    if where == "live":
+        screenshot(page, "compare.png", tmp_path)
     assert page.problems == []
