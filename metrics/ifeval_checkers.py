@@ -23,7 +23,16 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
 
 from helmflow.metrics.ifeval_text import count_sentences, count_words, detect_language, word_tokenize
 

@@ -80,7 +80,8 @@ def _word_tokenizer() -> WordTokenizer381:
 
 def word_tokenize(text: str) -> list[str]:
     """``nltk.word_tokenize(text)`` as NLTK 3.8.1 computes it: Punkt sentences, then word tokens."""
-    return [token for sentence in sentence_tokenizer().tokenize(text) for token in _word_tokenizer().tokenize(sentence)]
+    words = _word_tokenizer()
+    return [token for sentence in sentence_tokenizer().tokenize(text) for token in words.tokenize(sentence)]
 
 
 # --------------------------------------------------------------------------- language

@@ -17,7 +17,8 @@ from nltk.tokenize.punkt import PunktSentenceTokenizer
 from helmflow.metrics import ifeval_text
 
 SUBJECTS = ["Dr. Smith", "Mr. Brown", "Mrs. Jones", "The U.S. team", "Prof. Lee", "St. Paul's choir", "J. R. Ward",
-            "The committee", "Gen. Grant", "She", "They", "Acme Inc.", "The Corp. board", "Sen. Ward", "A Ph.D. student"]
+            "The committee", "Gen. Grant", "She", "They", "Acme Inc.", "The Corp. board", "Sen. Ward",
+            "A Ph.D. student"]
 VERBS = ["paid", "counted", "reported", "said", "wrote", "measured", "saw", "met", "sold", "found"]
 OBJECTS = ["$3.50 for coffee", "3.14 units", "the results on Jan. 5", "about 2.5 m. of rope", "the e.g. case",
            "a note at 5 p.m.", "the file v1.2.3", "No. 7 on the list", "them in Washington, D.C.", "U.S.A. exports",
@@ -92,7 +93,8 @@ def test_known_splits():
     assert ifeval_text.count_sentences("I saw Mr. Brown at 5 p.m. yesterday.") == 1
 
 
-GOLDEN = [json.loads(line) for line in (Path(__file__).parent / "data" / "ifeval_nltk381.jsonl").read_text().splitlines()]
+GOLDEN_FILE = Path(__file__).parent / "data" / "ifeval_nltk381.jsonl"
+GOLDEN = [json.loads(line) for line in GOLDEN_FILE.read_text().splitlines()]
 # tests/data/ifeval_nltk381.jsonl: texts (generated here, plus curly quotes, dashes, apostrophes, Hindi, Tamil,
 # combining marks, whitespace runs, the checker cases' responses) with what NLTK 3.8.1 itself gives for
 # them: PunktSentenceTokenizer(<the shipped parameters>).tokenize, word_tokenize over those sentences

@@ -109,11 +109,12 @@ def test_real_hf_path_through_a_local_hub(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("row", "message"),
     [
-        ({"instruction_id_list": ["keywords:teleport"], "kwargs": [{}]}, "unknown IFEval instruction id 'keywords:teleport'"),
+        ({"instruction_id_list": ["keywords:teleport"], "kwargs": [{}]},
+         "unknown IFEval instruction id 'keywords:teleport'"),
         ({"instruction_id_list": ["punctuation:no_comma", "detectable_format:title"], "kwargs": [{}]},
          "2 instructions but 1 kwargs"),
-        ({"instruction_id_list": ["detectable_format:number_highlighted_sections"], "kwargs": [{"num_highlights": None}]},
-         "num_highlights"),  # absent: the reference would draw a random count
+        ({"instruction_id_list": ["detectable_format:number_highlighted_sections"],
+          "kwargs": [{"num_highlights": None}]}, "num_highlights"),  # absent: the reference draws a random count
         ({"instruction_id_list": [], "kwargs": []}, "instruction_id_list"),
     ],
 )  # fmt: skip
