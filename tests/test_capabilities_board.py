@@ -1,0 +1,160 @@
+"""The full Capabilities board: MMLU-Pro, GPQA, IFEval, WildBench and Omni-MATH through ``helmflow run``,
+offline (fixture files through mirrors, the dev server scripted as the model and the judges).
+
+Changing the judge gives the judged scenarios new run ids and re-judges them without asking the model
+again; the rule-scored scenarios keep their runs. ``--no-judge`` leaves the judged cells missing.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from capabilities_fixtures import csv_bytes, gpqa_rows, mmlu_pro_files
+from judge_fixtures import OMNI_FILE, WILDBENCH_FILE, omni_jsonl, omni_rows, wildbench_parquet, wildbench_rows
+from tests.conftest import REPO, run_cli
+from tests.devserver_fixture import FAST_RETRY, start_dev_server
+
+LABELS = ["mmlu_pro", "gpqa", "ifeval", "wildbench", "omni_math"]
+JUDGED = {"wildbench", "omni_math"}
+WB_MARKERS = ["[ans:right] [judge-a:8] [judge-b:4]", "[ans:right] [judge-a:garbage] [judge-b:7]", "[ans:empty]",
+              "[ans:right] [judge-a:10] [judge-b:12]"]
+OMNI_MARKERS = ["[ans:right] [judge-a:TRUE] [judge-b:TRUE]", "[ans:wrong] [judge-a:FALSE] [judge-b:TRUE]",
+                "[ans:right] [judge-a:TRUE] [judge-b:garbage]"]
+IFEVAL_ROWS = [{"key": 10 + k, "prompt": f"Fixture request {k}: describe a fixture without commas.",
+                "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]} for k in range(25)]
+
+
+def test_the_board_spec_has_the_five_scenarios_and_a_configured_jury():
+    from helmflow.board import load_board
+    from helmflow.scenarios import get_scenario
+
+    spec = load_board("capabilities")
+    assert [s.label for s in spec.scenarios] == LABELS and spec.aggregation == ["mean"]
+    assert spec.max_instances == 1000 and spec.judges == ["openai/gpt-4o-2024-05-13"]
+    mains = {s.label: get_scenario(s.name, s.params).main_metric for s in spec.scenarios}
+    assert mains == {"mmlu_pro": "chain_of_thought_correctness", "gpqa": "chain_of_thought_correctness",
+                     "ifeval": "ifeval_strict_accuracy", "wildbench": "wildbench_score_rescaled",
+                     "omni_math": "omni_math_accuracy"}
+
+
+@pytest.fixture
+def mirrors(tmp_path):
+    def folder(name: str, files: dict[str, bytes]) -> str:
+        path = tmp_path / "mirror" / name
+        path.mkdir(parents=True)
+        for filename, data in files.items():
+            (path / filename).write_bytes(data)
+        return str(path)
+
+    ifeval = ("\n".join(json.dumps(r) for r in IFEVAL_ROWS) + "\n").encode()
+    return {
+        "HELMFLOW_MIRROR_MMLU_PRO": folder("mmlu_pro", mmlu_pro_files(n_test=60, n_validation=70)),
+        "HELMFLOW_MIRROR_GPQA": folder("gpqa", {"gpqa_main.csv": csv_bytes(gpqa_rows(30))}),
+        "HELMFLOW_MIRROR_IFEVAL": folder("ifeval", {"ifeval_input_data.jsonl": ifeval}),
+        "HELMFLOW_MIRROR_WILDBENCH": folder("wildbench", {WILDBENCH_FILE: wildbench_parquet(wildbench_rows(WB_MARKERS * 6))}),
+        "HELMFLOW_MIRROR_OMNI_MATH": folder("omni", {OMNI_FILE: omni_jsonl(omni_rows(OMNI_MARKERS * 8))}),
+    }
+
+
+def test_without_a_judge_credential_the_run_stops_up_front_naming_the_variable(mirrors, tmp_path):
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"deployments": [
+        {"name": "t/keyed-judge", "client": "openai", "model": "gpt-x", "api_key_env": "HELMFLOW_TEST_NO_SUCH_KEY"},
+    ]}))  # fmt: skip
+    storage = tmp_path / "store"
+    common = ["--models", "offline/echo", "--models-file", str(models), "--storage", str(storage)]
+    out = run_cli("run", "capabilities", "--scenarios", "omni_math", "--judge", "t/keyed-judge", *common, env=mirrors)
+    assert out.returncode == 2 and "HELMFLOW_TEST_NO_SUCH_KEY" in out.stderr and "--no-judge" in out.stderr, out.stderr
+    out = run_cli("run", "capabilities", "--scenarios", "wildbench", *common, env={**mirrors, "OPENAI_API_KEY": ""})
+    assert out.returncode == 2 and "OPENAI_API_KEY" in out.stderr, out.stderr  # the board's default judge
+    out = run_cli("run", "capabilities", "--judge", "a", "--no-judge", *common, env=mirrors)
+    assert out.returncode == 2 and "exclude each other" in out.stderr
+    assert not storage.exists()
+
+
+def test_reproduce_explains_what_differs_from_helm():
+    out = run_cli("reproduce", "capabilities", "--explain")
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert "at most 1000 instances" in text and "openai/gpt-4o-2024-05-13" in text
+    assert "Llama-3.1-405B-Instruct-Turbo and Claude 3.5 Sonnet" in text and "judge templates" in text
+    v2 = " ".join(run_cli("reproduce", "capabilities", "--variant", "v2", "--judge", "x/j", "--explain").stdout.split())
+    assert "reasoning_v2" in v2 and "judges: x/j; HELM v1 used" in v2
+
+
+def _runs(storage) -> dict[str, dict]:
+    return {p.parent.name: json.loads(p.read_text()) for p in storage.glob("runs/*/run.json")}
+
+
+def _latest(storage) -> tuple[list[dict], dict]:
+    latest = json.loads((storage / "leaderboards/capabilities/latest.json").read_text())
+    release = json.loads((storage / "leaderboards/capabilities" / latest["release_id"] / "release.json").read_text())
+    return pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist(), release
+
+
+@pytest.mark.slow
+def test_full_board_offline_then_a_new_judge_then_no_judge(mirrors, tmp_path, prefect_server):
+    storage = tmp_path / "store"
+    with start_dev_server("--policy", "fn:judge_fixtures:policy", env={"PYTHONPATH": f"{REPO / 'tests'}"}) as server:
+        def dep(name, model, price=0.0):
+            return {"name": name, "client": "openai-compatible", "model": model, "base_url": server.openai_url,
+                    "retry": FAST_RETRY, "max_concurrency": 16, "price_input_per_mtok": price, "price_output_per_mtok": price}
+
+        models = tmp_path / "models.yaml"
+        models.write_text(yaml.safe_dump({"deployments": [dep("dev/model", "model-x"), dep("dev/judge-a", "judge-a", 2.0),
+                                                          dep("dev/judge-b", "judge-b", 1.0)]}))
+
+        def run(*extra: str):
+            out = run_cli("run", "capabilities", "--models", "dev/model", "--max-instances", "20", "--models-file", str(models),
+                          "--storage", str(storage), *extra, env=mirrors)
+            assert out.returncode == 0, out.stdout + out.stderr
+            return out
+
+        run("--judge", "dev/judge-a")
+        first = _runs(storage)
+        by_label = {r["scenario"]["label"]: r for r in first.values()}
+        assert set(by_label) == set(LABELS) and all(r["counts"]["requests"] == 20 for r in first.values())
+        rows, release = _latest(storage)
+        (row,) = rows
+        assert all(row[label] is not None for label in LABELS)
+        assert row["mean_score"] == pytest.approx(sum(row[label] for label in LABELS) / 5)
+        for label in JUDGED:
+            r = by_label[label]
+            assert r["judges"]["deployments"][0]["name"] == "dev/judge-a" and r["judge_cost_usd"] > 0
+            assert r["cost_usd"] == 0 and f"runs/{r['run_id']}/annotations.parquet" in r["files"]
+            notes = pq.read_table(storage / "runs" / r["run_id"] / "annotations.parquet").to_pylist()
+            assert {n["judge"] for n in notes} == {"dev/judge-a"} and len(notes) == 20
+            assert r["judge_cost_usd"] == pytest.approx(sum(n["cost_usd"] for n in notes))
+        assert by_label["wildbench"]["judges"]["parse_errors"] > 0  # "garbage" verdicts are counted, the run completes
+        assert release["judge_cost_usd"] == pytest.approx(sum(r["judge_cost_usd"] for r in first.values()))
+        assert row["judge_cost_usd"] == pytest.approx(release["judge_cost_usd"]) and release["judges"] == ["dev/judge-a"]
+        assert not any((storage / "runs" / by_label[label]["run_id"] / "annotations.parquet").exists()
+                       for label in ("mmlu_pro", "gpqa", "ifeval"))
+
+        # a new judge: the judged scenarios get new run ids and are re-judged; the model is not asked again
+        before = server.stats()["requests"]
+        run("--judge", "dev/judge-b")
+        second = {r["scenario"]["label"]: r for k, r in _runs(storage).items() if k not in first}
+        assert set(second) == JUDGED  # mmlu_pro, gpqa and ifeval kept their runs (same ids)
+        sent = sum(1 for label in JUDGED for n in pq.read_table(storage / "runs" / second[label]["run_id"] / "annotations.parquet").to_pylist()
+                   if n["judge_request_hash"] is not None)
+        assert server.stats()["requests"] - before == sent > 0  # only judge-b's requests reached the server
+        for label in JUDGED:
+            assert second[label]["lineage"]["query_key"] == by_label[label]["lineage"]["query_key"]
+            assert second[label]["versions"]["metric_version"] != by_label[label]["versions"]["metric_version"]
+
+        # --no-judge: the judged cells are missing (not 0); Omni-MATH's rule-based check is still there
+        before = server.stats()["requests"]
+        run("--no-judge")
+        assert server.stats()["requests"] == before
+        (row,), release = _latest(storage)
+        assert row["wildbench"] is None and row["omni_math"] is None and release["judges"] == []
+        assert row["mean_score"] == pytest.approx(sum(row[label] for label in ("mmlu_pro", "gpqa", "ifeval")) / 3)
+        third = [r for k, r in _runs(storage).items() if k not in first and k not in {r["run_id"] for r in second.values()}]
+        omni = next(r for r in third if r["scenario"]["label"] == "omni_math")
+        summary = {s["name"]: s for s in pq.read_table(storage / "runs" / omni["run_id"] / "summary.parquet").to_pylist()}
+        assert "omni_math_accuracy" not in summary and summary["omni_math_rule_equivalence"]["count"] == 20
