@@ -73,7 +73,13 @@ def test_without_a_judge_credential_the_run_stops_up_front_naming_the_variable(m
     assert out.returncode == 2 and "OPENAI_API_KEY" in out.stderr, out.stderr  # the board's default judge
     out = run_cli("run", "capabilities", "--judge", "a", "--no-judge", *common, env=mirrors)
     assert out.returncode == 2 and "exclude each other" in out.stderr
+    out = run_cli("eval", "omni_math", *common, env=mirrors)  # an ad-hoc board has no judges of its own
+    assert out.returncode == 2 and "omni_math need(s) a judge" in out.stderr, out.stderr
     assert not storage.exists()
+    # showing the board needs no key: it lists the jury and template versions of the judged scenarios
+    out = run_cli("show", "capabilities", "--scenarios", "wildbench,omni_math", env={**mirrors, "OPENAI_API_KEY": ""})
+    assert out.returncode == 0, out.stderr
+    assert "openai/gpt-4o-2024-05-13" in out.stdout and "wildbench v1" in out.stdout and "omni_math v1" in out.stdout
 
 
 def test_reproduce_explains_what_differs_from_helm():
