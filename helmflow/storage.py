@@ -51,7 +51,9 @@ class Store:
 
     def __init__(self, root: str | None = None):
         self.root = resolve_root(root)
-        self.fs, self._base = url_to_fs(self.root)
+        # No listings cache: other processes (workers, the CLI) write under the same root, and a stale
+        # cached listing makes s3fs report their new files as missing (FileNotFoundError on read).
+        self.fs, self._base = url_to_fs(self.root, use_listings_cache=False)
         self.is_local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
 
     # ------------------------------------------------------------------ paths
