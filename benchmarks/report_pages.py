@@ -36,58 +36,153 @@ def synthesize_run(store: Store, run_id: str, scenario: str, deployment: str, n:
     prompts = [f"{text}Question {i}: what is {i} + {i}?\nAnswer:" for i in range(n)]
     answers = [str(2 * i) if i % 3 else str(2 * i + 1) for i in range(n)]
     scenario_version = f"sv-{run_id}"
-    store.write_parquet(f"instances/{safe_key(scenario)}/{scenario_version}.parquet", pa.table({
-        "id": ids, "split": ["test"] * n, "sub_split": [None] * n, "input_text": prompts,
-        "input_messages": [None] * n, "input_parts": [None] * n,
-        "references": [[{"text": f"{text}{2 * i}", "correct": True}] for i in range(n)],
-        "extra_json": ["{}"] * n,
-    }, schema=INSTANCE_SCHEMA))
+    store.write_parquet(
+        f"instances/{safe_key(scenario)}/{scenario_version}.parquet",
+        pa.table(
+            {
+                "id": ids,
+                "split": ["test"] * n,
+                "sub_split": [None] * n,
+                "input_text": prompts,
+                "input_messages": [None] * n,
+                "input_parts": [None] * n,
+                "references": [[{"text": f"{text}{2 * i}", "correct": True}] for i in range(n)],
+                "extra_json": ["{}"] * n,
+            },
+            schema=INSTANCE_SCHEMA,
+        ),
+    )
     prefix = f"runs/{run_id}"
     bodies = [json.dumps({"model": deployment, "prompt": p, "max_tokens": 8, "temperature": 0.0}) for p in prompts]
-    store.write_parquet(f"{prefix}/requests.parquet", pa.table({
-        "request_hash": [f"h{i:07d}" for i in range(n)], "instance_id": ids, "split": ["test"] * n,
-        "sample_index": [0] * n, "body_json": bodies, "prompt": prompts, "num_train_instances": [0] * n,
-        "prompt_truncated": [i % 50 == 7 for i in range(n)], "output_mapping_json": ["{}"] * n,
-    }, schema=REQUEST_SCHEMA), row_group_size=RUN_ROW_GROUP_ROWS)
+    store.write_parquet(
+        f"{prefix}/requests.parquet",
+        pa.table(
+            {
+                "request_hash": [f"h{i:07d}" for i in range(n)],
+                "instance_id": ids,
+                "split": ["test"] * n,
+                "sample_index": [0] * n,
+                "body_json": bodies,
+                "prompt": prompts,
+                "num_train_instances": [0] * n,
+                "prompt_truncated": [i % 50 == 7 for i in range(n)],
+                "output_mapping_json": ["{}"] * n,
+            },
+            schema=REQUEST_SCHEMA,
+        ),
+        row_group_size=RUN_ROW_GROUP_ROWS,
+    )
     errors = [("provider said 500" if i % 97 == 5 else None) for i in range(n)]
-    store.write_parquet(f"{prefix}/completions.parquet", pa.table({
-        "request_hash": [f"h{i:07d}" for i in range(n)], "instance_id": ids, "sample_index": [0] * n,
-        "text": [f"{text}{a}" if e is None else "" for a, e in zip(answers, errors)], "finish_reason": ["stop"] * n,
-        "prompt_tokens": [12] * n, "output_tokens": [1] * n, "latency_s": [0.01] * n, "cost_usd": [1e-5] * n,
-        "tokens": [[a] for a in answers], "logprobs": [[-0.1] for _ in range(n)], "error": errors,
-        "attempts": [1] * n, "created_at": ["2026-01-01T00:00:00+00:00"] * n,
-    }, schema=COMPLETION_SCHEMA), row_group_size=RUN_ROW_GROUP_ROWS)
+    store.write_parquet(
+        f"{prefix}/completions.parquet",
+        pa.table(
+            {
+                "request_hash": [f"h{i:07d}" for i in range(n)],
+                "instance_id": ids,
+                "sample_index": [0] * n,
+                "text": [f"{text}{a}" if e is None else "" for a, e in zip(answers, errors)],
+                "finish_reason": ["stop"] * n,
+                "prompt_tokens": [12] * n,
+                "output_tokens": [1] * n,
+                "latency_s": [0.01] * n,
+                "cost_usd": [1e-5] * n,
+                "tokens": [[a] for a in answers],
+                "logprobs": [[-0.1] for _ in range(n)],
+                "error": errors,
+                "attempts": [1] * n,
+                "created_at": ["2026-01-01T00:00:00+00:00"] * n,
+            },
+            schema=COMPLETION_SCHEMA,
+        ),
+        row_group_size=RUN_ROW_GROUP_ROWS,
+    )
     ok = [i for i in range(n) if errors[i] is None]
     em = [float(i % 3 != 0) for i in ok]
-    store.write_parquet(f"{prefix}/stats.parquet", pa.table({
-        "instance_id": [ids[i] for i in ok] * 2, "split": ["test"] * (2 * len(ok)),
-        "name": ["exact_match"] * len(ok) + ["latency_s"] * len(ok), "value": em + [0.01] * len(ok),
-    }, schema=STAT_SCHEMA))
+    store.write_parquet(
+        f"{prefix}/stats.parquet",
+        pa.table(
+            {
+                "instance_id": [ids[i] for i in ok] * 2,
+                "split": ["test"] * (2 * len(ok)),
+                "name": ["exact_match"] * len(ok) + ["latency_s"] * len(ok),
+                "value": em + [0.01] * len(ok),
+            },
+            schema=STAT_SCHEMA,
+        ),
+    )
     score = sum(em) / len(em)
-    store.write_parquet(f"{prefix}/summary.parquet", pa.table({
-        "name": ["exact_match"], "split": ["test"], "count": [len(em)], "mean": [score],
-        "ci_low": [score - 0.01], "ci_high": [score + 0.01]}, schema=SUMMARY_SCHEMA))
+    store.write_parquet(
+        f"{prefix}/summary.parquet",
+        pa.table(
+            {
+                "name": ["exact_match"],
+                "split": ["test"],
+                "count": [len(em)],
+                "mean": [score],
+                "ci_low": [score - 0.01],
+                "ci_high": [score + 0.01],
+            },
+            schema=SUMMARY_SCHEMA,
+        ),
+    )
     status = "errors" if any(errors) else "complete"
-    store.write_json(f"{prefix}/run.json", {
-        "run_id": run_id, "status": status, "scenario": {"name": scenario, "label": scenario, "params": {}},
-        "deployment": {"name": deployment, "client": "offline", "model": deployment, "revision": "",
-                       "tokenizer": "whitespace", "context_window": 8192},
-        "adapter": {"method": "generation"}, "metrics": {"exact_match": "1"}, "main_metric": "exact_match",
-        "score": score, "ci": [score - 0.01, score + 0.01],
-        "counts": {"requests": n, "sent": n, "reused": 0, "errors": sum(e is not None for e in errors)},
-        "error_rate": sum(e is not None for e in errors) / n, "cost_usd": n * 1e-5,
-        "tokens": {"prompt": 12 * n, "output": n},
-        "versions": {"scenario_version": scenario_version, "prompt_version": "pv", "model_version": "mv",
-                     "metric_version": "xv", "run_id": run_id},
-        "dataset": {"revision": "synthetic", "checksums": {}},
-        "lineage": {"helmflow_version": "bench", "published_at": datetime.now(UTC).isoformat(),
-                    "flow_run_id": "9f0e0c6e-0000-4000-8000-000000000000"},
-        "files": [f"{prefix}/{f}" for f in ("requests.parquet", "completions.parquet", "stats.parquet", "summary.parquet")],
-    })
-    return {"deployment": deployment, "scenario": scenario, "run_id": run_id, "status": status,
-            "main_metric": "exact_match", "score": score, "ci_low": score - 0.01, "ci_high": score + 0.01,
-            "error_rate": sum(e is not None for e in errors) / n, "cost_usd": n * 1e-5, "prompt_tokens": 12 * n,
-            "output_tokens": n, "error": None, "uri": store.url(prefix)}
+    store.write_json(
+        f"{prefix}/run.json",
+        {
+            "run_id": run_id,
+            "status": status,
+            "scenario": {"name": scenario, "label": scenario, "params": {}},
+            "deployment": {
+                "name": deployment,
+                "client": "offline",
+                "model": deployment,
+                "revision": "",
+                "tokenizer": "whitespace",
+                "context_window": 8192,
+            },
+            "adapter": {"method": "generation"},
+            "metrics": {"exact_match": "1"},
+            "main_metric": "exact_match",
+            "score": score,
+            "ci": [score - 0.01, score + 0.01],
+            "counts": {"requests": n, "sent": n, "reused": 0, "errors": sum(e is not None for e in errors)},
+            "error_rate": sum(e is not None for e in errors) / n,
+            "cost_usd": n * 1e-5,
+            "tokens": {"prompt": 12 * n, "output": n},
+            "versions": {
+                "scenario_version": scenario_version,
+                "prompt_version": "pv",
+                "model_version": "mv",
+                "metric_version": "xv",
+                "run_id": run_id,
+            },
+            "dataset": {"revision": "synthetic", "checksums": {}},
+            "lineage": {
+                "helmflow_version": "bench",
+                "published_at": datetime.now(UTC).isoformat(),
+                "flow_run_id": "9f0e0c6e-0000-4000-8000-000000000000",
+            },
+            "files": [
+                f"{prefix}/{f}" for f in ("requests.parquet", "completions.parquet", "stats.parquet", "summary.parquet")
+            ],
+        },
+    )
+    return {
+        "deployment": deployment,
+        "scenario": scenario,
+        "run_id": run_id,
+        "status": status,
+        "main_metric": "exact_match",
+        "score": score,
+        "ci_low": score - 0.01,
+        "ci_high": score + 0.01,
+        "error_rate": sum(e is not None for e in errors) / n,
+        "cost_usd": n * 1e-5,
+        "prompt_tokens": 12 * n,
+        "output_tokens": n,
+        "error": None,
+        "uri": store.url(prefix),
+    }
 
 
 def synthesize_release(store: Store, board: str, runs: list[dict], release_id: str = "2026-01-01-0000bench") -> str:
@@ -101,7 +196,8 @@ def synthesize_release(store: Store, board: str, runs: list[dict], release_id: s
         for lab in labels:
             cell = mine.get(lab)
             row[lab], row[f"{lab} ci_low"], row[f"{lab} ci_high"] = (
-                (cell["score"], cell["ci_low"], cell["ci_high"]) if cell else (None, None, None))
+                (cell["score"], cell["ci_low"], cell["ci_high"]) if cell else (None, None, None)
+            )
             row["missing"] += cell is None
             for k in ("cost_usd", "prompt_tokens", "output_tokens"):
                 row[k] += cell[k] if cell else 0
@@ -113,12 +209,25 @@ def synthesize_release(store: Store, board: str, runs: list[dict], release_id: s
     store.write_parquet(f"{prefix}/leaderboard.parquet", pa.Table.from_pylist(rows, schema=leaderboard_schema(labels)))
     store.write_parquet(f"{prefix}/runs.parquet", pa.Table.from_pylist(runs, schema=RUNS_SCHEMA))
     created = datetime.now(UTC).isoformat()
-    store.write_json(f"{prefix}/release.json", {
-        "board": board, "board_version": "bench-version", "release_id": release_id, "created_at": created,
-        "status": "complete", "scenarios": labels, "models": models, "run_ids": sorted(r["run_id"] for r in runs),
-        "failed": [], "helmflow_version": "bench"})
-    store.write_json(f"leaderboards/{board}/latest.json", {"release_id": release_id, "status": "complete",
-                                                          "created_at": created, "uri": store.url(prefix)})
+    store.write_json(
+        f"{prefix}/release.json",
+        {
+            "board": board,
+            "board_version": "bench-version",
+            "release_id": release_id,
+            "created_at": created,
+            "status": "complete",
+            "scenarios": labels,
+            "models": models,
+            "run_ids": sorted(r["run_id"] for r in runs),
+            "failed": [],
+            "helmflow_version": "bench",
+        },
+    )
+    store.write_json(
+        f"leaderboards/{board}/latest.json",
+        {"release_id": release_id, "status": "complete", "created_at": created, "uri": store.url(prefix)},
+    )
     return release_id
 
 
@@ -186,8 +295,14 @@ def browser_times(root: str, release_id: str, run_id: str, repeat: int) -> dict[
     """Milliseconds from navigation to the first page of instances shown, in Chromium."""
     from playwright.sync_api import sync_playwright
 
-    args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run"]
+    args = [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+    ]
     static = Path(root) / "leaderboards" / BOARD / release_id / "report" / "runs" / run_id / "index.html"
 
     def open_first_page(browser, url: str) -> float:
@@ -213,7 +328,8 @@ def browser_times(root: str, release_id: str, run_id: str, repeat: int) -> dict[
             "browser: live app, cold": statistics.median(cold),
             "browser: live app, warm": statistics.median(warm),
             "browser: static export from disk": statistics.median(
-                [open_first_page(browser, static.as_uri()) for _ in range(repeat)]),
+                [open_first_page(browser, static.as_uri()) for _ in range(repeat)]
+            ),
         }
         browser.close()
     return out
@@ -239,8 +355,11 @@ def main() -> None:
         if not args.no_browser:
             for n in sizes:
                 results[n].update(browser_times(store.root, release_id, f"bench{n}", args.repeat))
-        sizes_on_disk = {n: (Path(tmp) / "store" / "runs" / f"bench{n}").stat() and sum(
-            f.stat().st_size for f in (Path(tmp) / "store" / "runs" / f"bench{n}").iterdir()) for n in sizes}
+        sizes_on_disk = {
+            n: (Path(tmp) / "store" / "runs" / f"bench{n}").stat()
+            and sum(f.stat().st_size for f in (Path(tmp) / "store" / "runs" / f"bench{n}").iterdir())
+            for n in sizes
+        }
     small, large = sizes[0], sizes[-1]
     print(f"{'measurement (median ms)':40} {small:>10,} {large:>10,}   ratio")
     for name in results[small]:

@@ -15,8 +15,18 @@ pytestmark = pytest.mark.slow
 
 def test_report_of_a_flow_release_links_its_prefect_flow_run(prefect_server, cli, tmp_path):
     root = str(tmp_path / "store")
-    run = cli("run", "demo", "--models", "offline/solver,offline/echo", "--scenarios", "arithmetic-3",
-              "--max-instances", "6", "--storage", root)
+    run = cli(
+        "run",
+        "demo",
+        "--models",
+        "offline/solver,offline/echo",
+        "--scenarios",
+        "arithmetic-3",
+        "--max-instances",
+        "6",
+        "--storage",
+        root,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     flow_run_id = re.search(r"flow run: ([0-9a-f-]{36})", run.stdout).group(1)
 
@@ -42,10 +52,10 @@ def test_report_of_a_flow_release_links_its_prefect_flow_run(prefect_server, cli
 def test_report_and_app_over_s3(s3_root, cli):
     """The same pages from an S3 bucket (moto): the app reads it live, the export writes into it."""
     from starlette.testclient import TestClient
+    from test_web import build_demo, chunk_rows
 
     from helmflow.storage import Store
     from helmflow.web.app import create_app
-    from test_web import build_demo, chunk_rows
 
     store, release_id = build_demo(s3_root, max_instances=5)
     client = TestClient(create_app(s3_root))

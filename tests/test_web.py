@@ -19,6 +19,7 @@ from starlette.testclient import TestClient
 
 from helmflow import pipeline
 from helmflow.board import load_board, prepare
+from helmflow.records import ANNOTATION_SCHEMA
 from helmflow.storage import Store
 from helmflow.web.app import create_app
 from helmflow.web.data import CHUNK_ROWS, NotFound
@@ -85,7 +86,10 @@ def test_board_page_has_every_model_scenario_and_citation(demo, client):
         assert f'href="runs/{run["run_id"]}/"' in page.text
     first = board[0]
     label = info["scenarios"][0]
-    assert f'{first[label]:.3f}</a>' in body and f'[{first[label + " ci_low"]:.3f}, {first[label + " ci_high"]:.3f}]' in body
+    assert (
+        f"{first[label]:.3f}</a>" in body
+        and f"[{first[label + ' ci_low']:.3f}, {first[label + ' ci_high']:.3f}]" in body
+    )
     assert page.text.count("<svg") == 2 and "Pareto" in page.text
 
 
@@ -149,8 +153,11 @@ def test_large_run_pages_read_one_row_group(tmp_path, monkeypatch):
     client.get(f"{base}chunk-0.js")  # the run's per-instance columns are read once, on its first page
     decoded = []
     real = pq.ParquetFile.read_row_groups
-    monkeypatch.setattr(pq.ParquetFile, "read_row_groups",
-                        lambda self, groups, **kw: decoded.append(list(groups)) or real(self, groups, **kw))
+    monkeypatch.setattr(
+        pq.ParquetFile,
+        "read_row_groups",
+        lambda self, groups, **kw: decoded.append(list(groups)) or real(self, groups, **kw),
+    )
     last = chunk_rows(client.get(f"{base}chunk-10.js").text)
     assert decoded == [[1], [1]]  # requests and completions: only the row group holding rows 1000-1049
     assert [r["row"] for r in last] == list(range(1000, 1050))
@@ -178,7 +185,9 @@ def test_text_search_covers_prompts_answers_references_and_ids(tmp_path):
     assert search("QUESTION 1150:") == [1150]  # prompt, any case
     assert search("id-0001033") == [1033]  # instance id
     completions = store.read_parquet("runs/s1/completions.parquet")["text"].to_pylist()
-    references = [r[0]["text"] for r in store.read_parquet("instances/synthetic/sv-s1.parquet")["references"].to_pylist()]
+    references = [
+        r[0]["text"] for r in store.read_parquet("instances/synthetic/sv-s1.parquet")["references"].to_pylist()
+    ]
     assert (completions[1149], references[1149]) == ("2299", "2298")  # a wrong answer
     assert search("2299") == [1149]  # only in a completion
     assert search("2298") == [1149]  # only in a reference
@@ -206,28 +215,68 @@ def test_board_page_shows_what_changed_since_the_previous_release(tmp_path):
     assert picker.index(second) < picker.index(first)  # newest first, by creation time
 
 
+def judge_notes(store: Store, run_id: str, reasoning: str, rows: list[int]) -> pa.Table:
+    """annotations.parquet in the published schema, one verdict per given request row."""
+    hashes = store.read_parquet(f"runs/{run_id}/completions.parquet")["request_hash"].to_pylist()
+    ids = store.read_parquet(f"runs/{run_id}/requests.parquet")["instance_id"].to_pylist()
+    table = pa.Table.from_pylist(
+        [
+            {
+                "instance_id": ids[i],
+                "sample_index": 0,
+                "request_hash": hashes[i],
+                "judge": "offline/judge",
+                "template": "wildbench-checklist",
+                "template_version": "2",
+                "judge_request_hash": f"j{i}",
+                "prompt": f"judge prompt quoting {reasoning}",
+                "raw_output": f"{reasoning} so: 0.5",
+                "score": 0.5,
+                "details_json": "{}",
+                "error": None,
+                "prompt_tokens": 40,
+                "output_tokens": 9,
+                "cost_usd": 0.0,
+                "latency_s": 0.1,
+            }
+            for i in rows
+        ],
+        schema=ANNOTATION_SCHEMA,
+    )
+    store.write_parquet(f"runs/{run_id}/annotations.parquet", table)
+    return table
+
+
 def test_annotations_render_when_present(tmp_path):
     store = Store(str(tmp_path / "store"))
     run = report_pages.synthesize_run(store, "judged", "synthetic", "offline/x", 5)
     release_id = report_pages.synthesize_release(store, "b", [run])
     client = TestClient(create_app(store.root))
     assert chunk_rows(client.get(f"/boards/b/{release_id}/runs/judged/chunk-0.js").text)[0]["annotations"] == []
-    store.write_parquet("runs/judged/annotations.parquet", pa.table({
-        "instance_id": ["id-0000001"], "judge": ["offline/judge"], "score": [0.5], "reasoning": ["partly right"]}))
+    judge_notes(store, "judged", "partly right", [1])
     client = TestClient(create_app(store.root))  # a fresh process sees the new file
     rows = chunk_rows(client.get(f"/boards/b/{release_id}/runs/judged/chunk-0.js").text)
-    assert rows[1]["annotations"] == [{"judge": "offline/judge", "score": 0.5, "reasoning": "partly right"}]
-    assert rows[0]["annotations"] == []
+    (note,) = rows[1]["annotations"]
+    assert note["raw_output"] == "partly right so: 0.5" and note["judge"] == "offline/judge" and note["score"] == 0.5
+    assert note["template_version"] == "2" and "request_hash" not in note
+    assert [r["annotations"] for r in rows if r["row"] != 1] == [[]] * 4
 
 
 def test_nothing_outside_published_files_is_served(demo, client):
     store, release_id = demo
     (Path(store.root).parent / "secret.txt").write_text("outside")
     store.write_bytes("work/private.parquet", b"not published")
-    for path in ("/files/../secret.txt", "/files/%2e%2e/secret.txt", "/files/work/private.parquet",
-                 "/files/runs/..%2F..%2Fsecret.txt/run.json", "/boards/..%2F..%2Fsecret.txt/x/",
-                 f"/boards/demo/{release_id}/runs/..%2F..%2Fwork/", "/boards/demo/nope/",
-                 f"/boards/demo/{release_id}/runs/0000000000000000/", "/static/../data.py"):
+    for path in (
+        "/files/../secret.txt",
+        "/files/%2e%2e/secret.txt",
+        "/files/work/private.parquet",
+        "/files/runs/..%2F..%2Fsecret.txt/run.json",
+        "/boards/..%2F..%2Fsecret.txt/x/",
+        f"/boards/demo/{release_id}/runs/..%2F..%2Fwork/",
+        "/boards/demo/nope/",
+        f"/boards/demo/{release_id}/runs/0000000000000000/",
+        "/static/../data.py",
+    ):
         response = client.get(path)
         assert response.status_code == 404, path
         assert "outside" not in response.text and "not published" not in response.text
@@ -237,8 +286,13 @@ def test_nothing_outside_published_files_is_served(demo, client):
 
 
 def test_pareto_front_and_escaped_labels():
-    pts = [Point("cheap-bad", 1.0, 0.2), Point("mid", 2.0, 0.6), Point("dominated", 3.0, 0.5), Point("best", 5.0, 0.9),
-           Point("tie-costlier", 2.0, 0.6)]
+    pts = [
+        Point("cheap-bad", 1.0, 0.2),
+        Point("mid", 2.0, 0.6),
+        Point("dominated", 3.0, 0.5),
+        Point("best", 5.0, 0.9),
+        Point("tie-costlier", 2.0, 0.6),
+    ]
     assert [p.label for p in pareto_front(pts)] == ["cheap-bad", "mid", "tie-costlier", "best"]
     svg = str(cost_vs_score_svg([Point("<script>alert(1)</script>", 0.0, 1.0)]))
     assert "<script>" not in svg and "&lt;script&gt;" in svg
@@ -247,10 +301,11 @@ def test_pareto_front_and_escaped_labels():
 def test_gpqa_text_never_leaves_in_a_static_export(tmp_path, cli):
     store = Store(str(tmp_path / "store"))
     secret = "ZEBRA-QUESTION-TEXT "
-    runs = [report_pages.synthesize_run(store, "gp1", "gpqa", "offline/x", 30, text=secret),
-            report_pages.synthesize_run(store, "ok1", "synthetic", "offline/x", 30, text="VISIBLE-TEXT ")]
-    store.write_parquet("runs/gp1/annotations.parquet", pa.table({
-        "instance_id": ["id-0000001"], "score": [1.0], "reasoning": [f"the judge quotes {secret}"]}))
+    runs = [
+        report_pages.synthesize_run(store, "gp1", "gpqa", "offline/x", 30, text=secret),
+        report_pages.synthesize_run(store, "ok1", "synthetic", "offline/x", 30, text="VISIBLE-TEXT "),
+    ]
+    judge_notes(store, "gp1", secret, [1])
     release_id = report_pages.synthesize_release(store, "mix", runs)
     out = cli("report", "mix", "--storage", store.root)
     assert out.returncode == 0, out.stderr
@@ -260,7 +315,18 @@ def test_gpqa_text_never_leaves_in_a_static_export(tmp_path, cli):
     assert not [p for p, t in texts.items() if "ZEBRA" in t]
     gpqa_rows = chunk_rows(texts[report / "runs" / "gp1" / "chunk-0.js"])
     assert [r["instance_id"] for r in gpqa_rows] == [f"id-{i:07d}" for i in range(30)]
-    assert gpqa_rows[1]["score"] == 1.0 and gpqa_rows[1]["annotations"] == [{"score": 1.0}]
+    assert gpqa_rows[1]["score"] == 1.0
+    assert gpqa_rows[1]["annotations"] == [
+        {
+            "sample_index": 0,
+            "score": 0.5,
+            "error": None,
+            "prompt_tokens": 40,
+            "output_tokens": 9,
+            "cost_usd": 0.0,
+            "latency_s": 0.1,
+        }
+    ]
     assert "prompt" not in gpqa_rows[0] and "completion" not in gpqa_rows[0] and "references" not in gpqa_rows[0]
     assert 'data-redacted="true"' in texts[report / "runs" / "gp1" / "index.html"]
     assert "VISIBLE-TEXT" in texts[report / "runs" / "ok1" / "chunk-0.js"]  # other scenarios keep their text
@@ -277,7 +343,10 @@ def test_report_command_exports_and_errors_clearly(demo, cli, tmp_path):
     info = store.read_json(f"leaderboards/demo/{release_id}/release.json")
     for run_id in info["run_ids"]:
         assert (report / "runs" / run_id / "index.html").exists() and (report / "runs" / run_id / "chunk-0.js").exists()
-        assert f'href="../../../../../../runs/{run_id}/requests.parquet"' in (report / "runs" / run_id / "index.html").read_text()
+        assert (
+            f'href="../../../../../../runs/{run_id}/requests.parquet"'
+            in (report / "runs" / run_id / "index.html").read_text()
+        )
     board = (report / "index.html").read_text()
     assert 'href="static/style.css"' in board and f'href="runs/{info["run_ids"][0]}/index.html"' in board
     assert not list(report.rglob("_tmp.*"))
@@ -288,7 +357,9 @@ def test_report_command_exports_and_errors_clearly(demo, cli, tmp_path):
 
 
 def test_web_commands_do_not_import_prefect():
-    code = ("import sys, helmflow.web.app, helmflow.web.export, helmflow.cli; p = helmflow.cli._parser();"
-            "p.parse_args(['serve', '--port', '1']); p.parse_args(['report', 'demo']); print('prefect' in sys.modules)")
+    code = (
+        "import sys, helmflow.web.app, helmflow.web.export, helmflow.cli; p = helmflow.cli._parser();"
+        "p.parse_args(['serve', '--port', '1']); p.parse_args(['report', 'demo']); print('prefect' in sys.modules)"
+    )
     probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert probe.stdout.strip() == "False", probe.stderr

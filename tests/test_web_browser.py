@@ -14,25 +14,34 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from conftest import REPO, free_port, stop_process, wait_http
-from test_web import build_demo, report_pages
+from test_web import build_demo, judge_notes, report_pages
 
 pytestmark = pytest.mark.slow
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-HOSTILE = ('<script>window.__pwned="script"</script><img src=x onerror="window.__pwned=\'img\'">'
-           '<a href="javascript:window.__pwned=\'link\'">click me</a> javascript:window.__pwned="bare" '
-           '"><svg onload="window.__pwned=\'svg\'"></svg>')
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+HOSTILE = (
+    '<script>window.__pwned="script"</script><img src=x onerror="window.__pwned=\'img\'">'
+    '<a href="javascript:window.__pwned=\'link\'">click me</a> javascript:window.__pwned="bare" '
+    '"><svg onload="window.__pwned=\'svg\'"></svg>'
+)
 
 
 @pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: run `apt-get update && apt-get install -y chromium` (scripts/test.sh does)")
+        pytest.fail(
+            f"{CHROMIUM} is missing: run `apt-get update && apt-get install -y chromium` (scripts/test.sh does)"
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -60,9 +69,7 @@ def storage(tmp_path_factory):
     """A demo release, plus a 'hostile' board whose prompts, answers, judge text and model name attack the page."""
     store, release_id = build_demo(str(tmp_path_factory.mktemp("browser") / "store"))
     run = report_pages.synthesize_run(store, "hostile1", "synthetic", f"offline/{HOSTILE}", 12, text=HOSTILE)
-    store.write_parquet("runs/hostile1/annotations.parquet", pa.table({
-        "instance_id": [f"id-{i:07d}" for i in range(12)], "judge": ["offline/judge"] * 12, "score": [0.0] * 12,
-        "reasoning": [HOSTILE] * 12}))
+    judge_notes(store, "hostile1", HOSTILE, list(range(12)))
     report_pages.synthesize_release(store, "hostile", [run])
     return store, release_id
 
@@ -73,8 +80,13 @@ def live(storage):
     store, _ = storage
     port = free_port()
     log = Path(store.root).parent / "serve.log"
-    proc = subprocess.Popen([sys.executable, "-m", "helmflow.cli", "serve", "--storage", store.root, "--port", str(port)],
-                            stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "helmflow.cli", "serve", "--storage", store.root, "--port", str(port)],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        cwd=REPO,
+    )
     try:
         wait_http(f"http://127.0.0.1:{port}/", timeout=60, proc=proc)
         assert f"at http://127.0.0.1:{port}/" in log.read_text()
@@ -87,8 +99,13 @@ def live(storage):
 def exported(storage):
     store, _release_id = storage
     for board in ("demo", "hostile"):
-        out = subprocess.run([sys.executable, "-m", "helmflow.cli", "report", board, "--storage", store.root],
-                             capture_output=True, text=True, cwd=REPO, check=False)
+        out = subprocess.run(
+            [sys.executable, "-m", "helmflow.cli", "report", board, "--storage", store.root],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            check=False,
+        )
         assert out.returncode == 0, out.stderr
     return Path(store.root) / "leaderboards"
 
@@ -113,7 +130,9 @@ def wait_ready(page) -> None:
 
 
 def column(page, index: int) -> list[str]:
-    return page.eval_on_selector_all(f"#leaderboard tbody tr td:nth-child({index})", "tds => tds.map(t => t.dataset.sort)")
+    return page.eval_on_selector_all(
+        f"#leaderboard tbody tr td:nth-child({index})", "tds => tds.map(t => t.dataset.sort)"
+    )
 
 
 def walk_the_report(page, board_url: str, store, release_id: str, shots: Path | None) -> None:
@@ -144,8 +163,11 @@ def walk_the_report(page, board_url: str, store, release_id: str, shots: Path | 
 
     page.select_option("select[name=status]", "incorrect")
     wait_ready(page)
-    incorrect = [i for i, (r, c) in enumerate(zip(requests, completions))
-                 if c["error"] is None and main.get(r["instance_id"]) is not None and main[r["instance_id"]] < 0.5]
+    incorrect = [
+        i
+        for i, (r, c) in enumerate(zip(requests, completions))
+        if c["error"] is None and main.get(r["instance_id"]) is not None and main[r["instance_id"]] < 0.5
+    ]
     assert incorrect and f"of {len(incorrect)}" in page.inner_text("#page-info")
     shown = page.eval_on_selector_all("#instances > li", "lis => lis.map(li => Number(li.dataset.row))")
     assert shown == incorrect[:20]
@@ -175,7 +197,9 @@ def test_live_app_in_a_browser(page, live, storage, tmp_path):
 
 def test_static_export_from_disk(page, exported, storage, tmp_path):
     store, release_id = storage
-    walk_the_report(page, (exported / "demo" / release_id / "report" / "index.html").as_uri(), store, release_id, tmp_path)
+    walk_the_report(
+        page, (exported / "demo" / release_id / "report" / "index.html").as_uri(), store, release_id, tmp_path
+    )
     assert page.url.startswith("file://")
     page.click("#back")
     assert page.url.endswith("/report/index.html")
@@ -222,12 +246,15 @@ def test_hostile_text_never_runs(page, live, exported, where, tmp_path):
     first = page.locator("#instances > li").nth(0)
     assert first.locator("pre.prompt").text_content().startswith(HOSTILE)
     assert HOSTILE in first.locator("pre.completion").text_content()
-    assert HOSTILE in first.locator("table.annotation").text_content()
+    first.locator(".annotation details > summary").click()
+    assert first.locator(".annotation pre.judge-output").text_content() == f"{HOSTILE} so: 0.5"
+    assert HOSTILE in first.locator(".annotation details pre").text_content()
     assert HOSTILE in first.locator("ul.refs").text_content()
     dom = page.evaluate("""() => ({
         scripts: document.querySelectorAll('main script, #instances script').length,
         images: document.querySelectorAll('img').length,
-        links: [...document.querySelectorAll('a')].map(a => a.getAttribute('href')).filter(h => /^\\s*javascript:/i.test(h)),
+        links: [...document.querySelectorAll('a')].map(a => a.getAttribute('href'))
+                   .filter(h => /^\\s*javascript:/i.test(h)),
         svgs: document.querySelectorAll('#instances svg').length,
     })""")
     assert dom == {"scripts": 0, "images": 0, "links": [], "svgs": 0}

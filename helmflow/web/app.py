@@ -83,8 +83,11 @@ def create_app(storage: str | None = None) -> Starlette:
             raise NotFound(f"no published file {key!r}")
         media = "application/json" if key.endswith(".json") else "application/vnd.apache.parquet"
         name = key.rsplit("/", 1)[-1]
-        return Response(reports.store.read_bytes(key), media_type=media, headers={
-            **SECURITY_HEADERS, "Content-Disposition": f'attachment; filename="{name}"'})
+        return Response(
+            reports.store.read_bytes(key),
+            media_type=media,
+            headers={**SECURITY_HEADERS, "Content-Disposition": f'attachment; filename="{name}"'},
+        )
 
     async def not_found(request: Request, exc: Exception) -> Response:
         return html(pages.not_found_html(str(exc)), 404)

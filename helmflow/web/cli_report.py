@@ -6,9 +6,12 @@ import argparse
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="export a release's web report as static pages (no server needed)",
-                       description="Write the board page, run pages and instance data of a release into "
-                                   "leaderboards/<board>/<release>/report/, viewable from disk or any static host.")
+    p = sub.add_parser(
+        "report",
+        help="export a release's web report as static pages (no server needed)",
+        description="Write the board page, run pages and instance data of a release into "
+        "leaderboards/<board>/<release>/report/, viewable from disk or any static host.",
+    )
     p.add_argument("board", help="board name")
     p.add_argument("--release", help="release id (default: the board's latest)")
     p.add_argument("--storage", help="storage root URL (default $HELMFLOW_STORAGE or ./helmflow-store)")

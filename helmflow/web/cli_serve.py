@@ -6,8 +6,11 @@ import argparse
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("serve", help="browse leaderboards, runs and every prompt and answer in a local web app",
-                       description="Serve the web report live from a storage root (read-only).")
+    p = sub.add_parser(
+        "serve",
+        help="browse leaderboards, runs and every prompt and answer in a local web app",
+        description="Serve the web report live from a storage root (read-only).",
+    )
     p.add_argument("--storage", help="storage root URL (default $HELMFLOW_STORAGE or ./helmflow-store)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")

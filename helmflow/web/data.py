@@ -102,10 +102,21 @@ class Reports:
             elif "missing" in (old["status"], new["status"]):
                 what = f"status {old['status']} → {new['status']}"
             else:
-                what = ", ".join(self._moved_versions(old["run_id"], new["run_id"])) or f"status {old['status']} → {new['status']}"
+                what = (
+                    ", ".join(self._moved_versions(old["run_id"], new["run_id"]))
+                    or f"status {old['status']} → {new['status']}"
+                )
             delta = new["score"] - old["score"] if old and new and None not in (old["score"], new["score"]) else None
-            out.append({"deployment": key[0], "scenario": key[1], "before": old and old["score"],
-                        "after": new and new["score"], "delta": delta, "what": what})
+            out.append(
+                {
+                    "deployment": key[0],
+                    "scenario": key[1],
+                    "before": old and old["score"],
+                    "after": new and new["score"],
+                    "delta": delta,
+                    "what": what,
+                }
+            )
         return out
 
     def _moved_versions(self, old_run: str, new_run: str) -> list[str]:
@@ -154,20 +165,20 @@ class Reports:
             return run
 
 
-class _ByInstance:
-    """A table's rows by ``instance_id``: sorted once, then each lookup is a binary search per id."""
+class _Grouped:
+    """A table's rows by one key column: sorted once, then each lookup is a binary search per key."""
 
-    def __init__(self, table: pa.Table):
-        order = pc.sort_indices(table, sort_keys=[("instance_id", "ascending")])
-        self.table = table.take(order)
-        self.ids = self.table["instance_id"].to_numpy(zero_copy_only=False)
+    def __init__(self, table: pa.Table, key: str):
+        self.key = key
+        self.table = table.take(pc.sort_indices(table, sort_keys=[(key, "ascending")]))
+        self.keys = self.table[key].to_numpy(zero_copy_only=False)
 
-    def get(self, ids: list[str]) -> dict[str, list[dict[str, Any]]]:
-        spans = [(np.searchsorted(self.ids, i, "left"), np.searchsorted(self.ids, i, "right")) for i in ids]
+    def get(self, keys: list[str]) -> dict[str, list[dict[str, Any]]]:
+        spans = [(np.searchsorted(self.keys, k, "left"), np.searchsorted(self.keys, k, "right")) for k in keys]
         rows = self.table.take(pa.array([r for lo, hi in spans for r in range(lo, hi)], pa.int64())).to_pylist()
         out: dict[str, list[dict[str, Any]]] = {}
         for row in rows:
-            out.setdefault(row["instance_id"], []).append(row)
+            out.setdefault(row[self.key], []).append(row)
         return out
 
 
@@ -282,11 +293,15 @@ class Run:
         return table["references"].take(pc.index_in(self._request_ids, value_set=table["id"].combine_chunks()))
 
     @cached_property
-    def annotations(self) -> _ByInstance | None:
-        """Judge verdicts (``annotations.parquet``, any number per instance), when the run has them."""
+    def annotations(self) -> _Grouped | None:
+        """Judge verdicts (``annotations.parquet``: one per completion and judge), when the run has them.
+
+        Matched to completions by request hash (each sample has its own), else by instance id.
+        """
         if not self.has("annotations.parquet"):
             return None
-        return _ByInstance(self.store.read_parquet(f"{self.prefix}/annotations.parquet"))
+        table = self.store.read_parquet(f"{self.prefix}/annotations.parquet")
+        return _Grouped(table, "request_hash" if "request_hash" in table.column_names else "instance_id")
 
     @cached_property
     def index(self) -> pa.Table:
@@ -294,8 +309,14 @@ class Run:
         req = self._read_rows("requests.parquet", 0, self.num_rows, ["split", "prompt_truncated"])
         err = self._read_rows("completions.parquet", 0, self.num_rows, ["error"])["error"]
         main = self.stats.get(self.main_metric, np.full(self.num_rows, np.nan))
-        return pa.table({"split": req["split"], "score": pa.array(main, from_pandas=True), "error": pc.is_valid(err),
-                         "prompt_truncated": req["prompt_truncated"]})
+        return pa.table(
+            {
+                "split": req["split"],
+                "score": pa.array(main, from_pandas=True),
+                "error": pc.is_valid(err),
+                "prompt_truncated": req["prompt_truncated"],
+            }
+        )
 
     # ------------------------------------------------------------------ text search (the live app)
     def search(self, text: str) -> list[int]:
@@ -333,7 +354,9 @@ class Run:
         completions = self._read_rows("completions.parquet", start, stop).to_pylist()
         stats = {name: values[start:stop].tolist() for name, values in self.stats.items()}
         refs = self.references.slice(start, stop - start).to_pylist() if self.references is not None else None
-        notes = self.annotations.get(sorted({r["instance_id"] for r in requests})) if self.annotations else {}
+        notes: dict[str, list[dict[str, Any]]] = {}
+        if self.annotations:
+            notes = self.annotations.get(sorted({r[self.annotations.key] for r in requests}))
         rows = []
         for i, (req, comp) in enumerate(zip(requests, completions, strict=True)):
             iid = req["instance_id"]
@@ -354,7 +377,10 @@ class Run:
                 "latency_s": comp["latency_s"],
                 "cost_usd": comp["cost_usd"],
             }
-            annotations = [{k: v for k, v in a.items() if k != "instance_id"} for a in notes.get(iid, [])]
+            annotations = [
+                {k: v for k, v in a.items() if k not in ("instance_id", "request_hash")}
+                for a in notes.get(req[self.annotations.key] if self.annotations else iid, [])
+            ]
             if redact:
                 row["error"] = "error" if comp["error"] is not None else None  # provider errors can quote the prompt
                 row["annotations"] = [

@@ -41,7 +41,10 @@ def export_report(store: Store, board: str, release_id: str | None = None) -> Ex
         put(f"runs/{run_id}/index.html", pages.run_html(release, run, "static"))
     put("compare/index.html", pages.compare_html(release, "static"))
     # the picker offers the releases that have a static report (this one included)
-    exported = [r for r in reports.releases(release.board)
-                if r == release.release_id or store.exists(f"leaderboards/{release.board}/{r}/report/index.html")]
+    exported = [
+        r
+        for r in reports.releases(release.board)
+        if r == release.release_id or store.exists(f"leaderboards/{release.board}/{r}/report/index.html")
+    ]
     put("index.html", pages.board_html(reports, release, "static", exported))  # last: the report's entry point
     return Exported(index_key=f"{base}/index.html", url=store.url(f"{base}/index.html"), files=written)

@@ -88,11 +88,21 @@ def board_html(reports: Reports, release: Release, mode: Mode, releases: list[st
     links = Links(mode, 0)
     previous = reports.previous(release)
     cells = {(r["deployment"], r["scenario"]): r for r in release.runs}
-    points = [Point(row["deployment"], row["cost_usd"] or 0.0, row["mean_score"])
-              for row in release.leaderboard if row.get("mean_score") is not None]
+    points = [
+        Point(row["deployment"], row["cost_usd"] or 0.0, row["mean_score"])
+        for row in release.leaderboard
+        if row.get("mean_score") is not None
+    ]
     groups = {
-        label: [Bar(row["deployment"], _float(row.get(label)), _float(row.get(f"{label} ci_low")),
-                    _float(row.get(f"{label} ci_high"))) for row in release.leaderboard]
+        label: [
+            Bar(
+                row["deployment"],
+                _float(row.get(label)),
+                _float(row.get(f"{label} ci_low")),
+                _float(row.get(f"{label} ci_high")),
+            )
+            for row in release.leaderboard
+        ]
         for label in release.labels
     }
     return _env.get_template("board.html").render(
@@ -101,6 +111,7 @@ def board_html(reports: Reports, release: Release, mode: Mode, releases: list[st
         info=release.info,
         labels=release.labels,
         rows=release.leaderboard,
+        judged=any(row.get("judge_cost_usd") for row in release.leaderboard) or bool(release.info.get("judges")),
         cells=cells,
         releases=releases if releases is not None else reports.releases(release.board),
         previous=previous,
@@ -130,8 +141,18 @@ def run_html(release: Release, run: Run, mode: Mode) -> str:
     redact = mode == "static" and run.redacted
     flow_run_id = (info.get("lineage") or {}).get("flow_run_id")
     ui = prefect_ui_url()
-    files = [f"{run.prefix}/{name}" for name in ("run.json", "requests.parquet", "completions.parquet", "stats.parquet",
-                                                  "summary.parquet", "annotations.parquet") if run.has(name)]
+    files = [
+        f"{run.prefix}/{name}"
+        for name in (
+            "run.json",
+            "requests.parquet",
+            "completions.parquet",
+            "stats.parquet",
+            "summary.parquet",
+            "annotations.parquet",
+        )
+        if run.has(name)
+    ]
     return _env.get_template("run.html").render(
         title=f"{info['scenario']['label']} × {info['deployment']['name']}",
         release=release,

@@ -20,7 +20,8 @@ class Point:
 def pareto_front(points: list[Point]) -> list[Point]:
     """Points no other point beats on both axes (cheaper or equal *and* better or equal, one strictly)."""
     front = [
-        p for p in points
+        p
+        for p in points
         if not any(q.cost <= p.cost and q.score >= p.score and (q.cost < p.cost or q.score > p.score) for q in points)
     ]
     return sorted(front, key=lambda p: (p.cost, p.score))
@@ -32,6 +33,17 @@ def _ticks(low: float, high: float, n: int = 5) -> list[float]:
 
 def _fmt(x: float) -> str:
     return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
+
+
+def _svg_open(width: int, height: int, title: str) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" role="img" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}"><title>{escape(title)}</title>'
+    )
+
+
+def _line(x1: float, x2: float, y1: float, y2: float) -> str:
+    return f'<line x1="{x1:.1f}" x2="{x2:.1f}" y1="{y1:.1f}" y2="{y2:.1f}" class="whisker"/>'
 
 
 def cost_vs_score_svg(points: list[Point], width: int = 560, height: int = 340) -> Markup:
@@ -49,17 +61,23 @@ def cost_vs_score_svg(points: list[Point], width: int = 560, height: int = 340) 
     def y(v: float) -> float:
         return top + ph * (1 - (v - y_low) / (y_high - y_low))
 
-    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" role="img" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}"><title>Mean score vs total cost per model, with the Pareto front</title>')]
+    out = [_svg_open(width, height, "Mean score vs total cost per model, with the Pareto front")]
     out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="frame"/>')
     for t in _ticks(y_low, y_high):
-        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="grid"/>'
-                   f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{_fmt(t)}</text>')
+        out.append(
+            f'<line x1="{left}" x2="{left + pw}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="grid"/>'
+            f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{_fmt(t)}</text>'
+        )
     for t in _ticks(0.0, x_high):
         out.append(f'<text x="{x(t):.1f}" y="{top + ph + 16}" text-anchor="middle">{_fmt(t)}</text>')
-    out.append(f'<text x="{left + pw / 2}" y="{height - 12}" text-anchor="middle" class="axis">'
-               f'total cost (USD){" — no cost recorded" if max_cost == 0 else ""}</text>')
-    out.append(f'<text transform="translate(14 {top + ph / 2}) rotate(-90)" text-anchor="middle" class="axis">mean score</text>')
+    out.append(
+        f'<text x="{left + pw / 2}" y="{height - 12}" text-anchor="middle" class="axis">'
+        f"total cost (USD){' — no cost recorded' if max_cost == 0 else ''}</text>"
+    )
+    out.append(
+        f'<text transform="translate(14 {top + ph / 2}) rotate(-90)" text-anchor="middle" class="axis">'
+        "mean score</text>"
+    )
     front = pareto_front(points)
     if len(front) > 1:
         path = " ".join(f"{x(p.cost):.1f},{y(p.score):.1f}" for p in front)
@@ -68,12 +86,16 @@ def cost_vs_score_svg(points: list[Point], width: int = 560, height: int = 340) 
         color = PALETTE[i % len(PALETTE)]
         on_front = p in front
         cls = ' class="on-front"' if on_front else ""
-        out.append(f'<circle cx="{x(p.cost):.1f}" cy="{y(p.score):.1f}" r="{6 if on_front else 4}" fill="{color}"'
-                   f'{cls}><title>{escape(p.label)}: score {_fmt(p.score)}, '
-                   f'cost ${_fmt(p.cost)}</title></circle>')
+        out.append(
+            f'<circle cx="{x(p.cost):.1f}" cy="{y(p.score):.1f}" r="{6 if on_front else 4}" fill="{color}"'
+            f"{cls}><title>{escape(p.label)}: score {_fmt(p.score)}, "
+            f"cost ${_fmt(p.cost)}</title></circle>"
+        )
         ly = top + 14 + 16 * i
-        out.append(f'<circle cx="{left + pw + 14}" cy="{ly - 4}" r="4" fill="{color}"/>'
-                   f'<text x="{left + pw + 24}" y="{ly}">{escape(p.label)}{" ★" if on_front else ""}</text>')
+        out.append(
+            f'<circle cx="{left + pw + 14}" cy="{ly - 4}" r="4" fill="{color}"/>'
+            f'<text x="{left + pw + 24}" y="{ly}">{escape(p.label)}{" ★" if on_front else ""}</text>'
+        )
     out.append("</svg>")
     return Markup("".join(out))
 
@@ -99,11 +121,12 @@ def scenario_bars_svg(groups: dict[str, list[Bar]], width: int = 720, height: in
     def y(v: float) -> float:
         return top + ph * (1 - max(0.0, min(1.0, v)))
 
-    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" role="img" viewBox="0 0 {width} {height}" '
-           f'width="{width}" height="{height}"><title>Main metric per scenario and model, with 95% intervals</title>')]
+    out = [_svg_open(width, height, "Main metric per scenario and model, with 95% intervals")]
     for t in _ticks(0.0, 1.0):
-        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="grid"/>'
-                   f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{_fmt(t)}</text>')
+        out.append(
+            f'<line x1="{left}" x2="{left + pw}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="grid"/>'
+            f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{_fmt(t)}</text>'
+        )
     for g, (label, bars) in enumerate(groups.items()):
         gx = left + g * group_w + group_w * 0.1
         for b in bars:
@@ -111,21 +134,31 @@ def scenario_bars_svg(groups: dict[str, list[Bar]], width: int = 720, height: in
             bx = gx + i * bar_w
             color = PALETTE[i % len(PALETTE)]
             if b.score is None:
-                out.append(f'<text x="{bx + bar_w / 2:.1f}" y="{y(0) - 4:.1f}" text-anchor="middle" class="missing">×</text>')
+                out.append(
+                    f'<text x="{bx + bar_w / 2:.1f}" y="{y(0) - 4:.1f}" text-anchor="middle" class="missing">×</text>'
+                )
                 continue
-            out.append(f'<rect x="{bx:.1f}" y="{y(b.score):.1f}" width="{bar_w * 0.9:.1f}" '
-                       f'height="{y(0) - y(b.score):.1f}" fill="{color}"><title>{escape(b.model)} on {escape(label)}: '
-                       f'{_fmt(b.score)}</title></rect>')
+            out.append(
+                f'<rect x="{bx:.1f}" y="{y(b.score):.1f}" width="{bar_w * 0.9:.1f}" '
+                f'height="{y(0) - y(b.score):.1f}" fill="{color}"><title>{escape(b.model)} on {escape(label)}: '
+                f"{_fmt(b.score)}</title></rect>"
+            )
             if b.low is not None and b.high is not None:
                 cx = bx + bar_w * 0.45
-                out.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(b.low):.1f}" y2="{y(b.high):.1f}" class="whisker"/>'
-                           f'<line x1="{cx - 3:.1f}" x2="{cx + 3:.1f}" y1="{y(b.low):.1f}" y2="{y(b.low):.1f}" class="whisker"/>'
-                           f'<line x1="{cx - 3:.1f}" x2="{cx + 3:.1f}" y1="{y(b.high):.1f}" y2="{y(b.high):.1f}" class="whisker"/>')
-        out.append(f'<text x="{left + g * group_w + group_w / 2:.1f}" y="{top + ph + 18}" text-anchor="middle">'
-                   f'{escape(label)}</text>')
+                out.append(
+                    _line(cx, cx, y(b.low), y(b.high))
+                    + _line(cx - 3, cx + 3, y(b.low), y(b.low))
+                    + _line(cx - 3, cx + 3, y(b.high), y(b.high))
+                )
+        out.append(
+            f'<text x="{left + g * group_w + group_w / 2:.1f}" y="{top + ph + 18}" text-anchor="middle">'
+            f"{escape(label)}</text>"
+        )
     for i, m in enumerate(models):
         ly = top + 14 + 16 * i
-        out.append(f'<rect x="{left + pw + 10}" y="{ly - 9}" width="10" height="10" fill="{PALETTE[i % len(PALETTE)]}"/>'
-                   f'<text x="{left + pw + 24}" y="{ly}">{escape(m)}</text>')
+        out.append(
+            f'<rect x="{left + pw + 10}" y="{ly - 9}" width="10" height="10" fill="{PALETTE[i % len(PALETTE)]}"/>'
+            f'<text x="{left + pw + 24}" y="{ly}">{escape(m)}</text>'
+        )
     out.append("</svg>")
     return Markup("".join(out))

@@ -112,6 +112,28 @@
     parent.appendChild(el("div", "label", label));
     parent.appendChild(el("pre", cls, text));
   }
+  var SHOWN = ["judge", "template", "template_version", "score", "raw_output", "error", "prompt"];
+  function annotation(a) {  // one judge's verdict: who, which template, the score, its reasoning
+    var box = el("div", "annotation");
+    var head = ["judge" + (a.judge ? " " + a.judge : "")];
+    if (a.template) head.push(a.template + (a.template_version ? "@" + a.template_version : ""));
+    head.push("score " + fmt(a.score));
+    box.appendChild(el("div", "label", head.join(" · ")));
+    if (a.raw_output !== undefined && a.raw_output !== null) box.appendChild(el("pre", "judge-output", a.raw_output));
+    if (a.error) box.appendChild(el("pre", "error-text", a.error));
+    var t = el("table", "stats");
+    Object.keys(a).forEach(function (k) {
+      if (SHOWN.indexOf(k) >= 0 || a[k] === null || a[k] === "" || a[k] === "{}") return;
+      var tr = el("tr"); tr.appendChild(el("td", "", k));
+      tr.appendChild(el("td", "", typeof a[k] === "number" ? fmt(a[k]) : a[k])); t.appendChild(tr);
+    });
+    box.appendChild(t);
+    if (a.prompt) {
+      var d = el("details"); d.appendChild(el("summary", "", "judge prompt")); d.appendChild(el("pre", "", a.prompt));
+      box.appendChild(d);
+    }
+    return box;
+  }
   function render(r) {
     var li = el("li", "instance");
     li.id = "row-" + r.row;
@@ -145,16 +167,7 @@
       var tr = el("tr"); tr.appendChild(el("td", "", name)); tr.appendChild(el("td", "", fmt(r.stats[name]))); t.appendChild(tr);
     });
     right.appendChild(t);
-    (r.annotations || []).forEach(function (a) {
-      right.appendChild(el("div", "label", "judge verdict"));
-      var at = el("table", "stats annotation");
-      Object.keys(a).forEach(function (k) {
-        var tr = el("tr"); tr.appendChild(el("td", "", k));
-        var td = el("td"); td.appendChild(el("pre", "", typeof a[k] === "string" ? a[k] : JSON.stringify(a[k])));
-        tr.appendChild(td); at.appendChild(tr);
-      });
-      right.appendChild(at);
-    });
+    (r.annotations || []).forEach(function (a) { right.appendChild(annotation(a)); });
     parts.appendChild(left); parts.appendChild(right); li.appendChild(parts);
     if (!cfg.redacted) {
       var d = el("details", "raw");
