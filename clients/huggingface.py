@@ -182,33 +182,51 @@ def _finish(lm: LocalModel, body: RequestBody, ids: list[int], logprobs: list[fl
 
 
 def generate(lm: LocalModel, bodies: list[RequestBody], seed: int | None = None) -> list[ClientResult | Exception]:
-    """One ``model.generate`` call for ``bodies`` (all greedy, or one sampled body under ``seed``)."""
+    """Results for ``bodies`` (all greedy, or one sampled body under ``seed``), in order.
+
+    Rows share one ``model.generate`` call while the longest prompt plus the largest ``max_tokens``
+    fits the model's positions (every row is padded to the longest and runs the most steps).
+    """
+    out: list[ClientResult | Exception | None] = [None] * len(bodies)
+    group: list[tuple[int, list[int]]] = []
+
+    def flush() -> None:
+        done = _generate_rows(lm, [bodies[i] for i, _ in group], [ids for _, ids in group], seed)
+        for (i, _), result in zip(group, done):
+            out[i] = result
+        group.clear()
+
+    for i, body in enumerate(bodies):
+        text, specials = prompt_of(lm, body)
+        ids = lm.tokenizer(text, add_special_tokens=specials)["input_ids"]
+        limit = lm.max_positions
+        if limit and len(ids) + body.max_tokens > limit:
+            out[i] = PermanentError(
+                f"prompt of {len(ids)} tokens + max_tokens {body.max_tokens} exceeds the model's "
+                f"{limit} positions: set the deployment's context_window to at most {limit} "
+                f"and its tokenizer to the model's own (hf:<model folder>)"
+            )
+            continue
+        longest = max([len(ids)] + [len(r) for _, r in group])
+        steps = max([body.max_tokens] + [bodies[j].max_tokens for j, _ in group])
+        if group and limit and longest + steps > limit:
+            flush()
+        group.append((i, ids))
+    if group:
+        flush()
+    return out  # type: ignore[return-value]
+
+
+def _generate_rows(lm: LocalModel, bodies: list[RequestBody], rows: list[list[int]], seed: int | None) -> list[ClientResult]:
     import torch
 
     tok = lm.tokenizer
-    rows: list[list[int]] = []
-    out: list[ClientResult | Exception | None] = []
-    for body in bodies:
-        text, specials = prompt_of(lm, body)
-        ids = tok(text, add_special_tokens=specials)["input_ids"]
-        if lm.max_positions and len(ids) + body.max_tokens > lm.max_positions:
-            out.append(PermanentError(
-                f"prompt of {len(ids)} tokens + max_tokens {body.max_tokens} exceeds the model's "
-                f"{lm.max_positions} positions: set the deployment's context_window to at most {lm.max_positions} "
-                f"and its tokenizer to the model's own (hf:<model folder>)"
-            ))
-        else:
-            rows.append(ids)
-            out.append(None)
-    live = [b for b, o in zip(bodies, out) if o is None]
-    if not live:
-        return out  # type: ignore[return-value]
     enc = tok.pad({"input_ids": rows}, padding=True, return_tensors="pt").to(lm.device)
     prompt_len = enc["input_ids"].shape[1]
-    temperature = live[0].temperature
+    temperature = bodies[0].temperature
     config = copy.deepcopy(lm.model.generation_config)
     config.update(
-        max_new_tokens=max(b.max_tokens for b in live),
+        max_new_tokens=max(b.max_tokens for b in bodies),
         do_sample=temperature > 0,
         temperature=temperature if temperature > 0 else 1.0,
         top_k=None,
@@ -221,15 +239,14 @@ def generate(lm: LocalModel, bodies: list[RequestBody], seed: int | None = None)
     if seed is not None:
         torch.manual_seed(seed)
     with torch.inference_mode():
-        gen = lm.model.generate(**enc, generation_config=config, stopping_criteria=_stop_criteria(lm, prompt_len, live))
+        gen = lm.model.generate(**enc, generation_config=config, stopping_criteria=_stop_criteria(lm, prompt_len, bodies))
     new = gen.sequences[:, prompt_len:]
     steps = torch.stack(gen.logits, dim=1).float().log_softmax(-1)  # (batch, steps, vocab), unscaled
     chosen = steps.gather(-1, new[:, : steps.shape[1]].unsqueeze(-1)).squeeze(-1)
-    results = iter(
+    return [
         _finish(lm, body, new[i].tolist(), chosen[i].tolist(), int(enc["attention_mask"][i].sum()))
-        for i, body in enumerate(live)
-    )
-    return [o if o is not None else next(results) for o in out]
+        for i, body in enumerate(bodies)
+    ]
 
 
 def sample_seed(seed: int, body: RequestBody, occurrence: int) -> int:

@@ -7,7 +7,7 @@ The model (2 layers, 32 dims) and its byte-level BPE are created from a config a
 from __future__ import annotations
 
 import asyncio
-import math
+import json
 import os
 import textwrap
 from pathlib import Path
@@ -20,34 +20,7 @@ pytest.importorskip("transformers", reason="pip install -e '.[hf]'")
 from helmflow.clients import ClientResult, PermanentError, load_deployments, make_client  # noqa: E402
 from helmflow.records import ChatMessage, Deployment, RequestBody  # noqa: E402
 from tests.conftest import REPO, run_cli  # noqa: E402
-
-POSITIONS = 256
-CORPUS = ["What is 12 + 30? 42", "What is 7 * 6? 42", "cat dog cat dog", "Answer: 12"] * 20
-
-
-def build_tiny_model(folder: Path, seed: int = 0, eos_token: str = "<|endoftext|>") -> Path:
-    """A GPT-2 of 2 layers and its BPE tokenizer, saved as a checkpoint folder."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=320, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
-    )
-    tok.train_from_iterator(CORPUS, trainer)
-    folder.mkdir(parents=True, exist_ok=True)
-    tok.save(str(folder / "tokenizer.json"))
-    PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), eos_token=eos_token).save_pretrained(folder)
-    eos = tok.token_to_id(eos_token)
-    torch.manual_seed(seed)
-    config = GPT2Config(
-        n_layer=2, n_embd=32, n_head=2, n_positions=POSITIONS, vocab_size=tok.get_vocab_size(), bos_token_id=eos, eos_token_id=eos
-    )
-    GPT2LMHeadModel(config).save_pretrained(folder)
-    return folder
+from tests.tiny_hf import POSITIONS, build_tiny_model  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +73,20 @@ def test_batched_and_unbatched_greedy_are_identical(tiny_model: Path) -> None:
     assert [r.tokens for r in a] == [r.tokens for r in b]
     for ra, rb in zip(a, b):
         assert ra.logprobs == pytest.approx(rb.logprobs, abs=1e-4)
+
+
+def test_rows_that_cannot_share_the_positions_are_generated_apart(tiny_model: Path) -> None:
+    """A long prompt with few new tokens and a short one with many: together they would pass 256 positions."""
+    client = make_client(deployment(tiny_model))
+    lm = client.local_model()
+    long_prompt = "cat" + " dog" * 250
+    assert len(lm.tokenizer(long_prompt)["input_ids"]) + 40 > POSITIONS
+    bodies = [body(long_prompt, max_tokens=4), body("cat", max_tokens=40)]
+    together = complete_all(client, bodies)
+    assert client.batch_sizes == [2]
+    alone = [complete_all(make_client(deployment(tiny_model)), [b])[0] for b in bodies]
+    assert [(r.output_tokens, r.text) for r in together] == [(r.output_tokens, r.text) for r in alone]
+    assert [r.output_tokens for r in together] == [4, 40]
 
 
 def reference_greedy(lm, prompt: str, n: int) -> tuple[list[int], list[float]]:
@@ -247,15 +234,27 @@ def test_demo_board_through_a_local_checkpoint(tiny_model: Path, tmp_path: Path,
     args = ("run", "demo", "--models-file", str(models), "--models", "local/tiny", "--max-instances", "5", "--storage", str(storage))
     proc = run_cli(*args, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    from helmflow.board import load_board
+
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(tiny_model / "tokenizer.json"))
     runs = sorted((storage / "runs").iterdir())
-    assert len(runs) == 7  # one per demo scenario
+    assert len(runs) == len(load_board("demo").scenarios)  # one per demo scenario
+    truncated = 0
     for run in runs:
         completions = pq.read_table(run / "completions.parquet").to_pylist()
         requests = pq.read_table(run / "requests.parquet").to_pylist()
         assert len(completions) == 5 and all(not c["error"] for c in completions)
         assert all(c["finish_reason"] in ("stop", "length") and c["output_tokens"] <= 8 for c in completions)
         assert all(len(c["logprobs"]) == c["output_tokens"] for c in completions)
-        assert all(r["body"]["max_tokens"] <= 8 for r in requests)
+        for r in requests:  # fitted to the window by the model's own tokenizer
+            sent = json.loads(r["body_json"])
+            assert sent["max_tokens"] <= 8
+            if sent["prompt"] is not None:
+                assert len(tokenizer.encode(sent["prompt"]).ids) + sent["max_tokens"] <= POSITIONS
+        truncated += sum(r["prompt_truncated"] for r in requests)
+    assert truncated > 0  # some demo prompts are longer than this model's window
     # A rerun is served by the cache: nothing is generated again.
     again = run_cli(*args, timeout=900)
     assert again.returncode == 0, again.stderr[-3000:]
