@@ -139,6 +139,7 @@ def test_chunk_is_exactly_the_parquet_rows(demo, client):
         assert index["score"] == [r["score"] for r in rows]
         assert index["error"] == [c["error"] is not None for c in completions]
         assert index["prompt_truncated"] == [r["prompt_truncated"] for r in requests]
+        assert [index["splits"][code] for code in index["split"]] == [r["split"] for r in requests]
         assert client.get(f"{base}chunk-1.js").status_code == 404
 
 
@@ -167,7 +168,7 @@ def test_large_run_pages_read_one_row_group(tmp_path, monkeypatch):
     index = client.get(f"{base}index.js").text
     index = json.loads(index.removeprefix("helmflowIndex(").removesuffix(");\n"))
     assert len(index["score"]) == 1050 and index["score"][:4] == [0.0, 1.0, 1.0, 0.0] and index["error"][5]
-    assert set(index) == {"split", "score", "error", "prompt_truncated"}  # the filter index carries no text
+    assert set(index) == {"splits", "split", "score", "error", "prompt_truncated"}  # the filter index carries no text
 
 
 def test_text_search_covers_prompts_answers_references_and_ids(tmp_path):

@@ -171,6 +171,9 @@ def walk_the_report(page, board_url: str, store, release_id: str, shots: Path | 
     assert incorrect and f"of {len(incorrect)}" in page.inner_text("#page-info")
     shown = page.eval_on_selector_all("#instances > li", "lis => lis.map(li => Number(li.dataset.row))")
     assert shown == incorrect[:20]
+    page.select_option("select[name=split]", "test")  # every demo instance is a test instance
+    wait_ready(page)
+    assert f"of {len(incorrect)}" in page.inner_text("#page-info") and "split=test" in page.url
     assert set(page.eval_on_selector_all("#instances .verdict", "bs => bs.map(b => b.textContent)")) == {"incorrect"}
 
     card = page.locator("#instances > li").nth(0)

@@ -52,7 +52,7 @@
   // ---------------------------------------------------------------- filtering
   function flagsMatch(i) {
     var score = index.score[i], error = index.error[i];
-    if (state.split && index.split[i] !== state.split) return false;
+    if (state.split && index.splits[index.split[i]] !== state.split) return false;
     switch (state.status) {
       case "correct": return !error && score !== null && score >= cfg.correctAt;
       case "incorrect": return !error && score !== null && score < cfg.correctAt;
