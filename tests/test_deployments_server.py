@@ -10,14 +10,12 @@ read back from the server's API and from the storage root. Timings go to test-ar
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from datetime import timezone
 from pathlib import Path
 from uuid import UUID
 
-import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -51,9 +49,15 @@ def _trigger(server: PrefectServer, deployment: str, params: dict) -> UUID:
     return UUID(match.group(1))
 
 
-def _release(root: Path, pointer: str = "latest.json") -> tuple[dict, list[dict]]:
-    latest = json.loads((root / "leaderboards" / "demo" / pointer).read_text())
-    return latest, pq.read_table(os.path.join(latest["uri"], "leaderboard.parquet")).to_pylist()
+def _release(store: Store, pointer: str = "latest.json") -> tuple[dict, list[dict]]:
+    latest = store.read_json(f"leaderboards/demo/{pointer}")
+    release = latest["uri"].removeprefix(store.root.rstrip("/") + "/")
+    return latest, store.read_parquet(f"{release}/leaderboard.parquet").to_pylist()
+
+
+def _cells(store: Store, release: dict) -> set[tuple[str, str]]:
+    runs = store.read_parquet(release["uri"].removeprefix(store.root.rstrip("/") + "/") + "/runs.parquet")
+    return {(r["deployment"], r["status"]) for r in runs.to_pylist()}
 
 
 @pytest.fixture(scope="module")
@@ -111,16 +115,17 @@ def test_prefect_yaml_deploys_every_board_nightly_and_a_worker_publishes_the_rel
     assert run.deployment_id == deployments["demo-nightly"].id and run.labels["prefect.worker.name"] == "box"
     assert run.parameters == dict(params, storage=None)
 
-    latest, board = _release(root)
-    assert latest["status"] == "complete"
+    store = Store(str(root))
+    latest, board = _release(store)
+    assert latest["status"] == "complete" and _cells(store, latest) == {("offline/solver", "complete"), ("offline/echo", "complete")}
     assert {r["deployment"]: r["mean_score"] for r in board} == {"offline/solver": 1.0, "offline/echo": 0.0}
-    assert offline_call_count(Store(str(root)), "offline/solver") == 3
+    assert offline_call_count(store, "offline/solver") == 3
     _record("sqlite", server_start_s=round(server.startup_s, 1), deploy_all_s=round(deployed_s, 1),
             deploy_to_release_s=round(released_s, 1), trigger_to_release_s=round(run_s, 1))
 
 
-def test_production_topology_postgres_two_workers_and_retry_reruns_only_the_failed_pair(tmp_path):
-    """Prefect on PostgreSQL, two workers on one pool, one shared storage root.
+def test_production_topology_postgres_two_workers_and_retry_reruns_only_the_failed_pair(tmp_path, s3_root):
+    """Prefect on PostgreSQL, two workers on one pool, one S3 bucket (moto) for everything.
 
     One pair fails; the flow run ends Failed after a partial release. The models file is fixed and
     the run is retried the way the UI's Retry button does it (``prefect flow-run retry``, no
@@ -138,10 +143,10 @@ def test_production_topology_postgres_two_workers_and_retry_reruns_only_the_fail
             workers = {name: server.start_worker(POOL, name) for name in ("worker-a", "worker-b")}
             _wait_workers_online(server, set(workers))
 
-            root = tmp_path / "store"
+            store = Store(s3_root)
             models_file = tmp_path / "models.yaml"
             _models_file(models_file, fail=True)
-            params = {"storage": str(root), "max_instances": 5, "scenarios": ["arithmetic-3"], "models": MODELS,
+            params = {"storage": s3_root, "max_instances": 5, "scenarios": ["arithmetic-3"], "models": MODELS,
                       "models_file": str(models_file)}
             flow_run_id = _trigger(server, "demo/demo-nightly", params)
             failed = server.wait_flow_run(flow_run_id)
@@ -149,17 +154,17 @@ def test_production_topology_postgres_two_workers_and_retry_reruns_only_the_fail
             assert failed.state.is_failed(), f"{failed.state}\n{server.tail()}"
             assert "partial release" in (failed.state.message or "")
 
-            partial, board = _release(root, "latest-partial.json")
-            assert partial["status"] == "partial"
-            cells = {(r["deployment"], r["status"]) for r in pq.read_table(os.path.join(partial["uri"], "runs.parquet")).to_pylist()}
-            assert cells == {("offline/solver", "complete"), ("offline/solver-noisy", "complete"), ("offline/echo", "missing")}
-            assert not (root / "leaderboards" / "demo" / "latest.json").exists()
+            partial, board = _release(store, "latest-partial.json")
+            assert partial["status"] == "partial" and partial["uri"].startswith(s3_root)
+            assert _cells(store, partial) == {("offline/solver", "complete"), ("offline/solver-noisy", "complete"),
+                                              ("offline/echo", "missing")}
+            assert not store.exists("leaderboards/demo/latest.json")
+            assert store.find("prefect-results"), "task results live in the bucket, where every worker finds them"
 
             # the provider is fixed; the worker that ran the first attempt goes away
             _models_file(models_file, fail=False)
             first_worker = failed.labels["prefect.worker.name"]
             stop_process(workers.pop(first_worker))
-            store = Store(str(root))
             counts = {m: offline_call_count(store, m) for m in MODELS}
             before = {tr.id for tr in server.task_runs(flow_run_id)}
 
@@ -182,7 +187,7 @@ def test_production_topology_postgres_two_workers_and_retry_reruns_only_the_fail
 
             after = {m: offline_call_count(store, m) for m in MODELS}
             assert after == dict(counts, **{"offline/echo": counts["offline/echo"] + 5})
-            latest, board = _release(root)
+            latest, board = _release(store)
             assert latest["status"] == "complete" and latest["release_id"] != partial["release_id"]
             assert {r["deployment"] for r in board} == set(MODELS)
             _record("postgres", server_start_s=round(server.startup_s, 1), deploy_to_partial_release_s=round(partial_s, 1),
