@@ -161,6 +161,10 @@ def test_large_run_pages_read_one_row_group(tmp_path, monkeypatch):
     )
     last = chunk_rows(client.get(f"{base}chunk-10.js").text)
     assert decoded == [[1], [1]]  # requests and completions: only the row group holding rows 1000-1049
+    decoded.clear()
+    client.get(f"{base}chunk-9.js")
+    client.get(f"{base}chunk-8.js")
+    assert decoded == [[0], [0]]  # rows 900-999 then 800-899: one row group, decoded once
     assert [r["row"] for r in last] == list(range(1000, 1050))
     completions = store.read_parquet("runs/big/completions.parquet")
     assert [r["completion"] for r in last] == completions["text"].to_pylist()[1000:]

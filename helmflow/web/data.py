@@ -218,6 +218,11 @@ class Run:
 
     # ------------------------------------------------------------------ row groups
     @cached_property
+    def _last_read(self) -> dict[str, tuple[tuple, pa.Table]]:
+        """Per file, the last single row group decoded (ten consecutive pages share one)."""
+        return {}
+
+    @cached_property
     def _footers(self) -> dict[str, pq.FileMetaData]:
         """The per-request files' Parquet footers, parsed once (a 100,000-row run has 1,000 row groups)."""
         out = {}
@@ -251,8 +256,15 @@ class Run:
         """Rows [start, stop) of one of the run's files, decoding only the row groups that hold them."""
         offsets = self._row_groups[name]
         groups = [i for i in range(len(offsets) - 1) if offsets[i] < stop and offsets[i + 1] > start]
-        with self.store.fs.open(self.store.path(f"{self.prefix}/{name}"), "rb") as fh:
-            table = pq.ParquetFile(fh, metadata=self._footers[name]).read_row_groups(groups, columns=columns)
+        key = (tuple(groups), tuple(columns or ()))
+        last = self._last_read.get(name)  # the next page is usually in the same row group
+        if last and last[0] == key:
+            table = last[1]
+        else:
+            with self.store.fs.open(self.store.path(f"{self.prefix}/{name}"), "rb") as fh:
+                table = pq.ParquetFile(fh, metadata=self._footers[name]).read_row_groups(groups, columns=columns)
+            if len(groups) == 1:  # keep one page's row group, never a whole-file scan
+                self._last_read[name] = (key, table)
         first = offsets[groups[0]] if groups else start
         return table.slice(start - first, stop - start)
 
