@@ -181,13 +181,16 @@ def index_js(run: Run) -> str:
     """The run's narrow index (no text), compact: splits as codes, flags as 0/1 (a 100,000-row run is ~1 MB)."""
     index = run.index
     splits = index["split"].combine_chunks().dictionary_encode()
-    return js_payload("helmflowIndex", {
-        "splits": splits.dictionary.to_pylist(),
-        "split": splits.indices.to_pylist(),
-        "score": index["score"].to_pylist(),
-        "error": [int(x) for x in index["error"].to_pylist()],
-        "prompt_truncated": [int(bool(x)) for x in index["prompt_truncated"].to_pylist()],
-    })
+    return js_payload(
+        "helmflowIndex",
+        {
+            "splits": splits.dictionary.to_pylist(),
+            "split": splits.indices.to_pylist(),
+            "score": index["score"].to_pylist(),
+            "error": [int(x) for x in index["error"].to_pylist()],
+            "prompt_truncated": [int(bool(x)) for x in index["prompt_truncated"].to_pylist()],
+        },
+    )
 
 
 def search_js(run: Run, text: str) -> str:
