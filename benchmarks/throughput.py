@@ -108,7 +108,8 @@ def main() -> None:
         return
     proc, url = start_server(args.latency_ms)
     try:
-        print(f"dev server at {url}, latency {args.latency_ms:g} ms, {os.cpu_count()} CPUs")
+        print(f"dev server at {url}, latency {args.latency_ms:g} ms, {os.cpu_count()} CPUs, "
+              f"load average {os.getloadavg()[0]:.1f} at start")
         print(f"{'concurrency':>11} {'requests':>8} {'ceiling r/s':>11} {'helmflow r/s':>12} {'ratio':>6} "
               f"{'CPU ms/req':>10} {'peak MB':>8}")
         for c in [int(x) for x in args.concurrency.split(",")]:
@@ -118,6 +119,8 @@ def main() -> None:
             hf = run_child("helmflow", url, n, c)
             print(f"{c:>11} {n:>8} {raw['rps']:>11.0f} {hf['rps']:>12.0f} {hf['rps'] / raw['rps']:>6.2f} "
                   f"{hf['cpu_ms']:>10.2f} {hf['rss_mb']:>8.0f}", flush=True)
+        print(f"load average {os.getloadavg()[0]:.1f} at end; raw client CPU for comparison: "
+              f"{raw['cpu_ms']:.2f} ms/request at concurrency {c}")
     finally:
         proc.terminate()
         proc.wait()

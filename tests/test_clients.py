@@ -159,7 +159,10 @@ def test_thirty_percent_faults_ten_thousand_requests_none_lost(dev_server, store
     assert result.errors == 0, result.error_messages
     assert [c.text for c in result.completions[:3]] == ["answer 0 is here", "answer 1 is here", "answer 2 is here"]
     assert stats["answered"] >= 10_000 and sum(stats["faults"].values()) > 2_500
-    assert elapsed < 60, f"took {elapsed:.1f} s"
+    # under a minute on the 2-CPU box when it is ours; other people's load on the same CPUs stretches
+    # wall time alone, so the bound scales with the load average beyond the CPU count
+    load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    assert elapsed < 60 * max(1.0, load), f"took {elapsed:.1f} s at load {load:.1f} per CPU"
 
 
 @pytest.mark.slow
