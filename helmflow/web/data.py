@@ -1,9 +1,11 @@
 """Read-only views of published releases and runs.
 
-A run's instances are read one chunk at a time: a chunk is ``CHUNK_ROWS`` request rows, which is one
-Parquet row group of ``requests.parquet`` and ``completions.parquet`` as publish writes them. The
-narrow per-run index (ids, split, main score, error and truncation flags) and the per-instance
-stats and references are read once per run and cached, so every page costs one row group.
+A run's instances are read one chunk at a time: a chunk is ``CHUNK_ROWS`` request rows, inside one
+Parquet row group of ``requests.parquet`` and ``completions.parquet`` (publish writes groups of
+1,000 rows; any layout reads correctly, only the groups holding the chunk are decoded). The narrow
+columns every page needs (instance ids, stats, references; for filtering: split, main score, error
+and truncation flags) are read once per run and cached, so every page after the first costs one row
+group whatever the run's size.
 """
 
 from __future__ import annotations
@@ -56,9 +58,6 @@ class Release:
     @property
     def labels(self) -> list[str]:
         return list(self.info.get("scenarios", []))
-
-    def cell(self, deployment: str, label: str) -> dict[str, Any] | None:
-        return next((r for r in self.runs if r["deployment"] == deployment and r["scenario"] == label), None)
 
 
 class Reports:
