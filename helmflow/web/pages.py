@@ -1,8 +1,9 @@
 """The report's pages, rendered the same way for the live app and the static export.
 
-Pages are Jinja templates with autoescaping; instance data goes out as ``.js`` chunks (a call to
-``helmflowData(...)`` with JSON inside) that the page loads with ``<script>`` tags, which works over
-HTTP and from ``file://`` alike. The browser renders every piece of model text with ``textContent``.
+Pages are Jinja templates with autoescaping; instance data goes out as ``.js`` files (a call such as
+``helmflowChunk(k, [...])`` with JSON inside) that the page loads with ``<script>`` tags, which works
+over HTTP and from ``file://`` alike (``fetch`` does not work from disk). The browser puts every piece
+of model text into the page with ``textContent``.
 """
 
 from __future__ import annotations
