@@ -142,18 +142,7 @@ def run_html(release: Release, run: Run, mode: Mode) -> str:
     redact = mode == "static" and run.redacted
     flow_run_id = (info.get("lineage") or {}).get("flow_run_id")
     ui = prefect_ui_url()
-    files = [
-        f"{run.prefix}/{name}"
-        for name in (
-            "run.json",
-            "requests.parquet",
-            "completions.parquet",
-            "stats.parquet",
-            "summary.parquet",
-            "annotations.parquet",
-        )
-        if run.has(name)
-    ]
+    files = [f"{run.prefix}/run.json", *info.get("files", [])]  # publish lists what it wrote
     return _env.get_template("run.html").render(
         title=f"{info['scenario']['label']} × {info['deployment']['name']}",
         release=release,
