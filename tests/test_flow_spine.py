@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -49,9 +50,11 @@ def test_warm_rerun_is_all_cached_and_writes_nothing(prefect_server, tmp_path):
 
     second = run_cli(*args)
     assert second.returncode == 0, second.stdout + second.stderr
-    task_runs = task_runs_of(flow_run_id_from(second))
     # download and adapt per scenario; query, score and publish per pair; one release
-    assert len(task_runs) == 2 * n_scenarios + 3 * n_runs + 1
+    expected, flow_run_id, deadline = 2 * n_scenarios + 3 * n_runs + 1, flow_run_id_from(second), time.monotonic() + 30
+    while len(task_runs := task_runs_of(flow_run_id)) < expected and time.monotonic() < deadline:
+        time.sleep(0.5)  # task runs reach the API as events, a moment after the flow run returns
+    assert len(task_runs) == expected
     assert {tr.state.name for tr in task_runs} == {"Cached"}, sorted((tr.name, tr.state.name) for tr in task_runs)
     assert _counts(store) == counts
     assert _mtimes(root, "runs") == runs_before
