@@ -88,7 +88,7 @@ class PrefectServer:
 
 
 @contextlib.contextmanager
-def prefect_server(workdir: Path, database: str | None = None) -> Iterator[PrefectServer]:
+def dedicated_prefect_server(workdir: Path, database: str | None = None) -> Iterator[PrefectServer]:
     """``prefect server start`` on a free loopback port with a throwaway PREFECT_HOME.
 
     SQLite (under that home) unless ``database`` names a PostgreSQL database. Analytics are off.

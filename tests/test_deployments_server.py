@@ -22,7 +22,7 @@ import yaml
 from helmflow.clients.offline import offline_call_count
 from helmflow.storage import Store
 from tests.conftest import REPO, create_pg_database, drop_pg_database, stop_process
-from tests.prefect_servers import ARTIFACTS, PrefectServer, prefect_server
+from tests.prefect_servers import ARTIFACTS, PrefectServer, dedicated_prefect_server
 
 pytestmark = pytest.mark.slow
 
@@ -62,7 +62,7 @@ def _cells(store: Store, release: dict) -> set[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def sqlite_server(tmp_path_factory) -> PrefectServer:
-    with prefect_server(tmp_path_factory.mktemp("prefect-sqlite")) as server:
+    with dedicated_prefect_server(tmp_path_factory.mktemp("prefect-sqlite")) as server:
         assert (server.home / "prefect.db").exists(), "the server's database is SQLite under its own PREFECT_HOME"
         yield server
 
@@ -134,7 +134,7 @@ def test_production_topology_postgres_two_workers_and_retry_reruns_only_the_fail
     """
     database = create_pg_database("helmflow_topology")
     try:
-        with prefect_server(tmp_path / "prefect-pg", database=database) as server:
+        with dedicated_prefect_server(tmp_path / "prefect-pg", database=database) as server:
             assert not (server.home / "prefect.db").exists(), "the server uses PostgreSQL, not SQLite"
             started = time.monotonic()
             _ok(server.cli("work-pool", "create", POOL, "--type", "process"))
