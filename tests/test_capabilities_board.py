@@ -164,3 +164,27 @@ def test_full_board_offline_then_a_new_judge_then_no_judge(mirrors, tmp_path, pr
         omni = next(r for r in third if r["scenario"]["label"] == "omni_math")
         summary = {s["name"]: s for s in pq.read_table(storage / "runs" / omni["run_id"] / "summary.parquet").to_pylist()}
         assert "omni_math_accuracy" not in summary and summary["omni_math_rule_equivalence"]["count"] == 20
+
+
+@pytest.mark.slow
+def test_reproduce_runs_the_pinned_configuration(mirrors, tmp_path, prefect_server):
+    storage = tmp_path / "store"
+    with start_dev_server("--policy", "fn:judge_fixtures:policy", env={"PYTHONPATH": f"{REPO / 'tests'}"}) as server:
+        models = tmp_path / "models.yaml"
+        models.write_text(yaml.safe_dump({"deployments": [
+            {"name": n, "client": "openai-compatible", "model": m, "base_url": server.openai_url, "retry": FAST_RETRY,
+             "context_window": 32768}  # v2 asks for 14,096 output tokens
+            for n, m in (("dev/model", "model-x"), ("dev/judge-a", "judge-a"))
+        ]}))  # fmt: skip
+        out = run_cli("reproduce", "capabilities", "--variant", "v2", "--models", "dev/model", "--judge", "dev/judge-a",
+                      "--models-file", str(models), "--storage", str(storage), env=mirrors)
+        assert out.returncode == 0, out.stdout + out.stderr
+    assert "differences from HELM's published setup" in out.stdout
+    runs = {r["scenario"]["label"]: r for r in _runs(storage).values()}
+    assert set(runs) == set(LABELS)
+    assert {r["adapter"]["sample"]["max_eval_instances"] for r in runs.values()} == {1000}
+    assert runs["mmlu_pro"]["scenario"]["params"]["variant"] == "v2" and runs["gpqa"]["scenario"]["params"]["variant"] == "v2"
+    assert runs["wildbench"]["counts"]["requests"] == len(WB_MARKERS) * 6  # fewer than 1000 rows: all of them
+    assert [j["name"] for j in runs["omni_math"]["judges"]["deployments"]] == ["dev/judge-a"]
+    latest = json.loads((storage / "leaderboards/capabilities-v2/latest.json").read_text())
+    assert latest["status"] == "complete"
