@@ -108,12 +108,13 @@ class Bar:
     high: float | None
 
 
-def scenario_bars_svg(groups: dict[str, list[Bar]], width: int = 720, height: int = 300) -> Markup:
-    """One group per scenario, one bar per model, each with its interval as a whisker."""
+def scenario_bars_svg(groups: dict[str, list[Bar]], height: int = 320) -> Markup:
+    """One group per scenario, one bar per model, each with its interval as a whisker; wide boards grow wider."""
     if not groups:
         return Markup("")
     models = list(dict.fromkeys(b.model for bars in groups.values() for b in bars))
-    left, right, top, bottom = 50, 180, 20, 60
+    left, right, top, bottom = 50, 180, 20, 90
+    width = left + right + max(490, len(groups) * max(60, 14 * len(models)))
     pw, ph = width - left - right, height - top - bottom
     group_w = pw / len(groups)
     bar_w = group_w * 0.8 / max(1, len(models))
@@ -150,8 +151,9 @@ def scenario_bars_svg(groups: dict[str, list[Bar]], width: int = 720, height: in
                     + _line(cx - 3, cx + 3, y(b.low), y(b.low))
                     + _line(cx - 3, cx + 3, y(b.high), y(b.high))
                 )
+        lx, ly = left + g * group_w + group_w / 2, top + ph + 14
         out.append(
-            f'<text x="{left + g * group_w + group_w / 2:.1f}" y="{top + ph + 18}" text-anchor="middle">'
+            f'<text x="{lx:.1f}" y="{ly}" text-anchor="end" transform="rotate(-30 {lx:.1f} {ly})">'
             f"{escape(label)}</text>"
         )
     for i, m in enumerate(models):
