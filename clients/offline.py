@@ -93,13 +93,10 @@ def last_options(prompt: str) -> list[tuple[str, str]]:
     return next((r for r in reversed(runs) if r), [])
 
 
-def solve_choice(prompt: str) -> str | None:
-    """The letter of the option equal to the solved answer of the last question."""
-    answer = solve(prompt)
-    if answer is None:
-        return None
-    tail = prompt[[m.start() for m in _QUESTION.finditer(prompt)][-1]:]
-    return next((letter for letter, text in last_options(tail) if text == answer), None)
+def last_question(prompt: str) -> str:
+    """The prompt from its last arithmetic question on (the query, after any few-shot examples)."""
+    starts = [m.start() for m in _QUESTION.finditer(prompt)]
+    return prompt[starts[-1]:] if starts else ""
 
 
 def substitute_rule(line: str) -> str | None:
@@ -184,14 +181,15 @@ def close_dyck(sequence: str) -> str | None:
 def solve_symbolic(prompt: str) -> str | None:
     """The solver's answer to the last task in ``prompt``, or None if it recognises none."""
     lines = [ln.strip() for ln in prompt.strip().splitlines() if ln.strip()]
-    last = lines[-1] if lines else ""
-    if _QUESTION.search(prompt):
-        if last_options(prompt[[m.start() for m in _QUESTION.finditer(prompt)][-1]:]):
-            letter = solve_choice(prompt)
-            if letter and "correct answer is" in prompt:
-                return f"The correct answer is ({letter})."
-            return letter
-        return solve(prompt)
+    answer = solve(prompt)
+    if answer is not None:
+        options = last_options(last_question(prompt))
+        if not options:
+            return answer
+        letter = next((letter for letter, text in options if text == answer), None)
+        if letter and "correct answer is" in prompt:
+            return f"The correct answer is ({letter})."
+        return letter
     for line in reversed(lines):
         for parse in (substitute_rule, match_pattern, induce_rule):
             answer = parse(line)
