@@ -256,7 +256,7 @@ def sample_seed(seed: int, body: RequestBody, occurrence: int) -> int:
 
 
 # --------------------------------------------------------------------------- the client
-@dataclass
+@dataclass(eq=False)  # queued calls are told apart by identity
 class _Pending:
     body: RequestBody
     future: asyncio.Future
