@@ -20,6 +20,7 @@ import json
 import re
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -278,24 +279,31 @@ def annotate(
     completions: list[Completion],
     budget: Any = None,
 ) -> Judged:
-    """Every judge's verdict on every successful completion, for each template (in a stable order)."""
+    """Every judge's verdict on every successful completion, for each template (in a stable order).
+
+    The judges of a jury are asked at the same time (each through its own limiter and journal)."""
     from helmflow.journal import request_hash
     from helmflow.query import run_queries
 
     by_id = {i.id: i for i in instances}
+    judged = [(r, c) for r, c in zip(requests, completions, strict=True) if c.ok]
     out = Judged(annotations=[])
     for name in sorted(set(template_names)):
         template = TEMPLATES.get(name)
-        judged = [(r, c) for r, c in zip(requests, completions, strict=True) if c.ok]
         prompts = {r.request_hash: template.render(by_id[r.instance_id], c.text) for r, c in judged if c.text.strip()}
-        for judge in judges:
+
+        def ask(judge: Deployment) -> tuple[dict[str, Request], Any]:
             calls: dict[str, Request] = {}
             for r, _ in judged:
                 if r.request_hash in prompts and r.request_hash not in calls:
                     body = judge_request(judge, template, prompts[r.request_hash])
                     calls[r.request_hash] = Request(request_hash=request_hash(body, 0), instance_id=r.instance_id,
                                                     split=r.split, body=body)
-            result = run_queries(store, judge, list(calls.values()), None, budget)
+            return calls, run_queries(store, judge, list(calls.values()), None, budget)
+
+        with ThreadPoolExecutor(max_workers=max(len(judges), 1), thread_name_prefix="judge") as pool:
+            results = list(pool.map(ask, judges))
+        for judge, (calls, result) in zip(judges, results, strict=True):
             if result.permanent_error:
                 raise JudgeFailed(f"judge {judge.name!r}: {result.permanent_error}")
             if calls and result.errors / len(calls) > judge.max_error_rate:
