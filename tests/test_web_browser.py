@@ -179,7 +179,11 @@ def walk_the_report(page, board_url: str, store, release_id: str, shots: Path | 
     card = page.locator("#instances > li").nth(0)
     card.locator("details.raw > summary").click()
     row = incorrect[0]
-    assert card.locator("pre.prompt").text_content() == requests[row]["prompt"]
+    body = json.loads(requests[row]["body_json"])
+    if body.get("messages"):  # a chat run shows each message as sent
+        assert card.locator("pre.message").all_text_contents() == [m["content"] for m in body["messages"]]
+    else:
+        assert card.locator("pre.prompt").text_content() == requests[row]["prompt"]
     assert card.locator("pre.completion").text_content() == completions[row]["text"]
     assert json.loads(card.locator("pre.request").text_content()) == json.loads(requests[row]["body_json"])
     response = json.loads(card.locator("pre.response").text_content())
@@ -309,3 +313,25 @@ def test_two_models_side_by_side(page, live, exported, storage, where, tmp_path)
     if where == "live":
         screenshot(page, "compare.png", tmp_path)
     assert page.problems == []
+
+
+def test_every_run_page_shows_its_first_request_as_sent(page, live, storage):
+    """Text and chat prompts alike: the first instance of every run equals its requests.parquet row."""
+    store, release_id = storage
+    kinds = set()
+    for run_id in store.read_json(f"leaderboards/demo/{release_id}/release.json")["run_ids"]:
+        page.goto(f"{live}/boards/demo/{release_id}/runs/{run_id}/")
+        wait_ready(page)
+        first = store.read_parquet(f"runs/{run_id}/requests.parquet").slice(0, 1).to_pylist()[0]
+        body = json.loads(first["body_json"])
+        card = page.locator("#instances > li").nth(0)
+        assert card.locator(".instance-id").text_content() == first["instance_id"]
+        if body.get("messages"):
+            kinds.add("chat")
+            shown = card.locator("pre.message").all_text_contents()
+            assert shown == [m["content"] for m in body["messages"]]
+        else:
+            kinds.add("text")
+            assert card.locator("pre.prompt").text_content() == body["prompt"] == first["prompt"]
+    assert page.problems == []
+    assert kinds, "no run was checked"

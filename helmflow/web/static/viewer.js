@@ -151,7 +151,14 @@
     if (cfg.redacted) {
       left.appendChild(el("p", "muted", "text withheld: ids and scores only"));
     } else {
-      block(left, "prompt (" + r.num_train_instances + " in-context examples)", r.prompt, "prompt");
+      var examples = " (" + r.num_train_instances + " in-context examples)";
+      if (r.request && r.request.messages) {  // a chat: one block per message, as sent
+        r.request.messages.forEach(function (m, j) {
+          block(left, m.role + (j === 0 ? examples : ""), m.content, "message message-" + m.role);
+        });
+      } else {
+        block(left, "prompt" + examples, r.prompt, "prompt");
+      }
       block(left, "completion", r.completion, "completion");
       if (r.error) block(left, "error", r.error, "error-text");
       right.appendChild(el("div", "label", "references"));
