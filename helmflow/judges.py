@@ -292,7 +292,7 @@ def annotate(
         template = TEMPLATES.get(name)
         prompts = {r.request_hash: template.render(by_id[r.instance_id], c.text) for r, c in judged if c.text.strip()}
 
-        def ask(judge: Deployment) -> tuple[dict[str, Request], Any]:
+        def ask(judge: Deployment, template: JudgeTemplate = template, prompts: dict[str, str] = prompts):
             calls: dict[str, Request] = {}
             for r, _ in judged:
                 if r.request_hash in prompts and r.request_hash not in calls:

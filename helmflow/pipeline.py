@@ -24,8 +24,8 @@ from helmflow import versions
 from helmflow.adapters import adapt
 from helmflow.board import BoardPlan, RunPlan, ScenarioPlan
 from helmflow.datasets import mirror_sources, read_instances, write_instances
-from helmflow.query import Budget, QueryFailed, build_requests, run_queries
 from helmflow.judges import annotate
+from helmflow.query import Budget, QueryFailed, build_requests, run_queries
 from helmflow.records import (
     ANNOTATION_SCHEMA,
     COMPLETION_SCHEMA,

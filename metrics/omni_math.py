@@ -13,9 +13,10 @@
 
 from __future__ import annotations
 
-from helmflow.judges import judge_counts, jury_scores
 from helmflow.metrics import metric
 from helmflow.metrics.base import MetricInput
+
+from helmflow.judges import judge_counts, jury_scores
 
 MAX_ANSWER_CHARS = 1000
 

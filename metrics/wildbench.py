@@ -9,9 +9,10 @@ the verdicts, so unparsable outputs show in the run summary.
 
 from __future__ import annotations
 
-from helmflow.judges import judge_counts, jury_scores
 from helmflow.metrics import metric
 from helmflow.metrics.base import MetricInput
+
+from helmflow.judges import judge_counts, jury_scores
 
 
 @metric("wildbench", version="1", judge="wildbench")

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 
 import fsspec
+from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt, StrictStr, ValidationError
 
 from helmflow.records import AdapterSpec, GenerationParams, Input, Instance, Reference
-from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 
 REPO = "KbsdJames/Omni-MATH"
 REVISION = "40ba231d8f16e29ecd40e6407e2c8640145a8f62"

@@ -12,9 +12,9 @@ import json
 import pyarrow.parquet as pq
 import pytest
 import yaml
-
 from capabilities_fixtures import csv_bytes, gpqa_rows, mmlu_pro_files
 from judge_fixtures import OMNI_FILE, WILDBENCH_FILE, omni_jsonl, omni_rows, wildbench_parquet, wildbench_rows
+
 from tests.conftest import REPO, run_cli
 from tests.devserver_fixture import FAST_RETRY, start_dev_server
 
@@ -29,8 +29,9 @@ IFEVAL_ROWS = [{"key": 10 + k, "prompt": f"Fixture request {k}: describe a fixtu
 
 
 def test_the_board_spec_has_the_five_scenarios_and_a_configured_jury():
-    from helmflow.board import load_board
     from helmflow.scenarios import get_scenario
+
+    from helmflow.board import load_board
 
     spec = load_board("capabilities")
     assert [s.label for s in spec.scenarios] == LABELS and spec.aggregation == ["mean"]

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import json
 
-import pyarrow.parquet as pq
 import pytest
+from helmflow.clients import load_deployments
+from judge_fixtures import OMNI_FILE, omni_jsonl, omni_rows
 
 from helmflow.board import BoardError, load_board, plan_board
-from helmflow.clients import load_deployments
 from helmflow.judges import TEMPLATES, JudgeFailed, JudgeParseError, jury_scores, parse_omni_math, parse_wildbench
 from helmflow.pipeline import adapt_scenario, download_scenario, publish_run, query_pair, score_pair
 from helmflow.query import Budget
 from helmflow.records import Annotation, ChatMessage, Deployment, Input, Instance
-from judge_fixtures import OMNI_FILE, omni_jsonl, omni_rows
 
 WB_JSON = '{{"strengths": "clear and on topic", "weaknesses": "a bit short", "score": {}}}'
 
@@ -139,7 +138,7 @@ def summary(store, run_id):
 
 
 def test_jury_of_three_averages_the_parsed_and_counts_the_unparsable(store, omni_mirror, deployments):
-    run, query, score, out = run_pair(store, deployments, ["t/judge-true", "t/judge-false", "t/judge-garbage"])
+    run, _query, _score, out = run_pair(store, deployments, ["t/judge-true", "t/judge-false", "t/judge-garbage"])
     notes = table(store, f"runs/{run.run_id}/annotations.parquet")
     assert len(notes) == 6 * 3 and {n["judge"] for n in notes} == {"t/judge-true", "t/judge-false", "t/judge-garbage"}
     garbage = [n for n in notes if n["judge"] == "t/judge-garbage"]
@@ -152,7 +151,7 @@ def test_jury_of_three_averages_the_parsed_and_counts_the_unparsable(store, omni
     # the rule-based check is computed beside it: only problem 1 (\frac{8}{2}) equals the boxed 4
     stats = {(r["instance_id"], r["name"]): r["value"] for r in table(store, f"runs/{run.run_id}/stats.parquet")}
     assert [stats[(f"id{k}", "omni_math_rule_equivalence")] for k in range(6)] == [0, 1, 0, 0, 0, 0]
-    info = json.loads((store.fs.open(store.path(f"runs/{run.run_id}/run.json")).read()))
+    info = json.loads(store.fs.open(store.path(f"runs/{run.run_id}/run.json")).read())
     assert info["judges"]["parse_errors"] == 6 and info["judges"]["request_errors"] == 0
     assert [j["name"] for j in info["judges"]["deployments"]] == ["t/judge-true", "t/judge-false", "t/judge-garbage"]
     assert info["status"] == "complete" and out.score == 0.5  # unparsable is counted, not a run error
@@ -161,7 +160,7 @@ def test_jury_of_three_averages_the_parsed_and_counts_the_unparsable(store, omni
 def test_judge_cost_is_summed_separately(store, omni_mirror, deployments):
     priced = deployments["t/model"].model_copy(update={"price_input_per_mtok": 3.0, "price_output_per_mtok": 4.0})
     deployments["t/model"] = priced
-    run, query, score, out = run_pair(store, deployments, ["t/judge-true", "t/judge-false"])
+    run, _query, _score, out = run_pair(store, deployments, ["t/judge-true", "t/judge-false"])
     notes = table(store, f"runs/{run.run_id}/annotations.parquet")
     by_judge = {j: [n for n in notes if n["judge"] == j] for j in ("t/judge-true", "t/judge-false")}
     for judge, price_in, price_out in (("t/judge-true", 2.0, 10.0), ("t/judge-false", 1.0, 1.0)):
@@ -182,19 +181,19 @@ def test_budget_covers_judge_requests(store, omni_mirror, deployments):
     """The model is free; the judge is priced past a tiny budget: judging stops before sending."""
     with pytest.raises(JudgeFailed, match="budget"):
         run_pair(store, deployments, ["t/judge-true"], budget=Budget(1e-6))
-    run, query, score, out = run_pair(store, deployments, ["t/judge-true"])  # no budget: everything is judged now
+    _run, query, score, _out = run_pair(store, deployments, ["t/judge-true"])  # no budget: everything is judged now
     assert query.sent == 0 and score.judge_sent == 6 and score.judge_reused == 0  # nothing was sent (or paid) before
 
 
 def test_empty_model_output_is_not_sent_and_gets_the_fixed_verdict(store, omni_mirror, deployments):
-    run, query, score, out = run_pair(store, deployments, ["t/judge-true"], model="t/empty")
+    run, _query, score, out = run_pair(store, deployments, ["t/judge-true"], model="t/empty")
     notes = table(store, f"runs/{run.run_id}/annotations.parquet")
     assert all(n["judge_request_hash"] is None and n["score"] == 0.0 and n["cost_usd"] == 0 for n in notes)
     assert score.judge_sent == 0 and out.score == 0.0  # FALSE, not missing: HELM's rule for empty outputs
 
 
 def test_no_judge_leaves_judge_metrics_missing_and_keeps_rule_based(store, omni_mirror, deployments):
-    run, query, score, out = run_pair(store, deployments, None, no_judge=True)
+    run, _query, score, out = run_pair(store, deployments, None, no_judge=True)
     assert run.judges == [] and score.annotations_key is None
     s = summary(store, run.run_id)
     assert "omni_math_accuracy" not in s and out.score is None  # missing, not 0
@@ -203,12 +202,12 @@ def test_no_judge_leaves_judge_metrics_missing_and_keeps_rule_based(store, omni_
 
 
 def test_judge_change_changes_run_id_not_query_key_and_rejudges_without_requerying(store, omni_mirror, deployments):
-    first, q1, s1, _ = run_pair(store, deployments, ["t/judge-true"])
+    first, _q1, _s1, _ = run_pair(store, deployments, ["t/judge-true"])
     second, q2, s2, out = run_pair(store, deployments, ["t/judge-false"])
     assert first.query_key == second.query_key and q2.sent == 0 and q2.reused == 6  # the model is not asked again
     assert first.run_id != second.run_id and first.metric_version != second.metric_version
     assert first.score_key != second.score_key and s2.judge_sent == 6 and out.score == 0.0
-    again, q3, s3, _ = run_pair(store, deployments, ["t/judge-true"])  # back to the first judge: all journaled
+    again, _q3, s3, _ = run_pair(store, deployments, ["t/judge-true"])  # back to the first judge: all journaled
     assert again.run_id == first.run_id and s3.judge_sent == 0 and s3.judge_reused == 6
     nojudge, *_ = run_pair(store, deployments, None, no_judge=True)
     assert len({first.run_id, second.run_id, nojudge.run_id}) == 3 and nojudge.query_key == first.query_key

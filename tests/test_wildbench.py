@@ -7,14 +7,14 @@ Fixture rows are written here in the dataset's schema (judge_fixtures.py); none 
 from __future__ import annotations
 
 import pytest
+from helmflow.clients import load_deployments
+from helmflow.scenarios import ScenarioError, get_scenario
+from judge_fixtures import WILDBENCH_FILE, WILDBENCH_REV, wildbench_parquet, wildbench_rows
 
 from helmflow.board import ScenarioEntry, load_board, plan_board, plan_scenario
-from helmflow.clients import load_deployments
 from helmflow.pipeline import adapt_scenario, download_scenario, publish_run, query_pair, score_pair
 from helmflow.records import prompt_from_row
-from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.storage import Store
-from judge_fixtures import WILDBENCH_FILE, WILDBENCH_REV, wildbench_parquet, wildbench_rows
 from tests.conftest import REPO
 from tests.devserver_fixture import dev_deployment, start_dev_server
 
@@ -94,9 +94,9 @@ def test_a_jury_on_the_dev_server(mirror, tmp_path):
     assert stats[("id1", "wildbench_judge_errors")] == 1 and stats[("id2", "wildbench_judge_errors")] == 1
     assert out.score == pytest.approx(sum((s - 1) / 9 for s in EXPECTED.values()) / 4)
     notes = store.read_parquet(f"runs/{run.run_id}/annotations.parquet").to_pylist()
-    out_of_range = [n for n in notes if n["instance_id"] == "id2" and n["judge"] == "dev/judge-a"][0]
+    out_of_range = next(n for n in notes if n["instance_id"] == "id2" and n["judge"] == "dev/judge-a")
     assert out_of_range["score"] is None and "outside 1-10" in out_of_range["error"]
-    kept = [n for n in notes if n["instance_id"] == "id0" and n["judge"] == "dev/judge-a"][0]
+    kept = next(n for n in notes if n["instance_id"] == "id0" and n["judge"] == "dev/judge-a")
     assert '"strengths": "clear"' in kept["details_json"] and "Fixture task 0" in kept["prompt"]
     assert score.judge_parse_errors == 4 and score.judge_cost_usd > 0
     assert score.judge_cost_usd == pytest.approx(sum(n["cost_usd"] for n in notes))
