@@ -13,12 +13,16 @@
 
 from __future__ import annotations
 
+import logging
+
 from helmflow.metrics import metric
 from helmflow.metrics.base import MetricInput
 
 from helmflow.judges import judge_counts, jury_scores
 
 MAX_ANSWER_CHARS = 1000
+# math-verify warns once that its timeouts are off: deliberate here (see above), so not shown.
+logging.getLogger("math_verify").setLevel(logging.ERROR)
 
 
 @metric("omni_math", version="1", judge="omni_math")
