@@ -121,11 +121,15 @@ def test_anthropic_sends_system_the_anthropic_way_and_no_sampling_parameters(sto
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", ["429", "500", "503", "reset", "hang", "badjson", "empty"])
-@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+@pytest.mark.parametrize("kind", ["openai", "compat-completions", "anthropic"])
 def test_every_fault_kind_is_retried_to_success(dev_server, store, kind, fault):
     dev_server.configure(fault_rate=0.5, faults=fault, hang_s=30)
     retry = {"attempts": 16, "base_s": 0.01, "cap_s": 0.2, "timeout_s": 0.5}
-    result = run_queries(store, dev_deployment(dev_server, kind, retry=retry), make_requests(40))
+    if kind == "compat-completions":
+        dep = dev_deployment(dev_server, "openai-compatible", retry=retry, options={"endpoint": "completions"})
+    else:
+        dep = dev_deployment(dev_server, kind, retry=retry)
+    result = run_queries(store, dep, make_requests(40))
     stats = dev_server.stats()
     assert result.errors == 0, result.error_messages
     assert stats["faults"].get(fault, 0) > 0 and stats["answered"] >= 40
@@ -172,6 +176,18 @@ def test_concurrency_limit_holds_at_the_server(dev_server, store):
     run_queries(store, dev_deployment(dev_server, max_concurrency=4), make_requests(40))
     assert dev_server.stats()["max_in_flight"] == 4
     assert time.perf_counter() - started >= 1.0  # 40 / 4 x 100 ms
+
+
+def test_requests_per_minute_is_a_process_wide_bucket(store):
+    """600/min: a minute's worth may go at once, then 10 per second (an offline model: no network)."""
+    dep = Deployment(name="t/rpm", client="offline", model="echo", options={"behavior": "echo"},
+                     requests_per_minute=600, max_concurrency=1000)
+    started = time.perf_counter()
+    assert run_queries(store, dep, make_requests(600, tag="a")).errors == 0
+    refilled = 10 * (time.perf_counter() - started)  # what the bucket regained meanwhile
+    started = time.perf_counter()
+    run_queries(store, dep, make_requests(int(refilled) + 10, tag="b"))  # same bucket: 10 more than it holds
+    assert time.perf_counter() - started >= 0.8
 
 
 # --------------------------------------------------------------------------- permanent errors
