@@ -82,8 +82,8 @@ def test_jsonl_with_a_list_column_and_generation_without_choices(tmp_path, store
     [
         ({"question": "prompt"}, "no column 'prompt'"),
         ({"choices": "a|b|d"}, "no column 'd'"),
-        ({"answer": "question"}, "line 2, column 'question': 'What colour is a clear daytime sky?' is not a letter, "
-                                 "a 0-based index or the text of one of its 3 options"),
+        ({"answer": "question"}, ("line 2, column 'question': 'What colour is a clear daytime sky?' is not a letter, "
+                                  "a 0-based index or the text of one of its 3 options")),
         ({"split": "question"}, "line 2, column 'question'"),
     ],
 )
