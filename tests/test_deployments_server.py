@@ -89,13 +89,15 @@ def test_prefect_yaml_deploys_every_board_nightly_and_a_worker_publishes_the_rel
             assert d.parameters == {"models": None, "max_instances": None, "storage": None}
         assert client.read_work_pool(POOL).type == "process"
 
-        # the scheduler turns the cron into runs at 02:00 UTC
-        deadline = time.monotonic() + 60
-        while not (nightly := [r for r in client.read_flow_runs() if r.auto_scheduled]) and time.monotonic() < deadline:
+        # the scheduler turns each cron into runs at 02:00 UTC
+        ids, deadline = {d.id for d in deployments.values()}, time.monotonic() + 60
+        while True:
+            nightly = [r for r in client.read_flow_runs() if r.auto_scheduled]
+            if {r.deployment_id for r in nightly} == ids or time.monotonic() > deadline:
+                break
             time.sleep(1)
-        assert nightly, "the scheduler created no nightly runs"
+        assert {r.deployment_id for r in nightly} == ids, "the scheduler did not queue every board's nights"
         assert {(r.expected_start_time.astimezone(timezone.utc).hour, r.expected_start_time.minute) for r in nightly} == {(2, 0)}
-        assert {r.deployment_id for r in nightly} == {d.id for d in deployments.values()}
 
     # keep a 02:00 run from starting during the test: pausing a schedule removes its future runs
     _ok(server.cli("deployment", "schedule", "pause", "--all"))
