@@ -7,7 +7,7 @@
 - ``answer``: the correct option as a letter (``B``), a 0-based index or the option's text
   (``answer_format=auto`` tells them apart in that order), or the reference text without choices.
 - ``split`` (optional column): train / valid / test per row; rows default to test. Train rows are the
-  few-shot pool.
+  few-shot pool; valid and test rows are evaluated (HELM's eval splits).
 
 The file is pinned by its sha256 at plan time (the dataset "revision"), mirrored to
 ``datasets/custom/<sha256>/`` with a checksum manifest, and a missing or malformed column is one
@@ -26,7 +26,7 @@ from typing import Any, Literal
 import fsspec
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from helmflow.records import AdapterSpec, GenerationParams, Input, Instance, Reference
+from helmflow.records import AdapterSpec, EvalSample, GenerationParams, Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 
 _SPLITS = {"train", "valid", "test"}
@@ -98,6 +98,7 @@ class Custom(Scenario):
                 output_prefix="Answer: ",
                 max_train_instances=5,
                 generation=GenerationParams(max_tokens=5, temperature=0.0, stop=[]),
+                sample=EvalSample(splits=["valid", "test"]),  # HELM evaluates both eval splits
             )
         return AdapterSpec(
             method="generation",
@@ -105,6 +106,7 @@ class Custom(Scenario):
             output_prefix="Answer: ",
             max_train_instances=5,
             generation=GenerationParams(max_tokens=100, temperature=0.0, stop=["\n"]),
+            sample=EvalSample(splits=["valid", "test"]),
         )
 
     def dataset_revision(self) -> str:
