@@ -1,7 +1,8 @@
 """prefect.yaml run like production: deployments, nightly schedules, workers, retry through a worker.
 
-Each test starts its own ``prefect server start`` (not the session's): one on SQLite under a
+The slow tests start their own ``prefect server start`` (not the session's): one on SQLite under a
 throwaway PREFECT_HOME, one on a throwaway PostgreSQL database with two workers on one process pool.
+A fast test checks prefect.yaml against the flows it names, without a server.
 Everything goes through the real commands (``prefect work-pool create``, ``prefect deploy``,
 ``prefect worker start``, ``prefect deployment run``, ``prefect flow-run retry``); what is asserted is
 read back from the server's API and from the storage root. Timings go to test-artifacts/.
@@ -9,6 +10,7 @@ read back from the server's API and from the storage root. Timings go to test-ar
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import time
@@ -23,8 +25,6 @@ from helmflow.clients.offline import offline_call_count
 from helmflow.storage import Store
 from tests.conftest import REPO, create_pg_database, drop_pg_database, stop_process
 from tests.prefect_servers import ARTIFACTS, PrefectServer, dedicated_prefect_server
-
-pytestmark = pytest.mark.slow
 
 POOL = "helmflow"  # prefect.yaml's work pool
 MODELS = ["offline/solver", "offline/solver-noisy", "offline/echo"]
@@ -60,6 +60,21 @@ def _cells(store: Store, release: dict) -> set[tuple[str, str]]:
     return {(r["deployment"], r["status"]) for r in runs.to_pylist()}
 
 
+def test_prefect_yaml_has_one_nightly_deployment_per_board_whose_flow_takes_its_parameters():
+    """Without a server: what ``prefect deploy`` would load from each entrypoint matches prefect.yaml."""
+    from prefect.flows import load_flow_from_entrypoint
+
+    spec = yaml.safe_load((REPO / "prefect.yaml").read_text())
+    for d in spec["deployments"]:
+        board = d["name"].removesuffix("-nightly")
+        assert (REPO / "flows" / f"{board}.yaml").exists(), f"{d['name']}: no board spec flows/{board}.yaml"
+        flow = load_flow_from_entrypoint(f"{REPO}/{d['entrypoint']}")
+        assert flow.name == board
+        assert set(d["parameters"]) <= set(inspect.signature(flow.fn).parameters)
+        assert d["schedules"] == [{"cron": "0 2 * * *", "timezone": "UTC", "active": True}]
+        assert d["work_pool"]["name"] == POOL
+
+
 @pytest.fixture(scope="module")
 def sqlite_server(tmp_path_factory) -> PrefectServer:
     with dedicated_prefect_server(tmp_path_factory.mktemp("prefect-sqlite")) as server:
@@ -67,6 +82,7 @@ def sqlite_server(tmp_path_factory) -> PrefectServer:
         yield server
 
 
+@pytest.mark.slow
 def test_prefect_yaml_deploys_every_board_nightly_and_a_worker_publishes_the_release(sqlite_server, tmp_path):
     server = sqlite_server
     spec = yaml.safe_load((REPO / "prefect.yaml").read_text())
@@ -126,6 +142,7 @@ def test_prefect_yaml_deploys_every_board_nightly_and_a_worker_publishes_the_rel
             deploy_to_release_s=round(released_s, 1), trigger_to_release_s=round(run_s, 1))
 
 
+@pytest.mark.slow
 def test_production_topology_postgres_two_workers_and_retry_reruns_only_the_failed_pair(tmp_path, s3_root):
     """Prefect on PostgreSQL, two workers on one pool, one S3 bucket (moto) for everything.
 
