@@ -65,6 +65,9 @@ def test_prefect_yaml_has_one_nightly_deployment_per_board_whose_flow_takes_its_
     from prefect.flows import load_flow_from_entrypoint
 
     spec = yaml.safe_load((REPO / "prefect.yaml").read_text())
+    boards = sorted(p.stem for p in (REPO / "flows").glob("*.yaml"))
+    assert sorted(d["name"].removesuffix("-nightly") for d in spec["deployments"]) == boards, \
+        "every board spec flows/<board>.yaml gets a <board>-nightly deployment in prefect.yaml"
     for d in spec["deployments"]:
         board = d["name"].removesuffix("-nightly")
         assert (REPO / "flows" / f"{board}.yaml").exists(), f"{d['name']}: no board spec flows/{board}.yaml"
