@@ -7,6 +7,7 @@ a storage-safe key, and raw files are limited to a release's and a run's own pub
 from __future__ import annotations
 
 import re
+import threading
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -66,6 +67,7 @@ def create_app(storage: str | None = None) -> Starlette:
 
     def run(request: Request) -> Response:
         release, run = release_and_run(request)
+        threading.Thread(target=run.prepare, daemon=True).start()  # the first chunk request will need it
         return html(pages.run_html(release, run, "serve"))
 
     def run_index(request: Request) -> Response:

@@ -14,7 +14,7 @@ import json
 import math
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -186,6 +186,7 @@ class Run:
     store: Store
     run_id: str
     info: dict[str, Any]
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def prefix(self) -> str:
@@ -268,6 +269,15 @@ class Run:
         return table.slice(start - first, stop - start)
 
     # ------------------------------------------------------------------ per-run columns, aligned to request rows once
+    def prepare(self) -> Run:
+        """Read what every page needs (stats, references, judge verdicts) once, whichever thread asks first.
+
+        The app starts this as it sends a run page, so the work overlaps the browser loading the page.
+        """
+        with self._lock:
+            _ = (self.stats, self.references, self.annotations)
+        return self
+
     @cached_property
     def _request_ids(self) -> pa.Array:
         return self._read_rows("requests.parquet", 0, self.num_rows, ["instance_id"])["instance_id"].combine_chunks()
@@ -317,6 +327,7 @@ class Run:
     @cached_property
     def index(self) -> pa.Table:
         """One narrow row per request: what filtering needs (no ids, no text)."""
+        self.prepare()
         req = self._read_rows("requests.parquet", 0, self.num_rows, ["split", "prompt_truncated"])
         err = self._read_rows("completions.parquet", 0, self.num_rows, ["error"])["error"]
         main = self.stats.get(self.main_metric, np.full(self.num_rows, np.nan))
@@ -343,6 +354,7 @@ class Run:
             found = pc.match_substring(values, pattern, ignore_case=True)
             return pc.fill_null(found, False).to_numpy(zero_copy_only=False)
 
+        self.prepare()
         req = self._read_rows("requests.parquet", 0, self.num_rows, ["instance_id", "prompt"])
         comp = self._read_rows("completions.parquet", 0, self.num_rows, ["text"])
         rows = hits(req["instance_id"]) | hits(req["prompt"]) | hits(comp["text"])
@@ -360,6 +372,7 @@ class Run:
         """
         if not 0 <= k < self.num_chunks:
             raise NotFound(f"run {self.run_id} has no chunk {k}")
+        self.prepare()
         start, stop = k * CHUNK_ROWS, min((k + 1) * CHUNK_ROWS, self.num_rows)
         requests = self._read_rows("requests.parquet", start, stop).to_pylist()
         completions = self._read_rows("completions.parquet", start, stop).to_pylist()
