@@ -6,23 +6,17 @@
   / ``omni_math_judge_errors`` count the verdicts.
 - ``omni_math_rule`` (no judge, always computed): ``omni_math_rule_equivalence`` is 1 when the content
   of the output's last ``\\boxed{}`` is equivalent to the reference answer for ``math-verify``
-  (symbolic comparison through SymPy); no ``\\boxed{}`` is 0. math-verify's signal-based timeouts
-  only work on the main thread, and tasks run on worker threads, so they are off; an answer longer
-  than ``MAX_ANSWER_CHARS`` is not parsed (0), which bounds the work on untrusted text instead.
+  (symbolic comparison through SymPy, in a helper process with a time bound: see
+  :mod:`helmflow.math_equivalence`); no ``\\boxed{}``, or an answer that cannot be checked in time, is 0.
 """
 
 from __future__ import annotations
-
-import logging
 
 from helmflow.metrics import metric
 from helmflow.metrics.base import MetricInput
 
 from helmflow.judges import judge_counts, jury_scores
-
-MAX_ANSWER_CHARS = 1000
-# math-verify warns once that its timeouts are off: deliberate here (see above), so not shown.
-logging.getLogger("math_verify").setLevel(logging.ERROR)
+from helmflow.math_equivalence import equivalent
 
 
 @metric("omni_math", version="1", judge="omni_math")
@@ -57,15 +51,8 @@ def last_boxed(text: str) -> str | None:
 
 def rule_equivalent(output: str, reference: str) -> bool:
     """math-verify on the last boxed answer against the reference answer (both read as LaTeX)."""
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
-
     answer = last_boxed(output)
-    if answer is None or not answer.strip() or len(answer) > MAX_ANSWER_CHARS:
-        return False
-    configs = [LatexExtractionConfig(), ExprExtractionConfig()]
-    gold = parse(f"${reference}$", configs, parsing_timeout=None)
-    pred = parse(f"${answer}$", configs, parsing_timeout=None)
-    return bool(gold and pred and verify(gold, pred, timeout_seconds=None))
+    return answer is not None and bool(answer.strip()) and equivalent(answer, reference)
 
 
 @metric("omni_math_rule", version="1")

@@ -46,6 +46,25 @@ def test_rule_based_equivalence(output, reference, equal):
     assert rule_equivalent(output, reference) is equal
 
 
+@pytest.mark.slow
+def test_an_answer_that_does_not_finish_is_not_equivalent_and_the_checker_recovers(monkeypatch):
+    """A boxed power tower: math-verify's own step timeout in the helper, then the hard timeout
+    (shortened here) that kills a helper which stops answering; a fresh helper takes over."""
+    import time
+
+    import helmflow.math_equivalence as meq
+
+    tower = "\\boxed{2^{2^{2^{2^{10}}}}}"
+    started = time.monotonic()
+    assert rule_equivalent(tower, "5") is False
+    assert time.monotonic() - started < meq.HARD_TIMEOUT_S + 5
+    first = meq._helper
+    monkeypatch.setattr(meq, "HARD_TIMEOUT_S", 0.5)
+    assert rule_equivalent(tower, "5") is False
+    assert first.proc.poll() is not None and meq._helper is None  # killed, not reused
+    assert rule_equivalent("\\boxed{\\frac{10}{4}}", "2.5") is True  # a fresh helper answers
+
+
 def test_last_boxed_balances_braces():
     assert last_boxed("x \\boxed{\\frac{a}{b^{2}}} y") == "\\frac{a}{b^{2}}"
     assert last_boxed("\\fbox{7}") == "7" and last_boxed("none") is None
