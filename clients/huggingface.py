@@ -139,14 +139,18 @@ def _stop_criteria(lm: LocalModel, prompt_len: int, bodies: list[RequestBody]):
     import torch
     from transformers import StoppingCriteria, StoppingCriteriaList
 
+    # A stop sequence shows up at the end of a row the step it is completed; a token holds at least
+    # one byte, so the last 4 * len(stop) + 4 tokens always contain it: decode only those.
+    tails = [4 * max((len(s) for s in b.stop), default=0) + 4 for b in bodies]
+
     class PerRow(StoppingCriteria):
         def __call__(self, input_ids, scores, **kwargs):
             new = input_ids[:, prompt_len:]
             done = []
-            for row, body in zip(new.tolist(), bodies):
+            for row, body, tail in zip(new.tolist(), bodies, tails):
                 stop = len(row) >= body.max_tokens
                 if not stop and body.stop:
-                    text = lm.tokenizer.decode(row, skip_special_tokens=False)
+                    text = lm.tokenizer.decode(row[-tail:], skip_special_tokens=False)
                     stop = any(s and s in text for s in body.stop)
                 done.append(stop)
             return torch.tensor(done, dtype=torch.bool, device=input_ids.device)

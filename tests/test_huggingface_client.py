@@ -127,6 +127,20 @@ def test_stop_sequence_cuts_text_and_tokens(tiny_model: Path) -> None:
     assert cut.logprobs == pytest.approx(free.logprobs[:j], abs=1e-5)
 
 
+def test_stop_criteria_end_each_row_on_its_own_stop_or_length(tiny_model: Path) -> None:
+    """What lets ``generate`` end early: a row is done at its stop sequence or its max_tokens."""
+    import torch
+
+    from helmflow.clients.huggingface import _stop_criteria
+
+    lm = make_client(deployment(tiny_model)).local_model()
+    rows = torch.tensor([lm.tokenizer(t)["input_ids"] for t in ("cat cat dog", "cat cat cat", "cat dog cat")])
+    assert rows.shape == (3, 3)
+    criteria = _stop_criteria(lm, 1, [body("x", max_tokens=50, stop=[" dog"]), body("x", max_tokens=3), body("x", max_tokens=2)])
+    assert criteria(rows[:, :2], None).tolist() == [False, False, False]
+    assert criteria(rows, None).tolist() == [True, False, True]  # " dog" completed; 2 of 3; 2 of 2
+
+
 def test_eos_stops_generation(tiny_model: Path, tmp_path: Path) -> None:
     """A checkpoint whose EOS is a token the greedy output emits: generation ends right before it."""
     lm = make_client(deployment(tiny_model)).local_model()
