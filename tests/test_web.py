@@ -368,3 +368,22 @@ def test_web_commands_do_not_import_prefect():
     )
     probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert probe.stdout.strip() == "False", probe.stderr
+
+
+def test_concurrent_first_pages_read_a_run_once(tmp_path, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from helmflow.web.data import Reports
+
+    store = Store(str(tmp_path / "store"))
+    report_pages.synthesize_run(store, "r", "synthetic", "offline/x", 2500)
+    reads = []
+    real = Store.read_parquet
+    monkeypatch.setattr(
+        Store, "read_parquet", lambda self, key, columns=None: reads.append(key) or real(self, key, columns)
+    )
+    run = Reports(store).run("r")
+    with ThreadPoolExecutor(6) as pool:
+        pages = list(pool.map(lambda k: run.chunk(k % 3), range(12)))
+    assert sorted(reads) == ["instances/synthetic/sv-r.parquet", "runs/r/stats.parquet"]
+    assert [p[0]["row"] for p in pages[:3]] == [0, 100, 200] and pages[3] == pages[0]
