@@ -42,9 +42,11 @@ def _prompt_text(req: Request) -> str:
 
 
 def estimate(plan: BoardPlan) -> list[RunEstimate]:
+    from helmflow.judges import worst_case
     from helmflow.query import build_requests
 
-    prompts = {s.label: adapt(s.adapter, load_instances(s)) for s in plan.scenarios}
+    instances = {s.label: load_instances(s) for s in plan.scenarios}
+    prompts = {s.label: adapt(s.adapter, instances[s.label]) for s in plan.scenarios}
     out = []
     for run in plan.runs:
         dep = run.deployment
@@ -54,6 +56,12 @@ def estimate(plan: BoardPlan) -> list[RunEstimate]:
         output_tokens = sum(r.body.max_tokens for r in requests)
         cost = (prompt_tokens * dep.price_input_per_mtok + output_tokens * dep.price_output_per_mtok) / 1e6
         out.append(RunEstimate(run.scenario.label, dep.name, len(requests), prompt_tokens, output_tokens, cost))
+        by_id = {i.id: i for i in instances[run.scenario.label]}
+        for judge in run.judges:  # judge requests are paid too (and count against --budget-usd)
+            for template in run.judge_templates:
+                n, p_tokens, o_tokens = worst_case(judge, template, by_id, requests)
+                j_cost = (p_tokens * judge.price_input_per_mtok + o_tokens * judge.price_output_per_mtok) / 1e6
+                out.append(RunEstimate(run.scenario.label, f"{judge.name} judging {dep.name}", n, p_tokens, o_tokens, j_cost))
     return out
 
 

@@ -322,6 +322,18 @@ def annotate(
     return out
 
 
+def worst_case(judge: Deployment, template_name: str, instances: dict[str, Instance],
+               requests: list[Request]) -> tuple[int, int, int]:
+    """(requests, prompt tokens, output tokens) at most, judging every request's output: the prompt with
+    an empty output plus the model's whole ``max_tokens``, and the template's output budget."""
+    from helmflow.tokenizers import get_tokenizer
+
+    template = TEMPLATES.get(template_name)
+    tok = get_tokenizer(judge.tokenizer)
+    prompt_tokens = sum(tok.count(template.render(instances[r.instance_id], "")) + r.body.max_tokens for r in requests)
+    return len(requests), prompt_tokens, len(requests) * judge_request(judge, template, "").max_tokens
+
+
 def _annotation(judge: Deployment, template: JudgeTemplate, judged: Request, call: Request | None,
                 answer: Completion | None) -> Annotation:
     base: dict[str, Any] = {

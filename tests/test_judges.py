@@ -234,3 +234,18 @@ def test_judges_are_checked_up_front(omni_mirror, deployments, monkeypatch):
     (run,) = plan_board(spec, deployments, judges=["t/judge-keyed"]).runs
     assert [j.name for j in run.judges] == ["t/judge-keyed"]
     assert plan_board(spec, deployments, judges=["t/judge-keyed"], check_credentials=False).runs
+
+
+def test_dry_run_prices_the_judges_worst_case(omni_mirror, deployments):
+    from helmflow.dryrun import estimate
+
+    spec = load_board(OMNI_BOARD)
+    rows = estimate(plan_board(spec, deployments, judges=["t/judge-true", "t/judge-false"]))
+    model, *judges = rows
+    assert model.deployment == "t/model" and [r.deployment for r in judges] == [
+        "t/judge-true judging t/model", "t/judge-false judging t/model"]
+    true = judges[0]
+    assert true.requests == 6 and true.max_output_tokens == 6 * 4096  # the template's judge budget
+    assert true.prompt_tokens > 6 * 4096 + 6 * 100  # the template and problem, plus the model's whole max_tokens
+    assert true.worst_case_usd == pytest.approx((true.prompt_tokens * 2.0 + true.max_output_tokens * 10.0) / 1e6)
+    assert len(estimate(plan_board(spec, deployments, no_judge=True))) == 1
