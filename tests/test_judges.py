@@ -249,3 +249,20 @@ def test_dry_run_prices_the_judges_worst_case(omni_mirror, deployments):
     assert true.prompt_tokens > 6 * 4096 + 6 * 100  # the template and problem, plus the model's whole max_tokens
     assert true.worst_case_usd == pytest.approx((true.prompt_tokens * 2.0 + true.max_output_tokens * 10.0) / 1e6)
     assert len(estimate(plan_board(spec, deployments, no_judge=True))) == 1
+
+
+def test_failed_judge_requests_mark_the_run_and_are_resent_next_time(store, omni_mirror, deployments):
+    """Transport errors after retries are annotation errors that make the run "errors" (never cached);
+    the next run sends exactly those again. A permanent judge error stops the pair, naming the judge."""
+    flaky = offline("t/judge-flaky", JUDGE_TRUE, max_error_rate=1.0, retry={"attempts": 1})
+    deployments["t/judge-flaky"] = flaky.model_copy(update={"options": {**flaky.options, "fail": "rate:1.0"}})
+    run, _, score, out = run_pair(store, deployments, ["t/judge-flaky"])
+    notes = table(store, f"runs/{run.run_id}/annotations.parquet")
+    assert all(n["score"] is None and n["error"].startswith("judge request failed") for n in notes)
+    assert score.judge_errors == 6 and out.status == "errors" and out.score is None
+    deployments["t/judge-flaky"] = flaky  # the same judge (same versions), healthy again
+    again, _, score, out = run_pair(store, deployments, ["t/judge-flaky"])
+    assert again.run_id == run.run_id and score.judge_sent == 6 and out.status == "complete" and out.score == 1.0
+    deployments["t/judge-broken"] = offline("t/judge-broken", JUDGE_TRUE, options={"behavior": "constant", "fail": "always"})
+    with pytest.raises(JudgeFailed, match="judge 't/judge-broken'.*configured to fail"):
+        run_pair(store, deployments, ["t/judge-broken"])
