@@ -68,7 +68,8 @@ def main() -> None:
                 texts[size] = [c.text for c in result.completions]
                 rates[size] = max(rates.get(size, 0.0), len(reqs) / elapsed)
         for size in sizes:
-            print(f"max_batch_size {size:3d}: {rates[size]:7.1f} requests/s (best of {args.rounds} rounds of {len(reqs)})")
+            print(f"max_batch_size {size:3d}: {rates[size]:7.1f} requests/s "
+                  f"(best of {args.rounds} rounds of {len(reqs)})")
         base = rates[sizes[0]]
         for size in sizes[1:]:
             print(f"batched {size} / batch size {sizes[0]}: {rates[size] / base:.2f}x")

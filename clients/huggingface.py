@@ -90,7 +90,9 @@ def _pick_device(device: str) -> str:
     return "cpu"
 
 
-def load_model(source: str, revision: str | None, device: str, dtype: str, trust_remote_code: bool = False) -> LocalModel:
+def load_model(
+    source: str, revision: str | None, device: str, dtype: str, trust_remote_code: bool = False
+) -> LocalModel:
     """The model and tokenizer at ``source`` (a folder or a repo id at ``revision``), loaded once per key."""
     key = (source, revision, device, dtype, trust_remote_code)
     with _LOAD_LOCK:
@@ -158,7 +160,9 @@ def _stop_criteria(lm: LocalModel, prompt_len: int, bodies: list[RequestBody]):
     return StoppingCriteriaList([PerRow()])
 
 
-def _finish(lm: LocalModel, body: RequestBody, ids: list[int], logprobs: list[float], prompt_tokens: int) -> ClientResult:
+def _finish(
+    lm: LocalModel, body: RequestBody, ids: list[int], logprobs: list[float], prompt_tokens: int
+) -> ClientResult:
     """Cut one row at EOS, its first stop sequence, or ``max_tokens``; tokens kept are those wholly in the text."""
     decode = lm.tokenizer.decode
     ids, logprobs = ids[: body.max_tokens], logprobs[: body.max_tokens]
@@ -221,7 +225,9 @@ def generate(lm: LocalModel, bodies: list[RequestBody], seed: int | None = None)
     return out  # type: ignore[return-value]
 
 
-def _generate_rows(lm: LocalModel, bodies: list[RequestBody], rows: list[list[int]], seed: int | None) -> list[ClientResult]:
+def _generate_rows(
+    lm: LocalModel, bodies: list[RequestBody], rows: list[list[int]], seed: int | None
+) -> list[ClientResult]:
     import torch
 
     tok = lm.tokenizer
@@ -243,7 +249,8 @@ def _generate_rows(lm: LocalModel, bodies: list[RequestBody], rows: list[list[in
     if seed is not None:
         torch.manual_seed(seed)
     with torch.inference_mode():
-        gen = lm.model.generate(**enc, generation_config=config, stopping_criteria=_stop_criteria(lm, prompt_len, bodies))
+        stopping = _stop_criteria(lm, prompt_len, bodies)
+        gen = lm.model.generate(**enc, generation_config=config, stopping_criteria=stopping)
     new = gen.sequences[:, prompt_len:]
     steps = torch.stack(gen.logits, dim=1).float().log_softmax(-1)  # (batch, steps, vocab), unscaled
     chosen = steps.gather(-1, new[:, : steps.shape[1]].unsqueeze(-1)).squeeze(-1)
@@ -303,7 +310,9 @@ class HuggingFaceClient(Client):
             lm = load_model(source, None if local else d.revision, o.device, o.dtype, o.trust_remote_code)
         except Exception as exc:  # noqa: BLE001 - transformers raises OSError, ValueError, HTTP errors...
             first = str(exc).splitlines()[0] if str(exc) else ""
-            raise PermanentError(f"deployment {d.name!r}: could not load {d.model!r}: {type(exc).__name__}: {first}") from None
+            raise PermanentError(
+                f"deployment {d.name!r}: could not load {d.model!r}: {type(exc).__name__}: {first}"
+            ) from None
         if lm.max_positions and d.context_window > lm.max_positions:
             raise PermanentError(
                 f"deployment {d.name!r}: context_window {d.context_window} exceeds the model's "

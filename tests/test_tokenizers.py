@@ -27,10 +27,12 @@ def train_bpe(folder: Path) -> Path:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=300, special_tokens=["<s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+        vocab_size=300, special_tokens=["<s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
     )
     tok.train_from_iterator(CORPUS, trainer)
-    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", tok.token_to_id("<s>"))])
+    bos = ("<s>", tok.token_to_id("<s>"))
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[bos])
     folder.mkdir(parents=True, exist_ok=True)
     tok.save(str(folder / "tokenizer.json"))
     return folder
@@ -91,7 +93,8 @@ def test_hf_tokenizer_from_a_hub_repo_at_a_revision(bpe_dir: Path, tmp_path: Pat
 def test_hf_tokenizer_from_s3(bpe_dir: Path, s3_root: str) -> None:
     import fsspec
 
-    fsspec.filesystem("s3", skip_instance_cache=True).put_file(str(bpe_dir / "tokenizer.json"), f"{s3_root}/m/tokenizer.json")
+    s3 = fsspec.filesystem("s3", skip_instance_cache=True)
+    s3.put_file(str(bpe_dir / "tokenizer.json"), f"{s3_root}/m/tokenizer.json")
     check_counts(f"hf:{s3_root}/m")
 
 

@@ -18,7 +18,8 @@ def build_tiny_model(folder: Path, seed: int = 0, eos_token: str = "<|endoftext|
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=320, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+        vocab_size=320, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
     )
     tok.train_from_iterator(CORPUS, trainer)
     folder.mkdir(parents=True, exist_ok=True)
@@ -27,7 +28,8 @@ def build_tiny_model(folder: Path, seed: int = 0, eos_token: str = "<|endoftext|
     eos = tok.token_to_id(eos_token)
     torch.manual_seed(seed)
     config = GPT2Config(
-        n_layer=2, n_embd=32, n_head=2, n_positions=POSITIONS, vocab_size=tok.get_vocab_size(), bos_token_id=eos, eos_token_id=eos
+        n_layer=2, n_embd=32, n_head=2, n_positions=POSITIONS, vocab_size=tok.get_vocab_size(),
+        bos_token_id=eos, eos_token_id=eos,
     )
     GPT2LMHeadModel(config).save_pretrained(folder)
     return folder
