@@ -14,10 +14,11 @@ and reused by every task (keyed by source, revision, device, dtype).
 
 Generation: greedy when ``temperature == 0`` (batched: left padding gives the same tokens as one
 by one); sampling otherwise (top-k and top-p off), one request at a time under a seed derived from
-``seed`` and the request, so a fresh process reproduces the same samples. Stops at EOS, at a stop
-sequence (cut from the text, like HELM) or after ``max_tokens`` (finish_reason ``length``). The
-generated tokens and their log-probabilities under the model's unscaled distribution are always
-returned.
+``seed``, the request and how many times this process has sampled it, so a fresh process reproduces
+the same samples. (A request body carries no sample index: a sample re-sent alone after a failure
+gets the first sample's seed again.) Stops at EOS, at a stop sequence (cut from the text, like
+HELM) or after ``max_tokens`` (finish_reason ``length``). The generated tokens and their
+log-probabilities under the model's unscaled distribution are always returned.
 """
 
 from __future__ import annotations
