@@ -19,8 +19,10 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 import pyarrow as pa
 
@@ -30,12 +32,22 @@ from helmflow.versions import canonical_json
 
 JOURNAL_VERSION = "1"
 log = logging.getLogger("helmflow")
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def request_hash(body: RequestBody, sample_index: int) -> str:
     """Covers exactly what is sent, plus the sample index of repeated samples."""
     payload = canonical_json({"body": body.model_dump(mode="json", exclude_none=True), "sample": sample_index})
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _parallel(fn: Callable[[T], R], items: list[T], workers: int = 16) -> list[R]:
+    """``fn`` over ``items`` on a few threads (storage I/O waits on the disk or the network)."""
+    if len(items) <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=min(workers, len(items)), thread_name_prefix="journal-io") as pool:
+        return list(pool.map(fn, items))
 
 
 def spool_dir(store: Store) -> Path:
@@ -92,8 +104,8 @@ class Journal:
             keys = [k for k in self.store.find(self.prefix) if k.endswith(".parquet") and k.split("/")[-2] in prefixes]
             found: dict[str, Completion] = {}
             try:
-                for key in keys:
-                    for row in self.store.read_parquet(key).to_pylist():
+                for table in _parallel(self.store.read_parquet, keys):
+                    for row in table.to_pylist():
                         if row["request_hash"] in hashes:
                             found[row["request_hash"]] = Completion.model_validate(row)
                 return found
@@ -155,14 +167,16 @@ class Journal:
         groups: dict[str, list[dict]] = defaultdict(list)
         for c in batch:
             groups[c.request_hash[:2]].append(c.model_dump())
-        for xx, rows in groups.items():
-            table = pa.Table.from_pylist(rows, schema=COMPLETION_SCHEMA)
+
+        def write(xx: str) -> None:
             self.store.write_parquet(
                 f"{self.prefix}/{xx}/part-{uuid.uuid4().hex}.parquet",
-                table,
+                pa.Table.from_pylist(groups[xx], schema=COMPLETION_SCHEMA),
                 {"helmflow.journal_version": JOURNAL_VERSION, "helmflow.deployment": self.deployment},
             )
-            self._touched.add(xx)
+
+        _parallel(write, list(groups))  # up to 256 small objects: one at a time is fsyncs or PUTs in a row
+        self._touched.update(groups)
 
     def close(self, compact: bool = True) -> None:
         self._closed = True
@@ -178,17 +192,17 @@ class Journal:
         """Merge each partition with ``min_parts`` or more parts into one, deduplicated; new part
         first, old parts deleted after. Small partitions wait: merging 256 of them after every
         batch would cost more than the reads it saves."""
-        for xx in sorted(partitions):
+        def merge(xx: str) -> None:
             keys = [k for k in self.store.ls(f"{self.prefix}/{xx}") if k.endswith(".parquet")]
             if len(keys) < max(min_parts, 2):
-                continue
+                return
             rows: dict[str, dict] = {}
             try:
                 for key in keys:
                     for row in self.store.read_parquet(key).to_pylist():
                         rows[row["request_hash"]] = row
             except FileNotFoundError:
-                continue  # another journal is compacting this partition; its merge keeps every row
+                return  # another journal is compacting this partition; its merge keeps every row
             self.store.write_parquet(
                 f"{self.prefix}/{xx}/part-{uuid.uuid4().hex}.parquet",
                 pa.Table.from_pylist(list(rows.values()), schema=COMPLETION_SCHEMA),
@@ -196,6 +210,8 @@ class Journal:
             )
             for key in keys:
                 self.store.delete(key)
+
+        _parallel(merge, sorted(partitions))
 
     # ------------------------------------------------------------------ recovery
     def _recover_orphans(self) -> None:
