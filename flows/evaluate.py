@@ -108,7 +108,12 @@ def evaluate(
             failed.append(FailedCell(run_id=r.run_id, scenario=r.scenario.label, deployment=r.deployment.name, error=error))
         reporter().run_done(r.scenario.label)
 
-    release = tasks.publish_release.with_options(**release_assets(store, plan, published))(plan, store.root, published, failed)
+    release_state = tasks.publish_release.with_options(**release_assets(store, plan, published))(
+        plan, store.root, published, failed, return_state=True
+    )
+    release = release_state.result()  # raises if publication failed
+    if release_state.name == "Cached":  # the same run set was released before: nothing was written now
+        release = release.model_copy(update={"wrote": False})
     summary = {
         "board": plan.spec.name,
         "release_id": release.release_id,
