@@ -198,30 +198,98 @@ def test_loaded_once_per_process(tiny_model: Path) -> None:
     assert make_client(deployment(tiny_model, dtype="bfloat16")).local_model() is not a
 
 
-@pytest.mark.slow  # a fresh interpreter: huggingface_hub reads its cache and offline settings at import
-def test_repo_id_at_a_revision_from_the_hub_cache(tiny_model: Path, tmp_path: Path) -> None:
-    """``model: owner/name`` + ``revision:`` resolves through huggingface_hub (here its offline cache)."""
+class ModelHub:
+    """The three Hub endpoints ``from_pretrained`` reads for one model repo at one revision, on 127.0.0.1.
+
+    ``GET|HEAD /<repo>/resolve/<rev>/<file>`` (404 ``EntryNotFound`` / ``RevisionNotFound``) and
+    ``GET /api/models/<repo>/tree/<rev>[/<dir>]``; every request path is kept for assertions.
+    """
+
+    def __init__(self, folder: Path, repo: str, revision: str):
+        import re
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        hub = self
+        self.requests: list[str] = []
+        resolve = re.compile(rf"^/{re.escape(repo)}/resolve/([^/]+)/(.+)$")
+        tree = re.compile(rf"^/api/models/{re.escape(repo)}/tree/([^/]+)(?:/(.*))?$")
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def reply(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            def do_GET(self) -> None:
+                path = self.path.split("?")[0]
+                hub.requests.append(f"{self.command} {path}")
+                found = resolve.match(path) or tree.match(path)
+                if not found:
+                    return self.reply(404, b"{}", {"X-Error-Code": "RepoNotFound"})
+                if found.group(1) != revision:
+                    return self.reply(404, b"{}", {"X-Error-Code": "RevisionNotFound"})
+                target = folder / (found.group(2) or "")
+                if found.re is tree and target.is_dir():
+                    items = [{"type": "file", "path": f.name, "size": f.stat().st_size, "oid": "0" * 40}
+                             for f in sorted(target.iterdir()) if f.is_file()]
+                    return self.reply(200, json.dumps(items).encode(), {"Content-Type": "application/json"})
+                if found.re is resolve and target.is_file():
+                    data = target.read_bytes()
+                    return self.reply(200, data, {"X-Repo-Commit": revision, "ETag": f'"{hash(data)}"'})
+                return self.reply(404, b"{}", {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": revision})
+
+            do_HEAD = do_GET
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> ModelHub:
+        import threading
+
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.mark.slow  # a fresh interpreter: huggingface_hub reads HF_ENDPOINT at import
+def test_repo_id_at_a_revision_through_hf_endpoint(tiny_model: Path, tmp_path: Path) -> None:
+    """``model: owner/name`` + ``revision:`` downloads through huggingface_hub from ``$HF_ENDPOINT``."""
     rev = "c0ffee" + "0" * 34
-    snapshot = tmp_path / "hub" / "models--someone--tiny" / "snapshots" / rev
-    snapshot.parent.mkdir(parents=True)
-    os.symlink(tiny_model, snapshot)
-    (tmp_path / "hub" / "models--someone--tiny" / "refs").mkdir()
-    (tmp_path / "hub" / "models--someone--tiny" / "refs" / "main").write_text(rev)
     script = textwrap.dedent(f"""
         import asyncio
-        from helmflow.clients import make_client
+        from helmflow.clients import PermanentError, make_client
         from helmflow.records import Deployment, RequestBody
-        d = Deployment(name="hub", client="huggingface", model="someone/tiny", revision="{rev}", context_window=256,
-                       options={{"device": "cpu"}})
-        c = make_client(d)
-        r = asyncio.run(c.complete(RequestBody(model="someone/tiny", prompt="cat", max_tokens=3, temperature=0)))
+        def client(revision):
+            return make_client(Deployment(name="hub", client="huggingface", model="someone/tiny", revision=revision,
+                                          context_window=256, options={{"device": "cpu"}}))
+        try:
+            client("{"f" * 40}").check_credentials()
+        except PermanentError as exc:
+            print("ERR", exc)
+        body = RequestBody(model="someone/tiny", prompt="cat", max_tokens=3, temperature=0)
+        r = asyncio.run(client("{rev}").complete(body))
         print("OUT", r.output_tokens, r.finish_reason)
     """)
-    env = dict(os.environ, HF_HUB_CACHE=str(tmp_path / "hub"), HF_HUB_OFFLINE="1")
-    proc = subprocess.run(
-        [sys.executable, "-c", script], check=False, env=env, capture_output=True, text=True, timeout=300, cwd=REPO
-    )
+    with ModelHub(tiny_model, "someone/tiny", rev) as hub:
+        env = dict(os.environ, HF_ENDPOINT=hub.url, HF_HUB_CACHE=str(tmp_path / "cache"), HF_HUB_DISABLE_TELEMETRY="1")
+        proc = subprocess.run(
+            [sys.executable, "-c", script], check=False, env=env, capture_output=True, text=True, timeout=300, cwd=REPO
+        )
+    assert f"ERR deployment 'hub': could not load 'someone/tiny': OSError: {'f' * 40} is not a valid" in proc.stdout
     assert "OUT 3 length" in proc.stdout, proc.stderr[-2000:]
+    assert f"GET /someone/tiny/resolve/{rev}/model.safetensors" in hub.requests
 
 
 def test_models_file_lists_the_local_checkpoint(tiny_model: Path, tmp_path: Path) -> None:
