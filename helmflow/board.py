@@ -231,8 +231,7 @@ def plan_board(
         if missing:
             raise BoardError(f"board {spec.name!r} has no scenario {', '.join(missing)}; it has: {', '.join(sorted(known))}")
         entries = [e for e in entries if e.name in scenarios or e.label in scenarios]
-    jury = [] if no_judge else list(judges if judges is not None else spec.judges)
-    effective = spec.model_copy(update={"models": chosen_models, "scenarios": entries, "judges": jury})
+    effective = spec.model_copy(update={"models": chosen_models, "scenarios": entries})
     if max_instances is not None:
         effective = effective.model_copy(update={"max_instances": max_instances})
     scenario_plans = [plan_scenario(e, effective.max_instances) for e in entries]
@@ -240,7 +239,10 @@ def plan_board(
     if len(set(labels)) != len(labels):
         raise BoardError(f"board {spec.name!r}: two scenario entries share a label; set 'label:' to tell them apart")
     judged = [s for s in scenario_plans if judge_template_names(s.metrics)]
+    jury = [] if no_judge else list(judges if judges is not None else spec.judges)
     judge_deployments = _jury(spec.name, jury, deployments, judged, no_judge, check_credentials)
+    # the jury is part of the effective spec (and its version) only when something is judged
+    effective = effective.model_copy(update={"judges": [j.name for j in judge_deployments] if judged else []})
     runs = [plan_run(s, deployments[m], judge_deployments) for s in scenario_plans for m in chosen_models]
     return BoardPlan(
         spec=effective,
