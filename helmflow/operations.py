@@ -55,6 +55,8 @@ def cell_lineage(store: Store, board: str, release: str | None = None) -> list[d
                 "query_task_run_id": run["lineage"].get("query_task_run_id"),
                 "score_task_run_id": run["lineage"].get("score_task_run_id"),
                 "publish_task_run_id": run["lineage"].get("publish_task_run_id"),
+                "judges": [j["name"] for j in run.get("judges", {}).get("deployments", [])],
+                "judge_templates": run.get("judges", {}).get("templates", {}),
                 "run_uri": store.url(f"runs/{row['run_id']}"),
             }
         else:
@@ -79,6 +81,9 @@ def cmd_lineage(args: argparse.Namespace) -> int:
             run.add(f"dataset revision {cell['dataset_revision']}")
             for key in ("scenario_version", "prompt_version", "model_version", "metric_version"):
                 run.add(f"{key} {cell[key]}")
+            if cell["judges"]:  # part of metric_version: who judged, with which template versions
+                templates = ", ".join(f"{name} v{version}" for name, version in cell["judge_templates"].items())
+                run.add(f"judged by {', '.join(cell['judges'])} ({templates})")
             prefect = run.add(f"Prefect flow run {cell['flow_run_id']}")
             for key in ("query_task_run_id", "score_task_run_id", "publish_task_run_id"):
                 prefect.add(f"{key.removesuffix('_task_run_id')} task run {cell[key]}")

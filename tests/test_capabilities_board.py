@@ -142,6 +142,10 @@ def test_full_board_offline_then_a_new_judge_then_no_judge(mirrors, tmp_path, pr
         assert not any((storage / "runs" / by_label[label]["run_id"] / "annotations.parquet").exists()
                        for label in ("mmlu_pro", "gpqa", "ifeval"))
 
+        lineage = run_cli("lineage", "capabilities", "--storage", str(storage))
+        assert lineage.returncode == 0, lineage.stderr
+        assert "judged by dev/judge-a (wildbench v1)" in lineage.stdout and "judged by dev/judge-a (omni_math v1)" in lineage.stdout
+
         # a new judge: the judged scenarios get new run ids and are re-judged; the model is not asked again
         before = server.stats()["requests"]
         run("--judge", "dev/judge-b")
