@@ -193,3 +193,33 @@ def test_reproduce_runs_the_pinned_configuration(mirrors, tmp_path, prefect_serv
     assert [j["name"] for j in runs["omni_math"]["judges"]["deployments"]] == ["dev/judge-a"]
     latest = json.loads((storage / "leaderboards/capabilities-v2/latest.json").read_text())
     assert latest["status"] == "complete"
+
+
+@pytest.mark.slow
+def test_budget_covers_judge_requests_through_the_flow(mirrors, tmp_path, prefect_server):
+    """A free model and a priced judge: a budget too small for one judge request stops the judged cell
+    (partial release) but not the rule-scored one; a larger budget then judges without re-asking the model."""
+    storage = tmp_path / "store"
+    with start_dev_server("--policy", "fn:judge_fixtures:policy", env={"PYTHONPATH": f"{REPO / 'tests'}"}) as server:
+        models = tmp_path / "models.yaml"
+        models.write_text(yaml.safe_dump({"deployments": [
+            {"name": "dev/model", "client": "openai-compatible", "model": "model-x", "base_url": server.openai_url,
+             "retry": FAST_RETRY},
+            {"name": "dev/judge-a", "client": "openai-compatible", "model": "judge-a", "base_url": server.openai_url,
+             "retry": FAST_RETRY, "price_input_per_mtok": 2.0, "price_output_per_mtok": 2.0},
+        ]}))  # fmt: skip
+        args = ["run", "capabilities", "--scenarios", "omni_math,ifeval", "--models", "dev/model", "--judge", "dev/judge-a",
+                "--max-instances", "20", "--models-file", str(models), "--storage", str(storage)]
+        out = run_cli(*args, "--budget-usd", "0.001", env=mirrors)
+        assert out.returncode == 1, out.stdout + out.stderr  # partial release
+        model_requests = server.stats()["requests"]
+        assert model_requests == 2 * 20  # every model request was sent (free); no judge request was
+        latest = json.loads((storage / "leaderboards/capabilities/latest-partial.json").read_text())
+        release = json.loads((storage / "leaderboards/capabilities" / latest["release_id"] / "release.json").read_text())
+        (failed,) = release["failed"]
+        assert failed["scenario"] == "omni_math" and "budget" in failed["error"]
+        out = run_cli(*args, "--budget-usd", "10", env=mirrors)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert server.stats()["requests"] - model_requests == 20  # only the judge's requests
+    omni = next(r for r in _runs(storage).values() if r["scenario"]["label"] == "omni_math")
+    assert omni["judges"]["sent"] == 20 and 0 < omni["judge_cost_usd"] < 10
