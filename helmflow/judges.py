@@ -137,12 +137,31 @@ def wildbench_fields(instance: Instance, output: str) -> dict[str, str]:
     }
 
 
+def _json_objects(text: str) -> list[dict[str, Any]]:
+    """The flat JSON objects in a text that have all three WildBench keys, in order of appearance."""
+    out = []
+    for match in re.finditer(r"\{[^{}]*\}", text):
+        try:
+            obj = json.loads(match.group(0))
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and {"strengths", "weaknesses", "score"} <= set(obj):
+            out.append(obj)
+    return out
+
+
 def parse_wildbench(text: str) -> Verdict:
-    """The last ``{"strengths", "weaknesses", "score"}`` the judge wrote; the score must be 1-10."""
+    """The last ``{"strengths", "weaknesses", "score"}`` the judge wrote; the score must be 1-10.
+
+    HELM's pattern first (keys in the asked order; tolerates unescaped quotes in the prose), then any
+    JSON object with the three keys (another key order)."""
     found = list(_WB_FIELDS.finditer(text))
-    if not found:
+    if found:
+        strengths, weaknesses, raw = found[-1].groups()
+    elif objects := _json_objects(text):
+        strengths, weaknesses, raw = (str(objects[-1][k]) for k in ("strengths", "weaknesses", "score"))
+    else:
         raise JudgeParseError('no {"strengths": ..., "weaknesses": ..., "score": ...} object in the judge output')
-    strengths, weaknesses, raw = found[-1].groups()
     try:
         score = float(raw.strip().strip('"'))
     except ValueError:

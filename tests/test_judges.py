@@ -29,6 +29,7 @@ WB_JSON = '{{"strengths": "clear and on topic", "weaknesses": "a bit short", "sc
     ("```json\n" + WB_JSON.format('"7"') + "\n```", 7.0),  # a quoted score, as HELM's pattern allows
     (WB_JSON.format(3) + "\nOn reflection:\n" + WB_JSON.format(9), 9.0),  # the last object counts
     (WB_JSON.format("1") , 1.0), (WB_JSON.format(10), 10.0), (WB_JSON.format(6.5), 6.5),
+    ('{"score": 4, "weaknesses": "a bit short", "strengths": "clear and on topic"}', 4.0),  # another key order
 ])  # fmt: skip
 def test_wildbench_valid_outputs(text, score):
     verdict = parse_wildbench(text)
