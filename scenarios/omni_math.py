@@ -45,6 +45,9 @@ class OmniMATH(Scenario):
         instructions=INSTRUCTIONS,
         input_prefix="",
         output_prefix="",
+        # HELM sets these instructions without format_instructions' trailing newline, so its prompt is
+        # instructions + "\n" + problem + "\n"; the layout here already ends instructions with "\n".
+        instance_prefix="",
         max_train_instances=0,
         generation=GenerationParams(max_tokens=4096, temperature=0.0, num_outputs=1),
     )

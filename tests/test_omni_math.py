@@ -92,8 +92,8 @@ def test_rows_become_helm_instances_and_prompts(mirror, tmp_path):
     store = Store(str(tmp_path / "store"))
     prompts = store.read_parquet(adapt_scenario(store, plan, download_scenario(store, plan)).prompts_key).to_pylist()
     text = prompt_from_row(prompts[0]).text()
-    assert text.startswith("Answer the question, giving your reasoning beforehand. Wrap the final answer with the \\boxed{} command.")
-    assert "Fixture problem 0: what is 3 times 0 plus 1?" in text
+    assert text == ("Answer the question, giving your reasoning beforehand. Wrap the final answer with the \\boxed{} "
+                    f"command.\nFixture problem 0: what is 3 times 0 plus 1? {MARKERS[0]}\n")  # HELM's exact layout
 
 
 def test_bad_rows_are_refused(tmp_path):
