@@ -191,6 +191,13 @@ def test_clear_errors_before_anything_is_generated(tiny_model: Path, tmp_path: P
         complete_all(client, [body("cat " * 300, max_tokens=4)])
 
 
+def test_missing_torch_names_the_install(tiny_model: Path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now fails as if it were not installed
+    hint = r"needs torch: install PyTorch first .*pip install torch==2\.13\.0.*helmflow\[hf\]"
+    with pytest.raises(PermanentError, match=hint):
+        make_client(deployment(tiny_model)).check_credentials()
+
+
 def test_loaded_once_per_process(tiny_model: Path) -> None:
     a = make_client(deployment(tiny_model, max_batch_size=2)).local_model()
     b = make_client(deployment(tiny_model, max_batch_size=3)).local_model()
