@@ -93,3 +93,12 @@ def test_output_budget_larger_than_window_is_a_plan_error():
     spec.scenarios[0].adapter["max_tokens"] = 64
     with pytest.raises(BoardError, match="leaves no room for a prompt"):
         plan_board(spec, deps, models=["offline/solver"], max_instances=5)
+
+
+def test_unknown_tokenizer_kind_is_a_plan_error():
+    from helmflow.board import BoardError
+
+    deps = load_deployments()
+    deps["offline/solver"] = deps["offline/solver"].model_copy(update={"tokenizer": "sentencepiece:x"})
+    with pytest.raises(BoardError, match="unknown tokenizer 'sentencepiece:x'"):
+        plan_board(load_board("demo"), deps, models=["offline/solver"], max_instances=5)
