@@ -182,6 +182,7 @@ def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deploy
     """``judges`` apply only if the scenario has judge-backed metrics; they are part of metric_version."""
     from helmflow.judges import judges_version, template_versions
     from helmflow.metrics import metric_versions
+    from helmflow.tokenizers import TOKENIZER_KINDS
 
     gen = scenario.adapter.generation
     max_tokens = min(gen.max_tokens, deployment.max_output_tokens or gen.max_tokens)
@@ -189,6 +190,12 @@ def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deploy
         raise BoardError(
             f"{scenario.label} x {deployment.name}: max_tokens {max_tokens} leaves no room for a prompt in the "
             f"deployment's context_window {deployment.context_window}; raise context_window or set max_output_tokens"
+        )
+    kind = deployment.tokenizer.partition(":")[0]
+    if kind not in TOKENIZER_KINDS:
+        raise BoardError(
+            f"deployment {deployment.name!r}: unknown tokenizer {deployment.tokenizer!r}; "
+            f"kinds: {', '.join(TOKENIZER_KINDS.names())}"
         )
     mv = metric_versions(scenario.metrics)
     templates = template_versions(judge_template_names(scenario.metrics))
