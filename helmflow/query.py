@@ -268,11 +268,16 @@ _clients: dict[tuple[str, str], Client] = {}
 @atexit.register
 def _close_clients() -> None:
     """Close the SDKs' connection pools on the I/O loop before the interpreter goes."""
-    if _clients:
-        clients = list(_clients.values())
-        _clients.clear()
-        with contextlib.suppress(Exception):
-            run_io(asyncio.wait_for(asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True), 5))
+    if not _clients:
+        return
+    clients = list(_clients.values())
+    _clients.clear()
+
+    async def close_all() -> None:
+        await asyncio.wait_for(asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True), 5)
+
+    with contextlib.suppress(Exception):
+        run_io(close_all())
 
 
 def client_for(deployment: Deployment, store: Store) -> Client:
