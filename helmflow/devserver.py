@@ -126,6 +126,7 @@ class Settings:
     retry_after_ms: int = 50
     hang_s: float = 3600.0
     seed: int | None = None
+    usage: bool = True  # False: OpenAI answers carry no usage, as some compatible servers do
 
     def update(self, changes: dict[str, Any]) -> None:
         for key, value in changes.items():
@@ -311,7 +312,7 @@ class DevServer:
             "model": payload["model"],
             "system_fingerprint": "fp_devserver",
             "choices": [choice],
-            "usage": _openai_usage(g),
+            "usage": _openai_usage(g) if self.settings.usage else None,
         }
 
     def _completions_body(self, payload: dict[str, Any], max_tokens: int) -> dict[str, Any]:
@@ -337,7 +338,7 @@ class DevServer:
             "created": int(time.time()),
             "model": payload["model"],
             "choices": [{"index": 0, "text": g.text, "finish_reason": g.finish, "logprobs": logprobs}],
-            "usage": _openai_usage(g),
+            "usage": _openai_usage(g) if self.settings.usage else None,
         }
 
     def _messages_body(self, payload: dict[str, Any], max_tokens: int) -> dict[str, Any]:
@@ -471,13 +472,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hang-s", type=float, default=3600.0, help="how long a 'hang' fault holds the request")
     p.add_argument("--seed", type=int, help="seed of the fault draws")
     p.add_argument("--api-key-env", help="require the key held by this environment variable (401 otherwise)")
+    p.add_argument("--no-usage", action="store_true", help="leave usage out of OpenAI answers")
 
 
 def run(args: argparse.Namespace) -> int:
     if not 0 <= args.fault_rate <= 1:
         raise ValueError("--fault-rate must be between 0 and 1")
     settings = Settings(latency_ms=args.latency_ms, fault_rate=args.fault_rate, faults=parse_faults(args.faults),
-                        retry_after_ms=args.retry_after_ms, hang_s=args.hang_s, seed=args.seed)
+                        retry_after_ms=args.retry_after_ms, hang_s=args.hang_s, seed=args.seed, usage=not args.no_usage)
     api_key = None
     if args.api_key_env:
         api_key = os.environ.get(args.api_key_env)

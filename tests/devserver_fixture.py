@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 DEFAULTS = {"latency_ms": 0.0, "fault_rate": 0.0, "faults": "429,500,503,reset,hang,badjson,empty",
-            "retry_after_ms": 50, "hang_s": 3600.0, "seed": None}
+            "retry_after_ms": 50, "hang_s": 3600.0, "seed": None, "usage": True}
 
 
 class DevServerHandle:

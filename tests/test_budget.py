@@ -3,6 +3,8 @@ budget, the run says so, and a rerun with a larger budget pays only for what was
 
 from __future__ import annotations
 
+import json
+
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -44,3 +46,12 @@ def test_budget_stops_before_passing_and_the_rerun_pays_only_the_rest(prefect_se
     second = run_cli(*args, "--budget-usd", "100")
     assert second.returncode == 0, second.stdout + second.stderr
     assert dev_server.stats()["requests"] == N - answered  # what was paid for is never paid again
+
+    # cost per request (journal), per run (run.json) and per board (the leaderboard row) agree
+    store = tmp_path / "store"
+    journal = [pq.read_table(p) for p in (store / "responses").rglob("*.parquet")]
+    per_request = sum(sum(t.column("cost_usd").to_pylist()) for t in journal)
+    [run_json] = [json.loads(p.read_text()) for p in store.glob("runs/*/run.json")]
+    [board_row] = pq.read_table(next(store.glob("leaderboards/budget/*/leaderboard.parquet"))).to_pylist()
+    assert per_request > 0.5 and run_json["cost_usd"] == pytest.approx(per_request)
+    assert board_row["cost_usd"] == pytest.approx(per_request)

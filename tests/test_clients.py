@@ -96,6 +96,15 @@ def test_each_client_kind_round_trips(dev_server, store, kind, options):
 
 
 @pytest.mark.slow
+def test_tokens_fall_back_to_the_deployments_tokenizer_when_a_server_sends_no_usage(dev_server, store):
+    dev_server.configure(usage=False)
+    dep = dev_deployment(dev_server, price_input_per_mtok=1.0, price_output_per_mtok=1.0)
+    c = run_queries(store, dep, make_requests(3)).completions[2]
+    assert (c.text, c.prompt_tokens, c.output_tokens) == ("answer 2 is here", 6, 4)  # whitespace tokenizer
+    assert math.isclose(c.cost_usd, 10 / 1e6)
+
+
+@pytest.mark.slow
 def test_stop_sequences_and_finish_reasons(dev_server, store):
     for kind in ("openai", "anthropic"):
         dep = dev_deployment(dev_server, kind)
@@ -190,6 +199,18 @@ def test_requests_per_minute_is_a_process_wide_bucket(store):
     assert time.perf_counter() - started >= 0.8
 
 
+def test_tokens_per_minute_is_a_process_wide_bucket(store):
+    """600 tokens/min; each request is 12 tokens (6 of prompt + max_tokens 6): 50 at once, then 10 tokens/s."""
+    dep = Deployment(name="t/tpm", client="offline", model="echo", options={"behavior": "echo"},
+                     tokens_per_minute=600, max_concurrency=1000)
+    started = time.perf_counter()
+    assert run_queries(store, dep, make_requests(50, tag="a")).errors == 0  # the bucket's burst: 50 x 12
+    refilled = 10 * (time.perf_counter() - started)
+    started = time.perf_counter()
+    run_queries(store, dep, make_requests(int(refilled / 12) + 2, tag="b"))  # 24 tokens more than it holds
+    assert time.perf_counter() - started >= 1.9
+
+
 # --------------------------------------------------------------------------- permanent errors
 @pytest.mark.slow
 @pytest.mark.parametrize("model,status,words", [("unknown-model", 404, "not found"), ("forbidden-model", 403, "may not use")])
@@ -272,3 +293,19 @@ def test_budget_stops_new_requests_before_passing_and_a_rerun_pays_only_the_rest
     dev_server.reset()
     rest = run_queries(store, dep, reqs, budget=Budget(1.0))
     assert rest.errors == 0 and dev_server.requests == 100 - sent
+
+
+@pytest.mark.slow
+def test_a_prefect_secret_block_holds_the_key(prefect_server, store):
+    """``api_key_secret`` names a Prefect Secret block; the key is read from it by name, at send time."""
+    from prefect.blocks.system import Secret
+
+    os.environ["HELMFLOW_BLOCK_KEY"] = "sk-block-0123456789abcdef"
+    Secret(value=os.environ["HELMFLOW_BLOCK_KEY"]).save("helmflow-test-key", overwrite=True)
+    with start_dev_server("--api-key-env", "HELMFLOW_BLOCK_KEY") as srv:
+        dep = dev_deployment(srv, "openai", api_key_env=None, api_key_secret="helmflow-test-key")
+        assert run_queries(store, dep, make_requests(3)).errors == 0
+        missing = dep.model_copy(update={"api_key_secret": "no-such-block"})
+        with pytest.raises(PermanentError, match="Secret block 'no-such-block' could not be loaded"):
+            run_queries(store, missing, make_requests(1))
+        assert srv.requests == 3
