@@ -48,3 +48,25 @@ def test_errored_requests_and_only_those_are_resent_by_the_next_run(prefect_serv
 
     third = run_cli(*args, env=env)  # now cached: nothing is sent
     assert third.returncode == 0 and dev_server.requests == errors
+
+
+def test_a_run_above_its_error_threshold_is_a_failed_cell(prefect_server, dev_server, tmp_path):
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"deployments": [
+        {"name": "dev/strict", "client": "openai-compatible", "model": "m", "base_url": dev_server.openai_url,
+         "max_error_rate": 0.02, "retry": {"attempts": 1}},
+    ]}))
+    board = tmp_path / "board.yaml"
+    board.write_text(yaml.safe_dump({
+        "name": "strict", "version": "1", "models": ["dev/strict"],
+        "scenarios": [{"name": "arithmetic", "params": {"digits": 2, "num_test": N}, "label": "arith"}],
+    }))
+    root = tmp_path / "store"
+    dev_server.configure(fault_rate=0.2, faults="500", seed=5)
+    out = run_cli("run", "--board-file", str(board), "--models-file", str(models), "--storage", str(root))
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text  # a partial release: the cell is missing, not published
+    assert "max_error_rate 0.02" in text and "HTTP 500" in text
+    assert not list(root.glob("runs/*/run.json"))
+    [release] = [json.loads(p.read_text()) for p in root.glob("leaderboards/strict/*/release.json")]
+    assert release["status"] == "partial" and "max_error_rate" in release["failed"][0]["error"]
