@@ -57,7 +57,7 @@ def redact(text: str, secret: str | None) -> str:
         return text
     text = text.replace(secret, "***")
     if len(secret) >= 16:  # providers quote keys partially ("sk-abc...wxyz"): mask long substrings too
-        for i in range(0, len(secret) - 11):
+        for i in range(len(secret) - 11):
             text = text.replace(secret[i : i + 12], "***")
     return text
 
@@ -162,8 +162,8 @@ class Client(ABC):
     @abstractmethod
     async def complete(self, body: RequestBody) -> ClientResult: ...
 
-    def flush_counters(self) -> None:  # noqa: B027 - optional hook
+    def flush_counters(self) -> None:
         """Called at the end of each query batch; offline clients persist their call counts here."""
 
-    async def aclose(self) -> None:  # noqa: B027 - optional hook
+    async def aclose(self) -> None:
         pass

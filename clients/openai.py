@@ -55,8 +55,8 @@ class OpenAIClient(Client):
     def _client(self) -> openai.AsyncOpenAI:
         """The SDK client, made on first use on the I/O loop (its aiohttp session binds to that loop)."""
         if self._sdk is None:
-            import openai
             import httpx2
+            import openai
 
             d = self.deployment
             self._key = self.resolve_api_key()

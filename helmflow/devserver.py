@@ -366,7 +366,7 @@ class DevServer:
         got = request.headers.get("x-api-key") if anthropic else None
         if got is None:
             auth = request.headers.get("Authorization", "")
-            got = auth[7:] if auth.startswith("Bearer ") else auth
+            got = auth.removeprefix("Bearer ")
         if got == self.api_key:
             return None
         # like some real providers, quote the key that was sent: clients must not pass this on verbatim

@@ -16,7 +16,6 @@ import logging
 import os
 import tempfile
 import threading
-import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable
@@ -136,7 +135,7 @@ class Journal:
                 return
             try:
                 self.flush()
-            except Exception:  # noqa: BLE001 - rows stay spooled; the next flush or journal retries
+            except Exception:
                 log.warning("journal %s: moving spooled responses to storage failed; will retry", self.deployment,
                             exc_info=True)
 

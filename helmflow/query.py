@@ -14,7 +14,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
@@ -232,7 +232,7 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
             tokens=result.tokens,
             logprobs=result.logprobs,
             attempts=attempts,
-            created_at=datetime.now(timezone.utc).isoformat(),
+            created_at=datetime.now(UTC).isoformat(),
         )
         batch.journal.append(completion)  # spooled before it counts as done
         if batch.budget is not None:
@@ -248,7 +248,7 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
             sample_index=req.sample_index,
             error=f"{type(exc).__name__}: {exc}",
             attempts=attempts,
-            created_at=datetime.now(timezone.utc).isoformat(),
+            created_at=datetime.now(UTC).isoformat(),
         )
     if batch.progress:
         batch.progress(1)
