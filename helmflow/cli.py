@@ -184,6 +184,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         print_estimate(Console(), estimate(plan))
         return 0
+    from helmflow.check import missing_credentials
+
+    missing = missing_credentials(r.deployment for r in plan.runs)
+    if missing:  # before the flow starts, so no pair spends anything on a board that cannot finish
+        raise UsageError("; ".join(missing))
     from helmflow.storage import Store
 
     store = Store(args.storage)

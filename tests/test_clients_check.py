@@ -52,3 +52,16 @@ def test_exit_codes_say_which_check_failed(models_file, dev_server):
 def test_unknown_deployment_is_bad_input(models_file):
     out = run_cli("check", "--models-file", str(models_file), "--models", "dev/nope")
     assert out.returncode == 2 and "dev/nope" in out.stderr
+
+
+def test_run_refuses_a_board_with_a_missing_credential_before_any_work(models_file, dev_server, tmp_path):
+    board = tmp_path / "board.yaml"
+    board.write_text(yaml.safe_dump({
+        "name": "creds", "version": "1", "models": ["dev/ok", "dev/keyed"],
+        "scenarios": [{"name": "arithmetic", "params": {"digits": 2, "num_test": 5}}],
+    }))
+    root = tmp_path / "store"
+    out = run_cli("run", "--board-file", str(board), "--models-file", str(models_file), "--storage", str(root))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "dev/keyed" in out.stderr and "HELMFLOW_CHECK_KEY is not set" in out.stderr
+    assert dev_server.requests == 0 and not root.exists()
