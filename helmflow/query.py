@@ -23,7 +23,7 @@ from helmflow.aio import limiter_for, run_io
 from helmflow.clients import make_client
 from helmflow.clients.base import BudgetExceeded, Client, ClientError, ClientResult, PermanentError, TransientError
 from helmflow.journal import Journal, request_hash
-from helmflow.records import AdapterSpec, Completion, Deployment, Request, RequestBody
+from helmflow.records import AdapterSpec, ChatMessage, Completion, Deployment, Request, RequestBody
 from helmflow.storage import Store
 from helmflow.tokenizers import get_tokenizer
 
@@ -59,19 +59,43 @@ def fit_prompt(prompt: Prompt, deployment: Deployment, max_tokens: int) -> tuple
     return text, n, n < len(prompt.examples)
 
 
+def fit_messages(
+    messages: list[ChatMessage], deployment: Deployment, max_tokens: int
+) -> tuple[list[ChatMessage], bool]:
+    """Chat prompts: drop the oldest turns after the system message (examples, then history), then
+    cut the last turn, until the messages' tokens plus the output fit the window."""
+    tok = get_tokenizer(deployment.tokenizer)
+    budget = deployment.context_window - max_tokens
+    system = [m for m in messages[:1] if m.role == "system"]
+    turns = messages[len(system):]
+    size = lambda ms: sum(tok.count(m.content) for m in ms)  # noqa: E731
+    fitted = list(turns)
+    while len(fitted) > 1 and size(system + fitted) > budget:
+        fitted.pop(0)
+        while len(fitted) > 1 and fitted[0].role == "assistant":  # a conversation restarts on a user turn
+            fitted.pop(0)
+    if size(system + fitted) > budget:
+        room = max(budget - size(system + fitted[:-1]), 0)
+        fitted[-1] = fitted[-1].model_copy(update={"content": tok.truncate(fitted[-1].content, room)})
+        return system + fitted, True
+    return system + fitted, len(fitted) < len(turns)
+
+
 def build_requests(prompts: list[Prompt], adapter: AdapterSpec, deployment: Deployment) -> list[Request]:
     gen = adapter.generation
     max_tokens = min(gen.max_tokens, deployment.max_output_tokens or gen.max_tokens)
     requests: list[Request] = []
     for prompt in prompts:
-        if prompt.messages is not None:
-            text, n_train, truncated = None, 0, False
+        messages = prompt.messages
+        if messages is not None:
+            text, n_train = None, 0
+            messages, truncated = fit_messages(messages, deployment, max_tokens)
         else:
             text, n_train, truncated = fit_prompt(prompt, deployment, max_tokens)
         body = RequestBody(
             model=deployment.model,
             prompt=text,
-            messages=prompt.messages,
+            messages=messages,
             max_tokens=max_tokens,
             temperature=gen.temperature,
             stop=gen.stop,
