@@ -137,3 +137,12 @@ def read_csv_source(scenario: str, url: str, expected: list[str]) -> list[dict[s
         if None in row or any(row[c] is None for c in expected):
             raise ScenarioError(f"scenario {scenario!r}: {url}: data row {index} does not have {len(header)} fields")
     return rows
+
+
+def read_jsonl_lines(scenario: str, url: str) -> list[tuple[int, str]]:
+    """The non-blank lines of a JSON Lines source file with their 1-based line numbers (for errors)."""
+    try:
+        text = _read(scenario, url).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"scenario {scenario!r}: {url} is not UTF-8 text: {exc}") from None
+    return [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]

@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import fsspec
+from helmflow.metrics.ifeval_checkers import InstructionError, parse_kwargs
+from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
+from helmflow.scenarios.base import read_jsonl_lines
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from helmflow.metrics.ifeval_checkers import InstructionError, parse_kwargs
 from helmflow.records import AdapterSpec, GenerationParams, Input, Instance
-from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 
 REPO = "google/IFEval"
 REVISION = "966cd89545d6b6acfd7638bc708b98261ca58e84"
@@ -56,18 +56,7 @@ class IFEval(Scenario):
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         url = files[FILENAME]
-        try:
-            with fsspec.open(url, "rb") as fh:
-                text = fh.read().decode("utf-8")
-        except FileNotFoundError:
-            raise ScenarioError(f"scenario 'ifeval': {url} does not exist") from None
-        except UnicodeDecodeError as exc:
-            raise ScenarioError(f"scenario 'ifeval': {url} is not UTF-8 text: {exc}") from None
-        return [
-            self._instance(url, number, line)
-            for number, line in enumerate(text.splitlines(), start=1)
-            if line.strip()
-        ]
+        return [self._instance(url, number, line) for number, line in read_jsonl_lines("ifeval", url)]
 
     @staticmethod
     def _instance(url: str, number: int, line: str) -> Instance:

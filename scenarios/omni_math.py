@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 
-import fsspec
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
+from helmflow.scenarios.base import read_jsonl_lines
 from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt, StrictStr, ValidationError
 
 from helmflow.records import AdapterSpec, GenerationParams, Input, Instance, Reference
@@ -60,14 +60,7 @@ class OmniMATH(Scenario):
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         url = files[FILENAME]
-        try:
-            with fsspec.open(url, "rb") as fh:
-                text = fh.read().decode("utf-8")
-        except FileNotFoundError:
-            raise ScenarioError(f"scenario 'omni_math': {url} does not exist") from None
-        except UnicodeDecodeError as exc:
-            raise ScenarioError(f"scenario 'omni_math': {url} is not UTF-8 text: {exc}") from None
-        lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        lines = read_jsonl_lines("omni_math", url)
         return [self._instance(url, index, number, line) for index, (number, line) in enumerate(lines)]
 
     @staticmethod
