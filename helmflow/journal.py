@@ -86,9 +86,13 @@ class Journal:
         self._flusher.start()
 
     def _new_spool(self) -> tuple[Path, TextIO]:
-        path = self._dir / f"spool-{os.getpid()}-{uuid.uuid4().hex}.jsonl"
-        fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - held until its rows are in storage
+        """A spool locked before it gets the name recovery looks for, so another journal (even in
+        this process) can never take a live spool for an orphan."""
+        name = f"{os.getpid()}-{uuid.uuid4().hex}.jsonl"
+        fresh, path = self._dir / f"new-{name}", self._dir / f"spool-{name}"
+        fh = open(fresh, "a", encoding="utf-8")  # noqa: SIM115 - held until its rows are in storage
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.rename(fresh, path)  # same inode: the lock comes along
         return path, fh
 
     # ------------------------------------------------------------------ reading

@@ -157,3 +157,18 @@ def test_sigkill_at_a_random_point_then_resume_resends_at_most_what_was_in_fligh
                             make_requests(n))
     assert [tuple(c[k] for k in KEY) for c in resumed] == [tuple(getattr(c, k) for k in KEY) for c in reference.completions]
     assert all(c["error"] is None for c in resumed)
+
+
+def test_concurrent_journals_never_take_each_others_live_spools(store):
+    """Many journals of one deployment opening at once in one process (as parallel query tasks do):
+    recovery must never lock or delete another journal's fresh spool."""
+    import concurrent.futures
+
+    from helmflow.journal import Journal
+
+    def open_close(_):
+        journal = Journal(store, "dep/x")
+        journal.close(compact=False)
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(open_close, range(200)))
