@@ -108,8 +108,10 @@ def evaluate(
             failed.append(FailedCell(run_id=r.run_id, scenario=r.scenario.label, deployment=r.deployment.name, error=error))
         reporter().run_done(r.scenario.label)
 
-    release_state = tasks.publish_release.with_options(**release_assets(store, plan, published))(
-        plan, store.root, published, failed, return_state=True
+    # copies, so Prefect does not also infer every run as an upstream asset (its events cap at 100)
+    runs = [r.model_copy() for r in published]
+    release_state = tasks.publish_release.with_options(**release_assets(store, plan, runs))(
+        plan, store.root, runs, failed, return_state=True
     )
     release = release_state.result()  # raises if publication failed
     if release_state.name == "Cached":  # the same run set was released before: nothing was written now

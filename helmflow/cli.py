@@ -233,24 +233,28 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _print_board(console, summary: dict[str, Any]) -> None:
+    """Scenarios down, models across: boards grow in scenarios, and a terminal is taller than wide."""
     from rich.table import Table
 
     def fmt(v: Any) -> str:
         return "—" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
 
-    labels = summary["scenarios"]
-    with_ci = len(labels) <= 3  # wide boards show scores only; intervals are in leaderboard.parquet
+    rows, labels = summary["table"], summary["scenarios"]
+    with_ci = len(rows) <= 3  # wider boards show scores only; intervals are in leaderboard.parquet
     table = Table(title=f"{summary['board']} — release {summary['release_id']} ({summary['status']})")
-    for col in ["model", "mean score", "win rate", *labels]:
-        table.add_column(col, justify="left" if col == "model" else "right", overflow="fold")
-    for row in summary["table"]:
-        cells = [
+    table.add_column("scenario", no_wrap=True)
+    for row in rows:
+        table.add_column(row["deployment"], justify="right", overflow="fold")
+    for lab in labels:
+        table.add_row(lab, *[
             "missing" if row[lab] is None
             else f"{fmt(row[lab])} [{fmt(row[f'{lab} ci_low'])}, {fmt(row[f'{lab} ci_high'])}]" if with_ci
             else fmt(row[lab])
-            for lab in labels
-        ]
-        table.add_row(row["deployment"], fmt(row["mean_score"]), fmt(row["mean_win_rate"]), *cells)
+            for row in rows
+        ])
+    table.add_section()
+    table.add_row("[bold]mean score", *[f"[bold]{fmt(row['mean_score'])}" for row in rows])
+    table.add_row("mean win rate", *[fmt(row["mean_win_rate"]) for row in rows])
     console.print(table)
     if not with_ci:
         console.print("95% intervals: see leaderboard.parquet or `helmflow serve`")

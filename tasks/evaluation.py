@@ -175,11 +175,10 @@ def configure(storage_root: str) -> BoardTasks:
 
 
 def run_assets(store: Store, plan: RunPlan) -> dict[str, list[str]]:
-    """What publishing a run materializes, and what it was made from (asset keys are URIs)."""
-    prefix = pipeline.run_prefix(plan.run_id)
+    """What publishing a run materializes (its commit marker, which lists its files) and what it
+    was made from. Asset keys are URIs."""
     return {
-        "assets": [store.asset_uri(f"{prefix}/{name}") for name in ("run.json", *pipeline.RUN_FILES)]
-        + ([store.asset_uri(f"{prefix}/{pipeline.ANNOTATIONS_FILE}")] if plan.judges else []),
+        "assets": [store.asset_uri(f"{pipeline.run_prefix(plan.run_id)}/run.json")],
         "asset_deps": [
             store.asset_uri(instances_key(plan.scenario.key, plan.scenario.scenario_version)),
             store.asset_uri(f"{dataset_prefix(plan.scenario.key, plan.scenario.dataset_revision)}/manifest.json"),
@@ -187,10 +186,16 @@ def run_assets(store: Store, plan: RunPlan) -> dict[str, list[str]]:
     }
 
 
+# A Prefect event relates at most 100 resources; a release names its board asset and its runs.
+MAX_RELEASE_DEPS = 90
+
+
 def release_assets(store: Store, board: BoardPlan, runs: list[RunOutcome]) -> dict[str, list[str]]:
+    """The board's asset and, as upstream, its runs' ``run.json`` (the first ``MAX_RELEASE_DEPS``
+    of a larger board: the complete list is ``runs.parquet`` and ``release.json``)."""
     return {
         "assets": [store.asset_uri(f"leaderboards/{safe_key(board.spec.name)}")],
-        "asset_deps": [store.asset_uri(f"{pipeline.run_prefix(r.run_id)}/run.json") for r in runs],
+        "asset_deps": [store.asset_uri(f"{pipeline.run_prefix(r.run_id)}/run.json") for r in runs[:MAX_RELEASE_DEPS]],
     }
 
 
