@@ -40,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
                      "(extra helmflow[dask]; also $HELMFLOW_TASK_RUNNER, which accepts dask:<scheduler address>)")
     run.add_argument("--dry-run", action="store_true",
                      help="print requests, prompt tokens and worst-case cost per run; call no model, write nothing")
+    run.add_argument("--variant", choices=["v1", "v2"],
+                     help="HELM Capabilities variant for scenarios that have one (MMLU-Pro, GPQA): v2 adds the larger "
+                          "token budget and the answer-format suffix; a v2 board publishes as <board>-v2")
     run.add_argument("--budget-usd", type=float, metavar="USD",
                      help="stop sending new priced requests before this run's projected spend passes USD")
 
@@ -176,6 +179,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     board = args.board_file or args.board
     if not board:
         raise UsageError("name a board (see `helmflow list boards`) or pass --board-file")
+    if getattr(args, "variant", None):
+        from helmflow.reproduce import with_variant
+
+        board = with_variant(board, args.variant)
     plan = _plan(args, board)
     if args.dry_run:
         from rich.console import Console

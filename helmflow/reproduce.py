@@ -42,18 +42,23 @@ def add_parser(sub) -> None:
     p.set_defaults(func=cmd_reproduce)
 
 
-def official_spec(board: str, variant: str) -> dict[str, Any]:
-    """The board spec as data, at HELM's sample size, with the variant on every scenario that has one."""
+def with_variant(board: str | dict[str, Any], variant: str) -> dict[str, Any]:
+    """The board spec as data with ``variant`` on every scenario that has one (MMLU-Pro, GPQA). A
+    non-default variant is its own board (``<name>-<variant>``), so its releases never mix with v1's."""
     from helmflow.board import load_board
 
     spec = load_board(board).model_dump(mode="json")
-    spec["max_instances"] = MAX_INSTANCES
     for entry in spec["scenarios"]:
         if entry["name"] in VARIANT_SCENARIOS:
             entry["params"] = {**entry["params"], "variant": variant}
     if variant != "v1":
-        spec["name"] = f"{board}-{variant}"
+        spec["name"] = f"{spec['name']}-{variant}"
     return spec
+
+
+def official_spec(board: str, variant: str) -> dict[str, Any]:
+    """The board spec as data, at HELM's sample size, with the variant on every scenario that has one."""
+    return {**with_variant(board, variant), "max_instances": MAX_INSTANCES}
 
 
 def differences(spec: dict[str, Any], judges: list[str], variant: str, no_judge: bool) -> list[str]:

@@ -153,3 +153,19 @@ def test_eval_command_runs_mmlu_pro_v2(mirror, tmp_path, cli, prefect_server):
     assert [r["instance_id"] for r in requests] == picked
     keys = {f"id{r['question_id']}": r["answer"] for r in pq.read_table(mirror / "test.parquet").to_pylist()}
     assert run["score"] == pytest.approx(sum(keys[i] == "A" for i in picked) / 30)
+
+
+@pytest.mark.parametrize(("variant", "max_tokens"), [("v1", 4096), ("v2", 14096)])
+def test_run_variant_flag_sets_the_variant_on_the_board(mirror, tmp_path, cli, variant, max_tokens):
+    """`helmflow run capabilities --variant v2`: the variant reaches MMLU-Pro's adapter (seen in a dry run)."""
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"deployments": [{
+        "name": "fixture/first-option-32k", "client": "offline", "model": "first-option", "context_window": 32768,
+        "options": {"behavior": "first_option"},
+    }]}))
+    out = cli("run", "capabilities", "--scenarios", "mmlu_pro", "--variant", variant, "--dry-run", "--max-instances", "3",
+              "--models", "fixture/first-option-32k", "--models-file", str(models), "--storage", str(tmp_path / "s"),
+              env={"HELMFLOW_MIRROR_MMLU_PRO": str(mirror)})
+    assert out.returncode == 0, out.stdout + out.stderr
+    total = [line for line in out.stdout.splitlines() if line.strip("│ ").startswith("total")][0]
+    assert str(3 * max_tokens) in total
