@@ -51,7 +51,7 @@ def with_variant(board: str | dict[str, Any], variant: str) -> dict[str, Any]:
     for entry in spec["scenarios"]:
         if entry["name"] in VARIANT_SCENARIOS:
             entry["params"] = {**entry["params"], "variant": variant}
-    if variant != "v1":
+    if variant != "v1" and not spec["name"].endswith(f"-{variant}"):  # idempotent: reproduce then run
         spec["name"] = f"{spec['name']}-{variant}"
     return spec
 
