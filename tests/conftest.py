@@ -227,3 +227,26 @@ def read_flow_run(flow_run_id):
 
     with get_client(sync_client=True) as client:
         return client.read_flow_run(flow_run_id)
+
+
+# --------------------------------------------------------------------------- browser
+CHROMIUM = "/usr/bin/chromium"  # Debian's; `playwright install` cannot download browsers here
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium driven by Playwright, per module (Playwright's sync API holds an event loop
+    on this thread while it runs). Missing or unlaunchable is a failure, never a skip."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run `apt-get update && apt-get install -y chromium` (scripts/test.sh does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        try:
+            b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        except Exception as exc:  # noqa: BLE001 - any launch failure is a test failure with its reason
+            pytest.fail(f"Playwright could not start {CHROMIUM}: {exc}")
+        yield b
+        b.close()

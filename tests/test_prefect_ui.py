@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from uuid import UUID
 
 import pyarrow.parquet as pq
@@ -22,9 +21,6 @@ from tests.prefect_servers import ARTIFACTS
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 TIMEOUT_MS = 30_000
 
 
@@ -48,19 +44,6 @@ def demo_run(prefect_server, tmp_path_factory) -> dict:
             "ui": prefect_server.removesuffix("/api")}
 
 
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: run `apt-get update && apt-get install -y chromium` (scripts/test.sh does)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        try:
-            b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        except Exception as exc:  # noqa: BLE001 - any launch failure is a test failure with its reason
-            pytest.fail(f"Playwright could not start {CHROMIUM}: {exc}")
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -20,15 +20,6 @@ from test_web import build_demo, judge_notes, report_pages
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 HOSTILE = (
     '<script>window.__pwned="script"</script><img src=x onerror="window.__pwned=\'img\'">'
     '<a href="javascript:window.__pwned=\'link\'">click me</a> javascript:window.__pwned="bare" '
@@ -36,21 +27,6 @@ HOSTILE = (
 )
 
 
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(
-            f"{CHROMIUM} is missing: run `apt-get update && apt-get install -y chromium` (scripts/test.sh does)"
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        try:
-            b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        except Exception as exc:  # noqa: BLE001 - any launch failure is a test failure with its reason
-            pytest.fail(f"Playwright could not start {CHROMIUM}: {exc}")
-        yield b
-        b.close()
 
 
 @pytest.fixture
