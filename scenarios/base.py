@@ -66,9 +66,19 @@ class Scenario:
         items = ",".join(f"{k}={v}" for k, v in sorted(self.param_dict.items()))
         return f"{self.name}:{items}" if items else self.name
 
+    # A scenario whose files live in a Hugging Face dataset repo names it and its full revision here.
+    HUB_REPO: ClassVar[str | None] = None
+    HUB_REVISION: ClassVar[str | None] = None
+
     def dataset_revision(self) -> str:
         """The pinned revision of the source data; generated scenarios are pinned by their VERSION."""
-        return "generated"
+        return self.HUB_REVISION or "generated"
+
+    def hub_url(self, path: str) -> str:
+        """``hf://datasets/<repo>@<revision>/<path>``: a file of the pinned Hub revision (mirrors replace it)."""
+        if not (self.HUB_REPO and self.HUB_REVISION):
+            raise ScenarioError(f"scenario {self.name!r} declares no HUB_REPO and HUB_REVISION")
+        return f"hf://datasets/{self.HUB_REPO}@{self.HUB_REVISION}/{path}"
 
     def sources(self) -> list[DataSource]:
         """Files to mirror before :meth:`load`; empty for generated scenarios."""

@@ -44,6 +44,8 @@ class GPQAParams(BaseModel):
 @scenario("gpqa")
 class GPQA(Scenario):
     VERSION = "1"
+    HUB_REPO = REPO
+    HUB_REVISION = REVISION
     Params = GPQAParams
     description = "GPQA: graduate-level, Google-proof 4-option science questions (zero-shot chain of thought)."
     main_metric = "chain_of_thought_correctness"
@@ -57,11 +59,8 @@ class GPQA(Scenario):
     def filename(self) -> str:
         return f"gpqa_{self.params.subset}.csv"  # type: ignore[attr-defined]
 
-    def dataset_revision(self) -> str:
-        return REVISION
-
     def sources(self) -> list[DataSource]:
-        return [DataSource(filename=self.filename, url=f"hf://datasets/{REPO}@{REVISION}/{self.filename}")]
+        return [DataSource(filename=self.filename, url=self.hub_url(self.filename))]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         rows = read_csv_source(self.name, files[self.filename], COLUMNS)

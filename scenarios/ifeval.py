@@ -37,6 +37,8 @@ class IFEvalRow(BaseModel):
 @scenario("ifeval")
 class IFEval(Scenario):
     VERSION = "1"
+    HUB_REPO = REPO
+    HUB_REVISION = REVISION
     description = "IFEval: prompts with verifiable instructions (length, format, keywords, case), rule-scored."
     main_metric = "ifeval_strict_accuracy"
     metrics = ["ifeval", "efficiency"]
@@ -48,11 +50,8 @@ class IFEval(Scenario):
         generation=GenerationParams(max_tokens=4096, temperature=0.0, num_outputs=1),
     )
 
-    def dataset_revision(self) -> str:
-        return REVISION
-
     def sources(self) -> list[DataSource]:
-        return [DataSource(filename=FILENAME, url=f"hf://datasets/{REPO}@{REVISION}/{FILENAME}")]
+        return [DataSource(filename=FILENAME, url=self.hub_url(FILENAME))]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         url = files[FILENAME]

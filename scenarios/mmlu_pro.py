@@ -43,6 +43,8 @@ class MMLUProParams(BaseModel):
 @scenario("mmlu_pro")
 class MMLUPro(Scenario):
     VERSION = "1"
+    HUB_REPO = REPO
+    HUB_REVISION = REVISION
     Params = MMLUProParams
     description = "MMLU-Pro: harder 10-option multiple choice over 14 subjects (zero-shot chain of thought)."
     main_metric = "chain_of_thought_correctness"
@@ -52,11 +54,8 @@ class MMLUPro(Scenario):
     def default_adapter(self) -> AdapterSpec:  # type: ignore[override]
         return capabilities_cot_spec("A. ", self.params.variant)  # type: ignore[attr-defined]
 
-    def dataset_revision(self) -> str:
-        return REVISION
-
     def sources(self) -> list[DataSource]:
-        return [DataSource(filename=name, url=f"hf://datasets/{REPO}@{REVISION}/{path}") for name, (path, _) in FILES.items()]
+        return [DataSource(filename=name, url=self.hub_url(path)) for name, (path, _) in FILES.items()]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         subject = self.params.subject  # type: ignore[attr-defined]

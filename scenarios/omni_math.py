@@ -37,6 +37,8 @@ class OmniMATHRow(BaseModel):
 @scenario("omni_math")
 class OmniMATH(Scenario):
     VERSION = "1"
+    HUB_REPO = REPO
+    HUB_REVISION = REVISION
     description = "Omni-MATH: olympiad-level math; an LLM jury checks the boxed answer (a rule-based check beside it)."
     main_metric = "omni_math_accuracy"
     metrics = ["omni_math", "omni_math_rule", "efficiency"]
@@ -52,11 +54,8 @@ class OmniMATH(Scenario):
         generation=GenerationParams(max_tokens=4096, temperature=0.0, num_outputs=1),
     )
 
-    def dataset_revision(self) -> str:
-        return REVISION
-
     def sources(self) -> list[DataSource]:
-        return [DataSource(filename=FILENAME, url=f"hf://datasets/{REPO}@{REVISION}/{FILENAME}")]
+        return [DataSource(filename=FILENAME, url=self.hub_url(FILENAME))]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         url = files[FILENAME]

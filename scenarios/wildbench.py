@@ -43,6 +43,8 @@ def _is_conversation(t: pa.DataType) -> bool:
 @scenario("wildbench")
 class WildBench(Scenario):
     VERSION = "1"
+    HUB_REPO = REPO
+    HUB_REVISION = REVISION
     Params = WildBenchParams
     description = "WildBench: real user tasks (multi-turn chat), an LLM jury scores 1-10 against each task's checklist."
     main_metric = "wildbench_score_rescaled"
@@ -55,12 +57,9 @@ class WildBench(Scenario):
         generation=GenerationParams(max_tokens=2000, temperature=0.0, num_outputs=1),
     )
 
-    def dataset_revision(self) -> str:
-        return REVISION
-
     def sources(self) -> list[DataSource]:
         subset = self.params.subset  # type: ignore[attr-defined]
-        return [DataSource(filename=FILENAME, url=f"hf://datasets/{REPO}@{REVISION}/{subset}/{FILENAME}")]
+        return [DataSource(filename=FILENAME, url=self.hub_url(f"{subset}/{FILENAME}"))]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         url = files[FILENAME]
