@@ -164,6 +164,8 @@ def walk_the_report(page, board_url: str, store, release_id: str, shots: Path | 
     assert json.loads(card.locator("pre.request").text_content()) == json.loads(requests[row]["body_json"])
     response = json.loads(card.locator("pre.response").text_content())
     assert response["request_hash"] == completions[row]["request_hash"] and response["text"] == completions[row]["text"]
+    # the open instance reaches the URL from the details' toggle event, a moment after the click
+    page.wait_for_function("row => new URLSearchParams(location.hash.slice(1)).get('open') === String(row)", arg=row)
     assert f"open={row}" in page.url and "status=incorrect" in page.url
     if shots:
         screenshot(page, "run.png", shots)
