@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from helmflow.clients.base import Client, ClientError, ClientResult, PermanentError, TransientError
 from pydantic import ValidationError
 
 from helmflow.records import Deployment
 from helmflow.registry import Registry
 from helmflow.storage import Store
-from helmflow.clients.base import Client, ClientError, ClientResult, PermanentError, TransientError
 
 log = logging.getLogger("helmflow")
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
 from helmflow.clients import client_kind
 from helmflow.clients.base import Client, ClientResult, PermanentError, classify, malformed
+from pydantic import BaseModel, ConfigDict
+
 from helmflow.records import Deployment, RequestBody
 from helmflow.storage import Store
 
@@ -35,10 +35,7 @@ class AnthropicClient(Client):
 
     def __init__(self, deployment: Deployment, store: Store | None = None):
         super().__init__(deployment, store)
-        try:
-            AnthropicOptions.model_validate(deployment.options)
-        except ValidationError as exc:
-            raise PermanentError(f"deployment {deployment.name!r}: bad options: {exc.errors()[0]['msg']}") from None
+        self.validated_options(AnthropicOptions)
         self.url = deployment.base_url or self.default_base_url
         self._sdk: anthropic.AsyncAnthropic | None = None
         self._key: str | None = None

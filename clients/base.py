@@ -8,9 +8,14 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from helmflow.records import Deployment, RequestBody
 from helmflow.storage import Store
+
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
 class ClientError(Exception):
@@ -154,6 +159,17 @@ class Client(ABC):
                     f"({type(exc).__name__})"
                 ) from None
         return None
+
+    def validated_options(self, model: type[OptionsT], label: str = "options") -> OptionsT:
+        """``deployment.options`` as the client's typed options; a mistake stops before any request."""
+        try:
+            return model.model_validate(self.deployment.options)
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            where = ".".join(map(str, e["loc"]))
+            raise PermanentError(
+                f"deployment {self.deployment.name!r}: bad {label}: {where + ': ' if where else ''}{e['msg']}"
+            ) from None
 
     def check_credentials(self) -> None:
         """Raise :class:`PermanentError` before the first request if a credential is missing."""

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from helmflow.clients import client_kind
 from helmflow.clients.base import Client, ClientResult, PermanentError
+from pydantic import BaseModel, ConfigDict, Field
+
 from helmflow.records import Deployment, RequestBody
 from helmflow.storage import Store
 
@@ -279,13 +279,7 @@ class _Pending:
 class HuggingFaceClient(Client):
     def __init__(self, deployment: Deployment, store: Store | None = None):
         super().__init__(deployment, store)
-        try:
-            self.options = HuggingFaceOptions.model_validate(deployment.options)
-        except ValidationError as exc:
-            e = exc.errors()[0]
-            raise PermanentError(
-                f"deployment {deployment.name!r}: bad options: {'.'.join(map(str, e['loc']))}: {e['msg']}"
-            ) from None
+        self.options = self.validated_options(HuggingFaceOptions)
         self._queue: list[_Pending] = []
         self._runner: asyncio.Task | None = None
         self._sampled: dict[str, int] = {}

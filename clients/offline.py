@@ -32,10 +32,10 @@ import threading
 import uuid
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
 from helmflow.clients import client_kind
 from helmflow.clients.base import Client, ClientResult, PermanentError, TransientError
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from helmflow.records import Deployment, RequestBody
 from helmflow.storage import Store, safe_key
 
@@ -227,10 +227,7 @@ def offline_call_count(store: Store, deployment: str) -> int:
 class OfflineClient(Client):
     def __init__(self, deployment: Deployment, store: Store | None = None):
         super().__init__(deployment, store)
-        try:
-            self.options = OfflineOptions.model_validate(deployment.options)
-        except ValidationError as exc:
-            raise PermanentError(f"deployment {deployment.name!r}: bad offline options: {exc.errors()[0]['msg']}") from None
+        self.options = self.validated_options(OfflineOptions, "offline options")
         self._lock = threading.Lock()
         self._calls = 0
         self._unflushed = 0

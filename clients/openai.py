@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from helmflow.clients import client_kind
 from helmflow.clients.base import Client, ClientResult, PermanentError, classify, malformed
+from pydantic import BaseModel, ConfigDict, Field
+
 from helmflow.records import Deployment, RequestBody
 from helmflow.storage import Store
 
@@ -41,13 +41,7 @@ class OpenAIClient(Client):
 
     def __init__(self, deployment: Deployment, store: Store | None = None):
         super().__init__(deployment, store)
-        try:
-            self.options = OpenAIOptions.model_validate(deployment.options)
-        except ValidationError as exc:
-            e = exc.errors()[0]
-            raise PermanentError(
-                f"deployment {deployment.name!r}: bad options: {'.'.join(map(str, e['loc']))}: {e['msg']}"
-            ) from None
+        self.options = self.validated_options(OpenAIOptions)
         self.url = deployment.base_url or self.default_base_url
         self._sdk: openai.AsyncOpenAI | None = None
         self._key: str | None = None

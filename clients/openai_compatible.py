@@ -11,6 +11,7 @@ from __future__ import annotations
 from helmflow.clients import client_kind
 from helmflow.clients.base import PermanentError
 from helmflow.clients.openai import OpenAIClient
+
 from helmflow.records import Deployment
 from helmflow.storage import Store
 

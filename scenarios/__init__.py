@@ -5,8 +5,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from helmflow.registry import Registry
 from helmflow.scenarios.base import DataSource, Scenario, ScenarioError
+
+from helmflow.registry import Registry
 
 SCENARIOS: Registry[type[Scenario]] = Registry("scenario")
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import fsspec
 import pyarrow as pa
@@ -156,3 +157,17 @@ def read_jsonl_lines(scenario: str, url: str) -> list[tuple[int, str]]:
     except UnicodeDecodeError as exc:
         raise ScenarioError(f"scenario {scenario!r}: {url} is not UTF-8 text: {exc}") from None
     return [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+
+
+RowT = TypeVar("RowT", bound=BaseModel)
+
+
+def parse_jsonl_row(where: str, line: str, model: type[RowT]) -> RowT:
+    """One JSON Lines row validated against the dataset's schema; errors name the place (``where``)."""
+    try:
+        return model.model_validate(json.loads(line))
+    except json.JSONDecodeError as exc:
+        raise ScenarioError(f"{where} is not JSON: {exc}") from None
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ScenarioError(f"{where}: {problems}") from None

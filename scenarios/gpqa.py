@@ -14,12 +14,12 @@ from __future__ import annotations
 import random
 from typing import Literal
 
+from helmflow.scenarios import DataSource, Scenario, scenario
+from helmflow.scenarios.base import read_csv_source
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from helmflow.adapters.chain_of_thought import capabilities_cot_spec
 from helmflow.records import AdapterSpec, Input, Instance, Reference
-from helmflow.scenarios import DataSource, Scenario, scenario
-from helmflow.scenarios.base import read_csv_source
 
 REPO = "Idavidrein/gpqa"
 REVISION = "90b8e5be2b1d3d2dbfe016cdab47981150600c4a"

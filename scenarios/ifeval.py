@@ -11,13 +11,12 @@ max_tokens 4096, one output.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from helmflow.metrics.ifeval_checkers import InstructionError, parse_kwargs
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
-from helmflow.scenarios.base import read_jsonl_lines
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from helmflow.scenarios.base import parse_jsonl_row, read_jsonl_lines
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from helmflow.records import AdapterSpec, GenerationParams, Input, Instance
 
@@ -60,13 +59,7 @@ class IFEval(Scenario):
     @staticmethod
     def _instance(url: str, number: int, line: str) -> Instance:
         where = f"scenario 'ifeval': {url} line {number}"
-        try:
-            row = IFEvalRow.model_validate(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise ScenarioError(f"{where} is not JSON: {exc}") from None
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise ScenarioError(f"{where}: {problems}") from None
+        row = parse_jsonl_row(where, line, IFEvalRow)
         if len(row.kwargs) != len(row.instruction_id_list):
             raise ScenarioError(
                 f"{where} (key {row.key}): {len(row.instruction_id_list)} instructions but {len(row.kwargs)} kwargs"

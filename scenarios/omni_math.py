@@ -10,11 +10,9 @@ the rule-based ``omni_math_rule`` (math-verify), which needs no judge.
 
 from __future__ import annotations
 
-import json
-
-from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
-from helmflow.scenarios.base import read_jsonl_lines
-from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt, StrictStr, ValidationError
+from helmflow.scenarios import DataSource, Scenario, scenario
+from helmflow.scenarios.base import parse_jsonl_row, read_jsonl_lines
+from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt, StrictStr
 
 from helmflow.records import AdapterSpec, GenerationParams, Input, Instance, Reference
 
@@ -65,13 +63,7 @@ class OmniMATH(Scenario):
     @staticmethod
     def _instance(url: str, index: int, number: int, line: str) -> Instance:
         where = f"scenario 'omni_math': {url} line {number}"
-        try:
-            row = OmniMATHRow.model_validate(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise ScenarioError(f"{where} is not JSON: {exc}") from None
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise ScenarioError(f"{where}: {problems}") from None
+        row = parse_jsonl_row(where, line, OmniMATHRow)
         return Instance(
             id=f"id{index}",
             split="test",
