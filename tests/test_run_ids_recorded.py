@@ -1,0 +1,63 @@
+"""Behaviour unchanged by refactoring: the demo and Capabilities boards plan to the run ids recorded
+on main before the structural redesign (issue 15). A run id changes only when what makes a number
+changes (scenario data, prompt, model, metrics, judges): a move of code must not change one.
+
+If you change a scenario, template or metric VERSION on purpose, re-record the list in the same commit.
+"""
+
+from __future__ import annotations
+
+import json
+
+from capabilities_fixtures import csv_bytes, gpqa_rows, mmlu_pro_files
+from judge_fixtures import OMNI_FILE, WILDBENCH_FILE, omni_jsonl, omni_rows, wildbench_parquet, wildbench_rows
+
+DEMO_BOARD_VERSION = "f85a278a4b98b18a"
+DEMO_RUN_IDS = [
+    "e66df003fc848473", "dcc7e2663dc5b29e", "dc565f36524bc4fc", "71f0d9b433825ad1", "9e834d30d7875516", "ecac2c7f280e92c8",
+    "6f091efb20001191", "e57dacd9de2d92e0", "f6c480c636a28e6e", "e1e3d9f548ca457f", "1686f02c72ffade4", "10408efb0c36d8c9",
+    "9e91aaf5126e0df2", "f1f60f8363a7f77b", "9dd4aecf4cdaef26", "69f262f6eb25e0cb", "656ec716d3783067", "25a38461ffe1d67e",
+    "49c3ea7bf2a70cd8", "4c540d468b8a168b", "90918afe99e75903", "e76447c0396a4ddd", "d343faebb189f518", "b5c6711cd4b550db",
+    "fda86fd0769bc9ec", "424d2fdf24982cc6", "788c49d62d6fe6f1", "e03b8cbebd4abf77", "ec645d4c9b41278d", "53472b313d8ff941",
+    "92e7112597181a26", "f244c04d11c6a4fe",
+]
+CAPABILITIES_BOARD_VERSION = "5a3a66bb6098077c"
+CAPABILITIES_RUN_IDS = [  # models offline/echo, offline/solver; jury offline/echo, offline/solver
+    "db8893d017032526", "bd17374a6da4273a", "e2fc2a3d8682466f", "cd0c5448171f96bf", "ffba1a05bcd19460", "479344ca58f0fa3d",
+    "25be7f79740235f2", "b7fcaadeb16c9082", "0696b55f7f4539fe", "f35641146dbbefde",
+]
+
+
+def test_demo_board_plans_the_recorded_run_ids():
+    from helmflow.board import prepare
+
+    plan = prepare("demo")
+    assert plan.board_version == DEMO_BOARD_VERSION
+    assert [r.run_id for r in plan.runs] == DEMO_RUN_IDS
+
+
+def test_capabilities_board_with_a_jury_plans_the_recorded_run_ids(tmp_path, monkeypatch):
+    def folder(name: str, files: dict[str, bytes]) -> str:
+        path = tmp_path / name
+        path.mkdir()
+        for filename, data in files.items():
+            (path / filename).write_bytes(data)
+        return str(path)
+
+    rows = [{"key": 10 + k, "prompt": f"Fixture request {k}: describe a fixture without commas.",
+             "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]} for k in range(25)]
+    mirrors = {
+        "HELMFLOW_MIRROR_MMLU_PRO": folder("mmlu_pro", mmlu_pro_files(n_test=60, n_validation=70)),
+        "HELMFLOW_MIRROR_GPQA": folder("gpqa", {"gpqa_main.csv": csv_bytes(gpqa_rows(30))}),
+        "HELMFLOW_MIRROR_IFEVAL": folder("ifeval", {"ifeval_input_data.jsonl": ("\n".join(json.dumps(r) for r in rows) + "\n").encode()}),
+        "HELMFLOW_MIRROR_WILDBENCH": folder("wildbench", {WILDBENCH_FILE: wildbench_parquet(wildbench_rows(["[ans:right]"] * 24))}),
+        "HELMFLOW_MIRROR_OMNI_MATH": folder("omni", {OMNI_FILE: omni_jsonl(omni_rows(["[ans:right]"] * 24))}),
+    }
+    for key, value in mirrors.items():
+        monkeypatch.setenv(key, value)
+    from helmflow.board import prepare
+
+    jury = ["offline/echo", "offline/solver"]
+    plan = prepare("capabilities", models=["offline/echo", "offline/solver"], judges=jury, check_credentials=False)
+    assert plan.board_version == CAPABILITIES_BOARD_VERSION
+    assert [r.run_id for r in plan.runs] == CAPABILITIES_RUN_IDS
