@@ -1,4 +1,8 @@
-"""LLM judges: a judge is a deployment, a template (ours, with a declared VERSION) and its parser.
+"""LLM judges, the engine: a judge is a deployment, a template (ours, with a declared VERSION) and its parser.
+
+A judged benchmark owns its template: the metric module that reads the verdicts (e.g.
+``metrics/wildbench.py``) defines the :class:`JudgeTemplate`, registers it in :data:`TEMPLATES` and
+builds its metric with :func:`jury_metric`. This module names no benchmark.
 
 Judges are configuration, chosen per run (``--judge a,b,c`` or the board's ``judges:``), never
 hard-coded: HELM's were, and retiring one silently changed its published scores. The judge
@@ -22,11 +26,14 @@ from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helmflow import versions
 from helmflow.records import Annotation, Completion, Deployment, Instance, Request, RequestBody
 from helmflow.registry import Registry
+
+if TYPE_CHECKING:  # the metrics package imports this module: no runtime import back
+    from helmflow.metrics.base import MetricInput
 
 
 class JudgeParseError(ValueError):
@@ -76,204 +83,11 @@ def judges_version(judges: list[Deployment], templates: dict[str, str]) -> dict[
     }
 
 
-# --------------------------------------------------------------------------- WildBench (score mode)
-WILDBENCH_TEXT = """\
-You are an expert evaluator of AI assistants. Rate how well the response below answers the user's \
-latest message in a real conversation.
-
-# Conversation before the latest message
-<history>
-{$history}
-</history>
-
-# The user's latest message
-<query>
-{$user_query}
-</query>
-
-# The response to rate
-<response>
-{$model_output}
-</response>
-
-# Checklist
-Questions that a good response to this query should satisfy. Use them as a guide to what matters, \
-not as a scoring formula:
-{$checklist}
-
-# How to rate
-First write a short analysis: check the response against the query and the checklist, and note \
-what it does well and where it falls short (errors, omissions, irrelevant or unsafe content, poor \
-structure). Then give one overall score from 1 to 10:
-- 1-2: very poor: irrelevant, wrong or harmful, or ignores the query
-- 3-4: poor: misses important parts of the query or has serious errors
-- 5-6: fair: addresses the query, with notable gaps or mistakes
-- 7-8: good: correct and helpful, with minor room for improvement
-- 9-10: excellent: fully answers the query, accurate and well presented
-
-End your reply with a JSON object in exactly this form:
-{"strengths": "<what the response does well>", "weaknesses": "<what it does poorly>", "score": <1 to 10>}
-"""
-
-_WB_FIELDS = re.compile(
-    r'"strengths"\s*:\s*"(.*?)"\s*,\s*"weaknesses"\s*:\s*"(.*?)"\s*,\s*"score"\s*:\s*("[^"]*"|-?\d+(?:\.\d+)?)', re.DOTALL
-)
-
-
-def wildbench_fields(instance: Instance, output: str) -> dict[str, str]:
-    messages = instance.input.messages or []
-    checklist = instance.extra.get("checklist")
-    if not messages or messages[-1].role != "user" or not isinstance(checklist, list):
-        raise ValueError(
-            f"judge template 'wildbench' needs a chat instance ending in a user turn with extra['checklist'] "
-            f"(the wildbench scenario); instance {instance.id!r} is not one"
-        )
-    history = "\n\n".join(("USER: " if m.role == "user" else "ASSISTANT: ") + m.content for m in messages[:-1])
-    return {
-        "history": history,
-        "user_query": messages[-1].content,
-        "model_output": output,
-        "checklist": "\n".join(f"- {item}" for item in checklist),
-    }
-
-
-def _json_objects(text: str) -> list[dict[str, Any]]:
-    """The flat JSON objects in a text that have all three WildBench keys, in order of appearance."""
-    out = []
-    for match in re.finditer(r"\{[^{}]*\}", text):
-        try:
-            obj = json.loads(match.group(0))
-        except ValueError:
-            continue
-        if isinstance(obj, dict) and {"strengths", "weaknesses", "score"} <= set(obj):
-            out.append(obj)
-    return out
-
-
-def parse_wildbench(text: str) -> Verdict:
-    """The last ``{"strengths", "weaknesses", "score"}`` the judge wrote; the score must be 1-10.
-
-    HELM's pattern first (keys in the asked order; tolerates unescaped quotes in the prose), then any
-    JSON object with the three keys (another key order)."""
-    found = list(_WB_FIELDS.finditer(text))
-    if found:
-        strengths, weaknesses, raw = found[-1].groups()
-    elif objects := _json_objects(text):
-        strengths, weaknesses, raw = (str(objects[-1][k]) for k in ("strengths", "weaknesses", "score"))
-    else:
-        raise JudgeParseError('no {"strengths": ..., "weaknesses": ..., "score": ...} object in the judge output')
-    try:
-        score = float(raw.strip().strip('"'))
-    except ValueError:
-        raise JudgeParseError(f"score {raw!r} is not a number") from None
-    if not 1 <= score <= 10:
-        raise JudgeParseError(f"score {score:g} is outside 1-10")
-    return Verdict(score, {"strengths": strengths.strip(), "weaknesses": weaknesses.strip()})
-
-
-TEMPLATES.add(
-    "wildbench",
-    JudgeTemplate(
-        name="wildbench",
-        version="1",
-        text=WILDBENCH_TEXT,
-        fields=wildbench_fields,
-        parse=parse_wildbench,
-        on_empty=Verdict(1.0, {"strengths": "N/A", "weaknesses": "The model output is empty."}),
-        max_tokens=2000,
-    ),
-)
-
-
-# --------------------------------------------------------------------------- Omni-MATH (equivalence)
-OMNI_MATH_TEXT = """\
-You are a mathematics teacher grading a student's answer to a competition problem. You are given \
-the problem, the reference answer (which is correct) and the student's solution. Decide only \
-whether the student's final answer is mathematically equivalent to the reference answer.
-
-- The student's final answer is the content of the last \\boxed{} in the solution; if there is \
-none, it is the answer the solution clearly commits to at the end.
-- Equivalent forms are equal: equal algebraic expressions, an exact decimal for a fraction, other \
-LaTeX notation for the same object, the elements of an unordered set in another order.
-- Judge the final answer, not the reasoning. An approximation of an exact answer, an incomplete \
-answer (for example, some solutions missing) or an answer with any mistake is not equivalent. No \
-final answer is not equivalent.
-
-# Problem
-{$problem}
-
-# Reference answer
-{$reference_answer}
-
-# Student's solution
-{$solution}
-
-Reply in Markdown with exactly these three sections, in this order:
-
-## Student Final Answer
-<the student's final answer, copied on one line>
-
-## Justification
-<a short comparison with the reference answer>
-
-## Equivalence Judgement
-<TRUE or FALSE>
-"""
-
-
-def omni_math_fields(instance: Instance, output: str) -> dict[str, str]:
-    refs = instance.correct_references
-    if instance.input.text is None or not refs:
-        raise ValueError(
-            f"judge template 'omni_math' needs a text problem with a correct reference answer (the omni_math "
-            f"scenario); instance {instance.id!r} is not one"
-        )
-    return {"problem": instance.input.text, "reference_answer": refs[0].text, "solution": output}
-
-
-def _sections(text: str) -> dict[str, str]:
-    """Markdown ``## Title`` sections: title -> the line after it (Justification: its whole body)."""
-    out: dict[str, str] = {}
-    for part in text.split("## ")[1:]:
-        lines = part.strip().split("\n")
-        title = lines[0].strip()
-        out[title] = "\n".join(lines[1:]).strip() if title == "Justification" else (lines[1].strip() if len(lines) > 1 else "")
-    return out
-
-
-def parse_omni_math(text: str) -> Verdict:
-    """``## Equivalence Judgement`` must be TRUE or FALSE (any case); the score is 1.0 or 0.0."""
-    sections = _sections(text)
-    if "Equivalence Judgement" not in sections:
-        raise JudgeParseError("no '## Equivalence Judgement' section in the judge output")
-    judgement = sections["Equivalence Judgement"].strip().upper()
-    if judgement not in ("TRUE", "FALSE"):
-        raise JudgeParseError(f"Equivalence Judgement is {sections['Equivalence Judgement'][:40]!r}, not TRUE or FALSE")
-    details = {
-        "student_final_answer": sections.get("Student Final Answer", ""),
-        "justification": sections.get("Justification", ""),
-        "equivalence_judgement": judgement,
-    }
-    return Verdict(1.0 if judgement == "TRUE" else 0.0, details)
-
-
-TEMPLATES.add(
-    "omni_math",
-    JudgeTemplate(
-        name="omni_math",
-        version="1",
-        text=OMNI_MATH_TEXT,
-        fields=omni_math_fields,
-        parse=parse_omni_math,
-        on_empty=Verdict(0.0, {"equivalence_judgement": "FALSE", "justification": "The model output is empty."}),
-        max_tokens=4096,
-    ),
-)
-
-
 # --------------------------------------------------------------------------- judging a run
 REQUEST_FAILED = "judge request failed"  # transport/provider error after retries: re-sent on the next run
 UNPARSABLE = "unparsable judge output"  # the judge answered, but not in the template's shape
+
+
 @dataclass
 class Judged:
     annotations: list[Annotation]
@@ -390,3 +204,20 @@ def judge_counts(annotations: list[Annotation], template: str) -> dict[str, floa
         f"{template}_judges_parsed": float(sum(a.score is not None for a in mine)),
         f"{template}_judge_errors": float(sum(a.error is not None for a in mine)),
     }
+
+
+def jury_metric(template: str, stats: Callable[[float], dict[str, float]]) -> Callable[[MetricInput], dict[str, float]]:
+    """The body of a judge-backed metric: the verdict counts, plus ``stats(mean)`` of the jury's mean
+    score over the instance's samples. Without a parsed verdict (no judge, ``--no-judge``, only
+    annotation errors) the score stats are missing, never 0."""
+
+    def fn(x: MetricInput) -> dict[str, float]:
+        if not x.annotations:
+            return {}
+        out = judge_counts(x.annotations, template)
+        samples = list(jury_scores(x.annotations, template).values())
+        if samples:
+            out.update(stats(sum(samples) / len(samples)))
+        return out
+
+    return fn

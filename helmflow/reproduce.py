@@ -16,7 +16,6 @@ from typing import Any
 HELM_V1_JURY = ["openai/gpt-4o-2024-05-13", "together/llama-3.1-405b-instruct-turbo", "anthropic/claude-3-5-sonnet-20241022"]
 HELM_HEAD_JURY = ["openai/gpt-4o-2024-05-13"]
 MAX_INSTANCES = 1000
-VARIANT_SCENARIOS = ("mmlu_pro", "gpqa")  # the scenarios whose prompt/budget the variant changes
 REPRODUCIBLE = ("capabilities",)
 
 
@@ -42,14 +41,34 @@ def add_parser(sub) -> None:
     p.set_defaults(func=cmd_reproduce)
 
 
+def has_variant(scenario: str) -> bool:
+    """Whether a scenario's parameters include ``variant`` (the HELM entries whose prompt/budget it changes)."""
+    from helmflow.scenarios import SCENARIOS
+
+    return "variant" in SCENARIOS.get(scenario).Params.model_fields
+
+
+def judged_templates(spec: dict[str, Any]) -> dict[str, list[str]]:
+    """Scenario label -> the judge templates its metrics read (only the judged scenarios of the board)."""
+    from helmflow.board import judge_template_names
+    from helmflow.scenarios import get_scenario
+
+    out = {}
+    for entry in spec["scenarios"]:
+        metrics = entry.get("metrics") or get_scenario(entry["name"], entry.get("params")).metrics
+        if templates := judge_template_names(metrics):
+            out[entry.get("label") or entry["name"]] = templates
+    return out
+
+
 def with_variant(board: str | dict[str, Any], variant: str) -> dict[str, Any]:
-    """The board spec as data with ``variant`` on every scenario that has one (MMLU-Pro, GPQA). A
-    non-default variant is its own board (``<name>-<variant>``), so its releases never mix with v1's."""
+    """The board spec as data with ``variant`` on every scenario that has one. A non-default variant
+    is its own board (``<name>-<variant>``), so its releases never mix with v1's."""
     from helmflow.board import load_board
 
     spec = load_board(board).model_dump(mode="json")
     for entry in spec["scenarios"]:
-        if entry["name"] in VARIANT_SCENARIOS:
+        if has_variant(entry["name"]):
             entry["params"] = {**entry["params"], "variant": variant}
     if variant != "v1" and not spec["name"].endswith(f"-{variant}"):  # idempotent: reproduce then run
         spec["name"] = f"{spec['name']}-{variant}"
@@ -64,7 +83,8 @@ def official_spec(board: str, variant: str) -> dict[str, Any]:
 def differences(spec: dict[str, Any], judges: list[str], variant: str, no_judge: bool) -> list[str]:
     """What differs from HELM's published setup, one sentence each (an empty list would mean none known)."""
     out = []
-    judged = {"wildbench", "omni_math"} & {e["name"] for e in spec["scenarios"]}
+    by_label = judged_templates(spec)
+    judged = set(by_label)
     if judged and no_judge:
         out.append(f"--no-judge: {', '.join(sorted(judged))} have no main metric, so the mean score covers the other scenarios only")
     elif judged:
@@ -73,11 +93,15 @@ def differences(spec: dict[str, Any], judges: list[str], variant: str, no_judge:
                        "a jury of GPT-4o, Llama-3.1-405B-Instruct-Turbo and Claude 3.5 Sonnet (the latter two retired since)")
         elif sorted(judges) != sorted(HELM_V1_JURY):
             out.append(f"judges: {', '.join(judges)}; HELM v1 used {', '.join(HELM_V1_JURY)}")
-        out.append("judge templates: helmflow's own WildBench and Omni-MATH judge prompts (same task, scale, output shape "
-                   "and parsing as HELM's, different wording), so judged scores are comparable, not identical")
+        templates = sorted({t for names in by_label.values() for t in names})
+        out.append(f"judge templates: helmflow's own {', '.join(templates)} judge prompts (same task, scale, output "
+                   "shape and parsing as HELM's, different wording), so judged scores are comparable, not identical")
     if variant == "v2":
-        out.append("variant v2: HELM's reasoning_v2 entries (10,000 more output tokens, letter-only answer suffix) "
-                   "applied to MMLU-Pro and GPQA only; IFEval, WildBench and Omni-MATH keep their v1 budgets")
+        labels = [e.get("label") or e["name"] for e in spec["scenarios"]]
+        changed = [label for label, e in zip(labels, spec["scenarios"], strict=True) if has_variant(e["name"])]
+        kept = [label for label in labels if label not in changed]
+        out.append(f"variant v2: HELM's reasoning_v2 entries (10,000 more output tokens, letter-only answer suffix) "
+                   f"applied to {', '.join(changed)} only; {', '.join(kept) or 'no other scenario'} keep their v1 budgets")
     out.append("models: HELM's numbers come from its own deployments of each model; a provider's model behind "
                "another endpoint, revision or decoding setting can differ")
     return out

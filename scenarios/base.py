@@ -50,6 +50,9 @@ class Scenario:
     main_metric: ClassVar[str] = "exact_match"
     metrics: ClassVar[list[str]] = ["exact_match"]
     default_adapter: ClassVar[AdapterSpec] = AdapterSpec()
+    # May the instances' text leave the machine (static exports)? False when the dataset asks that its
+    # questions are never published in plain text; those exports carry ids and scores only.
+    publish_text: ClassVar[bool] = True
 
     def __init__(self, **params: Any):
         try:

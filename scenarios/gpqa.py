@@ -14,12 +14,12 @@ from __future__ import annotations
 import random
 from typing import Literal
 
-from helmflow.scenarios import DataSource, Scenario, scenario
-from helmflow.scenarios.base import read_csv_source
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from helmflow.adapters.chain_of_thought import capabilities_cot_spec
 from helmflow.records import AdapterSpec, Input, Instance, Reference
+from helmflow.scenarios import DataSource, Scenario, scenario
+from helmflow.scenarios.base import read_csv_source
+from helmflow.scenarios.helm_cot import capabilities_cot_spec
 
 REPO = "Idavidrein/gpqa"
 REVISION = "90b8e5be2b1d3d2dbfe016cdab47981150600c4a"
@@ -47,6 +47,7 @@ class GPQA(Scenario):
     HUB_REPO = REPO
     HUB_REVISION = REVISION
     Params = GPQAParams
+    publish_text = False  # GPQA asks that its questions are never published in plain text
     description = "GPQA: graduate-level, Google-proof 4-option science questions (zero-shot chain of thought)."
     main_metric = "chain_of_thought_correctness"
     metrics = ["chain_of_thought_correctness", "efficiency"]

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
-from helmflow.scenarios.base import read_parquet_source
 from pydantic import BaseModel, ConfigDict
 
-from helmflow.adapters.chain_of_thought import capabilities_cot_spec
 from helmflow.records import AdapterSpec, Input, Instance, Reference
+from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
+from helmflow.scenarios.base import read_parquet_source
+from helmflow.scenarios.helm_cot import capabilities_cot_spec
 
 REPO = "TIGER-Lab/MMLU-Pro"
 REVISION = "3373e0b32277875b8db2aa555a333b78a08477ea"

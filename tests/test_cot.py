@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from helmflow.adapters import ADAPTERS
-from helmflow.adapters.chain_of_thought import COT_SUFFIX, V2_FORMAT_SUFFIX, capabilities_cot_spec
 from helmflow.metrics import METRICS, MetricInput
 from helmflow.metrics.chain_of_thought import extract_answer
 from helmflow.records import Completion, Input, Instance, Reference
+from helmflow.scenarios.helm_cot import COT_SUFFIX, V2_FORMAT_SUFFIX, capabilities_cot_spec
 
 
 @pytest.mark.parametrize(

@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from helmflow.clients import load_deployments
 from judge_fixtures import OMNI_FILE, omni_jsonl, omni_rows
 
 from helmflow.board import BoardError, load_board, plan_board
-from helmflow.judges import TEMPLATES, JudgeFailed, JudgeParseError, jury_scores, parse_omni_math, parse_wildbench
+from helmflow.clients import load_deployments
+from helmflow.judges import TEMPLATES, JudgeFailed, JudgeParseError, jury_scores
+from helmflow.metrics.omni_math import parse_omni_math
+from helmflow.metrics.wildbench import parse_wildbench
 from helmflow.pipeline import adapt_scenario, download_scenario, publish_run, query_pair, score_pair
 from helmflow.query import Budget
 from helmflow.records import Annotation, ChatMessage, Deployment, Input, Instance

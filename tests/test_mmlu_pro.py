@@ -128,7 +128,7 @@ def test_board_run_through_cli_scores_like_helm(mirror, tmp_path, cli, prefect_s
 @pytest.mark.slow
 def test_eval_command_runs_mmlu_pro_v2(mirror, tmp_path, cli, prefect_server):
     """`helmflow eval mmlu_pro:variant=v2`: HELM v2's token budget and format suffix, HELM's sample."""
-    from helmflow.adapters.chain_of_thought import V2_FORMAT_SUFFIX
+    from helmflow.scenarios.helm_cot import V2_FORMAT_SUFFIX
 
     storage = tmp_path / "store"
     models = tmp_path / "models.yaml"  # a window that holds v2's 14,096-token budget, as real models' do

@@ -7,14 +7,14 @@ Fixture rows are written here in the dataset's schema (judge_fixtures.py); none 
 from __future__ import annotations
 
 import pytest
-from helmflow.clients import load_deployments
-from helmflow.metrics.omni_math import last_boxed, rule_equivalent
-from helmflow.scenarios import ScenarioError, get_scenario
 from judge_fixtures import OMNI_FILE, OMNI_REV, omni_jsonl, omni_rows
 
 from helmflow.board import ScenarioEntry, load_board, plan_board, plan_scenario
+from helmflow.clients import load_deployments
+from helmflow.metrics.omni_math import last_boxed, rule_equivalent
 from helmflow.pipeline import adapt_scenario, download_scenario, publish_run, query_pair, score_pair
 from helmflow.records import prompt_from_row
+from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.storage import Store
 from tests.conftest import REPO
 from tests.devserver_fixture import dev_deployment, start_dev_server
@@ -52,7 +52,7 @@ def test_an_answer_that_does_not_finish_is_not_equivalent_and_the_checker_recove
     (shortened here) that kills a helper which stops answering; a fresh helper takes over."""
     import time
 
-    import helmflow.math_equivalence as meq
+    import helmflow.metrics.math_equivalence as meq
 
     tower = "\\boxed{2^{2^{2^{2^{10}}}}}"
     started = time.monotonic()

@@ -26,9 +26,6 @@ import pyarrow.parquet as pq
 from helmflow.storage import Store, safe_key
 
 CHUNK_ROWS = 100
-# Scenarios whose text may never leave the machine in a static export (GPQA asks that its questions are
-# never published in plain text): those exports carry ids and scores only.
-REDACTED_SCENARIOS = frozenset({"gpqa"})
 CORRECT_AT = 0.5  # an instance counts as correct when its main metric is at least this
 
 
@@ -198,8 +195,11 @@ class Run:
 
     @property
     def redacted(self) -> bool:
-        """True when this run's text must not appear in a static export."""
-        return self.scenario in REDACTED_SCENARIOS
+        """True when this run's text must not appear in a static export: its scenario declares
+        ``publish_text = False`` (a scenario this process does not know keeps its text)."""
+        from helmflow.scenarios import SCENARIOS
+
+        return self.scenario in SCENARIOS and not SCENARIOS.get(self.scenario).publish_text
 
     @property
     def main_metric(self) -> str:

@@ -1,7 +1,7 @@
 """``helmflow report``: the report as static files in the release's ``report/`` folder.
 
 The pages need no server: open ``report/index.html`` from disk, a bucket or any static host. Runs
-of scenarios whose text may not be published (GPQA) are exported with ids and scores only.
+of scenarios whose text may not be published (``publish_text = False``) are exported with ids and scores only.
 """
 
 from __future__ import annotations
