@@ -3,8 +3,8 @@
 math-verify parses LaTeX to SymPy and compares symbolically. It bounds each step with SIGALRM,
 which works only on a process's main thread, and scoring runs on worker threads; a model can also
 box an answer (``2^{2^{2^{2^{10}}}}``) whose evaluation never ends and that no signal interrupts. So
-the checks run in one long-lived helper process per scoring process (``python -m
-helmflow.metrics.math_equivalence``): there each step has math-verify's own ``STEP_TIMEOUT_S``, and if the
+the checks run in one long-lived helper process per scoring process (this file run as a
+script): there each step has math-verify's own ``STEP_TIMEOUT_S``, and if the
 helper does not answer within ``HARD_TIMEOUT_S`` it is killed (and restarted for the next check) and
 the answer counts as not equivalent.
 """
@@ -37,7 +37,7 @@ def equivalent_here(answer: str, reference: str, timeout_s: int | None = STEP_TI
 class _Helper:
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "helmflow.metrics.math_equivalence"],
+            [sys.executable, "-P", __file__],  # as a script: stdlib + math-verify only, not every metric
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
         )  # fmt: skip
         if self._read(START_TIMEOUT_S) != "ready":
