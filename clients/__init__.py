@@ -8,10 +8,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
 from helmflow.clients.base import Client, ClientError, ClientResult, PermanentError, TransientError
 from pydantic import ValidationError
 
+from helmflow.errors import HelmflowError, format_validation_error, read_yaml_file
 from helmflow.records import Deployment
 from helmflow.registry import Registry
 from helmflow.storage import Store
@@ -30,7 +30,7 @@ _BUILTIN = [
 ]
 
 
-class DeploymentError(ValueError):
+class DeploymentError(HelmflowError, ValueError):
     """A models file or deployment entry that cannot be used; the message names file and entry."""
 
 
@@ -43,12 +43,7 @@ def client_kind(name: str):
 
 
 def _read_file(path: Path) -> list[dict[str, Any]]:
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise DeploymentError(f"models file {path} does not exist") from None
-    except yaml.YAMLError as exc:
-        raise DeploymentError(f"models file {path} is not valid YAML: {exc}") from None
+    data = read_yaml_file(path, "models file", DeploymentError)
     if not isinstance(data, dict) or not isinstance(data.get("deployments"), list):
         raise DeploymentError(f"models file {path} must be a mapping with a 'deployments:' list")
     unknown = set(data) - {"deployments"}
@@ -68,11 +63,7 @@ def _parse(path: Path, entries: list[Any]) -> dict[str, Deployment]:
         try:
             dep = Deployment.model_validate(entry)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc']))}: {'unknown field' if e['type'] == 'extra_forbidden' else e['msg']}"
-                for e in exc.errors()
-            )
-            raise DeploymentError(f"{where}: {problems}") from None
+            raise DeploymentError(f"{where}: {format_validation_error(exc)}") from None
         if dep.client not in CLIENTS:
             raise DeploymentError(f"{where}: unknown client kind {dep.client!r}; known: {', '.join(CLIENTS.names())}")
         if dep.name in out:

@@ -60,6 +60,19 @@ def task_runner_from_env():
     raise ValueError(f"HELMFLOW_TASK_RUNNER must be thread, dask or dask:<address>, not {choice!r}")
 
 
+def _label_storage(root: str) -> None:
+    """Record the resolved storage root on the flow run (``helmflow retry`` reads it: a deployment's
+    run has no ``storage`` parameter when its worker's $HELMFLOW_STORAGE decides)."""
+    from prefect.client.orchestration import get_client
+    from prefect.runtime import flow_run
+
+    from helmflow.operations import STORAGE_LABEL
+
+    if flow_run.id:
+        with get_client(sync_client=True) as client:
+            client.update_flow_run_labels(flow_run.id, {STORAGE_LABEL: root})
+
+
 @flow(name="evaluate-board", log_prints=False, task_runner=task_runner_from_env())
 def evaluate(
     board: str | dict[str, Any] = "demo",
@@ -76,6 +89,7 @@ def evaluate(
     log = get_run_logger()
     store = Store(storage)
     store.check_writable()
+    _label_storage(store.root)
     plan = prepare(board, models, scenarios, max_instances, models_file, plugins, judges, no_judge)
     tasks = configure(store.root)
     log.info("board %s (%d runs) on storage %s", plan.spec.name, len(plan.runs), store.root)

@@ -10,18 +10,18 @@ import importlib
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from helmflow import versions
 from helmflow.adapters import ADAPTERS, template_versions
+from helmflow.errors import HelmflowError, format_validation_error, read_yaml_file
 from helmflow.records import AdapterSpec, Deployment
 from helmflow.storage import safe_key
 
 BOARDS_DIR = Path(importlib.import_module("helmflow.flows").__file__).resolve().parent
 
 
-class BoardError(ValueError):
+class BoardError(HelmflowError, ValueError):
     """A board, scenario or model selection that cannot be run; the message says which and why."""
 
 
@@ -105,19 +105,14 @@ def load_board(board: str | dict[str, Any] | BoardSpec) -> BoardSpec:
         path = BOARDS_DIR / f"{board}.yaml"
         if not path.exists():
             raise BoardError(f"unknown board {board!r}; known: {', '.join(board_names())}")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise BoardError(f"board file {path} is not valid YAML: {exc}") from None
-    return _validate(data, f"board file {path}")
+    return _validate(read_yaml_file(path, "board file", BoardError), f"board file {path}")
 
 
 def _validate(data: Any, where: str) -> BoardSpec:
     try:
         return BoardSpec.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise BoardError(f"{where}: {problems}") from None
+        raise BoardError(f"{where}: {format_validation_error(exc)}") from None
 
 
 def _sha256_url(scen, source) -> str:

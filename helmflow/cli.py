@@ -7,22 +7,75 @@ before any work.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
 import sys
 import time
 from typing import Any
 
+from helmflow.errors import EXIT_USAGE, HelmflowError, format_validation_error
+
 EXIT_PARTIAL = 1
-EXIT_USAGE = 2
 
 
 def _csv(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
+    """``a,b,c``; a name given twice is a mistake (it would run or judge the same thing twice)."""
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    twice = sorted({v for v in items if items.count(v) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"{', '.join(twice)} given twice in {value!r}")
+    return items
+
+
+def positive_int(value: str) -> int:
+    """A count the user gives (``--max-instances``): 1 or more, said about the flag, not a model."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {number}")
+    return number
+
+
+@functools.cache
+def _once(action_class: type[argparse.Action]) -> type[argparse.Action]:
+    """``action_class`` that refuses a second occurrence (argparse keeps the last one silently)."""
+
+    class Once(action_class):  # type: ignore[misc, valid-type]
+        def __call__(self, parser, namespace, values, option_string=None):
+            seen = namespace.__dict__.setdefault("_given", set())
+            if self.dest in seen:
+                parser.error(f"{'/'.join(self.option_strings)} given twice")
+            seen.add(self.dest)
+            super().__call__(parser, namespace, values, option_string)
+
+    return Once
+
+
+def forbid_repeats(parser: argparse.ArgumentParser) -> None:
+    """Every single-valued option of ``parser`` and its subcommands may be given once
+    (``append`` options such as ``--plugin`` stay repeatable)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                forbid_repeats(sub)
+        elif action.option_strings and not isinstance(
+            action, (argparse._AppendAction, argparse._CountAction, argparse._HelpAction, argparse._VersionAction)
+        ):
+            action.__class__ = _once(type(action))
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors are one line (the flag and what is wrong) and exit 2, like every bad input."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="helmflow",
         description="Holistic, reproducible evaluation of language models as Prefect flows.",
     )
@@ -59,6 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     show.set_defaults(func=cmd_show)
     for module in COMMAND_MODULES:
         importlib.import_module(module).add_parser(sub)
+    forbid_repeats(p)
     return p
 
 
@@ -79,7 +133,7 @@ COMMAND_MODULES: list[str] = [
 def _selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", type=_csv, help="comma-separated deployments (default: the board's)")
     p.add_argument("--scenarios", type=_csv, help="comma-separated scenario labels or names (default: all)")
-    p.add_argument("--max-instances", type=int, help="evaluate at most N instances per scenario")
+    p.add_argument("--max-instances", type=positive_int, metavar="N", help="evaluate at most N instances per scenario")
     p.add_argument("--storage", help="storage root URL (default $HELMFLOW_STORAGE or ./helmflow-store)")
     p.add_argument("--models-file", help="extra deployments YAML (also $HELMFLOW_MODELS)")
     judge_args(p)
@@ -93,8 +147,8 @@ def judge_args(p: argparse.ArgumentParser) -> None:
                    help="no judges: judge-only metrics stay missing, rule-based ones are still computed")
 
 
-class UsageError(Exception):
-    pass
+class UsageError(HelmflowError):
+    """Options that cannot go together or name nothing."""
 
 
 def _fail(message: str) -> int:
@@ -176,6 +230,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- run
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.board and args.board_file:
+        raise UsageError(f"give a board name ({args.board!r}) or --board-file ({args.board_file!r}), not both")
     board = args.board_file or args.board
     if not board:
         raise UsageError("name a board (see `helmflow list boards`) or pass --board-file")
@@ -273,10 +329,15 @@ def main(argv: list[str] | None = None) -> int:
     from helmflow.storage import StorageError
 
     add_plugins(args.plugin)
+    from pydantic import ValidationError
+
     try:
         return args.func(args)
-    except UsageError as exc:
-        return _fail(str(exc))
+    except HelmflowError as exc:
+        print(f"helmflow: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except ValidationError as exc:  # a record built from the user's values: name the fields, not pydantic's dump
+        return _fail(f"{exc.title}: {format_validation_error(exc)}")
     except (ValueError, UnknownNameError, StorageError, FileNotFoundError, ImportError) as exc:
         # validation errors (board, scenario, model, models file, storage) are all found before any work
         return _fail(str(exc))

@@ -25,7 +25,7 @@ def _pairs(value: str) -> dict[str, Any]:
 
 
 def add_parser(sub) -> None:
-    from helmflow.cli import _csv
+    from helmflow.cli import _csv, positive_int
 
     p = sub.add_parser(
         "eval",
@@ -34,7 +34,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument("scenario", nargs="+", metavar="SCENARIO[:k=v,...]", help="scenario spec, e.g. dyck_language:num_parenthesis_pairs=3")
     p.add_argument("--models", type=_csv, help="comma-separated deployments (required; see `helmflow list models`)")
-    p.add_argument("--max-instances", type=int, help="evaluate at most N instances per scenario")
+    p.add_argument("--max-instances", type=positive_int, metavar="N", help="evaluate at most N instances per scenario")
     p.add_argument("--storage", help="storage root URL (default $HELMFLOW_STORAGE or ./helmflow-store)")
     p.add_argument("--models-file", help="extra deployments YAML (also $HELMFLOW_MODELS)")
     p.add_argument("--adapter", type=_pairs, default={}, metavar="k=v,...",

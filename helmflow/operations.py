@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from helmflow.storage import TMP_PREFIX, Store, safe_key
+from helmflow.errors import HelmflowError
+from helmflow.storage import TMP_PREFIX, Store, resolve_root, safe_key
 
 
 # --------------------------------------------------------------------------- lineage
@@ -125,35 +126,72 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- retry
-def retry_plan(flow_run_id: str) -> tuple[Any, list[str]]:
-    """The flow run, and the pairs whose tasks will execute again (no persisted result for their keys)."""
-    from prefect.client.orchestration import get_client
+# The flow labels its run with the storage root it resolved, so a run whose ``storage`` parameter
+# was empty (a deployment: the worker's $HELMFLOW_STORAGE decided) still says where it wrote.
+STORAGE_LABEL = "helmflow.storage"
 
+
+def read_finished_flow_run(flow_run_id: str) -> Any:
+    """The flow run, or one line saying why it cannot be retried (bad id, unknown, still running)."""
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    try:
+        UUID(flow_run_id)
+    except ValueError:
+        raise HelmflowError(f"{flow_run_id!r} is not a flow run id (a UUID, as `helmflow run` prints it)") from None
+    with get_client(sync_client=True) as client:
+        try:
+            run = client.read_flow_run(flow_run_id)
+        except ObjectNotFound:
+            raise HelmflowError(f"no flow run {flow_run_id} on the Prefect server at {client.api_url}") from None
+    if not (run.state and run.state.is_final()):
+        raise HelmflowError(f"flow run {flow_run_id} is {run.state.name if run.state else 'unknown'}; "
+                            "only finished runs can be retried")
+    return run
+
+
+def retry_storage(parameters: dict[str, Any], labels: dict[str, Any], given: str | None) -> tuple[str, str]:
+    """The storage root a flow run wrote to, and where that came from: its ``storage`` parameter,
+    else the root its flow recorded as a label, else ``--storage``. ``--storage`` naming another
+    root than the run's own is refused: the answer would describe a store the retry never reads."""
+    own, source = parameters.get("storage"), "the flow run's storage parameter"
+    if not own and labels.get(STORAGE_LABEL):
+        own, source = labels[STORAGE_LABEL], "the storage its flow recorded"
+    if own and given and resolve_root(given) != resolve_root(own):
+        raise HelmflowError(f"--storage {given} is not where this flow run wrote ({own}, {source})")
+    if own:
+        return resolve_root(own), source
+    if given:
+        return resolve_root(given), "--storage"
+    raise HelmflowError("the flow run records no storage root (its worker's $HELMFLOW_STORAGE decided): "
+                        "pass --storage URL")
+
+
+def pairs_to_rerun(parameters: dict[str, Any], store: Store) -> list[str]:
+    """Pairs whose tasks will execute again: no persisted result for one of their keys."""
     from helmflow.board import prepare
     from helmflow.tasks.evaluation import RESULTS_PREFIX, publish_key, query_key, score_key
 
-    with get_client(sync_client=True) as client:
-        run = client.read_flow_run(flow_run_id)
-    params = run.parameters
-    board = params.get("board", "demo")
-    plan = prepare(board, params.get("models"), params.get("scenarios"), params.get("max_instances"),
-                   params.get("models_file"), params.get("plugins"))
-    store = Store(params.get("storage"))
+    plan = prepare(parameters.get("board", "demo"), parameters.get("models"), parameters.get("scenarios"),
+                   parameters.get("max_instances"), parameters.get("models_file"), parameters.get("plugins"),
+                   parameters.get("judges"), parameters.get("no_judge", False), check_credentials=False)
     rerun = []
     for r in plan.runs:
         keys = [query_key(r), score_key(r), publish_key(r)]
         if not all(store.exists(f"{RESULTS_PREFIX}/{k}") for k in keys):
             rerun.append(f"{r.scenario.label} x {r.deployment.name}")
-    return run, rerun
+    return rerun
 
 
 def cmd_retry(args: argparse.Namespace) -> int:
-    run, rerun = retry_plan(args.flow_run_id)
-    if not (run.state and (run.state.is_failed() or run.state.is_crashed() or run.state.is_cancelled() or run.state.is_completed())):
-        print(f"helmflow: error: flow run {args.flow_run_id} is {run.state.name if run.state else 'unknown'}; only finished runs can be retried",
-              file=sys.stderr)
-        return 2
+    run = read_finished_flow_run(args.flow_run_id)
+    root, source = retry_storage(run.parameters, run.labels or {}, args.storage)
+    rerun = pairs_to_rerun(dict(run.parameters, storage=root), Store(root))
     print(f"flow run {run.id} ({run.name}) ended {run.state.name}.")
+    print(f"storage: {root} (from {source})")
     if rerun:
         print(f"will re-execute {len(rerun)} pair(s); every other task is cached:")
         for pair in rerun:
@@ -185,6 +223,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          description="Re-executes only what failed: every task whose result is persisted is Cached.")
     ret.add_argument("flow_run_id")
     ret.add_argument("--dry-run", action="store_true", help="only say what would rerun")
+    ret.add_argument("--storage", help="the storage root the run wrote to, when the flow run does not record it "
+                                       "(a deployment run that took its worker's $HELMFLOW_STORAGE)")
     ret.set_defaults(func=cmd_retry)
 
     com = sub.add_parser("compact", help="remove stale temporaries and merge journal parts",

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from helmflow.errors import HelmflowError, format_validation_error
 from helmflow.records import AdapterSpec, Instance
 
 
@@ -29,7 +30,7 @@ class DataSource(BaseModel):
     sha256: str | None = None
 
 
-class ScenarioError(ValueError):
+class ScenarioError(HelmflowError, ValueError):
     """Bad scenario input (parameters, data, schema): one sentence naming what and where."""
 
 
@@ -58,8 +59,7 @@ class Scenario:
         try:
             self.params = self.Params(**params)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'params'}: {e['msg']}" for e in exc.errors())
-            raise ScenarioError(f"scenario {self.name!r}: bad parameters: {problems}") from None
+            raise ScenarioError(f"scenario {self.name!r}: bad parameters: {format_validation_error(exc)}") from None
 
     @property
     def param_dict(self) -> dict[str, Any]:
@@ -172,5 +172,4 @@ def parse_jsonl_row(where: str, line: str, model: type[RowT]) -> RowT:
     except json.JSONDecodeError as exc:
         raise ScenarioError(f"{where} is not JSON: {exc}") from None
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ScenarioError(f"{where}: {problems}") from None
+        raise ScenarioError(f"{where}: {format_validation_error(exc)}") from None
