@@ -2,7 +2,10 @@
 
 A scenario declares ``DataSource(filename, url, sha256)``; ``url`` is usually
 ``hf://datasets/<repo>@<full revision>/<path>`` (huggingface_hub's fsspec file system, which honours
-``HF_ENDPOINT`` and ``HF_TOKEN``). A mirror replaces the source with no code change:
+``HF_ENDPOINT`` and ``HF_TOKEN``) or, for data kept in a GitHub repository, the raw file at a full
+commit SHA, ``https://raw.githubusercontent.com/<org>/<repo>/<sha>/<path>`` (fsspec's HTTP file
+system; ``$HELMFLOW_GITHUB_RAW`` replaces the host). Both are checksummed the same way. A mirror
+replaces the source with no code change:
 
 - ``$HELMFLOW_MIRROR_<NAME>`` (scenario name upper-cased, non-alphanumerics as ``_``): a folder or
   ``s3://`` prefix holding that scenario's files directly, ``<mirror>/<filename>``;
@@ -105,7 +108,8 @@ def _explain(scenario: str, url: str, exc: BaseException) -> ScenarioError:
     if isinstance(exc, FileNotFoundError):
         detail = str(exc).split("\n")[0]
         return ScenarioError(f"{where} does not exist ({detail})")
-    hint = f"; offline? point {mirror_env_var(scenario)} or {MIRROR_ENV} at a mirror" if url.startswith("hf://") else ""
+    remote = url.startswith(("hf://", "http://", "https://"))
+    hint = f"; offline? point {mirror_env_var(scenario)} or {MIRROR_ENV} at a mirror" if remote else ""
     first_line = str(exc).splitlines()[0] if str(exc) else ""
     return ScenarioError(f"{where} could not be read: {type(exc).__name__}: {first_line}{hint}")
 

@@ -6,7 +6,7 @@ from collections import defaultdict
 
 from helmflow.metrics import METRICS, MetricInput
 from helmflow.records import AdapterSpec, Annotation, Completion, Instance, MetricSummary, Request, Stat
-from helmflow.stats import mean_ci, ratio_ci
+from helmflow.stats import mean_ci, pooled_ci, ratio_ci
 
 
 def score_instances(
@@ -48,7 +48,7 @@ def summarize(stats: list[Stat]) -> list[MetricSummary]:
     for (name, split), values in sorted(groups.items()):
         mean, low, high = mean_ci(values)
         out.append(MetricSummary(name=name, split=split, count=len(values), mean=mean, ci_low=low, ci_high=high))
-    return sorted(out + pooled_ratios(stats), key=lambda m: (m.name, m.split))
+    return sorted(out + pooled_ratios(stats) + pooled_values(stats), key=lambda m: (m.name, m.split))
 
 
 def pooled_ratios(stats: list[Stat]) -> list[MetricSummary]:
@@ -62,4 +62,18 @@ def pooled_ratios(stats: list[Stat]) -> list[MetricSummary]:
             if ids:
                 ratio, low, high = ratio_ci([value[(split, num, i)] for i in ids], [value[(split, den, i)] for i in ids])
                 out.append(MetricSummary(name=name, split=split, count=len(ids), mean=ratio, ci_low=low, ci_high=high))
+    return out
+
+
+def pooled_values(stats: list[Stat]) -> list[MetricSummary]:
+    """The pooled numbers metrics declare (:class:`helmflow.metrics.Pooled`), per split, over the
+    instances that have every stat the number needs."""
+    value = {(s.split, s.name, s.instance_id): s.value for s in stats}
+    out = []
+    for pooled in sorted({p for m in METRICS.names() for p in METRICS.get(m).pooled}, key=lambda p: p.name):
+        for split in sorted({s.split for s in stats}):
+            ids = sorted({i for (sp, _, i) in value if sp == split and all((sp, n, i) in value for n in pooled.stats)})
+            if ids:
+                mean, low, high = pooled_ci({n: [value[(split, n, i)] for i in ids] for n in pooled.stats}, pooled.fn)
+                out.append(MetricSummary(name=pooled.name, split=split, count=len(ids), mean=mean, ci_low=low, ci_high=high))
     return out

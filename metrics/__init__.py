@@ -14,6 +14,17 @@ MetricFn = Callable[[MetricInput], dict[str, float]]
 
 
 @dataclass(frozen=True)
+class Pooled:
+    """A run-level number that is not a mean of per-instance values (e.g. BBQ's bias scores): ``fn``
+    maps the sums of ``stats`` over the run's instances (and their count) to the value. Summaries
+    bootstrap it by resampling instances, like every other interval."""
+
+    name: str
+    stats: tuple[str, ...]
+    fn: Callable[[dict[str, float], int], float]
+
+
+@dataclass(frozen=True)
 class Metric:
     name: str
     fn: MetricFn
@@ -22,6 +33,7 @@ class Metric:
     # (summary name, numerator stat, denominator stat): pooled over instances as sum / sum, not a mean
     ratios: tuple[tuple[str, str, str], ...] = ()
     judge: str | None = None  # the judge template (helmflow.judges) whose verdicts this metric reads
+    pooled: tuple[Pooled, ...] = ()
 
 
 METRICS: Registry[Metric] = Registry("metric")
@@ -33,16 +45,21 @@ _BUILTIN = [
     "ifeval",
     "wildbench",
     "omni_math",
+    "harm_bench",
+    "simple_safety_tests",
+    "xstest",
+    "anthropic_red_team",
+    "bbq",
 ]
 
 
 def metric(
     name: str, version: str, scores_errors: bool = False, ratios: tuple[tuple[str, str, str], ...] = (),
-    judge: str | None = None,
+    judge: str | None = None, pooled: tuple[Pooled, ...] = (),
 ) -> Callable[[MetricFn], MetricFn]:
     def deco(fn: MetricFn) -> MetricFn:
         METRICS.add(name, Metric(name=name, fn=fn, version=version, scores_errors=scores_errors, ratios=ratios,
-                                 judge=judge))
+                                 judge=judge, pooled=pooled))
         return fn
 
     return deco
@@ -55,4 +72,4 @@ def metric_versions(names: list[str]) -> dict[str, str]:
 for _module in _BUILTIN:
     importlib.import_module(f"helmflow.metrics.{_module}")
 
-__all__ = ["METRICS", "Metric", "MetricInput", "metric", "metric_versions"]
+__all__ = ["METRICS", "Metric", "MetricInput", "Pooled", "metric", "metric_versions"]

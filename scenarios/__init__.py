@@ -21,6 +21,11 @@ _BUILTIN = [
     "ifeval",
     "wildbench",
     "omni_math",
+    "harm_bench",
+    "simple_safety_tests",
+    "xstest",
+    "anthropic_red_team",
+    "bbq",
 ]
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import re
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
@@ -15,6 +17,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from helmflow.errors import HelmflowError, format_validation_error
 from helmflow.records import AdapterSpec, Instance
+
+
+GITHUB_RAW = "https://raw.githubusercontent.com"
+GITHUB_RAW_ENV = "HELMFLOW_GITHUB_RAW"
 
 
 class NoParams(BaseModel):
@@ -38,7 +44,8 @@ class Scenario:
     """Subclass, set the class attributes, implement :meth:`load`, and register with ``@scenario``.
 
     ``VERSION`` is the loader's declared version: bump it whenever the instances it produces can change.
-    A scenario with data declares :meth:`sources` (pinned ``hf://`` URLs; mirrors and checks are the
+    A scenario with data declares :meth:`sources` (pinned ``hf://`` URLs from :meth:`hub_url`, or raw
+    files of a GitHub commit from :meth:`git_url`; mirrors and checks are the
     data path's job, see ``helmflow.datasets``) and reads the stored copies in :meth:`load` with
     :func:`read_parquet_source` / :func:`read_csv_source`, which check the columns it needs.
     ``default_adapter`` may be a property when it depends on parameters (e.g. MMLU-Pro's ``variant``).
@@ -73,16 +80,33 @@ class Scenario:
     # A scenario whose files live in a Hugging Face dataset repo names it and its full revision here.
     HUB_REPO: ClassVar[str | None] = None
     HUB_REVISION: ClassVar[str | None] = None
+    # A scenario whose files live in a GitHub repository names it (``org/repo``) and a full commit SHA.
+    GIT_REPO: ClassVar[str | None] = None
+    GIT_COMMIT: ClassVar[str | None] = None
 
     def dataset_revision(self) -> str:
         """The pinned revision of the source data; generated scenarios are pinned by their VERSION."""
-        return self.HUB_REVISION or "generated"
+        return self.HUB_REVISION or self.GIT_COMMIT or "generated"
 
     def hub_url(self, path: str) -> str:
         """``hf://datasets/<repo>@<revision>/<path>``: a file of the pinned Hub revision (mirrors replace it)."""
         if not (self.HUB_REPO and self.HUB_REVISION):
             raise ScenarioError(f"scenario {self.name!r} declares no HUB_REPO and HUB_REVISION")
         return f"hf://datasets/{self.HUB_REPO}@{self.HUB_REVISION}/{path}"
+
+    def git_url(self, path: str) -> str:
+        """``<raw endpoint>/<org>/<repo>/<commit>/<path>``: a file of the pinned commit (mirrors replace it).
+
+        A commit SHA names the bytes for good (a branch or tag can move), so only a full 40-hex SHA is
+        accepted. The endpoint is GitHub's raw file host, or ``$HELMFLOW_GITHUB_RAW`` (a proxy, or a
+        local server in tests), read now, like ``HF_ENDPOINT`` for ``hf://``.
+        """
+        if not (self.GIT_REPO and self.GIT_COMMIT):
+            raise ScenarioError(f"scenario {self.name!r} declares no GIT_REPO and GIT_COMMIT")
+        if not re.fullmatch(r"[0-9a-f]{40}", self.GIT_COMMIT):
+            raise ScenarioError(f"scenario {self.name!r}: GIT_COMMIT {self.GIT_COMMIT!r} is not a full 40-hex commit SHA")
+        endpoint = os.environ.get(GITHUB_RAW_ENV, GITHUB_RAW).rstrip("/")
+        return f"{endpoint}/{self.GIT_REPO}/{self.GIT_COMMIT}/{path}"
 
     def sources(self) -> list[DataSource]:
         """Files to mirror before :meth:`load`; empty for generated scenarios."""
@@ -118,7 +142,8 @@ def check_columns(scenario: str, url: str, schema: pa.Schema, expected: dict[str
             raise ScenarioError(f"scenario {scenario!r}: {url}: column {column!r} has type {actual}, expected {kind}")
 
 
-def _read(scenario: str, url: str) -> bytes:
+def read_source(scenario: str, url: str) -> bytes:
+    """The bytes of a stored source file; a missing file is a :class:`ScenarioError`."""
     try:
         with fsspec.open(url, "rb") as fh:
             return fh.read()
@@ -129,7 +154,7 @@ def _read(scenario: str, url: str) -> bytes:
 def read_parquet_source(scenario: str, url: str, expected: dict[str, str]) -> pa.Table:
     """A Parquet source file, with the columns a loader needs checked (name and kind)."""
     try:
-        table = pq.read_table(io.BytesIO(_read(scenario, url)))
+        table = pq.read_table(io.BytesIO(read_source(scenario, url)))
     except pa.ArrowInvalid as exc:
         raise ScenarioError(f"scenario {scenario!r}: {url} is not a readable Parquet file: {exc}") from None
     check_columns(scenario, url, table.schema, expected)
@@ -139,7 +164,7 @@ def read_parquet_source(scenario: str, url: str, expected: dict[str, str]) -> pa
 def read_csv_source(scenario: str, url: str, expected: list[str]) -> list[dict[str, str]]:
     """Rows of a CSV source file (RFC 4180 quoting, UTF-8, optional BOM), the needed columns checked."""
     try:
-        text = _read(scenario, url).decode("utf-8-sig")
+        text = read_source(scenario, url).decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ScenarioError(f"scenario {scenario!r}: {url} is not UTF-8 text: {exc}") from None
     reader = csv.DictReader(io.StringIO(text, newline=""))
@@ -156,7 +181,7 @@ def read_csv_source(scenario: str, url: str, expected: list[str]) -> list[dict[s
 def read_jsonl_lines(scenario: str, url: str) -> list[tuple[int, str]]:
     """The non-blank lines of a JSON Lines source file with their 1-based line numbers (for errors)."""
     try:
-        text = _read(scenario, url).decode("utf-8")
+        text = read_source(scenario, url).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ScenarioError(f"scenario {scenario!r}: {url} is not UTF-8 text: {exc}") from None
     return [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]

@@ -43,3 +43,14 @@ def generation(spec: AdapterSpec, inst: Instance, train: list[Instance]) -> Prom
         return text + spec.output_prefix.rstrip()
 
     return layout(spec, inst, train, block)
+
+
+def raw_prompt_spec(max_tokens: int) -> AdapterSpec:
+    """The prompt is the instance's text and nothing else (HELM Safety's judged scenarios): no
+    instructions or prefixes, zero-shot, greedy, one output, no stop sequence."""
+    from helmflow.records import GenerationParams
+
+    return AdapterSpec(
+        method="generation", input_prefix="", input_suffix="", output_prefix="", output_suffix="", instance_prefix="",
+        max_train_instances=0, generation=GenerationParams(max_tokens=max_tokens, temperature=0.0, num_outputs=1),
+    )
