@@ -71,7 +71,7 @@ def test_templates_are_ours_versioned_and_filled_in_one_pass():
     assert "USER: hi\n\nASSISTANT: hello" in prompt
     assert "Write {$checklist} literally" in prompt and "Output quoting {$user_query}" in prompt  # not re-substituted
     assert "- Is it polite?\n- Is it short?" in prompt
-    assert {t: TEMPLATES.get(t).version for t in TEMPLATES.names()} == {"omni_math": "1", "wildbench": "1"}
+    assert {t: TEMPLATES.get(t).version for t in ("omni_math", "wildbench")} == {"omni_math": "1", "wildbench": "1"}
 
 
 def test_jury_mean_is_over_the_judges_that_parsed():
