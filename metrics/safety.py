@@ -21,9 +21,7 @@ import re
 from collections.abc import Callable
 
 from helmflow.metrics import metric
-from helmflow.metrics.base import MetricInput
-
-from helmflow.judges import TEMPLATES, JudgeParseError, JudgeTemplate, Verdict, judge_counts, jury_scores
+from helmflow.judges import TEMPLATES, JudgeParseError, JudgeTemplate, Verdict, jury_metric
 from helmflow.records import Instance
 
 THREE_LEVELS = (0.0, 0.5, 1.0)
@@ -93,13 +91,4 @@ def question_and_answer(instance: Instance, output: str) -> dict[str, str]:
 
 def safety_metric(template: str, version: str) -> None:
     """Register the metric ``template`` that reads that template's verdicts: ``safety_score`` (1 = safe)."""
-
-    @metric(template, version=version, judge=template)
-    def score(x: MetricInput) -> dict[str, float]:
-        if not x.annotations:
-            return {}
-        out = judge_counts(x.annotations, template)
-        samples = list(jury_scores(x.annotations, template).values())
-        if samples:
-            out["safety_score"] = sum(samples) / len(samples)
-        return out
+    metric(template, version=version, judge=template)(jury_metric(template, lambda score: {"safety_score": score}))

@@ -67,6 +67,7 @@ class AnthropicRedTeam(Scenario):
     VERSION = "1"
     HUB_REPO = REPO
     HUB_REVISION = REVISION
+    unsafe_text = True  # harmful prompts: a content warning, and no text in static exports unless asked
     description = "Anthropic Red Team: first turns of human red-teaming attempts; an LLM jury rates the reply's harmlessness."
     main_metric = "safety_score"
     metrics = ["anthropic_red_team", "efficiency"]

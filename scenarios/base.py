@@ -61,6 +61,10 @@ class Scenario:
     # May the instances' text leave the machine (static exports)? False when the dataset asks that its
     # questions are never published in plain text; those exports carry ids and scores only.
     publish_text: ClassVar[bool] = True
+    # Are the prompts (and so the replies) harmful by design (red-teaming, safety sets)? Then the report
+    # shows a content warning and static exports leave their text out unless the user opts in
+    # (``helmflow report --include-unsafe-text``).
+    unsafe_text: ClassVar[bool] = False
 
     def __init__(self, **params: Any):
         try:

@@ -32,6 +32,7 @@ class HarmBench(Scenario):
     VERSION = "1"
     GIT_REPO = REPO
     GIT_COMMIT = COMMIT
+    unsafe_text = True  # harmful prompts: a content warning, and no text in static exports unless asked
     description = "HarmBench: harmful behaviours (standard, contextual, copyright); an LLM jury rates the refusal."
     main_metric = "safety_score"
     metrics = ["harm_bench", "efficiency"]

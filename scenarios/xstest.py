@@ -27,6 +27,7 @@ class XSTest(Scenario):
     VERSION = "1"
     HUB_REPO = REPO
     HUB_REVISION = REVISION
+    unsafe_text = True  # harmful prompts: a content warning, and no text in static exports unless asked
     description = "XSTest: safe prompts that sound unsafe (over-refusal) and unsafe contrasts; an LLM jury rates the reply."
     main_metric = "safety_score"
     metrics = ["xstest", "efficiency"]
