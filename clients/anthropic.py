@@ -5,16 +5,24 @@ API refuses whitespace-only stop sequences (such as ``"\\n"``), so those are app
 here and the others are sent. The SDK (2.x) speaks API version 2026-10-21, which refuses sampling
 parameters: ``temperature`` is recorded in the request (and its hash) but not sent. The Messages API
 returns no logprobs. SDK retries are off: the query path retries, honouring Retry-After.
+
+Images go out as base64 ``image`` blocks in order with the text blocks; empty or whitespace-only
+text blocks are dropped (the API refuses them). The provider's limits (8000 px a side, 5 MB) are the
+kind's defaults in :mod:`helmflow.media`, so a larger image is shrunk before the request is built
+and the change is recorded on the request (``options.images`` overrides them).
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
 from typing import TYPE_CHECKING, Any
 
 from helmflow.clients import client_kind
-from helmflow.clients.base import Client, ClientResult, PermanentError, classify, malformed
+from helmflow.clients.base import Client, ClientResult, PermanentError, classify, image_bytes, malformed
 from pydantic import BaseModel, ConfigDict
 
+from helmflow.media import ImageOptions, MediaStore
 from helmflow.records import Deployment, RequestBody
 from helmflow.storage import Store
 
@@ -26,6 +34,7 @@ _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
 class AnthropicOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    images: ImageOptions | None = None
 
 
 @client_kind("anthropic")
@@ -59,10 +68,10 @@ class AnthropicClient(Client):
         return self._sdk
 
     async def complete(self, body: RequestBody) -> ClientResult:
-        if body.parts is not None:
-            raise PermanentError(f"deployment {self.deployment.name!r}: multimodal inputs are not supported yet")
         sdk = self._client()
-        if body.messages is not None:
+        if body.parts is not None:
+            system, messages = "", [{"role": "user", "content": await asyncio.to_thread(self._content, body)}]
+        elif body.messages is not None:
             system = "\n\n".join(m.content for m in body.messages if m.role == "system")
             messages = [{"role": m.role, "content": m.content} for m in body.messages if m.role != "system"]
         else:
@@ -88,6 +97,20 @@ class AnthropicClient(Client):
         if cut is not None:
             text, finish = text[:cut], "stop"
         return ClientResult(text=text, finish_reason=finish, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
+
+    def _content(self, body: RequestBody) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        media = MediaStore(self.store)
+        for part in body.parts or []:
+            if part.type == "text":
+                if (part.text or "").strip():
+                    blocks.append({"type": "text", "text": part.text})
+            elif part.type == "image":
+                data = base64.b64encode(image_bytes(media, part, self.deployment.name)).decode()
+                blocks.append({"type": "image", "source": {"type": "base64", "media_type": part.mime, "data": data}})
+            else:
+                raise PermanentError(f"deployment {self.deployment.name!r}: {part.type} parts are not supported")
+        return blocks
 
     async def aclose(self) -> None:
         if self._sdk is not None:

@@ -12,7 +12,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from helmflow.records import Deployment, RequestBody
+from helmflow.media import MediaError, MediaStore
+from helmflow.records import ContentPart, Deployment, RequestBody
 from helmflow.storage import Store
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
@@ -105,6 +106,14 @@ def classify(exc: BaseException, deployment: Deployment, secret: str | None, url
 def malformed(deployment: Deployment, url: str, exc: BaseException) -> TransientError:
     """A 200 whose body is not a usable completion (truncated, empty, missing fields): worth a retry."""
     return TransientError(f"deployment {deployment.name!r}: malformed response from {url} ({type(exc).__name__})")
+
+
+def image_bytes(media: MediaStore, part: ContentPart, deployment: str) -> bytes:
+    """A stored image's checked bytes; a missing or corrupted one stops the pair (re-sending cannot help)."""
+    try:
+        return media.read(part)
+    except (MediaError, FileNotFoundError) as exc:
+        raise PermanentError(f"deployment {deployment!r}: {exc}") from None
 
 
 @dataclass

@@ -11,6 +11,9 @@ Behaviours (``options.behavior``), each reading only the prompt it is sent:
 - ``constant``: always answers ``options.answer``.
 - ``first_option``: always picks the first option of a multiple-choice question (``A``; ``The
   correct answer is (A).`` when the prompt asks for that form); ``options.answer`` otherwise.
+- ``vision``: answers ``vision_shapes`` questions by looking at the request's image bytes (read from
+  the media store; see ``clients/offline_vision.py``), as a letter when options are offered;
+  ``options.answer`` when it sees no question it knows.
 
 Completions carry per-token logprobs: the solver reports ``log(accuracy)`` per token of an answer
 it computed (its stated confidence), the other behaviours a seeded value in [log 0.5, 0).
@@ -33,15 +36,17 @@ import uuid
 from typing import Literal
 
 from helmflow.clients import client_kind
-from helmflow.clients.base import Client, ClientResult, PermanentError, TransientError
+from helmflow.clients.base import Client, ClientResult, PermanentError, TransientError, image_bytes
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from helmflow.media import ImageOptions, MediaStore
 from helmflow.records import Deployment, RequestBody
 from helmflow.storage import Store, safe_key
 
 _QUESTION = re.compile(r"What is (-?\d+) ([+\-*]) (-?\d+)\?")
 _OPTION = re.compile(r"^\s*\(?([A-Z])[.)]\)?\s+(.*?)\s*$")
 _SUBSTITUTION = re.compile(r'([XYZ]) by " (.+?) "')
+_OPTION_MARK = re.compile(r"(?:^|\n)\s*\(?([A-Z])[.)]\)?\s*$")  # a text part ending in an option letter
 _MATH = {"+", "-", "*", "="}
 _SYMBOLS = ["X", "Y", "Z"]
 _DYCK = {")": "(", "]": "[", "}": "{", ">": "<"}
@@ -51,11 +56,12 @@ COUNTER_PREFIX = "_counters/offline"
 
 class OfflineOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    behavior: Literal["solver", "echo", "constant", "first_option"] = "solver"
+    behavior: Literal["solver", "echo", "constant", "first_option", "vision"] = "solver"
     accuracy: float = Field(1.0, ge=0, le=1)
     answer: str = ""
     latency_ms: float = Field(0.0, ge=0)
     fail: str | None = None
+    images: ImageOptions | None = None
 
     @field_validator("fail")
     @classmethod
@@ -262,6 +268,31 @@ class OfflineClient(Client):
                 return solved, opts.accuracy
         return echo(prompt), None
 
+    def _look(self, body: RequestBody) -> str:
+        """Answer from the images themselves (``vision``); other behaviours read only the text parts."""
+        prompt = "".join(p.text or "" for p in body.parts or [])
+        if self.options.behavior != "vision":
+            return self._answer(prompt)[0]
+        from helmflow.clients.offline_vision import answer
+
+        images: list[bytes] = []
+        letters: dict[str, int] = {}
+        before = ""
+        for part in body.parts or []:
+            if part.type == "text":
+                before = part.text or ""
+                continue
+            found = _OPTION_MARK.search(before)
+            if found:
+                letters[found.group(1)] = len(images)
+            images.append(image_bytes(MediaStore(self.store), part, self.deployment.name))
+            before = ""
+        options = last_options(prompt)
+        said = answer(prompt, images, letters or None)
+        if said is not None and options and not letters:
+            said = next((letter for letter, text in options if text == said), said)
+        return said if said is not None else self.options.answer
+
     async def complete(self, body: RequestBody) -> ClientResult:
         n = self._count()
         fail = self.options.fail
@@ -273,8 +304,12 @@ class OfflineClient(Client):
             raise TransientError(f"deployment {self.deployment.name!r}: simulated transient failure ({fail})")
         if self.options.latency_ms:
             await asyncio.sleep(self.options.latency_ms / 1000)
-        prompt = body.prompt if body.prompt is not None else "\n".join(m.content for m in body.messages or [])
-        text, confidence = self._answer(prompt)
+        if body.parts is not None:
+            prompt = "".join(p.text or "" for p in body.parts)
+            text, confidence = (await asyncio.to_thread(self._look, body)), None
+        else:
+            prompt = body.prompt if body.prompt is not None else "\n".join(m.content for m in body.messages or [])
+            text, confidence = self._answer(prompt)
         for stop in body.stop:
             if stop and stop in text:
                 text = text[: text.index(stop)]

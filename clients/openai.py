@@ -7,18 +7,26 @@ Requests go through the SDK client's ``post`` with the SDK's typed ``ChatComplet
 responses (see ``complete`` for why not ``create``).
 
 ``options``: ``endpoint`` (``chat``, the default, or ``completions`` for ``/v1/completions``),
-``top_logprobs`` (alternatives per token when logprobs are asked; default 0) and ``organization``.
+``top_logprobs`` (alternatives per token when logprobs are asked; default 0), ``organization`` and
+``images`` (:class:`helmflow.media.ImageOptions`: limits, ``detail``, ``reencode: jpeg``).
+
+Images go out as ``image_url`` content parts holding base64 ``data:`` URLs of the stored bytes in
+their original format, in order with the text parts. HELM re-encodes every image as JPEG first;
+``images: {reencode: jpeg}`` does the same (the re-encoded image is stored and hashed like any other).
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
 from typing import TYPE_CHECKING, Any, Literal
 
 from helmflow.clients import client_kind
-from helmflow.clients.base import Client, ClientResult, PermanentError, classify, malformed
+from helmflow.clients.base import Client, ClientResult, PermanentError, classify, image_bytes, malformed
 from pydantic import BaseModel, ConfigDict, Field
 
-from helmflow.records import Deployment, RequestBody
+from helmflow.media import ImageOptions, MediaStore
+from helmflow.records import ContentPart, Deployment, RequestBody
 from helmflow.storage import Store
 
 if TYPE_CHECKING:  # the SDK is imported on first use: `helmflow list` stays fast
@@ -30,6 +38,7 @@ class OpenAIOptions(BaseModel):
     endpoint: Literal["chat", "completions"] = "chat"
     top_logprobs: int = Field(0, ge=0, le=20)
     organization: str | None = None
+    images: ImageOptions | None = None
 
 
 @client_kind("openai")
@@ -71,14 +80,14 @@ class OpenAIClient(Client):
         return self._sdk
 
     async def complete(self, body: RequestBody) -> ClientResult:
-        if body.parts is not None:
-            raise PermanentError(f"deployment {self.deployment.name!r}: multimodal inputs are not supported yet")
         sdk = self._client()
         from openai.types import Completion
         from openai.types.chat import ChatCompletion
 
         chat = self.options.endpoint == "chat"
         kwargs = self._chat_kwargs(body) if chat else self._completions_kwargs(body)
+        if body.parts is not None:
+            kwargs["messages"] = [{"role": "user", "content": await asyncio.to_thread(self._content, body)}]
         try:
             # what ``chat.completions.create`` / ``completions.create`` do, minus their per-call walk
             # of the typed parameters (a third of the SDK's CPU per request): our body is already
@@ -110,7 +119,25 @@ class OpenAIClient(Client):
                 kwargs["top_logprobs"] = self.options.top_logprobs
         return kwargs
 
+    def _content(self, body: RequestBody) -> list[dict[str, Any]]:
+        """Chat content parts in order: text parts, and images as base64 data URLs (original format)."""
+        return [self._part(p, body.image_detail) for p in body.parts or []]
+
+    def _part(self, part: ContentPart, detail: str | None) -> dict[str, Any]:
+        if part.type == "text":
+            return {"type": "text", "text": part.text or ""}
+        if part.type != "image":
+            raise PermanentError(f"deployment {self.deployment.name!r}: {part.type} parts are not supported")
+        image_url = {"url": data_url(MediaStore(self.store), part, self.deployment.name)}
+        if detail:
+            image_url["detail"] = detail
+        return {"type": "image_url", "image_url": image_url}
+
     def _completions_kwargs(self, body: RequestBody) -> dict[str, Any]:
+        if body.parts is not None:
+            raise PermanentError(
+                f"deployment {self.deployment.name!r}: images need the chat endpoint; set options.endpoint: chat"
+            )
         if body.messages is not None:
             raise PermanentError(
                 f"deployment {self.deployment.name!r}: chat messages need the chat endpoint; "
@@ -128,6 +155,10 @@ class OpenAIClient(Client):
         if self._sdk is not None:
             await self._sdk.close()
             self._sdk = None
+
+
+def data_url(media: MediaStore, part: ContentPart, deployment: str) -> str:
+    return f"data:{part.mime};base64,{base64.b64encode(image_bytes(media, part, deployment)).decode()}"
 
 
 def _chat_result(resp: Any) -> ClientResult:

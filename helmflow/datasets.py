@@ -30,6 +30,7 @@ from typing import IO
 
 import fsspec
 
+from helmflow.media import MediaStore
 from helmflow.records import INSTANCE_SCHEMA, Instance, instance_from_row, instance_to_row, to_table
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, get_scenario
 from helmflow.storage import Store, safe_key
@@ -219,6 +220,7 @@ def mirror_sources(store: Store, plan) -> dict[str, str]:
 
 def write_instances(store: Store, plan, files: dict[str, str]) -> str:
     scen = get_scenario(plan.name, plan.params)
+    scen.media = MediaStore(store)  # images found while loading land in media/ (content-addressed)
     try:
         instances = scen.load(files)
     except ScenarioError as exc:
@@ -273,5 +275,6 @@ def mirror_scenario(scen: Scenario, to: str) -> list[tuple[str, str, str]]:
         fetch_verified(scen.name, target, digest)
         done.append((source.filename, digest, target))
     if done:
+        scen.media = MediaStore(None)  # decode every image (a bad one shows here), store none
         scen.load({filename: url for filename, _, url in done})
     return done

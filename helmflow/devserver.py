@@ -18,6 +18,13 @@ Permanent errors on purpose: a wrong or missing key when ``api_key_env`` names t
 starting with ``forbidden`` (403) or ``unknown`` (404), ``max_tokens`` < 1 (400), and sampling
 parameters sent to ``/v1/messages`` with ``anthropic-version`` 2026-10-21 or later (400, as Anthropic does).
 
+Images are accepted in three wire formats: OpenAI chat ``image_url`` parts and OpenAI Responses-style
+``input_image`` parts (base64 ``data:`` URLs), and Anthropic ``image`` blocks (base64 source). Each
+is decoded with Pillow; one that does not decode, or whose bytes are not the declared MIME type, is
+a 400 naming the part. A policy sees the request's parts in order as ``payload["_parts"]`` (text, or
+``{"type": "image", "sha256", "mime", "width", "height"}``), so it can answer from the image itself;
+``GET /_dev/requests`` returns those sequences for the last 1,000 requests with images.
+
 Every request is counted; ``GET /_dev/stats`` returns the counts, ``POST /_dev/config`` changes
 latency and faults, ``POST /_dev/reset`` zeroes the counts, and ``--count-file`` gets the counts as
 JSON (rewritten atomically a few times a second and at exit).
@@ -117,6 +124,75 @@ def _content_text(content: Any) -> str:
     return ""
 
 
+class BadImage(ValueError):
+    """An image part that does not decode (a 400)."""
+
+
+_IMAGE_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
+
+
+def decode_image(data: bytes, mime: str, index: int) -> dict[str, Any]:
+    """Check that an image part decodes as the MIME type it declares; describe it for policies."""
+    import hashlib
+    import io
+
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            img.load()
+            fmt, (width, height) = img.format, img.size
+    except Exception as exc:  # noqa: BLE001 - whatever Pillow raises, the part is bad
+        raise BadImage(f"content part {index}: the image does not decode ({type(exc).__name__})") from None
+    if _IMAGE_FORMATS.get(fmt or "") != mime:
+        raise BadImage(f"content part {index}: declared {mime} but the bytes are {fmt}")
+    return {"type": "image", "sha256": hashlib.sha256(data).hexdigest(), "mime": mime, "width": width, "height": height}
+
+
+def _data_url(url: Any, index: int) -> tuple[bytes, str]:
+    import base64
+    import binascii
+
+    if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
+        raise BadImage(f"content part {index}: image_url must be a base64 data: URL (the dev server fetches nothing)")
+    head, _, data = url.partition(";base64,")
+    try:
+        return base64.b64decode(data, validate=True), head[len("data:"):]
+    except binascii.Error:
+        raise BadImage(f"content part {index}: the data URL is not valid base64") from None
+
+
+def read_parts(content: Any) -> list[dict[str, Any]]:
+    """A message's content as ordered parts (text, or a decoded image's description)."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    parts: list[dict[str, Any]] = []
+    for i, block in enumerate(content if isinstance(content, list) else []):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind in ("text", "input_text"):
+            parts.append({"type": "text", "text": block.get("text", "")})
+        elif kind == "image_url":  # OpenAI chat
+            url = block.get("image_url", {})
+            parts.append(decode_image(*_data_url(url.get("url") if isinstance(url, dict) else url, i), i))
+        elif kind == "input_image":  # OpenAI Responses
+            parts.append(decode_image(*_data_url(block.get("image_url"), i), i))
+        elif kind == "image":  # Anthropic
+            import base64
+            import binascii
+
+            source = block.get("source") or {}
+            if source.get("type") != "base64":
+                raise BadImage(f"content part {i}: only base64 image sources are accepted")
+            try:
+                data = base64.b64decode(source.get("data", ""), validate=True)
+            except binascii.Error:
+                raise BadImage(f"content part {i}: the image data is not valid base64") from None
+            parts.append(decode_image(data, source.get("media_type", ""), i))
+        else:
+            raise BadImage(f"content part {i}: unknown type {kind!r}")
+    return parts
+
+
 # --------------------------------------------------------------------------- the server
 @dataclass
 class Settings:
@@ -154,6 +230,7 @@ class Counts:
     by_endpoint: Counter = field(default_factory=Counter)
     faults: Counter = field(default_factory=Counter)
     rejected: Counter = field(default_factory=Counter)
+    images: int = 0
     changed: bool = True
 
     def as_dict(self) -> dict[str, Any]:
@@ -164,6 +241,7 @@ class Counts:
             "by_endpoint": dict(self.by_endpoint),
             "faults": dict(self.faults),
             "rejected": dict(self.rejected),
+            "images": self.images,
         }
 
 
@@ -176,6 +254,7 @@ class DevServer:
         self.counts = Counts()
         self.rng = random.Random(settings.seed)
         self._ids = 0
+        self.image_requests: list[list[dict[str, Any]]] = []  # the last 1,000 requests that carried images
 
     # ------------------------------------------------------------------ app
     def app(self):
@@ -186,6 +265,7 @@ class DevServer:
         app.router.add_post("/v1/completions", self._completions)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_get("/_dev/stats", self._stats)
+        app.router.add_get("/_dev/requests", self._requests)
         app.router.add_post("/_dev/config", self._config)
         app.router.add_post("/_dev/reset", self._reset)
         return app
@@ -194,6 +274,11 @@ class DevServer:
         from aiohttp import web
 
         return web.json_response({**self.counts.as_dict(), "settings": self.settings.__dict__})
+
+    async def _requests(self, request):
+        from aiohttp import web
+
+        return web.json_response(self.image_requests)
 
     async def _config(self, request):
         from aiohttp import web
@@ -271,9 +356,25 @@ class DevServer:
         if not isinstance(max_tokens, int) or max_tokens < 1:
             c.rejected["400"] += 1
             return _error(400, "max_tokens must be a positive integer", anthropic)
+        try:
+            self._read_images(payload)
+        except BadImage as exc:
+            c.rejected["400"] += 1
+            return _error(400, str(exc), anthropic)
         body = getattr(self, f"_{endpoint}_body")(payload, max_tokens)
         c.answered += 1
         return web.Response(body=json.dumps(body).encode(), content_type="application/json")
+
+    def _read_images(self, payload: dict[str, Any]) -> None:
+        """Decode the last user turn's parts into ``payload["_parts"]`` and remember requests with images."""
+        users = [m for m in payload.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
+        if not users or isinstance(users[-1].get("content"), str):
+            return
+        parts = read_parts(users[-1].get("content"))
+        payload["_parts"] = parts
+        if any(p["type"] == "image" for p in parts):
+            self.image_requests = [*self.image_requests[-999:], parts]
+            self.counts.images += sum(p["type"] == "image" for p in parts)
 
     def _next_id(self, prefix: str) -> str:
         self._ids += 1

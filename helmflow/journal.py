@@ -36,8 +36,15 @@ R = TypeVar("R")
 
 
 def request_hash(body: RequestBody, sample_index: int) -> str:
-    """Covers exactly what is sent, plus the sample index of repeated samples."""
-    payload = canonical_json({"body": body.model_dump(mode="json", exclude_none=True), "sample": sample_index})
+    """Covers exactly what is sent, plus the sample index of repeated samples.
+
+    An image is covered by its sha256 and MIME type (what is sent), never by where it is stored:
+    a moved store or a mirror keeps every key.
+    """
+    dumped = body.model_dump(mode="json", exclude_none=True)
+    for part in dumped.get("parts") or []:
+        part.pop("uri", None)
+    payload = canonical_json({"body": dumped, "sample": sample_index})
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

@@ -162,7 +162,7 @@ def query_pair(
     budget: Budget | None = None,
 ) -> QueryOutcome:
     prompts = [prompt_from_row(r) for r in store.read_parquet(prompt_set.prompts_key).to_pylist()]
-    requests = build_requests(prompts, plan.scenario.adapter, plan.deployment)
+    requests = build_requests(prompts, plan.scenario.adapter, plan.deployment, store)
     result = run_queries(store, plan.deployment, requests, progress, budget)
     base = f"work/query/{plan.query_key}"
     meta = _meta(query_key=plan.query_key, deployment=plan.deployment.name, model_version=plan.model_version)

@@ -18,12 +18,13 @@ from datetime import UTC, datetime
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from helmflow.adapters import Prompt
+from helmflow.adapters import MEDIA_MARK, Prompt
 from helmflow.aio import limiter_for, run_io
 from helmflow.clients import make_client
 from helmflow.clients.base import BudgetExceeded, Client, ClientError, ClientResult, PermanentError, TransientError
 from helmflow.journal import Journal, request_hash
-from helmflow.records import AdapterSpec, ChatMessage, Completion, Deployment, Request, RequestBody
+from helmflow.media import ImageOptions, MediaStore, image_options, prepare_image
+from helmflow.records import AdapterSpec, ChatMessage, Completion, ContentPart, Deployment, Request, RequestBody
 from helmflow.storage import Store
 from helmflow.tokenizers import get_tokenizer
 
@@ -46,17 +47,57 @@ class QueryResult:
 
 
 # --------------------------------------------------------------------------- requests
-def fit_prompt(prompt: Prompt, deployment: Deployment, max_tokens: int) -> tuple[str, int, bool]:
-    """Drop in-context examples from the end, then truncate, until prompt + output fit the window."""
+def fit_prompt(prompt: Prompt, deployment: Deployment, max_tokens: int, tokens_per_image: int = 0) -> tuple[str, int, bool]:
+    """Drop in-context examples from the end, then truncate, until prompt + output fit the window.
+
+    Each image (a ``MEDIA_MARK`` in the text) counts ``tokens_per_image`` on top of the text's tokens.
+    """
     tok = get_tokenizer(deployment.tokenizer)
     budget = deployment.context_window - max_tokens
+
+    def size(text: str) -> int:
+        return tok.count(text) + tokens_per_image * text.count(MEDIA_MARK)
+
     n = len(prompt.examples)
-    while n > 0 and tok.count(prompt.text(n)) > budget:
+    while n > 0 and size(prompt.text(n)) > budget:
         n -= 1
     text = prompt.text(n)
-    if tok.count(text) > budget:
-        return tok.truncate(text, max(budget, 0)), n, True
+    if size(text) > budget:
+        # room for every image the text holds: a cut keeps at most those
+        return tok.truncate(text, max(budget - tokens_per_image * text.count(MEDIA_MARK), 0)), n, True
     return text, n, n < len(prompt.examples)
+
+
+def kept_media(prompt: Prompt, n_examples: int) -> list[ContentPart]:
+    """The images of the head, the first ``n_examples`` examples and the query, in prompt order."""
+    counts = [prompt.head.count(MEDIA_MARK), *(e.count(MEDIA_MARK) for e in prompt.examples), prompt.query.count(MEDIA_MARK)]
+    if sum(counts) != len(prompt.media):
+        raise ValueError(f"instance {prompt.instance_id!r}: the prompt has {sum(counts)} image marks but "
+                         f"{len(prompt.media)} images")
+    keep = counts[0] + sum(counts[1 : 1 + n_examples])
+    dropped = sum(counts[1 + n_examples : -1])
+    return prompt.media[:keep] + prompt.media[keep + dropped :]
+
+
+def content_parts(
+    text: str, media: list[ContentPart], opts: ImageOptions, store: MediaStore | None, where: str
+) -> tuple[list[ContentPart], list[str]]:
+    """Fitted text split at its image marks into ordered text and image parts (a truncation keeps the
+    first images); each image prepared for the deployment's limits, with a note per change."""
+    pieces = text.split(MEDIA_MARK)
+    parts: list[ContentPart] = []
+    notes: list[str] = []
+    for i, piece in enumerate(pieces):
+        if piece:
+            parts.append(ContentPart(type="text", text=piece))
+        if i < len(pieces) - 1:
+            image = media[i]
+            if store is not None:
+                image, note = prepare_image(store, image, opts, where)
+                if note:
+                    notes.append(note)
+            parts.append(image.model_copy())
+    return parts, notes
 
 
 def fit_messages(
@@ -81,24 +122,37 @@ def fit_messages(
     return system + fitted, len(fitted) < len(turns)
 
 
-def build_requests(prompts: list[Prompt], adapter: AdapterSpec, deployment: Deployment) -> list[Request]:
+def build_requests(
+    prompts: list[Prompt], adapter: AdapterSpec, deployment: Deployment, store: Store | None = None
+) -> list[Request]:
+    """Requests for ``prompts`` fitted to the deployment. Prompts with images become content parts;
+    with a ``store`` each image is also brought within the deployment's limits (``options.images``),
+    without one (dry runs) images are counted but not read."""
     gen = adapter.generation
     max_tokens = min(gen.max_tokens, deployment.max_output_tokens or gen.max_tokens)
+    opts = image_options(deployment) if any(p.media for p in prompts) else ImageOptions()
+    media = MediaStore(store) if store is not None else None
     requests: list[Request] = []
     for prompt in prompts:
-        messages = prompt.messages
+        messages, parts, notes = prompt.messages, None, []
         if messages is not None:
             text, n_train = None, 0
             messages, truncated = fit_messages(messages, deployment, max_tokens)
         else:
-            text, n_train, truncated = fit_prompt(prompt, deployment, max_tokens)
+            text, n_train, truncated = fit_prompt(prompt, deployment, max_tokens, opts.tokens_per_image if prompt.media else 0)
+            if prompt.media:
+                where = f"instance {prompt.instance_id!r} for deployment {deployment.name!r}"
+                parts, notes = content_parts(text, kept_media(prompt, n_train), opts, media, where)
+                text = None
         body = RequestBody(
             model=deployment.model,
             prompt=text,
             messages=messages,
+            parts=parts,
             max_tokens=max_tokens,
             temperature=gen.temperature,
             stop=gen.stop,
+            image_detail=opts.detail if parts else None,
         )
         for k in range(gen.num_outputs):
             sample = prompt.trial * gen.num_outputs + k
@@ -112,6 +166,7 @@ def build_requests(prompts: list[Prompt], adapter: AdapterSpec, deployment: Depl
                     num_train_instances=n_train,
                     prompt_truncated=truncated,
                     output_mapping=prompt.output_mapping,
+                    media_transforms=notes,
                 )
             )
     return requests
@@ -198,6 +253,8 @@ class _Batch:
 
 
 def _prompt_text(body: RequestBody) -> str:
+    if body.parts is not None:
+        return "".join(p.text or "" for p in body.parts)
     return body.prompt if body.prompt is not None else "\n".join(m.content for m in body.messages or [])
 
 

@@ -59,8 +59,11 @@ class Input(Record):
 
 
 class Reference(Record):
+    """An answer option; ``image`` makes it an image-valued choice (``text`` then names it, e.g. ``<image 2>``)."""
+
     text: str
     correct: bool = False
+    image: ContentPart | None = None
 
 
 class Instance(Record):
@@ -88,6 +91,8 @@ class Prompt(Record):
     query: str = ""
     messages: list[ChatMessage] | None = None
     output_mapping: dict[str, str] = Field(default_factory=dict)
+    # images, in order of their MEDIA_MARK placeholders in head + examples + query
+    media: list[ContentPart] = Field(default_factory=list)
 
     def text(self, num_examples: int | None = None) -> str:
         examples = self.examples if num_examples is None else self.examples[:num_examples]
@@ -190,6 +195,7 @@ class RequestBody(Record):
     temperature: float
     stop: list[str] = Field(default_factory=list)
     logprobs: bool = False
+    image_detail: str | None = None  # OpenAI's image_url detail, when the deployment sets one
 
 
 class Request(Record):
@@ -201,6 +207,7 @@ class Request(Record):
     num_train_instances: int = 0
     prompt_truncated: bool = False
     output_mapping: dict[str, str] = Field(default_factory=dict)
+    media_transforms: list[str] = Field(default_factory=list)  # images resized/re-encoded for this deployment
 
 
 class Completion(Record):
@@ -278,7 +285,7 @@ INSTANCE_SCHEMA = pa.schema(
         ("input_text", pa.string()),
         ("input_messages", pa.list_(_MESSAGE)),
         ("input_parts", pa.list_(_PART)),
-        ("references", pa.list_(pa.struct([("text", pa.string()), ("correct", pa.bool_())]))),
+        ("references", pa.list_(pa.struct([("text", pa.string()), ("correct", pa.bool_()), ("image", _PART)]))),
         ("extra_json", pa.string()),
     ]
 )
@@ -294,6 +301,7 @@ REQUEST_SCHEMA = pa.schema(
         ("num_train_instances", pa.int32()),
         ("prompt_truncated", pa.bool_()),
         ("output_mapping_json", pa.string()),
+        ("media_transforms", pa.list_(pa.string())),
     ]
 )
 
@@ -362,6 +370,7 @@ PROMPT_SCHEMA = pa.schema(
         ("query", pa.string()),
         ("messages", pa.list_(_MESSAGE)),
         ("output_mapping_json", pa.string()),
+        ("media", pa.list_(_PART)),
     ]
 )
 
@@ -416,6 +425,7 @@ def prompt_to_row(p: Prompt) -> dict[str, Any]:
 def prompt_from_row(row: dict[str, Any]) -> Prompt:
     row = dict(row)
     row["output_mapping"] = json.loads(row.pop("output_mapping_json") or "{}")
+    row["media"] = row.get("media") or []
     return Prompt.model_validate(row)
 
 
@@ -426,13 +436,21 @@ def request_to_row(req: Request) -> dict[str, Any]:
         "split": req.split,
         "sample_index": req.sample_index,
         "body_json": req.body.model_dump_json(),
-        "prompt": req.body.prompt if req.body.prompt is not None else json.dumps(
-            [m.model_dump() for m in req.body.messages or []], ensure_ascii=False
-        ),
+        "prompt": body_text(req.body),
         "num_train_instances": req.num_train_instances,
         "prompt_truncated": req.prompt_truncated,
         "output_mapping_json": json.dumps(req.output_mapping, sort_keys=True),
+        "media_transforms": req.media_transforms,
     }
+
+
+def body_text(body: RequestBody) -> str:
+    """A request's prompt as readable text (images as ``[image <sha256 prefix>]``)."""
+    if body.prompt is not None:
+        return body.prompt
+    if body.parts is not None:
+        return "".join(p.text or "" if p.type == "text" else f"[{p.type} {(p.sha256 or '')[:12]}]" for p in body.parts)
+    return json.dumps([m.model_dump() for m in body.messages or []], ensure_ascii=False)
 
 
 def request_from_row(row: dict[str, Any]) -> Request:
@@ -445,6 +463,7 @@ def request_from_row(row: dict[str, Any]) -> Request:
         num_train_instances=row["num_train_instances"],
         prompt_truncated=row["prompt_truncated"],
         output_mapping=json.loads(row["output_mapping_json"] or "{}"),
+        media_transforms=row.get("media_transforms") or [],
     )
 
 

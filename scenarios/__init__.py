@@ -26,6 +26,7 @@ _BUILTIN = [
     "xstest",
     "anthropic_red_team",
     "bbq",
+    "vision_shapes",
 ]
 
 

@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from helmflow.errors import HelmflowError, format_validation_error
-from helmflow.records import AdapterSpec, Instance
+from helmflow.media import MediaError, MediaStore, image_bytes_from_hf
+from helmflow.records import AdapterSpec, ContentPart, Instance
 
 
 GITHUB_RAW = "https://raw.githubusercontent.com"
@@ -119,6 +120,19 @@ class Scenario:
     def load(self, files: dict[str, str]) -> list[Instance]:
         """Instances from the mirrored files (``filename`` -> fsspec URL of the mirrored copy)."""
         raise NotImplementedError
+
+    #: Where :meth:`image` puts images; the data path attaches the store before :meth:`load`.
+    media: MediaStore | None = None
+
+    def image(self, data: Any, where: str) -> ContentPart:
+        """An image part for ``data`` (bytes, or a Hugging Face ``Image`` struct cell), validated and
+        stored under ``media/``; ``where`` names the dataset row in errors."""
+        if self.media is None:
+            raise ScenarioError(f"scenario {self.name!r}: no media store attached (load through helmflow.datasets)")
+        try:
+            return self.media.put(image_bytes_from_hf(data, where), where)
+        except MediaError as exc:
+            raise ScenarioError(f"scenario {self.name!r}: {exc}") from None
 
 
 # --------------------------------------------------------------------------- reading source files, schema-checked

@@ -16,9 +16,9 @@ from itertools import cycle
 from typing import Any
 
 import numpy as np
-from helmflow.records import AdapterSpec, Instance, Prompt
-from helmflow.registry import Registry
 
+from helmflow.records import AdapterSpec, ContentPart, Instance, Prompt
+from helmflow.registry import Registry
 
 AdapterFn = Callable[[AdapterSpec, Instance, list[Instance]], Prompt]
 
@@ -112,6 +112,32 @@ def input_text(inst: Instance) -> str:
     if inst.input.messages:
         return inst.input.messages[-1].content
     return "".join(p.text or "" for p in inst.input.parts or [] if p.type == "text")
+
+
+#: Where an image sits in a prompt's text (Unicode's OBJECT REPLACEMENT CHARACTER, made for this).
+#: ``Prompt.media`` lists the images in the order of these marks; the query stage splits the fitted
+#: text at them into text and image parts. The same character in dataset text becomes U+FFFD.
+MEDIA_MARK = "\ufffc"
+
+
+def _clean(text: str) -> str:
+    return text.replace(MEDIA_MARK, "\ufffd")
+
+
+def input_with_media(inst: Instance) -> tuple[str, list[ContentPart]]:
+    """The instance's input as text with a :data:`MEDIA_MARK` per image, and its images in order."""
+    if inst.input.parts is None:
+        return _clean(input_text(inst)), []
+    text, media = "", []
+    for part in inst.input.parts:
+        if part.type == "text":
+            text += _clean(part.text or "")
+        elif part.type == "image":
+            text += MEDIA_MARK
+            media.append(part)
+        else:
+            raise ValueError(f"instance {inst.id!r}: {part.type} parts are not supported by text adapters")
+    return text, media
 
 
 def head(spec: AdapterSpec) -> str:

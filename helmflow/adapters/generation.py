@@ -10,21 +10,31 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from helmflow.adapters import adapter, head, input_text
-from helmflow.records import AdapterSpec, Instance, Prompt
+from helmflow.adapters import adapter, head, input_with_media
+from helmflow.records import AdapterSpec, ContentPart, Instance, Prompt
+
+Block = Callable[[Instance, bool], tuple[str, list[ContentPart]]]
 
 
-def layout(
-    spec: AdapterSpec, inst: Instance, train: list[Instance], block: Callable[[Instance, bool], str], **extra
-) -> Prompt:
-    """A prompt in HELM's layout; ``block(instance, with_answer)`` renders one example or the query."""
+def layout(spec: AdapterSpec, inst: Instance, train: list[Instance], block: Block, **extra) -> Prompt:
+    """A prompt in HELM's layout; ``block(instance, with_answer)`` renders one example or the query
+    as text (images as ``MEDIA_MARK``) and its images, so examples may carry images too."""
     opening = head(spec)
+    examples, media = [], []
+    for e in train:
+        if e.id == inst.id:
+            continue
+        text, images = block(e, True)
+        examples.append(text + spec.instance_prefix)
+        media += images
+    query, images = block(inst, False)
     return Prompt(
         instance_id=inst.id,
         split=inst.split,
         head=opening + spec.instance_prefix if spec.instructions else opening,
-        examples=[block(e, True) + spec.instance_prefix for e in train if e.id != inst.id],
-        query=block(inst, False) + spec.global_suffix,
+        examples=examples,
+        query=query + spec.global_suffix,
+        media=media + images,
         **extra,
     )
 
@@ -36,11 +46,12 @@ def first_correct(inst: Instance) -> str:
 
 @adapter("generation", version="2")
 def generation(spec: AdapterSpec, inst: Instance, train: list[Instance]) -> Prompt:
-    def block(example: Instance, with_answer: bool) -> str:
-        text = spec.input_prefix + input_text(example) + spec.input_suffix
+    def block(example: Instance, with_answer: bool) -> tuple[str, list[ContentPart]]:
+        body, media = input_with_media(example)
+        text = spec.input_prefix + body + spec.input_suffix
         if with_answer:
-            return text + spec.output_prefix + first_correct(example) + spec.output_suffix
-        return text + spec.output_prefix.rstrip()
+            return text + spec.output_prefix + first_correct(example) + spec.output_suffix, media
+        return text + spec.output_prefix.rstrip(), media
 
     return layout(spec, inst, train, block)
 

@@ -8,9 +8,9 @@ travels with the request so metrics score the option the model picked.
 
 from __future__ import annotations
 
-from helmflow.adapters import adapter, input_text
+from helmflow.adapters import MEDIA_MARK, adapter, input_with_media
 from helmflow.adapters.generation import layout
-from helmflow.records import AdapterSpec, Instance, Prompt
+from helmflow.records import AdapterSpec, ContentPart, Instance, Prompt
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -29,9 +29,15 @@ def option_prefix(reference_prefix: str, index: int) -> str:
 
 
 def options_block(spec: AdapterSpec, inst: Instance) -> str:
+    """The lettered options; an image-valued option shows its image (``MEDIA_MARK``) after its letter."""
     return "".join(
-        option_prefix(spec.reference_prefix, i) + ref.text + spec.reference_suffix for i, ref in enumerate(inst.references)
+        option_prefix(spec.reference_prefix, i) + (MEDIA_MARK if ref.image else ref.text) + spec.reference_suffix
+        for i, ref in enumerate(inst.references)
     )
+
+
+def option_images(inst: Instance) -> list[ContentPart]:
+    return [ref.image for ref in inst.references if ref.image]
 
 
 def correct_letters(spec: AdapterSpec, inst: Instance) -> str:
@@ -54,10 +60,12 @@ def check_options(inst: Instance) -> None:
 def multiple_choice_joint(spec: AdapterSpec, inst: Instance, train: list[Instance]) -> Prompt:
     check_options(inst)
 
-    def block(example: Instance, with_answer: bool) -> str:
-        text = spec.input_prefix + input_text(example) + spec.input_suffix + options_block(spec, example)
+    def block(example: Instance, with_answer: bool) -> tuple[str, list[ContentPart]]:
+        body, media = input_with_media(example)
+        text = spec.input_prefix + body + spec.input_suffix + options_block(spec, example)
+        media = media + option_images(example)
         if with_answer:
-            return text + spec.output_prefix + correct_letters(spec, example) + spec.output_suffix
-        return text + spec.output_prefix.rstrip()
+            return text + spec.output_prefix + correct_letters(spec, example) + spec.output_suffix, media
+        return text + spec.output_prefix.rstrip(), media
 
     return layout(spec, inst, train, block, output_mapping=output_mapping(spec, inst))
