@@ -67,6 +67,7 @@ def synthesize_run(store: Store, run_id: str, scenario: str, deployment: str, n:
                 "num_train_instances": [0] * n,
                 "prompt_truncated": [i % 50 == 7 for i in range(n)],
                 "output_mapping_json": ["{}"] * n,
+                "media_transforms": [[]] * n,
             },
             schema=REQUEST_SCHEMA,
         ),

@@ -6,9 +6,8 @@ deployment and flow name in the Prefect UI.
 
 from __future__ import annotations
 
-from prefect import flow
-
 from helmflow.flows.evaluate import evaluate
+from prefect import flow
 
 
 @flow(name="vision-demo")

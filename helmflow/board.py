@@ -103,8 +103,6 @@ def load_board(board: str | dict[str, Any] | BoardSpec) -> BoardSpec:
             raise BoardError(f"board file {path} does not exist")
     else:
         path = BOARDS_DIR / f"{board}.yaml"
-        if not path.exists():  # board `vision-demo` lives in vision_demo.yaml (module-style file names)
-            path = BOARDS_DIR / f"{board.replace('-', '_')}.yaml"
         if not path.exists():
             raise BoardError(f"unknown board {board!r}; known: {', '.join(board_names())}")
     return _validate(read_yaml_file(path, "board file", BoardError), f"board file {path}")

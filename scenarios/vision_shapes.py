@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import io
 import random
-from typing import Literal
+from typing import ClassVar, Literal
 
+from helmflow.scenarios import Scenario, scenario
 from pydantic import BaseModel, ConfigDict, Field
 
 from helmflow.records import AdapterSpec, ContentPart, GenerationParams, Input, Instance, Reference
-from helmflow.scenarios import Scenario, scenario
 
 SIZE = 96
 CELL = SIZE // 3
@@ -105,7 +105,7 @@ class VisionShapes(Scenario):
     Params = VisionShapesParams
     description = "Seeded synthetic images (shapes, colours, counts, positions) with exact answers; offline."
     main_metric = "quasi_exact_match"
-    metrics = ["exact_match", "quasi_exact_match", "quasi_prefix_exact_match", "efficiency"]
+    metrics: ClassVar[list[str]] = ["exact_match", "quasi_exact_match", "quasi_prefix_exact_match", "efficiency"]
 
     @property
     def default_adapter(self) -> AdapterSpec:  # type: ignore[override]

@@ -7,6 +7,7 @@ import hashlib
 import io
 
 import pytest
+from helmflow.scenarios import ScenarioError, get_scenario
 from PIL import Image
 
 from helmflow.adapters import ADAPTERS, MEDIA_MARK
@@ -23,7 +24,6 @@ from helmflow.records import (
     Reference,
     RequestBody,
 )
-from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.storage import Store
 
 
