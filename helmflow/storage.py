@@ -28,6 +28,10 @@ class StorageError(RuntimeError):
     pass
 
 
+class OutsideRoot(PermissionError):
+    """A key that resolves (through a symlink or ``..``) to a place outside the storage root."""
+
+
 def safe_key(name: str) -> str:
     """A storage-key segment from any name: ``/`` becomes ``--``; nothing can climb out (``..``)."""
     cleaned = _UNSAFE.sub("_", name.replace("/", "--")).strip("._")
@@ -55,6 +59,7 @@ class Store:
         # cached listing makes s3fs report their new files as missing (FileNotFoundError on read).
         self.fs, self._base = url_to_fs(self.root, use_listings_cache=False)
         self.is_local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
+        self._real_base = os.path.realpath(self._base) if self.is_local else ""
 
     # ------------------------------------------------------------------ paths
     def path(self, key: str) -> str:
@@ -67,8 +72,25 @@ class Store:
         """A URI for lineage records (Prefect asset keys must be URIs: local paths become file://)."""
         return f"file://{self.path(key)}" if self.is_local else self.url(key)
 
+    def inside(self, key: str) -> str:
+        """The path of ``key``, refused when it resolves outside the root.
+
+        Stored data is untrusted: a planted symlink (``runs/x/run.json -> /etc/passwd``, or a whole
+        board folder pointing elsewhere) must not make any reader or writer leave the root. Object
+        stores have no symlinks, and their keys cannot climb (``..`` is a plain name there).
+        """
+        target = self.path(key)
+        if self.is_local:
+            real = os.path.realpath(target)
+            if real != self._real_base and not real.startswith(self._real_base + os.sep):
+                raise OutsideRoot(f"{self.url(key)} resolves outside the storage root {self.root}; refused")
+        return target
+
     def exists(self, key: str) -> bool:
-        return self.fs.exists(self.path(key))
+        try:
+            return self.fs.exists(self.inside(key))
+        except OutsideRoot:
+            return False
 
     def ls(self, prefix: str) -> list[str]:
         """Keys directly below ``prefix`` (no temporaries)."""
@@ -87,7 +109,7 @@ class Store:
     def _keys(self, paths: list[str]) -> list[str]:
         base = self.path("").rstrip("/") + "/"
         return sorted(
-            p[len(base) :] if p.startswith(base) else p
+            p.removeprefix(base)
             for p in paths
             if not p.rstrip("/").rsplit("/", 1)[-1].startswith(TMP_PREFIX)
         )
@@ -98,12 +120,12 @@ class Store:
         try:
             self.write_bytes(probe, b"ok")
             self.delete(probe)
-        except Exception as exc:  # noqa: BLE001 - any backend error means "unwritable"
+        except Exception as exc:
             raise StorageError(f"storage {self.root} is not writable: {type(exc).__name__}: {exc}") from exc
 
     # ------------------------------------------------------------------ bytes
     def write_bytes(self, key: str, data: bytes) -> str:
-        target = self.path(key)
+        target = self.inside(key)
         if self.is_local:
             parent = os.path.dirname(target)
             os.makedirs(parent, exist_ok=True)
@@ -119,13 +141,13 @@ class Store:
 
     def read_bytes(self, key: str) -> bytes:
         try:
-            return self.fs.cat_file(self.path(key))
+            return self.fs.cat_file(self.inside(key))
         except FileNotFoundError as exc:
             raise FileNotFoundError(f"{self.url(key)} does not exist") from exc
 
     def delete(self, key: str, recursive: bool = False) -> None:
         try:
-            self.fs.rm(self.path(key), recursive=recursive)
+            self.fs.rm(self.inside(key), recursive=recursive)
         except FileNotFoundError:
             pass
 
@@ -152,12 +174,16 @@ class Store:
         pq.write_table(table, buf, compression="zstd", row_group_size=row_group_size)
         return self.write_bytes(key, buf.getvalue())
 
+    def open(self, key: str, mode: str = "rb"):
+        """A file object for ``key`` (for readers that seek: Parquet footers, row groups)."""
+        return self.fs.open(self.inside(key), mode)
+
     def read_parquet(self, key: str, columns: list[str] | None = None) -> pa.Table:
-        with self.fs.open(self.path(key), "rb") as fh:
+        with self.open(key) as fh:
             return pq.read_table(fh, columns=columns)
 
     def parquet_metadata(self, key: str) -> dict[str, str]:
-        with self.fs.open(self.path(key), "rb") as fh:
+        with self.open(key) as fh:
             meta = pq.read_schema(fh).metadata or {}
         return {k.decode(): v.decode() for k, v in meta.items()}
 

@@ -387,3 +387,41 @@ def test_concurrent_first_pages_read_a_run_once(tmp_path, monkeypatch):
         pages = list(pool.map(lambda k: run.chunk(k % 3), range(12)))
     assert sorted(reads) == ["instances/synthetic/sv-r.parquet", "runs/r/stats.parquet"]
     assert [p[0]["row"] for p in pages[:3]] == [0, 100, 200] and pages[3] == pages[0]
+
+
+def test_symlinks_out_of_the_storage_root_are_never_followed(demo, tmp_path):
+    """A planted file symlink (runs/evil/run.json -> a file outside) and a planted directory symlink
+    (a board whose folder points outside) serve nothing: every path is resolved and must stay in the root."""
+    store, release_id = demo
+    outside = tmp_path / "outside"
+    (outside / release_id).mkdir(parents=True)
+    (outside / "passwd").write_text("root:x:0:0:outside-secret\n")
+    for name in ("leaderboard.parquet", "runs.parquet"):  # a complete-looking release, outside the root
+        (outside / release_id / name).write_bytes(store.read_bytes(f"leaderboards/demo/{release_id}/{name}"))
+    info = store.read_json(f"leaderboards/demo/{release_id}/release.json")
+    (outside / release_id / "release.json").write_text(json.dumps({**info, "board": "outside-secret"}))
+    root = Path(store.root)
+    (root / "runs" / "evil").mkdir(parents=True)
+    (root / "runs" / "evil" / "run.json").symlink_to(outside / "passwd")
+    (root / "leaderboards" / "evil").symlink_to(outside, target_is_directory=True)
+    try:
+        client = TestClient(create_app(store.root))
+        for path in (
+            "/files/runs/evil/run.json",
+            f"/files/leaderboards/evil/{release_id}/release.json",
+            f"/files/leaderboards/evil/{release_id}/leaderboard.parquet",
+            f"/boards/evil/{release_id}/",
+            "/boards/evil/",
+        ):
+            response = client.get(path)
+            assert response.status_code == 404, path
+            assert "outside-secret" not in response.text, path
+        assert "evil" not in client.get("/").text  # not even listed
+        with pytest.raises(PermissionError, match="outside the storage root"):
+            store.read_bytes("runs/evil/run.json")
+        assert not store.exists("runs/evil/run.json")
+        assert client.get(f"/files/leaderboards/demo/{release_id}/release.json").status_code == 200  # the real one still is
+    finally:
+        (root / "runs" / "evil" / "run.json").unlink()
+        (root / "runs" / "evil").rmdir()
+        (root / "leaderboards" / "evil").unlink()

@@ -1,7 +1,8 @@
 """``helmflow serve``: the report as a live Starlette app over a storage root.
 
 Read-only, and nothing outside the storage root can be named: every path segment must already be
-a storage-safe key, and raw files are limited to a release's and a run's own published files.
+a storage-safe key, raw files are limited to a release's and a run's own published files, and every
+path is resolved by the store, so a planted symlink out of the root is a 404 (:meth:`Store.inside`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from helmflow.storage import Store
+from helmflow.storage import OutsideRoot, Store
 from helmflow.web import pages
 from helmflow.web.data import NotFound, Reports, check_name
 
@@ -94,6 +95,9 @@ def create_app(storage: str | None = None) -> Starlette:
     async def not_found(request: Request, exc: Exception) -> Response:
         return html(pages.not_found_html(str(exc)), 404)
 
+    async def refused(request: Request, exc: Exception) -> Response:  # a planted symlink: say nothing about it
+        return html(pages.not_found_html(f"not found: {request.url.path}"), 404)
+
     return Starlette(
         routes=[
             Route("/", home),
@@ -107,5 +111,5 @@ def create_app(storage: str | None = None) -> Starlette:
             Route("/files/{key:path}", raw_file),
             Mount("/static", StaticFiles(directory=pages.STATIC_DIR), name="static"),
         ],
-        exception_handlers={NotFound: not_found, 404: not_found},
+        exception_handlers={NotFound: not_found, OutsideRoot: refused, 404: not_found},
     )

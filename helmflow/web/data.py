@@ -227,7 +227,7 @@ class Run:
         """The per-request files' Parquet footers, parsed once (a 100,000-row run has 1,000 row groups)."""
         out = {}
         for name in ("requests.parquet", "completions.parquet"):
-            with self.store.fs.open(self.store.path(f"{self.prefix}/{name}"), "rb") as fh:
+            with self.store.open(f"{self.prefix}/{name}") as fh:
                 out[name] = pq.read_metadata(fh)
         return out
 
@@ -261,7 +261,7 @@ class Run:
         if last and last[0] == key:
             table = last[1]
         else:
-            with self.store.fs.open(self.store.path(f"{self.prefix}/{name}"), "rb") as fh:
+            with self.store.open(f"{self.prefix}/{name}") as fh:
                 table = pq.ParquetFile(fh, metadata=self._footers[name]).read_row_groups(groups, columns=columns)
             if len(groups) == 1:  # keep one page's row group, never a whole-file scan
                 self._last_read[name] = (key, table)
