@@ -1,8 +1,9 @@
 """The board's tasks. Each wraps one plain function of :mod:`helmflow.pipeline`.
 
 Cache keys are exactly design.md's table, so a rerun of an unchanged board recomputes nothing and
-a new model, dataset revision or metric redoes only what it changes. Results are persisted under
-``<storage>/prefect-results/<cache key>``: a hit on one worker is a hit on every worker.
+a new model, dataset revision or metric redoes only what it changes. Results are persisted as JSON
+under ``<storage>/prefect-results/<cache key>`` (:mod:`helmflow.tasks.results`: never pickled, and
+a record helmflow did not write is never decoded): a hit on one worker is a hit on every worker.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from helmflow.tasks.results import RESULTS_PREFIX, OutcomeJSON, OutcomeStorage, result_storage_for
 from prefect import Task, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.assets import materialize
@@ -24,8 +26,6 @@ from helmflow.progress import reporter
 from helmflow.query import budget_for
 from helmflow.storage import Store, safe_key
 from helmflow.versions import release_hash
-
-RESULTS_PREFIX = "prefect-results"
 
 
 def download_key(plan: ScenarioPlan) -> str:
@@ -154,23 +154,17 @@ class BoardTasks:
 def result_storage_block(root: str) -> str:
     """Save (idempotently) the block that stores task results under ``<root>/prefect-results``.
 
-    The block holds a path only: S3 credentials come from the environment, never from the block.
+    The block holds the root only: S3 credentials come from the environment, never from the block.
     """
-    from prefect.filesystems import LocalFileSystem, RemoteFileSystem
-
     name = "helmflow-results-" + hashlib.sha256(root.encode()).hexdigest()[:12]
-    base = f"{root}/{RESULTS_PREFIX}"
-    if "://" in root:
-        block, slug = RemoteFileSystem(basepath=base), f"remote-file-system/{name}"
-    else:
-        block, slug = LocalFileSystem(basepath=base), f"local-file-system/{name}"
-    block.save(name, overwrite=True)
-    return slug
+    result_storage_for(root).save(name, overwrite=True)
+    return f"{OutcomeStorage.get_block_type_slug()}/{name}"
 
 
 def configure(storage_root: str) -> BoardTasks:
+    """The board's tasks with results persisted as JSON through :class:`OutcomeStorage` (never pickled)."""
     slug = result_storage_block(storage_root)
-    opts: dict[str, Any] = {"result_storage": slug, "persist_result": True}
+    opts: dict[str, Any] = {"result_storage": slug, "persist_result": True, "result_serializer": OutcomeJSON()}
     return BoardTasks(*(t.with_options(**opts) for t in (download, adapt, query, score, publish_run, publish_release)))
 
 

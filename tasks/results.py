@@ -1,0 +1,144 @@
+"""Prefect task results as data: stored as JSON, read back only as helmflow's own outcome models.
+
+Prefect reads a result record with the serializer *the record names* in its metadata, not the one
+the task was given. Choosing ``result_serializer="json"`` is therefore no defence: a record planted
+under ``prefect-results/`` that names ``pickle`` runs its payload, and one that names Prefect's JSON
+serializer chooses its own decoder (any importable callable). Anyone who can write to the bucket
+would run code on every worker, where the API keys live. So:
+
+- :class:`OutcomeJSON` writes a task's return value (a pydantic model from an allow-list of
+  helmflow's outcome classes) as plain JSON and reads nothing else back;
+- :class:`OutcomeStorage` is the only way Prefect reaches ``prefect-results/`` (a result-storage
+  block over :class:`~helmflow.storage.Store`, so results also get atomic writes, storage retries
+  and the root's symlink check). It hands Prefect a record only when its metadata names exactly
+  ``OutcomeJSON``; anything else is moved to ``quarantine/prefect-results/`` with one warning and
+  reads as absent. Prefect's cache lookup treats that as a miss: the task recomputes and writes a
+  clean record over the key.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from typing import Any, Literal
+
+import anyio.to_thread
+from prefect.filesystems import WritableFileSystem
+from prefect.serializers import Serializer
+from pydantic import BaseModel, ValidationError
+
+from helmflow import pipeline
+from helmflow.storage import Store
+
+RESULTS_PREFIX = "prefect-results"
+QUARANTINE_PREFIX = f"quarantine/{RESULTS_PREFIX}"
+SERIALIZER_TYPE = "helmflow-outcome-json"
+log = logging.getLogger("helmflow")
+
+
+def outcome_classes() -> dict[str, type[BaseModel]]:
+    """Every model a board task may return, by class name: the pipeline's ``Outcome`` subclasses."""
+    found: dict[str, type[BaseModel]] = {}
+    todo: list[type[BaseModel]] = [pipeline.Outcome]
+    while todo:
+        cls = todo.pop()
+        for sub in cls.__subclasses__():
+            if sub.__module__ == pipeline.__name__:
+                found[sub.__name__] = sub
+                todo.append(sub)
+    return found
+
+
+class UntrustedResult(ValueError):
+    """A stored result record that helmflow did not write in its own JSON form (refused, never decoded)."""
+
+
+class OutcomeJSON(Serializer):
+    """``{"outcome": <class name>, "data": <model as JSON>}``; decoding is ``model_validate`` of an
+    allow-listed class, so no stored byte ever chooses what code runs."""
+
+    type: Literal["helmflow-outcome-json"] = SERIALIZER_TYPE
+
+    def dumps(self, obj: Any) -> bytes:
+        cls = type(obj)
+        if outcome_classes().get(cls.__name__) is not cls:
+            raise TypeError(f"{cls.__module__}.{cls.__qualname__} is not a helmflow outcome; task results must be")
+        return json.dumps({"outcome": cls.__name__, "data": obj.model_dump(mode="json")}).encode()
+
+    def loads(self, blob: bytes) -> Any:
+        doc = json.loads(blob)
+        if not isinstance(doc, dict) or doc.keys() != {"outcome", "data"}:
+            raise UntrustedResult("not a helmflow outcome record")
+        cls = outcome_classes().get(doc["outcome"])
+        if cls is None:
+            raise UntrustedResult(f"{doc['outcome']!r} is not a helmflow outcome")
+        return cls.model_validate(doc["data"])
+
+
+def check_record(content: bytes) -> str | None:
+    """Why ``content`` is not a record :class:`OutcomeJSON` wrote, or None when it is one.
+
+    Parsed as plain JSON (never through Prefect's record model, which would decode the payload).
+    """
+    try:
+        doc = json.loads(content)
+    except ValueError:
+        return "not JSON"
+    if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict):
+        return "no result-record metadata"
+    serializer = doc["metadata"].get("serializer")
+    if serializer != {"type": SERIALIZER_TYPE}:
+        kind = serializer.get("type") if isinstance(serializer, dict) else serializer
+        return f"serializer {kind!r}, not {SERIALIZER_TYPE!r}"
+    if not isinstance(doc.get("result"), str):
+        return "no JSON result"
+    try:
+        OutcomeJSON().loads(doc["result"].encode())
+    except (ValueError, ValidationError) as exc:  # UntrustedResult is a ValueError
+        return f"result does not validate ({type(exc).__name__})"
+    return None
+
+
+class OutcomeStorage(WritableFileSystem):
+    """Task results under ``<root>/prefect-results/``, read back only when :func:`check_record` passes.
+
+    The block holds the root URL only: S3 credentials come from the environment, never from the block.
+    """
+
+    _block_type_name = "helmflow result storage"
+    _block_type_slug = "helmflow-result-storage"
+    _description = "helmflow task results as JSON under <root>/prefect-results; refuses any other record"
+
+    root: str
+
+    def _store(self) -> Store:
+        return Store(self.root)
+
+    def read_path(self, path: str, _sync: bool | None = None) -> bytes:
+        store = self._store()
+        key = f"{RESULTS_PREFIX}/{path}"
+        content = store.read_bytes(key)
+        problem = check_record(content)
+        if problem is None:
+            return content
+        moved = f"{QUARANTINE_PREFIX}/{path}.{uuid.uuid4().hex[:8]}"
+        store.write_bytes(moved, content)
+        store.delete(key)
+        message = (f"{store.url(key)} is not a result helmflow wrote ({problem}); not decoded, moved to "
+                   f"{store.url(moved)}; the task runs again")
+        log.warning("%s", message)
+        raise UntrustedResult(message)
+
+    async def aread_path(self, path: str) -> bytes:
+        return await anyio.to_thread.run_sync(self.read_path, path)
+
+    def write_path(self, path: str, content: bytes, _sync: bool | None = None) -> str:
+        return self._store().write_bytes(f"{RESULTS_PREFIX}/{path}", content)
+
+    async def awrite_path(self, path: str, content: bytes) -> str:
+        return await anyio.to_thread.run_sync(self.write_path, path, content)
+
+
+def result_storage_for(root: str) -> OutcomeStorage:
+    return OutcomeStorage(root=root)
