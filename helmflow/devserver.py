@@ -25,7 +25,8 @@ a 400 naming the part. A policy sees the request's parts in order as ``payload["
 ``{"type": "image", "sha256", "mime", "width", "height"}``), so it can answer from the image itself;
 ``GET /_dev/requests`` returns those sequences for the last 1,000 requests with images.
 
-Every request is counted; ``GET /_dev/stats`` returns the counts, ``POST /_dev/config`` changes
+Every request is counted, and so is the sha256 of every request body (``unique``; ``repeats`` are
+bodies sent again: what a re-sent request costs); ``GET /_dev/stats`` returns the counts, ``POST /_dev/config`` changes
 latency and faults, ``POST /_dev/reset`` zeroes the counts, and ``--count-file`` gets the counts as
 JSON (rewritten atomically a few times a second and at exit).
 """
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import importlib
 import json
 import math
@@ -228,6 +230,7 @@ class Counts:
     in_flight: int = 0
     max_in_flight: int = 0
     by_endpoint: Counter = field(default_factory=Counter)
+    bodies: Counter = field(default_factory=Counter)  # sha256 of each request body: re-sends show up as repeats
     faults: Counter = field(default_factory=Counter)
     rejected: Counter = field(default_factory=Counter)
     images: int = 0
@@ -237,6 +240,9 @@ class Counts:
         return {
             "requests": self.requests,
             "answered": self.answered,
+            "unique": len(self.bodies),
+            "repeats": self.requests - len(self.bodies),
+            "in_flight": self.in_flight,
             "max_in_flight": self.max_in_flight,
             "by_endpoint": dict(self.by_endpoint),
             "faults": dict(self.faults),
@@ -322,6 +328,7 @@ class DevServer:
 
         c.requests += 1
         c.by_endpoint[endpoint] += 1
+        c.bodies[hashlib.sha256(await request.read()).hexdigest()] += 1
         c.changed = True
         anthropic = endpoint == "messages"
         s = self.settings

@@ -225,7 +225,17 @@ class Journal:
 
     # ------------------------------------------------------------------ recovery
     def _recover_orphans(self) -> None:
-        """Move spools left by killed processes into object storage (only unlocked ones)."""
+        """Move spools left by killed processes into object storage (only unlocked ones).
+
+        Recovery holds the directory's recovery lock throughout: the journals a resumed run opens at
+        once wait for the first to move the orphans, instead of taking its locked spool for a live
+        writer's and reading storage before the rows are there (re-sending what was paid for).
+        """
+        with open(self._dir / ".recovery.lock", "a") as guard:
+            fcntl.flock(guard.fileno(), fcntl.LOCK_EX)  # released when the file closes
+            self._recover_unlocked_spools()
+
+    def _recover_unlocked_spools(self) -> None:
         for path in sorted(self._dir.glob("spool-*.jsonl")):
             try:
                 fh = open(path, "r+", encoding="utf-8")  # noqa: SIM115

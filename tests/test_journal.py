@@ -172,3 +172,34 @@ def test_concurrent_journals_never_take_each_others_live_spools(store):
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         list(pool.map(open_close, range(200)))
+
+
+def test_journals_opened_together_all_see_the_rows_a_killed_run_spooled(store, monkeypatch):
+    """The resumed run's query tasks open their journals at once: while the first moves the orphan
+    spool to storage, the others must wait for it, not skip the spool as "a live writer's" and look
+    up an empty journal (the probe: 49 of 81 spooled requests re-sent)."""
+    import concurrent.futures
+
+    killed = Journal(store, "m", flush_interval_s=3600)
+    for i in range(20):
+        killed.append(_ok(i))
+    _simulate_kill(killed)
+
+    slow_write = store.write_parquet
+
+    def write_parquet(*args, **kwargs):
+        time.sleep(0.3)  # an object store's PUT: recovery takes a while
+        return slow_write(*args, **kwargs)
+
+    monkeypatch.setattr(store, "write_parquet", write_parquet)
+    hashes = {_ok(i).request_hash for i in range(20)}
+
+    def open_and_look(_):
+        journal = Journal(store, "m")
+        try:
+            return len(journal.lookup(hashes))
+        finally:
+            journal.close(compact=False)
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(open_and_look, range(4))) == [20] * 4
