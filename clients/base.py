@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import os
+import socket
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -35,6 +36,14 @@ class TransientError(ClientError):
 
 class PermanentError(ClientError):
     transient = False
+
+
+class Unreachable(TransientError):
+    """Nothing listens at the address, or its host name does not resolve. Retried a few times only
+    (a server restarting comes back in seconds), then the deployment stops: a wrong base_url would
+    otherwise pass for a run of timeouts, retried for minutes."""
+
+    max_attempts = 3
 
 
 class BudgetExceeded(PermanentError):
@@ -96,11 +105,29 @@ def classify(exc: BaseException, deployment: Deployment, secret: str | None, url
         detail = "" if status == 401 else f" (provider: {server_says})"
         return PermanentError(f"deployment {name!r}: HTTP {status}: {fix}{detail}")
     kind = type(exc).__name__
+    refused = unreachable_reason(exc)
+    if refused is not None:
+        return Unreachable(f"deployment {name!r}: connection refused: {url}{refused}")
     if any(c.__name__ == "APIConnectionError" for c in type(exc).__mro__):  # incl. the SDKs' timeouts
         return TransientError(f"deployment {name!r}: {kind} talking to {url}: {redact(str(exc), secret)[:200]}")
     if isinstance(exc, ValueError):  # the body was not the JSON it claimed to be
         return malformed(deployment, url, exc)
     return PermanentError(f"deployment {name!r}: unexpected {kind} calling {url}: {redact(str(exc), secret)[:200]}")
+
+
+def unreachable_reason(exc: BaseException) -> str | None:
+    """``""`` (refused) or a note (name does not resolve) when the cause of ``exc`` is one of those;
+    ``None`` otherwise. The SDKs report both as a connect timeout: the cause chain tells them apart."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ConnectionRefusedError):
+            return ""
+        if isinstance(cause, socket.gaierror):
+            return " (its host name does not resolve)"
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def malformed(deployment: Deployment, url: str, exc: BaseException) -> TransientError:

@@ -16,7 +16,7 @@ from prefect.futures import PrefectFuture
 
 from helmflow.board import prepare
 from helmflow.pipeline import FailedCell, RunOutcome
-from helmflow.progress import reporter
+from helmflow.progress import REPORTED, reporter
 from helmflow.storage import Store
 from helmflow.tasks import configure, forget_cached
 from helmflow.tasks.evaluation import publish_key, query_key, release_assets, run_assets, score_key
@@ -28,6 +28,15 @@ class PartialRelease(RuntimeError):
     def __init__(self, message: str, release: dict[str, Any]):
         super().__init__(message)
         self.release = release
+
+
+def failed_cells(failed: list[FailedCell]) -> str:
+    """One line per distinct error with the cells it failed: a deployment stopped by a bad key
+    fails all its pairs with the same error, which reads once."""
+    cells: dict[str, list[str]] = {}
+    for f in failed:
+        cells.setdefault(f.error.replace(f"{f.scenario} x {f.deployment}: ", ""), []).append(f"{f.scenario} x {f.deployment}")
+    return "\n".join(f"  {error} ({len(c)} run{'s' * (len(c) > 1)}: {', '.join(c)})" for error, c in cells.items())
 
 
 def _failure(*futures: PrefectFuture) -> str:
@@ -118,7 +127,8 @@ def evaluate(
                 forget_cached(store, [query_key(r), score_key(r), publish_key(r)])
         else:
             error = _failure(d, p, q, sc, pub)
-            log.error("%s x %s failed: %s", r.scenario.label, r.deployment.name, error)
+            # the CLI reports failed cells once, grouped (progress.quiet_reported_failures)
+            log.error("%s x %s failed: %s", r.scenario.label, r.deployment.name, error, extra={REPORTED: True})
             failed.append(FailedCell(run_id=r.run_id, scenario=r.scenario.label, deployment=r.deployment.name, error=error))
         reporter().run_done(r.scenario.label)
 
@@ -141,6 +151,7 @@ def evaluate(
         "failed": [f.model_dump() for f in failed],
     }
     if failed:
-        cells = "; ".join(f"{f.scenario} x {f.deployment}" for f in failed)
-        raise PartialRelease(f"{len(failed)} of {len(plan.runs)} runs failed ({cells}); published partial release {release.release_id}", summary)
+        raise PartialRelease(
+            f"{len(failed)} of {len(plan.runs)} runs failed; published partial release {release.release_id}\n"
+            + failed_cells(failed), summary)
     return summary

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import math
 import os
 import sys
 import time
@@ -74,6 +75,18 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
+def budget_usd(value: str) -> float:
+    """A spending cap: a finite amount, zero or more (``nan`` would compare false and never stop)."""
+    try:
+        usd = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an amount in USD, got {value!r}") from None
+    if not math.isfinite(usd) or usd < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite amount of zero or more, got {value!r} "
+                                         "(leave the option out for no cap)")
+    return usd
+
+
 def _parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="helmflow",
@@ -96,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--variant", choices=["v1", "v2"],
                      help="HELM Capabilities variant for scenarios that have one (MMLU-Pro, GPQA): v2 adds the larger "
                           "token budget and the answer-format suffix; a v2 board publishes as <board>-v2")
-    run.add_argument("--budget-usd", type=float, metavar="USD",
+    run.add_argument("--budget-usd", type=budget_usd, metavar="USD",
                      help="stop sending new priced requests before this run's projected spend passes USD")
 
     ls = sub.add_parser("list", help="list boards, scenarios or models")
@@ -269,7 +282,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     started = time.perf_counter()
     from helmflow.flows.evaluate import PartialRelease, evaluate
-    from helmflow.progress import RichReporter, set_reporter
+    from helmflow.progress import RichReporter, quiet_reported_failures, set_reporter
+
+    if not args.verbose:
+        quiet_reported_failures()
 
     with RichReporter(console) as rep:
         set_reporter(rep)
@@ -290,7 +306,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     console.print(f"flow run: {state.state_details.flow_run_id} ({state.type.value.lower()}) in {time.perf_counter() - started:.1f} s")
     console.print(f"release: {summary['uri']}" + ("" if summary["wrote"] else " (unchanged: nothing written)"))
     if isinstance(result, PartialRelease):
-        console.print(f"[red]partial release: {result}")
+        from rich.markup import escape
+
+        console.print(f"[red]partial release: {escape(str(result))}")
         return EXIT_PARTIAL
     return 0
 

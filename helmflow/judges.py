@@ -110,7 +110,7 @@ def annotate(
     instances: list[Instance],
     requests: list[Request],
     completions: list[Completion],
-    budget: Any = None,
+    shared: Any = None,
 ) -> Judged:
     """Every judge's verdict on every successful completion, for each template (in a stable order).
 
@@ -132,7 +132,7 @@ def annotate(
                     body = judge_request(judge, template, prompts[r.request_hash])
                     calls[r.request_hash] = Request(request_hash=request_hash(body, 0), instance_id=r.instance_id,
                                                     split=r.split, body=body)
-            return calls, run_queries(store, judge, list(calls.values()), None, budget)
+            return calls, run_queries(store, judge, list(calls.values()), None, shared)
 
         with ThreadPoolExecutor(max_workers=max(len(judges), 1), thread_name_prefix="judge") as pool:
             results = list(pool.map(ask, judges))

@@ -25,7 +25,7 @@ from helmflow.adapters import adapt
 from helmflow.board import BoardPlan, RunPlan, ScenarioPlan
 from helmflow.datasets import mirror_sources, read_instances, write_instances
 from helmflow.judges import annotate
-from helmflow.query import Budget, QueryFailed, build_requests, run_queries
+from helmflow.query import BoardRun, QueryFailed, build_requests, run_queries
 from helmflow.records import (
     ANNOTATION_SCHEMA,
     COMPLETION_SCHEMA,
@@ -159,11 +159,11 @@ def adapt_scenario(store: Store, plan: ScenarioPlan, data: ScenarioData) -> Prom
 # --------------------------------------------------------------------------- query
 def query_pair(
     store: Store, plan: RunPlan, prompt_set: PromptSet, progress: Callable[[int], None] | None = None,
-    budget: Budget | None = None,
+    shared: BoardRun | None = None,
 ) -> QueryOutcome:
     prompts = [prompt_from_row(r) for r in store.read_parquet(prompt_set.prompts_key).to_pylist()]
     requests = build_requests(prompts, plan.scenario.adapter, plan.deployment, store)
-    result = run_queries(store, plan.deployment, requests, progress, budget)
+    result = run_queries(store, plan.deployment, requests, progress, shared)
     base = f"work/query/{plan.query_key}"
     meta = _meta(query_key=plan.query_key, deployment=plan.deployment.name, model_version=plan.model_version)
     store.write_parquet(f"{base}/requests.parquet", to_table([request_to_row(r) for r in requests], REQUEST_SCHEMA), meta)
@@ -189,16 +189,16 @@ def query_pair(
 
 # --------------------------------------------------------------------------- score
 def score_pair(
-    store: Store, plan: RunPlan, data: ScenarioData, query: QueryOutcome, budget: Budget | None = None
+    store: Store, plan: RunPlan, data: ScenarioData, query: QueryOutcome, shared: BoardRun | None = None
 ) -> ScoreOutcome:
     """Judge (when the run has a jury), then score. Judge requests go through the query path (limiter,
-    retries, journal, ``budget``), so scoring again re-sends nothing already judged."""
+    retries, journal, the board run's budget), so scoring again re-sends nothing already judged."""
     instances = read_instances(store, data.instances_key)
     requests = [request_from_row(r) for r in store.read_parquet(query.requests_key).to_pylist()]
     completions = [Completion.model_validate(r) for r in store.read_parquet(query.completions_key).to_pylist()]
     judged = None
     if plan.judges:
-        judged = annotate(store, plan.judges, list(plan.judge_templates), instances, requests, completions, budget)
+        judged = annotate(store, plan.judges, list(plan.judge_templates), instances, requests, completions, shared)
     notes = judged.annotations if judged else None
     stats = score_instances(instances, requests, completions, plan.scenario.adapter, plan.scenario.metrics, notes)
     summary = summarize(stats)

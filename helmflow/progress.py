@@ -6,7 +6,33 @@ worker nobody watches and the reporter is a no-op.
 
 from __future__ import annotations
 
+import logging
 import threading
+
+#: a log record's attribute marking a failure the CLI reports itself, once (see quiet_reported_failures)
+REPORTED = "helmflow_reported"
+#: failures the CLI reports itself: their tracebacks and state lines stay in the Prefect UI only
+REPORTED_ERRORS = ("QueryFailed", "JudgeFailed", "PartialRelease")
+
+
+class _ReportedFailures(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, REPORTED, False):
+            return False
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and type(exc).__name__ in REPORTED_ERRORS:
+            return False
+        message = record.getMessage()  # Prefect's "Finished in state Failed('... QueryFailed: ...')"
+        return not any(f"{name}:" in message or f"{name}(" in message for name in REPORTED_ERRORS)
+
+
+def quiet_reported_failures() -> None:
+    """Keep the terminal to one message per failure: failed pairs are summarized by the CLI at the
+    end (grouped by error), so Prefect's per-task tracebacks for them are not printed. The Prefect
+    API log handler is a different handler: the UI still has every line."""
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, _ReportedFailures) for f in handler.filters):
+            handler.addFilter(_ReportedFailures())
 
 
 class Reporter:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +22,15 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from helmflow.adapters import MEDIA_MARK, Prompt
 from helmflow.aio import limiter_for, run_io
 from helmflow.clients import make_client
-from helmflow.clients.base import BudgetExceeded, Client, ClientError, ClientResult, PermanentError, TransientError
+from helmflow.clients.base import (
+    BudgetExceeded,
+    Client,
+    ClientError,
+    ClientResult,
+    PermanentError,
+    TransientError,
+    Unreachable,
+)
 from helmflow.journal import Journal, request_hash
 from helmflow.media import ImageOptions, MediaStore, image_options, prepare_image
 from helmflow.records import AdapterSpec, ChatMessage, Completion, ContentPart, Deployment, Request, RequestBody
@@ -186,8 +195,8 @@ class Budget:
     """
 
     def __init__(self, limit_usd: float):
-        if limit_usd < 0:
-            raise ValueError("--budget-usd must not be negative")
+        if not math.isfinite(limit_usd) or limit_usd < 0:  # nan compares false: it would never stop
+            raise ValueError(f"--budget-usd must be a finite amount of zero or more, not {limit_usd}")
         self.limit_usd = limit_usd
         self.spent_usd = 0.0
         self.reserved_usd = 0.0
@@ -210,16 +219,38 @@ class Budget:
         self.spent_usd += actual
 
 
-_budgets: dict[str, Budget] = {}
+class BoardRun:
+    """What the queries of one board run share in a process: its budget (if any), and the
+    deployments a permanent error has stopped. A bad key, a forbidden or unknown model fails every
+    pair of its deployment alike, so the first such error stops them all: nothing more is sent."""
+
+    def __init__(self, limit_usd: float | None = None):
+        self.budget = Budget(limit_usd) if limit_usd is not None else None
+        self.halted: dict[str, str] = {}  # deployment name -> the error that stopped it
+        self._refused: dict[str, int] = {}  # deployment name -> refused attempts in a row
+
+    def refused(self, deployment: str, exc: Unreachable) -> None:
+        """A few refused attempts in a row, from any request, stop the deployment: nobody is there."""
+        self._refused[deployment] = self._refused.get(deployment, 0) + 1
+        if self._refused[deployment] >= Unreachable.max_attempts:
+            self.halt(deployment, f"{type(exc).__name__}: {exc}")
+
+    def reached(self, deployment: str) -> None:
+        self._refused.pop(deployment, None)
+
+    def halt(self, deployment: str, error: str) -> str:
+        """Stop ``deployment`` (the first error is the one kept); returns that first error."""
+        return self.halted.setdefault(deployment, error)
 
 
-def budget_for(key: str, limit_usd: float | None) -> Budget | None:
-    """The process-wide budget named ``key`` (e.g. a flow-run id); ``None`` when there is no limit."""
-    if limit_usd is None:
-        return None
-    if key not in _budgets:
-        _budgets[key] = Budget(limit_usd)
-    return _budgets[key]
+_board_runs: dict[str, BoardRun] = {}
+
+
+def board_run(key: str, limit_usd: float | None = None) -> BoardRun:
+    """The process-wide share of the board run named ``key`` (e.g. its flow-run id)."""
+    if key not in _board_runs:
+        _board_runs[key] = BoardRun(limit_usd)
+    return _board_runs[key]
 
 
 # --------------------------------------------------------------------------- sending
@@ -242,14 +273,30 @@ class _Batch:
     client: Client
     journal: Journal
     progress: Progress | None
-    budget: Budget | None
-    abort: asyncio.Event = field(default_factory=asyncio.Event)
+    shared: BoardRun
     permanent_error: str | None = None
 
+    @property
+    def budget(self) -> Budget | None:
+        return self.shared.budget
+
+    def stopped(self) -> bool:
+        return self.permanent_error is not None or self.client.deployment.name in self.shared.halted
+
     def stop(self, exc: ClientError) -> None:
-        if not self.abort.is_set():
-            self.abort.set()
-            self.permanent_error = f"{type(exc).__name__}: {exc}"
+        """No more requests from this batch; and, unless the budget said no, from any batch of the
+        deployment in this board run (the pair reports the error that stopped the deployment)."""
+        error = f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, BudgetExceeded):
+            error = self.shared.halt(self.client.deployment.name, error)
+        if self.permanent_error is None:
+            self.permanent_error = error
+
+
+def _give_up(state) -> bool:
+    """Unreachable hosts get a few attempts, whatever the deployment's retry budget."""
+    exc = state.outcome.exception() if state.outcome else None
+    return isinstance(exc, Unreachable) and state.attempt_number >= Unreachable.max_attempts
 
 
 def _prompt_text(body: RequestBody) -> str:
@@ -270,8 +317,8 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
     async def attempt() -> ClientResult:
         nonlocal attempts, started
         async with limiter:
-            if batch.abort.is_set():  # checked once a slot is ours: nothing queued goes out after a stop
-                raise PermanentError("not sent: the pair was stopped by an earlier permanent error")
+            if batch.stopped():  # checked once a slot is ours: nothing queued goes out after a stop
+                raise PermanentError(f"not sent: deployment {deployment.name!r} was stopped by an earlier error")
             if limiter.tokens is not None:
                 await limiter.admit(tok.count(_prompt_text(req.body)) + req.body.max_tokens)
             elif limiter.requests is not None:
@@ -280,7 +327,12 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
             started = time.perf_counter()
             try:
                 async with asyncio.timeout(deployment.retry.timeout_s):
-                    return await client.complete(req.body)
+                    result = await client.complete(req.body)
+                batch.shared.reached(deployment.name)
+                return result
+            except Unreachable as exc:
+                batch.shared.refused(deployment.name, exc)
+                raise
             except TimeoutError:
                 raise TransientError(f"deployment {deployment.name!r}: no answer within {deployment.retry.timeout_s:g} s") from None
 
@@ -289,7 +341,7 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
             reserved = cost_usd(deployment, tok.count(_prompt_text(req.body)), req.body.max_tokens)
             batch.budget.reserve(reserved)
         async for state in AsyncRetrying(
-            stop=stop_after_attempt(deployment.retry.attempts),
+            stop=stop_after_attempt(deployment.retry.attempts) | _give_up,
             wait=_wait(deployment),
             retry=retry_if_exception(lambda e: isinstance(e, ClientError) and e.transient),
             reraise=True,
@@ -321,7 +373,7 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
     except ClientError as exc:
         if batch.budget is not None and not isinstance(exc, BudgetExceeded):
             batch.budget.settle(reserved, 0.0)
-        if not exc.transient:
+        if not exc.transient or isinstance(exc, Unreachable):
             batch.stop(exc)
         completion = Completion(
             request_hash=req.request_hash,
@@ -374,12 +426,14 @@ def run_queries(
     deployment: Deployment,
     requests: list[Request],
     progress: Progress | None = None,
-    budget: Budget | None = None,
+    shared: BoardRun | None = None,
 ) -> QueryResult:
     """Completions for ``requests`` in order: journaled ones reused, the rest sent now.
 
+    ``shared`` is the board run's budget and stopped deployments (default: this call's own).
     A missing credential is a :class:`PermanentError` before anything is sent or read.
     """
+    shared = shared or BoardRun()
     client = client_for(deployment, store)
     client.check_credentials()
     journal = Journal(store, deployment.name)
@@ -393,7 +447,7 @@ def run_queries(
         if pending:
             async def send() -> list[Completion]:
                 nonlocal batch
-                batch = _Batch(client, journal, progress, budget)  # its Event belongs to the I/O loop
+                batch = _Batch(client, journal, progress, shared)
                 return await _send_all(batch, pending)
 
             fresh = run_io(send())

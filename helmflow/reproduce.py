@@ -20,7 +20,7 @@ REPRODUCIBLE = ("capabilities",)
 
 
 def add_parser(sub) -> None:
-    from helmflow.cli import _csv, judge_args
+    from helmflow.cli import _csv, budget_usd, judge_args
 
     p = sub.add_parser(
         "reproduce",
@@ -34,7 +34,7 @@ def add_parser(sub) -> None:
     p.add_argument("--models", type=_csv, help="comma-separated deployments (default: the board's)")
     p.add_argument("--storage", help="storage root URL (default $HELMFLOW_STORAGE or ./helmflow-store)")
     p.add_argument("--models-file", help="extra deployments YAML (also $HELMFLOW_MODELS)")
-    p.add_argument("--budget-usd", type=float, metavar="USD", help="stop sending new priced requests (model and judge) past USD")
+    p.add_argument("--budget-usd", type=budget_usd, metavar="USD", help="stop sending new priced requests (model and judge) past USD")
     p.add_argument("--explain", action="store_true", help="print the configuration and the differences only; run nothing")
     p.add_argument("-v", "--verbose", action="store_true", help="show Prefect's own log lines")
     judge_args(p)

@@ -23,7 +23,7 @@ from helmflow.board import BoardPlan, RunPlan, ScenarioPlan
 from helmflow.datasets import dataset_prefix, instances_key
 from helmflow.pipeline import FailedCell, PromptSet, QueryOutcome, RunOutcome, ScenarioData, ScoreOutcome
 from helmflow.progress import reporter
-from helmflow.query import budget_for
+from helmflow.query import board_run
 from helmflow.storage import Store, safe_key
 from helmflow.versions import release_hash
 
@@ -67,8 +67,8 @@ def adapt(plan: ScenarioPlan, storage: str, data: ScenarioData) -> PromptSet:
 def query(plan: RunPlan, storage: str, prompts: PromptSet, budget_usd: float | None = None) -> QueryOutcome:
     rep = reporter()
     rep.add_requests(prompts.num_prompts * plan.scenario.adapter.generation.num_outputs)
-    budget = budget_for(f"flow-run-{flow_run.id}", budget_usd)  # one budget for the board run's queries
-    out = pipeline.query_pair(Store(storage), plan, prompts, rep.requests_done, budget)
+    shared = board_run(f"flow-run-{flow_run.id}", budget_usd)  # one budget and one stop per deployment
+    out = pipeline.query_pair(Store(storage), plan, prompts, rep.requests_done, shared)
     return out.model_copy(update={"task_run_id": str(task_run.id)})
 
 
@@ -76,8 +76,8 @@ def query(plan: RunPlan, storage: str, prompts: PromptSet, budget_usd: float | N
       task_run_name="score {plan.scenario.label} x {plan.deployment.name}")
 def score(plan: RunPlan, storage: str, data: ScenarioData, queried: QueryOutcome,
           budget_usd: float | None = None) -> ScoreOutcome:
-    budget = budget_for(f"flow-run-{flow_run.id}", budget_usd)  # judge requests share the board run's budget
-    out = pipeline.score_pair(Store(storage), plan, data, queried, budget)
+    shared = board_run(f"flow-run-{flow_run.id}", budget_usd)  # judge requests share the board run's budget
+    out = pipeline.score_pair(Store(storage), plan, data, queried, shared)
     return out.model_copy(update={"task_run_id": str(task_run.id)})
 
 

@@ -19,7 +19,7 @@ from helmflow.judges import TEMPLATES, JudgeFailed, JudgeParseError, jury_scores
 from helmflow.metrics.omni_math import parse_omni_math
 from helmflow.metrics.wildbench import parse_wildbench
 from helmflow.pipeline import adapt_scenario, download_scenario, publish_run, query_pair, score_pair
-from helmflow.query import Budget
+from helmflow.query import BoardRun
 from helmflow.records import Annotation, ChatMessage, Deployment, Input, Instance
 
 WB_JSON = '{{"strengths": "clear and on topic", "weaknesses": "a bit short", "score": {}}}'
@@ -183,7 +183,7 @@ def test_judge_cost_is_summed_separately(store, omni_mirror, deployments):
 def test_budget_covers_judge_requests(store, omni_mirror, deployments):
     """The model is free; the judge is priced past a tiny budget: judging stops before sending."""
     with pytest.raises(JudgeFailed, match="budget"):
-        run_pair(store, deployments, ["t/judge-true"], budget=Budget(1e-6))
+        run_pair(store, deployments, ["t/judge-true"], budget=BoardRun(1e-6))
     _run, query, score, _out = run_pair(store, deployments, ["t/judge-true"])  # no budget: everything is judged now
     assert query.sent == 0 and score.judge_sent == 6 and score.judge_reused == 0  # nothing was sent (or paid) before
 
