@@ -5,6 +5,10 @@ Successes are appended to a local spool file (one line each, flushed) and moved 
 hash). A process killed at any moment loses at most what was in flight: its spool is recovered
 (under an exclusive lock, so a live writer's spool is never taken) by the next journal on the same
 storage. Reads deduplicate on request hash; ``compact`` merges each touched partition.
+
+Parts are validated as they are read: one that does not parse, or whose rows are not completions,
+is moved to ``quarantine/responses/…`` with one warning, and its requests count as unanswered (the
+next query re-sends those, and only those). I/O errors are not corruption: they propagate.
 """
 
 from __future__ import annotations
@@ -24,12 +28,15 @@ from pathlib import Path
 from typing import TextIO, TypeVar
 
 import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import ValidationError
 
 from helmflow.records import COMPLETION_SCHEMA, Completion, RequestBody
 from helmflow.storage import Store, safe_key
 from helmflow.versions import canonical_json
 
 JOURNAL_VERSION = "1"
+QUARANTINE_PREFIX = "quarantine"
 log = logging.getLogger("helmflow")
 T = TypeVar("T")
 R = TypeVar("R")
@@ -54,6 +61,53 @@ def _parallel(fn: Callable[[T], R], items: list[T], workers: int = 16) -> list[R
         return [fn(x) for x in items]
     with ThreadPoolExecutor(max_workers=min(workers, len(items)), thread_name_prefix="journal-io") as pool:
         return list(pool.map(fn, items))
+
+
+class CorruptPart(ValueError):
+    """A journal part that is not Parquet of completions (torn, truncated, overwritten)."""
+
+
+def parse_part(data: bytes, hashes: set[str] | None = None) -> dict[str, Completion]:
+    """The completions in a part's bytes (those in ``hashes``, or all), each validated; else :class:`CorruptPart`."""
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowException, OSError, ValueError) as exc:  # no I/O here: bytes that do not parse
+        raise CorruptPart(f"not Parquet: {exc}") from exc
+    field = table.schema.field("request_hash") if "request_hash" in table.column_names else None
+    if field is None or not pa.types.is_string(field.type):
+        raise CorruptPart("no string request_hash column")
+    found: dict[str, Completion] = {}
+    try:
+        for row in table.to_pylist():
+            if hashes is None or row["request_hash"] in hashes:
+                found[row["request_hash"]] = Completion.model_validate(row)
+    except ValidationError as exc:
+        raise CorruptPart(f"a row is not a completion: {exc.errors()[0]['msg']}") from exc
+    return found
+
+
+_quarantine_lock = threading.Lock()
+_warned: set[str] = set()
+
+
+def quarantine(store: Store, key: str, why: str) -> None:
+    """Move a bad object to ``quarantine/<key>`` (kept for inspection), warning once per key.
+
+    Two readers may find the same bad part at once: whoever comes second finds it gone and stays quiet.
+    """
+    target = f"{QUARANTINE_PREFIX}/{key}"
+    try:
+        data = store.read_bytes(key)
+    except FileNotFoundError:
+        return
+    store.write_bytes(target, data)
+    store.delete(key)
+    with _quarantine_lock:
+        first = key not in _warned
+        _warned.add(key)
+    if first:
+        log.warning("journal part %s is corrupt (%s): moved to %s; its requests count as unanswered and will "
+                    "be re-sent", store.url(key), why, store.url(target))
 
 
 def spool_dir(store: Store) -> Path:
@@ -107,22 +161,32 @@ class Journal:
         """Journaled completions for the given request hashes (latest wins on duplicates).
 
         A concurrent compaction may delete a part between listing and reading; its rows are then in
-        the merged part, so the listing is simply taken again.
+        the merged part, so the listing is simply taken again. A corrupt part is quarantined and
+        contributes nothing: its requests are sent again.
         """
         prefixes = {h[:2] for h in hashes}
         for attempt in range(5):
             keys = [k for k in self.store.find(self.prefix) if k.endswith(".parquet") and k.split("/")[-2] in prefixes]
-            found: dict[str, Completion] = {}
             try:
-                for table in _parallel(self.store.read_parquet, keys):
-                    for row in table.to_pylist():
-                        if row["request_hash"] in hashes:
-                            found[row["request_hash"]] = Completion.model_validate(row)
-                return found
+                parts = _parallel(lambda key: self._read_part(key, hashes), keys)
             except FileNotFoundError:
                 if attempt == 4:
                     raise
+                continue
+            found: dict[str, Completion] = {}
+            for part in parts:
+                found.update(part)
+            return found
         return {}
+
+    def _read_part(self, key: str, hashes: set[str] | None = None) -> dict[str, Completion]:
+        """A part's completions (see :func:`parse_part`); a corrupt part is quarantined and reads as empty."""
+        data = self.store.read_bytes(key)
+        try:
+            return parse_part(data, hashes)
+        except CorruptPart as exc:
+            quarantine(self.store, key, str(exc))
+            return {}
 
     # ------------------------------------------------------------------ writing
     def append(self, completion: Completion) -> None:
@@ -206,16 +270,15 @@ class Journal:
             keys = [k for k in self.store.ls(f"{self.prefix}/{xx}") if k.endswith(".parquet")]
             if len(keys) < max(min_parts, 2):
                 return
-            rows: dict[str, dict] = {}
+            rows: dict[str, Completion] = {}
             try:
                 for key in keys:
-                    for row in self.store.read_parquet(key).to_pylist():
-                        rows[row["request_hash"]] = row
+                    rows.update(self._read_part(key))
             except FileNotFoundError:
                 return  # another journal is compacting this partition; its merge keeps every row
             self.store.write_parquet(
                 f"{self.prefix}/{xx}/part-{uuid.uuid4().hex}.parquet",
-                pa.Table.from_pylist(list(rows.values()), schema=COMPLETION_SCHEMA),
+                pa.Table.from_pylist([c.model_dump() for c in rows.values()], schema=COMPLETION_SCHEMA),
                 {"helmflow.journal_version": JOURNAL_VERSION, "helmflow.deployment": self.deployment},
             )
             for key in keys:

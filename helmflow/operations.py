@@ -99,12 +99,17 @@ def compact_store(store: Store, older_than_s: float = 3600.0) -> dict[str, int]:
     """Remove temporaries older than ``older_than_s`` and merge journal partitions with several parts."""
     removed = 0
     now = time.time()
+    base = store.path("").rstrip("/") + "/"
     for path in store.fs.find(store.path("")):
-        if path.rsplit("/", 1)[-1].startswith(TMP_PREFIX):
+        if not path.rsplit("/", 1)[-1].startswith(TMP_PREFIX):
+            continue
+        try:  # a live run renames its temporaries: one listed a moment ago may be gone now
             modified = store.fs.modified(path).timestamp() if hasattr(store.fs, "modified") else 0
             if now - modified >= older_than_s:
-                store.fs.rm(path)
+                store.delete(path.removeprefix(base))
                 removed += 1
+        except FileNotFoundError:
+            continue
     merged = 0
     from helmflow.journal import Journal
 
