@@ -54,16 +54,18 @@ def prompt_version(adapter: AdapterSpec, template_versions: dict[str, str]) -> s
 
 
 def model_version(deployment: Deployment) -> str:
-    return stable_hash(
-        {
-            "name": deployment.name,
-            "client": deployment.client,
-            "model": deployment.model,
-            "revision": deployment.revision,
-            "tokenizer": deployment.tokenizer,
-            "context_window": deployment.context_window,
-        }
-    )
+    """``options.images`` (limits, re-encoding) changes the images sent, so it is part of it when set."""
+    fields = {
+        "name": deployment.name,
+        "client": deployment.client,
+        "model": deployment.model,
+        "revision": deployment.revision,
+        "tokenizer": deployment.tokenizer,
+        "context_window": deployment.context_window,
+    }
+    if deployment.options.get("images"):
+        fields["images"] = deployment.options["images"]
+    return stable_hash(fields)
 
 
 def metric_version(metric_versions: dict[str, str], judges: dict[str, str] | None = None) -> str:

@@ -214,3 +214,12 @@ def test_build_requests_resizes_for_the_deployment_and_records_it(store: Store):
     assert len(req.media_transforms) == 1 and "300x150 -> 100x50" in req.media_transforms[0]
     with Image.open(io.BytesIO(media.read(sent))) as img:
         assert img.size == (100, 50)
+
+
+def test_image_options_are_part_of_model_version_only_when_set():
+    from helmflow.versions import model_version
+
+    plain = Deployment(name="d", client="openai", model="m")
+    assert model_version(plain) == model_version(plain.model_copy(update={"options": {"top_logprobs": 2}}))
+    jpeg = plain.model_copy(update={"options": {"images": {"reencode": "jpeg"}}})
+    assert model_version(jpeg) != model_version(plain)
