@@ -6,8 +6,9 @@ deployment and flow name in the Prefect UI.
 
 from __future__ import annotations
 
-from helmflow.flows.evaluate import evaluate
 from prefect import flow
+
+from helmflow.flows.evaluate import evaluate
 
 
 @flow(name="vision-demo")

@@ -33,6 +33,7 @@ class ScenarioEntry(BaseModel):
     main_metric: str | None = None
     metrics: list[str] | None = None
     label: str | None = None
+    group: str | None = None  # a leaderboard column averaging several entries (HELM's run group, e.g. 30 MMMU subjects)
 
 
 class BoardSpec(BaseModel):
@@ -45,6 +46,18 @@ class BoardSpec(BaseModel):
     max_instances: int | None = Field(None, ge=1)
     aggregation: list[Literal["mean", "win_rate"]] = Field(default_factory=lambda: ["mean", "win_rate"])
     judges: list[str] = Field(default_factory=list)  # the jury (deployment names) for judge-backed metrics
+    # HELM's aspects (VHELM: perception, reasoning, ...): aspect -> the groups (or labels) it ranks
+    aspects: dict[str, list[str]] = Field(default_factory=dict)
+
+    def version_data(self) -> dict[str, Any]:
+        """What the board version hashes: fields added later count only when used (old versions stay put)."""
+        data = self.model_dump(mode="json")
+        if not data["aspects"]:
+            del data["aspects"]
+        for entry in data["scenarios"]:
+            if entry["group"] is None:
+                del entry["group"]
+        return data
 
 
 class ScenarioPlan(BaseModel):
@@ -61,6 +74,7 @@ class ScenarioPlan(BaseModel):
     prompt_version: str
     main_metric: str
     metrics: list[str]
+    group: str | None = None
 
 
 class RunPlan(BaseModel):
@@ -163,6 +177,7 @@ def plan_scenario(entry: ScenarioEntry, max_instances: int | None) -> ScenarioPl
         prompt_version=versions.prompt_version(adapter, template_versions(adapter)),
         main_metric=entry.main_metric or scen.main_metric,
         metrics=metrics,
+        group=entry.group,
     )
 
 
@@ -240,6 +255,12 @@ def plan_board(
     labels = [s.label for s in scenario_plans]
     if len(set(labels)) != len(labels):
         raise BoardError(f"board {spec.name!r}: two scenario entries share a label; set 'label:' to tell them apart")
+    columns = {s.group or s.label for s in scenario_plans}
+    for aspect, members in spec.aspects.items():
+        unknown_members = [m for m in members if m not in columns and not scenarios]
+        if unknown_members:
+            raise BoardError(f"board {spec.name!r}: aspect {aspect!r} names {', '.join(unknown_members)}, which is no "
+                             f"scenario group or label of the board")
     judged = [s for s in scenario_plans if judge_template_names(s.metrics)]
     jury = [] if no_judge else list(judges if judges is not None else spec.judges)
     judge_deployments = _jury(spec.name, jury, deployments, judged, no_judge, check_credentials)
@@ -248,7 +269,7 @@ def plan_board(
     runs = [plan_run(s, deployments[m], judge_deployments) for s in scenario_plans for m in chosen_models]
     return BoardPlan(
         spec=effective,
-        board_version=versions.stable_hash(effective),
+        board_version=versions.stable_hash(effective.version_data()),
         scenarios=scenario_plans,
         runs=runs,
     )

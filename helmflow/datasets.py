@@ -33,6 +33,7 @@ import fsspec
 from helmflow.media import MediaStore
 from helmflow.records import INSTANCE_SCHEMA, Instance, instance_from_row, instance_to_row, to_table
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, get_scenario
+from helmflow.scenarios.base import UNPINNED
 from helmflow.storage import Store, safe_key
 
 MANIFEST = "manifest.json"
@@ -71,6 +72,11 @@ def resolve_source(scenario: str, revision: str, source: DataSource) -> str:
     root = os.environ.get(MIRROR_ENV)
     if root:
         return mirror_url(root, scenario, revision, source.filename)
+    if revision == UNPINNED:
+        raise ScenarioError(
+            f"scenario {scenario!r}: no source revision is pinned (none could be verified), so it never reads "
+            f"{source.url.split('@')[0]}; it runs from a mirror only: set {mirror_env_var(scenario)} or {MIRROR_ENV}"
+        )
     return source.url
 
 

@@ -12,7 +12,7 @@ import json
 import math
 import os
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import pyarrow as pa
@@ -35,7 +35,6 @@ from helmflow.records import (
     SUMMARY_SCHEMA,
     Completion,
     MetricSummary,
-    Stat,
     models_to_table,
     prompt_from_row,
     prompt_to_row,
@@ -320,7 +319,7 @@ def publish_run(
             "git_commit": versions.git_commit(),
             "query_key": plan.query_key,
             "score_key": plan.score_key,
-            "published_at": datetime.now(timezone.utc).isoformat(),
+            "published_at": datetime.now(UTC).isoformat(),
             **(lineage or {}),
         },
         "files": [f"{prefix}/{n}" for n in files],
@@ -365,24 +364,53 @@ RUNS_SCHEMA = pa.schema(
 )
 
 
-def leaderboard_schema(labels: list[str]) -> pa.Schema:
+def leaderboard_schema(labels: list[str], groups: list[str] | None = None, aspects: list[str] | None = None) -> pa.Schema:
     fields = [("deployment", pa.string()), ("mean_score", pa.float64()), ("mean_win_rate", pa.float64())]
     for label in labels:
         fields += [(label, pa.float64()), (f"{label} ci_low", pa.float64()), (f"{label} ci_high", pa.float64())]
+    fields += [(f"group:{g}", pa.float64()) for g in groups or []]
+    fields += [(f"aspect:{a}", pa.float64()) for a in aspects or []]
     fields += [("cost_usd", pa.float64()), ("prompt_tokens", pa.int64()), ("output_tokens", pa.int64()),
                ("judge_cost_usd", pa.float64()), ("missing", pa.int64())]
     return pa.schema(fields)
 
 
+def board_groups(board: BoardPlan) -> dict[str, list[str]]:
+    """Leaderboard columns of a grouped board (group -> its entries' labels); empty for ungrouped boards."""
+    if not (board.spec.aspects or any(s.group for s in board.scenarios)):
+        return {}
+    groups: dict[str, list[str]] = {}
+    for s in board.scenarios:
+        groups.setdefault(s.group or s.label, []).append(s.label)
+    return groups
+
+
+def _group_mean(values: list[float | None]) -> float | None:
+    """HELM's run-group cell: the unweighted mean of its runs' scores (missing runs left out)."""
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
 def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome]) -> list[dict[str, Any]]:
+    """One row per model. A grouped board (VHELM) ranks its groups, HELM's way: each group is the mean
+    of its entries, the mean win rate is over groups, and each aspect gets its own win rate."""
     labels = [s.label for s in board.scenarios]
     cells = {(r.deployment, r.scenario): r for r in runs}
     table = {m: {lab: _finite(cells[(m, lab)].score) if (m, lab) in cells else None for lab in labels} for m in board.spec.models}
-    means = mean_scores(table) if "mean" in board.spec.aggregation else {}
-    wins = win_rates(table) if "win_rate" in board.spec.aggregation else {}
+    groups = board_groups(board)
+    ranked = {m: {g: _group_mean([table[m][lab] for lab in members]) for g, members in groups.items()}
+              for m in board.spec.models} if groups else table
+    means = mean_scores(ranked) if "mean" in board.spec.aggregation else {}
+    wins = win_rates(ranked) if "win_rate" in board.spec.aggregation else {}
+    aspect_wins = {a: win_rates({m: {g: ranked[m].get(g) for g in members} for m in board.spec.models})
+                   for a, members in board.spec.aspects.items()}
     rows = []
     for m in board.spec.models:
         row: dict[str, Any] = {"deployment": m, "mean_score": means.get(m), "mean_win_rate": wins.get(m)}
+        for g in groups:
+            row[f"group:{g}"] = ranked[m][g]
+        for a, by_model in aspect_wins.items():
+            row[f"aspect:{a}"] = by_model.get(m)
         mine = [cells[(m, lab)] for lab in labels if (m, lab) in cells]
         for lab in labels:
             cell = cells.get((m, lab))
@@ -414,13 +442,15 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
         rid = existing.rsplit("/", 1)[-1]
         if rid.endswith(f"-{digest}") and store.exists(f"{existing}/release.json"):
             return ReleaseOutcome(release_id=rid, uri=store.url(existing), status=status, wrote=False, table=rows)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     release_id = f"{now:%Y-%m-%d}-{digest}"
     prefix = f"leaderboards/{name}/{release_id}"
     labels = [s.label for s in board.scenarios]
     meta = _meta(board=board.spec.name, board_version=board.board_version, release_id=release_id,
                  created_at=now.isoformat(), status=status)
-    store.write_parquet(f"{prefix}/leaderboard.parquet", pa.Table.from_pylist(rows, schema=leaderboard_schema(labels)), meta)
+    groups = board_groups(board)
+    schema = leaderboard_schema(labels, list(groups), list(board.spec.aspects))
+    store.write_parquet(f"{prefix}/leaderboard.parquet", pa.Table.from_pylist(rows, schema=schema), meta)
     if os.environ.get(FAULT_ENV) == "after-leaderboard":  # documented test hook: a crash mid-publication
         raise RuntimeError(f"{FAULT_ENV}=after-leaderboard: simulated crash after leaderboard.parquet")
     run_rows = [
@@ -440,6 +470,7 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
         "git_commit": versions.git_commit(),
         "status": status,
         "scenarios": labels,
+        **({"groups": groups, "aspects": board.spec.aspects} if groups else {}),
         "models": board.spec.models,
         "run_ids": run_ids,
         "failed": [f.model_dump() for f in failed],

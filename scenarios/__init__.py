@@ -27,6 +27,11 @@ _BUILTIN = [
     "anthropic_red_team",
     "bbq",
     "vision_shapes",
+    "mm_star",
+    "mmmu",
+    "pope",
+    "a_okvqa",
+    "exams_v",
 ]
 
 

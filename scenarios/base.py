@@ -19,9 +19,12 @@ from helmflow.errors import HelmflowError, format_validation_error
 from helmflow.media import MediaError, MediaStore, image_bytes_from_hf
 from helmflow.records import AdapterSpec, ContentPart, Instance
 
-
 GITHUB_RAW = "https://raw.githubusercontent.com"
 GITHUB_RAW_ENV = "HELMFLOW_GITHUB_RAW"
+
+
+#: The revision of a scenario whose source revision could not be verified: it reads mirrors only.
+UNPINNED = "unpinned"
 
 
 class NoParams(BaseModel):
@@ -142,6 +145,8 @@ COLUMN_KINDS: dict[str, Callable[[pa.DataType], bool]] = {
     "integer": pa.types.is_integer,
     "float": lambda t: pa.types.is_floating(t) or pa.types.is_integer(t),
     "bool": pa.types.is_boolean,
+    # a Hugging Face ``Image`` feature: a struct holding the encoded ``bytes`` (and a ``path``)
+    "image": lambda t: pa.types.is_struct(t) and t.get_field_index("bytes") >= 0,
     "list<string>": lambda t: (pa.types.is_list(t) or pa.types.is_large_list(t))
     and (pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)),
 }

@@ -20,10 +20,10 @@ import io
 import random
 from typing import ClassVar, Literal
 
-from helmflow.scenarios import Scenario, scenario
 from pydantic import BaseModel, ConfigDict, Field
 
 from helmflow.records import AdapterSpec, ContentPart, GenerationParams, Input, Instance, Reference
+from helmflow.scenarios import Scenario, scenario
 
 SIZE = 96
 CELL = SIZE // 3

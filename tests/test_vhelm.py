@@ -1,0 +1,144 @@
+"""The VHELM board: its scenarios read fixture mirrors in each dataset's real schema (images
+embedded), HELM's prompts and scoring, aspects as metric groups, and the board end to end."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from helmflow.board import BoardError, load_board, plan_board
+from helmflow.clients import load_deployments
+from helmflow.datasets import read_instances
+from helmflow.pipeline import adapt_scenario, download_scenario, leaderboard_rows
+from helmflow.records import prompt_from_row
+from helmflow.scenarios import ScenarioError
+from helmflow.storage import Store
+from tests.vhelm_fixtures import write_mirror
+
+
+@pytest.fixture
+def mirror(tmp_path, monkeypatch) -> Path:
+    root = write_mirror(tmp_path / "mirror")
+    monkeypatch.setenv("HELMFLOW_MIRROR", str(root))
+    return root
+
+
+def plan(scenarios: list[str], **kw):
+    return plan_board(load_board("vhelm"), load_deployments(), scenarios=scenarios, **kw)
+
+
+def loaded(store: Store, label: str):
+    s = plan([label]).scenarios[0]
+    data = download_scenario(store, s)
+    prompts = [prompt_from_row(r) for r in store.read_parquet(adapt_scenario(store, s, data).prompts_key).to_pylist()]
+    return read_instances(store, data.instances_key), prompts
+
+
+def test_mmmu_interleaves_images_at_their_tags_and_image_options(mirror, store):
+    instances, prompts = loaded(store, "mmmu-Biology")
+    assert [i.id for i in instances] == ["validation_Biology_1", "validation_Biology_2"]  # the open question is left out
+    first = instances[0].input.parts
+    assert [p.type for p in first] == ["text", "image", "text", "image", "text"]
+    assert first[0].text == "Compare " and first[2].text == " with " and first[3].mime == "image/jpeg"
+    assert first[4].text == " (Biology): which has more sides?"
+    second = instances[1]
+    assert [r.text for r in second.references] == ["<image 1>", "<image 2>", "<image 3>"]
+    assert all(r.image is not None for r in second.references) and second.references[1].correct
+    p = next(p for p in prompts if p.instance_id == "validation_Biology_2")
+    assert len(p.media) == 3 and p.output_mapping == {"A": "<image 1>", "B": "<image 2>", "C": "<image 3>"}
+    assert all(store.exists(m.uri) for m in p.media)
+
+
+def test_pope_is_yes_no_multiple_choice_over_all_shards(mirror, store):
+    instances, prompts = loaded(store, "pope")
+    assert len(instances) == 9
+    assert all([r.text for r in i.references] == ["Yes", "No"] for i in instances)
+    assert sum(i.references[0].correct for i in instances) == 3
+    assert prompts[0].text().startswith("Answer the multiple choice question by just giving the letter")
+    assert prompts[0].text().endswith("A. Yes\nB. No\nAnswer:")
+
+
+def test_exams_v_filters_language_group_and_type_and_sends_the_image_alone(mirror, store):
+    instances, _ = loaded(store, "exams_v-German")
+    assert [i.id for i in instances] == ["s0-2", "s1-2", "s2-2"]
+    assert all(len(i.input.parts) == 1 and i.input.parts[0].type == "image" for i in instances)
+    assert [r.text for r in instances[0].references] == ["C"]
+
+
+def test_mm_star_category_and_a_okvqa_choices(mirror, store):
+    instances, _ = loaded(store, "mm_star-math")
+    assert len(instances) == 3 and all(i.split == "valid" for i in instances)
+    instances, _ = loaded(store, "a_okvqa")
+    assert [sum(r.correct for r in i.references) for i in instances] == [1, 1, 1, 1]
+    assert instances[2].references[2].correct
+
+
+def test_a_broken_image_names_the_file_and_row(mirror, store):
+    path = next(mirror.glob("pope/*/data/test-00001-of-00003.parquet"))
+    table = pq.read_table(path).to_pylist()
+    table[2]["image"] = {"bytes": table[2]["image"]["bytes"][: len(table[2]["image"]["bytes"]) // 2], "path": "x.png"}
+    pq.write_table(pa.Table.from_pylist(table, schema=pq.read_schema(path)), path)
+    with pytest.raises((ScenarioError, BoardError), match=r"data/test-00001-of-00003.parquet row 2: unreadable or truncated"):
+        download_scenario(store, plan(["pope"]).scenarios[0])
+
+
+def test_unpinned_scenarios_refuse_the_hub(monkeypatch):
+    monkeypatch.delenv("HELMFLOW_MIRROR", raising=False)
+    with pytest.raises(BoardError, match="no source revision is pinned .* never reads hf://datasets/MMMU/MMMU; it runs from a mirror only"):
+        plan(["mmmu-Art"])
+
+
+def test_board_columns_are_groups_and_aspects_with_mean_win_rate_over_groups(mirror):
+    board = plan(["mmmu-Art", "mmmu-Math", "pope", "mm_star-math"], models=["offline/first-option", "offline/echo"])
+    from helmflow.pipeline import RunOutcome
+
+    def run(model, label, score):
+        return RunOutcome(run_id=f"{model}{label}", scenario=label, deployment=model, status="complete", uri="u",
+                          main_metric="m", score=score, ci_low=score, ci_high=score, error_rate=0, cost_usd=0,
+                          prompt_tokens=0, output_tokens=0)
+
+    scores = {"offline/first-option": {"mmmu-Art": 1.0, "mmmu-Math": 0.0, "pope": 0.2, "mm_star-math": 0.9},
+              "offline/echo": {"mmmu-Art": 0.2, "mmmu-Math": 0.2, "pope": 0.6, "mm_star-math": 0.1}}
+    rows = {r["deployment"]: r for r in leaderboard_rows(board, [run(m, lab, s) for m, d in scores.items() for lab, s in d.items()])}
+    first = rows["offline/first-option"]
+    assert first["group:mmmu"] == 0.5 and first["group:pope"] == 0.2  # a group is the mean of its runs
+    assert first["mean_win_rate"] == pytest.approx(2 / 3)  # wins mmmu and mm_star_reasoning, loses pope
+    assert first["aspect:reasoning"] == 1.0 and first["aspect:visual_perception"] == 0.0
+    assert rows["offline/echo"]["aspect:visual_perception"] == 1.0
+
+
+@pytest.mark.slow
+def test_helmflow_run_vhelm_end_to_end_against_the_dev_server(mirror, tmp_path, dev_server, prefect_server):
+    from tests.conftest import run_cli
+
+    models = tmp_path / "models.yaml"
+    models.write_text(json.dumps({"deployments": [
+        {"name": "dev/vlm", "client": "openai-compatible", "model": "dev-vlm", "base_url": dev_server.openai_url,
+         "context_window": 32768, "max_concurrency": 16}]}))
+    storage = tmp_path / "store"
+    proc = run_cli("run", "vhelm", "--models-file", str(models), "--models", "dev/vlm", "--max-instances", "2",
+                   "--storage", str(storage), env={"HELMFLOW_MIRROR": str(mirror)}, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    store = Store(str(storage))
+    latest = store.read_json("leaderboards/vhelm/latest.json")
+    prefix = latest["uri"].removeprefix(store.root + "/")
+    board = store.read_parquet(f"{prefix}/leaderboard.parquet").to_pylist()
+    assert [r["deployment"] for r in board] == ["dev/vlm"]
+    assert {"aspect:reasoning", "aspect:knowledge", "aspect:visual_perception", "group:mmmu"} <= set(board[0])
+    release = store.read_json(f"{prefix}/release.json")
+    assert release["aspects"]["reasoning"] == ["mmmu", "exams_v", "mm_star_reasoning"]
+    stats = dev_server.stats()
+    # 6 MM-Star + 30 MMMU + POPE + A-OKVQA + 3 EXAMS-V runs, 2 instances each, every request with images
+    assert stats["by_endpoint"] == {"chat": 82} and stats["answered"] == 82
+    assert stats["images"] >= 82
+    # images were unpacked into the content-addressed store, each once (the fixtures reuse pictures)
+    distinct = {hashlib.sha256(cell["bytes"]).hexdigest() for f in mirror.rglob("*.parquet")
+                for row in pq.read_table(f).to_pylist() for cell in row.values() if isinstance(cell, dict) and cell.get("bytes")}
+    stored = {key.split("/")[1].split(".")[0] for key in store.find("media")}
+    assert stored <= distinct and len(stored) >= 15
+    assert all(hashlib.sha256(store.read_bytes(k)).hexdigest() == k.split("/")[1].split(".")[0] for k in store.find("media"))
