@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from helmflow.manifests import LatestPointer, ReleaseManifest, RunManifest
 from helmflow.pipeline import RUN_ROW_GROUP_ROWS, RUNS_SCHEMA, leaderboard_schema
 from helmflow.records import COMPLETION_SCHEMA, INSTANCE_SCHEMA, REQUEST_SCHEMA, STAT_SCHEMA, SUMMARY_SCHEMA
 from helmflow.storage import Store, safe_key
@@ -129,7 +130,7 @@ def synthesize_run(store: Store, run_id: str, scenario: str, deployment: str, n:
     status = "errors" if any(errors) else "complete"
     store.write_json(
         f"{prefix}/run.json",
-        {
+        RunManifest.model_validate({
             "run_id": run_id,
             "status": status,
             "scenario": {"name": scenario, "label": scenario, "params": {}},
@@ -160,13 +161,15 @@ def synthesize_run(store: Store, run_id: str, scenario: str, deployment: str, n:
             "dataset": {"revision": "synthetic", "checksums": {}},
             "lineage": {
                 "helmflow_version": "bench",
+                "query_key": "bench-query",
+                "score_key": "bench-score",
                 "published_at": datetime.now(UTC).isoformat(),
                 "flow_run_id": "9f0e0c6e-0000-4000-8000-000000000000",
             },
             "files": [
                 f"{prefix}/{f}" for f in ("requests.parquet", "completions.parquet", "stats.parquet", "summary.parquet")
             ],
-        },
+        }).to_json(),
     )
     return {
         "deployment": deployment,
@@ -212,7 +215,7 @@ def synthesize_release(store: Store, board: str, runs: list[dict], release_id: s
     created = datetime.now(UTC).isoformat()
     store.write_json(
         f"{prefix}/release.json",
-        {
+        ReleaseManifest.model_validate({
             "board": board,
             "board_version": "bench-version",
             "release_id": release_id,
@@ -223,11 +226,11 @@ def synthesize_release(store: Store, board: str, runs: list[dict], release_id: s
             "run_ids": sorted(r["run_id"] for r in runs),
             "failed": [],
             "helmflow_version": "bench",
-        },
+        }).to_json(),
     )
     store.write_json(
         f"leaderboards/{board}/latest.json",
-        {"release_id": release_id, "status": "complete", "created_at": created, "uri": store.url(prefix)},
+        LatestPointer(release_id=release_id, status="complete", created_at=created, uri=store.url(prefix)).to_json(),
     )
     return release_id
 

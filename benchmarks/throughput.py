@@ -58,7 +58,7 @@ async def _raw(url: str, n: int, concurrency: int) -> None:
 
 
 def _helmflow(url: str, n: int, concurrency: int) -> None:
-    from helmflow.journal import request_hash
+    from helmflow.versions import request_hash
     from helmflow.query import run_queries
     from helmflow.records import Deployment, Request, RequestBody
     from helmflow.storage import Store

@@ -75,7 +75,7 @@ def _label_storage(root: str) -> None:
     from prefect.client.orchestration import get_client
     from prefect.runtime import flow_run
 
-    from helmflow.operations import STORAGE_LABEL
+    from helmflow.layout import STORAGE_LABEL
 
     if flow_run.id:
         with get_client(sync_client=True) as client:

@@ -30,23 +30,15 @@ from typing import IO
 
 import fsspec
 
+from helmflow import layout
 from helmflow.media import MediaStore
 from helmflow.records import INSTANCE_SCHEMA, Instance, instance_from_row, instance_to_row, to_table
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, get_scenario
 from helmflow.scenarios.base import UNPINNED
-from helmflow.storage import Store, safe_key
+from helmflow.storage import Store
 
-MANIFEST = "manifest.json"
 MIRROR_ENV = "HELMFLOW_MIRROR"
 _CHUNK = 1 << 20
-
-
-def dataset_prefix(scenario_key: str, revision: str) -> str:
-    return f"datasets/{scenario_key}/{safe_key(revision)}"
-
-
-def instances_key(scenario_key: str, scenario_version: str) -> str:
-    return f"instances/{scenario_key}/{scenario_version}.parquet"
 
 
 # --------------------------------------------------------------------------- where to read
@@ -200,12 +192,11 @@ def fetch_verified(scenario: str, url: str, expected: str) -> bytes:
 def mirror_sources(store: Store, plan) -> dict[str, str]:
     """Copy each pinned file into the store once, verified; returns filename -> stored URL."""
     scen = get_scenario(plan.name, plan.params)
-    prefix = dataset_prefix(plan.key, plan.dataset_revision)
-    manifest_key = f"{prefix}/{MANIFEST}"
+    manifest_key = layout.dataset_manifest(plan.key, plan.dataset_revision)
     manifest = store.read_json(manifest_key) if store.exists(manifest_key) else {}
     files: dict[str, str] = {}
     for source in scen.sources():
-        key = f"{prefix}/{safe_key(source.filename)}"
+        key = layout.dataset_file(plan.key, plan.dataset_revision, source.filename)
         expected = plan.checksums[source.filename]
         pinned = manifest.get(source.filename)
         if source.sha256 is None and pinned and pinned != expected:
@@ -238,7 +229,7 @@ def write_instances(store: Store, plan, files: dict[str, str]) -> str:
     if len(set(ids)) != len(ids):
         raise ScenarioError(f"scenario {plan.name!r}: instance ids are not unique")
     table = to_table([instance_to_row(i) for i in instances], INSTANCE_SCHEMA)
-    key = instances_key(plan.key, plan.scenario_version)
+    key = layout.instances(plan.key, plan.scenario_version)
     store.write_parquet(
         key,
         table,

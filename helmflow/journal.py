@@ -31,28 +31,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
-from helmflow.records import COMPLETION_SCHEMA, Completion, RequestBody
+from helmflow import layout
+from helmflow.records import COMPLETION_SCHEMA, Completion
 from helmflow.storage import Store, safe_key
-from helmflow.versions import canonical_json
 
 JOURNAL_VERSION = "1"
-QUARANTINE_PREFIX = "quarantine"
 log = logging.getLogger("helmflow")
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-def request_hash(body: RequestBody, sample_index: int) -> str:
-    """Covers exactly what is sent, plus the sample index of repeated samples.
-
-    An image is covered by its sha256 and MIME type (what is sent), never by where it is stored:
-    a moved store or a mirror keeps every key.
-    """
-    dumped = body.model_dump(mode="json", exclude_none=True)
-    for part in dumped.get("parts") or []:
-        part.pop("uri", None)
-    payload = canonical_json({"body": dumped, "sample": sample_index})
-    return hashlib.sha256(payload.encode()).hexdigest()
 
 
 def _parallel(fn: Callable[[T], R], items: list[T], workers: int = 16) -> list[R]:
@@ -95,7 +81,7 @@ def quarantine(store: Store, key: str, why: str) -> None:
 
     Two readers may find the same bad part at once: whoever comes second finds it gone and stays quiet.
     """
-    target = f"{QUARANTINE_PREFIX}/{key}"
+    target = layout.quarantined(key)
     try:
         data = store.read_bytes(key)
     except FileNotFoundError:
@@ -129,7 +115,7 @@ class Journal:
     ):
         self.store = store
         self.deployment = deployment
-        self.prefix = f"responses/{safe_key(deployment)}"
+        self.prefix = layout.journal_dir(deployment)
         self.flush_every = flush_every
         self.flush_interval_s = flush_interval_s
         self._lock = threading.Lock()
@@ -244,7 +230,7 @@ class Journal:
 
         def write(xx: str) -> None:
             self.store.write_parquet(
-                f"{self.prefix}/{xx}/part-{uuid.uuid4().hex}.parquet",
+                layout.journal_part(self.prefix, xx, uuid.uuid4().hex),
                 pa.Table.from_pylist(groups[xx], schema=COMPLETION_SCHEMA),
                 {"helmflow.journal_version": JOURNAL_VERSION, "helmflow.deployment": self.deployment},
             )
@@ -277,7 +263,7 @@ class Journal:
             except FileNotFoundError:
                 return  # another journal is compacting this partition; its merge keeps every row
             self.store.write_parquet(
-                f"{self.prefix}/{xx}/part-{uuid.uuid4().hex}.parquet",
+                layout.journal_part(self.prefix, xx, uuid.uuid4().hex),
                 pa.Table.from_pylist([c.model_dump() for c in rows.values()], schema=COMPLETION_SCHEMA),
                 {"helmflow.journal_version": JOURNAL_VERSION, "helmflow.deployment": self.deployment},
             )

@@ -115,7 +115,6 @@ def annotate(
     """Every judge's verdict on every successful completion, for each template (in a stable order).
 
     The judges of a jury are asked at the same time (each through its own limiter and journal)."""
-    from helmflow.journal import request_hash
     from helmflow.query import run_queries
 
     by_id = {i.id: i for i in instances}
@@ -130,7 +129,7 @@ def annotate(
             for r, _ in judged:
                 if r.request_hash in prompts and r.request_hash not in calls:
                     body = judge_request(judge, template, prompts[r.request_hash])
-                    calls[r.request_hash] = Request(request_hash=request_hash(body, 0), instance_id=r.instance_id,
+                    calls[r.request_hash] = Request(request_hash=versions.request_hash(body, 0), instance_id=r.instance_id,
                                                     split=r.split, body=body)
             return calls, run_queries(store, judge, list(calls.values()), None, shared)
 

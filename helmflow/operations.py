@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from helmflow import layout
 from helmflow.errors import HelmflowError
+from helmflow.manifests import LatestPointer, RunManifest, RunVersions
 from helmflow.storage import TMP_PREFIX, Store, resolve_root, safe_key
 
 
@@ -23,13 +25,12 @@ from helmflow.storage import TMP_PREFIX, Store, resolve_root, safe_key
 def release_prefix(store: Store, board: str, release: str | None) -> str:
     name = safe_key(board)
     if release:
-        prefix = f"leaderboards/{name}/{release}"
-        if not store.exists(f"{prefix}/release.json"):
+        if not store.exists(layout.release_json(name, release)):
             raise ValueError(f"board {board!r} has no release {release!r} in {store.root}")
-        return prefix
-    for pointer in ("latest.json", "latest-partial.json"):
-        if store.exists(f"leaderboards/{name}/{pointer}"):
-            return f"leaderboards/{name}/{store.read_json(f'leaderboards/{name}/{pointer}')['release_id']}"
+        return layout.release_dir(name, release)
+    for pointer in layout.pointers(name):
+        if store.exists(pointer):
+            return layout.release_dir(name, LatestPointer.model_validate(store.read_json(pointer)).release_id)
     raise ValueError(f"board {board!r} has no release in {store.root}")
 
 
@@ -46,19 +47,19 @@ def cell_lineage(store: Store, board: str, release: str | None = None) -> list[d
             "main_metric": row["main_metric"],
             "run_id": row["run_id"],
         }
-        run_key = f"runs/{row['run_id']}/run.json"
+        run_key = layout.run_json(row["run_id"])
         if row["status"] != "missing" and store.exists(run_key):
-            run = store.read_json(run_key)
+            run = RunManifest.model_validate(store.read_json(run_key))
             record |= {
-                "dataset_revision": run["dataset"]["revision"],
-                **run["versions"],
-                "flow_run_id": run["lineage"].get("flow_run_id"),
-                "query_task_run_id": run["lineage"].get("query_task_run_id"),
-                "score_task_run_id": run["lineage"].get("score_task_run_id"),
-                "publish_task_run_id": run["lineage"].get("publish_task_run_id"),
-                "judges": [j["name"] for j in run.get("judges", {}).get("deployments", [])],
-                "judge_templates": run.get("judges", {}).get("templates", {}),
-                "run_uri": store.url(f"runs/{row['run_id']}"),
+                "dataset_revision": run.dataset.revision,
+                **run.versions.model_dump(include=set(RunVersions.model_fields)),
+                "flow_run_id": run.lineage.flow_run_id,
+                "query_task_run_id": run.lineage.query_task_run_id,
+                "score_task_run_id": run.lineage.score_task_run_id,
+                "publish_task_run_id": run.lineage.publish_task_run_id,
+                "judges": [j.name for j in run.judges.deployments],
+                "judge_templates": run.judges.templates,
+                "run_uri": store.url(layout.run_dir(row["run_id"])),
             }
         else:
             record["error"] = row.get("error")
@@ -113,7 +114,7 @@ def compact_store(store: Store, older_than_s: float = 3600.0) -> dict[str, int]:
     merged = 0
     from helmflow.journal import Journal
 
-    for deployment_dir in store.ls("responses"):
+    for deployment_dir in store.ls(layout.JOURNAL_ROOT):
         parts = [k.rsplit("/", 2)[-2] for k in store.find(deployment_dir) if k.endswith(".parquet")]
         busy = {xx for xx in set(parts) if parts.count(xx) > 1}
         # opening a journal also recovers spools that killed processes left on this machine
@@ -131,9 +132,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- retry
-# The flow labels its run with the storage root it resolved, so a run whose ``storage`` parameter
-# was empty (a deployment: the worker's $HELMFLOW_STORAGE decided) still says where it wrote.
-STORAGE_LABEL = "helmflow.storage"
+STORAGE_LABEL = layout.STORAGE_LABEL
 
 
 def read_finished_flow_run(flow_run_id: str) -> Any:
@@ -178,15 +177,14 @@ def retry_storage(parameters: dict[str, Any], labels: dict[str, Any], given: str
 def pairs_to_rerun(parameters: dict[str, Any], store: Store) -> list[str]:
     """Pairs whose tasks will execute again: no persisted result for one of their keys."""
     from helmflow.board import prepare
-    from helmflow.tasks.evaluation import RESULTS_PREFIX, publish_key, query_key, score_key
 
     plan = prepare(parameters.get("board", "demo"), parameters.get("models"), parameters.get("scenarios"),
                    parameters.get("max_instances"), parameters.get("models_file"), parameters.get("plugins"),
                    parameters.get("judges"), parameters.get("no_judge", False), check_credentials=False)
     rerun = []
     for r in plan.runs:
-        keys = [query_key(r), score_key(r), publish_key(r)]
-        if not all(store.exists(f"{RESULTS_PREFIX}/{k}") for k in keys):
+        keys = [layout.query_cache_key(r.query_key), layout.score_cache_key(r.score_key), layout.publish_cache_key(r.run_id)]
+        if not all(store.exists(layout.result(k)) for k in keys):
             rerun.append(f"{r.scenario.label} x {r.deployment.name}")
     return rerun
 

@@ -20,11 +20,12 @@ import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field
 
 import helmflow
-from helmflow import versions
+from helmflow import layout, versions
 from helmflow.adapters import adapt
 from helmflow.board import BoardPlan, RunPlan, ScenarioPlan
 from helmflow.datasets import mirror_sources, read_instances, write_instances
 from helmflow.judges import annotate
+from helmflow.manifests import LatestPointer, ReleaseManifest, RunManifest
 from helmflow.query import BoardRun, QueryFailed, build_requests, run_queries
 from helmflow.records import (
     ANNOTATION_SCHEMA,
@@ -134,14 +135,14 @@ def _meta(**kv: Any) -> dict[str, str]:
 # --------------------------------------------------------------------------- download / adapt
 def download_scenario(store: Store, plan: ScenarioPlan) -> ScenarioData:
     files = mirror_sources(store, plan)
-    key = f"instances/{plan.key}/{plan.scenario_version}.parquet"
+    key = layout.instances(plan.key, plan.scenario_version)
     if not store.exists(key):
         key = write_instances(store, plan, files)
     return ScenarioData(instances_key=key, files=files)
 
 
 def prompts_key(plan: ScenarioPlan) -> str:
-    return f"work/prompts/{plan.key}/{plan.scenario_version}-{plan.prompt_version}.parquet"
+    return layout.prompts(plan.key, plan.scenario_version, plan.prompt_version)
 
 
 def adapt_scenario(store: Store, plan: ScenarioPlan, data: ScenarioData) -> PromptSet:
@@ -163,7 +164,7 @@ def query_pair(
     prompts = [prompt_from_row(r) for r in store.read_parquet(prompt_set.prompts_key).to_pylist()]
     requests = build_requests(prompts, plan.scenario.adapter, plan.deployment, store)
     result = run_queries(store, plan.deployment, requests, progress, shared)
-    base = f"work/query/{plan.query_key}"
+    base = layout.query_dir(plan.query_key)
     meta = _meta(query_key=plan.query_key, deployment=plan.deployment.name, model_version=plan.model_version)
     store.write_parquet(f"{base}/requests.parquet", to_table([request_to_row(r) for r in requests], REQUEST_SCHEMA), meta)
     store.write_parquet(f"{base}/completions.parquet", models_to_table(result.completions, COMPLETION_SCHEMA), meta)
@@ -201,7 +202,7 @@ def score_pair(
     notes = judged.annotations if judged else None
     stats = score_instances(instances, requests, completions, plan.scenario.adapter, plan.scenario.metrics, notes)
     summary = summarize(stats)
-    base = f"work/score/{plan.score_key}"
+    base = layout.score_dir(plan.score_key)
     meta = _meta(score_key=plan.score_key, metric_version=plan.metric_version, metric_versions=plan.metric_versions,
                  judges=[j.name for j in plan.judges], judge_templates=plan.judge_templates)
     store.write_parquet(f"{base}/stats.parquet", models_to_table(stats, STAT_SCHEMA), meta)
@@ -244,16 +245,11 @@ ANNOTATIONS_FILE = "annotations.parquet"  # judged runs only: one row per (compl
 RUN_ROW_GROUP_ROWS = 1000  # the web report decodes one row group (1,000 requests, ten of its 100-row pages) per page
 
 
-def run_prefix(run_id: str) -> str:
-    return f"runs/{run_id}"
-
-
 def publish_run(
     store: Store, plan: RunPlan, query: QueryOutcome, score: ScoreOutcome, lineage: dict[str, Any] | None = None
 ) -> RunOutcome:
     """Copy the run's files into ``runs/<run_id>/`` and write ``run.json`` last (the commit marker)."""
-    prefix = run_prefix(plan.run_id)
-    stats = store.read_parquet(score.stats_key).to_pylist()
+    prefix = layout.run_dir(plan.run_id)
     completions = store.read_parquet(query.completions_key, columns=["prompt_tokens", "output_tokens", "cost_usd"])
     cost = float(pc.sum(completions["cost_usd"]).as_py() or 0.0)
     prompt_tokens = int(pc.sum(completions["prompt_tokens"]).as_py() or 0)
@@ -275,20 +271,20 @@ def publish_run(
         output_tokens=output_tokens,
         judge_cost_usd=score.judge_cost_usd,
     )
-    marker = f"{prefix}/run.json"
-    if store.exists(marker) and store.read_json(marker).get("status") == "complete" and status == "complete":
+    marker = layout.run_json(plan.run_id)
+    if store.exists(marker) and RunManifest.model_validate(store.read_json(marker)).status == "complete" and status == "complete":
         return outcome.model_copy(update={"wrote": False})  # already published: rewrite nothing
     meta = _meta(**_version_fields(plan))
     for name, src in zip(RUN_FILES, (query.requests_key, query.completions_key, score.stats_key, score.summary_key)):
         table = store.read_parquet(src)
         paged = name in ("requests.parquet", "completions.parquet")  # one row per request, read a page at a time
-        store.write_parquet(f"{prefix}/{name}", table, meta, row_group_size=RUN_ROW_GROUP_ROWS if paged else None)
+        store.write_parquet(layout.run_file(plan.run_id, name), table, meta, row_group_size=RUN_ROW_GROUP_ROWS if paged else None)
     files = list(RUN_FILES)
     if score.annotations_key:
-        store.write_parquet(f"{prefix}/{ANNOTATIONS_FILE}", store.read_parquet(score.annotations_key), meta,
+        store.write_parquet(layout.run_file(plan.run_id, ANNOTATIONS_FILE), store.read_parquet(score.annotations_key), meta,
                             row_group_size=RUN_ROW_GROUP_ROWS)
         files.append(ANNOTATIONS_FILE)
-    run_json = {
+    run_json = RunManifest.model_validate({
         "run_id": plan.run_id,
         "status": status,
         "scenario": {"name": plan.scenario.name, "label": plan.scenario.label, "params": plan.scenario.params},
@@ -322,9 +318,9 @@ def publish_run(
             "published_at": datetime.now(UTC).isoformat(),
             **(lineage or {}),
         },
-        "files": [f"{prefix}/{n}" for n in files],
-    }
-    store.write_json(marker, run_json)
+        "files": [layout.run_file(plan.run_id, n) for n in files],
+    })
+    store.write_json(marker, run_json.to_json())
     return outcome
 
 
@@ -438,13 +434,13 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
     digest = versions.release_hash(board.board_version, run_ids)
     status: Literal["complete", "partial"] = "partial" if failed else "complete"
     rows = leaderboard_rows(board, runs)
-    for existing in store.ls(f"leaderboards/{name}"):
+    for existing in store.ls(layout.board_dir(name)):
         rid = existing.rsplit("/", 1)[-1]
-        if rid.endswith(f"-{digest}") and store.exists(f"{existing}/release.json"):
+        if rid.endswith(f"-{digest}") and store.exists(layout.release_json(name, rid)):
             return ReleaseOutcome(release_id=rid, uri=store.url(existing), status=status, wrote=False, table=rows)
     now = datetime.now(UTC)
     release_id = f"{now:%Y-%m-%d}-{digest}"
-    prefix = f"leaderboards/{name}/{release_id}"
+    prefix = layout.release_dir(name, release_id)
     labels = [s.label for s in board.scenarios]
     meta = _meta(board=board.spec.name, board_version=board.board_version, release_id=release_id,
                  created_at=now.isoformat(), status=status)
@@ -460,7 +456,7 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
         for f in failed
     ]
     store.write_parquet(f"{prefix}/runs.parquet", pa.Table.from_pylist(run_rows, schema=RUNS_SCHEMA), meta)
-    release = {
+    release = ReleaseManifest.model_validate({
         "board": board.spec.name,
         "board_version": board.board_version,
         "declared_version": board.spec.version,
@@ -477,8 +473,8 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
         "judges": board.spec.judges,
         "cost_usd": sum(r.cost_usd for r in runs),
         "judge_cost_usd": sum(r.judge_cost_usd for r in runs),
-    }
-    store.write_json(f"{prefix}/release.json", release)
-    pointer = {"release_id": release_id, "uri": store.url(prefix), "status": status, "created_at": now.isoformat()}
-    store.write_json(f"leaderboards/{name}/{'latest.json' if status == 'complete' else 'latest-partial.json'}", pointer)
+    })
+    store.write_json(layout.release_json(name, release_id), release.to_json())
+    pointer = LatestPointer(release_id=release_id, uri=store.url(prefix), status=status, created_at=now.isoformat())
+    store.write_json(layout.latest(name, complete=status == "complete"), pointer.to_json())
     return ReleaseOutcome(release_id=release_id, uri=store.url(prefix), status=status, wrote=True, table=rows)

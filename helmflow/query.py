@@ -31,11 +31,12 @@ from helmflow.clients.base import (
     TransientError,
     Unreachable,
 )
-from helmflow.journal import Journal, request_hash
+from helmflow.journal import Journal
 from helmflow.media import ImageOptions, MediaStore, image_options, prepare_image
 from helmflow.records import AdapterSpec, ChatMessage, Completion, ContentPart, Deployment, Request, RequestBody
 from helmflow.storage import Store
 from helmflow.tokenizers import get_tokenizer
+from helmflow.versions import request_hash
 
 Progress = Callable[[int], None]
 
@@ -118,7 +119,7 @@ def fit_messages(
     budget = deployment.context_window - max_tokens
     system = [m for m in messages[:1] if m.role == "system"]
     turns = messages[len(system):]
-    size = lambda ms: sum(tok.count(m.content) for m in ms)  # noqa: E731
+    size = lambda ms: sum(tok.count(m.content) for m in ms)
     fitted = list(turns)
     while len(fitted) > 1 and size(system + fitted) > budget:
         fitted.pop(0)

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from helmflow.records import AdapterSpec, Deployment
+from helmflow.records import AdapterSpec, Deployment, RequestBody
 
 HASH_LEN = 16
 
@@ -103,3 +103,17 @@ def git_commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def request_hash(body: RequestBody, sample_index: int) -> str:
+    """The journal's key: covers exactly what is sent (no headers, no keys), plus the sample index of
+    repeated samples. Full sha256: the journal deduplicates on it.
+
+    An image is covered by its sha256 and MIME type (what is sent), never by where it is stored:
+    a moved store or a mirror keeps every key.
+    """
+    dumped = body.model_dump(mode="json", exclude_none=True)
+    for part in dumped.get("parts") or []:
+        part.pop("uri", None)
+    payload = canonical_json({"body": dumped, "sample": sample_index})
+    return hashlib.sha256(payload.encode()).hexdigest()

@@ -12,44 +12,43 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from helmflow.tasks.results import RESULTS_PREFIX, OutcomeJSON, OutcomeStorage, result_storage_for
 from prefect import Task, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.assets import materialize
 from prefect.runtime import flow_run, task_run
 
-from helmflow import pipeline
+from helmflow import layout, pipeline
 from helmflow.board import BoardPlan, RunPlan, ScenarioPlan
-from helmflow.datasets import dataset_prefix, instances_key
 from helmflow.pipeline import FailedCell, PromptSet, QueryOutcome, RunOutcome, ScenarioData, ScoreOutcome
 from helmflow.progress import reporter
 from helmflow.query import board_run
 from helmflow.storage import Store, safe_key
+from helmflow.tasks.results import OutcomeJSON, OutcomeStorage, result_storage_for
 from helmflow.versions import release_hash
 
 
 def download_key(plan: ScenarioPlan) -> str:
-    return f"download-{plan.key}-{plan.scenario_version}"
+    return layout.download_cache_key(plan.key, plan.scenario_version)
 
 
 def adapt_key(plan: ScenarioPlan) -> str:
-    return f"adapt-{plan.key}-{plan.scenario_version}-{plan.prompt_version}"
+    return layout.adapt_cache_key(plan.key, plan.scenario_version, plan.prompt_version)
 
 
 def query_key(plan: RunPlan) -> str:
-    return f"query-{plan.query_key}"
+    return layout.query_cache_key(plan.query_key)
 
 
 def score_key(plan: RunPlan) -> str:
-    return f"score-{plan.score_key}"
+    return layout.score_cache_key(plan.score_key)
 
 
 def publish_key(plan: RunPlan) -> str:
-    return f"publish-{plan.run_id}"
+    return layout.publish_cache_key(plan.run_id)
 
 
 def release_key(board: BoardPlan, runs: list[RunOutcome]) -> str:
-    return f"release-{board.board_version}-{release_hash(board.board_version, [r.run_id for r in runs])}"
+    return layout.release_cache_key(board.board_version, release_hash(board.board_version, [r.run_id for r in runs]))
 
 
 @task(name="download", cache_key_fn=lambda ctx, p: download_key(p["plan"]), persist_result=True)
@@ -172,10 +171,10 @@ def run_assets(store: Store, plan: RunPlan) -> dict[str, list[str]]:
     """What publishing a run materializes (its commit marker, which lists its files) and what it
     was made from. Asset keys are URIs."""
     return {
-        "assets": [store.asset_uri(f"{pipeline.run_prefix(plan.run_id)}/run.json")],
+        "assets": [store.asset_uri(layout.run_json(plan.run_id))],
         "asset_deps": [
-            store.asset_uri(instances_key(plan.scenario.key, plan.scenario.scenario_version)),
-            store.asset_uri(f"{dataset_prefix(plan.scenario.key, plan.scenario.dataset_revision)}/manifest.json"),
+            store.asset_uri(layout.instances(plan.scenario.key, plan.scenario.scenario_version)),
+            store.asset_uri(layout.dataset_manifest(plan.scenario.key, plan.scenario.dataset_revision)),
         ],
     }
 
@@ -188,12 +187,12 @@ def release_assets(store: Store, board: BoardPlan, runs: list[RunOutcome]) -> di
     """The board's asset and, as upstream, its runs' ``run.json`` (the first ``MAX_RELEASE_DEPS``
     of a larger board: the complete list is ``runs.parquet`` and ``release.json``)."""
     return {
-        "assets": [store.asset_uri(f"leaderboards/{safe_key(board.spec.name)}")],
-        "asset_deps": [store.asset_uri(f"{pipeline.run_prefix(r.run_id)}/run.json") for r in runs[:MAX_RELEASE_DEPS]],
+        "assets": [store.asset_uri(layout.board_dir(safe_key(board.spec.name)))],
+        "asset_deps": [store.asset_uri(layout.run_json(r.run_id)) for r in runs[:MAX_RELEASE_DEPS]],
     }
 
 
 def forget_cached(store: Store, keys: list[str]) -> None:
     """Drop persisted results so the next run re-executes these tasks (errors are never cached)."""
     for key in keys:
-        store.delete(f"{RESULTS_PREFIX}/{key}")
+        store.delete(layout.result(key))

@@ -28,11 +28,9 @@ from prefect.filesystems import WritableFileSystem
 from prefect.serializers import Serializer
 from pydantic import BaseModel, ValidationError
 
-from helmflow import pipeline
+from helmflow import layout, pipeline
 from helmflow.storage import Store
 
-RESULTS_PREFIX = "prefect-results"
-QUARANTINE_PREFIX = f"quarantine/{RESULTS_PREFIX}"
 SERIALIZER_TYPE = "helmflow-outcome-json"
 log = logging.getLogger("helmflow")
 
@@ -117,12 +115,12 @@ class OutcomeStorage(WritableFileSystem):
 
     def read_path(self, path: str, _sync: bool | None = None) -> bytes:
         store = self._store()
-        key = f"{RESULTS_PREFIX}/{path}"
+        key = layout.result(path)
         content = store.read_bytes(key)
         problem = check_record(content)
         if problem is None:
             return content
-        moved = f"{QUARANTINE_PREFIX}/{path}.{uuid.uuid4().hex[:8]}"
+        moved = layout.quarantined(f"{layout.result(path)}.{uuid.uuid4().hex[:8]}")
         store.write_bytes(moved, content)
         store.delete(key)
         message = (f"{store.url(key)} is not a result helmflow wrote ({problem}); not decoded, moved to "
@@ -134,7 +132,7 @@ class OutcomeStorage(WritableFileSystem):
         return await anyio.to_thread.run_sync(self.read_path, path)
 
     def write_path(self, path: str, content: bytes, _sync: bool | None = None) -> str:
-        return self._store().write_bytes(f"{RESULTS_PREFIX}/{path}", content)
+        return self._store().write_bytes(layout.result(path), content)
 
     async def awrite_path(self, path: str, content: bytes) -> str:
         return await anyio.to_thread.run_sync(self.write_path, path, content)

@@ -108,8 +108,8 @@ def dev_deployment(server: DevServerHandle, kind: str = "openai-compatible", **f
 
 def make_requests(n: int, model: str = "dev-model", max_tokens: int = 6, logprobs: bool = False, tag: str = ""):
     """``n`` distinct text requests whose echo answer is ``answer <i> ...``."""
-    from helmflow.journal import request_hash
     from helmflow.records import Request, RequestBody
+    from helmflow.versions import request_hash
 
     out = []
     for i in range(n):

@@ -59,3 +59,136 @@ def test_judge_templates_are_registered_by_their_metric_modules():
         assert template in judges.TEMPLATES
         # the metric module, or the metrics package's shared safety helpers it calls
         assert judges.TEMPLATES.get(template).fields.__module__ in (f"helmflow.metrics.{metric}", "helmflow.metrics.safety")
+
+
+STORAGE_PREFIXES = re.compile(r"^(runs|leaderboards|work|instances|datasets|responses|prefect-results)/")
+PRODUCT_DIRS = ["helmflow", "tasks", "flows", "scenarios", "clients", "metrics"]
+# The report's page URLs (report/runs/<id>/index.html, /boards/.../runs/<id>/) mirror the app's routes, not storage.
+PAGE_PATHS = {"helmflow/web/export.py", "helmflow/web/pages.py"}
+
+
+def test_storage_keys_are_spelled_only_in_the_layout_module():
+    """Every storage key comes from helmflow/layout.py (f-strings included: their first literal part)."""
+    found = []
+    for folder in PRODUCT_DIRS:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            if path.name == "layout.py" or str(path.relative_to(REPO)) in PAGE_PATHS:
+                continue
+            tree = ast.parse(path.read_text())
+            for node in ast.walk(tree):
+                text = None
+                if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+                    text = node.values[0].value
+                elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    text = node.value
+                if isinstance(text, str) and STORAGE_PREFIXES.match(text):
+                    found.append(f"{path.relative_to(REPO)}:{node.lineno}: {text!r}")
+    assert found == []
+
+
+# --------------------------------------------------------------------------- the import graph
+PACKAGES = {"helmflow": "helmflow", "flows": "helmflow.flows", "tasks": "helmflow.tasks",
+            "scenarios": "helmflow.scenarios", "clients": "helmflow.clients", "metrics": "helmflow.metrics"}
+# Each module's layer (the longest matching prefix wins); a module may import only its own layer or lower ones.
+LAYERS = {
+    # 0: records and the contracts everything shares
+    "helmflow.records": 0, "helmflow.registry": 0, "helmflow.storage": 0, "helmflow.layout": 0,
+    "helmflow.manifests": 0, "helmflow.versions": 0, "helmflow.stats": 0, "helmflow.aio": 0,
+    "helmflow.progress": 0, "helmflow.tokenizers": 0,
+    # 1: the benchmark knowledge (plugins) and the engines that run one request or one file
+    "helmflow.adapters": 1, "helmflow.scenarios": 1, "helmflow.metrics": 1, "helmflow.clients": 1,
+    "helmflow.judges": 1, "helmflow.journal": 1, "helmflow.datasets": 1, "helmflow.query": 1, "helmflow.scoring": 1,
+    # 2: planning a board and the plain stage functions
+    "helmflow.board": 2, "helmflow.pipeline": 2, "helmflow.dryrun": 2, "helmflow.check": 2,
+    # 3: Prefect: thin tasks and flows
+    "helmflow.tasks": 3, "helmflow.flows": 3,
+    # 4: commands and the web report
+    "helmflow.cli": 4, "helmflow.cli_eval": 4, "helmflow.reproduce": 4, "helmflow.operations": 4,
+    "helmflow.mirror": 4, "helmflow.web": 4, "helmflow.devserver": 4, "helmflow.hub_server": 4,
+    "helmflow.__main__": 4,
+    "helmflow": 0,  # the package itself: __version__ only
+}
+KNOWN_CYCLES: list[set[str]] = [{"helmflow.cli", "helmflow.reproduce"}]  # step C of issue 15 removes it
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for folder, package in PACKAGES.items():
+        for path in (REPO / folder).rglob("*.py"):
+            parts = [p for p in path.relative_to(REPO / folder).with_suffix("").parts if p != "__init__"]
+            out[".".join([package, *parts])] = path
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the helmflow modules it imports anywhere (function-level imports count too)."""
+    modules = _modules()
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for name, path in modules.items():
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                deps |= {resolve(a.name) for a in node.names if a.name.startswith("helmflow")}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("helmflow"):
+                deps |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else resolve(node.module)
+                         for a in node.names}
+        graph[name] = deps - {None, name}
+    return graph
+
+
+def layer(module: str) -> int:
+    prefixes = [p for p in LAYERS if module == p or module.startswith(p + ".")]
+    assert prefixes, f"{module} has no layer: add it to LAYERS"
+    return LAYERS[max(prefixes, key=len)]
+
+
+def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(component)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_import_graph_has_no_cycle():
+    assert sorted(map(sorted, cycles(import_graph()))) == sorted(map(sorted, KNOWN_CYCLES))
+
+
+def test_no_module_imports_a_higher_layer():
+    graph = import_graph()
+    upward = sorted(f"{a} ({layer(a)}) -> {b} ({layer(b)})" for a, deps in graph.items() for b in deps if layer(b) > layer(a))
+    assert upward == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]

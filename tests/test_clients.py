@@ -12,11 +12,11 @@ import os
 import time
 
 import pytest
-from helmflow.clients.base import PermanentError, classify, redact, retry_after_s
 
-from helmflow.journal import request_hash
+from helmflow.clients.base import PermanentError, classify, redact, retry_after_s
 from helmflow.query import Budget, run_queries
 from helmflow.records import ChatMessage, Deployment, Request, RequestBody
+from helmflow.versions import request_hash
 from tests.devserver_fixture import dev_deployment, make_requests, start_dev_server
 
 KINDS = [("openai", {}), ("openai-compatible", {}), ("openai-compatible", {"endpoint": "completions"}), ("anthropic", {})]

@@ -7,11 +7,9 @@ import hashlib
 import io
 
 import pytest
-from helmflow.scenarios import ScenarioError, get_scenario
 from PIL import Image
 
 from helmflow.adapters import ADAPTERS, MEDIA_MARK
-from helmflow.journal import request_hash
 from helmflow.media import ImageOptions, MediaError, MediaStore, image_options, inspect_image, prepare_image
 from helmflow.query import build_requests
 from helmflow.records import (
@@ -24,7 +22,9 @@ from helmflow.records import (
     Reference,
     RequestBody,
 )
+from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.storage import Store
+from helmflow.versions import request_hash
 
 
 def png(width: int = 8, height: int = 6, color=(200, 10, 10), fmt: str = "PNG") -> bytes:

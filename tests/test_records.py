@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from helmflow.journal import request_hash
 from helmflow.records import (
     INSTANCE_SCHEMA,
     ContentPart,
@@ -17,6 +16,7 @@ from helmflow.records import (
     instance_to_row,
     to_table,
 )
+from helmflow.versions import request_hash
 
 IMAGE = ContentPart(type="image", uri="s3://media/cat.png", sha256="ab" * 32, mime="image/png")
 

@@ -47,7 +47,7 @@ def create_app(storage: str | None = None) -> Starlette:
         p = request.path_params
         release = reports.release(p["board"], p["release"])
         run_id = check_name(p["run_id"])
-        if run_id not in release.info.get("run_ids", []):
+        if run_id not in release.manifest.run_ids:
             raise NotFound(f"release {release.release_id} has no run {run_id}")
         return release, reports.run(run_id)
 

@@ -20,11 +20,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from helmflow import layout
     from helmflow.storage import Store
     from helmflow.web.app import create_app
 
     store = Store(args.storage)
-    if not store.exists("leaderboards"):
+    if not store.exists(layout.LEADERBOARDS):
         print(f"helmflow: note: {store.root} has no leaderboards yet (run `helmflow run demo`)")
     print(f"serving {store.root} at http://{args.host}:{args.port}/", flush=True)
     uvicorn.run(create_app(store.root), host=args.host, port=args.port, log_level="warning")

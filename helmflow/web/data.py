@@ -23,6 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from helmflow import layout
+from helmflow.manifests import LatestPointer, ReleaseManifest, RunManifest
 from helmflow.storage import Store, safe_key
 
 CHUNK_ROWS = 100
@@ -48,13 +50,18 @@ def check_name(name: str) -> str:
 class Release:
     board: str
     release_id: str
-    info: dict[str, Any]
+    manifest: ReleaseManifest
     leaderboard: list[dict[str, Any]]
     runs: list[dict[str, Any]]
 
     @property
+    def info(self) -> dict[str, Any]:
+        """release.json as data, for the templates."""
+        return self.manifest.to_json()
+
+    @property
     def labels(self) -> list[str]:
-        return list(self.info.get("scenarios", []))
+        return list(self.manifest.scenarios)
 
 
 class Reports:
@@ -67,15 +74,16 @@ class Reports:
         self._lock = threading.Lock()
 
     def boards(self) -> list[str]:
-        return [k.rsplit("/", 1)[-1] for k in self.store.ls("leaderboards") if self.releases(k.rsplit("/", 1)[-1])]
+        return [k.rsplit("/", 1)[-1] for k in self.store.ls(layout.LEADERBOARDS) if self.releases(k.rsplit("/", 1)[-1])]
 
     def releases(self, board: str) -> list[str]:
         """Release ids, newest first (by creation time: ids of one day do not sort by time)."""
         board = check_name(board)
         created = {}
-        for key in self.store.ls(f"leaderboards/{board}"):
-            if self.store.exists(f"{key}/release.json"):
-                created[key.rsplit("/", 1)[-1]] = self.store.read_json(f"{key}/release.json").get("created_at", "")
+        for key in self.store.ls(layout.board_dir(board)):
+            release_id = key.rsplit("/", 1)[-1]
+            if self.store.exists(manifest := layout.release_json(board, release_id)):
+                created[release_id] = ReleaseManifest.model_validate(self.store.read_json(manifest)).created_at
         return sorted(created, key=lambda i: (created[i], i), reverse=True)
 
     def previous(self, release: Release) -> Release | None:
@@ -117,45 +125,45 @@ class Reports:
 
     def _moved_versions(self, old_run: str, new_run: str) -> list[str]:
         try:
-            a, b = (self.store.read_json(f"runs/{check_name(r)}/run.json")["versions"] for r in (old_run, new_run))
+            a, b = (RunManifest.model_validate(self.store.read_json(layout.run_json(check_name(r)))).versions.model_dump()
+                    for r in (old_run, new_run))
         except (FileNotFoundError, NotFound):
             return ["re-run"]
         return [k.removesuffix("_version") + " changed" for k in sorted(a) if k != "run_id" and a.get(k) != b.get(k)]
 
     def latest(self, board: str) -> str:
         board = check_name(board)
-        for pointer in ("latest.json", "latest-partial.json"):
-            key = f"leaderboards/{board}/{pointer}"
+        for key in layout.pointers(board):
             if self.store.exists(key):
-                return self.store.read_json(key)["release_id"]
+                return LatestPointer.model_validate(self.store.read_json(key)).release_id
         releases = self.releases(board)
         if not releases:
             raise NotFound(f"board {board!r} has no release")
         return releases[0]
 
     def release(self, board: str, release_id: str) -> Release:
-        prefix = f"leaderboards/{check_name(board)}/{check_name(release_id)}"
-        if not self.store.exists(f"{prefix}/release.json"):
+        board, release_id = check_name(board), check_name(release_id)
+        if not self.store.exists(manifest := layout.release_json(board, release_id)):
             raise NotFound(f"board {board!r} has no release {release_id!r}")
         return Release(
             board=board,
             release_id=release_id,
-            info=self.store.read_json(f"{prefix}/release.json"),
-            leaderboard=self.store.read_parquet(f"{prefix}/leaderboard.parquet").to_pylist(),
-            runs=self.store.read_parquet(f"{prefix}/runs.parquet").to_pylist(),
+            manifest=ReleaseManifest.model_validate(self.store.read_json(manifest)),
+            leaderboard=self.store.read_parquet(layout.release_file(board, release_id, "leaderboard.parquet")).to_pylist(),
+            runs=self.store.read_parquet(layout.release_file(board, release_id, "runs.parquet")).to_pylist(),
         )
 
     def run(self, run_id: str) -> Run:
-        key = f"runs/{check_name(run_id)}/run.json"
+        key = layout.run_json(check_name(run_id))
         if not self.store.exists(key):
             raise NotFound(f"no run {run_id!r}")
-        info = self.store.read_json(key)
-        cache_key = (run_id, info.get("lineage", {}).get("published_at", ""))  # a re-published run is new
+        manifest = RunManifest.model_validate(self.store.read_json(key))
+        cache_key = (run_id, manifest.lineage.published_at)  # a re-published run is new
         with self._lock:
             if cache_key in self._runs:
                 self._runs.move_to_end(cache_key)
                 return self._runs[cache_key]
-            run = self._runs[cache_key] = Run(self.store, run_id, info)
+            run = self._runs[cache_key] = Run(self.store, run_id, manifest)
             while len(self._runs) > self._max:
                 self._runs.popitem(last=False)
             return run
@@ -182,16 +190,21 @@ class _Grouped:
 class Run:
     store: Store
     run_id: str
-    info: dict[str, Any]
+    manifest: RunManifest
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @cached_property
+    def info(self) -> dict[str, Any]:
+        """run.json as data, for the templates."""
+        return self.manifest.to_json()
 
     @property
     def prefix(self) -> str:
-        return f"runs/{self.run_id}"
+        return layout.run_dir(self.run_id)
 
     @property
     def scenario(self) -> str:
-        return self.info["scenario"]["name"]
+        return self.manifest.scenario.name
 
     @property
     def redacted(self) -> bool:
@@ -203,18 +216,18 @@ class Run:
 
     @property
     def main_metric(self) -> str:
-        return self.info.get("main_metric", "")
+        return self.manifest.main_metric
 
     @property
     def instances_key(self) -> str:
-        return f"instances/{safe_key(self.scenario)}/{self.info['versions']['scenario_version']}.parquet"
+        return layout.instances(safe_key(self.scenario), self.manifest.versions.scenario_version)
 
     def has(self, name: str) -> bool:
-        return self.store.exists(f"{self.prefix}/{name}")
+        return self.store.exists(layout.run_file(self.run_id, name))
 
     @cached_property
     def summary(self) -> list[dict[str, Any]]:
-        return self.store.read_parquet(f"{self.prefix}/summary.parquet").to_pylist()
+        return self.store.read_parquet(layout.run_file(self.run_id, "summary.parquet")).to_pylist()
 
     # ------------------------------------------------------------------ row groups
     @cached_property
@@ -227,7 +240,7 @@ class Run:
         """The per-request files' Parquet footers, parsed once (a 100,000-row run has 1,000 row groups)."""
         out = {}
         for name in ("requests.parquet", "completions.parquet"):
-            with self.store.open(f"{self.prefix}/{name}") as fh:
+            with self.store.open(layout.run_file(self.run_id, name)) as fh:
                 out[name] = pq.read_metadata(fh)
         return out
 
@@ -261,7 +274,7 @@ class Run:
         if last and last[0] == key:
             table = last[1]
         else:
-            with self.store.open(f"{self.prefix}/{name}") as fh:
+            with self.store.open(layout.run_file(self.run_id, name)) as fh:
                 table = pq.ParquetFile(fh, metadata=self._footers[name]).read_row_groups(groups, columns=columns)
             if len(groups) == 1:  # keep one page's row group, never a whole-file scan
                 self._last_read[name] = (key, table)
@@ -288,7 +301,7 @@ class Run:
 
         One hash join in Arrow (stats rows to request rows), then a scatter per stat name in numpy.
         """
-        table = self.store.read_parquet(f"{self.prefix}/stats.parquet", columns=["instance_id", "name", "value"])
+        table = self.store.read_parquet(layout.run_file(self.run_id, "stats.parquet"), columns=["instance_id", "name", "value"])
         ids = pc.unique(self._request_ids)
         row_of = pc.index_in(self._request_ids, value_set=ids).to_numpy()
         at = pc.index_in(table["instance_id"], value_set=ids)
@@ -321,7 +334,7 @@ class Run:
         """
         if not self.has("annotations.parquet"):
             return None
-        table = self.store.read_parquet(f"{self.prefix}/annotations.parquet")
+        table = self.store.read_parquet(layout.run_file(self.run_id, "annotations.parquet"))
         return _Grouped(table, "request_hash" if "request_hash" in table.column_names else "instance_id")
 
     @cached_property

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from helmflow import layout
 from helmflow.storage import Store
 from helmflow.web import pages
 from helmflow.web.data import Reports
@@ -23,7 +24,7 @@ class Exported:
 def export_report(store: Store, board: str, release_id: str | None = None) -> Exported:
     reports = Reports(store)
     release = reports.release(board, release_id or reports.latest(board))
-    base = f"leaderboards/{release.board}/{release.release_id}/report"
+    base = layout.report_dir(release.board, release.release_id)
     written = 0
 
     def put(key: str, text: str | bytes) -> None:
@@ -33,7 +34,7 @@ def export_report(store: Store, board: str, release_id: str | None = None) -> Ex
 
     for asset in sorted(pages.STATIC_DIR.iterdir()):
         put(f"static/{asset.name}", asset.read_bytes())
-    for run_id in release.info.get("run_ids", []):
+    for run_id in release.manifest.run_ids:
         run = reports.run(run_id)
         for k in range(run.num_chunks):
             put(f"runs/{run_id}/chunk-{k}.js", pages.chunk_js(run, k, redact=run.redacted))
@@ -44,7 +45,7 @@ def export_report(store: Store, board: str, release_id: str | None = None) -> Ex
     exported = [
         r
         for r in reports.releases(release.board)
-        if r == release.release_id or store.exists(f"leaderboards/{release.board}/{r}/report/index.html")
+        if r == release.release_id or store.exists(f"{layout.report_dir(release.board, r)}/index.html")
     ]
     put("index.html", pages.board_html(reports, release, "static", exported))  # last: the report's entry point
     return Exported(index_key=f"{base}/index.html", url=store.url(f"{base}/index.html"), files=written)

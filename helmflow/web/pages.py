@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from helmflow import layout
 from helmflow.web.data import CHUNK_ROWS, CORRECT_AT, Release, Reports, Run
 from helmflow.web.plots import Bar, Point, cost_vs_score_svg, scenario_bars_svg
 
@@ -112,7 +113,7 @@ def board_html(reports: Reports, release: Release, mode: Mode, releases: list[st
         info=release.info,
         labels=release.labels,
         rows=release.leaderboard,
-        judged=any(row.get("judge_cost_usd") for row in release.leaderboard) or bool(release.info.get("judges")),
+        judged=any(row.get("judge_cost_usd") for row in release.leaderboard) or bool(release.manifest.judges),
         cells=cells,
         releases=releases if releases is not None else reports.releases(release.board),
         previous=previous,
@@ -138,16 +139,16 @@ def compare_html(release: Release, mode: Mode) -> str:
 
 def run_html(release: Release, run: Run, mode: Mode) -> str:
     links = Links(mode, 2)
-    info = run.info
+    manifest = run.manifest
     redact = mode == "static" and run.redacted
-    flow_run_id = (info.get("lineage") or {}).get("flow_run_id")
+    flow_run_id = manifest.lineage.flow_run_id
     ui = prefect_ui_url()
-    files = [f"{run.prefix}/run.json", *info.get("files", [])]  # publish lists what it wrote
+    files = [layout.run_json(run.run_id), *manifest.files]  # publish lists what it wrote
     return _env.get_template("run.html").render(
-        title=f"{info['scenario']['label']} × {info['deployment']['name']}",
+        title=f"{manifest.scenario.label} × {manifest.deployment.name}",
         release=release,
         run=run,
-        info=info,
+        info=run.info,
         summary=run.summary,
         splits=sorted({s["split"] for s in run.summary}),
         files=files,

@@ -1,0 +1,176 @@
+"""The storage contract: every key helmflow reads or writes, as functions over strings.
+
+One home for design.md's storage table, so a writer and its readers (pipeline, journal, operations,
+tasks, the web report) cannot drift apart. Keys are relative to the storage root (see
+:class:`helmflow.storage.Store`); the names that go into them are already storage-safe (scenario
+keys, run ids, board names) or made so here (revisions, deployment names).
+
+```
+datasets/<scenario>/<revision>/…            mirrored source files + manifest.json
+instances/<scenario>/<scenario_version>.parquet
+work/prompts|query|score/…                  per-task working files (the task cache's payload)
+responses/<deployment>/<xx>/part-*.parquet  the request journal (successes only)
+prefect-results/<cache key>                 Prefect's persisted task results
+quarantine/<key>                            objects that failed their check (corrupt journal parts, foreign results)
+runs/<run_id>/…, run.json last              a published run
+leaderboards/<board>/<release>/…            a release: leaderboard.parquet, runs.parquet, release.json, report/
+leaderboards/<board>/latest.json            newest complete release (latest-partial.json: with failed cells)
+```
+"""
+
+from __future__ import annotations
+
+from helmflow.storage import safe_key
+
+# The flow labels its Prefect flow run with the storage root it resolved, so a run whose ``storage``
+# parameter was empty (a deployment: the worker's $HELMFLOW_STORAGE decided) still says where it wrote.
+STORAGE_LABEL = "helmflow.storage"
+
+# --------------------------------------------------------------------------- source data
+DATASET_MANIFEST = "manifest.json"
+
+
+def dataset_dir(scenario_key: str, revision: str) -> str:
+    return f"datasets/{scenario_key}/{safe_key(revision)}"
+
+
+def dataset_file(scenario_key: str, revision: str, filename: str) -> str:
+    """The stored copy of one source file."""
+    return f"{dataset_dir(scenario_key, revision)}/{safe_key(filename)}"
+
+
+def dataset_manifest(scenario_key: str, revision: str) -> str:
+    """The sha256 of each mirrored file, pinned the first time it was downloaded."""
+    return f"{dataset_dir(scenario_key, revision)}/{DATASET_MANIFEST}"
+
+
+def instances(scenario_key: str, scenario_version: str) -> str:
+    return f"instances/{scenario_key}/{scenario_version}.parquet"
+
+
+# --------------------------------------------------------------------------- working files of the tasks
+def prompts(scenario_key: str, scenario_version: str, prompt_version: str) -> str:
+    return f"work/prompts/{scenario_key}/{scenario_version}-{prompt_version}.parquet"
+
+
+def query_dir(query_key: str) -> str:
+    """``requests.parquet`` and ``completions.parquet`` of one (scenario, prompt, model) query."""
+    return f"work/query/{query_key}"
+
+
+def score_dir(score_key: str) -> str:
+    """``stats.parquet``, ``summary.parquet`` (and ``annotations.parquet``) of one scoring."""
+    return f"work/score/{score_key}"
+
+
+# --------------------------------------------------------------------------- the request journal
+JOURNAL_ROOT = "responses"
+
+
+def journal_dir(deployment: str) -> str:
+    return f"{JOURNAL_ROOT}/{safe_key(deployment)}"
+
+
+def journal_part(journal_prefix: str, partition: str, part_id: str) -> str:
+    """One part of a journal partition (``partition``: the first two hex digits of the request hash)."""
+    return f"{journal_prefix}/{partition}/part-{part_id}.parquet"
+
+
+# --------------------------------------------------------------------------- Prefect's task results
+RESULTS_PREFIX = "prefect-results"
+
+
+def result(cache_key: str) -> str:
+    """Where Prefect persists the result of the task run with this cache key."""
+    return f"{RESULTS_PREFIX}/{cache_key}"
+
+
+QUARANTINE_PREFIX = "quarantine"
+
+
+def quarantined(key: str) -> str:
+    """Where a stored object that failed its check is moved (kept for inspection, never read again):
+    a corrupt journal part, a task result record helmflow did not write."""
+    return f"{QUARANTINE_PREFIX}/{key}"
+
+
+def download_cache_key(scenario_key: str, scenario_version: str) -> str:
+    return f"download-{scenario_key}-{scenario_version}"
+
+
+def adapt_cache_key(scenario_key: str, scenario_version: str, prompt_version: str) -> str:
+    return f"adapt-{scenario_key}-{scenario_version}-{prompt_version}"
+
+
+def query_cache_key(query_key: str) -> str:
+    return f"query-{query_key}"
+
+
+def score_cache_key(score_key: str) -> str:
+    return f"score-{score_key}"
+
+
+def publish_cache_key(run_id: str) -> str:
+    return f"publish-{run_id}"
+
+
+def release_cache_key(board_version: str, release_hash: str) -> str:
+    return f"release-{board_version}-{release_hash}"
+
+
+# --------------------------------------------------------------------------- published runs
+RUN_JSON = "run.json"
+
+
+def run_dir(run_id: str) -> str:
+    return f"runs/{run_id}"
+
+
+def run_file(run_id: str, name: str) -> str:
+    return f"{run_dir(run_id)}/{name}"
+
+
+def run_json(run_id: str) -> str:
+    """The run's commit marker, written last: no run.json, no run."""
+    return run_file(run_id, RUN_JSON)
+
+
+# --------------------------------------------------------------------------- releases
+RELEASE_JSON = "release.json"
+LATEST = "latest.json"
+LATEST_PARTIAL = "latest-partial.json"
+POINTERS = (LATEST, LATEST_PARTIAL)  # in the order a reader prefers them
+
+
+LEADERBOARDS = "leaderboards"
+
+
+def board_dir(board: str) -> str:
+    return f"{LEADERBOARDS}/{board}"
+
+
+def release_dir(board: str, release_id: str) -> str:
+    return f"{board_dir(board)}/{release_id}"
+
+
+def release_file(board: str, release_id: str, name: str) -> str:
+    return f"{release_dir(board, release_id)}/{name}"
+
+
+def release_json(board: str, release_id: str) -> str:
+    return release_file(board, release_id, RELEASE_JSON)
+
+
+def report_dir(board: str, release_id: str) -> str:
+    """The static report of a release (``helmflow report``)."""
+    return release_file(board, release_id, "report")
+
+
+def latest(board: str, complete: bool = True) -> str:
+    """The pointer to a board's newest complete release (or newest partial one)."""
+    return f"{board_dir(board)}/{LATEST if complete else LATEST_PARTIAL}"
+
+
+def pointers(board: str) -> list[str]:
+    """The board's pointers, the one a reader prefers first."""
+    return [f"{board_dir(board)}/{p}" for p in POINTERS]

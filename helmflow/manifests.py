@@ -1,0 +1,186 @@
+"""The published JSON records: ``run.json``, ``release.json`` and the ``latest*.json`` pointers.
+
+Written by the pipeline and read by ``lineage``, ``retry`` and the web report through these models,
+never by string keys. Other tools read them through the JSON Schemas in ``docs/schemas/`` (written
+by :func:`write_schemas`; a test checks they are current).
+
+Extending: add a field with a default (older files still validate) and regenerate the schemas.
+Unknown fields are kept (``extra="allow"``), so a file written by a newer helmflow survives being read
+by an older one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+# --------------------------------------------------------------------------- run.json
+class RunScenario(Manifest):
+    name: str
+    label: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunDeployment(Manifest):
+    """The deployment as published: what identifies the model, never where its credential lives."""
+
+    name: str
+    client: str
+    model: str
+    revision: str = ""
+    tokenizer: str | None = None
+    context_window: int | None = None
+
+
+class RunCounts(Manifest):
+    requests: int = 0
+    sent: int = 0
+    reused: int = 0
+    errors: int = 0
+
+
+class Tokens(Manifest):
+    prompt: int = 0
+    output: int = 0
+
+
+class RunJudges(Manifest):
+    deployments: list[RunDeployment] = Field(default_factory=list)
+    templates: dict[str, str] = Field(default_factory=dict)  # template name -> VERSION
+    sent: int = 0
+    reused: int = 0
+    request_errors: int = 0
+    parse_errors: int = 0
+    tokens: Tokens = Field(default_factory=Tokens)
+
+
+class RunVersions(Manifest):
+    scenario_version: str
+    prompt_version: str
+    model_version: str
+    metric_version: str
+    run_id: str
+
+
+class RunDataset(Manifest):
+    revision: str
+    checksums: dict[str, str] = Field(default_factory=dict)
+
+
+class RunLineage(Manifest):
+    """Where the run came from; the Prefect ids are added by the publishing task (extra fields allowed)."""
+
+    helmflow_version: str
+    git_commit: str | None = None
+    query_key: str
+    score_key: str
+    published_at: str
+    flow_run_id: str | None = None
+    query_task_run_id: str | None = None
+    score_task_run_id: str | None = None
+    publish_task_run_id: str | None = None
+
+
+class RunManifest(Manifest):
+    """``runs/<run_id>/run.json``: the run's commit marker, written last."""
+
+    run_id: str
+    status: Literal["complete", "errors"]
+    scenario: RunScenario
+    deployment: RunDeployment
+    adapter: dict[str, Any]  # the AdapterSpec as data
+    metrics: dict[str, str]  # metric name -> VERSION
+    main_metric: str
+    score: float | None = None
+    ci: tuple[float | None, float | None] = (None, None)
+    counts: RunCounts = Field(default_factory=RunCounts)
+    error_rate: float = 0.0
+    cost_usd: float = 0.0
+    tokens: Tokens = Field(default_factory=Tokens)
+    judge_cost_usd: float = 0.0
+    judges: RunJudges = Field(default_factory=RunJudges)
+    versions: RunVersions
+    dataset: RunDataset
+    lineage: RunLineage
+    files: list[str] = Field(default_factory=list)  # storage keys of the run's Parquet files
+
+
+# --------------------------------------------------------------------------- release.json
+class FailedCellRecord(Manifest):
+    run_id: str
+    scenario: str
+    deployment: str
+    error: str
+
+
+class ReleaseManifest(Manifest):
+    """``leaderboards/<board>/<release>/release.json``."""
+
+    board: str
+    board_version: str
+    declared_version: str = ""
+    release_id: str
+    created_at: str
+    helmflow_version: str
+    git_commit: str | None = None
+    status: Literal["complete", "partial"]
+    scenarios: list[str] = Field(default_factory=list)  # labels, in board order
+    models: list[str] = Field(default_factory=list)
+    run_ids: list[str] = Field(default_factory=list)  # sorted
+    failed: list[FailedCellRecord] = Field(default_factory=list)
+    judges: list[str] = Field(default_factory=list)
+    cost_usd: float = 0.0
+    judge_cost_usd: float = 0.0
+
+
+# --------------------------------------------------------------------------- latest.json
+class LatestPointer(Manifest):
+    """``leaderboards/<board>/latest.json`` (complete) or ``latest-partial.json``."""
+
+    release_id: str
+    uri: str
+    status: Literal["complete", "partial"]
+    created_at: str
+
+
+SCHEMAS: dict[str, type[Manifest]] = {"run": RunManifest, "release": ReleaseManifest, "latest": LatestPointer}
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "docs" / "schemas"
+
+
+def json_schema(name: str) -> dict[str, Any]:
+    model = SCHEMAS[name]
+    schema = model.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = f"helmflow {name}.json"
+    return schema
+
+
+def schema_text(name: str) -> str:
+    return json.dumps(json_schema(name), indent=2, sort_keys=True) + "\n"
+
+
+def write_schemas(folder: Path = SCHEMA_DIR) -> list[Path]:
+    """``python -m helmflow.manifests``: (re)write docs/schemas/<name>.schema.json."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name in SCHEMAS:
+        path = folder / f"{name}.schema.json"
+        path.write_text(schema_text(name))
+        out.append(path)
+    return out
+
+
+if __name__ == "__main__":
+    for written in write_schemas():
+        print(written)
