@@ -8,6 +8,7 @@ keys, run ids, board names) or made so here (revisions, deployment names).
 ```
 datasets/<scenario>/<revision>/…            mirrored source files + manifest.json
 instances/<scenario>/<scenario_version>.parquet
+media/<sha256>.<ext>                        images, content-addressed
 work/prompts|query|score/…                  per-task working files (the task cache's payload)
 responses/<deployment>/<xx>/part-*.parquet  the request journal (successes only)
 prefect-results/<cache key>                 Prefect's persisted task results
@@ -46,6 +47,14 @@ def dataset_manifest(scenario_key: str, revision: str) -> str:
 
 def instances(scenario_key: str, scenario_version: str) -> str:
     return f"instances/{scenario_key}/{scenario_version}.parquet"
+
+
+MEDIA_PREFIX = "media"
+
+
+def media_key(sha256: str, ext: str) -> str:
+    """``media/<sha256>.<ext>``: an image, content-addressed (helmflow.media checks a key's shape)."""
+    return f"{MEDIA_PREFIX}/{sha256}.{ext}"
 
 
 # --------------------------------------------------------------------------- working files of the tasks

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from helmflow.layout import media_key
 from helmflow.records import ContentPart, Deployment
 from helmflow.storage import Store
 
@@ -41,17 +42,11 @@ FORMATS: dict[str, tuple[str, str]] = {
 }
 MIME_EXT = {mime: ext for mime, ext in FORMATS.values()}
 EXT_MIME = {ext: mime for mime, ext in FORMATS.values()}
-MEDIA_PREFIX = "media"
 _MEDIA_KEY = re.compile(r"^media/([0-9a-f]{64})\.(png|jpg|gif|webp)$")
 
 
 class MediaError(ValueError):
     """An image that cannot be used; the message names where it came from."""
-
-
-def media_key(sha256: str, ext: str) -> str:
-    """``media/<sha256>.<ext>``: where an image lives under the storage root."""
-    return f"{MEDIA_PREFIX}/{sha256}.{ext}"
 
 
 def parse_media_key(key: str) -> tuple[str, str] | None:
