@@ -137,6 +137,34 @@ class MediaStore:
         return data
 
 
+def servable_image(store: Store, name: str) -> tuple[bytes, str]:
+    """``(bytes, MIME)`` of ``media/<name>`` for a browser, or :class:`MediaError`.
+
+    Only a well-formed content key is read (through the store, which refuses symlinks out of the
+    root); the bytes must match their sha256 and decode as the raster format the name says. An SVG,
+    HTML or any other file planted under ``media/`` is never served, whatever its name.
+    """
+    key = f"{MEDIA_PREFIX}/{name}"
+    parsed = parse_media_key(key)
+    if parsed is None:
+        raise MediaError(f"{name!r} is not <sha256>.<png|jpg|gif|webp>")
+    mime = EXT_MIME[parsed[1]]
+    data = MediaStore(store).read(ContentPart(type="image", uri=key, sha256=parsed[0], mime=mime))
+    if inspect_image(data, key).mime != mime:
+        raise MediaError(f"{key}: the bytes are not {mime}")
+    return data, mime
+
+
+def media_names(parts: list[dict[str, Any]] | None) -> list[str]:
+    """The ``<sha256>.<ext>`` names of the well-formed image parts in ``parts`` (other uris are ignored)."""
+    names = []
+    for part in parts or []:
+        parsed = parse_media_key((part or {}).get("uri") or "")
+        if parsed and parsed[0] == part.get("sha256"):
+            names.append(f"{parsed[0]}.{parsed[1]}")
+    return names
+
+
 # --------------------------------------------------------------------------- per-deployment limits
 class ImageOptions(BaseModel):
     """``options.images`` of a deployment: what its endpoint accepts and how images are sent."""

@@ -92,6 +92,17 @@ def create_app(storage: str | None = None) -> Starlette:
             headers={**SECURITY_HEADERS, "Content-Disposition": f'attachment; filename="{name}"'},
         )
 
+    def media(request: Request) -> Response:
+        """An image of the media store, only as the raster type its bytes decode to (never SVG)."""
+        from helmflow.media import MediaError, servable_image
+
+        try:
+            data, mime = servable_image(reports.store, request.path_params["name"])
+        except (MediaError, FileNotFoundError) as exc:
+            raise NotFound(f"no image {request.path_params['name']!r}") from exc
+        return Response(data, media_type=mime, headers={
+            **SECURITY_HEADERS, "Cache-Control": "public, max-age=31536000, immutable"})  # the name is the content
+
     async def not_found(request: Request, exc: Exception) -> Response:
         return html(pages.not_found_html(str(exc)), 404)
 
@@ -109,6 +120,7 @@ def create_app(storage: str | None = None) -> Starlette:
             Route("/boards/{board}/{release}/runs/{run_id}/chunk-{k:int}.js", run_chunk),
             Route("/boards/{board}/{release}/runs/{run_id}/search.js", run_search),
             Route("/files/{key:path}", raw_file),
+            Route("/media/{name}", media),
             Mount("/static", StaticFiles(directory=pages.STATIC_DIR), name="static"),
         ],
         exception_handlers={NotFound: not_found, OutsideRoot: refused, 404: not_found},

@@ -326,6 +326,19 @@ class Run:
         table = self.store.read_parquet(self.instances_key, columns=["id", "references"])
         return table["references"].take(pc.index_in(self._request_ids, value_set=table["id"].combine_chunks()))
 
+    def media_names(self) -> set[str]:
+        """The images this run's pages show: request parts and image-valued references (``<sha256>.<ext>``)."""
+        from helmflow.media import media_names
+
+        self.prepare()
+        names: set[str] = set()
+        for body in self._read_rows("requests.parquet", 0, self.num_rows, ["body_json"])["body_json"].to_pylist():
+            names.update(media_names(json.loads(body).get("parts")))
+        if self.references is not None:
+            for refs in self.references.to_pylist():
+                names.update(media_names([r.get("image") for r in refs or [] if r.get("image")]))
+        return names
+
     @cached_property
     def annotations(self) -> _Grouped | None:
         """Judge verdicts (``annotations.parquet``: one per completion and judge), when the run has them.

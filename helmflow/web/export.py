@@ -2,6 +2,7 @@
 
 The pages need no server: open ``report/index.html`` from disk, a bucket or any static host. Runs
 of scenarios whose text may not be published (``publish_text = False``) are exported with ids and scores only.
+Images the pages show are copied to ``report/media/`` (only those, each checked as a raster image).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from helmflow import layout
+from helmflow.media import MediaError, servable_image
 from helmflow.storage import Store
 from helmflow.web import pages
 from helmflow.web.data import Reports
@@ -34,12 +36,21 @@ def export_report(store: Store, board: str, release_id: str | None = None) -> Ex
 
     for asset in sorted(pages.STATIC_DIR.iterdir()):
         put(f"static/{asset.name}", asset.read_bytes())
+    images: set[str] = set()
     for run_id in release.manifest.run_ids:
         run = reports.run(run_id)
+        if not run.redacted:
+            images |= run.media_names()
         for k in range(run.num_chunks):
             put(f"runs/{run_id}/chunk-{k}.js", pages.chunk_js(run, k, redact=run.redacted))
         put(f"runs/{run_id}/index.js", pages.index_js(run))
         put(f"runs/{run_id}/index.html", pages.run_html(release, run, "static"))
+    for name in sorted(images):  # only what the exported pages show, each checked as a raster image
+        try:
+            data, _ = servable_image(store, name)
+        except (MediaError, FileNotFoundError):
+            continue  # the page shows a broken thumbnail rather than anything unchecked
+        put(f"media/{name}", data)
     put("compare/index.html", pages.compare_html(release, "static"))
     # the picker offers the releases that have a static report (this one included)
     exported = [

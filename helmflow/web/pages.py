@@ -77,6 +77,11 @@ class Links:
         return f"/files/{key}" if self.mode == "serve" else f"{self._up(self.depth + 4)}{key}"
 
     @property
+    def media(self) -> str:
+        """Where images are: the app's ``/media/``, or the export's own ``report/media/`` copies."""
+        return "/media/" if self.mode == "serve" else f"{self._up(self.depth)}media/"
+
+    @property
     def home(self) -> str | None:
         return "/" if self.mode == "serve" else None
 
@@ -121,6 +126,8 @@ def board_html(reports: Reports, release: Release, mode: Mode, releases: list[st
         links=links,
         cost_plot=cost_vs_score_svg(points),
         bars_plot=scenario_bars_svg(groups),
+        aspects=release.info.get("aspects") or {},
+        groups=release.info.get("groups") or {},
     )
 
 
@@ -164,6 +171,7 @@ def run_html(release: Release, run: Run, mode: Mode) -> str:
             "main-metric": run.main_metric,
             "redacted": "true" if redact else "false",
             "search": "server" if mode == "serve" else "chunks",
+            "media": links.media,
         },
     )
 

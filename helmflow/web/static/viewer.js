@@ -12,7 +12,8 @@
     correctAt: parseFloat(root.dataset.correctAt),
     mainMetric: root.dataset.mainMetric,
     redacted: root.dataset.redacted === "true",
-    serverSearch: root.dataset.search === "server"
+    serverSearch: root.dataset.search === "server",
+    media: root.dataset.media || ""
   };
   var list = document.getElementById("instances");
   var info = document.getElementById("page-info");
@@ -108,6 +109,26 @@
     if (r.score === null || r.score === undefined) return ["no score", ""];
     return r.score >= cfg.correctAt ? ["correct", "badge-correct"] : ["incorrect", "badge-incorrect"];
   }
+  // an image part becomes a thumbnail only when its uri is a content key (media/<sha256>.<ext>) named by
+  // its own sha256: stored data is untrusted, so nothing else ever reaches an img src
+  var MEDIA_KEY = /^media\/([0-9a-f]{64})\.(png|jpg|gif|webp)$/;
+  function thumb(part) {
+    var m = MEDIA_KEY.exec((part && part.uri) || "");
+    if (!m || m[1] !== part.sha256) return el("span", "muted", "[image not shown]");
+    var img = el("img", "thumb");
+    img.src = cfg.media + m[1] + "." + m[2];
+    img.alt = "image " + m[1].slice(0, 12);
+    img.loading = "lazy";
+    return img;
+  }
+  function partsBlock(parent, label, parts) {  // text and images in the order they were sent
+    parent.appendChild(el("div", "label", label));
+    var box = el("div", "prompt parts-prompt");
+    parts.forEach(function (p) {
+      box.appendChild(p.type === "text" ? el("pre", "prompt", p.text || "") : thumb(p));
+    });
+    parent.appendChild(box);
+  }
   function block(parent, label, text, cls) {
     parent.appendChild(el("div", "label", label));
     parent.appendChild(el("pre", cls, text));
@@ -156,6 +177,8 @@
         r.request.messages.forEach(function (m, j) {
           block(left, m.role + (j === 0 ? examples : ""), m.content, "message message-" + m.role);
         });
+      } else if (r.request && r.request.parts) {
+        partsBlock(left, "prompt" + examples, r.request.parts);
       } else {
         block(left, "prompt" + examples, r.prompt, "prompt");
       }
@@ -164,7 +187,9 @@
       right.appendChild(el("div", "label", "references"));
       var ul = el("ul", "refs");
       (r.references || []).forEach(function (ref) {
-        ul.appendChild(el("li", ref.correct ? "correct" : "", (ref.correct ? "✓ " : "") + ref.text));
+        var li = el("li", ref.correct ? "correct" : "", (ref.correct ? "✓ " : "") + ref.text);
+        if (ref.image) li.appendChild(thumb(ref.image));
+        ul.appendChild(li);
       });
       right.appendChild(ul);
     }

@@ -1,0 +1,140 @@
+"""The report shows each instance's images, served from the media store only as raster images
+checked by decoding (never SVG, never a planted file or symlink); the static export copies exactly
+the images its pages show; the board page shows the aspects."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+
+import pytest
+from PIL import Image
+from starlette.testclient import TestClient
+
+from helmflow import pipeline
+from helmflow.board import prepare
+from helmflow.storage import Store
+from helmflow.web.app import create_app
+from helmflow.web.export import export_report
+from tests.test_web import chunk_rows
+
+SVG = (b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(document.cookie)</script>'
+       b'<rect width="10" height="10"/></svg>')
+
+
+@pytest.fixture(scope="module")
+def vision(tmp_path_factory) -> tuple[Store, str, list[str]]:
+    store = Store(str(tmp_path_factory.mktemp("vision") / "store"))
+    plan = prepare("vision-demo", ["offline/vision", "offline/first-option"], ["shapes-mc", "shapes-image-choice"], 4)
+    data = {s.label: pipeline.download_scenario(store, s) for s in plan.scenarios}
+    prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.scenarios}
+    runs = []
+    for r in plan.runs:
+        q = pipeline.query_pair(store, r, prompts[r.scenario.label])
+        runs.append(pipeline.publish_run(store, r, q, pipeline.score_pair(store, r, data[r.scenario.label], q), {}))
+    release = pipeline.publish_release(store, plan, runs, [])
+    return store, release.release_id, [r.run_id for r in runs]
+
+
+def plant(store: Store, data: bytes, ext: str) -> str:
+    name = f"{hashlib.sha256(data).hexdigest()}.{ext}"
+    store.write_bytes(f"media/{name}", data)
+    return name
+
+
+def test_run_page_parts_reference_images_that_are_served_as_checked_rasters(vision):
+    store, release, run_ids = vision
+    client = TestClient(create_app(store.root))
+    page = client.get(f"/boards/vision-demo/{release}/runs/{run_ids[0]}/")
+    assert 'data-media="/media/"' in page.text
+    rows = chunk_rows(client.get(f"/boards/vision-demo/{release}/runs/{run_ids[0]}/chunk-0.js").text)
+    images = [p for p in rows[0]["request"]["parts"] if p["type"] == "image"]
+    assert images and rows[0]["prompt"].count("[image ") == len(images)
+    for part in images:
+        r = client.get(f"/{part['uri']}")
+        assert r.status_code == 200 and r.headers["content-type"] == "image/png"
+        assert r.headers["x-content-type-options"] == "nosniff"
+        assert hashlib.sha256(r.content).hexdigest() == part["sha256"]
+        Image.open(io.BytesIO(r.content)).verify()
+    choice_rows = chunk_rows(client.get(f"/boards/vision-demo/{release}/runs/{run_ids[2]}/chunk-0.js").text)
+    assert all(ref["image"]["uri"].startswith("media/") for ref in choice_rows[0]["references"])  # image-valued choices
+
+
+def test_svg_and_other_planted_files_are_never_served(vision, tmp_path):
+    store, _, _ = vision
+    client = TestClient(create_app(store.root))
+    png = io.BytesIO()
+    Image.new("RGB", (3, 3), "red").save(png, format="JPEG")
+    planted = [
+        plant(store, SVG, "png"),  # an SVG named like a PNG: Pillow cannot decode it
+        plant(store, png.getvalue(), "png"),  # a JPEG named .png: not the type its name says
+    ]
+    store.write_bytes(f"media/{'0' * 64}.png", b"\x89PNG\r\n\x1a\n not really")  # bytes that do not match the name
+    planted.append(f"{'0' * 64}.png")
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(png.getvalue())
+    link = f"{hashlib.sha256(png.getvalue()).hexdigest()}.jpg"
+    os.symlink(secret, store.path(f"media/{link}"))  # a symlink out of the root, named by its content
+    for name in [*planted, link, plant(store, SVG, "svg").replace(".svg", ".svg"), "..%2F..%2Fetc%2Fpasswd"]:
+        r = client.get(f"/media/{name}")
+        assert r.status_code == 404, name
+        assert b"<script>" not in r.content and "svg" not in r.headers["content-type"]
+
+
+def test_export_copies_exactly_the_images_its_pages_show(vision):
+    store, release, run_ids = vision
+    unreferenced = io.BytesIO()
+    Image.new("RGB", (5, 5), "blue").save(unreferenced, format="PNG")
+    stray = plant(store, unreferenced.getvalue(), "png")
+    export_report(store, "vision-demo", release)
+    from helmflow.web.data import Reports
+
+    shown = set().union(*(Reports(store).run(r).media_names() for r in run_ids))
+    copied = {k.rsplit("/", 1)[1] for k in store.find(f"leaderboards/vision-demo/{release}/report/media")}
+    assert copied == shown and stray not in copied and len(shown) >= 4
+    run_page = store.read_bytes(f"leaderboards/vision-demo/{release}/report/runs/{run_ids[0]}/index.html").decode()
+    assert 'data-media="../../media/"' in run_page
+
+
+def test_board_page_shows_the_aspects(vision):
+    store, release, _ = vision
+    page = TestClient(create_app(store.root)).get(f"/boards/vision-demo/{release}/").text
+    assert 'id="aspects"' in page and "<h3>multiple_choice</h3>" in page
+    assert "shapes-image-choice" in page
+
+
+@pytest.mark.slow
+def test_thumbnails_load_in_a_browser_live_and_from_a_static_export(vision, browser):
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO, free_port, stop_process, wait_http
+
+    store, release, run_ids = vision
+    export_report(store, "vision-demo", release)
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "helmflow.cli", "serve", "--storage", store.root, "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO)
+    context = browser.new_context(viewport={"width": 1280, "height": 8000})  # thumbnails load lazily: show them all
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    try:
+        wait_http(f"http://127.0.0.1:{port}/", timeout=60, proc=proc)
+        report = store.path(f"leaderboards/vision-demo/{release}/report/runs/{run_ids[2]}/index.html")
+        for url in (f"http://127.0.0.1:{port}/boards/vision-demo/{release}/runs/{run_ids[2]}/", f"file://{report}"):
+            page.goto(url)
+            page.wait_for_selector("#viewer[data-state=ready]", timeout=15_000)
+            for _ in range(150):  # the page's CSP forbids eval, so poll from here until every image settled
+                state = page.eval_on_selector_all("img.thumb", "imgs => imgs.map(i => [i.complete, i.naturalWidth])")
+                if state and all(done for done, _ in state):
+                    break
+                page.wait_for_timeout(100)
+            sizes = page.eval_on_selector_all("img.thumb", "imgs => imgs.map(i => [i.naturalWidth, i.getAttribute('src')])")
+            assert len(sizes) >= 5, url  # the question's options are images, in the prompt and the references
+            assert all(w == 96 for w, _ in sizes), sizes  # every thumbnail decoded (a broken one has width 0)
+        assert not problems
+    finally:
+        context.close()
+        stop_process(proc)
