@@ -142,6 +142,9 @@ class ReleaseManifest(Manifest):
     judges: list[str] = Field(default_factory=list)
     cost_usd: float = 0.0
     judge_cost_usd: float = 0.0
+    # grouped boards (VHELM): leaderboard column -> the scenario labels it averages; aspect -> its columns
+    groups: dict[str, list[str]] = Field(default_factory=dict)
+    aspects: dict[str, list[str]] = Field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- latest.json

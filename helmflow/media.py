@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from helmflow.layout import media_key
+from helmflow.layout import MEDIA_PREFIX, media_key
 from helmflow.records import ContentPart, Deployment
 from helmflow.storage import Store
 

@@ -126,8 +126,8 @@ def board_html(reports: Reports, release: Release, mode: Mode, releases: list[st
         links=links,
         cost_plot=cost_vs_score_svg(points),
         bars_plot=scenario_bars_svg(groups),
-        aspects=release.info.get("aspects") or {},
-        groups=release.info.get("groups") or {},
+        aspects=release.manifest.aspects,
+        groups=release.manifest.groups,
     )
 
 
