@@ -51,15 +51,26 @@ from helmflow.storage import Store, safe_key
 class Outcome(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    def stored(self) -> list[str]:
+        """The storage keys (or URLs under the root) this outcome points at. A cached outcome whose
+        files are gone (a cleanup of ``work/``, a lifecycle rule) is a cache miss, not a failure."""
+        return []
+
 
 class ScenarioData(Outcome):
     instances_key: str
     files: dict[str, str]
 
+    def stored(self) -> list[str]:
+        return [self.instances_key, *self.files.values()]
+
 
 class PromptSet(Outcome):
     prompts_key: str
     num_prompts: int
+
+    def stored(self) -> list[str]:
+        return [self.prompts_key]
 
 
 class QueryOutcome(Outcome):
@@ -71,6 +82,9 @@ class QueryOutcome(Outcome):
     reused: int
     errors: int
     task_run_id: str | None = None
+
+    def stored(self) -> list[str]:
+        return [self.requests_key, self.completions_key]
 
 
 class ScoreOutcome(Outcome):
@@ -92,6 +106,9 @@ class ScoreOutcome(Outcome):
     judge_prompt_tokens: int = 0
     judge_output_tokens: int = 0
 
+    def stored(self) -> list[str]:
+        return [self.stats_key, self.summary_key, *([self.annotations_key] if self.annotations_key else [])]
+
 
 class RunOutcome(Outcome):
     run_id: str
@@ -110,6 +127,9 @@ class RunOutcome(Outcome):
     judge_cost_usd: float = 0.0
     wrote: bool = True
 
+    def stored(self) -> list[str]:
+        return [layout.run_file(self.run_id, name) for name in (*RUN_FILES, layout.RUN_JSON)]
+
 
 class FailedCell(Outcome):
     run_id: str
@@ -124,6 +144,9 @@ class ReleaseOutcome(Outcome):
     status: Literal["complete", "partial"]
     wrote: bool
     table: list[dict[str, Any]] = Field(default_factory=list)
+
+    def stored(self) -> list[str]:
+        return [f"{self.uri}/{name}" for name in ("leaderboard.parquet", "runs.parquet", layout.RELEASE_JSON)]
 
 
 def _meta(**kv: Any) -> dict[str, str]:

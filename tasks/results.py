@@ -14,6 +14,9 @@ would run code on every worker, where the API keys live. So:
   ``OutcomeJSON``; anything else is moved to ``quarantine/prefect-results/`` with one warning and
   reads as absent. Prefect's cache lookup treats that as a miss: the task recomputes and writes a
   clean record over the key.
+
+A record that passes but points at files that are gone (``work/`` cleaned up, an S3 lifecycle rule)
+also reads as absent: the task recomputes them (a query from the request journal, sending nothing).
 """
 
 from __future__ import annotations
@@ -74,32 +77,36 @@ class OutcomeJSON(Serializer):
         return cls.model_validate(doc["data"])
 
 
-def check_record(content: bytes) -> str | None:
-    """Why ``content`` is not a record :class:`OutcomeJSON` wrote, or None when it is one.
+def decode_record(content: bytes) -> BaseModel:
+    """The outcome in a record :class:`OutcomeJSON` wrote; :class:`UntrustedResult` for anything else.
 
     Parsed as plain JSON (never through Prefect's record model, which would decode the payload).
     """
     try:
         doc = json.loads(content)
     except ValueError:
-        return "not JSON"
+        raise UntrustedResult("not JSON") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict):
-        return "no result-record metadata"
+        raise UntrustedResult("no result-record metadata")
     serializer = doc["metadata"].get("serializer")
     if serializer != {"type": SERIALIZER_TYPE}:
         kind = serializer.get("type") if isinstance(serializer, dict) else serializer
-        return f"serializer {kind!r}, not {SERIALIZER_TYPE!r}"
+        raise UntrustedResult(f"serializer {kind!r}, not {SERIALIZER_TYPE!r}")
     if not isinstance(doc.get("result"), str):
-        return "no JSON result"
+        raise UntrustedResult("no JSON result")
     try:
-        OutcomeJSON().loads(doc["result"].encode())
+        return OutcomeJSON().loads(doc["result"].encode())
     except (ValueError, ValidationError) as exc:  # UntrustedResult is a ValueError
-        return f"result does not validate ({type(exc).__name__})"
-    return None
+        raise UntrustedResult(f"result does not validate ({type(exc).__name__})") from None
+
+
+class StaleResult(FileNotFoundError):
+    """A cached outcome whose files are gone: Prefect's cache lookup sees no record, so the task reruns."""
 
 
 class OutcomeStorage(WritableFileSystem):
-    """Task results under ``<root>/prefect-results/``, read back only when :func:`check_record` passes.
+    """Task results under ``<root>/prefect-results/``, read back only when :func:`decode_record` accepts them
+    and every file the outcome points at still exists.
 
     The block holds the root URL only: S3 credentials come from the environment, never from the block.
     """
@@ -117,16 +124,23 @@ class OutcomeStorage(WritableFileSystem):
         store = self._store()
         key = layout.result(path)
         content = store.read_bytes(key)
-        problem = check_record(content)
-        if problem is None:
-            return content
-        moved = layout.quarantined(f"{layout.result(path)}.{uuid.uuid4().hex[:8]}")
-        store.write_bytes(moved, content)
-        store.delete(key)
-        message = (f"{store.url(key)} is not a result helmflow wrote ({problem}); not decoded, moved to "
-                   f"{store.url(moved)}; the task runs again")
-        log.warning("%s", message)
-        raise UntrustedResult(message)
+        try:
+            outcome = decode_record(content)
+        except UntrustedResult as exc:
+            moved = layout.quarantined(f"{layout.result(path)}.{uuid.uuid4().hex[:8]}")
+            store.write_bytes(moved, content)
+            store.delete(key)
+            message = (f"{store.url(key)} is not a result helmflow wrote ({exc}); not decoded, moved to "
+                       f"{store.url(moved)}; the task runs again")
+            log.warning("%s", message)
+            raise UntrustedResult(message) from None
+        root = store.root.rstrip("/") + "/"
+        missing = [k for k in outcome.stored() if not store.exists(k.removeprefix(root))]
+        if missing:
+            message = f"cached result {path} points at files that are gone ({', '.join(missing[:3])}); the task runs again"
+            log.warning("%s", message)
+            raise StaleResult(message)
+        return content
 
     async def aread_path(self, path: str) -> bytes:
         return await anyio.to_thread.run_sync(self.read_path, path)

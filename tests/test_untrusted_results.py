@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from helmflow.clients.offline import offline_call_count
 
+from helmflow.clients.offline import offline_call_count
 from helmflow.storage import Store
 from tests.conftest import flow_run_id_from, run_cli, task_runs_of
 
@@ -63,16 +63,19 @@ def plant(store: Store, marker: Path) -> list[str]:
 def test_planted_records_never_run_and_are_refused_before_prefect_sees_them(tmp_path):
     """The storage block is the only way Prefect reaches prefect-results/; it hands over nothing but
     helmflow's own JSON records (fast: no server, the block's methods called as Prefect calls them)."""
-    from helmflow.tasks.results import OutcomeJSON, UntrustedResult, result_storage_for
     from prefect._internal.result_records import ResultRecord
 
     from helmflow.pipeline import PromptSet
+    from helmflow.tasks.results import OutcomeJSON, StaleResult, UntrustedResult, result_storage_for
 
     store = Store(str(tmp_path / "store"))
     block = result_storage_for(store.root)
     good = ResultRecord(metadata={"storage_key": "adapt-x", "serializer": OutcomeJSON()},
                         result=PromptSet(prompts_key="work/prompts/x.parquet", num_prompts=3))
     block.write_path("adapt-x", good.serialize(), _sync=True)
+    with pytest.raises(StaleResult, match="work/prompts/x.parquet"):  # the file it points at is not there: a miss
+        block.read_path("adapt-x", _sync=True)
+    store.write_bytes("work/prompts/x.parquet", b"prompts")
     assert json.loads(store.read_bytes("prefect-results/adapt-x"))["metadata"]["serializer"] == {"type": "helmflow-outcome-json"}
     back = ResultRecord.deserialize(block.read_path("adapt-x", _sync=True))
     assert back.result == PromptSet(prompts_key="work/prompts/x.parquet", num_prompts=3)
