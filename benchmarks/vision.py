@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from throughput import start_server  # noqa: E402
+from throughput import start_server
 
 
 def noisy_png(seed: int, kb: int) -> bytes:
@@ -84,7 +84,6 @@ def first_request(tmp: Path, url: str, rows_per_shard: int, kb: int) -> dict:
     from helmflow.scenarios import get_scenario
     from helmflow.storage import Store
 
-    image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
     revision = get_scenario("pope").dataset_revision()
     total = 0
     for shard in range(3):
@@ -117,11 +116,11 @@ def first_request(tmp: Path, url: str, rows_per_shard: int, kb: int) -> dict:
 
 
 def throughput(tmp: Path, url: str, n: int, concurrency: int, kb: int) -> dict:
-    from helmflow.versions import request_hash
     from helmflow.media import MediaStore
     from helmflow.query import run_queries
     from helmflow.records import ContentPart, Deployment, Request, RequestBody
     from helmflow.storage import Store
+    from helmflow.versions import request_hash
 
     out = {}
     for label, with_image in (("text only", False), ("one image", True)):

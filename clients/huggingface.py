@@ -325,6 +325,11 @@ class HuggingFaceClient(Client):
         self.local_model()
 
     async def complete(self, body: RequestBody) -> ClientResult:
+        if body.parts is not None:  # never generate from the text alone: the model would not see the images
+            raise PermanentError(
+                f"deployment {self.deployment.name!r}: image inputs are not supported by the huggingface client yet; "
+                f"serve the model with vLLM and use an openai-compatible deployment"
+            )
         seed = None
         if body.temperature > 0:
             key = body.model_dump_json()
