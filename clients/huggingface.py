@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from helmflow.clients import client_kind
-from helmflow.clients.base import Client, ClientResult, PermanentError
 from pydantic import BaseModel, ConfigDict, Field
 
+from helmflow.clients import client_kind
+from helmflow.clients.base import Client, ClientResult, PermanentError
 from helmflow.records import Deployment, RequestBody
 from helmflow.storage import Store
 
@@ -374,7 +374,7 @@ class HuggingFaceClient(Client):
                     else:
                         p.future.set_result(result)
                 batch = []
-        except BaseException as exc:  # noqa: BLE001 - every waiting caller gets the failure, none hangs
+        except BaseException as exc:
             failure = exc if isinstance(exc, PermanentError) else PermanentError(
                 f"deployment {self.deployment.name!r}: generation failed: {type(exc).__name__}: {exc}"
             )
