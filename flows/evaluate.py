@@ -11,10 +11,11 @@ import os
 from typing import Any
 
 from prefect import flow, get_run_logger
-from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.futures import PrefectFuture
+from prefect.task_runners import ThreadPoolTaskRunner
 
-from helmflow.board import prepare
+from helmflow.board import prepare_once
+from helmflow.errors import HelmflowError
 from helmflow.pipeline import FailedCell, RunOutcome
 from helmflow.progress import REPORTED, reporter
 from helmflow.storage import Store
@@ -51,22 +52,26 @@ def _failure(*futures: PrefectFuture) -> str:
     return "not run: an upstream task failed"
 
 
-def task_runner_from_env():
-    """``HELMFLOW_TASK_RUNNER``: ``thread`` (default), ``dask`` (a local cluster of
-    ``HELMFLOW_DASK_WORKERS`` processes, default 2) or ``dask:<scheduler address>``."""
-    choice = os.environ.get("HELMFLOW_TASK_RUNNER", "thread")
+def task_runner(choice: str = "thread"):
+    """``thread`` (default), ``dask`` (a local cluster of ``HELMFLOW_DASK_WORKERS`` processes, default
+    2) or ``dask:<scheduler address>``. ``helmflow run --task-runner`` passes it with ``with_options``."""
     if choice == "thread":
         return ThreadPoolTaskRunner()
     if choice == "dask" or choice.startswith("dask:"):
         try:
             from prefect_dask import DaskTaskRunner
         except ImportError:
-            raise RuntimeError("HELMFLOW_TASK_RUNNER=dask needs the dask extra: pip install 'helmflow[dask]'") from None
+            raise HelmflowError("the dask task runner needs the dask extra: pip install 'helmflow[dask]'") from None
         if choice.startswith("dask:"):
             return DaskTaskRunner(address=choice[5:])
         workers = int(os.environ.get("HELMFLOW_DASK_WORKERS", "2"))
         return DaskTaskRunner(cluster_kwargs={"n_workers": workers, "threads_per_worker": 1, "processes": True})
-    raise ValueError(f"HELMFLOW_TASK_RUNNER must be thread, dask or dask:<address>, not {choice!r}")
+    raise HelmflowError(f"the task runner must be thread, dask or dask:<address>, not {choice!r}")
+
+
+def task_runner_from_env():
+    """A worker's runner: ``$HELMFLOW_TASK_RUNNER`` (the flow's default; the CLI overrides it per run)."""
+    return task_runner(os.environ.get("HELMFLOW_TASK_RUNNER", "thread"))
 
 
 def _label_storage(root: str) -> None:
@@ -99,7 +104,8 @@ def evaluate(
     store = Store(storage)
     store.check_writable()
     _label_storage(store.root)
-    plan = prepare(board, models, scenarios, max_instances, models_file, plugins, judges, no_judge)
+    plan = prepare_once(board=board, models=models, scenarios=scenarios, max_instances=max_instances,
+                        models_file=models_file, plugins=plugins, judges=judges, no_judge=no_judge)
     tasks = configure(store.root)
     log.info("board %s (%d runs) on storage %s", plan.spec.name, len(plan.runs), store.root)
     reporter().set_runs(len(plan.runs))
@@ -155,3 +161,30 @@ def evaluate(
             f"{len(failed)} of {len(plan.runs)} runs failed; published partial release {release.release_id}\n"
             + failed_cells(failed), summary)
     return summary
+
+
+def board_flow(board: str, description: str = ""):
+    """The flow of one named board: :func:`evaluate` with ``board`` fixed and every other parameter
+    of it (so a deployment of any board can set a budget, a jury or ``no_judge``). A board module
+    is one line, ``demo = board_flow("demo")``, which gives the board its own flow name and
+    deployment in the Prefect UI."""
+
+    def run_board(
+        models: list[str] | None = None,
+        scenarios: list[str] | None = None,
+        max_instances: int | None = None,
+        storage: str | None = None,
+        models_file: str | None = None,
+        plugins: list[str] | None = None,
+        budget_usd: float | None = None,
+        judges: list[str] | None = None,
+        no_judge: bool = False,
+    ) -> dict[str, Any]:
+        return evaluate.fn(board=board, models=models, scenarios=scenarios, max_instances=max_instances,
+                           storage=storage, models_file=models_file, plugins=plugins, budget_usd=budget_usd,
+                           judges=judges, no_judge=no_judge)
+
+    run_board.__name__ = run_board.__qualname__ = board.replace("-", "_")
+    return flow(name=board, description=description or f"The {board} board (flows/{board}.yaml) through evaluate-board.")(
+        run_board
+    )

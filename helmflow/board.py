@@ -320,3 +320,44 @@ def prepare(
     add_plugins(plugins or [])
     return plan_board(load_board(board), load_deployments(models_file), models, scenarios, max_instances, judges, no_judge,
                       check_credentials)
+
+
+# --------------------------------------------------------------------------- planned once per command
+_PLANNED: dict[str, BoardPlan] = {}
+
+
+def _plan_key(**params: Any) -> str:
+    return versions.canonical_json(params)
+
+
+def hand_over(plan: BoardPlan, **params: Any) -> None:
+    """Keep the plan the CLI just made for the flow it starts in this process with the same
+    ``params`` (see :func:`prepare_once`), so a board is planned once per ``helmflow run``."""
+    _PLANNED.clear()
+    _PLANNED[_plan_key(**params)] = plan
+
+
+def prepare_once(**params: Any) -> BoardPlan:
+    """The plan handed over for exactly these parameters (taken, so it is used once), else a fresh
+    :func:`prepare`: a worker starting the flow plans for itself."""
+    return _PLANNED.pop(_plan_key(**params), None) or prepare(**params)
+
+
+# --------------------------------------------------------------------------- variants
+def has_variant(scenario: str) -> bool:
+    """Whether a scenario's parameters include ``variant`` (HELM entries whose prompt/budget it changes)."""
+    from helmflow.scenarios import SCENARIOS
+
+    return "variant" in SCENARIOS.get(scenario).Params.model_fields
+
+
+def with_variant(board: str | dict[str, Any], variant: str) -> dict[str, Any]:
+    """The board spec as data with ``variant`` on every scenario that has one. A non-default variant
+    is its own board (``<name>-<variant>``), so its releases never mix with v1's."""
+    spec = load_board(board).model_dump(mode="json")
+    for entry in spec["scenarios"]:
+        if has_variant(entry["name"]):
+            entry["params"] = {**entry["params"], "variant": variant}
+    if variant != "v1" and not spec["name"].endswith(f"-{variant}"):  # idempotent: reproduce then run
+        spec["name"] = f"{spec['name']}-{variant}"
+    return spec

@@ -12,6 +12,9 @@ import asyncio
 import time
 from dataclasses import dataclass
 
+from helmflow.cli.options import models_file_arg
+from helmflow.errors import HelmflowError
+
 EXIT_CREDENTIALS = 3
 EXIT_ENDPOINTS = 4
 EXIT_BOTH = 5
@@ -99,7 +102,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     names = args.models or list(known)
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise ValueError(f"unknown deployments {unknown}; see `helmflow list models`")
+        raise HelmflowError(f"unknown deployments {unknown}; see `helmflow list models`")
     results = check([known[n] for n in names], args.timeout)
     table = Table("deployment", "credential", "endpoint (1-token request)")
     for r in results:
@@ -117,6 +120,6 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument("--models", type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
                    help="comma-separated deployments (default: every known deployment)")
-    p.add_argument("--models-file", help="extra deployments YAML (also $HELMFLOW_MODELS)")
+    models_file_arg(p)
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for each endpoint (default 30)")
     p.set_defaults(func=cmd_check)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from helmflow import layout
+from helmflow.cli.options import storage_arg
 from helmflow.errors import HelmflowError
 from helmflow.manifests import LatestPointer, RunManifest, RunVersions
 from helmflow.storage import TMP_PREFIX, Store, resolve_root, safe_key
@@ -26,12 +27,12 @@ def release_prefix(store: Store, board: str, release: str | None) -> str:
     name = safe_key(board)
     if release:
         if not store.exists(layout.release_json(name, release)):
-            raise ValueError(f"board {board!r} has no release {release!r} in {store.root}")
+            raise HelmflowError(f"board {board!r} has no release {release!r} in {store.root}")
         return layout.release_dir(name, release)
     for pointer in layout.pointers(name):
         if store.exists(pointer):
             return layout.release_dir(name, LatestPointer.model_validate(store.read_json(pointer)).release_id)
-    raise ValueError(f"board {board!r} has no release in {store.root}")
+    raise HelmflowError(f"board {board!r} has no release in {store.root}")
 
 
 def cell_lineage(store: Store, board: str, release: str | None = None) -> list[dict[str, Any]]:
@@ -219,7 +220,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          description="Per cell: score -> run -> dataset revision and prompt/model/metric versions -> Prefect flow and task runs.")
     lin.add_argument("board")
     lin.add_argument("--release", help="release id (default: the latest, else the latest partial)")
-    lin.add_argument("--storage", help="storage root URL (default $HELMFLOW_STORAGE or ./helmflow-store)")
+    storage_arg(lin)
     lin.set_defaults(func=cmd_lineage)
 
     ret = sub.add_parser("retry", help="retry a finished flow run: say what will rerun, then do it",
@@ -232,7 +233,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     com = sub.add_parser("compact", help="remove stale temporaries and merge journal parts",
                          description="Removes temporaries (killed writers leave them; readers ignore them) and compacts the request journal.")
-    com.add_argument("--storage", help="storage root URL (default $HELMFLOW_STORAGE or ./helmflow-store)")
+    storage_arg(com)
     com.add_argument("--older-than", type=float, default=3600.0, metavar="SECONDS",
                      help="only temporaries at least this old (default 3600: never a live writer's)")
     com.set_defaults(func=cmd_compact)

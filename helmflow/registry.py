@@ -10,10 +10,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from helmflow.errors import HelmflowError
+
 T = TypeVar("T")
 
 
-class UnknownNameError(KeyError):
+class UnknownNameError(HelmflowError, KeyError):
     """A name that no registry entry answers to; the message lists what exists."""
 
     def __str__(self) -> str:  # KeyError quotes its argument; this one is a sentence
@@ -35,7 +37,7 @@ class Registry(Generic[T]):
     def add(self, name: str, obj: T) -> None:
         existing = self._items.get(name)
         if existing is not None and existing is not obj and _qualname(existing) != _qualname(obj):
-            raise ValueError(f"{self.kind} {name!r} is registered twice ({_qualname(existing)}, {_qualname(obj)})")
+            raise HelmflowError(f"{self.kind} {name!r} is registered twice ({_qualname(existing)}, {_qualname(obj)})")
         self._items[name] = obj
 
     def get(self, name: str) -> T:
@@ -106,7 +108,7 @@ def import_plugin(spec: str) -> None:
     path = Path(spec)
     if spec.endswith(".py") or path.is_file():
         if not path.is_file():
-            raise FileNotFoundError(f"plugin file {spec} does not exist")
+            raise HelmflowError(f"plugin file {spec} does not exist")
         name = f"helmflow_plugin_{abs(hash(str(path.resolve())))}"
         module_spec = importlib.util.spec_from_file_location(name, path)
         assert module_spec and module_spec.loader
@@ -114,4 +116,9 @@ def import_plugin(spec: str) -> None:
         sys.modules[name] = module
         module_spec.loader.exec_module(module)
     else:
-        importlib.import_module(spec)
+        try:
+            importlib.import_module(spec)
+        except ModuleNotFoundError as exc:
+            if exc.name and spec.startswith(exc.name):  # the plugin itself, not something it imports
+                raise HelmflowError(f"plugin module {spec!r} cannot be imported: {exc}") from None
+            raise

@@ -19,13 +19,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from fsspec.core import url_to_fs
 
+from helmflow.errors import HelmflowError
+
 TMP_PREFIX = "_tmp."
 DEFAULT_ROOT = "./helmflow-store"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
 
 
-class StorageError(RuntimeError):
+class StorageError(HelmflowError, RuntimeError):
     pass
+
+
+class UnsafeName(HelmflowError, ValueError):
+    """A name (board, scenario) that leaves nothing usable in a storage key."""
 
 
 class OutsideRoot(PermissionError):
@@ -36,7 +42,7 @@ def safe_key(name: str) -> str:
     """A storage-key segment from any name: ``/`` becomes ``--``; nothing can climb out (``..``)."""
     cleaned = _UNSAFE.sub("_", name.replace("/", "--")).strip("._")
     if not cleaned:
-        raise ValueError(f"name {name!r} has no characters usable in a storage key")
+        raise UnsafeName(f"name {name!r} has no characters usable in a storage key")
     return cleaned[:200]
 
 

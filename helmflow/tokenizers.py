@@ -27,12 +27,13 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Protocol
 
+from helmflow.errors import HelmflowError
 from helmflow.registry import Registry
 
 TIKTOKEN_MIRROR_ENV = "HELMFLOW_TIKTOKEN_MIRROR"
 
 
-class TokenizerError(ValueError):
+class TokenizerError(HelmflowError, ValueError):
     """A tokenizer id that cannot be loaded; the message names the id and what to fix."""
 
 

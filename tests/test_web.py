@@ -363,7 +363,7 @@ def test_report_command_exports_and_errors_clearly(demo, cli, tmp_path):
 
 def test_web_commands_do_not_import_prefect():
     code = (
-        "import sys, helmflow.web.app, helmflow.web.export, helmflow.cli; p = helmflow.cli._parser();"
+        "import sys, helmflow.web.app, helmflow.web.export, helmflow.cli; p = helmflow.cli.build_parser();"
         "p.parse_args(['serve', '--port', '1']); p.parse_args(['report', 'demo']); print('prefect' in sys.modules)"
     )
     probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from helmflow.cli.options import storage_arg
+from helmflow.errors import HelmflowError
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -14,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("board", help="board name")
     p.add_argument("--release", help="release id (default: the board's latest)")
-    p.add_argument("--storage", help="storage root URL (default $HELMFLOW_STORAGE or ./helmflow-store)")
+    storage_arg(p)
     p.set_defaults(func=cmd_report)
 
 
@@ -27,6 +30,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         out = export_report(store, safe_key(args.board), args.release)
     except NotFound as exc:
-        raise ValueError(f"{exc} in {store.root}") from None
+        raise HelmflowError(f"{exc} in {store.root}") from None
     print(f"wrote {out.files} files; open {out.url}")
     return 0

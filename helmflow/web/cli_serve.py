@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from helmflow.cli.options import storage_arg
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -11,7 +13,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="browse leaderboards, runs and every prompt and answer in a local web app",
         description="Serve the web report live from a storage root (read-only).",
     )
-    p.add_argument("--storage", help="storage root URL (default $HELMFLOW_STORAGE or ./helmflow-store)")
+    storage_arg(p)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.set_defaults(func=cmd_serve)

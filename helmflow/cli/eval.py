@@ -12,6 +12,17 @@ from typing import Any
 
 import yaml
 
+from helmflow.cli.options import (
+    UsageError,
+    csv_list,
+    dry_run_arg,
+    judge_args,
+    max_instances_arg,
+    models_file_arg,
+    storage_arg,
+    verbose_arg,
+)
+
 
 def _pairs(value: str) -> dict[str, Any]:
     """``k=v,k2=v2`` with YAML-typed values (``max_tokens=5`` is an int, ``method=chat`` a string)."""
@@ -25,28 +36,24 @@ def _pairs(value: str) -> dict[str, Any]:
 
 
 def add_parser(sub) -> None:
-    from helmflow.cli import _csv, positive_int
-
     p = sub.add_parser(
         "eval",
         help="evaluate scenario specs on models (an ad-hoc board through the same flow)",
         description="Evaluate one or more scenario specs (name:k=v,...) on the given models as an ad-hoc board.",
     )
     p.add_argument("scenario", nargs="+", metavar="SCENARIO[:k=v,...]", help="scenario spec, e.g. dyck_language:num_parenthesis_pairs=3")
-    p.add_argument("--models", type=_csv, help="comma-separated deployments (required; see `helmflow list models`)")
-    p.add_argument("--max-instances", type=positive_int, metavar="N", help="evaluate at most N instances per scenario")
-    p.add_argument("--storage", help="storage root URL (default $HELMFLOW_STORAGE or ./helmflow-store)")
-    p.add_argument("--models-file", help="extra deployments YAML (also $HELMFLOW_MODELS)")
+    p.add_argument("--models", type=csv_list, help="comma-separated deployments (required; see `helmflow list models`)")
+    max_instances_arg(p)
+    storage_arg(p)
+    models_file_arg(p)
     p.add_argument("--adapter", type=_pairs, default={}, metavar="k=v,...",
                    help="adapter overrides for every scenario, e.g. method=chat,max_train_instances=0,max_tokens=20")
-    p.add_argument("--metrics", type=_csv, help="comma-separated metrics (default: each scenario's own)")
+    p.add_argument("--metrics", type=csv_list, help="comma-separated metrics (default: each scenario's own)")
     p.add_argument("--main-metric", help="the metric that fills the board cell (default: each scenario's own)")
     p.add_argument("--name", help="board name (default: eval-<first scenario>)")
-    from helmflow.cli import judge_args
-
     judge_args(p)
-    p.add_argument("-v", "--verbose", action="store_true", help="show Prefect's own log lines")
-    p.add_argument("--dry-run", action="store_true", help="print requests, prompt tokens and worst-case cost; send nothing")
+    verbose_arg(p)
+    dry_run_arg(p)
     p.set_defaults(func=cmd_eval)
 
 
@@ -56,7 +63,7 @@ def board_spec(args: argparse.Namespace) -> dict[str, Any]:
     from helmflow.storage import safe_key
 
     if not args.models:
-        raise ValueError("eval needs --models (see `helmflow list models`)")  # the CLI's bad-input exit (2)
+        raise UsageError("eval needs --models (see `helmflow list models`)")
     entries = []
     for spec in args.scenario:
         name, params = parse_spec(spec)
@@ -76,11 +83,6 @@ def board_spec(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from helmflow.cli import _parser, cmd_run
+    from helmflow.cli.run import request_from, run_board
 
-    run_args = _parser().parse_args(["run", "eval"])  # every `run` option at its default
-    for key, value in vars(args).items():
-        if hasattr(run_args, key) and key != "func":
-            setattr(run_args, key, value)
-    run_args.board, run_args.board_file, run_args.scenarios = board_spec(args), None, None
-    return cmd_run(run_args)
+    return run_board(request_from(args, board=board_spec(args), scenarios=None))

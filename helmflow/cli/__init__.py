@@ -1,0 +1,73 @@
+"""The ``helmflow`` command. ``--help``, ``list`` and ``show`` never import Prefect (it costs seconds).
+
+Each command lives in its own module with ``add_parser(subparsers)`` that sets ``func`` and imports
+nothing heavy at module level; the options several commands share are in :mod:`helmflow.cli.options`.
+
+Exit codes: 0 done; 1 a run published a partial release (some pairs failed); 2 bad input, found
+before any work (a :class:`~helmflow.errors.HelmflowError`, which carries its exit code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from helmflow.cli.options import Parser, forbid_repeats
+from helmflow.errors import EXIT_USAGE, HelmflowError, format_validation_error
+
+# The commands, in --help order. Add yours here.
+COMMAND_MODULES: list[str] = [
+    "helmflow.cli.run",
+    "helmflow.cli.boards",
+    "helmflow.web.cli_serve",
+    "helmflow.web.cli_report",
+    "helmflow.mirror",
+    "helmflow.cli.eval",
+    "helmflow.devserver",
+    "helmflow.check",
+    "helmflow.operations",
+    "helmflow.cli.reproduce",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(
+        prog="helmflow",
+        description="Holistic, reproducible evaluation of language models as Prefect flows.",
+    )
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE_OR_FILE",
+                   help="import a module or .py file that registers scenarios, metrics or clients (repeatable)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).add_parser(sub)
+    forbid_repeats(p)
+    return p
+
+
+def _fail(message: str) -> int:
+    print(f"helmflow: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from helmflow.registry import add_plugins
+
+    add_plugins(args.plugin)
+    from pydantic import ValidationError
+
+    try:
+        return args.func(args)
+    except HelmflowError as exc:  # bad input, found before any work; anything else is a bug and shows its traceback
+        print(f"helmflow: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except ValidationError as exc:  # a record built from the user's values: name the fields, not pydantic's dump
+        return _fail(f"{exc.title}: {format_validation_error(exc)}")
+    except KeyboardInterrupt:
+        print("helmflow: interrupted; finished responses are in the journal and will be reused", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from helmflow.cli import main
+
+sys.exit(main())

@@ -1,0 +1,90 @@
+"""``helmflow list`` and ``helmflow show``: what exists and what a board will run (never imports Prefect)."""
+
+from __future__ import annotations
+
+import argparse
+
+from helmflow.cli.options import UsageError, models_file_arg, selection_args
+
+
+def add_parser(sub) -> None:
+    ls = sub.add_parser("list", help="list boards, scenarios or models")
+    ls.add_argument("what", choices=["boards", "scenarios", "models"])
+    models_file_arg(ls)
+    ls.set_defaults(func=cmd_list)
+
+    show = sub.add_parser("show", help="show a board: its scenarios, models and versions")
+    show.add_argument("board")
+    selection_args(show)
+    show.set_defaults(func=cmd_show)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if args.what == "boards":
+        from helmflow.board import board_names, load_board
+
+        table = Table("board", "version", "scenarios", "models", "description")
+        for name in board_names():
+            b = load_board(name)
+            table.add_row(name, b.version, str(len(b.scenarios)), str(len(b.models)), b.description)
+    elif args.what == "scenarios":
+        from helmflow.scenarios import SCENARIOS
+
+        table = Table("scenario", "version", "main metric", "description")
+        for name in SCENARIOS.names():
+            cls = SCENARIOS.get(name)
+            table.add_row(name, cls.VERSION, cls.main_metric, cls.description)
+    else:
+        from helmflow.clients import load_deployments
+
+        table = Table("deployment", "client", "model", "context", "$/M in", "$/M out", "description")
+        for d in load_deployments(args.models_file).values():
+            table.add_row(d.name, d.client, d.model, str(d.context_window), f"{d.price_input_per_mtok:g}",
+                          f"{d.price_output_per_mtok:g}", d.description)
+    console.print(table)
+    return 0
+
+
+def _plan(args: argparse.Namespace, board: str, check_credentials: bool = True):
+    from helmflow.board import prepare
+
+    if args.judges and args.no_judge:
+        raise UsageError("--judge and --no-judge exclude each other")
+    return prepare(board, args.models, args.scenarios, args.max_instances, args.models_file, args.plugin,
+                   args.judges, args.no_judge, check_credentials)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    plan = _plan(args, args.board, check_credentials=False)  # showing a board needs no judge key
+    console = Console()
+    console.print(f"[bold]{plan.spec.name}[/] version {plan.spec.version} (board version {plan.board_version})")
+    if plan.spec.description:
+        console.print(plan.spec.description)
+    st = Table("scenario", "method", "main metric", "max instances", "scenario_version", "prompt_version")
+    for s in plan.scenarios:
+        st.add_row(s.label, s.adapter.method, s.main_metric, str(s.adapter.sample.max_eval_instances or "all"),
+                   s.scenario_version, s.prompt_version)
+    console.print(st)
+    mt = Table("model", "client", "model id", "model_version")
+    seen = set()
+    for r in plan.runs:
+        if r.deployment.name not in seen:
+            seen.add(r.deployment.name)
+            mt.add_row(r.deployment.name, r.deployment.client, r.deployment.model, r.model_version)
+    console.print(mt)
+    judged = {(r.scenario.label, tuple(j.name for j in r.judges), tuple(r.judge_templates.items())) for r in plan.runs
+              if r.judge_templates}
+    if judged:
+        jt = Table("judged scenario", "judges", "templates")
+        for label, names, templates in sorted(judged):
+            jt.add_row(label, ", ".join(names) or "none (--no-judge)", ", ".join(f"{n} v{v}" for n, v in templates))
+        console.print(jt)
+    console.print(f"{len(plan.runs)} runs")
+    return 0

@@ -1,0 +1,136 @@
+"""The options the commands share, defined once: value types (comma lists, counts, amounts), a parser
+whose usage errors are one line and exit 2, and the argument groups several commands take
+(``--storage``, ``--models-file``, the selection of a board, the jury)."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import math
+
+from helmflow.errors import EXIT_USAGE, HelmflowError
+
+
+class UsageError(HelmflowError):
+    """Options that cannot go together or name nothing."""
+
+
+def csv_list(value: str) -> list[str]:
+    """``a,b,c``; a name given twice is a mistake (it would run or judge the same thing twice)."""
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    twice = sorted({v for v in items if items.count(v) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"{', '.join(twice)} given twice in {value!r}")
+    return items
+
+
+def positive_int(value: str) -> int:
+    """A count the user gives (``--max-instances``): 1 or more, said about the flag, not a model."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {number}")
+    return number
+
+
+@functools.cache
+def _once(action_class: type[argparse.Action]) -> type[argparse.Action]:
+    """``action_class`` that refuses a second occurrence (argparse keeps the last one silently)."""
+
+    class Once(action_class):  # type: ignore[misc, valid-type]
+        def __call__(self, parser, namespace, values, option_string=None):
+            seen = namespace.__dict__.setdefault("_given", set())
+            if self.dest in seen:
+                parser.error(f"{'/'.join(self.option_strings)} given twice")
+            seen.add(self.dest)
+            super().__call__(parser, namespace, values, option_string)
+
+    return Once
+
+
+def forbid_repeats(parser: argparse.ArgumentParser) -> None:
+    """Every single-valued option of ``parser`` and its subcommands may be given once
+    (``append`` options such as ``--plugin`` stay repeatable)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                forbid_repeats(sub)
+        elif action.option_strings and not isinstance(
+            action, (argparse._AppendAction, argparse._CountAction, argparse._HelpAction, argparse._VersionAction)
+        ):
+            action.__class__ = _once(type(action))
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors are one line (the flag and what is wrong) and exit 2, like every bad input."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def budget_usd(value: str) -> float:
+    """A spending cap: a finite amount, zero or more (``nan`` would compare false and never stop)."""
+    try:
+        usd = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an amount in USD, got {value!r}") from None
+    if not math.isfinite(usd) or usd < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite amount of zero or more, got {value!r} "
+                                         "(leave the option out for no cap)")
+    return usd
+
+
+# --------------------------------------------------------------------------- shared arguments
+def storage_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--storage", help="storage root URL (default $HELMFLOW_STORAGE or ./helmflow-store)")
+
+
+def models_file_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--models-file", help="extra deployments YAML (also $HELMFLOW_MODELS)")
+
+
+def models_arg(p: argparse.ArgumentParser, default: str = "the board's") -> None:
+    p.add_argument("--models", type=csv_list, help=f"comma-separated deployments (default: {default})")
+
+
+def max_instances_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-instances", type=positive_int, metavar="N", help="evaluate at most N instances per scenario")
+
+
+def verbose_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-v", "--verbose", action="store_true", help="show Prefect's own log lines")
+
+
+def budget_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--budget-usd", type=budget_usd, metavar="USD",
+                   help="stop sending new priced requests (model and judge) before the projected spend passes USD")
+
+
+def dry_run_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dry-run", action="store_true",
+                   help="print requests, prompt tokens and worst-case cost per run; call no model, write nothing")
+
+
+def task_runner_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--task-runner", choices=["thread", "dask"], help="thread pool (default) or a local Dask cluster "
+                   "(extra helmflow[dask]; also $HELMFLOW_TASK_RUNNER, which accepts dask:<scheduler address>)")
+
+
+def judge_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--judge", dest="judges", type=csv_list, metavar="A[,B,C]",
+                   help="judge deployment(s) for LLM-judged scenarios, a jury averaged over the judges that parse "
+                        "(default: the board's `judges:`)")
+    p.add_argument("--no-judge", action="store_true",
+                   help="no judges: judge-only metrics stay missing, rule-based ones are still computed")
+
+
+def selection_args(p: argparse.ArgumentParser) -> None:
+    """What to take from a board: models, scenarios, sample size, storage, deployments, jury."""
+    models_arg(p)
+    p.add_argument("--scenarios", type=csv_list, help="comma-separated scenario labels or names (default: all)")
+    max_instances_arg(p)
+    storage_arg(p)
+    models_file_arg(p)
+    judge_args(p)

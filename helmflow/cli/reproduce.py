@@ -1,0 +1,58 @@
+"""``helmflow reproduce capabilities [--variant v1|v2]``: run HELM's published configuration of a
+board and say first what differs from HELM's setup (the knowledge is in :mod:`helmflow.reproduce`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from helmflow.cli.options import (
+    UsageError,
+    budget_arg,
+    judge_args,
+    models_arg,
+    models_file_arg,
+    storage_arg,
+    verbose_arg,
+)
+from helmflow.reproduce import MAX_INSTANCES, REPRODUCIBLE, differences, official_spec
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "reproduce",
+        help="run a board in HELM's published configuration and say what differs from HELM's setup",
+        description="Run HELM's pinned official configuration of a board (max 1000 instances, HELM's sampling, "
+                    "revisions, judges as configured) and print what differs from HELM's published setup.",
+    )
+    p.add_argument("board", choices=REPRODUCIBLE)
+    p.add_argument("--variant", choices=["v1", "v2"], default="v1",
+                   help="v1: HELM Capabilities v1; v2: HELM's reasoning_v2 entries (more output tokens, letter-only suffix)")
+    models_arg(p)
+    storage_arg(p)
+    models_file_arg(p)
+    budget_arg(p)
+    p.add_argument("--explain", action="store_true", help="print the configuration and the differences only; run nothing")
+    verbose_arg(p)
+    judge_args(p)
+    p.set_defaults(func=cmd_reproduce)
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from helmflow.board import load_board
+    from helmflow.cli.run import request_from, run_board
+
+    if args.judges and args.no_judge:
+        raise UsageError("--judge and --no-judge exclude each other")
+    spec = official_spec(args.board, args.variant)
+    judges = [] if args.no_judge else (args.judges or load_board(args.board).judges)
+    console = Console()
+    console.print(f"[bold]reproducing {args.board} ({args.variant})[/]: at most {MAX_INSTANCES} instances per scenario "
+                  f"(HELM's seeded sample), pinned dataset revisions, judges: {', '.join(judges) or 'none'}")
+    console.print("differences from HELM's published setup:")
+    for line in differences(spec, judges, args.variant, args.no_judge):
+        console.print(f"  - {line}")
+    if args.explain:
+        return 0
+    return run_board(request_from(args, board=spec, variant=args.variant))

@@ -1,0 +1,176 @@
+"""``helmflow run``: one typed request and one function for every way to run a board.
+
+``run``, ``eval`` (an ad-hoc board spec) and ``reproduce`` (HELM's official spec) each build a
+:class:`RunRequest` and call :func:`run_board`: plan once, say what a dry run would send or check
+credentials and storage, then start the ``evaluate`` flow in this process with the chosen task
+runner and print the release.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from helmflow.cli.options import (
+    UsageError,
+    budget_arg,
+    dry_run_arg,
+    selection_args,
+    task_runner_arg,
+    verbose_arg,
+)
+
+EXIT_PARTIAL = 1
+
+
+class RunRequest(BaseModel):
+    """Everything a run of a board needs from the command line (validated before any work)."""
+
+    model_config = ConfigDict(extra="forbid")
+    board: str | dict[str, Any]  # a board name, a YAML file, or the spec as data (eval, reproduce)
+    models: list[str] | None = None
+    scenarios: list[str] | None = None
+    max_instances: int | None = Field(None, ge=1)
+    storage: str | None = None
+    models_file: str | None = None
+    plugins: list[str] = Field(default_factory=list)
+    judges: list[str] | None = None
+    no_judge: bool = False
+    budget_usd: float | None = Field(None, ge=0)
+    task_runner: Literal["thread", "dask"] | None = None
+    variant: Literal["v1", "v2"] | None = None
+    dry_run: bool = False
+    verbose: bool = False
+
+    def flow_parameters(self, board: str | dict[str, Any], storage: str) -> dict[str, Any]:
+        """The ``evaluate`` flow's parameters (JSON, so a deployment or a retry can replay them)."""
+        return {"board": board, "models": self.models, "scenarios": self.scenarios, "max_instances": self.max_instances,
+                "storage": storage, "models_file": self.models_file, "plugins": self.plugins,
+                "budget_usd": self.budget_usd, "judges": self.judges, "no_judge": self.no_judge}
+
+
+def add_parser(sub) -> None:
+    run = sub.add_parser("run", help="run a board as a Prefect flow and publish a release",
+                         description="Run a board: download, adapt, query, score and publish, then aggregate a release.")
+    run.add_argument("board", nargs="?", help="board name (see `helmflow list boards`) or a board YAML file")
+    run.add_argument("--board-file", help="a board spec YAML file (instead of a name)")
+    selection_args(run)
+    verbose_arg(run)
+    task_runner_arg(run)
+    dry_run_arg(run)
+    run.add_argument("--variant", choices=["v1", "v2"],
+                     help="HELM Capabilities variant for scenarios that have one (MMLU-Pro, GPQA): v2 adds the larger "
+                          "token budget and the answer-format suffix; a v2 board publishes as <board>-v2")
+    budget_arg(run)
+    run.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.board and args.board_file:
+        raise UsageError(f"give a board name ({args.board!r}) or --board-file ({args.board_file!r}), not both")
+    board = args.board_file or args.board
+    if not board:
+        raise UsageError("name a board (see `helmflow list boards`) or pass --board-file")
+    return run_board(request_from(args, board=board))
+
+
+def request_from(args: argparse.Namespace, **given: Any) -> RunRequest:
+    """The request from a command's parsed options (the ones it has), ``given`` taking precedence."""
+    values = {"plugins": args.plugin, **vars(args)}
+    fields = {k: v for k, v in values.items() if k in RunRequest.model_fields}
+    return RunRequest(**{**fields, **given})
+
+
+def run_board(request: RunRequest) -> int:
+    """Plan once; a dry run prints the estimate; else check credentials and storage, run the flow here."""
+    from helmflow.board import hand_over, prepare, with_variant
+
+    if request.judges and request.no_judge:
+        raise UsageError("--judge and --no-judge exclude each other")
+    board = with_variant(request.board, request.variant) if request.variant else request.board
+    plan_params = {"board": board, "models": request.models, "scenarios": request.scenarios,
+                   "max_instances": request.max_instances, "models_file": request.models_file,
+                   "plugins": request.plugins, "judges": request.judges, "no_judge": request.no_judge}
+    plan = prepare(**plan_params)
+    from rich.console import Console
+
+    console = Console()
+    if request.dry_run:
+        from helmflow.dryrun import estimate, print_estimate
+
+        print_estimate(console, estimate(plan))
+        return 0
+    from helmflow.check import missing_credentials
+
+    missing = missing_credentials(r.deployment for r in plan.runs)
+    if missing:  # before the flow starts, so no pair spends anything on a board that cannot finish
+        raise UsageError("; ".join(missing))
+    from helmflow.storage import Store
+
+    store = Store(request.storage)
+    store.check_writable()
+    console.print(f"storage: {store.root}")
+    console.print(f"board {plan.spec.name}: {len(plan.scenarios)} scenarios x {len(plan.spec.models)} models = {len(plan.runs)} runs")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    if not request.verbose:
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    started = time.perf_counter()
+    from helmflow.flows.evaluate import PartialRelease, evaluate, task_runner
+    from helmflow.progress import RichReporter, quiet_reported_failures, set_reporter
+
+    if not request.verbose:
+        quiet_reported_failures()
+    flow = evaluate.with_options(task_runner=task_runner(request.task_runner)) if request.task_runner else evaluate
+    hand_over(plan, **plan_params)  # the flow, started here with the same parameters, does not plan again
+    with RichReporter(console) as rep:
+        set_reporter(rep)
+        try:
+            state = flow(**request.flow_parameters(board, store.root), return_state=True)
+        finally:
+            set_reporter(None)
+    result: Any = state.result(raise_on_failure=False)
+    summary = result.release if isinstance(result, PartialRelease) else result
+    if not isinstance(summary, dict):
+        console.print(f"[red]flow run {state.state_details.flow_run_id} ended {state.type.value}: {result}")
+        return EXIT_PARTIAL
+    print_board(console, summary)
+    console.print(f"flow run: {state.state_details.flow_run_id} ({state.type.value.lower()}) in {time.perf_counter() - started:.1f} s")
+    console.print(f"release: {summary['uri']}" + ("" if summary["wrote"] else " (unchanged: nothing written)"))
+    if isinstance(result, PartialRelease):
+        from rich.markup import escape
+
+        console.print(f"[red]partial release: {escape(str(result))}")
+        return EXIT_PARTIAL
+    return 0
+
+
+def print_board(console, summary: dict[str, Any]) -> None:
+    """Scenarios down, models across: boards grow in scenarios, and a terminal is taller than wide."""
+    from rich.table import Table
+
+    def fmt(v: Any) -> str:
+        return "—" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
+
+    rows, labels = summary["table"], summary["scenarios"]
+    with_ci = len(rows) <= 3  # wider boards show scores only; intervals are in leaderboard.parquet
+    table = Table(title=f"{summary['board']} — release {summary['release_id']} ({summary['status']})")
+    table.add_column("scenario", no_wrap=True)
+    for row in rows:
+        table.add_column(row["deployment"], justify="right", overflow="fold")
+    for lab in labels:
+        table.add_row(lab, *[
+            "missing" if row[lab] is None
+            else f"{fmt(row[lab])} [{fmt(row[f'{lab} ci_low'])}, {fmt(row[f'{lab} ci_high'])}]" if with_ci
+            else fmt(row[lab])
+            for row in rows
+        ])
+    table.add_section()
+    table.add_row("[bold]mean score", *[f"[bold]{fmt(row['mean_score'])}" for row in rows])
+    table.add_row("mean win rate", *[fmt(row["mean_win_rate"]) for row in rows])
+    console.print(table)
+    if not with_ci:
+        console.print("95% intervals: see leaderboard.parquet or `helmflow serve`")

@@ -1,0 +1,92 @@
+"""One typed request for run, eval and reproduce; the task runner is passed to the flow, never
+through an environment variable read at import; a board is planned once per command."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from helmflow.cli import build_parser
+from helmflow.cli.options import UsageError
+from helmflow.cli.run import RunRequest, request_from, run_board
+
+
+class _Started(Exception):
+    pass
+
+
+class _FakeFlow:
+    """Stands in for the evaluate flow: records how it was configured and called, then stops the command."""
+
+    def __init__(self):
+        self.options: dict = {}
+        self.params: dict = {}
+
+    def with_options(self, **options):
+        self.options = options
+        return self
+
+    def __call__(self, **params):
+        self.params = params
+        raise _Started
+
+
+@pytest.fixture
+def fake_flow(monkeypatch):
+    import helmflow.flows.evaluate as evaluate_module  # imported first: its decorator already read the environment
+
+    fake = _FakeFlow()
+    monkeypatch.setattr(evaluate_module, "evaluate", fake)
+    return fake
+
+
+def test_the_task_runner_option_reaches_the_flow_even_when_the_flow_module_was_imported_first(fake_flow, tmp_path,
+                                                                                            monkeypatch):
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    monkeypatch.setenv("HELMFLOW_TASK_RUNNER", "dask")  # the CLI option wins over the environment
+    with pytest.raises(_Started):
+        run_board(RunRequest(board="demo", task_runner="thread", storage=str(tmp_path), max_instances=2))
+    assert isinstance(fake_flow.options["task_runner"], ThreadPoolTaskRunner)
+    assert fake_flow.params["board"] == "demo" and fake_flow.params["max_instances"] == 2
+
+
+def test_run_plans_once_and_the_flow_takes_that_plan(fake_flow, tmp_path, monkeypatch):
+    from helmflow import board
+
+    calls = []
+    real = board.prepare
+    monkeypatch.setattr(board, "prepare", lambda *a, **k: calls.append(k) or real(*a, **k))
+    with pytest.raises(_Started):
+        run_board(RunRequest(board="demo", storage=str(tmp_path), max_instances=2, models=["offline/echo"]))
+    assert len(calls) == 1
+    params = {k: v for k, v in fake_flow.params.items() if k not in ("storage", "budget_usd", "return_state")}
+    plan = board.prepare_once(**params)  # what the flow does first: the handed-over plan, not a new one
+    assert len(calls) == 1 and [r.deployment.name for r in plan.runs] == ["offline/echo"] * len(plan.scenarios)
+    board.prepare_once(**params)  # taken once: a second flow in this process plans for itself
+    assert len(calls) == 2
+
+
+def test_run_eval_and_reproduce_build_the_same_request_type():
+    parser = build_parser()
+    run = request_from(parser.parse_args(["run", "demo", "--models", "offline/echo", "--budget-usd", "1"]), board="demo")
+    assert run == RunRequest(board="demo", models=["offline/echo"], budget_usd=1.0)
+    from helmflow.cli.eval import board_spec
+
+    args = parser.parse_args(["eval", "dyck_language", "--models", "offline/echo", "--max-instances", "3"])
+    ev = request_from(args, board=board_spec(args), scenarios=None)
+    assert ev.board["scenarios"][0]["name"] == "dyck_language" and ev.max_instances == 3
+    args = parser.parse_args(["reproduce", "capabilities", "--variant", "v2", "--no-judge"])
+    rep = request_from(args, board={"name": "x"})
+    assert rep.variant == "v2" and rep.no_judge and rep.max_instances is None
+
+
+def test_judge_and_no_judge_exclude_each_other_before_any_planning(fake_flow):
+    with pytest.raises(UsageError, match="exclude each other"):
+        run_board(RunRequest(board="no-such-board", judges=["a"], no_judge=True))
+
+
+def test_a_request_refuses_unknown_fields():
+    with pytest.raises(ValueError, match="extra"):
+        request_from(argparse.Namespace(plugin=[]), board="demo", board_file="x.yaml")
