@@ -16,7 +16,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from helmflow.board import prepare_once
 from helmflow.errors import HelmflowError
-from helmflow.pipeline import FailedCell, RunOutcome
+from helmflow.pipeline import FailedCell, RunOutcome, point_release, publication_problem
 from helmflow.progress import REPORTED, reporter
 from helmflow.storage import Store
 from helmflow.tasks import configure, forget_cached
@@ -110,6 +110,12 @@ def evaluate(
     log.info("board %s (%d runs) on storage %s", plan.spec.name, len(plan.runs), store.root)
     reporter().set_runs(len(plan.runs))
 
+    for r in plan.runs:  # a published run whose files no longer match their sha256 is published again
+        problem = publication_problem(store, r.run_id)
+        if problem:
+            log.warning("%s; publishing run %s again", problem, r.run_id)
+            forget_cached(store, [publish_key(r)])
+
     data, prompts = {}, {}
     for s in plan.scenarios:
         data[s.label] = tasks.download.submit(s, store.root)
@@ -146,12 +152,17 @@ def evaluate(
     release = release_state.result()  # raises if publication failed
     if release_state.name == "Cached":  # the same run set was released before: nothing was written now
         release = release.model_copy(update={"wrote": False})
+    release = point_release(store, plan, release)  # cached or not: the pointer must name this release
+    if release.pointer:
+        log.info("%s now points at release %s", release.pointer, release.release_id)
     summary = {
         "board": plan.spec.name,
         "release_id": release.release_id,
         "uri": release.uri,
         "status": release.status,
         "wrote": release.wrote,
+        "pointer": release.pointer,
+        "subset": plan.selection,
         "table": release.table,
         "scenarios": [s.label for s in plan.scenarios],
         "failed": [f.model_dump() for f in failed],

@@ -97,6 +97,13 @@ class BoardPlan(BaseModel):
     board_version: str
     scenarios: list[ScenarioPlan]
     runs: list[RunPlan]
+    # How this run narrows its board (models, scenarios, max_instances, judges, no_judge); empty for
+    # the board as written. A release with a selection is a subset: it never moves ``latest.json``.
+    selection: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def subset(self) -> bool:
+        return bool(self.selection)
 
 
 # --------------------------------------------------------------------------- loading
@@ -272,7 +279,25 @@ def plan_board(
         board_version=versions.stable_hash(effective.version_data()),
         scenarios=scenario_plans,
         runs=runs,
+        selection=selection_of(spec, effective, bool(judged) and no_judge),
     )
+
+
+def selection_of(spec: BoardSpec, effective: BoardSpec, dropped_judges: bool) -> dict[str, Any]:
+    """What a run changed from its board as written (models, scenarios, max_instances, judges): the
+    fields that differ, with their values. A run with any of these is a subset of the board."""
+    out: dict[str, Any] = {}
+    if set(effective.models) != set(spec.models):
+        out["models"] = effective.models
+    if effective.scenarios != spec.scenarios:
+        out["scenarios"] = [e.label or e.name for e in effective.scenarios]
+    if effective.max_instances != spec.max_instances:
+        out["max_instances"] = effective.max_instances
+    if dropped_judges:
+        out["no_judge"] = True
+    elif effective.judges and effective.judges != spec.judges:
+        out["judges"] = effective.judges
+    return out
 
 
 def _jury(board: str, names: list[str], deployments: dict[str, Deployment], judged: list[ScenarioPlan],

@@ -16,6 +16,7 @@ quarantine/<key>                            objects that failed their check (cor
 runs/<run_id>/…, run.json last              a published run
 leaderboards/<board>/<release>/…            a release: leaderboard.parquet, runs.parquet, release.json, report/
 leaderboards/<board>/latest.json            newest complete release (latest-partial.json: with failed cells)
+leaderboards/<board>/latest-subset.json     the same for subset runs (latest-subset-partial.json)
 ```
 """
 
@@ -148,7 +149,11 @@ def run_json(run_id: str) -> str:
 RELEASE_JSON = "release.json"
 LATEST = "latest.json"
 LATEST_PARTIAL = "latest-partial.json"
-POINTERS = (LATEST, LATEST_PARTIAL)  # in the order a reader prefers them
+# A subset run (narrower models, scenarios, max_instances or jury than the board's) has its own two
+# pointers and never moves the two above.
+LATEST_SUBSET = "latest-subset.json"
+LATEST_SUBSET_PARTIAL = "latest-subset-partial.json"
+POINTERS = (LATEST, LATEST_PARTIAL, LATEST_SUBSET, LATEST_SUBSET_PARTIAL)  # in the order a reader prefers them
 
 
 LEADERBOARDS = "leaderboards"
@@ -175,9 +180,11 @@ def report_dir(board: str, release_id: str) -> str:
     return release_file(board, release_id, "report")
 
 
-def latest(board: str, complete: bool = True) -> str:
-    """The pointer to a board's newest complete release (or newest partial one)."""
-    return f"{board_dir(board)}/{LATEST if complete else LATEST_PARTIAL}"
+def latest(board: str, complete: bool = True, subset: bool = False) -> str:
+    """The pointer to a board's newest complete release (or newest partial one); ``subset``: the
+    same for subset runs."""
+    names = (LATEST_SUBSET, LATEST_SUBSET_PARTIAL) if subset else (LATEST, LATEST_PARTIAL)
+    return f"{board_dir(board)}/{names[0] if complete else names[1]}"
 
 
 def pointers(board: str) -> list[str]:

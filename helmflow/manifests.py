@@ -114,6 +114,8 @@ class RunManifest(Manifest):
     dataset: RunDataset
     lineage: RunLineage
     files: list[str] = Field(default_factory=list)  # storage keys of the run's Parquet files
+    # file name (next to run.json) -> sha256 of the bytes published; readers verify before reading
+    sha256: dict[str, str] = Field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- release.json
@@ -145,16 +147,25 @@ class ReleaseManifest(Manifest):
     # grouped boards (VHELM): leaderboard column -> the scenario labels it averages; aspect -> its columns
     groups: dict[str, list[str]] = Field(default_factory=dict)
     aspects: dict[str, list[str]] = Field(default_factory=dict)
+    # A subset run narrowed the board (BoardPlan.selection: models, scenarios, max_instances, judges,
+    # no_judge); its release never moves latest.json / latest-partial.json.
+    subset: bool = False
+    selection: dict[str, Any] = Field(default_factory=dict)
+    # file name (leaderboard.parquet, runs.parquet) -> sha256 of the bytes published
+    sha256: dict[str, str] = Field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- latest.json
 class LatestPointer(Manifest):
-    """``leaderboards/<board>/latest.json`` (complete) or ``latest-partial.json``."""
+    """``leaderboards/<board>/latest.json`` (complete) or ``latest-partial.json``; a subset run's
+    ``latest-subset.json`` / ``latest-subset-partial.json``."""
 
     release_id: str
     uri: str
     status: Literal["complete", "partial"]
     created_at: str
+    subset: bool = False
+    selection: dict[str, Any] = Field(default_factory=dict)
 
 
 SCHEMAS: dict[str, type[Manifest]] = {"run": RunManifest, "release": ReleaseManifest, "latest": LatestPointer}

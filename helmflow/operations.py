@@ -18,7 +18,9 @@ from typing import Any
 from helmflow import layout
 from helmflow.cli.options import storage_arg
 from helmflow.errors import HelmflowError
-from helmflow.manifests import LatestPointer, RunManifest, RunVersions
+from helmflow.integrity import CorruptFile, read_manifest, verify_files
+from helmflow.manifests import ReleaseManifest, RunManifest, RunVersions
+from helmflow.releases import latest_release_id
 from helmflow.storage import TMP_PREFIX, Store, resolve_root, safe_key
 
 
@@ -29,15 +31,17 @@ def release_prefix(store: Store, board: str, release: str | None) -> str:
         if not store.exists(layout.release_json(name, release)):
             raise HelmflowError(f"board {board!r} has no release {release!r} in {store.root}")
         return layout.release_dir(name, release)
-    for pointer in layout.pointers(name):
-        if store.exists(pointer):
-            return layout.release_dir(name, LatestPointer.model_validate(store.read_json(pointer)).release_id)
+    latest = latest_release_id(store, name)
+    if latest:
+        return layout.release_dir(name, latest)
     raise HelmflowError(f"board {board!r} has no release in {store.root}")
 
 
 def cell_lineage(store: Store, board: str, release: str | None = None) -> list[dict[str, Any]]:
-    """One record per cell: score → run → versions and dataset revision → Prefect run ids."""
+    """One record per cell: score → run → versions and dataset revision → Prefect run ids. A run
+    whose files fail their sha256 keeps its cell, with ``corrupt`` naming the file."""
     prefix = release_prefix(store, board, release)
+    verify_files(store, prefix, ReleaseManifest.model_validate(read_manifest(store, f"{prefix}/{layout.RELEASE_JSON}")).sha256)
     cells = []
     for row in store.read_parquet(f"{prefix}/runs.parquet").to_pylist():
         record: dict[str, Any] = {
@@ -50,7 +54,11 @@ def cell_lineage(store: Store, board: str, release: str | None = None) -> list[d
         }
         run_key = layout.run_json(row["run_id"])
         if row["status"] != "missing" and store.exists(run_key):
-            run = RunManifest.model_validate(store.read_json(run_key))
+            run = RunManifest.model_validate(read_manifest(store, run_key))
+            try:
+                verify_files(store, layout.run_dir(row["run_id"]), run.sha256)
+            except CorruptFile as exc:
+                record["corrupt"] = str(exc)
             record |= {
                 "dataset_revision": run.dataset.revision,
                 **run.versions.model_dump(include=set(RunVersions.model_fields)),
@@ -70,13 +78,19 @@ def cell_lineage(store: Store, board: str, release: str | None = None) -> list[d
 
 def cmd_lineage(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.text import Text
     from rich.tree import Tree
 
     store = Store(args.storage)
     console = Console()
     prefix = release_prefix(store, args.board, args.release)
     console.print(f"release {prefix.rsplit('/', 1)[-1]} at {store.url(prefix)}")
-    for cell in cell_lineage(store, args.board, args.release):
+    try:
+        cells = cell_lineage(store, args.board, args.release)
+    except CorruptFile as exc:
+        print(f"helmflow: error: {exc}", file=sys.stderr)
+        return 1
+    for cell in cells:
         score = "missing" if cell["score"] is None else f"{cell['score']:.4f}"
         tree = Tree(f"[bold]{cell['scenario']} x {cell['deployment']}[/]: {cell['main_metric']} = {score} ({cell['status']})")
         run = tree.add(f"run {cell['run_id']}" + (f" at {cell['run_uri']}" if "run_uri" in cell else ""))
@@ -92,8 +106,10 @@ def cmd_lineage(args: argparse.Namespace) -> int:
                 prefect.add(f"{key.removesuffix('_task_run_id')} task run {cell[key]}")
         else:
             run.add(f"[red]not published: {cell.get('error')}")
+        if "corrupt" in cell:
+            run.add(Text(cell["corrupt"], style="red"))
         console.print(tree)
-    return 0
+    return 1 if any("corrupt" in c for c in cells) else 0
 
 
 # --------------------------------------------------------------------------- compact

@@ -20,12 +20,13 @@ import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field
 
 import helmflow
-from helmflow import layout, versions
+from helmflow import layout, releases, versions
 from helmflow.adapters import adapt
 from helmflow.board import BoardPlan, RunPlan, ScenarioPlan
 from helmflow.datasets import mirror_sources, read_instances, write_instances
+from helmflow.integrity import CorruptFile, read_manifest, sha256_hex, verify_files
 from helmflow.judges import annotate
-from helmflow.manifests import LatestPointer, ReleaseManifest, RunManifest
+from helmflow.manifests import ReleaseManifest, RunManifest
 from helmflow.query import BoardRun, QueryFailed, build_requests, run_queries
 from helmflow.records import (
     ANNOTATION_SCHEMA,
@@ -45,7 +46,7 @@ from helmflow.records import (
 )
 from helmflow.scoring import score_instances, summarize
 from helmflow.stats import mean_scores, win_rates
-from helmflow.storage import Store, safe_key
+from helmflow.storage import Store, encode_parquet, safe_key
 
 
 class Outcome(BaseModel):
@@ -143,6 +144,8 @@ class ReleaseOutcome(Outcome):
     uri: str
     status: Literal["complete", "partial"]
     wrote: bool
+    subset: bool = False  # a narrower run than the board's (see BoardPlan.selection)
+    pointer: str | None = None  # the pointer this publication moved (None: already in place)
     table: list[dict[str, Any]] = Field(default_factory=list)
 
     def stored(self) -> list[str]:
@@ -295,17 +298,21 @@ def publish_run(
         judge_cost_usd=score.judge_cost_usd,
     )
     marker = layout.run_json(plan.run_id)
-    if store.exists(marker) and RunManifest.model_validate(store.read_json(marker)).status == "complete" and status == "complete":
-        return outcome.model_copy(update={"wrote": False})  # already published: rewrite nothing
+    if status == "complete" and _published_intact(store, plan.run_id):
+        return outcome.model_copy(update={"wrote": False})  # already published, intact: rewrite nothing
     meta = _meta(**_version_fields(plan))
+    digests: dict[str, str] = {}
+
+    def put(name: str, src: str, paged: bool) -> None:  # paged: one row per request, read a page at a time
+        data = encode_parquet(store.read_parquet(src), meta, RUN_ROW_GROUP_ROWS if paged else None)
+        store.write_bytes(layout.run_file(plan.run_id, name), data)
+        digests[name] = sha256_hex(data)
+
     for name, src in zip(RUN_FILES, (query.requests_key, query.completions_key, score.stats_key, score.summary_key)):
-        table = store.read_parquet(src)
-        paged = name in ("requests.parquet", "completions.parquet")  # one row per request, read a page at a time
-        store.write_parquet(layout.run_file(plan.run_id, name), table, meta, row_group_size=RUN_ROW_GROUP_ROWS if paged else None)
+        put(name, src, name in ("requests.parquet", "completions.parquet"))
     files = list(RUN_FILES)
     if score.annotations_key:
-        store.write_parquet(layout.run_file(plan.run_id, ANNOTATIONS_FILE), store.read_parquet(score.annotations_key), meta,
-                            row_group_size=RUN_ROW_GROUP_ROWS)
+        put(ANNOTATIONS_FILE, score.annotations_key, True)
         files.append(ANNOTATIONS_FILE)
     run_json = RunManifest.model_validate({
         "run_id": plan.run_id,
@@ -342,9 +349,35 @@ def publish_run(
             **(lineage or {}),
         },
         "files": [layout.run_file(plan.run_id, n) for n in files],
+        "sha256": digests,
     })
     store.write_json(marker, run_json.to_json())
     return outcome
+
+
+def publication_problem(store: Store, run_id: str) -> str | None:
+    """What is wrong with a complete publication in ``runs/<run_id>/`` (a file whose sha256 moved,
+    an unreadable run.json), else None (also when there is none). The next run republishes such a
+    run instead of trusting it."""
+    marker = layout.run_json(run_id)
+    if not store.exists(marker):
+        return None
+    try:
+        info = read_manifest(store, marker)
+        if info.get("status") == "complete":
+            verify_files(store, layout.run_dir(run_id), RunManifest.model_validate(info).sha256)
+    except CorruptFile as exc:
+        return str(exc)
+    except ValueError as exc:  # run.json parses but is not a run manifest
+        return f"{store.url(marker)} is corrupt: {exc}"
+    return None
+
+
+def _published_intact(store: Store, run_id: str) -> bool:
+    marker = layout.run_json(run_id)
+    if not store.exists(marker) or publication_problem(store, run_id) is not None:
+        return False
+    return RunManifest.model_validate(store.read_json(marker)).status == "complete"
 
 
 def _version_fields(plan: RunPlan) -> dict[str, str]:
@@ -412,9 +445,12 @@ def _group_mean(values: list[float | None]) -> float | None:
 
 def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome]) -> list[dict[str, Any]]:
     """One row per model. A grouped board (VHELM) ranks its groups, HELM's way: each group is the mean
-    of its entries, the mean win rate is over groups, and each aspect gets its own win rate."""
+    of its entries, the mean win rate is over groups, and each aspect gets its own win rate. Cells are
+    joined by run id, never by label: a cached run's outcome carries the label it was first published
+    under, and a board may relabel or reorder its scenarios."""
     labels = [s.label for s in board.scenarios]
-    cells = {(r.deployment, r.scenario): r for r in runs}
+    by_id = {r.run_id: r for r in runs}
+    cells = {(p.deployment.name, p.scenario.label): by_id[p.run_id] for p in board.runs if p.run_id in by_id}
     table = {m: {lab: _finite(cells[(m, lab)].score) if (m, lab) in cells else None for lab in labels} for m in board.spec.models}
     groups = board_groups(board)
     ranked = {m: {g: _group_mean([table[m][lab] for lab in members]) for g, members in groups.items()}
@@ -447,12 +483,23 @@ def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome]) -> list[dict[str,
     return rows
 
 
+def labelled(board: BoardPlan, runs: list[RunOutcome]) -> list[RunOutcome]:
+    """Each outcome under this board's label and deployment name for its run id (see leaderboard_rows)."""
+    names = {p.run_id: (p.scenario.label, p.deployment.name) for p in board.runs}
+    return [r.model_copy(update=dict(zip(("scenario", "deployment"), names.get(r.run_id, (r.scenario, r.deployment)))))
+            for r in runs]
+
+
 FAULT_ENV = "HELMFLOW_TEST_FAULT"
 
 
 def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], failed: list[FailedCell]) -> ReleaseOutcome:
-    """Aggregate the runs into a release; the same run set reuses its existing release and writes nothing."""
+    """Aggregate the runs into a release; the same run set reuses its existing release and writes nothing.
+
+    Pointers are :func:`point_release`'s job, run after this one whether or not it was cached.
+    """
     name = safe_key(board.spec.name)
+    runs = labelled(board, runs)
     run_ids = sorted([r.run_id for r in runs])
     digest = versions.release_hash(board.board_version, run_ids)
     status: Literal["complete", "partial"] = "partial" if failed else "complete"
@@ -460,16 +507,18 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
     for existing in store.ls(layout.board_dir(name)):
         rid = existing.rsplit("/", 1)[-1]
         if rid.endswith(f"-{digest}") and store.exists(layout.release_json(name, rid)):
-            return ReleaseOutcome(release_id=rid, uri=store.url(existing), status=status, wrote=False, table=rows)
+            return ReleaseOutcome(release_id=rid, uri=store.url(existing), status=status, wrote=False, table=rows,
+                                  subset=board.subset)
     now = datetime.now(UTC)
     release_id = f"{now:%Y-%m-%d}-{digest}"
     prefix = layout.release_dir(name, release_id)
     labels = [s.label for s in board.scenarios]
     meta = _meta(board=board.spec.name, board_version=board.board_version, release_id=release_id,
-                 created_at=now.isoformat(), status=status)
+                 created_at=now.isoformat(), status=status, subset=board.subset)
     groups = board_groups(board)
     schema = leaderboard_schema(labels, list(groups), list(board.spec.aspects))
-    store.write_parquet(f"{prefix}/leaderboard.parquet", pa.Table.from_pylist(rows, schema=schema), meta)
+    board_bytes = encode_parquet(pa.Table.from_pylist(rows, schema=schema), meta)
+    store.write_bytes(layout.release_file(name, release_id, "leaderboard.parquet"), board_bytes)
     if os.environ.get(FAULT_ENV) == "after-leaderboard":  # documented test hook: a crash mid-publication
         raise RuntimeError(f"{FAULT_ENV}=after-leaderboard: simulated crash after leaderboard.parquet")
     run_rows = [
@@ -478,7 +527,8 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
         {"deployment": f.deployment, "scenario": f.scenario, "run_id": f.run_id, "status": "missing", "error": f.error}
         for f in failed
     ]
-    store.write_parquet(f"{prefix}/runs.parquet", pa.Table.from_pylist(run_rows, schema=RUNS_SCHEMA), meta)
+    runs_bytes = encode_parquet(pa.Table.from_pylist(run_rows, schema=RUNS_SCHEMA), meta)
+    store.write_bytes(layout.release_file(name, release_id, "runs.parquet"), runs_bytes)
     release = ReleaseManifest.model_validate({
         "board": board.spec.name,
         "board_version": board.board_version,
@@ -488,6 +538,8 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
         "helmflow_version": helmflow.__version__,
         "git_commit": versions.git_commit(),
         "status": status,
+        "subset": board.subset,
+        "selection": board.selection,
         "scenarios": labels,
         **({"groups": groups, "aspects": board.spec.aspects} if groups else {}),
         "models": board.spec.models,
@@ -496,8 +548,19 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
         "judges": board.spec.judges,
         "cost_usd": sum(r.cost_usd for r in runs),
         "judge_cost_usd": sum(r.judge_cost_usd for r in runs),
+        "sha256": {"leaderboard.parquet": sha256_hex(board_bytes), "runs.parquet": sha256_hex(runs_bytes)},
     })
     store.write_json(layout.release_json(name, release_id), release.to_json())
-    pointer = LatestPointer(release_id=release_id, uri=store.url(prefix), status=status, created_at=now.isoformat())
-    store.write_json(layout.latest(name, complete=status == "complete"), pointer.to_json())
-    return ReleaseOutcome(release_id=release_id, uri=store.url(prefix), status=status, wrote=True, table=rows)
+    return ReleaseOutcome(release_id=release_id, uri=store.url(prefix), status=status, wrote=True, table=rows,
+                          subset=board.subset)
+
+
+def point_release(store: Store, board: BoardPlan, release: ReleaseOutcome) -> ReleaseOutcome:
+    """Move the board's pointer for this kind of release (full or subset, complete or partial) to it,
+    unless it is there already. Runs after every publication, cached or not, so a kill between
+    ``release.json`` and the pointer is finished by the next run."""
+    if os.environ.get(FAULT_ENV) == "before-pointer":  # documented test hook: killed after release.json
+        raise RuntimeError(f"{FAULT_ENV}=before-pointer: simulated crash between release.json and its pointer")
+    info = ReleaseManifest.model_validate(store.read_json(layout.release_json(safe_key(board.spec.name), release.release_id)))
+    moved = releases.point(store, safe_key(board.spec.name), info, release.uri)
+    return release.model_copy(update={"pointer": moved})

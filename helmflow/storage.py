@@ -172,13 +172,7 @@ class Store:
         self, key: str, table: pa.Table, metadata: dict[str, str] | None = None, row_group_size: int | None = None
     ) -> str:
         """``row_group_size`` bounds the rows a reader must decode to reach any one row (paged readers)."""
-        if metadata:
-            existing = dict(table.schema.metadata or {})
-            existing.update({k.encode(): str(v).encode() for k, v in metadata.items()})
-            table = table.replace_schema_metadata(existing)
-        buf = io.BytesIO()
-        pq.write_table(table, buf, compression="zstd", row_group_size=row_group_size)
-        return self.write_bytes(key, buf.getvalue())
+        return self.write_bytes(key, encode_parquet(table, metadata, row_group_size))
 
     def open(self, key: str, mode: str = "rb"):
         """A file object for ``key`` (for readers that seek: Parquet footers, row groups)."""
@@ -192,6 +186,17 @@ class Store:
         with self.open(key) as fh:
             meta = pq.read_schema(fh).metadata or {}
         return {k.decode(): v.decode() for k, v in meta.items()}
+
+
+def encode_parquet(table: pa.Table, metadata: dict[str, str] | None = None, row_group_size: int | None = None) -> bytes:
+    """The Parquet bytes ``Store.write_parquet`` writes (zstd; ``metadata`` added to the schema's)."""
+    if metadata:
+        existing = dict(table.schema.metadata or {})
+        existing.update({k.encode(): str(v).encode() for k, v in metadata.items()})
+        table = table.replace_schema_metadata(existing)
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd", row_group_size=row_group_size)
+    return buf.getvalue()
 
 
 def open_url(url: str, mode: str = "rb"):

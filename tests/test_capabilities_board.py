@@ -98,7 +98,7 @@ def _runs(storage) -> dict[str, dict]:
 
 
 def _latest(storage) -> tuple[list[dict], dict]:
-    latest = json.loads((storage / "leaderboards/capabilities/latest.json").read_text())
+    latest = json.loads((storage / "leaderboards/capabilities/latest-subset.json").read_text())
     release = json.loads((storage / "leaderboards/capabilities" / latest["release_id"] / "release.json").read_text())
     return pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist(), release
 
@@ -191,7 +191,7 @@ def test_reproduce_runs_the_pinned_configuration(mirrors, tmp_path, prefect_serv
     assert runs["mmlu_pro"]["scenario"]["params"]["variant"] == "v2" and runs["gpqa"]["scenario"]["params"]["variant"] == "v2"
     assert runs["wildbench"]["counts"]["requests"] == len(WB_MARKERS) * 6  # fewer than 1000 rows: all of them
     assert [j["name"] for j in runs["omni_math"]["judges"]["deployments"]] == ["dev/judge-a"]
-    latest = json.loads((storage / "leaderboards/capabilities-v2/latest.json").read_text())
+    latest = json.loads((storage / "leaderboards/capabilities-v2/latest-subset.json").read_text())
     assert latest["status"] == "complete"
 
 
@@ -214,7 +214,7 @@ def test_budget_covers_judge_requests_through_the_flow(mirrors, tmp_path, prefec
         assert out.returncode == 1, out.stdout + out.stderr  # partial release
         model_requests = server.stats()["requests"]
         assert model_requests == 2 * 20  # every model request was sent (free); no judge request was
-        latest = json.loads((storage / "leaderboards/capabilities/latest-partial.json").read_text())
+        latest = json.loads((storage / "leaderboards/capabilities/latest-subset-partial.json").read_text())
         release = json.loads((storage / "leaderboards/capabilities" / latest["release_id"] / "release.json").read_text())
         (failed,) = release["failed"]
         assert failed["scenario"] == "omni_math" and "budget" in failed["error"]

@@ -49,7 +49,7 @@ def _trigger(server: PrefectServer, deployment: str, params: dict) -> UUID:
     return UUID(match.group(1))
 
 
-def _release(store: Store, pointer: str = "latest.json") -> tuple[dict, list[dict]]:
+def _release(store: Store, pointer: str = "latest-subset.json") -> tuple[dict, list[dict]]:
     latest = store.read_json(f"leaderboards/demo/{pointer}")
     release = latest["uri"].removeprefix(store.root.rstrip("/") + "/")
     return latest, store.read_parquet(f"{release}/leaderboard.parquet").to_pylist()
@@ -176,11 +176,11 @@ def test_production_topology_postgres_two_workers_and_retry_reruns_only_the_fail
             assert failed.state.is_failed(), f"{failed.state}\n{server.tail()}"
             assert "partial release" in (failed.state.message or "")
 
-            partial, board = _release(store, "latest-partial.json")
+            partial, board = _release(store, "latest-subset-partial.json")
             assert partial["status"] == "partial" and partial["uri"].startswith(s3_root)
             assert _cells(store, partial) == {("offline/solver", "complete"), ("offline/solver-noisy", "complete"),
                                               ("offline/echo", "missing")}
-            assert not store.exists("leaderboards/demo/latest.json")
+            assert not store.exists("leaderboards/demo/latest-subset.json")
             assert store.find("prefect-results"), "task results live in the bucket, where every worker finds them"
 
             # the provider is fixed; the worker that ran the first attempt goes away

@@ -42,7 +42,8 @@ def test_eval_runs_an_ad_hoc_board_through_the_flow(prefect_server, tmp_path: Pa
     out = run_cli(*args)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "flow run:" in out.stdout and "eval-synthetic_reasoning" in out.stdout
-    latest = json.loads((root / "leaderboards/eval-synthetic_reasoning/latest.json").read_text())
+    (board_dir,) = root.glob("leaderboards/eval-synthetic_reasoning-*")  # the name carries the spec's hash
+    latest = json.loads((board_dir / "latest.json").read_text())
     rows = {r["deployment"]: r for r in pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()}
     label = "synthetic_reasoning:mode=variable_substitution,num_valid=0,num_test=20"
     assert rows["offline/solver"][label] == 1.0 and rows["offline/echo"][label] == 0.0
@@ -58,4 +59,10 @@ def test_eval_runs_an_ad_hoc_board_through_the_flow(prefect_server, tmp_path: Pa
     again = run_cli(*args)
     assert again.returncode == 0, again.stdout + again.stderr
     assert offline_call_count(Store(str(root)), "offline/solver") == calls
-    assert json.loads((root / "leaderboards/eval-synthetic_reasoning/latest.json").read_text()) == latest
+    assert json.loads((board_dir / "latest.json").read_text()) == latest
+    # another evaluation of the same scenario is another board: it never moves this one's latest.json
+    other = run_cli("eval", "synthetic_reasoning:mode=variable_substitution,num_valid=0,num_test=20",
+                    "--models", "offline/echo", "--max-instances", "3", "--storage", str(root))
+    assert other.returncode == 0, other.stdout + other.stderr
+    assert len(list(root.glob("leaderboards/eval-synthetic_reasoning-*"))) == 2
+    assert json.loads((board_dir / "latest.json").read_text()) == latest

@@ -60,7 +60,7 @@ def test_warm_rerun_is_all_cached_and_writes_nothing(prefect_server, tmp_path):
     assert _counts(store) == counts
     assert _mtimes(root, "runs") == runs_before
 
-    latest = store.read_json("leaderboards/demo/latest.json")
+    latest = store.read_json("leaderboards/demo/latest-subset.json")
     board = pq.read_table(os.path.join(latest["uri"], "leaderboard.parquet")).to_pylist()
     scores = {r["deployment"]: r["mean_score"] for r in board}
     assert scores["offline/solver"] > scores["offline/solver-noisy"] > scores["offline/echo"]  # the board has spread
@@ -74,7 +74,7 @@ def test_failed_pair_gives_partial_release_and_flow_retry_reruns_only_it(prefect
     base = ["run", "demo", "--max-instances", "5", "--storage", str(root), "--scenarios", "arithmetic-3"]
     ok = run_cli(*base, "--models", "offline/solver")
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    latest_before = store.read_json("leaderboards/demo/latest.json")
+    latest_before = store.read_json("leaderboards/demo/latest-subset.json")
 
     models_file = tmp_path / "models.yaml"
     models_file.write_text(
@@ -88,8 +88,8 @@ def test_failed_pair_gives_partial_release_and_flow_retry_reruns_only_it(prefect
     assert read_flow_run(flow_run_id).state.is_failed()
 
     # every other pair is published; the failed cell is marked missing; latest.json did not move
-    assert store.read_json("leaderboards/demo/latest.json") == latest_before
-    partial = store.read_json("leaderboards/demo/latest-partial.json")
+    assert store.read_json("leaderboards/demo/latest-subset.json") == latest_before
+    partial = store.read_json("leaderboards/demo/latest-subset-partial.json")
     assert partial["status"] == "partial"
     cells = {(r["deployment"], r["status"]) for r in pq.read_table(os.path.join(partial["uri"], "runs.parquet")).to_pylist()}
     assert cells == {("offline/solver", "complete"), ("offline/solver-noisy", "complete"), ("offline/echo", "missing")}
@@ -117,7 +117,7 @@ def test_failed_pair_gives_partial_release_and_flow_retry_reruns_only_it(prefect
     after = _counts(store)
     assert after["offline/echo"] == counts["offline/echo"] + 5
     assert after["offline/solver"] == counts["offline/solver"] and after["offline/solver-noisy"] == counts["offline/solver-noisy"]
-    assert store.read_json("leaderboards/demo/latest.json")["release_id"] != latest_before["release_id"]
+    assert store.read_json("leaderboards/demo/latest-subset.json")["release_id"] != latest_before["release_id"]
 
 
 def test_board_runs_on_s3(prefect_server, s3_root, tmp_path):
@@ -125,7 +125,7 @@ def test_board_runs_on_s3(prefect_server, s3_root, tmp_path):
                   "--storage", s3_root, cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     store = Store(s3_root)
-    latest = store.read_json("leaderboards/demo/latest.json")
+    latest = store.read_json("leaderboards/demo/latest-subset.json")
     assert latest["uri"].startswith(s3_root)
     rows = store.read_parquet(latest["uri"].removeprefix(s3_root + "/") + "/leaderboard.parquet").to_pylist()
     assert rows[0]["deployment"] == "offline/solver" and rows[0]["mean_score"] == 1.0

@@ -73,7 +73,8 @@ def test_plugin_scenario_and_metric_are_evaluated_through_the_cli(prefect_server
     out = run_cli("eval", "doubling:count=5", "--models", "offline/solver,offline/echo", "--storage", str(root),
                   env={"HELMFLOW_PLUGINS": str(plugin_file)})
     assert out.returncode == 0, out.stdout + out.stderr
-    latest = json.loads((root / "leaderboards/eval-doubling/latest.json").read_text())
+    (board_dir,) = root.glob("leaderboards/eval-doubling-*")
+    latest = json.loads((board_dir / "latest.json").read_text())
     rows = {r["deployment"]: r for r in pq.read_table(os.path.join(latest["uri"], "leaderboard.parquet")).to_pylist()}
     # the plugin's own main metric fills the cell: the solver answers "2"-"8" (short), echo repeats the question
     assert rows["offline/solver"]["doubling:count=5"] == 1.0 and rows["offline/echo"]["doubling:count=5"] == 0.0

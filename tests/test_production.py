@@ -43,7 +43,7 @@ def test_s3_cache_hit_across_processes_and_release_read_with_pyarrow(prefect_ser
     assert offline_call_count(store, "offline/solver") == counts == 4
 
     # read the release straight from S3 with pyarrow's own S3 client, not ours
-    latest = store.read_json("leaderboards/demo/latest.json")
+    latest = store.read_json("leaderboards/demo/latest-subset.json")
     s3 = pafs.S3FileSystem(endpoint_override=moto_s3, access_key="testing", secret_key="testing", region="us-east-1", scheme="http")
     table = pq.read_table(latest["uri"].removeprefix("s3://") + "/leaderboard.parquet", filesystem=s3)
     assert sorted(table.column("deployment").to_pylist()) == ["offline/echo", "offline/solver"]
@@ -54,12 +54,12 @@ def test_crash_between_leaderboard_and_latest_keeps_previous_release(prefect_ser
     base = ["run", "demo", "--max-instances", "3", "--scenarios", "arithmetic-3", "--storage", s3_root]
     _ok(run_cli(*base, "--models", "offline/solver", cwd=tmp_path))
     store = Store(s3_root)
-    before = store.read_json("leaderboards/demo/latest.json")
+    before = store.read_json("leaderboards/demo/latest-subset.json")
 
     crashed = run_cli(*base, "--models", "offline/solver,offline/echo", cwd=tmp_path,
                       env={"HELMFLOW_TEST_FAULT": "after-leaderboard"})
     assert crashed.returncode != 0
-    assert store.read_json("leaderboards/demo/latest.json") == before
+    assert store.read_json("leaderboards/demo/latest-subset.json") == before
     prefix = before["uri"].removeprefix(s3_root + "/")
     assert store.read_parquet(f"{prefix}/leaderboard.parquet").num_rows == 1
     assert store.read_json(f"{prefix}/release.json")["status"] == "complete"
@@ -197,7 +197,7 @@ def test_helmflow_retry_says_what_reruns_then_reruns_it(prefect_server, tmp_path
     # the first permanent error stopped the pair (1 call); the retry sent its 3 requests
     assert offline_call_count(store, "flaky/echo") == 1 + 3
     assert offline_call_count(store, "offline/solver") == 3
-    assert store.read_json("leaderboards/demo/latest.json")["status"] == "complete"
+    assert store.read_json("leaderboards/demo/latest-subset.json")["status"] == "complete"
 
 
 def test_lineage_matches_run_json_and_prefect(prefect_server, tmp_path):
@@ -233,7 +233,7 @@ def test_dask_runner_gives_same_runs_and_leaderboard_as_threads(prefect_server, 
                     "--models", "offline/solver,offline/solver-noisy", "--storage", str(root), "--task-runner", runner,
                     timeout=600))
         store = Store(str(root))
-        latest = store.read_json("leaderboards/demo/latest.json")
+        latest = store.read_json("leaderboards/demo/latest-subset.json")
         prefix = latest["uri"].removeprefix(str(root) + "/")
         board = store.read_parquet(f"{prefix}/leaderboard.parquet").to_pylist()
         runs = sorted(store.read_parquet(f"{prefix}/runs.parquet").column("run_id").to_pylist())

@@ -45,7 +45,8 @@ def build_demo(root: str, max_instances: int = 12) -> tuple[Store, str]:
         q = pipeline.query_pair(store, r, prompts[r.scenario.label])
         sc = pipeline.score_pair(store, r, data[r.scenario.label], q)
         runs.append(pipeline.publish_run(store, r, q, sc, {"flow_run_id": FLOW_RUN_ID}))
-    return store, pipeline.publish_release(store, plan, runs, []).release_id
+    release = pipeline.point_release(store, plan, pipeline.publish_release(store, plan, runs, []))
+    return store, release.release_id
 
 
 def chunk_rows(js: str) -> list[dict]:

@@ -2,7 +2,8 @@
 
 In HELM's run-entry spirit: the scenario specs, models and adapter overrides become an ad-hoc board
 spec (data, like any board file) that goes through the same ``evaluate`` flow, caches and storage
-layout as a registered board; its release lands under ``leaderboards/eval-<scenario>/``.
+layout as a registered board; its release lands under ``leaderboards/eval-<scenario>-<hash>/``, where the hash covers the specs, models,
+adapter, metrics and max instances: two different evaluations never share a board (or its ``latest.json``).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def add_parser(sub) -> None:
                    help="adapter overrides for every scenario, e.g. method=chat,max_train_instances=0,max_tokens=20")
     p.add_argument("--metrics", type=csv_list, help="comma-separated metrics (default: each scenario's own)")
     p.add_argument("--main-metric", help="the metric that fills the board cell (default: each scenario's own)")
-    p.add_argument("--name", help="board name (default: eval-<first scenario>)")
+    p.add_argument("--name", help="board name (default: eval-<first scenario>-<8 hex of the evaluation's spec>)")
     judge_args(p)
     verbose_arg(p)
     dry_run_arg(p)
@@ -61,6 +62,7 @@ def board_spec(args: argparse.Namespace) -> dict[str, Any]:
     """The ad-hoc board spec: JSON data, so it is a valid flow parameter and its hash is stable."""
     from helmflow.scenarios import parse_spec
     from helmflow.storage import safe_key
+    from helmflow.versions import stable_hash
 
     if not args.models:
         raise UsageError("eval needs --models (see `helmflow list models`)")
@@ -73,16 +75,19 @@ def board_spec(args: argparse.Namespace) -> dict[str, Any]:
         if args.main_metric:
             entry["main_metric"] = args.main_metric
         entries.append(entry)
-    return {
-        "name": args.name or f"eval-{safe_key(parse_spec(args.scenario[0])[0])}",
+    spec: dict[str, Any] = {
         "version": "eval",
         "description": "ad-hoc board from `helmflow eval`",
         "models": args.models,
         "scenarios": entries,
+        "max_instances": args.max_instances,  # part of the ad-hoc board, not a subset of it
     }
+    # Distinct evaluations are distinct boards, so one never moves another's latest.json.
+    default = f"eval-{safe_key(parse_spec(args.scenario[0])[0])}-{stable_hash(spec, 8)}"
+    return {"name": args.name or default, **spec}
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from helmflow.cli.run import request_from, run_board
 
-    return run_board(request_from(args, board=board_spec(args), scenarios=None))
+    return run_board(request_from(args, board=board_spec(args), scenarios=None, max_instances=None))  # in the spec

@@ -140,6 +140,11 @@ def run_board(request: RunRequest) -> int:
     print_board(console, summary)
     console.print(f"flow run: {state.state_details.flow_run_id} ({state.type.value.lower()}) in {time.perf_counter() - started:.1f} s")
     console.print(f"release: {summary['uri']}" + ("" if summary["wrote"] else " (unchanged: nothing written)"))
+    if summary.get("subset"):
+        chosen = "; ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in summary["subset"].items())
+        console.print(f"subset of the board ({chosen}): latest.json was not moved", markup=False)
+    if summary.get("pointer") and not summary["wrote"]:
+        console.print(f"{summary['pointer'].rsplit('/', 1)[-1]} now points at this release", markup=False)
     if isinstance(result, PartialRelease):
         from rich.markup import escape
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 import re
 import threading
 
+import pyarrow as pa
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from helmflow.integrity import CorruptFile
 from helmflow.storage import OutsideRoot, Store
 from helmflow.web import pages
 from helmflow.web.data import NotFound, Reports, check_name
@@ -109,6 +111,11 @@ def create_app(storage: str | None = None) -> Starlette:
     async def refused(request: Request, exc: Exception) -> Response:  # a planted symlink: say nothing about it
         return html(pages.not_found_html(f"not found: {request.url.path}"), 404)
 
+    async def corrupt(request: Request, exc: Exception) -> Response:
+        """A published file that fails its sha256 or does not parse: this page only, naming the file."""
+        message = str(exc) if isinstance(exc, CorruptFile) else f"a published file could not be read: {exc}"
+        return html(pages.error_html("corrupt data", message), 500)
+
     return Starlette(
         routes=[
             Route("/", home),
@@ -123,5 +130,6 @@ def create_app(storage: str | None = None) -> Starlette:
             Route("/media/{name}", media),
             Mount("/static", StaticFiles(directory=pages.STATIC_DIR), name="static"),
         ],
-        exception_handlers={NotFound: not_found, OutsideRoot: refused, 404: not_found},
+        exception_handlers={NotFound: not_found, OutsideRoot: refused, 404: not_found, CorruptFile: corrupt,
+                            pa.ArrowException: corrupt},
     )

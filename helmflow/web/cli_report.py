@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from helmflow.cli.options import storage_arg
 from helmflow.errors import HelmflowError
@@ -22,6 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from helmflow.integrity import CorruptFile
     from helmflow.storage import Store, safe_key
     from helmflow.web.data import NotFound
     from helmflow.web.export import export_report
@@ -31,5 +33,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         out = export_report(store, safe_key(args.board), args.release)
     except NotFound as exc:
         raise HelmflowError(f"{exc} in {store.root}") from None
+    except CorruptFile as exc:  # named, and nothing of it exported
+        print(f"helmflow: error: {exc}", file=sys.stderr)
+        return 1
     print(f"wrote {out.files} files; open {out.url}")
     return 0

@@ -24,11 +24,23 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from helmflow import layout
-from helmflow.manifests import LatestPointer, ReleaseManifest, RunManifest
+from helmflow.integrity import CorruptFile, read_manifest, verify_files
+from helmflow.manifests import ReleaseManifest, RunManifest
+from helmflow.releases import latest_release_id
 from helmflow.storage import Store, safe_key
 
 CHUNK_ROWS = 100
 CORRECT_AT = 0.5  # an instance counts as correct when its main metric is at least this
+
+
+def read_parquet_named(store: Store, key: str) -> list[dict[str, Any]]:
+    """A small published Parquet file's rows; a file pyarrow cannot parse is a :class:`CorruptFile`."""
+    try:
+        return store.read_parquet(key).to_pylist()
+    except (pa.ArrowInvalid, OSError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise CorruptFile(store.url(key), f"not a readable Parquet file ({exc})") from None
 
 
 class NotFound(LookupError):
@@ -76,19 +88,50 @@ class Reports:
     def boards(self) -> list[str]:
         return [k.rsplit("/", 1)[-1] for k in self.store.ls(layout.LEADERBOARDS) if self.releases(k.rsplit("/", 1)[-1])]
 
-    def releases(self, board: str) -> list[str]:
-        """Release ids, newest first (by creation time: ids of one day do not sort by time)."""
+    def infos(self, board: str) -> dict[str, ReleaseManifest]:
+        """Every readable ``release.json`` of a board by release id (unreadable ones: :meth:`broken`)."""
         board = check_name(board)
-        created = {}
+        out = {}
         for key in self.store.ls(layout.board_dir(board)):
             release_id = key.rsplit("/", 1)[-1]
             if self.store.exists(manifest := layout.release_json(board, release_id)):
-                created[release_id] = ReleaseManifest.model_validate(self.store.read_json(manifest)).created_at
-        return sorted(created, key=lambda i: (created[i], i), reverse=True)
+                try:
+                    out[release_id] = self._release_manifest(manifest)
+                except CorruptFile:
+                    continue
+        return out
+
+    def _release_manifest(self, key: str) -> ReleaseManifest:
+        try:
+            return ReleaseManifest.model_validate(read_manifest(self.store, key))
+        except ValueError as exc:  # valid JSON, not a release manifest
+            raise CorruptFile(self.store.url(key), f"not a release manifest ({exc})") from None
+
+    def broken(self) -> list[str]:
+        """One line per release.json that cannot be read, naming the file (shown on the home page)."""
+        out = []
+        for board_key in self.store.ls(layout.LEADERBOARDS):
+            board = board_key.rsplit("/", 1)[-1]
+            for key in self.store.ls(board_key):
+                if self.store.exists(manifest := layout.release_json(board, key.rsplit("/", 1)[-1])):
+                    try:
+                        self._release_manifest(manifest)
+                    except CorruptFile as exc:
+                        out.append(str(exc))
+        return out
+
+    def releases(self, board: str, subsets: bool | None = None) -> list[str]:
+        """Release ids, newest first (by creation time: ids of one day do not sort by time);
+        ``subsets`` True or False keeps only subset or only full-board releases."""
+        infos = self.infos(board)
+        ids = [i for i, info in infos.items() if subsets is None or info.subset == subsets]
+        return sorted(ids, key=lambda i: (infos[i].created_at, i), reverse=True)
 
     def previous(self, release: Release) -> Release | None:
-        """The release published just before this one, if any."""
-        ids = self.releases(release.board)
+        """The release of the same kind (full board or subset) published just before this one, if any."""
+        ids = self.releases(release.board, subsets=release.manifest.subset)
+        if release.release_id not in ids:
+            return None
         at = ids.index(release.release_id)
         return self.release(release.board, ids[at + 1]) if at + 1 < len(ids) else None
 
@@ -127,16 +170,17 @@ class Reports:
         try:
             a, b = (RunManifest.model_validate(self.store.read_json(layout.run_json(check_name(r)))).versions.model_dump()
                     for r in (old_run, new_run))
-        except (FileNotFoundError, NotFound):
+        except (FileNotFoundError, NotFound, ValueError):  # ValueError: an unreadable run.json
             return ["re-run"]
         return [k.removesuffix("_version") + " changed" for k in sorted(a) if k != "run_id" and a.get(k) != b.get(k)]
 
     def latest(self, board: str) -> str:
+        """The board's default release: its pointers (full releases before subsets), else the newest."""
         board = check_name(board)
-        for key in layout.pointers(board):
-            if self.store.exists(key):
-                return LatestPointer.model_validate(self.store.read_json(key)).release_id
-        releases = self.releases(board)
+        pointed = latest_release_id(self.store, board)
+        if pointed and pointed in self.infos(board):
+            return pointed
+        releases = self.releases(board, subsets=False) or self.releases(board)
         if not releases:
             raise NotFound(f"board {board!r} has no release")
         return releases[0]
@@ -145,24 +189,30 @@ class Reports:
         board, release_id = check_name(board), check_name(release_id)
         if not self.store.exists(manifest := layout.release_json(board, release_id)):
             raise NotFound(f"board {board!r} has no release {release_id!r}")
+        info = self._release_manifest(manifest)
+        verify_files(self.store, layout.release_dir(board, release_id), info.sha256)
         return Release(
             board=board,
             release_id=release_id,
-            manifest=ReleaseManifest.model_validate(self.store.read_json(manifest)),
-            leaderboard=self.store.read_parquet(layout.release_file(board, release_id, "leaderboard.parquet")).to_pylist(),
-            runs=self.store.read_parquet(layout.release_file(board, release_id, "runs.parquet")).to_pylist(),
+            manifest=info,
+            leaderboard=read_parquet_named(self.store, layout.release_file(board, release_id, "leaderboard.parquet")),
+            runs=read_parquet_named(self.store, layout.release_file(board, release_id, "runs.parquet")),
         )
 
     def run(self, run_id: str) -> Run:
         key = layout.run_json(check_name(run_id))
         if not self.store.exists(key):
             raise NotFound(f"no run {run_id!r}")
-        manifest = RunManifest.model_validate(self.store.read_json(key))
+        try:
+            manifest = RunManifest.model_validate(read_manifest(self.store, key))
+        except ValueError as exc:
+            raise CorruptFile(self.store.url(key), f"not a run manifest ({exc})") from None
         cache_key = (run_id, manifest.lineage.published_at)  # a re-published run is new
         with self._lock:
             if cache_key in self._runs:
                 self._runs.move_to_end(cache_key)
                 return self._runs[cache_key]
+            verify_files(self.store, layout.run_dir(run_id), manifest.sha256)  # once per publication: named, not read
             run = self._runs[cache_key] = Run(self.store, run_id, manifest)
             while len(self._runs) > self._max:
                 self._runs.popitem(last=False)

@@ -120,7 +120,10 @@ def board_html(reports: Reports, release: Release, mode: Mode, releases: list[st
         rows=release.leaderboard,
         judged=any(row.get("judge_cost_usd") for row in release.leaderboard) or bool(release.manifest.judges),
         cells=cells,
-        releases=releases if releases is not None else reports.releases(release.board),
+        release_groups=[
+            (group, [r for r in reports.releases(release.board, subsets=subsets) if releases is None or r in releases])
+            for group, subsets in (("board releases", False), ("subset releases", True))
+        ],
         previous=previous,
         changes=reports.changes(release, previous) if previous else [],
         links=links,
@@ -202,9 +205,15 @@ def chunk_js(run: Run, k: int, redact: bool) -> str:
 
 
 def home_html(reports: Reports) -> str:
-    boards = [(b, reports.latest(b)) for b in reports.boards()]
-    return _env.get_template("home.html").render(title="helmflow reports", boards=boards, links=Links("serve", 0))
+    """Each board's default release, its subset releases apart, and any release.json that cannot be read."""
+    boards = [(b, reports.latest(b), reports.releases(b, subsets=True)) for b in reports.boards()]
+    return _env.get_template("home.html").render(title="helmflow reports", boards=boards, broken=reports.broken(),
+                                                 links=Links("serve", 0))
 
 
 def not_found_html(message: str) -> str:
     return _env.get_template("404.html").render(title="not found", message=message, links=Links("serve", 0))
+
+
+def error_html(title: str, message: str) -> str:
+    return _env.get_template("error.html").render(title=title, message=message, links=Links("serve", 0))

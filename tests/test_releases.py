@@ -1,0 +1,152 @@
+"""Releases and their pointers (issue 14, items 1-3), with the pipeline's own stages (no Prefect).
+
+Each case reproduced a bug before its fix: a subset run took the board's ``latest.json``; a rerun
+after a kill between ``release.json`` and ``latest.json`` never moved the pointer; a cached run
+under a new label showed ``missing``.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from helmflow import pipeline
+from helmflow.board import prepare
+from helmflow.storage import Store
+
+TINY = textwrap.dedent("""
+    name: tiny
+    version: "1"
+    models: [offline/solver, offline/echo]
+    max_instances: 3
+    scenarios:
+      - name: arithmetic
+        params: {digits: 2, ops: "+"}
+        label: add-2
+      - name: dyck_language
+        params: {num_parenthesis_pairs: 2}
+        label: dyck-2
+""")
+
+
+@pytest.fixture
+def board_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY)
+    return path
+
+
+def run_board(store: Store, plan) -> list[pipeline.RunOutcome]:
+    """Every pair through download → adapt → query → score → publish (what the flow's tasks call)."""
+    data = {s.label: pipeline.download_scenario(store, s) for s in plan.scenarios}
+    prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.scenarios}
+    outs = []
+    for r in plan.runs:
+        q = pipeline.query_pair(store, r, prompts[r.scenario.label])
+        outs.append(pipeline.publish_run(store, r, q, pipeline.score_pair(store, r, data[r.scenario.label], q)))
+    return outs
+
+
+def release(store: Store, plan, runs=None) -> pipeline.ReleaseOutcome:
+    runs = run_board(store, plan) if runs is None else runs
+    return pipeline.point_release(store, plan, pipeline.publish_release(store, plan, runs, []))
+
+
+def pointer(store: Store, name: str = "latest.json") -> str | None:
+    key = f"leaderboards/tiny/{name}"
+    return store.read_json(key)["release_id"] if store.exists(key) else None
+
+
+def test_selection_names_what_a_run_narrows(board_file):
+    assert prepare(str(board_file)).selection == {}
+    assert prepare(str(board_file), max_instances=3).selection == {}  # the board's own value is no narrowing
+    assert prepare(str(board_file), models=["offline/echo", "offline/solver"]).selection == {}  # order only
+    assert prepare(str(board_file), models=["offline/echo"]).selection == {"models": ["offline/echo"]}
+    assert prepare(str(board_file), scenarios=["dyck-2"]).selection == {"scenarios": ["dyck-2"]}
+    assert prepare(str(board_file), max_instances=2).selection == {"max_instances": 2}
+
+
+def test_subset_run_publishes_a_marked_release_and_never_moves_latest(board_file, store):
+    full = release(store, prepare(str(board_file)))
+    assert full.wrote and not full.subset and pointer(store) == full.release_id
+
+    sub_plan = prepare(str(board_file), models=["offline/echo"], scenarios=["dyck-2"], max_instances=2)
+    sub = release(store, sub_plan)
+    assert sub.wrote and sub.subset and sub.release_id != full.release_id
+    info = store.read_json(f"leaderboards/tiny/{sub.release_id}/release.json")
+    assert info["subset"] is True
+    assert info["selection"] == {"models": ["offline/echo"], "scenarios": ["dyck-2"], "max_instances": 2}
+    assert pointer(store) == full.release_id  # before the fix: the subset's release
+    assert pointer(store, "latest-subset.json") == sub.release_id
+
+    # the full board again: the same release, and its pointer is already in place (nothing written)
+    again = release(store, prepare(str(board_file)))
+    assert (again.release_id, again.wrote, again.pointer) == (full.release_id, False, None)
+
+
+def test_full_run_repoints_latest_when_it_names_another_release(board_file, store):
+    plan = prepare(str(board_file))
+    first = release(store, plan)
+    store.write_json("leaderboards/tiny/latest.json", {"release_id": "2020-01-01-deadbeef", "status": "complete"})
+    again = release(store, plan)
+    assert again.release_id == first.release_id and not again.wrote
+    assert again.pointer == "leaderboards/tiny/latest.json" and pointer(store) == first.release_id
+
+
+def test_a_kill_between_release_json_and_latest_is_finished_by_the_rerun(board_file, store, monkeypatch):
+    plan = prepare(str(board_file))
+    runs = run_board(store, plan)
+    published = pipeline.publish_release(store, plan, runs, [])
+    monkeypatch.setenv(pipeline.FAULT_ENV, "before-pointer")
+    with pytest.raises(RuntimeError, match="before-pointer"):
+        pipeline.point_release(store, plan, published)
+    assert store.exists(f"leaderboards/tiny/{published.release_id}/release.json") and pointer(store) is None
+    monkeypatch.delenv(pipeline.FAULT_ENV)
+    again = release(store, plan, runs)  # what the flow does with a cached release task, too
+    assert not again.wrote and pointer(store) == published.release_id
+
+
+def test_cached_runs_under_new_labels_and_order_fill_their_cells(board_file, store, tmp_path):
+    first_plan = prepare(str(board_file))
+    cached = run_board(store, first_plan)  # outcomes carry the labels add-2 and dyck-2
+    relabelled = tmp_path / "relabelled.yaml"
+    relabelled.write_text(TINY.replace("label: dyck-2", "label: dyck-two").replace("label: add-2", "label: sum-2")
+                          .replace("scenarios:\n", "scenarios:\n  - name: dyck_language\n    params: {num_parenthesis_pairs: 2}\n"
+                                   "    label: dyck-two\n", 1).rsplit("  - name: dyck_language", 1)[0])
+    plan = prepare(str(relabelled))
+    assert [s.label for s in plan.scenarios] == ["dyck-two", "sum-2"]
+    assert sorted(r.run_id for r in plan.runs) == sorted(r.run_id for r in first_plan.runs)  # all cached
+    out = release(store, plan, cached)  # before the fix: every cell "missing"
+    rows = {r["deployment"]: r for r in out.table}
+    assert rows["offline/solver"]["sum-2"] == 1.0 and rows["offline/solver"]["dyck-two"] is not None
+    assert {r["missing"] for r in out.table} == {0}
+    runs = store.read_parquet(f"leaderboards/tiny/{out.release_id}/runs.parquet").to_pylist()
+    assert {r["scenario"] for r in runs} == {"dyck-two", "sum-2"}
+
+
+@pytest.mark.slow
+def test_cli_subset_then_full_then_kill_before_pointer(prefect_server, board_file, tmp_path):
+    """Through the real flow and Prefect's task cache: a subset leaves latest.json alone; a full run
+    killed after its (cached) release task still gets its pointer from the next, all-cached run."""
+    from tests.conftest import run_cli
+
+    root = tmp_path / "store"
+    store = Store(str(root))
+    args = ["run", "--board-file", str(board_file), "--storage", str(root)]
+    sub = run_cli(*args, "--models", "offline/echo", "--scenarios", "dyck-2")
+    assert sub.returncode == 0, sub.stdout + sub.stderr
+    assert "latest.json was not moved" in sub.stdout
+    assert pointer(store) is None and pointer(store, "latest-subset.json")
+
+    killed = run_cli(*args, env={pipeline.FAULT_ENV: "before-pointer"})
+    assert killed.returncode == 1, killed.stdout + killed.stderr
+    (full_id,) = [k.rsplit("/", 1)[-1] for k in store.ls("leaderboards/tiny")
+                  if store.exists(f"{k}/release.json") and not store.read_json(f"{k}/release.json")["subset"]]
+    assert pointer(store) is None  # release.json written, its pointer not
+
+    rerun = run_cli(*args)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "unchanged: nothing written" in rerun.stdout and "latest.json now points at this release" in rerun.stdout
+    assert pointer(store) == full_id
