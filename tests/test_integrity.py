@@ -79,14 +79,14 @@ def test_truncated_file_gives_an_error_page_naming_it(published):
 
 
 def test_corrupt_release_file_is_named_on_its_page(published):
-    store, plan, rel = published
+    store, _plan, rel = published
     flip_byte(Path(store.path(f"leaderboards/tiny/{rel.release_id}/leaderboard.parquet")))
     page = TestClient(create_app(store.root), raise_server_exceptions=False).get(f"/boards/tiny/{rel.release_id}/")
     assert page.status_code == 500 and "leaderboard.parquet is corrupt" in page.text
 
 
 def test_next_run_publishes_a_corrupt_run_again(published):
-    store, plan, rel = published
+    store, plan, _rel = published
     run = plan.runs[0]
     key = f"runs/{run.run_id}/completions.parquet"
     original = store.read_bytes(key)
@@ -99,7 +99,7 @@ def test_next_run_publishes_a_corrupt_run_again(published):
 
 
 def test_one_bad_release_json_leaves_the_home_page_up(published, tmp_path):
-    store, plan, rel = published
+    store, _plan, rel = published
     broken = "leaderboards/other/2026-01-01-0badf00d/release.json"
     store.write_bytes(broken, b'{"board": "other", "created_at": ')  # truncated JSON
     client = TestClient(create_app(store.root), raise_server_exceptions=False)
