@@ -23,6 +23,7 @@ def _published(tmp_path):
     from helmflow.pipeline import (
         adapt_scenario,
         download_scenario,
+        point_release,
         publish_release,
         publish_run,
         query_pair,
@@ -39,7 +40,7 @@ def _published(tmp_path):
         queried = query_pair(store, run, prompts)
         scored = score_pair(store, run, data, queried)
         outcomes.append(publish_run(store, run, queried, scored))
-    release = publish_release(store, plan, outcomes, [])
+    release = point_release(store, plan, publish_release(store, plan, outcomes, []))
     return store, plan, release
 
 
@@ -47,7 +48,7 @@ def test_published_files_validate_against_the_schemas_and_read_back_through_the_
     store, plan, release = _published(tmp_path)
     run_json = store.read_json(layout.run_json(plan.runs[0].run_id))
     release_json = store.read_json(layout.release_json("demo", release.release_id))
-    latest_json = store.read_json(layout.latest("demo"))
+    latest_json = store.read_json(layout.latest("demo", subset=True))  # one model, one scenario: a subset
     for name, data in (("run", run_json), ("release", release_json), ("latest", latest_json)):
         jsonschema.validate(data, json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text()))
     assert RunManifest.model_validate(run_json).versions.run_id == plan.runs[0].run_id
@@ -58,7 +59,7 @@ def test_published_files_validate_against_the_schemas_and_read_back_through_the_
 def test_models_keep_fields_they_do_not_know_and_default_the_ones_older_files_lack():
     pointer = {"release_id": "2026-01-01-abcd1234", "uri": "file:///x", "status": "complete", "created_at": "t",
                "sha256": {"leaderboard.parquet": "00"}}  # a field a newer helmflow may add
-    assert LatestPointer.model_validate(pointer).to_json() == pointer
+    assert LatestPointer.model_validate(pointer).to_json() == {**pointer, "subset": False, "selection": {}}
     old_release = {"board": "b", "board_version": "v", "release_id": "r", "created_at": "t", "helmflow_version": "0",
                    "status": "complete"}  # no judges, costs or failed cells yet
     release = ReleaseManifest.model_validate(old_release)
