@@ -97,8 +97,10 @@ def test_board_columns_are_groups_and_aspects_with_mean_win_rate_over_groups(mir
     board = plan(["mmmu-Art", "mmmu-Math", "pope", "mm_star-math"], models=["offline/first-option", "offline/echo"])
     from helmflow.pipeline import RunOutcome
 
+    run_ids = {(r.deployment.name, r.scenario.label): r.run_id for r in board.runs}  # cells join by run id
+
     def run(model, label, score):
-        return RunOutcome(run_id=f"{model}{label}", scenario=label, deployment=model, status="complete", uri="u",
+        return RunOutcome(run_id=run_ids[(model, label)], scenario=label, deployment=model, status="complete", uri="u",
                           main_metric="m", score=score, ci_low=score, ci_high=score, error_rate=0, cost_usd=0,
                           prompt_tokens=0, output_tokens=0)
 
