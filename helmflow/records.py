@@ -210,7 +210,21 @@ class Request(Record):
     media_transforms: list[str] = Field(default_factory=list)  # images resized/re-encoded for this deployment
 
 
+def scrub_text(text: str) -> tuple[str, int]:
+    """``text`` with code points UTF-8 cannot hold (lone surrogates: a JSON ``"\\ud800"`` escape
+    decodes to one) replaced by U+FFFD, and how many there were."""
+    try:
+        text.encode("utf-8")
+        return text, 0
+    except UnicodeEncodeError:
+        chars = ["\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in text]
+        return "".join(chars), sum(1 for a, b in zip(chars, text, strict=True) if a != b)
+
+
 class Completion(Record):
+    """One answer as received. Text a provider sent that UTF-8 cannot store is replaced and counted
+    (``invalid_chars``), so one odd answer never fails the pair or loses the others."""
+
     request_hash: str
     instance_id: str = ""
     sample_index: int = 0
@@ -225,6 +239,25 @@ class Completion(Record):
     error: str | None = None
     attempts: int = 1
     created_at: str = ""
+    invalid_chars: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scrub(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        count = data.get("invalid_chars") or 0  # None: a row journaled before the field existed
+        if isinstance(data.get("text"), str):
+            data["text"], n = scrub_text(data["text"])
+            count += n
+        if isinstance(data.get("tokens"), list):
+            scrubbed = [scrub_text(t) if isinstance(t, str) else (t, 0) for t in data["tokens"]]
+            data["tokens"] = [t for t, _ in scrubbed]
+            if not count:
+                count = sum(n for _, n in scrubbed)
+        data["invalid_chars"] = count
+        return data
 
     @property
     def ok(self) -> bool:
@@ -321,6 +354,7 @@ COMPLETION_SCHEMA = pa.schema(
         ("error", pa.string()),
         ("attempts", pa.int32()),
         ("created_at", pa.string()),
+        ("invalid_chars", pa.int32()),
     ]
 )
 

@@ -114,3 +114,20 @@ def test_check_says_connection_refused(tmp_path):
     assert out.returncode == EXIT_ENDPOINTS, out.stdout + out.stderr
     assert f"connection refused: {url}" in out.stdout
     assert time.monotonic() - started < 60  # not the 30 s check timeout, nor 16 retries
+
+
+@pytest.mark.slow
+def test_a_lone_surrogate_in_an_answer_is_replaced_counted_and_loses_nothing(store):
+    """The probe: one such answer failed the pair, all 40 answers lost and re-sent on every rerun."""
+    from tests.devserver_fixture import start_dev_server
+
+    with start_dev_server("--policy", "fn:tests.surrogate_policy:lone_surrogate") as server:
+        dep = dev_deployment(server)
+        result = run_queries(store, dep, make_requests(40, max_tokens=20))
+        assert result.errors == 0 and server.requests == 40
+        odd = [c for c in result.completions if c.invalid_chars]
+        assert len(odd) == 10 and all(c.invalid_chars == 1 and "\ufffd tail" in c.text for c in odd)
+        assert all(c.text.encode() for c in result.completions)  # storable as UTF-8
+        again = run_queries(store, dep, make_requests(40, max_tokens=20))
+        assert again.reused == 40 and server.requests == 40  # journaled: never re-sent
+        assert [c.text for c in again.completions] == [c.text for c in result.completions]
