@@ -46,6 +46,10 @@ class Unreachable(TransientError):
     max_attempts = 3
 
 
+class Interrupted(PermanentError):
+    """Not sent: the run was told to stop (SIGINT or SIGTERM)."""
+
+
 class BudgetExceeded(PermanentError):
     """Not sent: the request would take the projected spend past ``--budget-usd``."""
 

@@ -18,9 +18,12 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import tempfile
 import threading
+import time
 import uuid
+import weakref
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -101,6 +104,36 @@ def spool_dir(store: Store) -> Path:
     return Path(base) / hashlib.sha256(store.root.encode()).hexdigest()[:16]
 
 
+class SpoolFull(RuntimeError):
+    """The spool cannot take a line (disk full, read-only, gone): nothing more may be sent, since a
+    response that cannot be journaled is paid for and then lost."""
+
+
+def spool_error(where: Path, why: str) -> SpoolFull:
+    return SpoolFull(f"the request journal's spool {where} {why}; free space there or point HELMFLOW_SPOOL at "
+                     f"a disk with room (finished responses are kept; the next run sends only the rest)")
+
+
+#: what one spooled line may take, at most, per output token and on top (JSON of a completion)
+SPOOL_BYTES_PER_TOKEN = 64
+SPOOL_BYTES_PER_LINE = 4096
+
+_open_journals: weakref.WeakSet[Journal] = weakref.WeakSet()
+
+
+def flush_open_journals(timeout_s: float) -> None:
+    """Move what every open journal has spooled to storage (an interrupted run, before it exits).
+    Best effort: what does not make it stays in the spool, which the next run recovers."""
+    deadline = time.monotonic() + timeout_s
+    for journal in list(_open_journals):
+        if time.monotonic() > deadline:
+            return
+        try:
+            journal.flush()
+        except Exception:  # noqa: BLE001 - the spool still holds the rows
+            log.warning("journal %s: could not move spooled responses to storage before exit", journal.deployment)
+
+
 class Journal:
     """One deployment's journal for one query batch; ``append`` is called from the I/O loop.
 
@@ -124,20 +157,37 @@ class Journal:
         self._retired: list[tuple[Path, TextIO]] = []  # rotated spools whose rows are not yet in storage
         self._touched: set[str] = set()
         self._dir = spool_dir(store) / safe_key(deployment)
-        self._dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise spool_error(self._dir, f"cannot be created ({exc.strerror or exc})") from None
         self._recover_orphans()
         self._spool_path, self._spool = self._new_spool()
         self._due = threading.Event()
         self._closed = False
         self._flusher = threading.Thread(target=self._flush_loop, name=f"journal-{deployment}", daemon=True)
         self._flusher.start()
+        _open_journals.add(self)
+
+    def check_room(self, rows: int, max_tokens: int) -> None:
+        """Raise :class:`SpoolFull` before sending if the spool's disk cannot hold what will be
+        spooled between two moves to storage (``rows``, up to ``flush_every``, of up to
+        ``max_tokens`` output tokens)."""
+        need = min(rows, self.flush_every) * (SPOOL_BYTES_PER_LINE + SPOOL_BYTES_PER_TOKEN * max_tokens)
+        free = shutil.disk_usage(self._dir).free
+        if free < need:
+            raise spool_error(self._dir, f"has {free / 1e6:.1f} MB free, and the next {min(rows, self.flush_every)} "
+                                         f"responses may need {need / 1e6:.1f} MB")
 
     def _new_spool(self) -> tuple[Path, TextIO]:
         """A spool locked before it gets the name recovery looks for, so another journal (even in
         this process) can never take a live spool for an orphan."""
         name = f"{os.getpid()}-{uuid.uuid4().hex}.jsonl"
         fresh, path = self._dir / f"new-{name}", self._dir / f"spool-{name}"
-        fh = open(fresh, "a", encoding="utf-8")  # noqa: SIM115 - held until its rows are in storage
+        try:
+            fh = open(fresh, "a", encoding="utf-8")  # noqa: SIM115 - held until its rows are in storage
+        except OSError as exc:
+            raise spool_error(self._dir, f"cannot be written ({exc.strerror or exc})") from None
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         os.rename(fresh, path)  # same inode: the lock comes along
         return path, fh
@@ -181,8 +231,11 @@ class Journal:
             return
         line = completion.model_dump_json() + "\n"
         with self._lock:
-            self._spool.write(line)
-            self._spool.flush()
+            try:
+                self._spool.write(line)
+                self._spool.flush()
+            except OSError as exc:
+                raise spool_error(self._dir, f"cannot be written ({exc.strerror or exc})") from None
             self._pending.append(completion)
             due = len(self._pending) >= self.flush_every
         if due:
@@ -239,6 +292,7 @@ class Journal:
         self._touched.update(groups)
 
     def close(self, compact: bool = True) -> None:
+        _open_journals.discard(self)
         self._closed = True
         self._due.set()
         self._flusher.join()

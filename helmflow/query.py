@@ -27,13 +27,15 @@ from helmflow.clients.base import (
     Client,
     ClientError,
     ClientResult,
+    Interrupted,
     PermanentError,
     TransientError,
     Unreachable,
 )
-from helmflow.journal import Journal
+from helmflow.journal import Journal, SpoolFull
 from helmflow.media import ImageOptions, MediaStore, image_options, prepare_image
 from helmflow.records import AdapterSpec, ChatMessage, Completion, ContentPart, Deployment, Request, RequestBody
+from helmflow.stopping import InFlight, stop_requested
 from helmflow.storage import Store
 from helmflow.tokenizers import get_tokenizer
 from helmflow.versions import request_hash
@@ -228,6 +230,7 @@ class BoardRun:
     def __init__(self, limit_usd: float | None = None):
         self.budget = Budget(limit_usd) if limit_usd is not None else None
         self.halted: dict[str, str] = {}  # deployment name -> the error that stopped it
+        self.everything: str | None = None  # the error that stopped every deployment (the journal cannot write)
         self._refused: dict[str, int] = {}  # deployment name -> refused attempts in a row
 
     def refused(self, deployment: str, exc: Unreachable) -> None:
@@ -238,6 +241,12 @@ class BoardRun:
 
     def reached(self, deployment: str) -> None:
         self._refused.pop(deployment, None)
+
+    def stop_all(self, error: str) -> str:
+        """Stop every deployment (the first error is kept); returns that first error."""
+        if self.everything is None:
+            self.everything = error
+        return self.everything
 
     def halt(self, deployment: str, error: str) -> str:
         """Stop ``deployment`` (the first error is the one kept); returns that first error."""
@@ -282,13 +291,14 @@ class _Batch:
         return self.shared.budget
 
     def stopped(self) -> bool:
-        return self.permanent_error is not None or self.client.deployment.name in self.shared.halted
+        return (self.permanent_error is not None or self.shared.everything is not None
+                or self.client.deployment.name in self.shared.halted)
 
     def stop(self, exc: ClientError) -> None:
         """No more requests from this batch; and, unless the budget said no, from any batch of the
         deployment in this board run (the pair reports the error that stopped the deployment)."""
-        error = f"{type(exc).__name__}: {exc}"
-        if not isinstance(exc, BudgetExceeded):
+        error = self.shared.everything or f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, BudgetExceeded | Interrupted):
             error = self.shared.halt(self.client.deployment.name, error)
         if self.permanent_error is None:
             self.permanent_error = error
@@ -324,11 +334,14 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
                 await limiter.admit(tok.count(_prompt_text(req.body)) + req.body.max_tokens)
             elif limiter.requests is not None:
                 await limiter.admit(0)
+            if stop_requested():  # checked last before the wire: after a Ctrl-C nothing new starts
+                raise Interrupted("not sent: the run was interrupted")
             attempts += 1
             started = time.perf_counter()
             try:
-                async with asyncio.timeout(deployment.retry.timeout_s):
-                    result = await client.complete(req.body)
+                with InFlight():
+                    async with asyncio.timeout(deployment.retry.timeout_s):
+                        result = await client.complete(req.body)
                 batch.shared.reached(deployment.name)
                 return result
             except Unreachable as exc:
@@ -368,7 +381,14 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
             attempts=attempts,
             created_at=datetime.now(UTC).isoformat(),
         )
-        batch.journal.append(completion)  # spooled before it counts as done
+        try:
+            batch.journal.append(completion)  # spooled before it counts as done
+        except SpoolFull as exc:  # paid, and cannot be kept: no further request may go out
+            if batch.budget is not None:
+                batch.budget.settle(reserved, cost)
+                reserved = 0.0
+            batch.shared.stop_all(f"{type(exc).__name__}: {exc}")
+            raise PermanentError(str(exc)) from None  # the pair reports the board-wide stop (_Batch.stop)
         if batch.budget is not None:
             batch.budget.settle(reserved, cost)
     except ClientError as exc:
@@ -422,6 +442,14 @@ def client_for(deployment: Deployment, store: Store) -> Client:
     return _clients[key]
 
 
+def _not_sent(requests: list[Request], error: str) -> QueryResult:
+    """Nothing sent: every request is an error, and ``error`` stops the pair."""
+    now = datetime.now(UTC).isoformat()
+    completions = [Completion(request_hash=r.request_hash, instance_id=r.instance_id, sample_index=r.sample_index,
+                              error=f"not sent: {error}", attempts=0, created_at=now) for r in requests]
+    return QueryResult(completions=completions, errors=len(requests), permanent_error=error, error_messages=[error])
+
+
 def run_queries(
     store: Store,
     deployment: Deployment,
@@ -437,11 +465,21 @@ def run_queries(
     shared = shared or BoardRun()
     client = client_for(deployment, store)
     client.check_credentials()
-    journal = Journal(store, deployment.name)
+    if shared.everything:
+        return _not_sent(requests, shared.everything)
+    try:
+        journal = Journal(store, deployment.name)
+    except SpoolFull as exc:
+        return _not_sent(requests, shared.stop_all(f"{type(exc).__name__}: {exc}"))
     batch: _Batch | None = None
     try:
         done = journal.lookup({r.request_hash for r in requests})
         pending = [r for r in requests if r.request_hash not in done]
+        if pending:
+            try:
+                journal.check_room(len(pending), max(r.body.max_tokens for r in pending))
+            except SpoolFull as exc:
+                return _not_sent(requests, shared.stop_all(f"{type(exc).__name__}: {exc}"))
         if progress and len(requests) - len(pending):
             progress(len(requests) - len(pending))
         fresh: list[Completion] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from typing import Any, Literal
 
@@ -124,6 +125,12 @@ def run_board(request: RunRequest) -> int:
 
     if not request.verbose:
         quiet_reported_failures()
+    from helmflow.journal import flush_open_journals
+    from helmflow.stopping import guard_temporary_server, install_signal_handlers
+
+    # Ctrl-C and SIGTERM: nothing new is sent, then exit 130; the temporary server dies with us
+    restore = install_signal_handlers(flush_open_journals, lambda line: print(f"\n{line}", file=sys.stderr, flush=True))
+    guard_temporary_server()
     flow = evaluate.with_options(task_runner=task_runner(request.task_runner)) if request.task_runner else evaluate
     hand_over(plan, **plan_params)  # the flow, started here with the same parameters, does not plan again
     with RichReporter(console) as rep:
@@ -132,6 +139,7 @@ def run_board(request: RunRequest) -> int:
             state = flow(**request.flow_parameters(board, store.root), return_state=True)
         finally:
             set_reporter(None)
+            restore()
     result: Any = state.result(raise_on_failure=False)
     summary = result.release if isinstance(result, PartialRelease) else result
     if not isinstance(summary, dict):
