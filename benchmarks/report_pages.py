@@ -93,6 +93,7 @@ def synthesize_run(store: Store, run_id: str, scenario: str, deployment: str, n:
                 "error": errors,
                 "attempts": [1] * n,
                 "created_at": ["2026-01-01T00:00:00+00:00"] * n,
+                "invalid_chars": [0] * n,
             },
             schema=COMPLETION_SCHEMA,
         ),
