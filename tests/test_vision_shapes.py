@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from helmflow.clients import load_deployments, make_client
+from helmflow.clients.offline import offline_call_count
 from helmflow.scenarios import get_scenario
 from helmflow.scenarios.vision_shapes import Shape, draw
 
@@ -54,3 +57,21 @@ def test_vision_demo_board_offline(store: Store):
     for label in ("shapes-open", "shapes-open-2shot", "shapes-mc", "shapes-image-choice"):
         assert scores[(label, "offline/vision")] == 1.0
         assert scores[(label, "offline/first-option")] < 0.5 and scores[(label, "offline/echo")] < 0.5
+
+
+@pytest.mark.slow
+def test_helmflow_run_vision_demo_offline_then_fully_cached(tmp_path, prefect_server):
+    from tests.conftest import run_cli
+
+    storage = tmp_path / "store"
+    env = {"HF_HUB_OFFLINE": "1", "HELMFLOW_MIRROR": str(tmp_path / "no-mirror-needed")}
+    first = run_cli("run", "vision-demo", "--storage", str(storage), env=env, timeout=900)
+    assert first.returncode == 0, first.stdout + first.stderr
+    store = Store(str(storage))
+    latest = store.read_json("leaderboards/vision-demo/latest.json")
+    board = store.read_parquet(latest["uri"].removeprefix(store.root + "/") + "/leaderboard.parquet").to_pylist()
+    assert board[0]["deployment"] == "offline/vision" and board[0]["mean_score"] == 1.0
+    assert {"aspect:open_answers", "aspect:multiple_choice"} <= set(board[0])
+    calls = offline_call_count(store, "offline/vision")
+    again = run_cli("run", "vision-demo", "--storage", str(storage), env=env, timeout=900)
+    assert again.returncode == 0 and offline_call_count(store, "offline/vision") == calls  # nothing re-sent
