@@ -2,28 +2,44 @@
 
 Local roots write to a temporary name and rename; object stores write with a single PUT, which is
 atomic by itself. Temporaries start with ``_tmp.`` and every reader here skips them.
+
+Object-store calls ride out outages: a call that fails on the network or with a server-side error
+(connection refused, timeouts, 5xx, throttling) is retried with capped exponential backoff for up to
+``HELMFLOW_STORAGE_RETRY_S`` seconds (default 300), then fails with one :class:`StorageError` naming
+the root and the variable. Missing keys, denied access and bad input are never retried.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import logging
+import math
 import os
 import re
+import threading
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 from fsspec.core import url_to_fs
+from tenacity import RetryError, Retrying, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
 from helmflow.errors import HelmflowError
 
 TMP_PREFIX = "_tmp."
 DEFAULT_ROOT = "./helmflow-store"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
+RETRY_ENV = "HELMFLOW_STORAGE_RETRY_S"
+DEFAULT_RETRY_S = 300.0
+OUTAGE_WARNING_EVERY_S = 30.0
+log = logging.getLogger("helmflow")
+T = TypeVar("T")
 
 
 class StorageError(HelmflowError, RuntimeError):
@@ -36,6 +52,70 @@ class UnsafeName(HelmflowError, ValueError):
 
 class OutsideRoot(PermissionError):
     """A key that resolves (through a symlink or ``..``) to a place outside the storage root."""
+
+
+def retry_window_s() -> float:
+    """How long an object-store call keeps retrying through an outage (``HELMFLOW_STORAGE_RETRY_S``)."""
+    raw = os.environ.get(RETRY_ENV, "").strip()
+    if not raw:
+        return DEFAULT_RETRY_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{RETRY_ENV} must be a number of seconds (0 or more), not {raw!r}")
+    return value
+
+
+def _library_transient(exc: BaseException) -> bool:
+    """botocore/aiohttp failures that a later attempt can outlive (imported only if installed)."""
+    try:
+        from botocore.exceptions import ClientError, HTTPClientError
+        from botocore.exceptions import ConnectionError as BotoConnectionError
+    except ImportError:
+        pass
+    else:
+        if isinstance(exc, (BotoConnectionError, HTTPClientError)):  # refused, timeouts, closed connections
+            return True
+        if isinstance(exc, ClientError):
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+            code = exc.response.get("Error", {}).get("Code", "")
+            return status >= 500 or code in {"SlowDown", "Throttling", "RequestTimeout", "ServiceUnavailable"}
+    try:
+        from aiohttp import ClientConnectionError, ServerTimeoutError
+    except ImportError:
+        return False
+    return isinstance(exc, (ClientConnectionError, ServerTimeoutError))
+
+
+def transient(exc: BaseException) -> bool:
+    """Would the same storage call succeed later? Looks through the exception's whole chain (s3fs
+    wraps botocore, which wraps aiohttp); a missing key or denied access anywhere means no."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)):
+            return False
+        if isinstance(current, (ConnectionError, TimeoutError)) or _library_transient(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+_outage_lock = threading.Lock()
+_outage_warned_at: dict[str, float] = {}
+
+
+def _warn_outage(root: str, exc: BaseException, window: float) -> None:
+    """One line per root every ``OUTAGE_WARNING_EVERY_S`` (an outage fails many calls at once)."""
+    now = time.monotonic()
+    with _outage_lock:
+        if now - _outage_warned_at.get(root, -math.inf) < OUTAGE_WARNING_EVERY_S:
+            return
+        _outage_warned_at[root] = now
+    log.warning("storage %s unreachable (%s); retrying for up to %.0f s (%s)", root, type(exc).__name__, window, RETRY_ENV)
 
 
 def safe_key(name: str) -> str:
@@ -66,6 +146,29 @@ class Store:
         self.fs, self._base = url_to_fs(self.root, use_listings_cache=False)
         self.is_local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
         self._real_base = os.path.realpath(self._base) if self.is_local else ""
+        self.retry_s = retry_window_s()
+
+    def _retrying(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)``, retried through transient object-store failures for ``retry_s`` seconds.
+
+        Local disks are not retried: their errors (a full disk, permissions) do not pass by waiting.
+        """
+        if self.is_local:
+            return fn(*args)
+        retrying = Retrying(
+            stop=stop_after_delay(self.retry_s),
+            wait=wait_exponential_jitter(initial=0.5, max=15.0),
+            retry=retry_if_exception(transient),
+            before_sleep=lambda state: _warn_outage(self.root, state.outcome.exception(), self.retry_s),
+        )
+        try:
+            return retrying(fn, *args)
+        except RetryError as err:
+            exc = err.last_attempt.exception()
+            raise StorageError(
+                f"storage {self.root} unreachable for {self.retry_s:.0f} s ({type(exc).__name__}: {exc}); gave up. "
+                f"{RETRY_ENV} sets how long to keep retrying (default {DEFAULT_RETRY_S:.0f} s)"
+            ) from exc
 
     # ------------------------------------------------------------------ paths
     def path(self, key: str) -> str:
@@ -94,21 +197,21 @@ class Store:
 
     def exists(self, key: str) -> bool:
         try:
-            return self.fs.exists(self.inside(key))
+            return self._retrying(self.fs.exists, self.inside(key))
         except OutsideRoot:
             return False
 
     def ls(self, prefix: str) -> list[str]:
         """Keys directly below ``prefix`` (no temporaries)."""
         try:
-            return self._keys(self.fs.ls(self.path(prefix), detail=False))
+            return self._keys(self._retrying(lambda path: self.fs.ls(path, detail=False), self.path(prefix)))
         except FileNotFoundError:
             return []
 
     def find(self, prefix: str) -> list[str]:
         """All file keys below ``prefix``, recursively, temporaries excluded."""
         try:
-            return self._keys(self.fs.find(self.path(prefix)))
+            return self._keys(self._retrying(self.fs.find, self.path(prefix)))
         except FileNotFoundError:
             return []
 
@@ -123,14 +226,18 @@ class Store:
     def check_writable(self) -> None:
         """Fail before any work if the root cannot take a write (exit 2 at the CLI)."""
         probe = f"{TMP_PREFIX}probe-{uuid.uuid4().hex}"
-        try:
-            self.write_bytes(probe, b"ok")
-            self.delete(probe)
+        try:  # not retried: a wrong endpoint or bucket is reported now, not after the outage window
+            self._write(probe, b"ok")
+            self.fs.rm(self.inside(probe))
         except Exception as exc:
             raise StorageError(f"storage {self.root} is not writable: {type(exc).__name__}: {exc}") from exc
 
     # ------------------------------------------------------------------ bytes
     def write_bytes(self, key: str, data: bytes) -> str:
+        self._retrying(self._write, key, data)
+        return self.url(key)
+
+    def _write(self, key: str, data: bytes) -> None:
         target = self.inside(key)
         if self.is_local:
             parent = os.path.dirname(target)
@@ -143,17 +250,16 @@ class Store:
             os.replace(tmp, target)
         else:
             self.fs.pipe_file(target, data)
-        return self.url(key)
 
     def read_bytes(self, key: str) -> bytes:
         try:
-            return self.fs.cat_file(self.inside(key))
+            return self._retrying(self.fs.cat_file, self.inside(key))
         except FileNotFoundError as exc:
             raise FileNotFoundError(f"{self.url(key)} does not exist") from exc
 
     def delete(self, key: str, recursive: bool = False) -> None:
         try:
-            self.fs.rm(self.inside(key), recursive=recursive)
+            self._retrying(lambda path: self.fs.rm(path, recursive=recursive), self.inside(key))
         except FileNotFoundError:
             pass
 
@@ -176,16 +282,21 @@ class Store:
 
     def open(self, key: str, mode: str = "rb"):
         """A file object for ``key`` (for readers that seek: Parquet footers, row groups)."""
-        return self.fs.open(self.inside(key), mode)
+        return self._retrying(self.fs.open, self.inside(key), mode)
 
     def read_parquet(self, key: str, columns: list[str] | None = None) -> pa.Table:
-        with self.open(key) as fh:
-            return pq.read_table(fh, columns=columns)
+        def read(path: str) -> pa.Table:
+            with self.fs.open(path, "rb") as fh:
+                return pq.read_table(fh, columns=columns)
+
+        return self._retrying(read, self.inside(key))
 
     def parquet_metadata(self, key: str) -> dict[str, str]:
-        with self.open(key) as fh:
-            meta = pq.read_schema(fh).metadata or {}
-        return {k.decode(): v.decode() for k, v in meta.items()}
+        def read(path: str) -> dict[bytes, bytes]:
+            with self.fs.open(path, "rb") as fh:
+                return pq.read_schema(fh).metadata or {}
+
+        return {k.decode(): v.decode() for k, v in self._retrying(read, self.inside(key)).items()}
 
 
 def encode_parquet(table: pa.Table, metadata: dict[str, str] | None = None, row_group_size: int | None = None) -> bytes:
