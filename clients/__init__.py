@@ -8,12 +8,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from helmflow.clients.base import Client, ClientError, ClientResult, PermanentError, TransientError
 from pydantic import ValidationError
 
+from helmflow.clients.base import Client, ClientError, ClientResult, PermanentError, TransientError
 from helmflow.errors import HelmflowError, format_validation_error, read_yaml_file
 from helmflow.records import Deployment
 from helmflow.registry import Registry
+from helmflow.settings import settings
 from helmflow.storage import Store
 
 log = logging.getLogger("helmflow")
@@ -75,7 +76,7 @@ def _parse(path: Path, entries: list[Any]) -> dict[str, Deployment]:
 def load_deployments(models_file: str | os.PathLike | None = None) -> dict[str, Deployment]:
     """Shipped deployments, overridden by ``models_file`` (or $HELMFLOW_MODELS) with one warning each."""
     deployments = _parse(SHIPPED_DEPLOYMENTS, _read_file(SHIPPED_DEPLOYMENTS))
-    user = models_file or os.environ.get("HELMFLOW_MODELS")
+    user = models_file or settings().models
     if user:
         path = Path(user)
         for name, dep in _parse(path, _read_file(path)).items():

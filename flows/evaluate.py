@@ -7,7 +7,6 @@ board with failed pairs still publishes a release (status "partial") and then en
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from prefect import flow, get_run_logger
@@ -18,6 +17,7 @@ from helmflow.board import prepare_once
 from helmflow.errors import HelmflowError
 from helmflow.pipeline import FailedCell, RunOutcome, point_release, publication_problem
 from helmflow.progress import REPORTED, reporter
+from helmflow.settings import settings
 from helmflow.storage import Store
 from helmflow.tasks import configure, forget_cached
 from helmflow.tasks.evaluation import publish_key, query_key, release_assets, run_assets, score_key
@@ -64,14 +64,14 @@ def task_runner(choice: str = "thread"):
             raise HelmflowError("the dask task runner needs the dask extra: pip install 'helmflow[dask]'") from None
         if choice.startswith("dask:"):
             return DaskTaskRunner(address=choice[5:])
-        workers = int(os.environ.get("HELMFLOW_DASK_WORKERS", "2"))
+        workers = settings().dask_workers
         return DaskTaskRunner(cluster_kwargs={"n_workers": workers, "threads_per_worker": 1, "processes": True})
     raise HelmflowError(f"the task runner must be thread, dask or dask:<address>, not {choice!r}")
 
 
 def task_runner_from_env():
     """A worker's runner: ``$HELMFLOW_TASK_RUNNER`` (the flow's default; the CLI overrides it per run)."""
-    return task_runner(os.environ.get("HELMFLOW_TASK_RUNNER", "thread"))
+    return task_runner(settings().task_runner)
 
 
 def _label_storage(root: str) -> None:

@@ -163,6 +163,7 @@ def plan_scenario(entry: ScenarioEntry, max_instances: int | None) -> ScenarioPl
     for m in metrics:
         if m not in METRICS:
             raise BoardError(f"scenario {entry.name!r}: unknown metric {m!r}; known: {', '.join(METRICS.names())}")
+        METRICS.get(m).check_installed()  # a missing extra is named before any work
     try:
         checksums = {s.filename: s.sha256 or _sha256_url(scen, s) for s in scen.sources()}
     except ScenarioError as exc:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
@@ -35,16 +34,15 @@ from helmflow.media import MediaStore
 from helmflow.records import INSTANCE_SCHEMA, Instance, instance_from_row, instance_to_row, to_table
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, get_scenario
 from helmflow.scenarios.base import UNPINNED
+from helmflow.settings import scenario_mirror, scenario_mirror_var, settings
 from helmflow.storage import Store
 
-MIRROR_ENV = "HELMFLOW_MIRROR"
+MIRROR_ENV = "HELMFLOW_MIRROR"  # read through helmflow.settings; named here for messages
 _CHUNK = 1 << 20
 
 
 # --------------------------------------------------------------------------- where to read
-def mirror_env_var(scenario: str) -> str:
-    """``HELMFLOW_MIRROR_<NAME>``: the per-scenario mirror variable, e.g. ``HELMFLOW_MIRROR_MMLU_PRO``."""
-    return f"{MIRROR_ENV}_{re.sub(r'[^A-Za-z0-9]', '_', scenario).upper()}"
+mirror_env_var = scenario_mirror_var  # the per-scenario mirror variable's name, for messages
 
 
 def _join(root: str, *parts: str) -> str:
@@ -58,10 +56,10 @@ def mirror_url(root: str, scenario: str, revision: str, filename: str) -> str:
 
 def resolve_source(scenario: str, revision: str, source: DataSource) -> str:
     """The URL to read ``source`` from: the scenario's mirror, else the root mirror, else the source."""
-    own = os.environ.get(mirror_env_var(scenario))
+    own = scenario_mirror(scenario)
     if own:
         return _join(own, source.filename)
-    root = os.environ.get(MIRROR_ENV)
+    root = settings().mirror
     if root:
         return mirror_url(root, scenario, revision, source.filename)
     if revision == UNPINNED:

@@ -36,6 +36,7 @@ from pydantic import ValidationError
 
 from helmflow import layout
 from helmflow.records import COMPLETION_SCHEMA, Completion
+from helmflow.settings import settings
 from helmflow.storage import Store, safe_key
 
 JOURNAL_VERSION = "1"
@@ -100,7 +101,7 @@ def quarantine(store: Store, key: str, why: str) -> None:
 
 
 def spool_dir(store: Store) -> Path:
-    base = os.environ.get("HELMFLOW_SPOOL") or os.path.join(tempfile.gettempdir(), "helmflow-spool")
+    base = settings().spool or os.path.join(tempfile.gettempdir(), "helmflow-spool")
     return Path(base) / hashlib.sha256(store.root.encode()).hexdigest()[:16]
 
 

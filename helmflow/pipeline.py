@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -45,6 +44,7 @@ from helmflow.records import (
     to_table,
 )
 from helmflow.scoring import score_instances, summarize
+from helmflow.settings import settings
 from helmflow.stats import mean_scores, win_rates
 from helmflow.storage import Store, encode_parquet, safe_key
 
@@ -519,7 +519,7 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
     schema = leaderboard_schema(labels, list(groups), list(board.spec.aspects))
     board_bytes = encode_parquet(pa.Table.from_pylist(rows, schema=schema), meta)
     store.write_bytes(layout.release_file(name, release_id, "leaderboard.parquet"), board_bytes)
-    if os.environ.get(FAULT_ENV) == "after-leaderboard":  # documented test hook: a crash mid-publication
+    if settings().test_fault == "after-leaderboard":  # documented test hook: a crash mid-publication
         raise RuntimeError(f"{FAULT_ENV}=after-leaderboard: simulated crash after leaderboard.parquet")
     run_rows = [
         {**r.model_dump(include=set(RUNS_SCHEMA.names)), "error": None} for r in runs
@@ -559,7 +559,7 @@ def point_release(store: Store, board: BoardPlan, release: ReleaseOutcome) -> Re
     """Move the board's pointer for this kind of release (full or subset, complete or partial) to it,
     unless it is there already. Runs after every publication, cached or not, so a kill between
     ``release.json`` and the pointer is finished by the next run."""
-    if os.environ.get(FAULT_ENV) == "before-pointer":  # documented test hook: killed after release.json
+    if settings().test_fault == "before-pointer":  # documented test hook: killed after release.json
         raise RuntimeError(f"{FAULT_ENV}=before-pointer: simulated crash between release.json and its pointer")
     info = ReleaseManifest.model_validate(store.read_json(layout.release_json(safe_key(board.spec.name), release.release_id)))
     moved = releases.point(store, safe_key(board.spec.name), info, release.uri)

@@ -408,22 +408,6 @@ PROMPT_SCHEMA = pa.schema(
     ]
 )
 
-LEADERBOARD_SCHEMA = pa.schema(
-    [
-        ("deployment", pa.string()),
-        ("scenario", pa.string()),
-        ("metric", pa.string()),
-        ("score", pa.float64()),
-        ("ci_low", pa.float64()),
-        ("ci_high", pa.float64()),
-        ("run_id", pa.string()),
-        ("status", pa.string()),
-        ("cost_usd", pa.float64()),
-        ("prompt_tokens", pa.int64()),
-        ("output_tokens", pa.int64()),
-    ]
-)
-
 
 # --------------------------------------------------------------------------- row conversion
 def instance_to_row(inst: Instance) -> dict[str, Any]:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Generic, TypeVar
 
 from helmflow.errors import HelmflowError
+from helmflow.settings import settings
 
 T = TypeVar("T")
 
@@ -80,7 +80,7 @@ def load_plugins() -> None:
     _import_once("builtins", _import_builtins)
     for group in _ENTRY_POINT_GROUPS:
         _import_once(f"ep:{group}", lambda g=group: _load_entry_points(g))
-    env = [s for s in os.environ.get("HELMFLOW_PLUGINS", "").split(os.pathsep) if s]
+    env = settings().plugin_list
     for spec in env + _extra_plugins:
         _import_once(f"plugin:{spec}", lambda s=spec: import_plugin(s))
 

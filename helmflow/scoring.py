@@ -26,6 +26,8 @@ def score_instances(
     for a in annotations or []:
         by_instance_notes[a.instance_id].append(a)
     metrics = [METRICS.get(n) for n in metric_names]
+    for m in metrics:
+        m.check_installed()
     stats: list[Stat] = []
     for inst in instances:
         if inst.id not in by_instance_req:

@@ -24,13 +24,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 from fsspec.core import url_to_fs
 from tenacity import RetryError, Retrying, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
 from helmflow.errors import HelmflowError
+from helmflow.settings import settings
 
 TMP_PREFIX = "_tmp."
 DEFAULT_ROOT = "./helmflow-store"
@@ -56,7 +56,7 @@ class OutsideRoot(PermissionError):
 
 def retry_window_s() -> float:
     """How long an object-store call keeps retrying through an outage (``HELMFLOW_STORAGE_RETRY_S``)."""
-    raw = os.environ.get(RETRY_ENV, "").strip()
+    raw = settings().storage_retry_s.strip()
     if not raw:
         return DEFAULT_RETRY_S
     try:
@@ -128,7 +128,7 @@ def safe_key(name: str) -> str:
 
 def resolve_root(url: str | None = None) -> str:
     """--storage beats $HELMFLOW_STORAGE beats ./helmflow-store; local paths become absolute."""
-    url = url or os.environ.get("HELMFLOW_STORAGE") or DEFAULT_ROOT
+    url = url or settings().storage or DEFAULT_ROOT
     if "://" not in url:
         return str(Path(url).expanduser().resolve())
     if url.startswith("file://"):
@@ -309,7 +309,3 @@ def encode_parquet(table: pa.Table, metadata: dict[str, str] | None = None, row_
     pq.write_table(table, buf, compression="zstd", row_group_size=row_group_size)
     return buf.getvalue()
 
-
-def open_url(url: str, mode: str = "rb"):
-    """Open any fsspec URL (dataset sources, mirrors)."""
-    return fsspec.open(url, mode)

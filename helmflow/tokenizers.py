@@ -29,6 +29,7 @@ from typing import Protocol
 
 from helmflow.errors import HelmflowError
 from helmflow.registry import Registry
+from helmflow.settings import settings
 
 TIKTOKEN_MIRROR_ENV = "HELMFLOW_TIKTOKEN_MIRROR"
 
@@ -212,7 +213,7 @@ def _tiktoken(encoding: str) -> Tokenizer:
     known = tiktoken.list_encoding_names()  # tiktoken's own and those of installed tiktoken_ext packages
     if encoding not in known:
         raise TokenizerError(f"unknown tiktoken encoding {encoding!r}; known: {', '.join(sorted(known))}")
-    mirror = os.environ.get(TIKTOKEN_MIRROR_ENV)
+    mirror = settings().tiktoken_mirror
     if mirror and encoding in TIKTOKEN_FILES:
         _seed_tiktoken_cache(encoding, mirror)
     try:

@@ -3,10 +3,13 @@ registered with a declared VERSION (part of metric_version). One module per fami
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from helmflow.errors import HelmflowError
 from helmflow.metrics.base import MetricInput
 from helmflow.registry import Registry
 
@@ -34,6 +37,24 @@ class Metric:
     ratios: tuple[tuple[str, str, str], ...] = ()
     judge: str | None = None  # the judge template (helmflow.judges) whose verdicts this metric reads
     pooled: tuple[Pooled, ...] = ()
+    # modules the metric imports when it runs, and the extra that installs them (the base install is lean)
+    requires: tuple[str, ...] = ()
+    extra: str | None = None
+
+    def check_installed(self) -> None:
+        """One line naming the extra to install when a module this metric needs is missing."""
+        missing = [m for m in self.requires if not _installed(m)]
+        if missing:
+            raise MissingExtra(f"metric {self.name!r} needs {', '.join(missing)}: pip install 'helmflow[{self.extra}]'")
+
+
+class MissingExtra(HelmflowError):
+    """A metric whose modules are not installed (an optional extra of the lean base install)."""
+
+
+@functools.cache
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
 
 
 METRICS: Registry[Metric] = Registry("metric")
@@ -55,11 +76,12 @@ _BUILTIN = [
 
 def metric(
     name: str, version: str, scores_errors: bool = False, ratios: tuple[tuple[str, str, str], ...] = (),
-    judge: str | None = None, pooled: tuple[Pooled, ...] = (),
+    judge: str | None = None, pooled: tuple[Pooled, ...] = (), requires: tuple[str, ...] = (),
+    extra: str | None = None,
 ) -> Callable[[MetricFn], MetricFn]:
     def deco(fn: MetricFn) -> MetricFn:
         METRICS.add(name, Metric(name=name, fn=fn, version=version, scores_errors=scores_errors, ratios=ratios,
-                                 judge=judge, pooled=pooled))
+                                 judge=judge, pooled=pooled, requires=requires, extra=extra))
         return fn
 
     return deco
@@ -72,4 +94,4 @@ def metric_versions(names: list[str]) -> dict[str, str]:
 for _module in _BUILTIN:
     importlib.import_module(f"helmflow.metrics.{_module}")
 
-__all__ = ["METRICS", "Metric", "MetricInput", "Pooled", "metric", "metric_versions"]
+__all__ = ["METRICS", "Metric", "MetricInput", "MissingExtra", "Pooled", "metric", "metric_versions"]

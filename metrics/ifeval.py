@@ -75,7 +75,10 @@ def score_response(checks: list[tuple[str, Callable[[str], bool]]], response: st
     return stats
 
 
-@metric("ifeval", version="1", ratios=RATIOS)
+IFEVAL_MODULES = ("nltk", "punkt", "langdetect")  # the reference's tokenizers and its language detector
+
+
+@metric("ifeval", version="1", ratios=RATIOS, requires=IFEVAL_MODULES, extra="capabilities")
 def ifeval(x: MetricInput) -> dict[str, float]:
     checks = instructions(x.instance)
     samples = [score_response(checks, text) for text in x.texts]

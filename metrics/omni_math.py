@@ -134,7 +134,7 @@ def rule_equivalent(output: str, reference: str) -> bool:
     return answer is not None and bool(answer.strip()) and equivalent(answer, reference)
 
 
-@metric("omni_math_rule", version="1")
+@metric("omni_math_rule", version="1", requires=("math_verify",), extra="capabilities")
 def omni_math_rule(x: MetricInput) -> dict[str, float]:
     refs = x.correct_texts
     if not refs:

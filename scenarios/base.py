@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
@@ -18,10 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from helmflow.errors import HelmflowError, format_validation_error
 from helmflow.media import MediaError, MediaStore, image_bytes_from_hf
 from helmflow.records import AdapterSpec, ContentPart, Instance
-
-GITHUB_RAW = "https://raw.githubusercontent.com"
-GITHUB_RAW_ENV = "HELMFLOW_GITHUB_RAW"
-
+from helmflow.settings import settings
 
 #: The revision of a scenario whose source revision could not be verified: it reads mirrors only.
 UNPINNED = "unpinned"
@@ -113,7 +109,7 @@ class Scenario:
             raise ScenarioError(f"scenario {self.name!r} declares no GIT_REPO and GIT_COMMIT")
         if not re.fullmatch(r"[0-9a-f]{40}", self.GIT_COMMIT):
             raise ScenarioError(f"scenario {self.name!r}: GIT_COMMIT {self.GIT_COMMIT!r} is not a full 40-hex commit SHA")
-        endpoint = os.environ.get(GITHUB_RAW_ENV, GITHUB_RAW).rstrip("/")
+        endpoint = settings().github_raw.rstrip("/")
         return f"{endpoint}/{self.GIT_REPO}/{self.GIT_COMMIT}/{path}"
 
     def sources(self) -> list[DataSource]:

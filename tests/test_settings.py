@@ -1,0 +1,44 @@
+"""Every HELMFLOW_* variable is read through helmflow.settings, at call time, and listed in the README."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from helmflow.settings import Settings, scenario_mirror, scenario_mirror_var, settings
+from tests.conftest import REPO
+
+PRODUCT_DIRS = ["helmflow", "tasks", "flows", "scenarios", "clients", "metrics"]
+
+
+def test_settings_are_read_when_asked_not_at_import(monkeypatch, tmp_path):
+    monkeypatch.setenv("HELMFLOW_STORAGE", str(tmp_path))
+    monkeypatch.setenv("HELMFLOW_DASK_WORKERS", "3")
+    assert settings().storage == str(tmp_path) and settings().dask_workers == 3
+    monkeypatch.setenv("HELMFLOW_MIRROR_MY_BENCH_V2", "/m")
+    assert scenario_mirror_var("my-bench.v2") == "HELMFLOW_MIRROR_MY_BENCH_V2" and scenario_mirror("my-bench.v2") == "/m"
+    from helmflow.storage import resolve_root
+
+    assert resolve_root() == str(tmp_path)
+
+
+def test_no_product_module_reads_a_helmflow_variable_from_the_environment_itself():
+    found = []
+    for folder in PRODUCT_DIRS:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            if path.name == "settings.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Call) and ast.unparse(node.func) in ("os.environ.get", "os.getenv") and node.args:
+                    arg = ast.unparse(node.args[0])
+                    if "HELMFLOW" in arg or arg.endswith("_ENV"):  # a literal, or a constant naming one
+                        found.append(f"{path.relative_to(REPO)}:{node.lineno}: {arg}")
+    assert found == []
+
+
+def test_the_readme_lists_every_variable():
+    readme = (REPO / "README.md").read_text()
+    listed = set(re.findall(r"`(HELMFLOW_[A-Z_]+)`", readme))
+    for field in Settings.model_fields:
+        assert f"HELMFLOW_{field.upper()}" in listed, field
+    assert "HELMFLOW_MIRROR_<NAME>" in readme
