@@ -106,7 +106,7 @@ LAYERS = {
     "helmflow.tasks": 3, "helmflow.flows": 3,
     # 4: commands and the web report
     "helmflow.cli": 4, "helmflow.check": 4, "helmflow.operations": 4,
-    "helmflow.mirror": 4, "helmflow.web": 4, "helmflow.devserver": 4, "helmflow.hub_server": 4,
+    "helmflow.mirror": 4, "helmflow.web": 4, "helmflow.testing": 4,
     "helmflow.__main__": 4,
     "helmflow": 0,  # the package itself: __version__ only
 }
@@ -209,3 +209,17 @@ def test_every_board_has_a_one_line_flow_with_the_generic_flows_parameters():
         board_flow = getattr(module, board.replace("-", "_"))
         assert board_flow.name == board
         assert list(inspect.signature(board_flow.fn).parameters) == generic, board
+
+
+def test_every_package_is_declared_for_the_wheel():
+    """pyproject lists packages by hand (package-dir maps flows/, tasks/, … under helmflow): a package
+    left out works in an editable install and is missing from a real one."""
+    import tomllib
+
+    declared = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = set()
+    for folder, package in PACKAGES.items():
+        for init in (REPO / folder).rglob("__init__.py"):
+            parts = init.parent.relative_to(REPO / folder).parts
+            found.add(".".join([package, *parts]))
+    assert found == declared

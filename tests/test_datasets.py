@@ -11,7 +11,7 @@ from capabilities_fixtures import MMLU_SCHEMA, csv_bytes, gpqa_rows, mmlu_pro_fi
 
 from helmflow.board import BoardError, ScenarioEntry, plan_scenario
 from helmflow.datasets import mirror_env_var, mirror_sources, resolve_source, write_instances
-from helmflow.hub_server import HubServer
+from helmflow.testing.hub_server import HubServer
 from helmflow.pipeline import download_scenario
 from helmflow.scenarios import DataSource, ScenarioError
 from helmflow.storage import Store

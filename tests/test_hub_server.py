@@ -8,7 +8,7 @@ import pytest
 from capabilities_fixtures import mmlu_pro_files
 
 from helmflow.datasets import fetch, sha256_of
-from helmflow.hub_server import HubServer
+from helmflow.testing.hub_server import HubServer
 from helmflow.scenarios import ScenarioError
 
 MMLU_REV = "3373e0b32277875b8db2aa555a333b78a08477ea"

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from helmflow.board import ScenarioEntry, plan_scenario
-from helmflow.hub_server import HubServer
+from helmflow.testing.hub_server import HubServer
 from helmflow.pipeline import adapt_scenario, download_scenario
 from helmflow.records import prompt_from_row
 from helmflow.scenarios import ScenarioError, get_scenario

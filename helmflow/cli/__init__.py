@@ -24,7 +24,7 @@ COMMAND_MODULES: list[str] = [
     "helmflow.web.cli_report",
     "helmflow.mirror",
     "helmflow.cli.eval",
-    "helmflow.devserver",
+    "helmflow.testing.devserver",
     "helmflow.check",
     "helmflow.operations",
     "helmflow.cli.reproduce",

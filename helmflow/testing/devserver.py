@@ -606,14 +606,14 @@ def add_parser(subparsers) -> None:
     """The ``helmflow dev-server`` command."""
     p = subparsers.add_parser(
         "dev-server", help="serve OpenAI/Anthropic-compatible endpoints on 127.0.0.1 for tests and benchmarks",
-        description="A wire-compatible model server with latency and fault injection (see helmflow/devserver.py).",
+        description="A wire-compatible model server with latency and fault injection (see helmflow/testing/devserver.py).",
     )
     add_arguments(p)
     p.set_defaults(func=run)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m helmflow.devserver", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m helmflow.testing.devserver", description=__doc__.split("\n")[0])
     add_arguments(p)
     return run(p.parse_args(argv))
 
