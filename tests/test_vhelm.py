@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from helmflow import layout
 from helmflow.board import BoardError, load_board, plan_board
 from helmflow.clients import load_deployments
 from helmflow.datasets import read_instances
@@ -127,7 +128,7 @@ def test_helmflow_run_vhelm_end_to_end_against_the_dev_server(mirror, tmp_path, 
                    "--storage", str(storage), env={"HELMFLOW_MIRROR": str(mirror)}, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     store = Store(str(storage))
-    latest = store.read_json("leaderboards/vhelm/latest.json")
+    latest = store.read_json(layout.latest("vhelm", subset=True))  # --models/--max-instances: a subset release
     prefix = latest["uri"].removeprefix(store.root + "/")
     board = store.read_parquet(f"{prefix}/leaderboard.parquet").to_pylist()
     assert [r["deployment"] for r in board] == ["dev/vlm"]
