@@ -207,8 +207,10 @@ def test_tokens_per_minute_is_a_process_wide_bucket(store):
     assert run_queries(store, dep, make_requests(50, tag="a")).errors == 0  # the bucket's burst: 50 x 12
     refilled = 10 * (time.perf_counter() - started)
     started = time.perf_counter()
-    run_queries(store, dep, make_requests(int(refilled / 12) + 2, tag="b"))  # 24 tokens more than it holds
-    assert time.perf_counter() - started >= 1.9
+    # 48 tokens more than it holds: >= 4.8 s nominal. The bound leaves 2.3 s for the bucket refilling
+    # between the two measurements on a loaded machine (the 24-token, 1.9 s version flaked at 1.82 s).
+    run_queries(store, dep, make_requests(int(refilled / 12) + 4, tag="b"))
+    assert time.perf_counter() - started >= 2.5
 
 
 # --------------------------------------------------------------------------- permanent errors
