@@ -7,9 +7,10 @@ work), so a bug (a plain ``ValueError`` deep in a library) is never reported as 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+if TYPE_CHECKING:  # pydantic is not imported for `helmflow --help`
+    from pydantic import ValidationError
 
 EXIT_USAGE = 2
 

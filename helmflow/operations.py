@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from helmflow import layout
-from helmflow.cli.options import storage_arg
 from helmflow.errors import HelmflowError
 from helmflow.integrity import CorruptFile, read_manifest, verify_files
 from helmflow.manifests import ReleaseManifest, RunManifest, RunVersions
@@ -228,28 +227,3 @@ def cmd_retry(args: argparse.Namespace) -> int:
     else:
         print("the run belongs to a deployment: a worker of its pool will execute the retry")
     return subprocess.call(cmd, env=dict(os.environ))
-
-
-# --------------------------------------------------------------------------- parsers
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    lin = sub.add_parser("lineage", help="where each leaderboard number came from",
-                         description="Per cell: score -> run -> dataset revision and prompt/model/metric versions -> Prefect flow and task runs.")
-    lin.add_argument("board")
-    lin.add_argument("--release", help="release id (default: the latest, else the latest partial)")
-    storage_arg(lin)
-    lin.set_defaults(func=cmd_lineage)
-
-    ret = sub.add_parser("retry", help="retry a finished flow run: say what will rerun, then do it",
-                         description="Re-executes only what failed: every task whose result is persisted is Cached.")
-    ret.add_argument("flow_run_id")
-    ret.add_argument("--dry-run", action="store_true", help="only say what would rerun")
-    ret.add_argument("--storage", help="the storage root the run wrote to, when the flow run does not record it "
-                                       "(a deployment run that took its worker's $HELMFLOW_STORAGE)")
-    ret.set_defaults(func=cmd_retry)
-
-    com = sub.add_parser("compact", help="remove stale temporaries and merge journal parts",
-                         description="Removes temporaries (killed writers leave them; readers ignore them) and compacts the request journal.")
-    storage_arg(com)
-    com.add_argument("--older-than", type=float, default=3600.0, metavar="SECONDS",
-                     help="only temporaries at least this old (default 3600: never a live writer's)")
-    com.set_defaults(func=cmd_compact)

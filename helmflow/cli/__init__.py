@@ -26,7 +26,7 @@ COMMAND_MODULES: list[str] = [
     "helmflow.cli.eval",
     "helmflow.testing.devserver",
     "helmflow.check",
-    "helmflow.operations",
+    "helmflow.cli.operations",
     "helmflow.cli.reproduce",
 ]
 

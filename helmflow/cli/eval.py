@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-import yaml
-
 from helmflow.cli.options import (
     UsageError,
     csv_list,
@@ -27,6 +25,8 @@ from helmflow.cli.options import (
 
 def _pairs(value: str) -> dict[str, Any]:
     """``k=v,k2=v2`` with YAML-typed values (``max_tokens=5`` is an int, ``method=chat`` a string)."""
+    import yaml
+
     out: dict[str, Any] = {}
     for item in filter(None, (p.strip() for p in value.split(","))):
         key, sep, raw = item.partition("=")
