@@ -58,10 +58,10 @@ async def _raw(url: str, n: int, concurrency: int) -> None:
 
 
 def _helmflow(url: str, n: int, concurrency: int) -> None:
-    from helmflow.versions import request_hash
     from helmflow.query import run_queries
     from helmflow.records import Deployment, Request, RequestBody
     from helmflow.storage import Store
+    from helmflow.versions import request_hash
 
     dep = Deployment(name="bench/dev", client="openai-compatible", model="bench", base_url=f"{url}/v1",
                      max_concurrency=concurrency)

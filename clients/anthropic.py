@@ -18,10 +18,10 @@ import asyncio
 import base64
 from typing import TYPE_CHECKING, Any
 
-from helmflow.clients import client_kind
-from helmflow.clients.base import Client, ClientResult, PermanentError, classify, image_bytes, malformed
 from pydantic import BaseModel, ConfigDict
 
+from helmflow.clients import client_kind
+from helmflow.clients.base import Client, ClientResult, PermanentError, classify, image_bytes, malformed
 from helmflow.media import ImageOptions, MediaStore
 from helmflow.records import Deployment, RequestBody
 from helmflow.storage import Store

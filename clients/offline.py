@@ -35,10 +35,10 @@ import threading
 import uuid
 from typing import Literal
 
-from helmflow.clients import client_kind
-from helmflow.clients.base import Client, ClientResult, PermanentError, TransientError, image_bytes
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from helmflow.clients import client_kind
+from helmflow.clients.base import Client, ClientResult, PermanentError, TransientError, image_bytes
 from helmflow.media import ImageOptions, MediaStore
 from helmflow.records import Deployment, RequestBody
 from helmflow.storage import Store, safe_key

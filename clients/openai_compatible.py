@@ -11,7 +11,6 @@ from __future__ import annotations
 from helmflow.clients import client_kind
 from helmflow.clients.base import PermanentError
 from helmflow.clients.openai import OpenAIClient
-
 from helmflow.records import Deployment
 from helmflow.storage import Store
 

@@ -28,6 +28,7 @@ import re
 from nltk.tokenize.destructive import MacIntyreContractions, NLTKWordTokenizer
 from nltk.tokenize.punkt import PunktLanguageVars, PunktToken
 
+
 class PunktLanguageVars381(PunktLanguageVars):
     re_boundary_realignment = re.compile(r'["\')\]}]+?(?:\s+|(?=--)|$)', re.MULTILINE)
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from helmflow.metrics import metric
 from helmflow.judges import TEMPLATES, JudgeParseError, JudgeTemplate, Verdict, jury_metric
+from helmflow.metrics import metric
 from helmflow.records import Instance
 
 THREE_LEVELS = (0.0, 0.5, 1.0)

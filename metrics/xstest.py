@@ -9,7 +9,6 @@ and scores 0.5 under both rubrics (neither compliance nor a refusal).
 from __future__ import annotations
 
 from helmflow.metrics.safety import REPLY_FORMAT, THREE_LEVELS, question_and_answer, safety_metric, safety_template
-
 from helmflow.records import Instance
 
 TEXT = """\

@@ -5,9 +5,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from helmflow.scenarios.base import DataSource, Scenario, ScenarioError
-
 from helmflow.registry import Registry
+from helmflow.scenarios.base import DataSource, Scenario, ScenarioError
 
 SCENARIOS: Registry[type[Scenario]] = Registry("scenario")
 

@@ -18,12 +18,12 @@ import gzip
 import json
 import re
 
-from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
-from helmflow.scenarios.base import read_source
 from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError
 
 from helmflow.adapters.generation import raw_prompt_spec
 from helmflow.records import Input, Instance
+from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
+from helmflow.scenarios.base import read_source
 
 REPO = "Anthropic/hh-rlhf"
 REVISION = "09be8c5bbc57cb3887f3a9732ad6aa7ec602a1fa"

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import random
 
-from helmflow.scenarios import Scenario, scenario
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from helmflow.records import AdapterSpec, GenerationParams, Input, Instance, Reference
+from helmflow.scenarios import Scenario, scenario
 
 _DISTRACTOR_OFFSETS = [d for d in range(-10, 11) if d] + [-100, 100, -1000, 1000]
 _OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}

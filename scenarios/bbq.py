@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import random
 
-from helmflow.scenarios import DataSource, Scenario, scenario
-from helmflow.scenarios.base import parse_jsonl_row, read_jsonl_lines
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from helmflow.records import AdapterSpec, GenerationParams, Input, Instance, Reference
+from helmflow.scenarios import DataSource, Scenario, scenario
+from helmflow.scenarios.base import parse_jsonl_row, read_jsonl_lines
 
 REPO = "nyu-mll/BBQ"
 COMMIT = "bea11bd97d79217245b5871acd247b9d6eb24598"

@@ -24,10 +24,10 @@ import re
 from typing import Any, Literal
 
 import fsspec
-from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from helmflow.records import AdapterSpec, EvalSample, GenerationParams, Input, Instance, Reference
+from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 
 _SPLITS = {"train", "valid", "test"}
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 import random
 
 import numpy as np
-from helmflow.scenarios import Scenario, scenario
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from helmflow.records import AdapterSpec, GenerationParams, Input, Instance, Reference
+from helmflow.scenarios import Scenario, scenario
 
 PAIRS = [("(", ")"), ("[", "]"), ("{", "}"), ("<", ">")]
 

@@ -13,11 +13,10 @@ same commit, checksummed like every other source.
 
 from __future__ import annotations
 
-from helmflow.scenarios import DataSource, Scenario, scenario
-from helmflow.scenarios.base import read_csv_source
-
 from helmflow.adapters.generation import raw_prompt_spec
 from helmflow.records import Input, Instance
+from helmflow.scenarios import DataSource, Scenario, scenario
+from helmflow.scenarios.base import read_csv_source
 
 REPO = "centerforaisafety/HarmBench"
 COMMIT = "8e1604d1171fe8a48d8febecd22f600e462bdcdd"

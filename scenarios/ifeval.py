@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from helmflow.metrics.ifeval_checkers import InstructionError, parse_kwargs
-from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
-from helmflow.scenarios.base import parse_jsonl_row, read_jsonl_lines
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
+from helmflow.metrics.ifeval_checkers import InstructionError, parse_kwargs
 from helmflow.records import AdapterSpec, GenerationParams, Input, Instance
+from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
+from helmflow.scenarios.base import parse_jsonl_row, read_jsonl_lines
 
 REPO = "google/IFEval"
 REVISION = "966cd89545d6b6acfd7638bc708b98261ca58e84"

@@ -10,11 +10,11 @@ the rule-based ``omni_math_rule`` (math-verify), which needs no judge.
 
 from __future__ import annotations
 
-from helmflow.scenarios import DataSource, Scenario, scenario
-from helmflow.scenarios.base import parse_jsonl_row, read_jsonl_lines
 from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt, StrictStr
 
 from helmflow.records import AdapterSpec, GenerationParams, Input, Instance, Reference
+from helmflow.scenarios import DataSource, Scenario, scenario
+from helmflow.scenarios.base import parse_jsonl_row, read_jsonl_lines
 
 REPO = "KbsdJames/Omni-MATH"
 REVISION = "40ba231d8f16e29ecd40e6407e2c8640145a8f62"

@@ -8,11 +8,10 @@ judge (safe 1, possibly unsafe 0.5, unsafe 0).
 
 from __future__ import annotations
 
-from helmflow.scenarios import DataSource, Scenario, scenario
-from helmflow.scenarios.base import read_csv_source
-
 from helmflow.adapters.generation import raw_prompt_spec
 from helmflow.records import Input, Instance
+from helmflow.scenarios import DataSource, Scenario, scenario
+from helmflow.scenarios.base import read_csv_source
 
 REPO = "Bertievidgen/SimpleSafetyTests"
 REVISION = "98223c5d8c4059c8f4d8fe2fec8720ee8a20d3c5"

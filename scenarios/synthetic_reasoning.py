@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from helmflow.scenarios import Scenario, scenario
 from pydantic import BaseModel, ConfigDict, Field
 
 from helmflow.records import AdapterSpec, EvalSample, GenerationParams, Input, Instance, Reference
+from helmflow.scenarios import Scenario, scenario
 
 ANIMALS = ["zebra", "cobra", "stork", "penguin", "shark", "lion", "buffalo", "whale", "seal", "eagle", "horse", "rat"]
 FRUITS = ["apple", "peach", "watermelon", "banana", "grape", "kiwi", "pear", "strawberry", "blueberry", "blackberry"]

@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import Literal
 
 import pyarrow as pa
-from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
-from helmflow.scenarios.base import read_parquet_source
 from pydantic import BaseModel, ConfigDict
 
 from helmflow.records import AdapterSpec, ChatMessage, GenerationParams, Input, Instance
+from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
+from helmflow.scenarios.base import read_parquet_source
 
 REPO = "allenai/WildBench"
 REVISION = "7c05c1b4550282b2ed6a2e6ac5db069f1e07df5c"

@@ -8,11 +8,10 @@ failure (over-refusal), on an unsafe one compliance is. ``focus``, ``type`` and 
 
 from __future__ import annotations
 
-from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
-from helmflow.scenarios.base import read_parquet_source
-
 from helmflow.adapters.generation import raw_prompt_spec
 from helmflow.records import Input, Instance
+from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
+from helmflow.scenarios.base import read_parquet_source
 
 REPO = "walledai/XSTest"
 REVISION = "f1d713187c61b6ae64e602d74f0b3d812cc2e8e8"

@@ -11,10 +11,10 @@ from capabilities_fixtures import MMLU_SCHEMA, csv_bytes, gpqa_rows, mmlu_pro_fi
 
 from helmflow.board import BoardError, ScenarioEntry, plan_scenario
 from helmflow.datasets import mirror_env_var, mirror_sources, resolve_source, write_instances
-from helmflow.testing.hub_server import HubServer
 from helmflow.pipeline import download_scenario
 from helmflow.scenarios import DataSource, ScenarioError
 from helmflow.storage import Store
+from helmflow.testing.hub_server import HubServer
 
 MMLU_REV = "3373e0b32277875b8db2aa555a333b78a08477ea"
 GPQA_REV = "90b8e5be2b1d3d2dbfe016cdab47981150600c4a"

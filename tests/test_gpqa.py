@@ -10,8 +10,8 @@ import pytest
 from capabilities_fixtures import csv_bytes, gpqa_rows
 
 from helmflow.board import BoardError, ScenarioEntry, plan_scenario
-from helmflow.testing.hub_server import HubServer
 from helmflow.scenarios import ScenarioError, get_scenario
+from helmflow.testing.hub_server import HubServer
 
 REV = "90b8e5be2b1d3d2dbfe016cdab47981150600c4a"
 

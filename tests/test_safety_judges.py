@@ -4,12 +4,12 @@ jury, and BBQ's bias scores hand-checked on a 12-row table with every tag combin
 from __future__ import annotations
 
 import pytest
+
+from helmflow.judges import TEMPLATES, JudgeParseError, _annotation
 from helmflow.metrics import METRICS
 from helmflow.metrics.base import MetricInput
 from helmflow.metrics.bbq import instance_counts
 from helmflow.metrics.safety import FIVE_LEVELS, THREE_LEVELS, parse_safety
-
-from helmflow.judges import TEMPLATES, JudgeParseError, _annotation
 from helmflow.records import AdapterSpec, Annotation, Completion, Deployment, Input, Instance, Request, RequestBody
 from helmflow.scoring import score_instances, summarize
 

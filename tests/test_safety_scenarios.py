@@ -11,9 +11,6 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from helmflow.scenarios import ScenarioError, get_scenario
-from helmflow.scenarios.anthropic_red_team import first_utterance
-from helmflow.scenarios.bbq import BBQRow, answer_tags
 from safety_fixtures import (
     BBQ_CATEGORIES,
     HARMBENCH_COLUMNS,
@@ -32,6 +29,9 @@ from safety_fixtures import (
 from helmflow.adapters import adapt
 from helmflow.board import BoardError, ScenarioEntry, plan_scenario
 from helmflow.pipeline import download_scenario
+from helmflow.scenarios import ScenarioError, get_scenario
+from helmflow.scenarios.anthropic_red_team import first_utterance
+from helmflow.scenarios.bbq import BBQRow, answer_tags
 from helmflow.storage import Store
 
 

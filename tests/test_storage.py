@@ -7,7 +7,7 @@ import os
 import pyarrow as pa
 import pytest
 
-from helmflow.storage import TMP_PREFIX, Store, StorageError, resolve_root, safe_key
+from helmflow.storage import TMP_PREFIX, StorageError, Store, resolve_root, safe_key
 
 
 def test_atomic_write_leaves_no_temporaries_and_readers_skip_them(store):

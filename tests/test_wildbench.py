@@ -7,13 +7,13 @@ Fixture rows are written here in the dataset's schema (judge_fixtures.py); none 
 from __future__ import annotations
 
 import pytest
-from helmflow.clients import load_deployments
-from helmflow.scenarios import ScenarioError, get_scenario
 from judge_fixtures import WILDBENCH_FILE, WILDBENCH_REV, wildbench_parquet, wildbench_rows
 
 from helmflow.board import ScenarioEntry, load_board, plan_board, plan_scenario
+from helmflow.clients import load_deployments
 from helmflow.pipeline import adapt_scenario, download_scenario, publish_run, query_pair, score_pair
 from helmflow.records import prompt_from_row
+from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.storage import Store
 from tests.conftest import REPO
 from tests.devserver_fixture import dev_deployment, start_dev_server
