@@ -187,6 +187,29 @@ def fetch_verified(scenario: str, url: str, expected: str) -> bytes:
 
 
 # --------------------------------------------------------------------------- the download stage
+def _changed_pin(plan, source: DataSource, manifest: dict, manifest_key: str) -> str | None:
+    """Why ``source`` no longer matches the sha256 this storage pinned at its first download (None if it does)."""
+    pinned, expected = manifest.get(source.filename), plan.checksums[source.filename]
+    if source.sha256 is None and pinned and pinned != expected:
+        return (f"scenario {plan.name!r}: {source.filename} at revision {plan.dataset_revision} changed since it was "
+                f"first downloaded: {manifest_key} pins sha256 {pinned}, the source now has {expected}")
+    return None
+
+
+def check_stored_pins(store: Store, scenarios) -> None:
+    """Data changed under the same storage (another mirror file than the first download) is bad input:
+    one :class:`ScenarioError` at plan time (exit 2), before the flow starts and anything is written."""
+    for plan in scenarios:
+        manifest_key = layout.dataset_manifest(plan.key, plan.dataset_revision)
+        if not store.exists(manifest_key):
+            continue
+        manifest = store.read_json(manifest_key)
+        for source in get_scenario(plan.name, plan.params).sources():
+            problem = _changed_pin(plan, source, manifest, manifest_key)
+            if problem:
+                raise ScenarioError(problem)
+
+
 def mirror_sources(store: Store, plan) -> dict[str, str]:
     """Copy each pinned file into the store once, verified; returns filename -> stored URL."""
     scen = get_scenario(plan.name, plan.params)
@@ -196,13 +219,10 @@ def mirror_sources(store: Store, plan) -> dict[str, str]:
     for source in scen.sources():
         key = layout.dataset_file(plan.key, plan.dataset_revision, source.filename)
         expected = plan.checksums[source.filename]
-        pinned = manifest.get(source.filename)
-        if source.sha256 is None and pinned and pinned != expected:
-            raise ScenarioError(
-                f"scenario {plan.name!r}: {source.filename} at revision {plan.dataset_revision} changed since it was "
-                f"first downloaded: {manifest_key} pins sha256 {pinned}, the source now has {expected}"
-            )
-        if pinned != expected or not store.exists(key):
+        problem = _changed_pin(plan, source, manifest, manifest_key)
+        if problem:  # the CLI finds this at plan time (check_stored_pins); a deployment run finds it here
+            raise ScenarioError(problem)
+        if manifest.get(source.filename) != expected or not store.exists(key):
             url = resolve_source(plan.name, plan.dataset_revision, source)
             store.write_bytes(key, fetch_verified(plan.name, url, expected))
             manifest[source.filename] = expected

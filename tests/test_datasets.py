@@ -86,6 +86,20 @@ def test_manifest_pins_first_download(tmp_path, monkeypatch):
         mirror_sources(store, plan_scenario(ScenarioEntry(name="mmlu_pro"), None))
 
 
+def test_data_changed_under_the_same_storage_is_exit_2_at_plan_time(tmp_path, monkeypatch, cli):
+    """Reproduced first: the run failed inside the download task (exit 1, an empty partial release)."""
+    mirror = write_files(tmp_path / "m", mmlu_pro_files(n_test=30))
+    monkeypatch.setenv("HELMFLOW_MIRROR_MMLU_PRO", str(mirror))
+    root = tmp_path / "store"
+    mirror_sources(Store(str(root)), plan_scenario(ScenarioEntry(name="mmlu_pro"), None))  # the first download
+    write_files(mirror, {"test.parquet": mmlu_pro_files(n_test=31)["test.parquet"]})  # same revision, new bytes
+    out = cli("eval", "mmlu_pro", "--models", "offline/first-option", "--max-instances", "2", "--storage", str(root),
+              env={"HELMFLOW_MIRROR_MMLU_PRO": str(mirror)})
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "test.parquet at revision" in out.stderr and "changed since it was first downloaded" in out.stderr
+    assert not (root / "leaderboards").exists() and not (root / "runs").exists()  # no flow ran
+
+
 def test_missing_and_empty_files_fail_at_plan_time(tmp_path, monkeypatch):
     mirror = write_files(tmp_path / "m", {"validation.parquet": mmlu_pro_files()["validation.parquet"]})
     monkeypatch.setenv("HELMFLOW_MIRROR_MMLU_PRO", str(mirror))

@@ -114,6 +114,9 @@ def run_board(request: RunRequest) -> int:
 
     store = Store(request.storage)
     store.check_writable()
+    from helmflow.datasets import check_stored_pins
+
+    check_stored_pins(store, plan.scenarios)  # data changed under this storage: bad input, before any work
     console.print(f"storage: {store.root}")
     console.print(f"board {plan.spec.name}: {len(plan.scenarios)} scenarios x {len(plan.spec.models)} models = {len(plan.runs)} runs")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
