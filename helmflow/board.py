@@ -68,6 +68,9 @@ class ScenarioPlan(BaseModel):
     key: str  # storage-safe name
     dataset_revision: str
     checksums: dict[str, str]
+    # file -> why its bytes are not known to be the pinned data (a mirror without a matching
+    # helmflow-mirror.json); empty when verified. Recorded in run.json and release.json, shown everywhere.
+    unverified: dict[str, str] = Field(default_factory=dict)
     loader_version: str
     scenario_version: str
     adapter: AdapterSpec
@@ -136,6 +139,13 @@ def _validate(data: Any, where: str) -> BoardSpec:
         raise BoardError(f"{where}: {format_validation_error(exc)}") from None
 
 
+def _unverified(scen, checksums: dict[str, str]) -> dict[str, str]:
+    from helmflow.datasets import unverified_reason
+
+    reasons = {s.filename: unverified_reason(scen, s, checksums[s.filename]) for s in scen.sources()}
+    return {name: why for name, why in reasons.items() if why}
+
+
 def _sha256_url(scen, source) -> str:
     """Pin a ``sha256=None`` source at plan time, read from where the run will read it (mirrors too)."""
     from helmflow.datasets import source_sha256
@@ -166,6 +176,7 @@ def plan_scenario(entry: ScenarioEntry, max_instances: int | None) -> ScenarioPl
         METRICS.get(m).check_installed()  # a missing extra is named before any work
     try:
         checksums = {s.filename: s.sha256 or _sha256_url(scen, s) for s in scen.sources()}
+        unverified = _unverified(scen, checksums)
     except ScenarioError as exc:
         raise BoardError(str(exc)) from None  # already names the scenario and the URL
     except OSError as exc:
@@ -179,6 +190,7 @@ def plan_scenario(entry: ScenarioEntry, max_instances: int | None) -> ScenarioPl
         key=safe_key(scen.name),
         dataset_revision=revision,
         checksums=checksums,
+        unverified=unverified,
         loader_version=scen.VERSION,
         scenario_version=sv,
         adapter=adapter,

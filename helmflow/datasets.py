@@ -12,6 +12,9 @@ replaces the source with no code change:
 - ``$HELMFLOW_MIRROR``: a root for every scenario, ``<mirror>/<name>/<revision>/<filename>``
   (the layout ``helmflow mirror <scenario> --to URL`` writes).
 
+In either folder a Hub file may also sit at its path in the Hub repository
+(``data/test-00000-of-00001.parquet``, as ``huggingface-cli download --local-dir`` writes it).
+
 Every byte read is checked: a missing file, an empty file, a checksum mismatch or a gated repository
 without ``HF_TOKEN`` is one :class:`ScenarioError` naming the scenario and the URL, before anything
 is stored (HELM #1932 accepted empty downloads). ``sha256=None`` sources are pinned at plan time
@@ -38,6 +41,9 @@ from helmflow.settings import scenario_mirror, scenario_mirror_var, settings
 from helmflow.storage import Store
 
 MIRROR_ENV = "HELMFLOW_MIRROR"  # read through helmflow.settings; named here for messages
+# Written by `helmflow mirror` next to the files it copied: the revision, and each file's sha256 as
+# verified against the pinned source (declared sha256, or the Hub's LFS hash at the pinned revision).
+MIRROR_MANIFEST = "helmflow-mirror.json"
 _CHUNK = 1 << 20
 
 
@@ -49,19 +55,50 @@ def _join(root: str, *parts: str) -> str:
     return "/".join([root.rstrip("/"), *parts])
 
 
-def mirror_url(root: str, scenario: str, revision: str, filename: str) -> str:
-    """Where a root mirror keeps one file: ``<root>/<scenario>/<revision>/<filename>``."""
-    return _join(root, scenario, revision, filename)
+def repo_path(source: DataSource) -> str | None:
+    """The file's path inside its Hub repository (``data/test-00000-of-00001.parquet``), None when
+    the source is not a Hub file. A mirror may keep the file under this path instead of its flat name."""
+    if not source.url.startswith("hf://") or "@" not in source.url:
+        return None
+    path = source.url.split("@", 1)[1].partition("/")[2]
+    return path if path and path != source.filename else None
+
+
+def mirror_names(source: DataSource) -> list[str]:
+    """The names a mirror may hold a file under: its flat name, then its Hub repository path (what
+    ``huggingface-cli download --revision R --local-dir DIR`` writes)."""
+    return [source.filename, *filter(None, [repo_path(source)])]
+
+
+def _first_existing(scenario: str, folder: str, source: DataSource) -> str:
+    """The mirror URL of ``source`` under ``folder``: the first name that exists (the flat one if none does,
+    so the error names it; with a Hub path, the error names both)."""
+    names = mirror_names(source)
+    if len(names) == 1:
+        return _join(folder, names[0])
+    for name in names:
+        fs, path = fsspec.core.url_to_fs(_join(folder, name))
+        if fs.exists(path):
+            return _join(folder, name)
+    raise ScenarioError(f"scenario {scenario!r}: the mirror {folder} has neither {names[0]} nor {names[1]} "
+                        f"(flat name, or the Hub repository's path)")
+
+
+def mirror_folder(scenario: str, revision: str) -> str | None:
+    """The folder a mirror keeps this scenario's files in, if a mirror is set."""
+    own = scenario_mirror(scenario)
+    if own:
+        return own.rstrip("/")
+    root = settings().mirror
+    return _join(root, scenario, revision) if root else None
 
 
 def resolve_source(scenario: str, revision: str, source: DataSource) -> str:
-    """The URL to read ``source`` from: the scenario's mirror, else the root mirror, else the source."""
-    own = scenario_mirror(scenario)
-    if own:
-        return _join(own, source.filename)
-    root = settings().mirror
-    if root:
-        return mirror_url(root, scenario, revision, source.filename)
+    """The URL to read ``source`` from: the scenario's mirror, else the root mirror, else the source.
+    In a mirror, the file may sit under its flat name or its Hub repository path."""
+    folder = mirror_folder(scenario, revision)
+    if folder:
+        return _first_existing(scenario, folder, source)
     if revision == UNPINNED:
         raise ScenarioError(
             f"scenario {scenario!r}: no source revision is pinned (none could be verified), so it never reads "
@@ -186,6 +223,37 @@ def fetch_verified(scenario: str, url: str, expected: str) -> bytes:
     return data
 
 
+# --------------------------------------------------------------------------- is the data the pinned data?
+def unverified_reason(scen: Scenario, source: DataSource, sha256: str) -> str | None:
+    """None when the bytes a run reads are known to be the pinned ones; else why they are not.
+
+    Known: a declared sha256 (the download refuses anything else), the pinned source itself (a Hub
+    revision or a commit, read directly), or a mirror whose ``helmflow-mirror.json`` (written by
+    ``helmflow mirror``, which checked the Hub) records this revision and this file's sha256.
+    """
+    if source.sha256:
+        return None
+    revision = scen.dataset_revision()
+    folder = mirror_folder(scen.name, revision)
+    if folder is None:
+        return None
+    manifest_url = _join(folder, MIRROR_MANIFEST)
+    try:
+        manifest = json.loads(fetch(scen.name, manifest_url))
+        entry = (manifest.get("files") or {}).get(source.filename) or {}
+    except ScenarioError:
+        return f"the mirror {folder} has no {MIRROR_MANIFEST} (write one with `helmflow mirror {scen.name} --to URL`)"
+    except (ValueError, AttributeError):
+        return f"{manifest_url} is not a helmflow mirror manifest"
+    if manifest.get("revision") != revision:
+        return f"{manifest_url} was written for revision {manifest.get('revision')}, not the pinned {revision}"
+    if entry.get("sha256") != sha256:
+        return f"{source.filename} (sha256 {sha256}) matches no hash in {manifest_url}"
+    if not entry.get("verified_against"):
+        return f"{manifest_url} records {source.filename} as not verified against the source"
+    return None
+
+
 # --------------------------------------------------------------------------- the download stage
 def _changed_pin(plan, source: DataSource, manifest: dict, manifest_key: str) -> str | None:
     """Why ``source`` no longer matches the sha256 this storage pinned at its first download (None if it does)."""
@@ -267,29 +335,51 @@ def read_instances(store: Store, key: str) -> list[Instance]:
 
 
 # --------------------------------------------------------------------------- helmflow mirror
-def mirror_scenario(scen: Scenario, to: str) -> list[tuple[str, str, str]]:
-    """Copy a scenario's pinned files to ``<to>/<name>/<revision>/`` and verify the copies.
+def _pinned_sha256(scen: Scenario, source: DataSource) -> tuple[str | None, str | None]:
+    """What the pinned source says a file's sha256 is, and how it is known: the declared checksum,
+    else the Hub's LFS hash at the pinned revision (one metadata call), else the Hub file's own bytes."""
+    if source.sha256:
+        return source.sha256, "declared sha256"
+    if not source.url.startswith("hf://"):
+        return None, None
+    lfs = _hub_lfs_sha256(scen.name, source.url)
+    if lfs:
+        return lfs, f"Hub LFS sha256 at revision {scen.dataset_revision()}"
+    return hashlib.sha256(fetch(scen.name, source.url)).hexdigest(), f"Hub file at revision {scen.dataset_revision()}"
 
-    Reads each file from where a run would (mirror variables included), checks it against its
-    declared checksum (or the Hub's LFS sha256), writes it, reads the copy back, and loads the scenario from the copies so
-    a schema problem shows here rather than in a run. Returns (filename, sha256, copy URL) rows.
+
+def mirror_scenario(scen: Scenario, to: str) -> list[tuple[str, str, str]]:
+    """Copy a scenario's pinned files to ``<to>/<name>/<revision>/``, verify them, write the manifest.
+
+    Reads each file from where a run would (mirror variables included) and checks it against the
+    pinned source (:func:`_pinned_sha256`: needs the Hub unless a sha256 is declared), writes it,
+    reads the copy back, loads the scenario from the copies so a schema problem shows here, and
+    writes ``helmflow-mirror.json`` (revision, each file's sha256 and what it was verified against),
+    which makes the mirror *verified* for runs. Returns (filename, sha256, copy URL) rows.
     """
     revision = scen.dataset_revision()
+    dest = Store(to)
     done: list[tuple[str, str, str]] = []
+    files: dict[str, dict[str, str]] = {}
     for source in scen.sources():
         url = resolve_source(scen.name, revision, source)
-        expected = source.sha256 or (_hub_lfs_sha256(scen.name, url) if url.startswith("hf://") else None)
-        data = fetch_verified(scen.name, url, expected) if expected else fetch(scen.name, url)
-        digest = hashlib.sha256(data).hexdigest()
-        dest = Store(to)
-        target = dest.url(f"{scen.name}/{revision}/{source.filename}")
+        expected, how = _pinned_sha256(scen, source)
+        if expected is None:
+            raise ScenarioError(f"scenario {scen.name!r}: {source.filename} has no declared sha256 and no Hub revision "
+                                f"to verify it against; declare its sha256 in the scenario (see README: filling in a pin)")
+        data = fetch_verified(scen.name, url, expected)
+        key = f"{scen.name}/{revision}/{source.filename}"
+        target = dest.url(key)
         try:
-            dest.write_bytes(f"{scen.name}/{revision}/{source.filename}", data)
+            dest.write_bytes(key, data)
         except Exception as exc:  # noqa: BLE001 - any backend error: say where
             raise ScenarioError(f"scenario {scen.name!r}: cannot write {target}: {type(exc).__name__}: {exc}") from None
-        fetch_verified(scen.name, target, digest)
-        done.append((source.filename, digest, target))
+        fetch_verified(scen.name, target, expected)
+        done.append((source.filename, expected, target))
+        files[source.filename] = {"sha256": expected, "verified_against": how, "source": source.url}
     if done:
         scen.media = MediaStore(None)  # decode every image (a bad one shows here), store none
         scen.load({filename: url for filename, _, url in done})
+        dest.write_json(f"{scen.name}/{revision}/{MIRROR_MANIFEST}",
+                        {"scenario": scen.name, "params": scen.param_dict, "revision": revision, "files": files})
     return done

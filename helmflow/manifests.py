@@ -76,6 +76,8 @@ class RunVersions(Manifest):
 class RunDataset(Manifest):
     revision: str
     checksums: dict[str, str] = Field(default_factory=dict)
+    # file -> why it is not known to be the pinned data (a mirror without a matching manifest); empty: verified
+    unverified: dict[str, str] = Field(default_factory=dict)
 
 
 class RunLineage(Manifest):
@@ -153,6 +155,8 @@ class ReleaseManifest(Manifest):
     selection: dict[str, Any] = Field(default_factory=dict)
     # file name (leaderboard.parquet, runs.parquet) -> sha256 of the bytes published
     sha256: dict[str, str] = Field(default_factory=dict)
+    # scenario label -> {file: why it is not known to be the pinned data}; empty when every file is verified
+    unverified_data: dict[str, dict[str, str]] = Field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- latest.json

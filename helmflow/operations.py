@@ -60,6 +60,7 @@ def cell_lineage(store: Store, board: str, release: str | None = None) -> list[d
                 record["corrupt"] = str(exc)
             record |= {
                 "dataset_revision": run.dataset.revision,
+                "unverified": run.dataset.unverified,
                 **run.versions.model_dump(include=set(RunVersions.model_fields)),
                 "flow_run_id": run.lineage.flow_run_id,
                 "query_task_run_id": run.lineage.query_task_run_id,
@@ -95,6 +96,8 @@ def cmd_lineage(args: argparse.Namespace) -> int:
         run = tree.add(f"run {cell['run_id']}" + (f" at {cell['run_uri']}" if "run_uri" in cell else ""))
         if "scenario_version" in cell:
             run.add(f"dataset revision {cell['dataset_revision']}")
+            for name, why in cell["unverified"].items():
+                run.add(Text(f"UNVERIFIED data {name}: {why}", style="yellow"))
             for key in ("scenario_version", "prompt_version", "model_version", "metric_version"):
                 run.add(f"{key} {cell[key]}")
             if cell["judges"]:  # part of metric_version: who judged, with which template versions

@@ -339,7 +339,8 @@ def publish_run(
             "tokens": {"prompt": score.judge_prompt_tokens, "output": score.judge_output_tokens},
         },
         "versions": _version_fields(plan),
-        "dataset": {"revision": plan.scenario.dataset_revision, "checksums": plan.scenario.checksums},
+        "dataset": {"revision": plan.scenario.dataset_revision, "checksums": plan.scenario.checksums,
+                    "unverified": plan.scenario.unverified},
         "lineage": {
             "helmflow_version": helmflow.__version__,
             "git_commit": versions.git_commit(),
@@ -540,6 +541,7 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
         "status": status,
         "subset": board.subset,
         "selection": board.selection,
+        "unverified_data": {s.label: s.unverified for s in board.scenarios if s.unverified},
         "scenarios": labels,
         **({"groups": groups, "aspects": board.spec.aspects} if groups else {}),
         "models": board.spec.models,

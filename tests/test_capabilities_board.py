@@ -96,6 +96,20 @@ def _runs(storage) -> dict[str, dict]:
     return {p.parent.name: json.loads(p.read_text()) for p in storage.glob("runs/*/run.json")}
 
 
+def test_reproduce_refuses_unverified_mirrors_unless_allowed(mirrors, tmp_path):
+    """The fixture mirrors have no helmflow-mirror.json: reproduce must not present them as HELM's data."""
+    storage = tmp_path / "store"
+    out = run_cli("reproduce", "capabilities", "--models", "offline/echo", "--no-judge", "--storage", str(storage),
+                  env=mirrors)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "unverified data" in out.stderr and "--allow-unverified-data" in out.stderr
+    assert "mmlu_pro" in out.stderr and "has no helmflow-mirror.json" in out.stderr
+    assert not (storage / "leaderboards").exists()
+    shown = run_cli("show", "capabilities", "--no-judge", env=mirrors)
+    assert shown.returncode == 0, shown.stderr
+    assert "UNVERIFIED" in shown.stdout and "data/test-00000-of-00001.parquet" in shown.stdout
+
+
 def _latest(storage) -> tuple[list[dict], dict]:
     latest = json.loads((storage / "leaderboards/capabilities/latest-subset.json").read_text())
     release = json.loads((storage / "leaderboards/capabilities" / latest["release_id"] / "release.json").read_text())
@@ -181,6 +195,7 @@ def test_reproduce_runs_the_pinned_configuration(mirrors, tmp_path, prefect_serv
             for n, m in (("dev/model", "model-x"), ("dev/judge-a", "judge-a"))
         ]}))  # fmt: skip
         out = run_cli("reproduce", "capabilities", "--variant", "v2", "--models", "dev/model", "--judge", "dev/judge-a",
+                      "--allow-unverified-data",
                       "--models-file", str(models), "--storage", str(storage), env=mirrors)
         assert out.returncode == 0, out.stdout + out.stderr
     assert "differences from HELM's published setup" in out.stdout

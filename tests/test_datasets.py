@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -39,7 +40,8 @@ def test_mirror_env_var_names():
 
 
 def test_resolution_order(monkeypatch):
-    src = DataSource(filename="test.parquet", url="hf://datasets/o/r@rev/data/t.parquet")
+    # a source with one name (no Hub path): resolution alone, no listing (the Hub layout: below)
+    src = DataSource(filename="test.parquet", url="https://example.org/pinned/rev/test.parquet")
     assert resolve_source("mmlu_pro", "rev", src) == src.url
     monkeypatch.setenv("HELMFLOW_MIRROR", "s3://bucket/mirror/")
     assert resolve_source("mmlu_pro", "rev", src) == "s3://bucket/mirror/mmlu_pro/rev/test.parquet"
@@ -105,7 +107,8 @@ def test_missing_and_empty_files_fail_at_plan_time(tmp_path, monkeypatch):
     monkeypatch.setenv("HELMFLOW_MIRROR_MMLU_PRO", str(mirror))
     with pytest.raises(BoardError) as err:
         plan_scenario(ScenarioEntry(name="mmlu_pro"), None)
-    assert str(err.value).startswith(f"scenario 'mmlu_pro': {mirror / 'test.parquet'} does not exist")
+    assert str(err.value).startswith(f"scenario 'mmlu_pro': the mirror {mirror} has neither test.parquet nor "
+                                     "data/test-00000-of-00001.parquet")
     (mirror / "test.parquet").write_bytes(b"")
     with pytest.raises(BoardError, match="is empty"):
         plan_scenario(ScenarioEntry(name="mmlu_pro"), None)
@@ -171,7 +174,9 @@ def test_mirror_command_copies_from_the_hub_and_verifies(tmp_path, cli):
 def test_s3_mirror_and_mirror_command_to_s3(tmp_path, s3_root, cli, monkeypatch):
     files = {"gpqa_main.csv": csv_bytes(gpqa_rows(20))}
     local = write_files(tmp_path / "m", files)
-    out = cli("mirror", "gpqa", "--to", s3_root, env={"HELMFLOW_MIRROR_GPQA": str(local)})
+    with HubServer(tmp_path / "hub") as hub:  # the copy is verified against the Hub's file at the pinned revision
+        hub.add_file("Idavidrein/gpqa", GPQA_REV, "gpqa_main.csv", files["gpqa_main.csv"])
+        out = cli("mirror", "gpqa", "--to", s3_root, env={"HELMFLOW_MIRROR_GPQA": str(local), "HF_ENDPOINT": hub.url})
     assert out.returncode == 0, out.stderr
     monkeypatch.setenv("HELMFLOW_MIRROR", s3_root)  # the S3 copy now feeds plan + download
     plan = plan_scenario(ScenarioEntry(name="gpqa"), None)
@@ -186,3 +191,87 @@ def test_s3_mirror_and_mirror_command_to_s3(tmp_path, s3_root, cli, monkeypatch)
         fh.write(files["gpqa_main.csv"].replace(b"keyed", b"KEYED"))
     with pytest.raises(ScenarioError, match="checksum mismatch"):
         mirror_sources(Store(str(tmp_path / "store2")), plan)
+
+
+# --------------------------------------------------------------------------- issue 14 items 4-5: verified data, Hub layout
+def test_a_mirror_in_the_hub_repository_layout_is_read(tmp_path, monkeypatch):
+    """Reproduced first: ``data/test-00000-of-00001.parquet`` (huggingface-cli's --local-dir) "does not exist"."""
+    files = mmlu_pro_files(n_test=30)
+    write_files(tmp_path / "m" / "data", {"test-00000-of-00001.parquet": files["test.parquet"],
+                                          "validation-00000-of-00001.parquet": files["validation.parquet"]})
+    monkeypatch.setenv("HELMFLOW_MIRROR_MMLU_PRO", str(tmp_path / "m"))
+    plan = plan_scenario(ScenarioEntry(name="mmlu_pro"), None)
+    assert plan.checksums["test.parquet"] == hashlib.sha256(files["test.parquet"]).hexdigest()
+    store = Store(str(tmp_path / "store"))
+    assert store.read_parquet(download_scenario(store, plan).instances_key).num_rows == 100
+    (tmp_path / "m" / "data" / "test-00000-of-00001.parquet").unlink()
+    with pytest.raises(BoardError, match="has neither test.parquet nor data/test-00000-of-00001.parquet"):
+        plan_scenario(ScenarioEntry(name="mmlu_pro"), None)
+
+
+def test_a_mirror_without_manifest_is_unverified_and_says_so_everywhere(tmp_path, monkeypatch):
+    """Reproduced first: a fabricated file was published as the board's latest with HELM's pinned revision."""
+    from starlette.testclient import TestClient
+
+    from helmflow import pipeline
+    from helmflow.board import prepare
+    from helmflow.operations import cell_lineage
+    from helmflow.web.app import create_app
+
+    monkeypatch.setenv("HELMFLOW_MIRROR_MMLU_PRO", str(write_files(tmp_path / "m", mmlu_pro_files(n_test=12))))
+    board = tmp_path / "b.yaml"
+    board.write_text("name: b\nversion: '1'\nmodels: [offline/first-option]\nmax_instances: 3\n"
+                     "scenarios:\n  - name: mmlu_pro\n    label: pro\n")
+    plan = prepare(str(board))
+    assert set(plan.scenarios[0].unverified) == {"test.parquet", "validation.parquet"}
+    assert "has no helmflow-mirror.json" in plan.scenarios[0].unverified["test.parquet"]
+    store = Store(str(tmp_path / "store"))
+    out = pipeline.point_release(store, plan, pipeline.publish_release(store, plan, _run_all(store, plan), []))
+    run_json = store.read_json(f"runs/{plan.runs[0].run_id}/run.json")
+    assert set(run_json["dataset"]["unverified"]) == {"test.parquet", "validation.parquet"}
+    release_json = store.read_json(f"leaderboards/b/{out.release_id}/release.json")
+    assert set(release_json["unverified_data"]["pro"]) == {"test.parquet", "validation.parquet"}
+    page = TestClient(create_app(store.root)).get(f"/boards/b/{out.release_id}/")
+    assert 'id="unverified-data"' in page.text and "has no helmflow-mirror.json" in page.text
+    (cell,) = cell_lineage(store, "b")
+    assert "test.parquet" in cell["unverified"]
+
+
+def _run_all(store, plan):
+    from helmflow import pipeline
+
+    data = {s.label: pipeline.download_scenario(store, s) for s in plan.scenarios}
+    prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.scenarios}
+    outs = []
+    for r in plan.runs:
+        q = pipeline.query_pair(store, r, prompts[r.scenario.label])
+        outs.append(pipeline.publish_run(store, r, q, pipeline.score_pair(store, r, data[r.scenario.label], q)))
+    return outs
+
+
+def test_mirror_verifies_against_the_hub_lfs_hash_and_writes_a_manifest(tmp_path, monkeypatch):
+    from helmflow.datasets import MIRROR_MANIFEST, mirror_scenario
+    from helmflow.scenarios import get_scenario
+
+    files = mmlu_pro_files(n_test=30)
+    with HubServer(tmp_path / "hub") as hub:
+        hub.add_file("TIGER-Lab/MMLU-Pro", MMLU_REV, "data/test-00000-of-00001.parquet", files["test.parquet"])
+        hub.add_file("TIGER-Lab/MMLU-Pro", MMLU_REV, "data/validation-00000-of-00001.parquet", files["validation.parquet"])
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        rows = mirror_scenario(get_scenario("mmlu_pro"), str(tmp_path / "mirror"))
+        fake = write_files(tmp_path / "fake", mmlu_pro_files(n_test=3))  # a fabricated file in the real schema
+        monkeypatch.setenv("HELMFLOW_MIRROR_MMLU_PRO", str(fake))
+        with pytest.raises(ScenarioError, match="checksum mismatch"):  # mirror refuses to copy it
+            mirror_scenario(get_scenario("mmlu_pro"), str(tmp_path / "mirror2"))
+        assert any("paths-info" in r or "tree" in r for r in hub.requests)  # the LFS hash came from the Hub
+    assert {r[0] for r in rows} == {"test.parquet", "validation.parquet"}
+    manifest = json.loads((tmp_path / "mirror" / "mmlu_pro" / MMLU_REV / MIRROR_MANIFEST).read_text())
+    assert manifest["revision"] == MMLU_REV
+    assert manifest["files"]["test.parquet"]["sha256"] == hashlib.sha256(files["test.parquet"]).hexdigest()
+    assert manifest["files"]["test.parquet"]["verified_against"].startswith("Hub LFS sha256")
+
+    monkeypatch.delenv("HELMFLOW_MIRROR_MMLU_PRO")
+    monkeypatch.setenv("HELMFLOW_MIRROR", str(tmp_path / "mirror"))
+    assert plan_scenario(ScenarioEntry(name="mmlu_pro"), None).unverified == {}  # the manifest vouches for it
+    (tmp_path / "mirror" / "mmlu_pro" / MMLU_REV / "test.parquet").write_bytes(mmlu_pro_files(n_test=3)["test.parquet"])
+    assert "matches no hash in" in plan_scenario(ScenarioEntry(name="mmlu_pro"), None).unverified["test.parquet"]

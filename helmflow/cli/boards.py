@@ -58,6 +58,24 @@ def _plan(args: argparse.Namespace, board: str, check_credentials: bool = True):
                    args.judges, args.no_judge, check_credentials)
 
 
+def data_files(console, plan) -> None:
+    """Every source file a mirror must hold (its flat name, or its Hub repository path) and whether the
+    file a run would read is verified against the pinned data."""
+    from rich.table import Table
+
+    from helmflow.datasets import mirror_names
+    from helmflow.scenarios import get_scenario
+
+    dt = Table("scenario", "mirror file names", "revision", "data")
+    for s in plan.scenarios:
+        for source in get_scenario(s.name, s.params).sources():
+            why = s.unverified.get(source.filename)
+            dt.add_row(s.label, " or ".join(mirror_names(source)), s.dataset_revision,
+                       f"UNVERIFIED: {why}" if why else "verified")
+    if dt.row_count:
+        console.print(dt)
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -79,6 +97,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             seen.add(r.deployment.name)
             mt.add_row(r.deployment.name, r.deployment.client, r.deployment.model, r.model_version)
     console.print(mt)
+    data_files(console, plan)
     judged = {(r.scenario.label, tuple(j.name for j in r.judges), tuple(r.judge_templates.items())) for r in plan.runs
               if r.judge_templates}
     if judged:

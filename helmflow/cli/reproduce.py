@@ -32,6 +32,8 @@ def add_parser(sub) -> None:
     models_file_arg(p)
     budget_arg(p)
     p.add_argument("--explain", action="store_true", help="print the configuration and the differences only; run nothing")
+    p.add_argument("--allow-unverified-data", action="store_true",
+                   help="run even if a mirror's files are not verified against the pinned data (the release says so)")
     verbose_arg(p)
     judge_args(p)
     p.set_defaults(func=cmd_reproduce)
@@ -55,4 +57,5 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         console.print(f"  - {line}")
     if args.explain:
         return 0
-    return run_board(request_from(args, board=spec, variant=args.variant))
+    return run_board(request_from(args, board=spec, variant=args.variant,
+                                  require_verified_data=not args.allow_unverified_data))

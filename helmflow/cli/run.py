@@ -46,6 +46,7 @@ class RunRequest(BaseModel):
     variant: Literal["v1", "v2"] | None = None
     dry_run: bool = False
     verbose: bool = False
+    require_verified_data: bool = False  # reproduce: refuse a mirror that is not verified (exit 2)
 
     def flow_parameters(self, board: str | dict[str, Any], storage: str) -> dict[str, Any]:
         """The ``evaluate`` flow's parameters (JSON, so a deployment or a retry can replay them)."""
@@ -86,6 +87,11 @@ def request_from(args: argparse.Namespace, **given: Any) -> RunRequest:
     return RunRequest(**{**fields, **given})
 
 
+def unverified_lines(plan) -> list[str]:
+    """One line per source file whose bytes are not known to be the pinned data."""
+    return [f"{s.label}: {name}: {why}" for s in plan.scenarios for name, why in s.unverified.items()]
+
+
 def run_board(request: RunRequest) -> int:
     """Plan once; a dry run prints the estimate; else check credentials and storage, run the flow here."""
     from helmflow.board import hand_over, prepare, with_variant
@@ -117,7 +123,13 @@ def run_board(request: RunRequest) -> int:
     from helmflow.datasets import check_stored_pins
 
     check_stored_pins(store, plan.scenarios)  # data changed under this storage: bad input, before any work
+    unverified = unverified_lines(plan)
+    if unverified and request.require_verified_data:
+        raise UsageError("unverified data (reproduce needs the pinned data; pass --allow-unverified-data to run "
+                         "anyway): " + "; ".join(unverified))
     console.print(f"storage: {store.root}")
+    for line in unverified:
+        console.print(f"UNVERIFIED data: {line}", style="yellow", markup=False)
     console.print(f"board {plan.spec.name}: {len(plan.scenarios)} scenarios x {len(plan.spec.models)} models = {len(plan.runs)} runs")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     if not request.verbose:
