@@ -233,7 +233,7 @@ def test_a_full_spool_stops_every_pair_at_once_and_pays_nothing_twice(prefect_se
 
 
 def run_cli_text(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "helmflow.cli", *args], cwd=str(REPO), timeout=600, text=True,
+    return subprocess.run([sys.executable, "-m", "helmflow.cli", *args], cwd=str(REPO), timeout=600, text=True, check=False,
                           env=dict(os.environ, COLUMNS="400", **env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
@@ -254,3 +254,38 @@ def test_too_little_room_in_the_spool_is_said_before_sending(dev_server, tmp_pat
     other = run_queries(Store(str(tmp_path / "store")), dev_deployment(dev_server, name="dev/other"),
                         make_requests(1, tag="x"), shared=shared)
     assert other.permanent_error == result.permanent_error and dev_server.requests == 0
+
+
+# --------------------------------------------------------------------------- two runs of one board
+def test_a_second_run_of_the_board_on_the_same_storage_exits_naming_the_first(prefect_server, dev_server, tmp_path):
+    """The probe: two concurrent runs of one board each sent every request (3,988 for 2,000)."""
+    args = board_args(tmp_path, dev_server)
+    dev_server.configure(latency_ms=20)
+    first = start_cli(args)
+    wait_for_requests(dev_server, 20, first)
+    second = run_cli_text(*args, env={})
+    assert second.returncode == 75, second.stdout
+    assert f"is being run by pid {first.pid}" in second.stdout and "--wait" in second.stdout
+    waiting = start_cli([*args, "--wait"])  # queues behind the first, then finds everything journaled
+    first_out, waiting_out = first.communicate(timeout=600)[0], waiting.communicate(timeout=600)[0]
+    assert first.returncode == 0, first_out
+    assert waiting.returncode == 0, f"exit {waiting.returncode}: {waiting_out}"
+    stats = dev_server.stats()
+    assert stats["unique"] == SCENARIOS * PER_SCENARIO and stats["repeats"] == 0, stats
+
+
+def test_the_lease_ends_with_its_holder(tmp_path):
+    """A run killed with SIGKILL holds no lease: the kernel drops the lock with the process."""
+    from helmflow.lease import BoardBusy, board_lease
+    from helmflow.storage import Store
+
+    script = ("import sys, time\nfrom helmflow.lease import board_lease\nfrom helmflow.storage import Store\n"
+              f"with board_lease(Store({str(tmp_path)!r}), 'b'):\n    print('held', flush=True)\n    time.sleep(60)\n")
+    holder = subprocess.Popen([sys.executable, "-c", script], cwd=str(REPO), stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    with pytest.raises(BoardBusy, match=f"pid {holder.pid}"), board_lease(Store(str(tmp_path)), "b"):
+        pass
+    holder.kill()
+    holder.wait()
+    with board_lease(Store(str(tmp_path)), "b"):
+        pass

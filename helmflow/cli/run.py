@@ -47,6 +47,7 @@ class RunRequest(BaseModel):
     dry_run: bool = False
     verbose: bool = False
     require_verified_data: bool = False  # reproduce: refuse a mirror that is not verified (exit 2)
+    wait: bool = False  # for another run of the board on the same storage (helmflow.lease)
 
     def flow_parameters(self, board: str | dict[str, Any], storage: str) -> dict[str, Any]:
         """The ``evaluate`` flow's parameters (JSON, so a deployment or a retry can replay them)."""
@@ -68,6 +69,8 @@ def add_parser(sub) -> None:
                      help="HELM Capabilities variant for scenarios that have one (MMLU-Pro, GPQA): v2 adds the larger "
                           "token budget and the answer-format suffix; a v2 board publishes as <board>-v2")
     budget_arg(run)
+    run.add_argument("--wait", action="store_true",
+                     help="if another run of this board on this storage holds its lease, wait for it (default: exit 75)")
     run.set_defaults(func=cmd_run)
 
 
@@ -148,7 +151,9 @@ def run_board(request: RunRequest) -> int:
     guard_temporary_server()
     flow = evaluate.with_options(task_runner=task_runner(request.task_runner)) if request.task_runner else evaluate
     hand_over(plan, **plan_params)  # the flow, started here with the same parameters, does not plan again
-    with RichReporter(console) as rep:
+    from helmflow.lease import board_lease
+
+    with board_lease(store, plan.spec.name, wait=request.wait), RichReporter(console) as rep:
         set_reporter(rep)
         try:
             state = flow(**request.flow_parameters(board, store.root), return_state=True)
