@@ -263,10 +263,13 @@ def test_a_second_run_of_the_board_on_the_same_storage_exits_naming_the_first(pr
     dev_server.configure(latency_ms=20)
     first = start_cli(args)
     wait_for_requests(dev_server, 20, first)
+    os.kill(first.pid, signal.SIGSTOP)  # still running, however long the second takes to start
     second = run_cli_text(*args, env={})
     assert second.returncode == 75, second.stdout
     assert f"is being run by pid {first.pid}" in second.stdout and "--wait" in second.stdout
     waiting = start_cli([*args, "--wait"])  # queues behind the first, then finds everything journaled
+    time.sleep(5)
+    os.kill(first.pid, signal.SIGCONT)
     first_out, waiting_out = first.communicate(timeout=600)[0], waiting.communicate(timeout=600)[0]
     assert first.returncode == 0, first_out
     assert waiting.returncode == 0, f"exit {waiting.returncode}: {waiting_out}"
