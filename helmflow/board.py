@@ -201,6 +201,24 @@ def plan_scenario(entry: ScenarioEntry, max_instances: int | None) -> ScenarioPl
     )
 
 
+def check_extras(entries: list[ScenarioEntry]) -> None:
+    """Every known metric of these entries has its modules installed (else one line naming the extra);
+    unknown names are left to :func:`plan_scenario`, which says what exists."""
+    from helmflow.metrics import METRICS
+    from helmflow.scenarios import SCENARIOS, ScenarioError
+
+    for entry in entries:
+        if entry.name not in SCENARIOS:
+            continue
+        try:
+            metrics = entry.metrics or list(SCENARIOS.get(entry.name)(**entry.params).metrics)
+        except ScenarioError:
+            continue  # bad parameters: plan_scenario reports them
+        for m in metrics:
+            if m in METRICS:
+                METRICS.get(m).check_installed()
+
+
 def judge_template_names(metrics: list[str]) -> list[str]:
     """The judge templates a scenario's metrics read (none for rule-scored scenarios)."""
     from helmflow.metrics import METRICS
@@ -271,6 +289,7 @@ def plan_board(
     effective = spec.model_copy(update={"models": chosen_models, "scenarios": entries})
     if max_instances is not None:
         effective = effective.model_copy(update={"max_instances": max_instances})
+    check_extras(entries)  # a missing extra is named before any scenario reads its data
     scenario_plans = [plan_scenario(e, effective.max_instances) for e in entries]
     labels = [s.label for s in scenario_plans]
     if len(set(labels)) != len(labels):

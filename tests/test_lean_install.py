@@ -26,7 +26,7 @@ def test_a_board_needing_a_missing_extra_says_which_before_any_work(monkeypatch)
 
     monkeypatch.setattr(metrics, "_installed", lambda module: module != "math_verify")
     with pytest.raises(metrics.MissingExtra, match=r"omni_math_rule.*math_verify.*pip install 'helmflow\[capabilities\]'"):
-        prepare("capabilities", scenarios=["omni_math"], judges=["offline/echo"], check_credentials=False)
+        prepare("capabilities", judges=["offline/echo"], check_credentials=False)  # mmlu_pro, gpqa come first
 
 
 def test_the_missing_extra_is_one_line_and_exit_2(tmp_path):
@@ -37,7 +37,7 @@ def test_the_missing_extra_is_one_line_and_exit_2(tmp_path):
     code = ("import sys, importlib.util; real = importlib.util.find_spec\n"
             "importlib.util.find_spec = lambda n, *a: None if n == 'math_verify' else real(n, *a)\n"
             "from helmflow.cli import main; sys.exit(main(sys.argv[1:]))")
-    out = subprocess.run([sys.executable, "-c", code, "run", "capabilities", "--scenarios", "omni_math", "--judge",
+    out = subprocess.run([sys.executable, "-c", code, "run", "capabilities", "--judge",
                           "offline/echo", "--storage", str(tmp_path / "store")], capture_output=True, text=True,
                          check=False, cwd=str(tmp_path))
     assert out.returncode == 2, out.stderr
