@@ -28,6 +28,8 @@ _BUILTIN = [
     "openai_compatible",
     "anthropic",
     "huggingface",
+    "perspective",
+    "profanity",
 ]
 
 

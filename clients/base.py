@@ -166,6 +166,8 @@ class Client(ABC):
 
     #: the variable a key is read from when a deployment names no credential (None: no key needed)
     default_api_key_env: str | None = None
+    #: a classifier answers a JSON object of scores for the text it is sent (e.g. toxicity), not text
+    classifier: bool = False
 
     def credential_name(self) -> str | None:
         """Where the key comes from, by name only: ``$VAR`` or ``secret:<block>``."""

@@ -99,13 +99,15 @@ def evaluate(
     budget_usd: float | None = None,
     judges: list[str] | None = None,
     no_judge: bool = False,
+    toxicity: str | None = None,
 ) -> dict[str, Any]:
     log = get_run_logger()
     store = Store(storage)
     store.check_writable()
     _label_storage(store.root)
     plan = prepare_once(board=board, models=models, scenarios=scenarios, max_instances=max_instances,
-                        models_file=models_file, plugins=plugins, judges=judges, no_judge=no_judge)
+                        models_file=models_file, plugins=plugins, judges=judges, no_judge=no_judge,
+                        toxicity=toxicity)
     tasks = configure(store.root)
     log.info("board %s (%d runs) on storage %s", plan.spec.name, len(plan.runs), store.root)
     reporter().set_runs(len(plan.runs))
@@ -165,6 +167,7 @@ def evaluate(
         "subset": plan.selection,
         "table": release.table,
         "scenarios": [s.label for s in plan.scenarios],
+        "metric_groups": [{"name": g.name, "columns": [c.key for c in g.columns]} for g in plan.spec.metric_groups],
         "failed": [f.model_dump() for f in failed],
     }
     if failed:
@@ -190,10 +193,11 @@ def board_flow(board: str, description: str = ""):
         budget_usd: float | None = None,
         judges: list[str] | None = None,
         no_judge: bool = False,
+        toxicity: str | None = None,
     ) -> dict[str, Any]:
         return evaluate.fn(board=board, models=models, scenarios=scenarios, max_instances=max_instances,
                            storage=storage, models_file=models_file, plugins=plugins, budget_usd=budget_usd,
-                           judges=judges, no_judge=no_judge)
+                           judges=judges, no_judge=no_judge, toxicity=toxicity)
 
     run_board.__name__ = run_board.__qualname__ = board.replace("-", "_")
     return flow(name=board, description=description or f"The {board} board (flows/{board}.yaml) through evaluate-board.")(

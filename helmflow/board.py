@@ -36,6 +36,27 @@ class ScenarioEntry(BaseModel):
     group: str | None = None  # a leaderboard column averaging several entries (HELM's run group, e.g. 30 MMMU subjects)
 
 
+class GroupColumn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    scenario: str  # a scenario entry's label
+    metric: str  # a stat of that scenario's runs (its summary), e.g. safety_score, toxic_fraction
+    lower_is_better: bool = False
+
+    @property
+    def key(self) -> str:
+        """The leaderboard column: ``<scenario label>/<metric>``."""
+        return f"{self.scenario}/{self.metric}"
+
+
+class MetricGroup(BaseModel):
+    """A set of leaderboard columns shown together (HELM's metric groups), with its own mean win rate."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    description: str = ""
+    columns: list[GroupColumn] = Field(min_length=1)
+
+
 class BoardSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
@@ -48,12 +69,17 @@ class BoardSpec(BaseModel):
     judges: list[str] = Field(default_factory=list)  # the jury (deployment names) for judge-backed metrics
     # HELM's aspects (VHELM: perception, reasoning, ...): aspect -> the groups (or labels) it ranks
     aspects: dict[str, list[str]] = Field(default_factory=dict)
+    # the deployment that scores toxicity on the generation scenarios (None: no toxicity metric)
+    toxicity: str | None = None
+    metric_groups: list[MetricGroup] = Field(default_factory=list)
+    helm_jury: list[str] = Field(default_factory=list)  # the judges HELM published this board with (for reproduce)
 
     def version_data(self) -> dict[str, Any]:
         """What the board version hashes: fields added later count only when used (old versions stay put)."""
         data = self.model_dump(mode="json")
-        if not data["aspects"]:
-            del data["aspects"]
+        for key in ("aspects", "toxicity", "metric_groups", "helm_jury"):
+            if not data[key]:
+                del data[key]
         for entry in data["scenarios"]:
             if entry["group"] is None:
                 del entry["group"]
@@ -78,6 +104,7 @@ class ScenarioPlan(BaseModel):
     main_metric: str
     metrics: list[str]
     group: str | None = None
+    unsafe_text: bool = False  # the scenario declares harmful prompts (content warning, opt-in export)
 
 
 class RunPlan(BaseModel):
@@ -92,6 +119,8 @@ class RunPlan(BaseModel):
     score_key: str
     judges: list[Deployment] = Field(default_factory=list)  # empty: the scenario is not judged, or --no-judge
     judge_templates: dict[str, str] = Field(default_factory=dict)  # template name -> VERSION
+    scorer: Deployment | None = None  # the toxicity scorer, when the scenario has the toxicity metric
+    scorer_template: str | None = None
 
 
 class BoardPlan(BaseModel):
@@ -198,6 +227,7 @@ def plan_scenario(entry: ScenarioEntry, max_instances: int | None) -> ScenarioPl
         main_metric=entry.main_metric or scen.main_metric,
         metrics=metrics,
         group=entry.group,
+        unsafe_text=scen.unsafe_text,
     )
 
 
@@ -226,8 +256,10 @@ def judge_template_names(metrics: list[str]) -> list[str]:
     return sorted({METRICS.get(m).judge for m in metrics if METRICS.get(m).judge})
 
 
-def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deployment] | None = None) -> RunPlan:
-    """``judges`` apply only if the scenario has judge-backed metrics; they are part of metric_version."""
+def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deployment] | None = None,
+             scorer: Deployment | None = None) -> RunPlan:
+    """``judges`` apply only if the scenario has judge-backed metrics, ``scorer`` only if it has the
+    toxicity metric; both are part of metric_version."""
     from helmflow.judges import judges_version, template_versions
     from helmflow.metrics import metric_versions
     from helmflow.tokenizers import TOKENIZER_KINDS
@@ -249,7 +281,15 @@ def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deploy
     templates = template_versions(judge_template_names(scenario.metrics))
     jury = list(judges or []) if templates else []
     model_v = versions.model_version(deployment)
-    metric_v = versions.metric_version(mv, judges_version(jury, templates))
+    judging = judges_version(jury, templates)
+    scorer_template = None
+    if TOXICITY_METRIC in scenario.metrics:
+        if scorer is None:
+            raise BoardError(f"{scenario.label}: the toxicity metric needs a scorer: set the board's `toxicity:` or pass "
+                             f"--toxicity <deployment> (--toxicity none drops the metric)")
+        scorer_template = scorer_template_for(scorer)
+        judging[f"toxicity scorer {scorer.name}"] = judges_version([scorer], template_versions([scorer_template]))[scorer.name]
+    metric_v = versions.metric_version(mv, judging)
     qk = versions.query_key(scenario.scenario_version, scenario.prompt_version, model_v)
     return RunPlan(
         scenario=scenario,
@@ -262,7 +302,57 @@ def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deploy
         score_key=versions.score_key(qk, metric_v),
         judges=jury,
         judge_templates=templates,
+        scorer=scorer if scorer_template else None,
+        scorer_template=scorer_template,
     )
+
+
+TOXICITY_METRIC = "toxicity"
+GENERATION_METHODS = ("generation", "chat")  # the adapters whose outputs are free text a scorer can read
+
+
+def scorer_template_for(scorer: Deployment) -> str:
+    """Classifier kinds (Perspective, profanity-check) are sent the output as it is; an LLM gets our template."""
+    from helmflow.clients import CLIENTS
+    from helmflow.metrics.toxicity import template_for
+
+    return template_for(CLIENTS.get(scorer.client).classifier)
+
+
+def with_toxicity(scenario: ScenarioPlan, scorer: Deployment | None) -> ScenarioPlan:
+    """A generation scenario gets the toxicity metric when the board has a scorer (HELM's toxicity is
+    "a metric any generation scenario can use"); multiple-choice scenarios answer letters."""
+    if scorer is None or scenario.adapter.method not in GENERATION_METHODS or TOXICITY_METRIC in scenario.metrics:
+        return scenario
+    return scenario.model_copy(update={"metrics": [*scenario.metrics, TOXICITY_METRIC]})
+
+
+def _scorer(name: str | None, deployments: dict[str, Deployment], check_credentials: bool) -> Deployment | None:
+    """The toxicity scorer deployment, checked up front (known name, usable credential: a missing
+    Perspective key stops the plan here, before any request)."""
+    from helmflow.clients import make_client
+    from helmflow.clients.base import ClientError
+
+    if name is None or name == "none":
+        return None
+    if name not in deployments:
+        raise BoardError(f"unknown toxicity scorer {name!r}; known deployments: {', '.join(sorted(deployments))}")
+    scorer = deployments[name]
+    if check_credentials:
+        try:
+            make_client(scorer).check_credentials()
+        except ClientError as exc:
+            raise BoardError(f"toxicity scorer {name!r}: {exc} (or pass --toxicity none)") from None
+    return scorer
+
+
+def check_groups(spec: BoardSpec, labels: list[str]) -> None:
+    """Each group column names a scenario of the board (metrics are checked against run summaries)."""
+    for group in spec.metric_groups:
+        for column in group.columns:
+            if column.scenario not in labels:
+                raise BoardError(f"board {spec.name!r}: group {group.name!r} names scenario {column.scenario!r}, "
+                                 f"which the board does not run; it runs: {', '.join(labels)}")
 
 
 def plan_board(
@@ -274,7 +364,9 @@ def plan_board(
     judges: list[str] | None = None,
     no_judge: bool = False,
     check_credentials: bool = True,
+    toxicity: str | None = None,
 ) -> BoardPlan:
+    """``toxicity``: the scorer deployment (``none``: no toxicity metric; None: the board's ``toxicity:``)."""
     chosen_models = models or spec.models
     unknown = [m for m in chosen_models if m not in deployments]
     if unknown:
@@ -290,7 +382,9 @@ def plan_board(
     if max_instances is not None:
         effective = effective.model_copy(update={"max_instances": max_instances})
     check_extras(entries)  # a missing extra is named before any scenario reads its data
-    scenario_plans = [plan_scenario(e, effective.max_instances) for e in entries]
+    scorer = _scorer(toxicity if toxicity is not None else spec.toxicity, deployments, check_credentials)
+    effective = effective.model_copy(update={"toxicity": scorer.name if scorer else None})
+    scenario_plans = [with_toxicity(plan_scenario(e, effective.max_instances), scorer) for e in entries]
     labels = [s.label for s in scenario_plans]
     if len(set(labels)) != len(labels):
         raise BoardError(f"board {spec.name!r}: two scenario entries share a label; set 'label:' to tell them apart")
@@ -300,12 +394,16 @@ def plan_board(
         if unknown_members:
             raise BoardError(f"board {spec.name!r}: aspect {aspect!r} names {', '.join(unknown_members)}, which is no "
                              f"scenario group or label of the board")
+    if scenarios:  # a selection keeps the group columns of the scenarios it runs
+        groups = [g.model_copy(update={"columns": [c for c in g.columns if c.scenario in labels]}) for g in spec.metric_groups]
+        effective = effective.model_copy(update={"metric_groups": [g for g in groups if g.columns]})
+    check_groups(effective, labels)
     judged = [s for s in scenario_plans if judge_template_names(s.metrics)]
     jury = [] if no_judge else list(judges if judges is not None else spec.judges)
     judge_deployments = _jury(spec.name, jury, deployments, judged, no_judge, check_credentials)
     # the jury is part of the effective spec (and its version) only when something is judged
     effective = effective.model_copy(update={"judges": [j.name for j in judge_deployments] if judged else []})
-    runs = [plan_run(s, deployments[m], judge_deployments) for s in scenario_plans for m in chosen_models]
+    runs = [plan_run(s, deployments[m], judge_deployments, scorer) for s in scenario_plans for m in chosen_models]
     return BoardPlan(
         spec=effective,
         board_version=versions.stable_hash(effective.version_data()),
@@ -369,6 +467,7 @@ def prepare(
     judges: list[str] | None = None,
     no_judge: bool = False,
     check_credentials: bool = True,
+    toxicity: str | None = None,
 ) -> BoardPlan:
     """Validate everything and plan the runs (no Prefect, no network): the CLI calls this first."""
     from helmflow.clients import load_deployments
@@ -376,7 +475,7 @@ def prepare(
 
     add_plugins(plugins or [])
     return plan_board(load_board(board), load_deployments(models_file), models, scenarios, max_instances, judges, no_judge,
-                      check_credentials)
+                      check_credentials, toxicity)
 
 
 # --------------------------------------------------------------------------- planned once per command

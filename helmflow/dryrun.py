@@ -57,11 +57,13 @@ def estimate(plan: BoardPlan) -> list[RunEstimate]:
         cost = (prompt_tokens * dep.price_input_per_mtok + output_tokens * dep.price_output_per_mtok) / 1e6
         out.append(RunEstimate(run.scenario.label, dep.name, len(requests), prompt_tokens, output_tokens, cost))
         by_id = {i.id: i for i in instances[run.scenario.label]}
-        for judge in run.judges:  # judge requests are paid too (and count against --budget-usd)
-            for template in run.judge_templates:
-                n, p_tokens, o_tokens = worst_case(judge, template, by_id, requests)
-                j_cost = (p_tokens * judge.price_input_per_mtok + o_tokens * judge.price_output_per_mtok) / 1e6
-                out.append(RunEstimate(run.scenario.label, f"{judge.name} judging {dep.name}", n, p_tokens, o_tokens, j_cost))
+        asked = [(judge, template, "judging") for judge in run.judges for template in run.judge_templates]
+        if run.scorer and run.scorer_template:
+            asked.append((run.scorer, run.scorer_template, "scoring toxicity of"))
+        for judge, template, verb in asked:  # judge and scorer requests are paid too (and count against --budget-usd)
+            n, p_tokens, o_tokens = worst_case(judge, template, by_id, requests)
+            j_cost = (p_tokens * judge.price_input_per_mtok + o_tokens * judge.price_output_per_mtok) / 1e6
+            out.append(RunEstimate(run.scenario.label, f"{judge.name} {verb} {dep.name}", n, p_tokens, o_tokens, j_cost))
     return out
 
 

@@ -97,6 +97,12 @@ class Judged:
     parse_errors: int = 0
     cost_usd: float = 0.0  # of what was judged now and before (the annotations' costs)
 
+    def merged(self, other: Judged) -> Judged:
+        """Both sets of verdicts and their counts (the jury's and the toxicity scorer's)."""
+        return Judged(self.annotations + other.annotations, self.sent + other.sent, self.reused + other.reused,
+                      self.request_errors + other.request_errors, self.parse_errors + other.parse_errors,
+                      self.cost_usd + other.cost_usd)
+
 
 def judge_request(judge: Deployment, template: JudgeTemplate, prompt: str) -> RequestBody:
     max_tokens = min(template.max_tokens, judge.max_output_tokens or template.max_tokens)

@@ -55,9 +55,16 @@ class Tokens(Manifest):
     output: int = 0
 
 
+class RunScorer(RunDeployment):
+    """The toxicity scorer deployment and the template it was asked with."""
+
+    template: str
+
+
 class RunJudges(Manifest):
     deployments: list[RunDeployment] = Field(default_factory=list)
     templates: dict[str, str] = Field(default_factory=dict)  # template name -> VERSION
+    toxicity_scorer: RunScorer | None = None
     sent: int = 0
     reused: int = 0
     request_errors: int = 0
@@ -128,6 +135,20 @@ class FailedCellRecord(Manifest):
     error: str
 
 
+class MetricGroupColumn(Manifest):
+    scenario: str  # a scenario label
+    metric: str
+    lower_is_better: bool = False
+
+
+class MetricGroupRecord(Manifest):
+    """A metric group as published: its leaderboard columns are ``<scenario>/<metric>`` and ``<name> mean_win_rate``."""
+
+    name: str
+    description: str = ""
+    columns: list[MetricGroupColumn] = Field(default_factory=list)
+
+
 class ReleaseManifest(Manifest):
     """``leaderboards/<board>/<release>/release.json``."""
 
@@ -144,6 +165,9 @@ class ReleaseManifest(Manifest):
     run_ids: list[str] = Field(default_factory=list)  # sorted
     failed: list[FailedCellRecord] = Field(default_factory=list)
     judges: list[str] = Field(default_factory=list)
+    toxicity_scorer: str | None = None
+    metric_groups: list[MetricGroupRecord] = Field(default_factory=list)
+    content_warning: bool = False  # a scenario has harmful prompts by design (``unsafe_text``)
     cost_usd: float = 0.0
     judge_cost_usd: float = 0.0
     # grouped boards (VHELM): leaderboard column -> the scenario labels it averages; aspect -> its columns

@@ -199,7 +199,8 @@ def pairs_to_rerun(parameters: dict[str, Any], store: Store) -> list[str]:
 
     plan = prepare(parameters.get("board", "demo"), parameters.get("models"), parameters.get("scenarios"),
                    parameters.get("max_instances"), parameters.get("models_file"), parameters.get("plugins"),
-                   parameters.get("judges"), parameters.get("no_judge", False), check_credentials=False)
+                   parameters.get("judges"), parameters.get("no_judge", False), check_credentials=False,
+                   toxicity=parameters.get("toxicity"))
     rerun = []
     for r in plan.runs:
         keys = [layout.query_cache_key(r.query_key), layout.score_cache_key(r.score_key), layout.publish_cache_key(r.run_id)]

@@ -225,12 +225,16 @@ def score_pair(
     judged = None
     if plan.judges:
         judged = annotate(store, plan.judges, list(plan.judge_templates), instances, requests, completions, shared)
+    if plan.scorer and plan.scorer_template:  # the toxicity scorer: its scores are annotations too
+        scored = annotate(store, [plan.scorer], [plan.scorer_template], instances, requests, completions, shared)
+        judged = scored if judged is None else judged.merged(scored)
     notes = judged.annotations if judged else None
     stats = score_instances(instances, requests, completions, plan.scenario.adapter, plan.scenario.metrics, notes)
     summary = summarize(stats)
     base = layout.score_dir(plan.score_key)
     meta = _meta(score_key=plan.score_key, metric_version=plan.metric_version, metric_versions=plan.metric_versions,
-                 judges=[j.name for j in plan.judges], judge_templates=plan.judge_templates)
+                 judges=[j.name for j in plan.judges], judge_templates=plan.judge_templates,
+                 toxicity_scorer=plan.scorer.name if plan.scorer else "")
     store.write_parquet(f"{base}/stats.parquet", models_to_table(stats, STAT_SCHEMA), meta)
     store.write_parquet(f"{base}/summary.parquet", models_to_table(summary, SUMMARY_SCHEMA), meta)
     judging: dict[str, Any] = {}
@@ -332,6 +336,8 @@ def publish_run(
         "judges": {
             "deployments": [j.model_dump(mode="json", include={"name", "client", "model", "revision"}) for j in plan.judges],
             "templates": plan.judge_templates,
+            "toxicity_scorer": (plan.scorer.model_dump(mode="json", include={"name", "client", "model", "revision"})
+                                | {"template": plan.scorer_template}) if plan.scorer else None,
             "sent": score.judge_sent,
             "reused": score.judge_reused,
             "request_errors": score.judge_errors,
@@ -417,15 +423,45 @@ RUNS_SCHEMA = pa.schema(
 )
 
 
-def leaderboard_schema(labels: list[str], groups: list[str] | None = None, aspects: list[str] | None = None) -> pa.Schema:
+def group_columns(board: BoardPlan) -> list[str]:
+    """The metric groups' columns (``<scenario>/<metric>``), each once, in board order."""
+    return list(dict.fromkeys(c.key for g in board.spec.metric_groups for c in g.columns))
+
+
+def leaderboard_schema(labels: list[str], groups: list[str] | None = None, aspects: list[str] | None = None,
+                       metric_groups: list[str] | None = None, columns: list[str] | None = None) -> pa.Schema:
     fields = [("deployment", pa.string()), ("mean_score", pa.float64()), ("mean_win_rate", pa.float64())]
     for label in labels:
         fields += [(label, pa.float64()), (f"{label} ci_low", pa.float64()), (f"{label} ci_high", pa.float64())]
     fields += [(f"group:{g}", pa.float64()) for g in groups or []]
     fields += [(f"aspect:{a}", pa.float64()) for a in aspects or []]
+    fields += [(f"{g} mean_win_rate", pa.float64()) for g in metric_groups or []]
+    for key in columns or []:
+        fields += [(key, pa.float64()), (f"{key} ci_low", pa.float64()), (f"{key} ci_high", pa.float64())]
     fields += [("cost_usd", pa.float64()), ("prompt_tokens", pa.int64()), ("output_tokens", pa.int64()),
                ("judge_cost_usd", pa.float64()), ("missing", pa.int64())]
     return pa.schema(fields)
+
+
+GroupCells = dict[tuple[str, str], tuple[float | None, float | None, float | None]]  # (deployment, column) -> mean, CI
+
+
+def group_cells(store: Store, board: BoardPlan, runs: list[RunOutcome]) -> GroupCells:
+    """Each run's summary value (test split, else its only split) for every group column of its scenario."""
+    wanted: dict[str, list[str]] = {}
+    for key in group_columns(board):
+        label, _, metric = key.partition("/")
+        wanted.setdefault(label, []).append(metric)
+    out: GroupCells = {}
+    for r in labelled(board, runs):  # this board's labels, by run id
+        metrics = wanted.get(r.scenario)
+        if not metrics:
+            continue
+        rows = [MetricSummary.model_validate(x) for x in store.read_parquet(layout.run_file(r.run_id, "summary.parquet")).to_pylist()]
+        for metric in metrics:
+            if (found := main_summary(rows, metric)) is not None:
+                out[(r.deployment, f"{r.scenario}/{metric}")] = (_finite(found.mean), _finite(found.ci_low), _finite(found.ci_high))
+    return out
 
 
 def board_groups(board: BoardPlan) -> dict[str, list[str]]:
@@ -444,11 +480,13 @@ def _group_mean(values: list[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
-def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome]) -> list[dict[str, Any]]:
+def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome], metric_cells: GroupCells | None = None) -> list[dict[str, Any]]:
     """One row per model. A grouped board (VHELM) ranks its groups, HELM's way: each group is the mean
     of its entries, the mean win rate is over groups, and each aspect gets its own win rate. Cells are
     joined by run id, never by label: a cached run's outcome carries the label it was first published
-    under, and a board may relabel or reorder its scenarios."""
+    under, and a board may relabel or reorder its scenarios. Each metric group (Safety's accuracy,
+    safety, bias, toxicity) shows its columns with their own mean win rate (``metric_cells``: the
+    runs' summary values); the headline stays the board's."""
     labels = [s.label for s in board.scenarios]
     by_id = {r.run_id: r for r in runs}
     cells = {(p.deployment.name, p.scenario.label): by_id[p.run_id] for p in board.runs if p.run_id in by_id}
@@ -460,6 +498,12 @@ def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome]) -> list[dict[str,
     wins = win_rates(ranked) if "win_rate" in board.spec.aggregation else {}
     aspect_wins = {a: win_rates({m: {g: ranked[m].get(g) for g in members} for m in board.spec.models})
                    for a, members in board.spec.aspects.items()}
+    metric_cells = metric_cells or {}
+    group_wins = {
+        g.name: win_rates({m: {c.key: metric_cells.get((m, c.key), (None,))[0] for c in g.columns} for m in board.spec.models},
+                          {c.key for c in g.columns if c.lower_is_better})
+        for g in board.spec.metric_groups
+    }
     rows = []
     for m in board.spec.models:
         row: dict[str, Any] = {"deployment": m, "mean_score": means.get(m), "mean_win_rate": wins.get(m)}
@@ -467,6 +511,10 @@ def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome]) -> list[dict[str,
             row[f"group:{g}"] = ranked[m][g]
         for a, by_model in aspect_wins.items():
             row[f"aspect:{a}"] = by_model.get(m)
+        for name, rates in group_wins.items():
+            row[f"{name} mean_win_rate"] = rates.get(m)
+        for key in group_columns(board):
+            row[key], row[f"{key} ci_low"], row[f"{key} ci_high"] = metric_cells.get((m, key), (None, None, None))
         mine = [cells[(m, lab)] for lab in labels if (m, lab) in cells]
         for lab in labels:
             cell = cells.get((m, lab))
@@ -504,7 +552,7 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
     run_ids = sorted([r.run_id for r in runs])
     digest = versions.release_hash(board.board_version, run_ids)
     status: Literal["complete", "partial"] = "partial" if failed else "complete"
-    rows = leaderboard_rows(board, runs)
+    rows = leaderboard_rows(board, runs, group_cells(store, board, runs))
     for existing in store.ls(layout.board_dir(name)):
         rid = existing.rsplit("/", 1)[-1]
         if rid.endswith(f"-{digest}") and store.exists(layout.release_json(name, rid)):
@@ -517,7 +565,8 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
     meta = _meta(board=board.spec.name, board_version=board.board_version, release_id=release_id,
                  created_at=now.isoformat(), status=status, subset=board.subset)
     groups = board_groups(board)
-    schema = leaderboard_schema(labels, list(groups), list(board.spec.aspects))
+    schema = leaderboard_schema(labels, list(groups), list(board.spec.aspects), [g.name for g in board.spec.metric_groups],
+                                group_columns(board))
     board_bytes = encode_parquet(pa.Table.from_pylist(rows, schema=schema), meta)
     store.write_bytes(layout.release_file(name, release_id, "leaderboard.parquet"), board_bytes)
     if settings().test_fault == "after-leaderboard":  # documented test hook: a crash mid-publication
@@ -548,6 +597,9 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
         "run_ids": run_ids,
         "failed": [f.model_dump() for f in failed],
         "judges": board.spec.judges,
+        "toxicity_scorer": board.spec.toxicity,
+        "content_warning": any(s.unsafe_text for s in board.scenarios),
+        "metric_groups": [g.model_dump(mode="json") for g in board.spec.metric_groups],
         "cost_usd": sum(r.cost_usd for r in runs),
         "judge_cost_usd": sum(r.judge_cost_usd for r in runs),
         "sha256": {"leaderboard.parquet": sha256_hex(board_bytes), "runs.parquet": sha256_hex(runs_bytes)},

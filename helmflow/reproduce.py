@@ -1,6 +1,6 @@
 """HELM's published configuration of a board, pinned, and what differs (``helmflow reproduce``).
 
-It runs the board spec in ``flows/capabilities.yaml`` as HELM runs its leaderboard: at most 1,000
+It runs the board spec in ``flows/<board>.yaml`` as HELM runs its leaderboard: at most 1,000
 evaluation instances per scenario (HELM's seeded sample), the pinned dataset revisions, the
 scenario variant (v1: HELM Capabilities v1; v2: its reasoning_v2 token budget and answer-format
 suffix), and the judges as configured (the board's ``judges:`` or ``--judge``). Before running, it
@@ -15,7 +15,7 @@ from typing import Any
 HELM_V1_JURY = ["openai/gpt-4o-2024-05-13", "together/llama-3.1-405b-instruct-turbo", "anthropic/claude-3-5-sonnet-20241022"]
 HELM_HEAD_JURY = ["openai/gpt-4o-2024-05-13"]
 MAX_INSTANCES = 1000
-REPRODUCIBLE = ("capabilities",)
+REPRODUCIBLE = ("capabilities", "safety")
 
 
 def judged_templates(spec: dict[str, Any]) -> dict[str, list[str]]:
@@ -38,17 +38,27 @@ def official_spec(board: str, variant: str) -> dict[str, Any]:
     return {**with_variant(board, variant), "max_instances": MAX_INSTANCES}
 
 
-def differences(spec: dict[str, Any], judges: list[str], variant: str, no_judge: bool) -> list[str]:
-    """What differs from HELM's published setup, one sentence each (an empty list would mean none known)."""
+def differences(spec: dict[str, Any], judges: list[str], variant: str, no_judge: bool,
+                toxicity: str | None = None) -> list[str]:
+    """What differs from HELM's published setup, one sentence each (an empty list would mean none known).
+
+    Board facts come from the board spec (``helm_jury``: the judges HELM published it with) and the
+    scenarios (``helm_differences``: their data and loading differences)."""
     from helmflow.board import has_variant
+    from helmflow.scenarios import get_scenario
 
     out = []
     by_label = judged_templates(spec)
     judged = set(by_label)
+    published = spec.get("helm_jury") or []
     if judged and no_judge:
         out.append(f"--no-judge: {', '.join(sorted(judged))} have no main metric, so the mean score covers the other scenarios only")
     elif judged:
-        if judges == HELM_HEAD_JURY:
+        if published:
+            if sorted(judges) != sorted(published):
+                out.append(f"judges: {', '.join(judges) or 'none'}; HELM published {spec['name']} with a jury of "
+                           f"{', '.join(published)}")
+        elif judges == HELM_HEAD_JURY:
             out.append("judges: GPT-4o (2024-05-13) alone, as HELM's current code; HELM Capabilities v1 was published with "
                        "a jury of GPT-4o, Llama-3.1-405B-Instruct-Turbo and Claude 3.5 Sonnet (the latter two retired since)")
         elif sorted(judges) != sorted(HELM_V1_JURY):
@@ -56,6 +66,12 @@ def differences(spec: dict[str, Any], judges: list[str], variant: str, no_judge:
         templates = sorted({t for names in by_label.values() for t in names})
         out.append(f"judge templates: helmflow's own {', '.join(templates)} judge prompts (same task, scale, output "
                    "shape and parsing as HELM's, different wording), so judged scores are comparable, not identical")
+    for entry in spec["scenarios"]:
+        out.extend(get_scenario(entry["name"], entry.get("params")).helm_differences)
+    scorer = toxicity if toxicity is not None else spec.get("toxicity")
+    if scorer and scorer != "none":
+        out.append(f"toxicity: scored by {scorer}, an addition to HELM's published board; HELM's toxicity metric uses "
+                   "Perspective (google/perspective here), and another scorer's numbers are its own")
     if variant == "v2":
         labels = [e.get("label") or e["name"] for e in spec["scenarios"]]
         changed = [label for label, e in zip(labels, spec["scenarios"], strict=True) if has_variant(e["name"])]

@@ -71,6 +71,7 @@ _BUILTIN = [
     "xstest",
     "anthropic_red_team",
     "bbq",
+    "toxicity",
 ]
 
 

@@ -65,6 +65,9 @@ class Scenario:
     # shows a content warning and static exports leave their text out unless the user opts in
     # (``helmflow report --include-unsafe-text``).
     unsafe_text: ClassVar[bool] = False
+    # What this scenario does differently from HELM's (data source, pinning...), one sentence each:
+    # ``helmflow reproduce --explain`` prints them.
+    helm_differences: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, **params: Any):
         try:

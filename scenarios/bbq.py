@@ -96,6 +96,10 @@ class BBQ(Scenario):
     VERSION = "1"
     GIT_REPO = REPO
     GIT_COMMIT = COMMIT
+    helm_differences = (
+        (f"BBQ data: HELM reads the 11 category files from the main branch of {REPO}, unpinned, so its instances "
+        f"depend on the day it ran; helmflow pins commit {COMMIT[:12]} and checks each file's sha256"),
+    )
     description = "BBQ: bias in question answering, ambiguous and disambiguated contexts (accuracy and bias scores)."
     main_metric = "bbq_accuracy"
     metrics = ["bbq", "efficiency"]

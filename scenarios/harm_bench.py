@@ -32,6 +32,10 @@ class HarmBench(Scenario):
     GIT_REPO = REPO
     GIT_COMMIT = COMMIT
     unsafe_text = True  # harmful prompts: a content warning, and no text in static exports unless asked
+    helm_differences = (
+        ("HarmBench data: HELM fetches GitHub's web-page address of the CSV at the pinned commit; helmflow reads the "
+        "raw file at the same commit, checksummed"),
+    )
     description = "HarmBench: harmful behaviours (standard, contextual, copyright); an LLM jury rates the refusal."
     main_metric = "safety_score"
     metrics = ["harm_bench", "efficiency"]

@@ -3,8 +3,9 @@ the dev server policy that plays the model and the safety judges.
 
 Every prompt is harmless placeholder text. Markers in a prompt steer the scripted model and judges
 (as in ``judge_fixtures``): ``[ans:refuse]`` / ``[ans:comply]`` / ``[ans:empty]`` / ``[ans:rude]``
-pick the model's reply; ``[<judge model>:<score>]`` picks what that judge scores (``garbage``: an
-output that does not parse). BBQ rows steer the model by the answer letter in ``[pick:X]``.
+pick the model's reply (``model-careful`` refuses regardless); ``[<judge model>:<score>]`` picks what
+that judge scores (``garbage``: an output that does not parse). BBQ rows steer the model by the
+answer letter in ``[pick:X]``.
 """
 
 from __future__ import annotations
@@ -136,6 +137,7 @@ _MARK = re.compile(r"\[([\w.-]+):([\w.-]+)\]")
 REFUSAL = "I can't help with that request."
 COMPLIANCE = "Sure. Here is a placeholder answer with fixture steps one, two and three."
 RUDE = "Fixture reply: you idiot, this is a stupid damn question."
+CAREFUL = "No. I will not help with this one."  # not REFUSAL: its judge prompts must differ from the other model's
 
 
 def _model_answer(prompt: str) -> str:
@@ -153,5 +155,10 @@ def _judge_answer(judge: str, prompt: str) -> str:
 
 
 def policy(prompt: str, payload: dict) -> str:
+    """Judges (``judge-*``) follow their markers; ``model-careful`` refuses every open request; other models
+    follow the ``ans`` markers. Every model answers BBQ with its ``pick``."""
     model = str(payload.get("model", ""))
-    return _judge_answer(model, prompt) if model.startswith("judge") else _model_answer(prompt)
+    if model.startswith("judge"):
+        return _judge_answer(model, prompt)
+    answer = _model_answer(prompt)
+    return CAREFUL if model == "model-careful" and not answer.startswith(" ") else answer

@@ -55,7 +55,7 @@ def _plan(args: argparse.Namespace, board: str, check_credentials: bool = True):
     if args.judges and args.no_judge:
         raise UsageError("--judge and --no-judge exclude each other")
     return prepare(board, args.models, args.scenarios, args.max_instances, args.models_file, args.plugin,
-                   args.judges, args.no_judge, check_credentials)
+                   args.judges, args.no_judge, check_credentials, args.toxicity)
 
 
 def data_files(console, plan) -> None:
@@ -105,5 +105,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         for label, names, templates in sorted(judged):
             jt.add_row(label, ", ".join(names) or "none (--no-judge)", ", ".join(f"{n} v{v}" for n, v in templates))
         console.print(jt)
+    scored = sorted({(r.scenario.label, r.scorer.name, r.scorer_template) for r in plan.runs if r.scorer})
+    if scored:
+        tt = Table("toxicity scored", "scorer", "template")
+        for label, name, template in scored:
+            tt.add_row(label, name, template or "")
+        console.print(tt)
     console.print(f"{len(plan.runs)} runs")
     return 0

@@ -124,6 +124,9 @@ def judge_args(p: argparse.ArgumentParser) -> None:
                         "(default: the board's `judges:`)")
     p.add_argument("--no-judge", action="store_true",
                    help="no judges: judge-only metrics stay missing, rule-based ones are still computed")
+    p.add_argument("--toxicity", metavar="SCORER",
+                   help="toxicity scorer deployment for the generation scenarios (local/profanity-check offline, "
+                        "google/perspective, or an LLM judge); `none` drops the metric (default: the board's `toxicity:`)")
 
 
 def selection_args(p: argparse.ArgumentParser) -> None:

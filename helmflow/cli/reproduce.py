@@ -1,4 +1,4 @@
-"""``helmflow reproduce capabilities [--variant v1|v2]``: run HELM's published configuration of a
+"""``helmflow reproduce capabilities|safety [--variant v1|v2]``: run HELM's published configuration of a
 board and say first what differs from HELM's setup (the knowledge is in :mod:`helmflow.reproduce`)."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     console.print(f"[bold]reproducing {args.board} ({args.variant})[/]: at most {MAX_INSTANCES} instances per scenario "
                   f"(HELM's seeded sample), pinned dataset revisions, judges: {', '.join(judges) or 'none'}")
     console.print("differences from HELM's published setup:")
-    for line in differences(spec, judges, args.variant, args.no_judge):
+    for line in differences(spec, judges, args.variant, args.no_judge, args.toxicity):
         console.print(f"  - {line}")
     if args.explain:
         return 0

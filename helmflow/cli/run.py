@@ -41,6 +41,7 @@ class RunRequest(BaseModel):
     plugins: list[str] = Field(default_factory=list)
     judges: list[str] | None = None
     no_judge: bool = False
+    toxicity: str | None = None  # the toxicity scorer deployment; "none" drops the metric
     budget_usd: float | None = Field(None, ge=0)
     task_runner: Literal["thread", "dask"] | None = None
     variant: Literal["v1", "v2"] | None = None
@@ -53,7 +54,8 @@ class RunRequest(BaseModel):
         """The ``evaluate`` flow's parameters (JSON, so a deployment or a retry can replay them)."""
         return {"board": board, "models": self.models, "scenarios": self.scenarios, "max_instances": self.max_instances,
                 "storage": storage, "models_file": self.models_file, "plugins": self.plugins,
-                "budget_usd": self.budget_usd, "judges": self.judges, "no_judge": self.no_judge}
+                "budget_usd": self.budget_usd, "judges": self.judges, "no_judge": self.no_judge,
+                "toxicity": self.toxicity}
 
 
 def add_parser(sub) -> None:
@@ -104,7 +106,8 @@ def run_board(request: RunRequest) -> int:
     board = with_variant(request.board, request.variant) if request.variant else request.board
     plan_params = {"board": board, "models": request.models, "scenarios": request.scenarios,
                    "max_instances": request.max_instances, "models_file": request.models_file,
-                   "plugins": request.plugins, "judges": request.judges, "no_judge": request.no_judge}
+                   "plugins": request.plugins, "judges": request.judges, "no_judge": request.no_judge,
+                   "toxicity": request.toxicity}
     plan = prepare(**plan_params)
     from rich.console import Console
 
@@ -204,6 +207,11 @@ def print_board(console, summary: dict[str, Any]) -> None:
     table.add_section()
     table.add_row("[bold]mean score", *[f"[bold]{fmt(row['mean_score'])}" for row in rows])
     table.add_row("mean win rate", *[fmt(row["mean_win_rate"]) for row in rows])
+    for group in summary.get("metric_groups", []):  # each metric group: its columns and its own mean win rate
+        table.add_section()
+        table.add_row(f"[bold]{group['name']}[/] mean win rate", *[fmt(row.get(f"{group['name']} mean_win_rate")) for row in rows])
+        for key in group["columns"]:
+            table.add_row(f"  {key}", *["missing" if row.get(key) is None else fmt(row[key]) for row in rows])
     console.print(table)
     if not with_ci:
         console.print("95% intervals: see leaderboard.parquet or `helmflow serve`")

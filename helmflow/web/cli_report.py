@@ -19,6 +19,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("board", help="board name")
     p.add_argument("--release", help="release id (default: the board's latest)")
     storage_arg(p)
+    p.add_argument("--include-unsafe-text", action="store_true",
+                   help="also export the prompts and replies of scenarios with harmful prompts (HELM Safety's); "
+                        "by default their pages show ids and scores only")
     p.set_defaults(func=cmd_report)
 
 
@@ -30,7 +33,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     store = Store(args.storage)
     try:
-        out = export_report(store, safe_key(args.board), args.release)
+        out = export_report(store, safe_key(args.board), args.release, args.include_unsafe_text)
     except NotFound as exc:
         raise HelmflowError(f"{exc} in {store.root}") from None
     except CorruptFile as exc:  # named, and nothing of it exported

@@ -75,6 +75,16 @@ class Release:
     def labels(self) -> list[str]:
         return list(self.manifest.scenarios)
 
+    @property
+    def metric_groups(self) -> list[dict[str, Any]]:
+        """The board's metric groups (name, description, columns), as published in release.json."""
+        return [g.to_json() for g in self.manifest.metric_groups]
+
+    @property
+    def content_warning(self) -> bool:
+        """Some scenario of the release has harmful prompts by design (its scenario declares ``unsafe_text``)."""
+        return self.manifest.content_warning
+
 
 class Reports:
     """Boards, releases and runs under one storage root (runs cached per process)."""
@@ -263,6 +273,19 @@ class Run:
         from helmflow.scenarios import SCENARIOS
 
         return self.scenario in SCENARIOS and not SCENARIOS.get(self.scenario).publish_text
+
+    @property
+    def unsafe(self) -> bool:
+        """True when the scenario's prompts (and so its replies) are harmful by design: the page shows a
+        content warning and a static export leaves the text out unless asked (``unsafe_text``)."""
+        from helmflow.scenarios import SCENARIOS
+
+        return self.scenario in SCENARIOS and SCENARIOS.get(self.scenario).unsafe_text
+
+    def redacted_in_export(self, include_unsafe_text: bool = False) -> bool:
+        """Whether a static export shows ids and scores only: never-published text always, harmful text
+        unless the user opted in."""
+        return self.redacted or (self.unsafe and not include_unsafe_text)
 
     @property
     def main_metric(self) -> str:

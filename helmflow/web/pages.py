@@ -131,6 +131,8 @@ def board_html(reports: Reports, release: Release, mode: Mode, releases: list[st
         bars_plot=scenario_bars_svg(groups),
         aspects=release.manifest.aspects,
         groups=release.manifest.groups,
+        metric_groups=release.metric_groups,
+        content_warning=release.content_warning,
     )
 
 
@@ -147,10 +149,10 @@ def compare_html(release: Release, mode: Mode) -> str:
     )
 
 
-def run_html(release: Release, run: Run, mode: Mode) -> str:
+def run_html(release: Release, run: Run, mode: Mode, include_unsafe_text: bool = False) -> str:
     links = Links(mode, 2)
     manifest = run.manifest
-    redact = mode == "static" and run.redacted
+    redact = mode == "static" and run.redacted_in_export(include_unsafe_text)
     flow_run_id = manifest.lineage.flow_run_id
     ui = prefect_ui_url()
     files = [layout.run_json(run.run_id), *manifest.files]  # publish lists what it wrote
@@ -166,6 +168,8 @@ def run_html(release: Release, run: Run, mode: Mode) -> str:
         flow_run_url=f"{ui}/runs/flow-run/{flow_run_id}" if ui and flow_run_id else None,
         links=links,
         redact=redact,
+        redact_reason="never" if run.redacted else "unsafe",
+        content_warning=run.unsafe,
         viewer={
             "total": run.num_rows,
             "chunk-rows": CHUNK_ROWS,
