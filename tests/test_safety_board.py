@@ -142,7 +142,7 @@ def test_full_board_through_the_cli_then_the_report(mirrors, tmp_path, prefect_s
     # and the journal may answer those)
     assert judge_requests >= 2 * (4 * 12 + 12) + 2 * 4 * (9 + 12)
 
-    latest = json.loads((storage / "leaderboards/safety/latest.json").read_text())
+    latest = json.loads((storage / "leaderboards/safety/latest-subset.json").read_text())  # --max-instances: a subset
     release = json.loads((storage / "leaderboards/safety" / latest["release_id"] / "release.json").read_text())
     rows = {r["deployment"]: r for r in pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()}
     row = rows["dev/model"]
