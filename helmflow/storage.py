@@ -157,7 +157,7 @@ class Store:
             return fn(*args)
         retrying = Retrying(
             stop=stop_after_delay(self.retry_s),
-            wait=wait_exponential_jitter(initial=0.5, max=15.0),
+            wait=wait_exponential_jitter(multiplier=0.5, max=15.0, jitter=0.5),
             retry=retry_if_exception(transient),
             before_sleep=lambda state: _warn_outage(self.root, state.outcome.exception(), self.retry_s),
         )
