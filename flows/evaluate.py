@@ -1,8 +1,10 @@
 """The generic board flow: download → adapt → query → score → publish, then one release.
 
-Every scenario is downloaded and adapted once; every (scenario, deployment) pair is queried,
-scored and published as its own chain of tasks, so one failing pair never stops the others. A
-board with failed pairs still publishes a release (status "partial") and then ends Failed.
+Two task runs per board shape the flow-run graph: ``prepare <scenario>`` (download + adapt, once
+per scenario) and ``run <scenario> x <deployment>`` (query → score → publish, once per cell, so
+one failing cell never stops the others), then ``release <board>``. A board with failed cells still
+publishes a release (status "partial") and then ends Failed. Every board runs as a Prefect flow
+named after the board (:func:`board_flow`), from the CLI and from its deployment alike.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from helmflow.progress import REPORTED, reporter
 from helmflow.settings import settings
 from helmflow.storage import Store
 from helmflow.tasks import configure, forget_cached
-from helmflow.tasks.evaluation import publish_key, query_key, release_assets, run_assets, score_key
+from helmflow.tasks.evaluation import release_assets, run_assets, run_key
 
 
 class PartialRelease(RuntimeError):
@@ -87,7 +89,26 @@ def _label_storage(root: str) -> None:
             client.update_flow_run_labels(flow_run.id, {STORAGE_LABEL: root})
 
 
-@flow(name="evaluate-board", log_prints=False, task_runner=task_runner_from_env())
+def flow_run_name() -> str:
+    """``<board> <UTC date and time>``, e.g. ``demo 2026-11-30 18:55``, instead of Prefect's random words."""
+    from datetime import datetime, timezone
+
+    from prefect.runtime import flow_run
+
+    board = flow_run.parameters.get("board") or flow_run.flow_name
+    if isinstance(board, dict):
+        board = board.get("name", flow_run.flow_name)
+    elif isinstance(board, str) and board.endswith((".yaml", ".yml")):
+        from helmflow.board import BoardError, load_board
+
+        try:
+            board = load_board(board).name
+        except BoardError:
+            board = os.path.splitext(os.path.basename(board))[0]
+    return f"{board} {datetime.now(timezone.utc):%Y-%m-%d %H:%M}"
+
+
+@flow(name="evaluate-board", log_prints=False, task_runner=task_runner_from_env(), flow_run_name=flow_run_name)
 def evaluate(
     board: str | dict[str, Any] = "demo",
     models: list[str] | None = None,
@@ -116,40 +137,41 @@ def evaluate(
         problem = publication_problem(store, r.run_id)
         if problem:
             log.warning("%s; publishing run %s again", problem, r.run_id)
-            forget_cached(store, [publish_key(r)])
+            forget_cached(store, [run_key(r)])
 
-    data, prompts = {}, {}
-    for s in plan.scenarios:
-        data[s.label] = tasks.download.submit(s, store.root)
-        prompts[s.label] = tasks.adapt.submit(s, store.root, data[s.label])
-
-    chains = []
-    for r in plan.runs:
-        q = tasks.query.submit(r, store.root, prompts[r.scenario.label], budget_usd)
-        sc = tasks.score.submit(r, store.root, data[r.scenario.label], q, budget_usd)
-        pub = tasks.publish_run.with_options(**run_assets(store, r)).submit(r, store.root, q, sc)
-        chains.append((r, data[r.scenario.label], prompts[r.scenario.label], q, sc, pub))
+    prepared = {s.label: tasks.prepare.submit(s, store.root) for s in plan.scenarios}
+    board_name = plan.spec.name
+    cells = [
+        (r, tasks.run.with_options(**run_assets(store, board_name, r)).submit(
+            r, store.root, prepared[r.scenario.label], board_name, budget_usd))
+        for r in plan.runs
+    ]
 
     published: list[RunOutcome] = []
     failed: list[FailedCell] = []
-    for r, d, p, q, sc, pub in chains:
-        pub.wait()
-        if pub.state.is_completed():
-            out: RunOutcome = pub.result()
+    for r, fut in cells:
+        fut.wait()
+        if fut.state.is_completed():
+            out: RunOutcome = fut.result()
             published.append(out)
             if out.status == "errors":  # published, but never cached: the next run re-sends the errors
-                forget_cached(store, [query_key(r), score_key(r), publish_key(r)])
+                forget_cached(store, [run_key(r)])
         else:
-            error = _failure(d, p, q, sc, pub)
+            error = _failure(prepared[r.scenario.label], fut)
             # the CLI reports failed cells once, grouped (progress.quiet_reported_failures)
             log.error("%s x %s failed: %s", r.scenario.label, r.deployment.name, error, extra={REPORTED: True})
             failed.append(FailedCell(run_id=r.run_id, scenario=r.scenario.label, deployment=r.deployment.name, error=error))
         reporter().run_done(r.scenario.label)
+    del cells, prepared  # futures hold their states: let them go before the release
 
-    # copies, so Prefect does not also infer every run as an upstream asset (its events cap at 100)
-    runs = [r.model_copy() for r in published]
-    release_state = tasks.publish_release.with_options(**release_assets(store, plan, runs))(
-        plan, store.root, runs, failed, return_state=True
+    # JSON copies: Prefect infers a task's upstream task runs (and assets) from the identity of every
+    # value passed in, down to the strings inside; the runs' ids would make each run a parent twice
+    # (through `runs` and through the plan), and a big board's asset event exceed 100 resources.
+    runs = [RunOutcome.model_validate_json(r.model_dump_json()) for r in published]
+    failed = [FailedCell.model_validate_json(f.model_dump_json()) for f in failed]
+    board = type(plan).model_validate_json(plan.model_dump_json())
+    release_state = tasks.publish_release.with_options(**release_assets(store, board, runs))(
+        board, store.root, runs, failed, return_state=True
     )
     release = release_state.result()  # raises if publication failed
     if release_state.name == "Cached":  # the same run set was released before: nothing was written now
@@ -200,6 +222,5 @@ def board_flow(board: str, description: str = ""):
                            judges=judges, no_judge=no_judge, toxicity=toxicity)
 
     run_board.__name__ = run_board.__qualname__ = board.replace("-", "_")
-    return flow(name=board, description=description or f"The {board} board (flows/{board}.yaml) through evaluate-board.")(
-        run_board
-    )
+    return flow(name=board, flow_run_name=flow_run_name,
+                description=description or f"The {board} board (flows/{board}.yaml) through evaluate-board.")(run_board)

@@ -123,6 +123,12 @@ class RunPlan(BaseModel):
     scorer_template: str | None = None
 
 
+def cell_name(plan: RunPlan) -> str:
+    """How a board cell is named wherever a person reads it: task runs, artifacts, logs, retry.
+    ASCII ``x``: the Prefect UI draws task names with a canvas font that has no ``×``."""
+    return f"{plan.scenario.label} x {plan.deployment.name}"
+
+
 class BoardPlan(BaseModel):
     model_config = ConfigDict(extra="forbid")
     spec: BoardSpec

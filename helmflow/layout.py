@@ -73,6 +73,15 @@ def score_dir(score_key: str) -> str:
     return f"work/score/{score_key}"
 
 
+STAGE_MARKER = "outcome.json"
+
+
+def stage_marker(stage_dir: str) -> str:
+    """The outcome of a finished, error-free query or scoring in ``query_dir``/``score_dir``, written
+    last: a run task finding it reuses that stage (a metric change re-scores without re-querying)."""
+    return f"{stage_dir}/{STAGE_MARKER}"
+
+
 # --------------------------------------------------------------------------- the request journal
 JOURNAL_ROOT = "responses"
 
@@ -104,24 +113,14 @@ def quarantined(key: str) -> str:
     return f"{QUARANTINE_PREFIX}/{key}"
 
 
-def download_cache_key(scenario_key: str, scenario_version: str) -> str:
-    return f"download-{scenario_key}-{scenario_version}"
+def prepare_cache_key(scenario_key: str, scenario_version: str, prompt_version: str) -> str:
+    """The ``prepare <scenario>`` task: download + adapt."""
+    return f"prepare-{scenario_key}-{scenario_version}-{prompt_version}"
 
 
-def adapt_cache_key(scenario_key: str, scenario_version: str, prompt_version: str) -> str:
-    return f"adapt-{scenario_key}-{scenario_version}-{prompt_version}"
-
-
-def query_cache_key(query_key: str) -> str:
-    return f"query-{query_key}"
-
-
-def score_cache_key(score_key: str) -> str:
-    return f"score-{score_key}"
-
-
-def publish_cache_key(run_id: str) -> str:
-    return f"publish-{run_id}"
+def run_cache_key(run_id: str) -> str:
+    """The ``run <scenario> x <deployment>`` task: query → score → publish."""
+    return f"run-{run_id}"
 
 
 def release_cache_key(board_version: str, release_hash: str) -> str:

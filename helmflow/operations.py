@@ -194,8 +194,8 @@ def retry_storage(parameters: dict[str, Any], labels: dict[str, Any], given: str
 
 
 def pairs_to_rerun(parameters: dict[str, Any], store: Store) -> list[str]:
-    """Pairs whose tasks will execute again: no persisted result for one of their keys."""
-    from helmflow.board import prepare
+    """Cells whose ``run`` task will execute again: no persisted result for its key."""
+    from helmflow.board import cell_name, prepare
 
     plan = prepare(parameters.get("board", "demo"), parameters.get("models"), parameters.get("scenarios"),
                    parameters.get("max_instances"), parameters.get("models_file"), parameters.get("plugins"),
@@ -203,9 +203,8 @@ def pairs_to_rerun(parameters: dict[str, Any], store: Store) -> list[str]:
                    toxicity=parameters.get("toxicity"))
     rerun = []
     for r in plan.runs:
-        keys = [layout.query_cache_key(r.query_key), layout.score_cache_key(r.score_key), layout.publish_cache_key(r.run_id)]
-        if not all(store.exists(layout.result(k)) for k in keys):
-            rerun.append(f"{r.scenario.label} x {r.deployment.name}")
+        if not store.exists(layout.result(layout.run_cache_key(r.run_id))):
+            rerun.append(cell_name(r))
     return rerun
 
 

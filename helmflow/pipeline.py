@@ -1,6 +1,8 @@
 """The board's stages as plain functions: download, adapt, query, score, publish run, publish release.
 
-Prefect tasks in ``tasks/`` wrap these one to one; everything here runs and tests without Prefect.
+Prefect tasks in ``tasks/`` wrap them in two units per board cell: :func:`prepare_scenario`
+(download + adapt, one per scenario) and :func:`evaluate_run` (query → score → publish, one per
+scenario × deployment), plus the release. Everything here runs and tests without Prefect.
 Each stage returns a small outcome (keys, counts, versions); the Parquet files are the data.
 Intermediate files live under ``work/<cache key>/`` so a cached task's outcome always points at
 files that exist; ``runs/<run_id>/`` is written by publish only, ``run.json`` last.
@@ -86,6 +88,11 @@ class QueryOutcome(Outcome):
 
     def stored(self) -> list[str]:
         return [self.requests_key, self.completions_key]
+
+
+class PreparedScenario(Outcome):
+    data: ScenarioData
+    prompts: PromptSet
 
 
 class ScoreOutcome(Outcome):
@@ -182,6 +189,12 @@ def adapt_scenario(store: Store, plan: ScenarioPlan, data: ScenarioData) -> Prom
     return PromptSet(prompts_key=key, num_prompts=len(prompts))
 
 
+def prepare_scenario(store: Store, plan: ScenarioPlan) -> PreparedScenario:
+    """Download (a no-op when the instances exist) and adapt: the per-scenario half of a board."""
+    data = download_scenario(store, plan)
+    return PreparedScenario(data=data, prompts=adapt_scenario(store, plan, data))
+
+
 # --------------------------------------------------------------------------- query
 def query_pair(
     store: Store, plan: RunPlan, prompt_set: PromptSet, progress: Callable[[int], None] | None = None,
@@ -219,8 +232,8 @@ def score_pair(
 ) -> ScoreOutcome:
     """Judge (when the run has a jury), then score. Judge requests go through the query path (limiter,
     retries, journal, the board run's budget), so scoring again re-sends nothing already judged."""
-    instances = read_instances(store, data.instances_key)
     requests = [request_from_row(r) for r in store.read_parquet(query.requests_key).to_pylist()]
+    instances = read_instances(store, data.instances_key, {r.instance_id for r in requests})
     completions = [Completion.model_validate(r) for r in store.read_parquet(query.completions_key).to_pylist()]
     judged = None
     if plan.judges:
@@ -267,6 +280,50 @@ def score_pair(
 def main_summary(summary: list[MetricSummary], name: str) -> MetricSummary | None:
     rows = [s for s in summary if s.name == name]
     return next((s for s in rows if s.split == "test"), rows[0] if rows else None)
+
+
+# --------------------------------------------------------------------------- one run: query → score → publish
+def query_stage(store: Store, plan: RunPlan, prompts: PromptSet, progress: Callable[[int], None] | None = None,
+                shared: BoardRun | None = None, task_run_id: str | None = None,
+                on_start: Callable[[int], None] | None = None) -> QueryOutcome:
+    """The pair's query, or the finished one already under ``work/query/<query_key>/``.
+
+    The marker is written only for an error-free query, so a metric change re-scores without
+    re-querying while errored requests are always re-sent (below it, the journal holds every success)."""
+    marker = layout.stage_marker(layout.query_dir(plan.query_key))
+    if store.exists(marker):
+        return QueryOutcome.model_validate(store.read_json(marker))
+    if on_start:
+        on_start(prompts.num_prompts * plan.scenario.adapter.generation.num_outputs)
+    out = query_pair(store, plan, prompts, progress, shared).model_copy(update={"task_run_id": task_run_id})
+    if not out.errors:
+        store.write_json(marker, out.model_dump(mode="json"))
+    return out
+
+
+def score_stage(store: Store, plan: RunPlan, data: ScenarioData, query: QueryOutcome, shared: BoardRun | None = None,
+                task_run_id: str | None = None) -> ScoreOutcome:
+    """The pair's scores, or the finished ones under ``work/score/<score_key>/`` (not after judge errors)."""
+    marker = layout.stage_marker(layout.score_dir(plan.score_key))
+    if not query.errors and store.exists(marker):
+        return ScoreOutcome.model_validate(store.read_json(marker))
+    out = score_pair(store, plan, data, query, shared).model_copy(update={"task_run_id": task_run_id})
+    if not query.errors and not out.judge_errors:
+        store.write_json(marker, out.model_dump(mode="json"))
+    return out
+
+
+def evaluate_run(store: Store, plan: RunPlan, prepared: PreparedScenario, progress: Callable[[int], None] | None = None,
+                 shared: BoardRun | None = None, lineage: dict[str, Any] | None = None,
+                 on_start: Callable[[int], None] | None = None) -> RunOutcome:
+    """One board cell end to end. ``lineage`` names the Prefect flow and task run doing it; the
+    query and score task-run ids in ``run.json`` are those of whoever actually queried and scored."""
+    task_run_id = (lineage or {}).get("publish_task_run_id")
+    query = query_stage(store, plan, prepared.prompts, progress, shared, task_run_id, on_start)
+    score = score_stage(store, plan, prepared.data, query, shared, task_run_id)
+    return publish_run(store, plan, query, score, {
+        **(lineage or {}), "query_task_run_id": query.task_run_id, "score_task_run_id": score.task_run_id,
+    })
 
 
 # --------------------------------------------------------------------------- publish a run

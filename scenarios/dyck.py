@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from helmflow.records import AdapterSpec, GenerationParams, Input, Instance, Reference
 from helmflow.scenarios import Scenario, scenario
+from helmflow.scenarios.base import LegacyDraws
 
 PAIRS = [("(", ")"), ("[", "]"), ("{", "}"), ("<", ">")]
 
@@ -53,7 +53,7 @@ class _Generator:
         self.opening = [a for a, _ in PAIRS[: p.num_parenthesis_pairs]]
         self.closing = [b for _, b in PAIRS[: p.num_parenthesis_pairs]]
         self.py = random.Random(p.seed)
-        self.np = np.random.RandomState(p.seed)
+        self.np = LegacyDraws(p.seed)  # numpy.random.RandomState(seed)'s draws
 
     def sequence(self, depth: int = 0, max_length: int = 100) -> list[str]:
         """One draw of the PCFG; nested calls keep HELM's default length cap of 100."""
@@ -61,7 +61,7 @@ class _Generator:
             return []
         draw = self.py.random()
         if draw < self.p.prob_p:
-            kind = self.np.randint(self.p.num_parenthesis_pairs)
+            kind = self.np.randint(0, self.p.num_parenthesis_pairs)
             out = [self.opening[kind], *self.sequence(depth + 1), self.closing[kind]]
         elif draw < self.p.prob_p + self.p.prob_q:
             left = self.sequence(depth)
@@ -72,13 +72,10 @@ class _Generator:
 
     def cut(self, seq: list[str], depth: int) -> list[str]:
         """The prefix before the trailing run of closers whose net depth is ``depth``."""
-        balance = np.zeros(self.p.num_parenthesis_pairs)
+        depth_now = 0  # HELM sums a per-kind balance vector; only the sum is ever read
         for i in range(len(seq) - 1, -1, -1):
-            if seq[i] in self.opening:
-                balance[self.opening.index(seq[i])] -= 1
-            else:
-                balance[self.closing.index(seq[i])] += 1
-            if balance.sum() == depth:
+            depth_now += -1 if seq[i] in self.opening else 1
+            if depth_now == depth:
                 return seq[:i]
         return []
 

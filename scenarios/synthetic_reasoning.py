@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from helmflow.records import AdapterSpec, EvalSample, GenerationParams, Input, Instance, Reference
 from helmflow.scenarios import Scenario, scenario
+from helmflow.scenarios.base import LegacyDraws
 
 ANIMALS = ["zebra", "cobra", "stork", "penguin", "shark", "lion", "buffalo", "whale", "seal", "eagle", "horse", "rat"]
 FRUITS = ["apple", "peach", "watermelon", "banana", "grape", "kiwi", "pear", "strawberry", "blueberry", "blackberry"]
@@ -45,11 +45,11 @@ class _Generator:
     """HELM's sampler; every method consumes the shared RandomState exactly as HELM's does."""
 
     def __init__(self, seed: int):
-        self.rng = np.random.RandomState(seed)
+        self.rng = LegacyDraws(seed)
 
     def choice(self, items: list[str], size: int) -> list[str]:
-        """``rng.choice(items, size=size)``: legacy ``choice`` draws ``randint(0, len, size)`` (done directly, faster)."""
-        return [items[k] for k in self.rng.randint(0, len(items), size=size)]
+        """``rng.choice(items, size=size)``: legacy ``choice`` draws ``randint(0, len, size)``."""
+        return [items[self.rng.interval(len(items) - 1)] for _ in range(size)]
 
     def pattern(self, math_symbols: list[str], rule_symbols: list[str]) -> list[str]:
         pattern = list(rule_symbols) + list(math_symbols)

@@ -1,14 +1,5 @@
 """Thin Prefect tasks over :mod:`helmflow.pipeline`, keyed by the version hashes of design.md."""
 
-from helmflow.tasks.evaluation import (
-    adapt,
-    configure,
-    download,
-    forget_cached,
-    publish_release,
-    publish_run,
-    query,
-    score,
-)
+from helmflow.tasks.evaluation import configure, forget_cached, prepare, publish_release, run
 
-__all__ = ["adapt", "configure", "download", "forget_cached", "publish_release", "publish_run", "query", "score"]
+__all__ = ["configure", "forget_cached", "prepare", "publish_release", "run"]

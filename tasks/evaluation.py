@@ -9,17 +9,19 @@ a record helmflow did not write is never decoded): a hit on one worker is a hit 
 from __future__ import annotations
 
 import hashlib
+import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from prefect import Task, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
-from prefect.assets import materialize
+from prefect.assets import Asset, AssetProperties, materialize
 from prefect.runtime import flow_run, task_run
 
 from helmflow import layout, pipeline
-from helmflow.board import BoardPlan, RunPlan, ScenarioPlan
-from helmflow.pipeline import FailedCell, PromptSet, QueryOutcome, RunOutcome, ScenarioData, ScoreOutcome
+from helmflow.board import BoardPlan, RunPlan, ScenarioPlan, cell_name
+from helmflow.pipeline import FailedCell, PreparedScenario, RunOutcome
 from helmflow.progress import reporter
 from helmflow.query import board_run
 from helmflow.storage import Store, safe_key
@@ -27,106 +29,115 @@ from helmflow.tasks.results import OutcomeJSON, OutcomeStorage, result_storage_f
 from helmflow.versions import release_hash
 
 
-def download_key(plan: ScenarioPlan) -> str:
-    return layout.download_cache_key(plan.key, plan.scenario_version)
+def prepare_key(plan: ScenarioPlan) -> str:
+    return layout.prepare_cache_key(plan.key, plan.scenario_version, plan.prompt_version)
 
 
-def adapt_key(plan: ScenarioPlan) -> str:
-    return layout.adapt_cache_key(plan.key, plan.scenario_version, plan.prompt_version)
-
-
-def query_key(plan: RunPlan) -> str:
-    return layout.query_cache_key(plan.query_key)
-
-
-def score_key(plan: RunPlan) -> str:
-    return layout.score_cache_key(plan.score_key)
-
-
-def publish_key(plan: RunPlan) -> str:
-    return layout.publish_cache_key(plan.run_id)
+def run_key(plan: RunPlan) -> str:
+    return layout.run_cache_key(plan.run_id)
 
 
 def release_key(board: BoardPlan, runs: list[RunOutcome]) -> str:
     return layout.release_cache_key(board.board_version, release_hash(board.board_version, [r.run_id for r in runs]))
 
 
-@task(name="download", cache_key_fn=lambda ctx, p: download_key(p["plan"]), persist_result=True)
-def download(plan: ScenarioPlan, storage: str) -> ScenarioData:
-    return pipeline.download_scenario(Store(storage), plan)
+@task(name="prepare", task_run_name="prepare {plan.label}", cache_key_fn=lambda ctx, p: prepare_key(p["plan"]),
+      persist_result=True)
+def prepare(plan: ScenarioPlan, storage: str) -> PreparedScenario:
+    """Download the scenario's data at its pinned revision and adapt it into prompts."""
+    return pipeline.prepare_scenario(Store(storage), plan)
 
 
-@task(name="adapt", cache_key_fn=lambda ctx, p: adapt_key(p["plan"]), persist_result=True)
-def adapt(plan: ScenarioPlan, storage: str, data: ScenarioData) -> PromptSet:
-    return pipeline.adapt_scenario(Store(storage), plan, data)
-
-
-@task(name="query", cache_key_fn=lambda ctx, p: query_key(p["plan"]), persist_result=True,
-      task_run_name="query {plan.scenario.label} x {plan.deployment.name}")
-def query(plan: RunPlan, storage: str, prompts: PromptSet, budget_usd: float | None = None) -> QueryOutcome:
+# A run is a materialization: the flow names its concrete asset URIs per call (``with_assets``),
+# so the event feed links each release to its runs and each run to its data.
+@materialize("helmflow://run", name="run", cache_key_fn=lambda ctx, p: run_key(p["plan"]), persist_result=True,
+             task_run_name="run {plan.scenario.label} x {plan.deployment.name}")
+def run(plan: RunPlan, storage: str, prepared: PreparedScenario, board: str, budget_usd: float | None = None) -> RunOutcome:
+    """Query → score → publish one board cell; each stage reuses a finished one of an earlier run."""
     rep = reporter()
-    rep.add_requests(prompts.num_prompts * plan.scenario.adapter.generation.num_outputs)
     shared = board_run(f"flow-run-{flow_run.id}", budget_usd)  # one budget and one stop per deployment
-    out = pipeline.query_pair(Store(storage), plan, prompts, rep.requests_done, shared)
-    return out.model_copy(update={"task_run_id": str(task_run.id)})
-
-
-@task(name="score", cache_key_fn=lambda ctx, p: score_key(p["plan"]), persist_result=True,
-      task_run_name="score {plan.scenario.label} x {plan.deployment.name}")
-def score(plan: RunPlan, storage: str, data: ScenarioData, queried: QueryOutcome,
-          budget_usd: float | None = None) -> ScoreOutcome:
-    shared = board_run(f"flow-run-{flow_run.id}", budget_usd)  # judge requests share the board run's budget
-    out = pipeline.score_pair(Store(storage), plan, data, queried, shared)
-    return out.model_copy(update={"task_run_id": str(task_run.id)})
-
-
-# Publishing tasks are materializations: the flow names the concrete asset URIs per call
-# (``with_assets``), so the event feed links each release to its runs and each run to its data.
-@materialize("helmflow://run", name="publish-run", cache_key_fn=lambda ctx, p: publish_key(p["plan"]),
-             persist_result=True, task_run_name="publish {plan.scenario.label} x {plan.deployment.name}")
-def publish_run(plan: RunPlan, storage: str, queried: QueryOutcome, scored: ScoreOutcome) -> RunOutcome:
     lineage = {
         "flow_run_id": str(flow_run.id) if flow_run.id else None,
         "publish_task_run_id": str(task_run.id) if task_run.id else None,
-        "query_task_run_id": queried.task_run_id,
-        "score_task_run_id": scored.task_run_id,
     }
-    out = pipeline.publish_run(Store(storage), plan, queried, scored, lineage)
-    create_markdown_artifact(
-        key=f"{plan.run_id}-summary",
-        markdown=(
-            f"### {plan.scenario.label} x {plan.deployment.name}\n\n"
-            f"{out.main_metric}: **{_fmt(out.score)}** (95% CI {_fmt(out.ci_low)} to {_fmt(out.ci_high)}), "
-            f"status {out.status}\n\nFiles: `{out.uri}`"
-        ),
-        description=f"run {plan.run_id}",
-    )
+    out = pipeline.evaluate_run(Store(storage), plan, prepared, rep.requests_done, shared, lineage, rep.add_requests)
+    create_markdown_artifact(key=run_artifact_key(board, plan), markdown=run_markdown(plan, out),
+                             description=f"{board}: {cell_name(plan)}")
     return out
 
 
-@materialize("helmflow://release", name="publish-release",
-             cache_key_fn=lambda ctx, p: release_key(p["board"], p["runs"]), persist_result=True)
+def run_artifact_key(board: str, plan: RunPlan) -> str:
+    return artifact_key(f"{board}-{plan.scenario.label}-{plan.deployment.name}")
+
+
+def run_markdown(plan: RunPlan, out: RunOutcome) -> str:
+    versions = pipeline._version_fields(plan)
+    return "\n".join([
+        f"### {cell_name(plan)}",
+        "",
+        f"**{out.main_metric}: {_fmt(out.score)}** (95% CI {_fmt(out.ci_low)} to {_fmt(out.ci_high)})",
+        f"status {out.status}, error rate {out.error_rate:.1%}, cost ${out.cost_usd:.4f}",
+        "",
+        "| version | hash |",
+        "|---|---|",
+        *[f"| {k} | `{v}` |" for k, v in versions.items()],
+        "",
+        f"Run files: [{out.uri}]({report_link(out.uri)})",
+    ])
+
+
+@materialize("helmflow://release", name="release", cache_key_fn=lambda ctx, p: release_key(p["board"], p["runs"]),
+             persist_result=True, task_run_name="release {board.spec.name}")
 def publish_release(board: BoardPlan, storage: str, runs: list[RunOutcome], failed: list[FailedCell]):
     out = pipeline.publish_release(Store(storage), board, runs, failed)
+    name = artifact_key(board.spec.name)
     labels = [s.label for s in board.scenarios]
     create_table_artifact(
-        key=f"{_artifact_key(board.spec.name)}-leaderboard",
-        table=[{k: (_fmt(v) if isinstance(v, float) else v) for k, v in row.items() if " ci_" not in k} for row in out.table],
+        key=f"{name}-leaderboard",
+        table=[_table_row(row, labels) for row in out.table],
         description=f"{board.spec.name} release {out.release_id} ({out.status})",
     )
     lines = [f"# {board.spec.name} — release {out.release_id}", "", f"status: **{out.status}**, at `{out.uri}`", ""]
     lines += ["| model | mean score | " + " | ".join(labels) + " |", "|---" * (len(labels) + 2) + "|"]
     for row in out.table:
-        lines.append(f"| {row['deployment']} | {_fmt(row['mean_score'])} | " + " | ".join(_fmt(row[lab]) for lab in labels) + " |")
+        lines.append(f"| {row['deployment']} | {_fmt(row['mean_score'])} | "
+                     + " | ".join(_with_ci(row, lab) for lab in labels) + " |")
     if failed:
         lines += ["", "Missing cells:"] + [f"- {f.scenario} x {f.deployment}: {f.error}" for f in failed]
-    create_markdown_artifact(
-        key=f"{_artifact_key(board.spec.name)}-release", markdown="\n".join(lines), description="leaderboard release"
-    )
-    create_link_artifact(
-        key=f"{_artifact_key(board.spec.name)}-release-link", link=out.uri, link_text=f"{board.spec.name} {out.release_id}",
-        description="where the release's Parquet files are",
-    )
+    create_markdown_artifact(key=f"{name}-release", markdown="\n".join(lines),
+                             description=f"{board.spec.name} leaderboard release {out.release_id}, 95% intervals")
+    link = release_link(board.spec.name, out.release_id, out.uri)
+    create_link_artifact(key=f"{name}-release-link", link=link, link_text=f"{board.spec.name} {out.release_id}",
+                         description=f"the {board.spec.name} release {out.release_id}: report page or files")
+    return out
+
+
+REPORT_URL_ENV = "HELMFLOW_REPORT_URL"
+
+
+def report_link(uri: str) -> str:
+    """A clickable form of a storage URI: file:// for local paths; s3:// and https:// as they are."""
+    return uri if "://" in uri else f"file://{uri}"
+
+
+def release_link(board: str, release_id: str, uri: str) -> str:
+    """Where a person reads the release: ``$HELMFLOW_REPORT_URL`` (a ``helmflow serve``) when set,
+    else the release's files (an s3:// or https:// URL when the storage has one, else a file path)."""
+    base = os.environ.get(REPORT_URL_ENV, "").rstrip("/")
+    if base:
+        return f"{base}/boards/{safe_key(board)}/{release_id}/"
+    return report_link(uri)
+
+
+def _with_ci(row: dict[str, Any], label: str) -> str:
+    if row[label] is None:
+        return "missing"
+    return f"{_fmt(row[label])} [{_fmt(row[f'{label} ci_low'])}, {_fmt(row[f'{label} ci_high'])}]"
+
+
+def _table_row(row: dict[str, Any], labels: list[str]) -> dict[str, Any]:
+    out = {"deployment": row["deployment"], "mean score": _fmt(row["mean_score"]), "mean win rate": _fmt(row["mean_win_rate"])}
+    out.update({label: _with_ci(row, label) for label in labels})
     return out
 
 
@@ -134,19 +145,16 @@ def _fmt(x: Any) -> str:
     return "—" if x is None else f"{x:.3f}" if isinstance(x, float) else str(x)
 
 
-def _artifact_key(name: str) -> str:
-    """Artifact keys allow lowercase letters, digits and dashes only."""
-    return "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-") or "board"
+def artifact_key(name: str) -> str:
+    """Artifact keys allow lowercase letters, digits and dashes only (runs of others become one dash)."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "board"
 
 
 # --------------------------------------------------------------------------- configuration
 @dataclass(frozen=True)
 class BoardTasks:
-    download: Task
-    adapt: Task
-    query: Task
-    score: Task
-    publish_run: Task
+    prepare: Task
+    run: Task
     publish_release: Task
 
 
@@ -164,17 +172,21 @@ def configure(storage_root: str) -> BoardTasks:
     """The board's tasks with results persisted as JSON through :class:`OutcomeStorage` (never pickled)."""
     slug = result_storage_block(storage_root)
     opts: dict[str, Any] = {"result_storage": slug, "persist_result": True, "result_serializer": OutcomeJSON()}
-    return BoardTasks(*(t.with_options(**opts) for t in (download, adapt, query, score, publish_run, publish_release)))
+    return BoardTasks(*(t.with_options(**opts) for t in (prepare, run, publish_release)))
 
 
-def run_assets(store: Store, plan: RunPlan) -> dict[str, list[str]]:
-    """What publishing a run materializes (its commit marker, which lists its files) and what it
-    was made from. Asset keys are URIs."""
+def run_assets(store: Store, board: str, plan: RunPlan) -> dict[str, list[Asset]]:
+    """What a run materializes (its commit marker, which lists its files) and what it was made from.
+    Asset keys are URIs; their names say which board cell they are, so the event feed reads as lineage."""
+    scenario = plan.scenario
     return {
-        "assets": [store.asset_uri(layout.run_json(plan.run_id))],
+        "assets": [_asset(store, layout.run_json(plan.run_id), f"{board}: {cell_name(plan)} run {plan.run_id}",
+                          f"{scenario.main_metric} of {plan.deployment.name} on {scenario.label}")],
         "asset_deps": [
-            store.asset_uri(layout.instances(plan.scenario.key, plan.scenario.scenario_version)),
-            store.asset_uri(layout.dataset_manifest(plan.scenario.key, plan.scenario.dataset_revision)),
+            _asset(store, layout.instances(scenario.key, scenario.scenario_version),
+                   f"{scenario.label} instances {scenario.scenario_version}", f"{scenario.label}'s instances"),
+            _asset(store, layout.dataset_manifest(scenario.key, scenario.dataset_revision),
+                   f"{scenario.label} dataset {scenario.dataset_revision}", f"{scenario.name} at a pinned revision"),
         ],
     }
 
@@ -183,13 +195,23 @@ def run_assets(store: Store, plan: RunPlan) -> dict[str, list[str]]:
 MAX_RELEASE_DEPS = 90
 
 
-def release_assets(store: Store, board: BoardPlan, runs: list[RunOutcome]) -> dict[str, list[str]]:
+def release_assets(store: Store, board: BoardPlan, runs: list[RunOutcome]) -> dict[str, list[Asset]]:
     """The board's asset and, as upstream, its runs' ``run.json`` (the first ``MAX_RELEASE_DEPS``
     of a larger board: the complete list is ``runs.parquet`` and ``release.json``)."""
+    name = board.spec.name
     return {
-        "assets": [store.asset_uri(layout.board_dir(safe_key(board.spec.name)))],
-        "asset_deps": [store.asset_uri(layout.run_json(r.run_id)) for r in runs[:MAX_RELEASE_DEPS]],
+        "assets": [_asset(store, layout.board_dir(safe_key(name)), f"{name} leaderboard", f"releases of the {name} board")],
+        "asset_deps": [
+            _asset(store, layout.run_json(r.run_id), f"{name}: {r.scenario} x {r.deployment} run {r.run_id}",
+                   f"{r.main_metric} of {r.deployment} on {r.scenario}")
+            for r in runs[:MAX_RELEASE_DEPS]
+        ],
     }
+
+
+def _asset(store: Store, key: str, name: str, description: str) -> Asset:
+    uri = store.asset_uri(key)
+    return Asset(key=uri, properties=AssetProperties(name=name, description=description, url=report_link(store.url(key))))
 
 
 def forget_cached(store: Store, keys: list[str]) -> None:

@@ -49,13 +49,18 @@ def test_warm_rerun_is_all_cached_and_writes_nothing(prefect_server, tmp_path):
     assert counts["offline/solver"] >= 5 * n_scenarios
     assert len([k for k in runs_before if k.endswith("run.json")]) == n_runs
 
-    second = run_cli(*args)
+    second = run_cli(*args, "--force-flow")  # through Prefect, although the release exists
     assert second.returncode == 0, second.stdout + second.stderr
-    # download and adapt per scenario; query, score and publish per pair; one release
-    expected, flow_run_id, deadline = 2 * n_scenarios + 3 * n_runs + 1, flow_run_id_from(second), time.monotonic() + 30
+    # prepare (download + adapt) per scenario; one run task (query → score → publish) per pair; one release
+    expected, flow_run_id, deadline = n_scenarios + n_runs + 1, flow_run_id_from(second), time.monotonic() + 30
     while len(task_runs := task_runs_of(flow_run_id)) < expected and time.monotonic() < deadline:
         time.sleep(0.5)  # task runs reach the API as events, a moment after the flow run returns
     assert len(task_runs) == expected
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:  # one flow per board: the deployment's flow is named "demo" too
+        run = client.read_flow_run(flow_run_id)
+        assert client.read_flow(run.flow_id).name == "demo" and run.name.startswith("demo 20"), run.name
     assert {tr.state.name for tr in task_runs} == {"Cached"}, sorted((tr.name, tr.state.name) for tr in task_runs)
     assert _counts(store) == counts
     assert _mtimes(root, "runs") == runs_before
@@ -66,6 +71,21 @@ def test_warm_rerun_is_all_cached_and_writes_nothing(prefect_server, tmp_path):
     assert scores["offline/solver"] > scores["offline/solver-noisy"] > scores["offline/echo"]  # the board has spread
     meta = pq.read_schema(os.path.join(latest["uri"], "leaderboard.parquet")).metadata
     assert meta[b"helmflow.release_id"].decode() == latest["release_id"]
+
+    # without --force-flow the CLI finds that exact release in storage and starts no flow run
+    third = run_cli(*args)
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert "no Prefect flow run was started" in third.stdout and "flow run:" not in third.stdout
+    assert latest["release_id"] in third.stdout and "offline/solver" in third.stdout
+    assert _counts(store) == counts and _mtimes(root, "runs") == runs_before
+
+    # a run's commit marker missing from storage: the check says no, and the flow runs
+    missing = next(k for k in runs_before if k.endswith("run.json"))
+    (root / missing).unlink()
+    fourth = run_cli(*args)
+    assert fourth.returncode == 0, fourth.stdout + fourth.stderr
+    assert "flow run:" in fourth.stdout and "no Prefect flow run" not in fourth.stdout
+    assert _counts(store) == counts
 
 
 def test_failed_pair_gives_partial_release_and_flow_retry_reruns_only_it(prefect_server, tmp_path):
@@ -111,9 +131,8 @@ def test_failed_pair_gives_partial_release_and_flow_retry_reruns_only_it(prefect
     new_runs = [tr for tr in task_runs_of(flow_run_id) if tr.id not in before]
     executed = sorted(tr.name for tr in new_runs if tr.state.name == "Completed")
     cached = [tr for tr in new_runs if tr.state.name == "Cached"]
-    assert all("offline/echo" in name or name.startswith("publish-release") for name in executed), executed
-    assert any("query arithmetic-3 x offline/echo" in name for name in executed), executed
-    assert len(cached) == 2 + 2 * 3, sorted((tr.name, tr.state.name) for tr in new_runs)
+    assert executed == ["release demo", "run arithmetic-3 x offline/echo"], executed
+    assert len(cached) == 1 + 2, sorted((tr.name, tr.state.name) for tr in new_runs)  # prepare; 2 pairs
     after = _counts(store)
     assert after["offline/echo"] == counts["offline/echo"] + 5
     assert after["offline/solver"] == counts["offline/solver"] and after["offline/solver-noisy"] == counts["offline/solver-noisy"]

@@ -1,99 +1,237 @@
-"""The Prefect UI shows a board's lineage: a demo flow run's page and the Artifacts page, in a real
-browser (Debian's Chromium driven by Playwright), against the session's Prefect server.
+"""Lineage a person can read in the Prefect UI, and a failed cell retried from the UI's Retry button.
 
-A browser that cannot start fails these tests (never skips them): install it with
-``apt-get install chromium`` (scripts/test.sh does so when run as root). Screenshots go to
-test-artifacts/ (README's copies live in docs/screenshots/).
+Like a new user: a real ``prefect server start`` (its own, SQLite), ``prefect deploy`` of
+prefect.yaml's demo deployment, a process worker, and the full demo board (every scenario x every
+model) triggered from that deployment. What is asserted comes from the server's API (task-run names,
+artifacts, asset events) and from the pages in Chromium (Playwright), in the default UI (V1 at
+``/``) and the V2 UI Prefect 3.9 ships (``/v2``). Screenshots go to test-artifacts/, and to
+docs/screenshots/ with ``HELMFLOW_UPDATE_SCREENSHOTS=1`` (README's copies).
+
+A browser that cannot start fails these tests (never skips them).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
+import time
 from uuid import UUID
 
-import pyarrow.parquet as pq
+import httpx
 import pytest
 
+from helmflow.clients.offline import offline_call_count
 from helmflow.storage import Store
-from tests.conftest import run_cli
-from tests.prefect_servers import ARTIFACTS
+from tests.conftest import REPO
+from tests.prefect_servers import ARTIFACTS, PrefectServer, dedicated_prefect_server
 
 pytestmark = pytest.mark.slow
 
-TIMEOUT_MS = 30_000
+TIMEOUT_MS = 60_000
+POOL = "helmflow"
+DOCS = REPO / "docs" / "screenshots"
+HASHLIKE = re.compile(r"(^|[\s-])[0-9a-f]{3,}$")  # `download-46b`, `publish-release-1b3`: a name ending in a hash
 
 
 @pytest.fixture(scope="module")
-def demo_run(prefect_server, tmp_path_factory) -> dict:
-    """One demo flow run on the session server: its id, name and the run ids of its release."""
-    root = str(tmp_path_factory.mktemp("prefect-ui") / "store")
-    out = run_cli("run", "demo", "--max-instances", "3", "--scenarios", "arithmetic-3",
-                  "--models", "offline/solver,offline/echo", "--storage", root)
-    assert out.returncode == 0, out.stdout + out.stderr
-    flow_run_id = UUID(re.search(r"flow run: ([0-9a-f-]{36})", out.stdout).group(1))
-    latest = Store(root).read_json("leaderboards/demo/latest-subset.json")
-    run_ids = sorted(r["run_id"] for r in pq.read_table(os.path.join(latest["uri"], "runs.parquet")).to_pylist())
-    assert len(run_ids) == 2
-
-    from prefect.client.orchestration import get_client
-
-    with get_client(sync_client=True) as client:
-        name = client.read_flow_run(flow_run_id).name
-    return {"id": flow_run_id, "name": name, "run_ids": run_ids, "release_id": latest["release_id"],
-            "ui": prefect_server.removesuffix("/api")}
+def ui(tmp_path_factory) -> dict:
+    """A server with the demo deployment, a worker, and one full demo board run from the deployment."""
+    work = tmp_path_factory.mktemp("prefect-ui")
+    store_root = work / "store"
+    with dedicated_prefect_server(work / "server") as server:
+        _ok(server.cli("work-pool", "create", POOL, "--type", "process"))
+        _ok(server.cli("deploy", "--name", "demo-nightly"))
+        _ok(server.cli("deployment", "schedule", "pause", "--all"))
+        server.start_worker(POOL, "ui-worker", HELMFLOW_STORAGE=str(store_root))
+        flow_run_id = _trigger(server, {"max_instances": 3})
+        run = server.wait_flow_run(flow_run_id, timeout=900)
+        assert run.state.is_completed(), f"{run.state}\n{server.tail()}"
+        yield {"server": server, "ui": server.url.removesuffix("/api"), "flow_run": run, "store": Store(str(store_root)),
+               "work": work}
 
 
+def _ok(out):
+    assert out.returncode == 0, f"{out.args}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    return out.stdout
+
+
+def _trigger(server: PrefectServer, params: dict) -> UUID:
+    out = _ok(server.cli("deployment", "run", "demo/demo-nightly", "--params", json.dumps(params)))
+    return UUID(re.search(r"UUID: ([0-9a-f-]{36})", out).group(1))
+
+
+def _task_runs(server: PrefectServer, flow_run_id: UUID, expected: int = 0):
+    deadline = time.monotonic() + 30
+    while len(runs := server.task_runs(flow_run_id)) < expected and time.monotonic() < deadline:
+        time.sleep(0.5)  # task runs reach the API as events, a moment after the flow run ends
+    return runs
+
+
+def _shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name))
+    if os.environ.get("HELMFLOW_UPDATE_SCREENSHOTS"):
+        shutil.copy(ARTIFACTS / name, DOCS / name)
 
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context = browser.new_context(viewport={"width": 1600, "height": 1000})
     pg = context.new_page()
     pg.set_default_timeout(TIMEOUT_MS)
     yield pg
     context.close()
 
 
-def _shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+def test_every_task_run_is_named_by_what_it_works_on(ui):
+    from helmflow.board import prepare
+
+    plan = prepare("demo", max_instances=3)  # the deployment run's parameters
+    run = ui["flow_run"]
+    assert re.fullmatch(r"demo \d{4}-\d{2}-\d{2} \d{2}:\d{2}", run.name), run.name  # not Prefect's random words
+    task_runs = _task_runs(ui["server"], run.id, len(plan.scenarios) + len(plan.runs) + 1)
+    names = sorted(tr.name for tr in task_runs)
+    assert len(names) == len(plan.scenarios) + len(plan.runs) + 1 == 41, names  # 8 + 32 + 1 (was 113)
+    assert sorted(n for n in names if n.startswith("prepare ")) == sorted(f"prepare {s.label}" for s in plan.scenarios)
+    assert sorted(n for n in names if n.startswith("run ")) == sorted(
+        f"run {r.scenario.label} x {r.deployment.name}" for r in plan.runs)
+    assert "release demo" in names
+    assert not [n for n in names if HASHLIKE.search(n)], names
+    with ui["server"].client() as client:
+        flow = client.read_flow(run.flow_id)
+    assert flow.name == "demo"  # `helmflow run demo` runs under this flow too (tests/test_flow_spine.py)
 
 
-def _keys(run: dict) -> list[str]:
-    return ["demo-leaderboard", "demo-release"] + [f"{r}-summary" for r in run["run_ids"]]
+def test_artifacts_read_as_a_report(ui):
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    from helmflow.board import prepare
+
+    plan = prepare("demo", max_instances=3)  # the deployment run's parameters
+    with ui["server"].client() as client:
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[ui["flow_run"].id])))
+    by_key = {a.key: a for a in artifacts if a.key}
+    for r in plan.runs:
+        key = re.sub(r"[^a-z0-9]+", "-", f"demo-{r.scenario.label}-{r.deployment.name}".lower())
+        assert key in by_key, sorted(by_key)
+        art = by_key[key]
+        assert art.description == f"demo: {r.scenario.label} x {r.deployment.name}"
+        assert f"{r.scenario.main_metric}:" in art.data and "95% CI" in art.data and r.run_id in art.data
+        assert "model_version" in art.data and f"runs/{r.run_id}" in art.data
+    latest = ui["store"].read_json("leaderboards/demo/latest-subset.json")
+    board = by_key["demo-leaderboard"]
+    assert latest["release_id"] in board.description
+    assert "[" in json.dumps(board.data)  # cells carry their interval: "1.000 [1.000, 1.000]"
+    link = by_key["demo-release-link"]
+    assert latest["uri"] in link.data and latest["release_id"] in link.data
 
 
-def test_flow_run_page_shows_the_run_and_its_artifacts(page, demo_run):
+def test_asset_events_name_their_cells(ui):
+    reply = httpx.post(f"{ui['server'].url}/events/filter", timeout=30,
+                       json={"filter": {"event": {"name": ["prefect.asset.materialization.succeeded"]}}})
+    assert reply.status_code == 200, reply.text
+    names = {e["resource"].get("prefect.resource.name") for e in reply.json()["events"]}
+    assert "demo leaderboard" in names
+    assert "demo: dyck-3 x offline/solver run" in " ".join(n or "" for n in names), names
+
+
+def test_ui_shows_names_graph_artifacts_and_events(ui, page):
     from playwright.sync_api import expect
 
-    page.goto(f"{demo_run['ui']}/runs/flow-run/{demo_run['id']}")
-    expect(page.get_by_text(demo_run["name"], exact=True).first).to_be_visible()
-    expect(page.get_by_text("Completed", exact=True).first).to_be_visible()
+    run = ui["flow_run"]
+    base = f"{ui['ui']}/runs/flow-run/{run.id}"
+    page.goto(base)
+    expect(page.get_by_text(run.name, exact=True).first).to_be_visible()
+    expect(page.get_by_text("41 Task runs").first).to_be_visible()
+    page.wait_for_timeout(3000)  # the graph draws on a canvas: give it a moment
+    _shot(page, "prefect-flow-run.png")
+
+    graph = page.locator(".flow-run-graph")
+    graph.locator("button").last.click()  # the graph's settings
+    page.get_by_text("Dependency grid", exact=True).click()
+    page.get_by_text(run.name, exact=True).first.click()  # close the settings
+    box = graph.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 3)
+    for _ in range(6):  # zoom in as a reader would, until the names show
+        page.mouse.wheel(0, -300)
+        page.wait_for_timeout(300)
+    page.wait_for_timeout(2000)
+    _shot(page, "prefect-flow-run-dependency.png")
+
+    page.get_by_text("Task Runs", exact=True).first.click()
+    expect(page.get_by_text("run dyck-3 x offline/solver", exact=True).first).to_be_visible()
+
     page.get_by_text("Artifacts", exact=True).first.click()
-    for key in _keys(demo_run):
+    for key in ("demo-leaderboard", "demo-release", "demo-release-link", "demo-dyck-3-offline-solver"):
         expect(page.get_by_text(key, exact=True).first).to_be_visible()
     _shot(page, "prefect-flow-run-artifacts.png")
 
-    # the leaderboard table artifact of this run carries the release's numbers
     page.get_by_text("demo-leaderboard", exact=True).first.click()
-    expect(page.get_by_text(f"demo release {demo_run['release_id']} (complete)").first).to_be_visible()
     rows = page.get_by_role("row")
-    expect(rows.filter(has_text="offline/solver").get_by_role("cell").nth(1)).to_have_text("1.000")  # mean score
-    expect(rows.filter(has_text="offline/echo").get_by_role("cell").nth(1)).to_have_text("0.000")
+    expect(rows.filter(has_text="offline/solver-noisy").first).to_be_visible()
     _shot(page, "prefect-leaderboard-artifact.png")
 
+    page.goto(f"{ui['ui']}/events")
+    expect(page.get_by_text("demo leaderboard").first).to_be_visible(timeout=180_000)  # slow on a busy machine
+    _shot(page, "prefect-event-feed.png")
 
-def test_artifacts_page_lists_the_release_and_every_run_summary(page, demo_run):
+
+def test_v2_ui_shows_the_same_run(ui, page):
     from playwright.sync_api import expect
 
-    page.goto(f"{demo_run['ui']}/artifacts")
-    expect(page.get_by_text("Artifacts", exact=True).first).to_be_visible()
-    for key in _keys(demo_run):  # other tests share this server: search, as a user would
-        page.get_by_placeholder("Search artifacts").fill(key)
-        expect(page.get_by_text(key, exact=True).first).to_be_visible()
-    page.get_by_placeholder("Search artifacts").fill(demo_run["run_ids"][0])
-    expect(page.get_by_text(f"{demo_run['run_ids'][0]}-summary", exact=True).first).to_be_visible()
-    _shot(page, "prefect-artifacts-search.png")
-    page.get_by_placeholder("Search artifacts").fill("")
-    _shot(page, "prefect-artifacts.png")
+    run = ui["flow_run"]
+    page.goto(f"{ui['ui']}/v2/runs/flow-run/{run.id}")
+    expect(page.get_by_text(run.name, exact=True).first).to_be_visible()
+    expect(page.get_by_text("41 Task runs").first).to_be_visible()
+    page.wait_for_timeout(15_000)  # V2 draws its graph later than V1
+    _shot(page, "prefect-v2-flow-run.png")
+    page.get_by_role("tab", name="Task Runs").click()
+    expect(page.get_by_text("run dyck-3 x offline/solver", exact=True).first).to_be_visible()
+    page.get_by_role("tab", name="Artifacts").click()
+    expect(page.get_by_text("demo-dyck-3-offline-solver").first).to_be_visible()
+    _shot(page, "prefect-v2-artifacts.png")
+
+
+def test_retry_button_reruns_only_the_failed_cell(ui, page):
+    """A cell fails (the offline `fail:` option); the provider is fixed; the flow run's Retry button
+    in the UI has the worker re-execute the same flow run, where only that cell's task (and the
+    release) runs: task-run states from the API, request counts from the offline models' counters."""
+    from playwright.sync_api import expect
+
+    server, store = ui["server"], ui["store"]
+    models_file = ui["work"] / "models.yaml"
+    entry = "  - {{name: offline/echo, client: offline, model: echo, revision: '1', options: {}}}\n"
+    models_file.write_text("deployments:\n" + entry.format("{behavior: echo, fail: always}"))
+    models = ["offline/solver", "offline/solver-noisy", "offline/echo"]
+    flow_run_id = _trigger(server, {"max_instances": 4, "scenarios": ["arithmetic-3"], "models": models,
+                                    "models_file": str(models_file)})
+    failed = server.wait_flow_run(flow_run_id, timeout=600)
+    assert failed.state.is_failed(), f"{failed.state}\n{server.tail()}"
+    models_file.write_text("deployments:\n" + entry.format("{behavior: echo}"))
+    counts = {m: offline_call_count(store, m) for m in models}
+    before = {tr.id for tr in _task_runs(server, flow_run_id, 5)}
+
+    page.goto(f"{ui['ui']}/runs/flow-run/{flow_run_id}")
+    expect(page.get_by_text("Failed", exact=True).first).to_be_visible()
+    _shot(page, "prefect-retry-before.png")
+    page.get_by_role("button", name="Retry").first.click()
+    confirm = page.get_by_role("dialog").get_by_role("button", name="Retry")
+    if confirm.count():  # some UI versions confirm first
+        confirm.click()
+    retried = server.wait_flow_run(flow_run_id, after_runs=failed.run_count, timeout=600)
+    assert retried.state.is_completed(), f"{retried.state}\n{server.tail()}"
+    assert retried.id == flow_run_id and retried.run_count == failed.run_count + 1
+
+    new_runs = [tr for tr in _task_runs(server, flow_run_id, len(before) + 5) if tr.id not in before]
+    executed = sorted(tr.name for tr in new_runs if tr.state.name == "Completed")
+    cached = sorted(tr.name for tr in new_runs if tr.state.name == "Cached")
+    assert executed == ["release demo", "run arithmetic-3 x offline/echo"], [(t.name, t.state.name) for t in new_runs]
+    assert cached == ["prepare arithmetic-3", "run arithmetic-3 x offline/solver", "run arithmetic-3 x offline/solver-noisy"]
+    after = {m: offline_call_count(store, m) for m in models}
+    assert after == dict(counts, **{"offline/echo": counts["offline/echo"] + 4})
+    page.reload()
+    expect(page.get_by_text("Completed", exact=True).first).to_be_visible()
+    _shot(page, "prefect-retry-after.png")

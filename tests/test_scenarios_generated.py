@@ -129,3 +129,44 @@ def test_parameters_enter_scenario_version(name, params, changed):
     assert base.scenario_version == again.scenario_version
     assert other.scenario_version != base.scenario_version
     assert base.dataset_revision == "generated" and base.checksums == {}
+
+
+# sha256 over every generated instance (id, split, input, references) at HELM's default sizes, taken
+# from the numpy-call generators these replaced: the faster draws must not move a single instance.
+FULL_DIGESTS = {
+    ("synthetic_reasoning", "pattern_match"): "a6c22dc3fea029c6291a7e49a9c70aaaac6886dc1f9b63227e9f738572c9cc4d",
+    ("synthetic_reasoning", "variable_substitution"): "8caa0c7e9cbe93ed01775897bf0058157ae76f295d2c91927a1cb2d19414757a",
+    ("synthetic_reasoning", "induction"): "175e7e71918bb35ee26f3733640a07c85e82d47c7599eeccb8b84bcf6071078b",
+    ("dyck_language", 1): "0cf133aa47280127b7c9a1d8e3270f69d93bf996202e0de554a5fa5e07322158",
+    ("dyck_language", 2): "7f591157b1bf50f9608629186350b410012f8857f5a1a2c0af0d16882c10b089",
+    ("dyck_language", 3): "635f2ae6b47ce7fb7f8691478621d16ace5c23cfe2b6f4d720e4ac2a1fa0b6c0",
+    ("dyck_language", 4): "c8081a94d7b986873232f58d27246c2ce915ce11be42a245ce072b47dc5f961a",
+}
+
+
+@pytest.mark.parametrize("name, variant", list(FULL_DIGESTS))
+def test_full_size_generation_is_unchanged_instance_for_instance(name, variant):
+    import hashlib
+    import json
+
+    params = {"mode": variant} if name == "synthetic_reasoning" else {"num_parenthesis_pairs": variant}
+    digest = hashlib.sha256()
+    for i in get_scenario(name, params).load({}):
+        digest.update(json.dumps([i.id, i.split, i.input.text, [(r.text, r.correct) for r in i.references]]).encode())
+    assert digest.hexdigest() == FULL_DIGESTS[(name, variant)]
+
+
+def test_legacy_draws_match_numpy_randomstate():
+    import numpy as np
+
+    from helmflow.scenarios.base import LegacyDraws
+
+    ours, theirs = LegacyDraws(7), np.random.RandomState(7)
+    for top in [1, 2, 3, 4, 9, 21, 1000, 2**31 + 5]:
+        assert [ours.randint(0, top + 1) for _ in range(50)] == [int(theirs.randint(0, top + 1)) for _ in range(50)]
+    a, b = list(range(30)), list(range(30))
+    ours.shuffle(a)
+    theirs.shuffle(b)
+    assert a == b
+    assert ours.randint(3, 4) == int(theirs.randint(3, 4)) == 3  # an empty range draws nothing ...
+    assert ours.randint(0, 10**6) == int(theirs.randint(0, 10**6))  # ... so the streams stay aligned

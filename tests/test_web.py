@@ -426,3 +426,20 @@ def test_symlinks_out_of_the_storage_root_are_never_followed(demo, tmp_path):
         (root / "runs" / "evil" / "run.json").unlink()
         (root / "runs" / "evil").rmdir()
         (root / "leaderboards" / "evil").unlink()
+
+
+def test_prefect_link_comes_from_the_active_profile_too(tmp_path, monkeypatch):
+    """Reproduced first: after `prefect config set PREFECT_API_URL=…` (a profile, no variable) the
+    report showed a bare flow-run id."""
+    from helmflow.web.pages import prefect_ui_url
+
+    for name in ("PREFECT_UI_URL", "PREFECT_API_URL", "PREFECT_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    profiles = tmp_path / "profiles.toml"
+    profiles.write_text('active = "team"\n[profiles.default]\n[profiles.team]\nPREFECT_API_URL = "http://10.1.2.3:4200/api"\n')
+    monkeypatch.setenv("PREFECT_PROFILES_PATH", str(profiles))
+    assert prefect_ui_url() == "http://10.1.2.3:4200"
+    monkeypatch.setenv("PREFECT_PROFILE", "default")  # the profile chosen by the variable wins over `active`
+    assert prefect_ui_url() is None
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4299/api")  # and the environment over any profile
+    assert prefect_ui_url() == "http://127.0.0.1:4299"

@@ -15,6 +15,7 @@ from helmflow.cli.options import (
     UsageError,
     csv_list,
     dry_run_arg,
+    force_flow_arg,
     judge_args,
     max_instances_arg,
     models_file_arg,
@@ -55,6 +56,7 @@ def add_parser(sub) -> None:
     judge_args(p)
     verbose_arg(p)
     dry_run_arg(p)
+    force_flow_arg(p)
     p.set_defaults(func=cmd_eval)
 
 

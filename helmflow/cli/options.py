@@ -108,6 +108,12 @@ def budget_arg(p: argparse.ArgumentParser) -> None:
                    help="stop sending new priced requests (model and judge) before the projected spend passes USD")
 
 
+def force_flow_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--force-flow", action="store_true",
+                   help="run the Prefect flow even when the board's exact release is already published "
+                        "(by default the CLI then prints it and starts no flow run)")
+
+
 def dry_run_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="print requests, prompt tokens and worst-case cost per run; call no model, write nothing")

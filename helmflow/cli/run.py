@@ -20,6 +20,7 @@ from helmflow.cli.options import (
     UsageError,
     budget_arg,
     dry_run_arg,
+    force_flow_arg,
     selection_args,
     task_runner_arg,
     verbose_arg,
@@ -46,6 +47,7 @@ class RunRequest(BaseModel):
     task_runner: Literal["thread", "dask"] | None = None
     variant: Literal["v1", "v2"] | None = None
     dry_run: bool = False
+    force_flow: bool = False  # run the flow even when the exact release is already published
     verbose: bool = False
     require_verified_data: bool = False  # reproduce: refuse a mirror that is not verified (exit 2)
     wait: bool = False  # for another run of the board on the same storage (helmflow.lease)
@@ -67,6 +69,7 @@ def add_parser(sub) -> None:
     verbose_arg(run)
     task_runner_arg(run)
     dry_run_arg(run)
+    force_flow_arg(run)
     run.add_argument("--variant", choices=["v1", "v2"],
                      help="HELM Capabilities variant for scenarios that have one (MMLU-Pro, GPQA): v2 adds the larger "
                           "token budget and the answer-format suffix; a v2 board publishes as <board>-v2")
@@ -137,6 +140,16 @@ def run_board(request: RunRequest) -> int:
     for line in unverified:
         console.print(f"UNVERIFIED data: {line}", style="yellow", markup=False)
     console.print(f"board {plan.spec.name}: {len(plan.scenarios)} scenarios x {len(plan.spec.models)} models = {len(plan.runs)} runs")
+    if not request.force_flow:
+        from helmflow.uptodate import published_release
+
+        found = published_release(store, plan)
+        if found is not None:  # nothing would execute: say so without starting Prefect
+            print_board(console, found)
+            console.print(f"release: {found['uri']} (unchanged: nothing written)", soft_wrap=True)
+            console.print("no Prefect flow run was started: every run and this release are already published "
+                          "(--force-flow starts one)", soft_wrap=True)
+            return 0
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     if not request.verbose:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
@@ -152,7 +165,11 @@ def run_board(request: RunRequest) -> int:
     # Ctrl-C and SIGTERM: nothing new is sent, then exit 130; the temporary server dies with us
     restore = install_signal_handlers(flush_open_journals, lambda line: print(f"\n{line}", file=sys.stderr, flush=True))
     guard_temporary_server()
-    flow = evaluate.with_options(task_runner=task_runner(request.task_runner)) if request.task_runner else evaluate
+    # under the board's name: the flow its deployment runs (flows/<board>.py), so the UI keeps one history per board
+    options: dict[str, Any] = {"name": plan.spec.name}
+    if request.task_runner:
+        options["task_runner"] = task_runner(request.task_runner)
+    flow = evaluate.with_options(**options)
     hand_over(plan, **plan_params)  # the flow, started here with the same parameters, does not plan again
     from helmflow.lease import board_lease
 

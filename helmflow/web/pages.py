@@ -28,11 +28,31 @@ _env = Environment(loader=PackageLoader("helmflow.web", "templates"), autoescape
 
 
 def prefect_ui_url() -> str | None:
-    """The Prefect UI behind this storage's flow runs: $PREFECT_UI_URL, else the API URL without ``/api``."""
-    ui = os.environ.get("PREFECT_UI_URL")
-    if not ui and os.environ.get("PREFECT_API_URL"):
-        ui = os.environ["PREFECT_API_URL"].rstrip("/").removesuffix("/api")
-    return ui.rstrip("/") if ui else None
+    """The Prefect UI behind this storage's flow runs: ``PREFECT_UI_URL``, else ``PREFECT_API_URL``
+    without ``/api``; each from the environment first, then from the active Prefect profile (what
+    ``prefect config set PREFECT_API_URL=…`` writes)."""
+    settings = {**active_prefect_profile(), **{k: v for k, v in os.environ.items() if k.startswith("PREFECT_")}}
+    ui = settings.get("PREFECT_UI_URL")
+    if not ui and settings.get("PREFECT_API_URL"):
+        ui = str(settings["PREFECT_API_URL"]).rstrip("/").removesuffix("/api")
+    return str(ui).rstrip("/") if ui else None
+
+
+def active_prefect_profile() -> dict[str, Any]:
+    """The active profile's settings from Prefect's profiles file (``$PREFECT_PROFILES_PATH``, else
+    ``$PREFECT_HOME/profiles.toml``, else ``~/.prefect/profiles.toml``; the profile named by
+    ``$PREFECT_PROFILE``, else the file's ``active``). Read as TOML: importing Prefect costs seconds."""
+    import tomllib
+
+    home = Path(os.environ.get("PREFECT_HOME", "~/.prefect")).expanduser()
+    path = Path(os.environ.get("PREFECT_PROFILES_PATH", home / "profiles.toml")).expanduser()
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}
+    name = os.environ.get("PREFECT_PROFILE") or data.get("active")
+    profile = data.get("profiles", {}).get(name, {}) if name else {}
+    return profile if isinstance(profile, dict) else {}
 
 
 def js_payload(call: str, *args: Any) -> str:

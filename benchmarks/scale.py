@@ -1,0 +1,104 @@
+"""Scale in runs: wall time and peak RSS of `helmflow run` as the number of runs grows.
+
+    python benchmarks/scale.py [--runs 50,500,2000] [--max-instances 5] [--deployments-min 25]
+
+Each size is a board of D offline deployments × S of the demo scenarios (D ≥ 25, S ≤ 8, D × S =
+runs; generated models file, fresh storage), run through the real CLI three times:
+  cold   fresh storage: every run queried, scored and published;
+  warm   the same board again with --force-flow: through Prefect, every task Cached;
+  skip   the same board again without it: the CLI finds the release published, starts no flow.
+Printed per size and pass: seconds, seconds per run, and peak RSS of the `helmflow run` process
+(``wait4``'s ru_maxrss: the CLI process, not Prefect's temporary server, which is its own child).
+At --max-instances 5 almost all of it is overhead per run. A benchmark, not a test: numbers
+depend on the machine and its load (printed with them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BEHAVIOURS = [("solver", "{behavior: solver, accuracy: 1.0}"), ("solver", "{behavior: solver, accuracy: 0.7}"),
+              ("echo", "{behavior: echo}"), ("first-option", "{behavior: first_option}")]
+
+
+def shape(runs: int, deployments_min: int, scenarios_max: int) -> tuple[int, int]:
+    """(deployments, scenarios) with deployments ≥ deployments_min, scenarios ≤ scenarios_max, product = runs."""
+    for scenarios in range(min(scenarios_max, runs // deployments_min), 0, -1):
+        if runs % scenarios == 0:
+            return runs // scenarios, scenarios
+    return max(deployments_min, math.ceil(runs / scenarios_max)), scenarios_max
+
+
+def models_file(path: Path, count: int) -> list[str]:
+    names, lines = [], ["deployments:"]
+    for i in range(count):
+        model, options = BEHAVIOURS[i % len(BEHAVIOURS)]
+        name = f"bench/{model}-{i:04d}"
+        names.append(name)
+        lines.append(f"  - {{name: {name}, client: offline, model: {model}, revision: '1', options: {options}}}")
+    path.write_text("\n".join(lines) + "\n")
+    return names
+
+
+def timed(args: list[str], env: dict[str, str]) -> tuple[float, float, int, str]:
+    """(seconds, peak RSS in MB of the process, exit code, the output's tail)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = proc.stdout.read() if proc.stdout else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return time.perf_counter() - started, usage.ru_maxrss / 1024, proc.returncode, out[-2000:]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", default="50,500,2000", help="comma-separated board sizes in runs")
+    ap.add_argument("--max-instances", type=int, default=5)
+    ap.add_argument("--deployments-min", type=int, default=25)
+    ap.add_argument("--passes", default="cold,warm,skip", help="which passes to run (cold is always run first)")
+    ap.add_argument("--keep", action="store_true", help="keep the storage roots (printed)")
+    opts = ap.parse_args()
+
+    from helmflow.board import load_board
+
+    scenarios = [s.label for s in load_board("demo").scenarios]
+    env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", COLUMNS="120")
+    env.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+    load = os.getloadavg()
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print("| runs | deployments × scenarios | pass | seconds | s/run | peak RSS MB | exit |")
+    print("|---|---|---|---|---|---|---|")
+    passes = [p for p in ("cold", "warm", "skip") if p in opts.passes.split(",") or p == "cold"]
+    for runs in [int(r) for r in opts.runs.split(",")]:
+        n_dep, n_scen = shape(runs, opts.deployments_min, len(scenarios))
+        work = Path(tempfile.mkdtemp(prefix=f"helmflow-scale-{runs}-"))
+        names = models_file(work / "models.yaml", n_dep)
+        base = [sys.executable, "-m", "helmflow.cli", "run", "demo", "--models-file", str(work / "models.yaml"),
+                "--models", ",".join(names), "--scenarios", ",".join(scenarios[:n_scen]),
+                "--max-instances", str(opts.max_instances), "--storage", str(work / "store")]
+        for name in passes:
+            args = base + (["--force-flow"] if name == "warm" else [])
+            seconds, rss, code, tail = timed(args, env)
+            print(f"| {n_dep * n_scen} | {n_dep} × {n_scen} | {name} | {seconds:.1f} | {seconds / (n_dep * n_scen):.3f} "
+                  f"| {rss:.0f} | {code} |", flush=True)
+            if code != 0:
+                print(tail, file=sys.stderr)
+        if opts.keep:
+            print(f"# storage kept: {work}")
+        else:
+            subprocess.run(["rm", "-rf", str(work)], check=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
