@@ -9,6 +9,8 @@ named after the board (:func:`board_flow`), from the CLI and from its deployment
 
 from __future__ import annotations
 
+import os
+from datetime import UTC
 from typing import Any
 
 from prefect import flow, get_run_logger
@@ -91,7 +93,7 @@ def _label_storage(root: str) -> None:
 
 def flow_run_name() -> str:
     """``<board> <UTC date and time>``, e.g. ``demo 2026-11-30 18:55``, instead of Prefect's random words."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from prefect.runtime import flow_run
 
@@ -105,7 +107,7 @@ def flow_run_name() -> str:
             board = load_board(board).name
         except BoardError:
             board = os.path.splitext(os.path.basename(board))[0]
-    return f"{board} {datetime.now(timezone.utc):%Y-%m-%d %H:%M}"
+    return f"{board} {datetime.now(UTC):%Y-%m-%d %H:%M}"
 
 
 @flow(name="evaluate-board", log_prints=False, task_runner=task_runner_from_env(), flow_run_name=flow_run_name)
