@@ -27,6 +27,7 @@ class Settings(BaseSettings):
     spool: str | None = None  # the journal's local spool folder (else <tmp>/helmflow-spool)
     task_runner: str = "thread"  # a worker's task runner: thread, dask or dask:<scheduler address>
     dask_workers: int = 2  # processes of the local Dask cluster
+    report_url: str | None = None  # where `helmflow serve` answers: release-link artifacts point there
     test_fault: str | None = None  # test hooks: after-leaderboard, before-pointer crash release publication midway
 
     @property

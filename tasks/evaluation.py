@@ -9,7 +9,6 @@ a record helmflow did not write is never decoded): a hit on one worker is a hit 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -112,9 +111,6 @@ def publish_release(board: BoardPlan, storage: str, runs: list[RunOutcome], fail
     return out
 
 
-REPORT_URL_ENV = "HELMFLOW_REPORT_URL"
-
-
 def report_link(uri: str) -> str:
     """A clickable form of a storage URI: file:// for local paths; s3:// and https:// as they are."""
     return uri if "://" in uri else f"file://{uri}"
@@ -123,7 +119,9 @@ def report_link(uri: str) -> str:
 def release_link(board: str, release_id: str, uri: str) -> str:
     """Where a person reads the release: ``$HELMFLOW_REPORT_URL`` (a ``helmflow serve``) when set,
     else the release's files (an s3:// or https:// URL when the storage has one, else a file path)."""
-    base = os.environ.get(REPORT_URL_ENV, "").rstrip("/")
+    from helmflow.settings import settings
+
+    base = (settings().report_url or "").rstrip("/")
     if base:
         return f"{base}/boards/{safe_key(board)}/{release_id}/"
     return report_link(uri)
