@@ -19,7 +19,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from helmflow.board import prepare_once
 from helmflow.errors import HelmflowError
-from helmflow.pipeline import FailedCell, RunOutcome, point_release, publication_problem
+from helmflow.pipeline import FailedCell, RunOutcome, point_release, preflight, publication_problem
 from helmflow.progress import REPORTED, reporter
 from helmflow.settings import settings
 from helmflow.storage import Store
@@ -131,6 +131,7 @@ def evaluate(
     plan = prepare_once(board=board, models=models, scenarios=scenarios, max_instances=max_instances,
                         models_file=models_file, plugins=plugins, judges=judges, no_judge=no_judge,
                         toxicity=toxicity)
+    preflight(store, plan)  # a worker's run refuses bad data before any task, as `helmflow run` does
     tasks = configure(store.root)
     log.info("board %s (%d runs) on storage %s", plan.spec.name, len(plan.runs), store.root)
     reporter().set_runs(len(plan.runs))

@@ -36,7 +36,7 @@ from helmflow import layout
 from helmflow.media import MediaStore
 from helmflow.records import INSTANCE_SCHEMA, Instance, instance_from_row, instance_to_row, to_table
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, get_scenario
-from helmflow.scenarios.base import UNPINNED
+from helmflow.scenarios.base import UNPINNED, check_unique_ids
 from helmflow.settings import scenario_mirror, scenario_mirror_var, settings
 from helmflow.storage import Store
 
@@ -301,19 +301,29 @@ def mirror_sources(store: Store, plan) -> dict[str, str]:
     return files
 
 
-def write_instances(store: Store, plan, files: dict[str, str]) -> str:
+def load_checked(plan, files: dict[str, str]) -> list[Instance]:
+    """The scenario's instances from ``files``, checked as a run needs them: loadable, not empty, ids
+    unique. The download stage, the pre-flight of ``helmflow run`` and ``--dry-run`` all go through
+    here, so they refuse the same data with the same message, which names the file the user can fix
+    (its source or mirror), not the verified copy in the store."""
     scen = get_scenario(plan.name, plan.params)
     scen.media = MediaStore(store)  # images found while loading land in media/ (content-addressed)
     try:
         instances = scen.load(files)
     except ScenarioError as exc:
-        origins = ", ".join(resolve_source(plan.name, plan.dataset_revision, s) for s in scen.sources())
-        raise ScenarioError(f"{exc} (stored copy of {origins})" if origins else str(exc)) from None
+        message = str(exc)
+        for source in scen.sources():
+            if source.filename in files:
+                message = message.replace(files[source.filename], resolve_source(plan.name, plan.dataset_revision, source))
+        raise ScenarioError(message) from None
     if not instances:
         raise ScenarioError(f"scenario {plan.name!r} produced no instances from {sorted(files) or 'its generator'}")
-    ids = [i.id for i in instances]
-    if len(set(ids)) != len(ids):
-        raise ScenarioError(f"scenario {plan.name!r}: instance ids are not unique")
+    check_unique_ids(f"scenario {plan.name!r}", [(n, i.id) for n, i in enumerate(instances, start=1)], "instance")
+    return instances
+
+
+def write_instances(store: Store, plan, files: dict[str, str]) -> str:
+    instances = load_checked(plan, files)
     table = to_table([instance_to_row(i) for i in instances], INSTANCE_SCHEMA)
     key = layout.instances(plan.key, plan.scenario_version)
     store.write_parquet(

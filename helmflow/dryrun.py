@@ -27,12 +27,12 @@ class RunEstimate:
 
 def load_instances(plan: ScenarioPlan) -> list[Instance]:
     """The scenario's instances read from where a download would fetch them; nothing is stored."""
-    from helmflow.datasets import resolve_source
+    from helmflow.datasets import load_checked, resolve_source
     from helmflow.scenarios import get_scenario
 
     scen = get_scenario(plan.name, plan.params)
     files = {s.filename: resolve_source(plan.name, plan.dataset_revision, s) for s in scen.sources()}
-    return scen.load(files)
+    return load_checked(plan, files)
 
 
 def _prompt_text(req: Request) -> str:

@@ -165,7 +165,9 @@ def read_finished_flow_run(flow_run_id: str) -> Any:
         UUID(flow_run_id)
     except ValueError:
         raise HelmflowError(f"{flow_run_id!r} is not a flow run id (a UUID, as `helmflow run` prints it)") from None
-    with get_client(sync_client=True) as client:
+    from helmflow.prefect_runtime import temporary_server
+
+    with temporary_server(), get_client(sync_client=True) as client:
         try:
             run = client.read_flow_run(flow_run_id)
         except ObjectNotFound:

@@ -174,6 +174,15 @@ def download_scenario(store: Store, plan: ScenarioPlan) -> ScenarioData:
     return ScenarioData(instances_key=key, files=files)
 
 
+def preflight(store: Store, board: BoardPlan) -> None:
+    """The download stage of every scenario, before any task: data a run cannot use (unreadable,
+    malformed, empty, duplicate ids, rows the metrics refuse) is bad input, found before a model is
+    queried. Idempotent: what is stored and verified is not fetched or loaded again, so the download
+    tasks that follow, and the next run's pre-flight, find it in place."""
+    for scenario in board.scenarios:
+        download_scenario(store, scenario)
+
+
 def prompts_key(plan: ScenarioPlan) -> str:
     return layout.prompts(plan.key, plan.scenario_version, plan.prompt_version)
 

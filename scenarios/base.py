@@ -210,6 +210,21 @@ def read_jsonl_lines(scenario: str, url: str) -> list[tuple[int, str]]:
     return [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
 
 
+def check_unique_ids(where: str, ids: list[tuple[int, str]], unit: str = "line") -> None:
+    """Instance ids are keys (requests, stats and the web report join on them): an id on two rows is
+    one error naming the id and its ``unit``s (lines of a file, or rows of a generated list)."""
+    places: dict[str, list[int]] = {}
+    for place, ident in ids:
+        places.setdefault(ident, []).append(place)
+    twice = {ident: at for ident, at in places.items() if len(at) > 1}
+    if twice:
+        first = next(iter(twice))
+        more = f" (and {len(twice) - 1} more duplicated id(s))" if len(twice) > 1 else ""
+        at = [str(n) for n in twice[first]]
+        raise ScenarioError(f"{where}: id {first!r} appears on {unit}s {', '.join(at[:-1])} and {at[-1]}{more}; "
+                            "ids must be unique")
+
+
 RowT = TypeVar("RowT", bound=BaseModel)
 
 

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from helmflow.records import AdapterSpec, EvalSample, GenerationParams, Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
+from helmflow.scenarios.base import check_unique_ids
 
 _SPLITS = {"train", "valid", "test"}
 
@@ -128,7 +129,13 @@ class Custom(Scenario):
                 raise ScenarioError(
                     f"scenario 'custom': {self.p.path}: no column {column!r} (row {rows[0][0]} has: {', '.join(rows[0][1]) or 'nothing'})"
                 )
-        return [self._instance(line, row) for line, row in rows]
+        if not rows:
+            raise ScenarioError(f"scenario 'custom': {self.p.path} has no data rows"
+                                + (" (a header only)" if self.p.format == "csv" else ""))
+        instances = [self._instance(line, row) for line, row in rows]
+        check_unique_ids(f"scenario 'custom': {self.p.path}",
+                         [(line, i.id) for (line, _), i in zip(rows, instances)])
+        return instances
 
     def _rows(self, url: str) -> list[tuple[int, dict[str, Any]]]:
         """(line number, row) pairs; CSV rows are checked for a header and whole records."""

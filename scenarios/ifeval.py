@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 from helmflow.metrics.ifeval_checkers import InstructionError, parse_kwargs
 from helmflow.records import AdapterSpec, GenerationParams, Input, Instance
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
-from helmflow.scenarios.base import parse_jsonl_row, read_jsonl_lines
+from helmflow.scenarios.base import check_unique_ids, parse_jsonl_row, read_jsonl_lines
 
 REPO = "google/IFEval"
 REVISION = "966cd89545d6b6acfd7638bc708b98261ca58e84"
@@ -54,7 +54,10 @@ class IFEval(Scenario):
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         url = files[FILENAME]
-        return [self._instance(url, number, line) for number, line in read_jsonl_lines("ifeval", url)]
+        lines = read_jsonl_lines("ifeval", url)
+        instances = [self._instance(url, number, line) for number, line in lines]
+        check_unique_ids(f"scenario 'ifeval': {url}", [(n, i.id) for (n, _), i in zip(lines, instances)])
+        return instances
 
     @staticmethod
     def _instance(url: str, number: int, line: str) -> Instance:

@@ -137,7 +137,8 @@ def test_schema_mismatch_names_scenario_url_and_column(tmp_path, monkeypatch, sc
         write_instances(store, plan, mirror_sources(store, plan))
     msg = str(err.value)
     assert msg.startswith("scenario 'mmlu_pro': ") and expected in msg
-    assert f"datasets/mmlu_pro/{MMLU_REV}/test.parquet" in msg and str(mirror / "test.parquet") in msg
+    # the file the user can fix (the mirror), not the store's verified copy of it: --dry-run says the same
+    assert str(mirror / "test.parquet") in msg and f"datasets/mmlu_pro/{MMLU_REV}/test.parquet" not in msg
 
 
 def test_csv_schema_mismatch_never_shows_row_text(tmp_path, monkeypatch):

@@ -136,6 +136,10 @@ def run_board(request: RunRequest) -> int:
     if unverified and request.require_verified_data:
         raise UsageError("unverified data (reproduce needs the pinned data; pass --allow-unverified-data to run "
                          "anyway): " + "; ".join(unverified))
+    from helmflow.pipeline import preflight
+
+    with console.status("checking scenario data"):
+        preflight(store, plan)  # bad data is bad input (exit 2), as in --dry-run, before Prefect starts
     console.print(f"storage: {store.root}")
     for line in unverified:
         console.print(f"UNVERIFIED data: {line}", style="yellow", markup=False)
@@ -164,7 +168,6 @@ def run_board(request: RunRequest) -> int:
 
     # Ctrl-C and SIGTERM: nothing new is sent, then exit 130; the temporary server dies with us
     restore = install_signal_handlers(flush_open_journals, lambda line: print(f"\n{line}", file=sys.stderr, flush=True))
-    guard_temporary_server()
     # under the board's name: the flow its deployment runs (flows/<board>.py), so the UI keeps one history per board
     options: dict[str, Any] = {"name": plan.spec.name}
     if request.task_runner:
@@ -172,14 +175,20 @@ def run_board(request: RunRequest) -> int:
     flow = evaluate.with_options(**options)
     hand_over(plan, **plan_params)  # the flow, started here with the same parameters, does not plan again
     from helmflow.lease import board_lease
+    from helmflow.prefect_runtime import settle, temporary_server
 
-    with board_lease(store, plan.spec.name, wait=request.wait), RichReporter(console) as rep:
-        set_reporter(rep)
-        try:
-            state = flow(**request.flow_parameters(board, store.root), return_state=True)
-        finally:
-            set_reporter(None)
-            restore()
+    with temporary_server():
+        with board_lease(store, plan.spec.name, wait=request.wait), RichReporter(console) as rep:
+            set_reporter(rep)
+            try:
+                guard_temporary_server()  # started now, under helmflow's start-up timeout
+                state = flow(**request.flow_parameters(board, store.root), return_state=True)
+            finally:
+                set_reporter(None)
+                restore()
+        left = settle(state.state_details.flow_run_id)  # before the temporary server stops at exit
+        if left:
+            console.print(f"[yellow]Prefect has not yet recorded the final state of {left} task run(s)")
     result: Any = state.result(raise_on_failure=False)
     summary = result.release if isinstance(result, PartialRelease) else result
     if not isinstance(summary, dict):

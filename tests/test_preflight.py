@@ -1,0 +1,80 @@
+"""Scenario data a run cannot use is bad input found before any task (issue 14 item 9).
+
+Reproduced first: each case below made `helmflow run` start the flow, fail inside the download
+task (exit 1) and publish an empty partial release, while `--dry-run` passed the duplicate ids.
+Now the pre-flight (the download stage, before Prefect starts) and `--dry-run` refuse the same data
+with the same one line, exit 2, and nothing is queried or published.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+HEADER = "id,question,a,b,c,answer,split\n"
+GOOD = "q1,Which is a colour?,blue,seven,run,A,test\n"  # written for this test
+
+
+def _custom(path: Path) -> str:
+    return f"custom:path={path},choices=a|b|c,id=id"
+
+
+CSV_CASES = {
+    "bad-row": (HEADER + GOOD + "q2,Too few fields,x,y\n", "line 3 does not have 7 fields"),
+    "bad-letter": (HEADER + GOOD + "q2,Pick one,x,y,z,E,test\n", "'E' is not a letter, a 0-based index"),
+    "header-only": (HEADER, "has no data rows (a header only)"),
+    "duplicate-ids": (HEADER + GOOD + "q2,Another?,x,y,z,B,test\n" + "q1,Again?,x,y,z,C,test\n",
+                      "id 'q1' appears on lines 2 and 4; ids must be unique"),
+}
+
+
+def _refused_alike(spec: str, tmp_path: Path, message: str, env: dict[str, str] | None = None) -> None:
+    store = tmp_path / "store"
+    outs = [run_cli("eval", spec, "--models", "offline/solver", "--storage", str(store), *extra, env=env, cwd=tmp_path)
+            for extra in ([], ["--dry-run"])]
+    for out in outs:
+        assert out.returncode == 2, out.stdout + out.stderr
+        errors = [line for line in out.stderr.splitlines() if line.strip()]
+        assert len(errors) == 1 and message in errors[0], out.stderr
+        assert "Traceback" not in out.stdout + out.stderr
+    assert outs[0].stderr == outs[1].stderr  # run and --dry-run agree, word for word
+    assert not (store / "runs").exists() and not (store / "leaderboards").exists() and not (store / "prefect-results").exists()
+
+
+@pytest.mark.parametrize("case", sorted(CSV_CASES))
+def test_custom_csv_problems_exit_2_before_any_task(case, tmp_path):
+    text, message = CSV_CASES[case]
+    path = tmp_path / "quiz.csv"
+    path.write_text(text, encoding="utf-8")
+    _refused_alike(_custom(path), tmp_path, message)
+
+
+def test_non_utf8_csv_exits_2_naming_the_file(tmp_path):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes((HEADER + "q1,Café?,oui,non,peut-être,A,test\n").encode("latin-1"))
+    _refused_alike(_custom(path), tmp_path, f"{path} is not UTF-8 text")
+
+
+def _ifeval_row(key: int, instruction: str = "punctuation:no_comma", kwargs: dict | None = None) -> str:
+    return json.dumps({"key": key, "prompt": "Write about a harbour.", "instruction_id_list": [instruction],
+                       "kwargs": [kwargs or {}]})
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([_ifeval_row(1), _ifeval_row(2, "keywords:teleport")], "line 2 (key 2): unknown IFEval instruction id"),
+        ([_ifeval_row(1), _ifeval_row(2, "length_constraints:number_words", {"num_words": 40})],
+         "line 2 (key 2)"),  # the checker needs its relation
+        ([_ifeval_row(5), _ifeval_row(6), _ifeval_row(5)], "id '5' appears on lines 1 and 3; ids must be unique"),
+    ],
+)
+def test_ifeval_rows_the_checkers_refuse_and_duplicate_keys_exit_2(rows, message, tmp_path):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "ifeval_input_data.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    _refused_alike("ifeval", tmp_path, message, env={"HELMFLOW_MIRROR_IFEVAL": str(mirror)})
