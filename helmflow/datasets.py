@@ -301,13 +301,14 @@ def mirror_sources(store: Store, plan) -> dict[str, str]:
     return files
 
 
-def load_checked(plan, files: dict[str, str]) -> list[Instance]:
+def load_checked(plan, files: dict[str, str], store: Store | None) -> list[Instance]:
     """The scenario's instances from ``files``, checked as a run needs them: loadable, not empty, ids
     unique. The download stage, the pre-flight of ``helmflow run`` and ``--dry-run`` all go through
     here, so they refuse the same data with the same message, which names the file the user can fix
-    (its source or mirror), not the verified copy in the store."""
+    (its source or mirror), not the verified copy in the store. Images found while loading land in
+    ``store``'s media/ (content-addressed); with no store (``--dry-run``) they are decoded, not kept."""
     scen = get_scenario(plan.name, plan.params)
-    scen.media = MediaStore(store)  # images found while loading land in media/ (content-addressed)
+    scen.media = MediaStore(store)
     try:
         instances = scen.load(files)
     except ScenarioError as exc:
@@ -323,7 +324,7 @@ def load_checked(plan, files: dict[str, str]) -> list[Instance]:
 
 
 def write_instances(store: Store, plan, files: dict[str, str]) -> str:
-    instances = load_checked(plan, files)
+    instances = load_checked(plan, files, store)
     table = to_table([instance_to_row(i) for i in instances], INSTANCE_SCHEMA)
     key = layout.instances(plan.key, plan.scenario_version)
     store.write_parquet(

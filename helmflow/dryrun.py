@@ -32,7 +32,7 @@ def load_instances(plan: ScenarioPlan) -> list[Instance]:
 
     scen = get_scenario(plan.name, plan.params)
     files = {s.filename: resolve_source(plan.name, plan.dataset_revision, s) for s in scen.sources()}
-    return load_checked(plan, files)
+    return load_checked(plan, files, None)
 
 
 def _prompt_text(req: Request) -> str:
