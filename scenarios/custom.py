@@ -6,8 +6,9 @@
   list in CSV). Without ``choices`` the answer is a free-text reference (generation).
 - ``answer``: the correct option as a letter (``B``), a 0-based index or the option's text
   (``answer_format=auto`` tells them apart in that order), or the reference text without choices.
-- ``split`` (optional column): train / valid / test per row; rows default to test. Train rows are the
-  few-shot pool; valid and test rows are evaluated (HELM's eval splits).
+- ``split``: the column with train / valid / test per row; by default a column named ``split`` when
+  the file has one, else every row is test. Train rows are the few-shot pool; valid and test rows
+  are evaluated (HELM's eval splits).
 
 The file is pinned by its sha256 at plan time (the dataset "revision"), mirrored to
 ``datasets/custom/<sha256>/`` with a checksum manifest, and a missing or malformed column is one
@@ -31,6 +32,7 @@ from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import check_unique_ids
 
 _SPLITS = {"train", "valid", "test"}
+DEFAULT_SPLIT_COLUMN = "split"  # read when present, so train rows are never evaluated by omission
 
 
 class CustomParams(BaseModel):
@@ -71,7 +73,7 @@ def _digest(url: str) -> str:
 
 @scenario("custom")
 class Custom(Scenario):
-    VERSION = "1"
+    VERSION = "2"  # 2: a column named `split` is read without being mapped
     Params = CustomParams
     description = "Your own CSV/JSONL file with a column mapping (question, choices, answer, id); no code."
     main_metric = "exact_match"
@@ -222,11 +224,12 @@ class Custom(Scenario):
         else:
             references = [Reference(text=self._text(line, row, self.p.answer), correct=True)]
         split = "test"
-        if self.p.split:
-            split = str(self._field(line, row, self.p.split)).strip().lower()
+        column = self.p.split or (DEFAULT_SPLIT_COLUMN if DEFAULT_SPLIT_COLUMN in row else None)
+        if column:
+            split = str(self._field(line, row, column)).strip().lower()
             if split not in _SPLITS:
                 raise ScenarioError(
-                    f"scenario 'custom': {self.p.path}: line {line}, column {self.p.split!r}: {split!r} is not one of train, valid, test"
+                    f"scenario 'custom': {self.p.path}: line {line}, column {column!r}: {split!r} is not one of train, valid, test"
                 )
         ident = self._text(line, row, self.p.id) if self.p.id else f"line{line}"
         return Instance(id=ident, split=split, input=Input(text=question), references=references)  # type: ignore[arg-type]

@@ -43,7 +43,8 @@ def add_parser(sub) -> None:
         help="evaluate scenario specs on models (an ad-hoc board through the same flow)",
         description="Evaluate one or more scenario specs (name:k=v,...) on the given models as an ad-hoc board.",
     )
-    p.add_argument("scenario", nargs="+", metavar="SCENARIO[:k=v,...]", help="scenario spec, e.g. dyck_language:num_parenthesis_pairs=3")
+    p.add_argument("scenario", nargs="+", metavar="SCENARIO[:k=v,...]", help="scenario spec, e.g. dyck_language:num_parenthesis_pairs=3,label=dyck-3 (label= names the "
+                        "board row; default: the spec itself)")
     p.add_argument("--models", type=csv_list, help="comma-separated deployments (required; see `helmflow list models`)")
     max_instances_arg(p)
     storage_arg(p)
@@ -71,7 +72,8 @@ def board_spec(args: argparse.Namespace) -> dict[str, Any]:
     entries = []
     for spec in args.scenario:
         name, params = parse_spec(spec)
-        entry: dict[str, Any] = {"name": name, "params": params, "adapter": dict(args.adapter), "label": spec}
+        label = params.pop("label", None) or spec  # `label=` names the board row; it is not a scenario parameter
+        entry: dict[str, Any] = {"name": name, "params": params, "adapter": dict(args.adapter), "label": label}
         if args.metrics:
             entry["metrics"] = args.metrics
         if args.main_metric:

@@ -140,10 +140,12 @@ def run_board(request: RunRequest) -> int:
 
     with console.status("checking scenario data"):
         preflight(store, plan)  # bad data is bad input (exit 2), as in --dry-run, before Prefect starts
-    console.print(f"storage: {store.root}")
+    console.print(f"storage: {store.root}", soft_wrap=True, markup=False)  # a path never breaks across lines
     for line in unverified:
         console.print(f"UNVERIFIED data: {line}", style="yellow", markup=False)
     console.print(f"board {plan.spec.name}: {len(plan.scenarios)} scenarios x {len(plan.spec.models)} models = {len(plan.runs)} runs")
+    from helmflow.terminal import print_board
+
     if not request.force_flow:
         from helmflow.uptodate import published_release
 
@@ -196,7 +198,8 @@ def run_board(request: RunRequest) -> int:
         return EXIT_PARTIAL
     print_board(console, summary)
     console.print(f"flow run: {state.state_details.flow_run_id} ({state.type.value.lower()}) in {time.perf_counter() - started:.1f} s")
-    console.print(f"release: {summary['uri']}" + ("" if summary["wrote"] else " (unchanged: nothing written)"))
+    console.print(f"release: {summary['uri']}" + ("" if summary["wrote"] else " (unchanged: nothing written)"),
+                  soft_wrap=True, markup=False)  # a path never breaks across lines
     if summary.get("subset"):
         chosen = "; ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in summary["subset"].items())
         console.print(f"subset of the board ({chosen}): latest.json was not moved", markup=False)
@@ -208,36 +211,3 @@ def run_board(request: RunRequest) -> int:
         console.print(f"[red]partial release: {escape(str(result))}")
         return EXIT_PARTIAL
     return 0
-
-
-def print_board(console, summary: dict[str, Any]) -> None:
-    """Scenarios down, models across: boards grow in scenarios, and a terminal is taller than wide."""
-    from rich.table import Table
-
-    def fmt(v: Any) -> str:
-        return "—" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
-
-    rows, labels = summary["table"], summary["scenarios"]
-    with_ci = len(rows) <= 3  # wider boards show scores only; intervals are in leaderboard.parquet
-    table = Table(title=f"{summary['board']} — release {summary['release_id']} ({summary['status']})")
-    table.add_column("scenario", no_wrap=True)
-    for row in rows:
-        table.add_column(row["deployment"], justify="right", overflow="fold")
-    for lab in labels:
-        table.add_row(lab, *[
-            "missing" if row[lab] is None
-            else f"{fmt(row[lab])} [{fmt(row[f'{lab} ci_low'])}, {fmt(row[f'{lab} ci_high'])}]" if with_ci
-            else fmt(row[lab])
-            for row in rows
-        ])
-    table.add_section()
-    table.add_row("[bold]mean score", *[f"[bold]{fmt(row['mean_score'])}" for row in rows])
-    table.add_row("mean win rate", *[fmt(row["mean_win_rate"]) for row in rows])
-    for group in summary.get("metric_groups", []):  # each metric group: its columns and its own mean win rate
-        table.add_section()
-        table.add_row(f"[bold]{group['name']}[/] mean win rate", *[fmt(row.get(f"{group['name']} mean_win_rate")) for row in rows])
-        for key in group["columns"]:
-            table.add_row(f"  {key}", *["missing" if row.get(key) is None else fmt(row[key]) for row in rows])
-    console.print(table)
-    if not with_ci:
-        console.print("95% intervals: see leaderboard.parquet or `helmflow serve`")

@@ -1,0 +1,78 @@
+"""The board as a terminal table that fits the terminal (80 columns in CI, pipes and nightly logs).
+
+Names are never cut mid-word: the table tries, in order, full model names as column headers, the
+same split after the provider (``offline/`` over ``solver-noisy``), and numbered columns with a
+legend of full names below; intervals are dropped before names are shortened. Paths are printed
+by the caller with ``soft_wrap`` so a line break never lands inside one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.measure import Measurement
+from rich.table import Table
+
+HEADERS = ("full", "split", "numbered")
+
+
+def _fmt(v: Any) -> str:
+    return "—" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def _header(name: str, index: int, mode: str) -> str:
+    if mode == "numbered":
+        return f"[{index}]"
+    if mode == "split" and "/" in name:
+        provider, _, model = name.partition("/")
+        return f"{escape(provider)}/\n{escape(model)}"
+    return escape(name)
+
+
+def board_table(summary: dict[str, Any], mode: str, with_ci: bool) -> Table:
+    """Scenarios down, models across: boards grow in scenarios, and a terminal is taller than wide."""
+    rows, labels = summary["table"], summary["scenarios"]
+    table = Table(title=escape(f"{summary['board']} — release {summary['release_id']} ({summary['status']})"))
+    table.add_column("scenario", no_wrap=True)
+    for index, row in enumerate(rows, start=1):
+        table.add_column(_header(row["deployment"], index, mode), justify="right", no_wrap=True)
+    for lab in labels:
+        table.add_row(escape(lab), *[
+            "missing" if row[lab] is None
+            else f"{_fmt(row[lab])} [{_fmt(row[f'{lab} ci_low'])}, {_fmt(row[f'{lab} ci_high'])}]" if with_ci
+            else _fmt(row[lab])
+            for row in rows
+        ])
+    table.add_section()
+    table.add_row("[bold]mean score", *[f"[bold]{_fmt(row['mean_score'])}" for row in rows])
+    table.add_row("mean win rate", *[_fmt(row["mean_win_rate"]) for row in rows])
+    for group in summary.get("metric_groups", []):  # each metric group: its columns and its own mean win rate
+        table.add_section()
+        table.add_row(f"[bold]{escape(group['name'])}[/] mean win rate",
+                      *[_fmt(row.get(f"{group['name']} mean_win_rate")) for row in rows])
+        for key in group["columns"]:
+            table.add_row(f"  {escape(key)}", *["missing" if row.get(key) is None else _fmt(row[key]) for row in rows])
+    return table
+
+
+def fitted(console: Console, summary: dict[str, Any]) -> tuple[Table, str, bool]:
+    """The first (table, header mode, with intervals) that fits ``console.width``, widest first;
+    the narrowest if none does. Intervals are shown for up to 3 models and only if they fit."""
+    choices = [(mode, ci) for ci in ((True, False) if len(summary["table"]) <= 3 else (False,)) for mode in HEADERS]
+    for mode, ci in choices:
+        table = board_table(summary, mode, ci)
+        if Measurement.get(console, console.options.update_width(10_000), table).maximum <= console.width:
+            return table, mode, ci
+    return table, mode, ci
+
+
+def print_board(console: Console, summary: dict[str, Any]) -> None:
+    table, mode, with_ci = fitted(console, summary)
+    console.print(table)
+    if mode == "numbered":
+        for index, row in enumerate(summary["table"], start=1):
+            console.print(f"[{index}] {escape(row['deployment'])}", soft_wrap=True, highlight=False, markup=False)
+    if not with_ci:
+        console.print("95% intervals: see leaderboard.parquet or `helmflow serve`")
