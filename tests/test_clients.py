@@ -14,7 +14,7 @@ import time
 import pytest
 
 from helmflow.clients.base import PermanentError, classify, redact, retry_after_s
-from helmflow.query import Budget, run_queries
+from helmflow.query import BoardRun, Budget, run_queries
 from helmflow.records import ChatMessage, Deployment, Request, RequestBody
 from helmflow.versions import request_hash
 from tests.devserver_fixture import dev_deployment, make_requests, start_dev_server
@@ -286,14 +286,15 @@ def test_budget_stops_new_requests_before_passing_and_a_rerun_pays_only_the_rest
     # each request: 5 prompt + at most 6 output tokens at $1/$10 per M tokens -> worst case $0.000065
     dep = dev_deployment(dev_server, price_input_per_mtok=1.0, price_output_per_mtok=10.0, max_concurrency=4)
     reqs = make_requests(100)
-    budget = Budget(0.002)
-    result = run_queries(store, dep, reqs, budget=budget)
+    board_run = BoardRun(0.002)
+    budget = board_run.budget
+    result = run_queries(store, dep, reqs, shared=board_run)
     sent = dev_server.requests
     assert budget.spent_usd <= 0.002 and 0 < sent < 100
     assert result.permanent_error and "budget of $0.002" in result.permanent_error
     assert sum(c.cost_usd for c in result.completions) == pytest.approx(budget.spent_usd)
     dev_server.reset()
-    rest = run_queries(store, dep, reqs, budget=Budget(1.0))
+    rest = run_queries(store, dep, reqs, shared=BoardRun(1.0))
     assert rest.errors == 0 and dev_server.requests == 100 - sent
 
 
