@@ -136,5 +136,6 @@ def test_board_file_with_a_custom_scenario_runs_through_the_flow(prefect_server,
     quiz = [json.loads((p / "run.json").read_text()) for p in run_dirs]
     assert {r["scenario"]["label"] for r in quiz} == {"quiz", "dyck"}
     custom_run = next(r for r in quiz if r["scenario"]["label"] == "quiz")
-    assert custom_run["dataset"] == {"revision": digest, "checksums": {"quiz.csv": digest}}
+    # a user's file is pinned by its own sha256: nothing about it is unverified
+    assert custom_run["dataset"] == {"revision": digest, "checksums": {"quiz.csv": digest}, "unverified": {}}
     assert custom_run["adapter"]["max_train_instances"] == 1
