@@ -94,6 +94,9 @@ class PreparedScenario(Outcome):
     data: ScenarioData
     prompts: PromptSet
 
+    def stored(self) -> list[str]:
+        return [*self.data.stored(), *self.prompts.stored()]
+
 
 class ScoreOutcome(Outcome):
     score_key: str
