@@ -111,7 +111,7 @@ def test_planted_payload_at_every_key_the_next_run_reads_runs_nothing_and_recomp
 
     marker = tmp_path / "pwned"
     planted = plant(store, marker)
-    second = run_cli(*args, cwd=tmp_path)
+    second = run_cli(*args, "--force-flow", cwd=tmp_path)  # through Prefect: the planted records are what it reads
     assert not marker.exists(), "a planted result record ran code"
     assert second.returncode == 0, second.stdout + second.stderr
     flow_run_id, deadline = flow_run_id_from(second), time.monotonic() + 30
@@ -124,7 +124,7 @@ def test_planted_payload_at_every_key_the_next_run_reads_runs_nothing_and_recomp
     for key in planted:  # rewritten as helmflow's own JSON records
         assert json.loads(store.read_bytes(key))["metadata"]["serializer"] == {"type": "helmflow-outcome-json"}
 
-    third = run_cli(*args, cwd=tmp_path)  # and those records are a cache like any other
+    third = run_cli(*args, "--force-flow", cwd=tmp_path)  # and those records are a cache like any other
     assert third.returncode == 0, third.stdout + third.stderr
     flow_run_id, deadline = flow_run_id_from(third), time.monotonic() + 30
     while len(task_runs := task_runs_of(flow_run_id)) < 6 and time.monotonic() < deadline:
