@@ -72,6 +72,8 @@ _BUILTIN = [
     "anthropic_red_team",
     "bbq",
     "toxicity",
+    "math_cot",
+    "text_overlap",
 ]
 
 

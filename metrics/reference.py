@@ -61,6 +61,22 @@ def exact_match_indicator_score(gold: str, pred: str, indicator: str = " ") -> f
     return exact_match_score(gold.split(indicator)[-1].strip(), pred.split(indicator)[-1].strip())
 
 
+_FINAL_NUMBER = re.compile(r"-?[\d,]+(?:.\d+)?")  # HELM's pattern verbatim: its "." is unescaped (any character)
+
+
+def final_number(text: str) -> str:
+    """The last number-like match in ``text``, commas removed ("" when none): HELM's GSM8K extraction.
+
+    The pattern also matches a lone "," (-> "") and, through the unescaped ".", "3x4" as one number."""
+    matches = _FINAL_NUMBER.findall(text)
+    return matches[-1].replace(",", "") if matches else ""
+
+
+def final_number_exact_match_score(gold: str, pred: str) -> float:
+    """HELM's ``final_number_exact_match``: exact match of the two final numbers (no number -> 0)."""
+    return exact_match_score(final_number(gold), final_number(pred))
+
+
 def predictions(x: MetricInput) -> list[tuple[int, str]]:
     """(trial, prediction) per completion: stripped, then mapped through the option letters if any."""
     per_sample = max(x.adapter.generation.num_outputs, 1)
@@ -96,6 +112,7 @@ _register("prefix_exact_match", prefix_exact_match_score)
 _register("quasi_prefix_exact_match", quasi_prefix_exact_match_score)
 _register("f1_score", f1_score_value)
 _register("exact_match_indicator", exact_match_indicator_score)
+_register("final_number_exact_match", final_number_exact_match_score)
 
 
 def chosen_option(text: str, mapping: dict[str, str]) -> str | None:

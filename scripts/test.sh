@@ -15,7 +15,7 @@ fi
 
 # torch first, by pip and pinned: this machine holds that CPU build; an unpinned torch pulls a CUDA one
 $PY -m pip install -q torch==2.13.0
-$PY -m pip install -q -e ".[test,hf,capabilities,safety]"
+$PY -m pip install -q -e ".[test,hf,capabilities,lite,safety]"
 
 set +e
 $PY -m pytest "$@"
