@@ -19,6 +19,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from helmflow.board import prepare_once
 from helmflow.errors import HelmflowError
+from helmflow.lease import note_run
 from helmflow.pipeline import FailedCell, RunOutcome, point_release, preflight, publication_problem
 from helmflow.progress import REPORTED, reporter
 from helmflow.settings import settings
@@ -110,6 +111,15 @@ def flow_run_name() -> str:
     return f"{board} {datetime.now(UTC):%Y-%m-%d %H:%M}"
 
 
+def _name_lease_holder(root: str, board: str) -> None:
+    """Name this flow run in the board's lease, when this process holds it (``helmflow run``), so a
+    second run's one line says which run to wait for."""
+    from prefect.runtime import flow_run
+
+    if flow_run.id:
+        note_run(root, board, f"{flow_run.name!r} ({flow_run.id})")
+
+
 @flow(name="evaluate-board", log_prints=False, task_runner=task_runner_from_env(), flow_run_name=flow_run_name)
 def evaluate(
     board: str | dict[str, Any] = "demo",
@@ -132,6 +142,7 @@ def evaluate(
                         models_file=models_file, plugins=plugins, judges=judges, no_judge=no_judge,
                         toxicity=toxicity)
     preflight(store, plan)  # a worker's run refuses bad data before any task, as `helmflow run` does
+    _name_lease_holder(store.root, plan.spec.name)
     tasks = configure(store.root)
     log.info("board %s (%d runs) on storage %s", plan.spec.name, len(plan.runs), store.root)
     reporter().set_runs(len(plan.runs))

@@ -17,6 +17,7 @@ runs/<run_id>/…, run.json last              a published run
 leaderboards/<board>/<release>/…            a release: leaderboard.parquet, runs.parquet, release.json, report/
 leaderboards/<board>/latest.json            newest complete release (latest-partial.json: with failed cells)
 leaderboards/<board>/latest-subset.json     the same for subset runs (latest-subset-partial.json)
+leases/<board>.json                         the holder of a board's run lease (helmflow.lease)
 ```
 """
 
@@ -189,3 +190,9 @@ def latest(board: str, complete: bool = True, subset: bool = False) -> str:
 def pointers(board: str) -> list[str]:
     """The board's pointers, the one a reader prefers first."""
     return [f"{board_dir(board)}/{p}" for p in POINTERS]
+
+
+# --------------------------------------------------------------------------- run leases
+def lease(board: str) -> str:
+    """The board's run lease (one run of a board per storage root at a time: ``helmflow.lease``)."""
+    return f"leases/{safe_key(board)}.json"

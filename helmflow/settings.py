@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PREFIX = "HELMFLOW_"
@@ -24,6 +25,7 @@ class Settings(BaseSettings):
     mirror: str | None = None  # a dataset mirror root: <root>/<scenario>/<revision>/<file>
     tiktoken_mirror: str | None = None  # a folder, s3:// or hf:// prefix holding tiktoken's BPE files
     github_raw: str = "https://raw.githubusercontent.com"  # the host of GitHub-pinned dataset files
+    lease_ttl_s: float = Field(60.0, gt=0)  # an S3 run lease unrenewed this long is stale (its holder died)
     spool: str | None = None  # the journal's local spool folder (else <tmp>/helmflow-spool)
     task_runner: str = "thread"  # a worker's task runner: thread, dask or dask:<scheduler address>
     dask_workers: int = 2  # processes of the local Dask cluster

@@ -61,7 +61,7 @@ def test_judge_templates_are_registered_by_their_metric_modules():
         assert judges.TEMPLATES.get(template).fields.__module__ in (f"helmflow.metrics.{metric}", "helmflow.metrics.safety")
 
 
-STORAGE_PREFIXES = re.compile(r"^(runs|leaderboards|work|instances|datasets|responses|prefect-results|media|quarantine)/")
+STORAGE_PREFIXES = re.compile(r"^(runs|leaderboards|work|instances|datasets|responses|prefect-results|media|quarantine|leases)/")
 PRODUCT_DIRS = ["helmflow", "tasks", "flows", "scenarios", "clients", "metrics"]
 # The report's page URLs (report/runs/<id>/index.html, /boards/.../runs/<id>/) mirror the app's routes, not storage.
 PAGE_PATHS = {"helmflow/web/export.py", "helmflow/web/pages.py"}

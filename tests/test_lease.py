@@ -1,0 +1,106 @@
+"""The board's run lease on S3 (moto_server): a conditional create, a heartbeat, expiry when its
+holder dies, counted at the dev server with two real `helmflow run` processes (issue 13, item 3).
+The local-disk lease (flock) is tested in tests/test_crash_safety.py."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import REPO
+from tests.test_crash_safety import board_args, run_cli_text, start_cli, wait_for_requests
+
+pytestmark = pytest.mark.slow
+
+BIG_SCENARIOS, BIG_PER_SCENARIO, CONCURRENCY = 4, 500, 8  # a 2,000-request board
+
+
+def s3_board_args(tmp_path, dev_server, s3_root: str, **kw) -> list[str]:
+    args = board_args(tmp_path, dev_server, max_concurrency=CONCURRENCY, **kw)
+    return [*args[:-1], s3_root]  # --storage <the bucket> instead of a local folder
+
+
+def holder_script(root: str, ttl_s: float) -> str:
+    return ("import time\nfrom helmflow.lease import board_lease\nfrom helmflow.storage import Store\n"
+            f"with board_lease(Store({root!r}), 'b', ttl_s={ttl_s}):\n    print('held', flush=True)\n    time.sleep(120)\n")
+
+
+def test_an_s3_lease_is_renewed_while_its_holder_lives_and_expires_when_it_dies(s3_root):
+    from helmflow.lease import BoardBusy, board_lease
+    from helmflow.storage import Store
+
+    ttl = 3.0
+    holder = subprocess.Popen([sys.executable, "-c", holder_script(s3_root, ttl)], cwd=str(REPO),
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        time.sleep(2.5 * ttl)  # alive: its heartbeat keeps the lease fresh well past the time to live
+        with pytest.raises(BoardBusy, match=rf"pid {holder.pid} on \S+, run starting, since 20\d\d-"), \
+                board_lease(Store(s3_root), "b", ttl_s=ttl):
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with pytest.raises(BoardBusy, match=f"pid {holder.pid}"), board_lease(Store(s3_root), "b", ttl_s=ttl):
+        pass  # dead, but not yet for the time to live
+    started = time.monotonic()
+    with board_lease(Store(s3_root), "b", ttl_s=ttl, wait=True, poll_s=0.2) as mine:
+        waited = time.monotonic() - started
+        assert Store(s3_root).read_json("leases/b.json")["token"] == mine.token
+        with pytest.raises(BoardBusy, match=f"pid {os.getpid()}"), board_lease(Store(s3_root), "b", ttl_s=ttl):
+            pass  # the taker holds it now
+    print(f"dead holder's lease taken over after {waited:.1f} s (ttl {ttl:g} s)")
+    assert waited <= ttl + 3
+    assert not Store(s3_root).exists("leases/b.json")  # released on exit
+
+
+def test_two_runs_of_a_board_on_s3_pay_once(prefect_server, dev_server, s3_root, tmp_path):
+    """The probe: two concurrent runs of one 2,000-request board sent 3,988 requests."""
+    total = BIG_SCENARIOS * BIG_PER_SCENARIO
+    args = s3_board_args(tmp_path, dev_server, s3_root, scenarios=BIG_SCENARIOS, per_scenario=BIG_PER_SCENARIO)
+    dev_server.configure(latency_ms=20)
+    first = start_cli(args)
+    wait_for_requests(dev_server, 20, first)
+    second = run_cli_text(*args, env={})
+    assert second.returncode == 75, second.stdout
+    line = second.stdout.strip().splitlines()[-1]
+    assert f"is being run by pid {first.pid} on " in line and ", run '" in line and "since 20" in line, line
+    assert "--wait" in line and "Traceback" not in second.stdout
+    waiting = start_cli([*args, "--wait"])  # queues behind the first, then finds everything journaled
+    first_out, waiting_out = first.communicate(timeout=900)[0], waiting.communicate(timeout=900)[0]
+    assert first.returncode == 0, first_out
+    assert waiting.returncode == 0, f"exit {waiting.returncode}: {waiting_out}"
+    stats = dev_server.stats()
+    print(f"two runs of a {total}-request board on S3: {stats['requests']} sent")
+    assert stats["unique"] == total and stats["requests"] <= total, stats
+
+
+def test_a_killed_runs_s3_lease_expires_and_the_next_run_resends_at_most_what_was_in_flight(
+        prefect_server, dev_server, s3_root, tmp_path):
+    ttl = 10.0
+    env = {"HELMFLOW_LEASE_TTL_S": str(ttl)}
+    args = s3_board_args(tmp_path, dev_server, s3_root)
+    dev_server.configure(latency_ms=20)
+    first = start_cli(args, env=env)
+    wait_for_requests(dev_server, 40, first)
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait()
+    killed_at = time.monotonic()
+    sent_before = dev_server.stats()["requests"]
+    after = start_cli([*args, "--wait"], env=env)  # the dead holder's lease, then taken over once stale
+    while dev_server.stats()["requests"] == sent_before and after.poll() is None:
+        time.sleep(0.05)
+    resumed_after = time.monotonic() - killed_at
+    out = after.communicate(timeout=600)[0]
+    assert after.returncode == 0, out
+    stats = dev_server.stats()
+    print(f"killed holder: {sent_before} sent before the kill; sending resumed {resumed_after:.1f} s after it "
+          f"(ttl {ttl:g} s); {stats['repeats']} re-sent")
+    # the last renewal was at most ttl/4 before the kill: nothing is sent until the lease is stale
+    assert resumed_after >= 0.75 * ttl - 0.5
+    assert stats["unique"] == 4 * 100 and stats["repeats"] <= CONCURRENCY, stats
