@@ -31,6 +31,9 @@ _BUILTIN = [
     "pope",
     "a_okvqa",
     "exams_v",
+    "competition_math",
+    "legalbench",
+    "wmt14",
 ]
 
 
