@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from lite_fixtures import LEGALBENCH_SCHEMAS, legalbench_files, math_files, wmt_files
+from lite_hub_fixtures import LEGALBENCH_SCHEMAS, legalbench_files, math_files, wmt_files
 
 from helmflow.board import ScenarioEntry, plan_scenario
 from helmflow.errors import HelmflowError
