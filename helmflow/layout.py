@@ -13,7 +13,7 @@ work/prompts|query|score/…                  per-task working files (the task c
 responses/<deployment>/<xx>/part-*.parquet  the request journal (successes only)
 prefect-results/<cache key>                 Prefect's persisted task results
 quarantine/<key>                            objects that failed their check (corrupt journal parts, foreign results)
-runs/<run_id>/…, run.json last              a published run
+runs/<run_id>/…, run.json last              a published run (references.parquet: its gold answers)
 leaderboards/<board>/<release>/…            a release: leaderboard.parquet, runs.parquet, release.json, report/
 leaderboards/<board>/latest.json            newest complete release (latest-partial.json: with failed cells)
 leaderboards/<board>/latest-subset.json     the same for subset runs (latest-subset-partial.json)
@@ -143,6 +143,14 @@ def run_file(run_id: str, name: str) -> str:
 def run_json(run_id: str) -> str:
     """The run's commit marker, written last: no run.json, no run."""
     return run_file(run_id, RUN_JSON)
+
+
+RUN_REFERENCES = "references.parquet"
+
+
+def run_references(run_id: str) -> str:
+    """The gold answers of the instances the run evaluated (``records.REFERENCE_SCHEMA``; docs/analysis.md)."""
+    return run_file(run_id, RUN_REFERENCES)
 
 
 # --------------------------------------------------------------------------- releases

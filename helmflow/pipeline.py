@@ -33,7 +33,9 @@ from helmflow.records import (
     ANNOTATION_SCHEMA,
     COMPLETION_SCHEMA,
     PROMPT_SCHEMA,
+    REFERENCE_SCHEMA,
     REQUEST_SCHEMA,
+    RUN_ID_FIELDS,
     STAT_SCHEMA,
     SUMMARY_SCHEMA,
     Completion,
@@ -341,6 +343,8 @@ def evaluate_run(store: Store, plan: RunPlan, prepared: PreparedScenario, progre
 # --------------------------------------------------------------------------- publish a run
 RUN_FILES = ("requests.parquet", "completions.parquet", "stats.parquet", "summary.parquet")
 ANNOTATIONS_FILE = "annotations.parquet"  # judged runs only: one row per (completion, judge)
+# The gold answers (layout.RUN_REFERENCES) are not in RUN_FILES: runs published before they existed
+# stay complete without them (their references are in the scenario's instances file).
 RUN_ROW_GROUP_ROWS = 1000  # the web report decodes one row group (1,000 requests, ten of its 100-row pages) per page
 
 
@@ -374,18 +378,23 @@ def publish_run(
     if status == "complete" and _published_intact(store, plan.run_id):
         return outcome.model_copy(update={"wrote": False})  # already published, intact: rewrite nothing
     meta = _meta(**_version_fields(plan))
+    ids = {"run_id": plan.run_id, "model": plan.deployment.name, "scenario": plan.scenario.label}
     digests: dict[str, str] = {}
 
-    def put(name: str, src: str, paged: bool) -> None:  # paged: one row per request, read a page at a time
-        data = encode_parquet(store.read_parquet(src), meta, RUN_ROW_GROUP_ROWS if paged else None)
+    def put(name: str, table: pa.Table, paged: bool) -> None:  # paged: one row per request, read a page at a time
+        data = encode_parquet(with_run_ids(table, ids), meta, RUN_ROW_GROUP_ROWS if paged else None)
         store.write_bytes(layout.run_file(plan.run_id, name), data)
         digests[name] = sha256_hex(data)
 
+    requests = store.read_parquet(query.requests_key)
     for name, src in zip(RUN_FILES, (query.requests_key, query.completions_key, score.stats_key, score.summary_key)):
-        put(name, src, name in ("requests.parquet", "completions.parquet"))
-    files = list(RUN_FILES)
+        put(name, requests if name == "requests.parquet" else store.read_parquet(src),
+            name in ("requests.parquet", "completions.parquet"))
+    put(layout.RUN_REFERENCES, references_table(store, layout.instances(plan.scenario.key, plan.scenario.scenario_version),
+                                          set(requests["instance_id"].to_pylist())), False)
+    files = [*RUN_FILES, layout.RUN_REFERENCES]
     if score.annotations_key:
-        put(ANNOTATIONS_FILE, score.annotations_key, True)
+        put(ANNOTATIONS_FILE, store.read_parquet(score.annotations_key), True)
         files.append(ANNOTATIONS_FILE)
     run_json = RunManifest.model_validate({
         "run_id": plan.run_id,
@@ -429,6 +438,28 @@ def publish_run(
     })
     store.write_json(marker, run_json.to_json())
     return outcome
+
+
+def with_run_ids(table: pa.Table, ids: dict[str, str]) -> pa.Table:
+    """``table`` with the run's id, model and scenario as its first columns (``records.RUN_ID_FIELDS``):
+    a reader of ``runs/*/<file>`` across runs (pyarrow.dataset, duckdb) needs no join to know whose row it is.
+    A table that has them already (republishing) keeps them."""
+    for i, (name, type_) in enumerate(RUN_ID_FIELDS):
+        if name not in table.column_names:
+            table = table.add_column(i, pa.field(name, type_), pa.array([ids[name]] * table.num_rows, type_))
+    return table
+
+
+def references_table(store: Store, instances_key: str, instance_ids: set[str]) -> pa.Table:
+    """The references of ``instance_ids`` in the scenario's instances file, one row per reference
+    (the run-id columns are added by the caller)."""
+    table = store.read_parquet(instances_key, columns=["id", "split", "references"])
+    table = table.filter(pc.is_in(table["id"], value_set=pa.array(sorted(instance_ids), pa.string())))
+    rows = [{"instance_id": row["id"], "split": row["split"], "reference_index": k, "text": ref["text"],
+             "correct": ref["correct"]}
+            for row in table.to_pylist() for k, ref in enumerate(row["references"] or [])]
+    fields = [f for f in REFERENCE_SCHEMA if f.name not in dict(RUN_ID_FIELDS)]
+    return to_table(rows, pa.schema(fields))
 
 
 def publication_problem(store: Store, run_id: str) -> str | None:
@@ -526,7 +557,8 @@ def group_cells(store: Store, board: BoardPlan, runs: list[RunOutcome]) -> Group
         metrics = wanted.get(r.scenario)
         if not metrics:
             continue
-        rows = [MetricSummary.model_validate(x) for x in store.read_parquet(layout.run_file(r.run_id, "summary.parquet")).to_pylist()]
+        summary = store.read_parquet(layout.run_file(r.run_id, "summary.parquet"), columns=list(SUMMARY_SCHEMA.names))
+        rows = [MetricSummary.model_validate(x) for x in summary.to_pylist()]
         for metric in metrics:
             if (found := main_summary(rows, metric)) is not None:
                 out[(r.deployment, f"{r.scenario}/{metric}")] = (_finite(found.mean), _finite(found.ci_low), _finite(found.ci_high))

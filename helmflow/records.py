@@ -394,6 +394,21 @@ ANNOTATION_SCHEMA = pa.schema(
     ]
 )
 
+# Every file under runs/<run_id>/ starts with these columns, so files of many runs read as one table.
+RUN_ID_FIELDS = [("run_id", pa.string()), ("model", pa.string()), ("scenario", pa.string())]
+
+# runs/<run_id>/references.parquet: the gold answers of the run's instances, one row per reference
+REFERENCE_SCHEMA = pa.schema(
+    [
+        *RUN_ID_FIELDS,
+        ("instance_id", pa.string()),
+        ("split", pa.string()),
+        ("reference_index", pa.int32()),
+        ("text", pa.string()),
+        ("correct", pa.bool_()),
+    ]
+)
+
 PROMPT_SCHEMA = pa.schema(
     [
         ("instance_id", pa.string()),

@@ -41,7 +41,7 @@ def test_run_and_release_json_record_each_file_sha256(published):
     store, plan, rel = published
     run = plan.runs[0]
     info = store.read_json(f"runs/{run.run_id}/run.json")
-    assert set(info["sha256"]) == set(pipeline.RUN_FILES)
+    assert set(info["sha256"]) == {*pipeline.RUN_FILES, "references.parquet"}
     for name, digest in info["sha256"].items():
         assert sha256_hex(store.read_bytes(f"runs/{run.run_id}/{name}")) == digest
     rinfo = store.read_json(f"leaderboards/tiny/{rel.release_id}/release.json")
