@@ -45,13 +45,16 @@ class WMT14Params(BaseModel):
     language_pair: Literal["cs-en", "de-en", "fr-en", "hi-en", "ru-en"]
 
 
-def helm_train_pairs(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """HELM's train pool: ``shuffle(seed=42)``, the first 20,000, deduplicated by the target side."""
-    order = np.random.default_rng(SHUFFLE_SEED).permutation(len(pairs))[:MAX_TRAIN_INSTANCES]
+def helm_train_order(n: int) -> np.ndarray:
+    """The rows HELM's train pool reads, in order: ``shuffle(seed=42)``, then the first 20,000."""
+    return np.random.default_rng(SHUFFLE_SEED).permutation(n)[:MAX_TRAIN_INSTANCES]
+
+
+def dedupe_targets(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """HELM's ``_deduplicate``: the first pair of each target sentence, in order."""
     seen: set[str] = set()
     out = []
-    for k in order:
-        source, target = pairs[int(k)]
+    for source, target in pairs:
         if target not in seen:
             seen.add(target)
             out.append((source, target))
@@ -101,28 +104,30 @@ class WMT14(Scenario):
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=name, url=self.hub_url(path)) for name, (path, _, _) in self._files().items()]
 
-    def _pairs(self, url: str) -> list[tuple[str, str]]:
+    def _pairs(self, url: str, train: bool) -> list[tuple[str, str]]:
+        """The file's (source, English) pairs; for train, only the rows HELM's pool reads (a train split has
+        millions of rows: the others are never turned into Python objects)."""
         table = read_parquet_source(self.name, url, {})
         source = self.source_language
-        column = table.column("translation") if "translation" in table.schema.names else None
-        kind = column.type if column is not None else None
+        kind = table.schema.field("translation").type if "translation" in table.schema.names else None
         if kind is None or not pa.types.is_struct(kind) or {source, "en"} - {kind.field(i).name for i in range(kind.num_fields)}:
             raise ScenarioError(
                 f"scenario {self.name!r}: {url} needs a column 'translation' holding a struct with fields "
                 f"{source!r} and 'en' (found: {', '.join(f'{f.name}: {f.type}' for f in table.schema)})"
             )
-        sources = column.combine_chunks().field(source).to_pylist()
-        targets = column.combine_chunks().field("en").to_pylist()
-        for number, (s, t) in enumerate(zip(sources, targets, strict=True)):
+        column = table.column("translation")
+        rows = helm_train_order(len(column)) if train else np.arange(len(column))
+        picked = column.take(pa.array(rows)).combine_chunks()
+        pairs = list(zip(picked.field(source).to_pylist(), picked.field("en").to_pylist(), strict=True))
+        for row, (s, t) in zip(rows, pairs, strict=True):
             if not isinstance(s, str) or not isinstance(t, str):
-                raise ScenarioError(f"scenario {self.name!r}: {url}: row {number} lacks a {source!r} or 'en' sentence")
-        return list(zip(sources, targets, strict=True))
+                raise ScenarioError(f"scenario {self.name!r}: {url}: row {row} lacks a {source!r} or 'en' sentence")
+        return dedupe_targets(pairs) if train else pairs
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         out: list[Instance] = []
         for name, (_, file_split, split) in self._files().items():
-            pairs = self._pairs(files[name])
-            for source, target in helm_train_pairs(pairs) if file_split == "train" else pairs:
+            for source, target in self._pairs(files[name], train=file_split == "train"):
                 out.append(Instance(
                     id=f"id{len(out)}",
                     split=split,  # type: ignore[arg-type]
