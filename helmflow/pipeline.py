@@ -537,7 +537,8 @@ def leaderboard_schema(labels: list[str], groups: list[str] | None = None, aspec
     fields += [(f"aspect:{a}", pa.float64()) for a in aspects or []]
     fields += [(f"{g} mean_win_rate", pa.float64()) for g in metric_groups or []]
     for key in columns or []:
-        fields += [(key, pa.float64()), (f"{key} ci_low", pa.float64()), (f"{key} ci_high", pa.float64())]
+        fields += [(key, pa.float64()), (f"{key} ci_low", pa.float64()), (f"{key} ci_high", pa.float64()),
+                   (f"{key} note", pa.string())]
     fields += [("cost_usd", pa.float64()), ("prompt_tokens", pa.int64()), ("output_tokens", pa.int64()),
                ("judge_cost_usd", pa.float64()), ("missing", pa.int64())]
     return pa.schema(fields)
@@ -546,8 +547,24 @@ def leaderboard_schema(labels: list[str], groups: list[str] | None = None, aspec
 GroupCells = dict[tuple[str, str], tuple[float | None, float | None, float | None]]  # (deployment, column) -> mean, CI
 
 
-def group_cells(store: Store, board: BoardPlan, runs: list[RunOutcome]) -> GroupCells:
-    """Each run's summary value (test split, else its only split) for every group column of its scenario."""
+GroupNotes = dict[tuple[str, str], str]  # (deployment, column) -> why the cell has no value
+
+
+def unavailable_reason(rows: list[MetricSummary], metric: str) -> str | None:
+    """Why a run's summary lacks a pooled number its metric declares (e.g. calibration without logprobs)."""
+    from helmflow.metrics import METRICS
+
+    names = {r.name for r in rows}
+    for m in METRICS.names():
+        for pooled in METRICS.get(m).pooled:
+            if pooled.name == metric and pooled.unavailable and pooled.unavailable[0] in names:
+                return pooled.unavailable[1]
+    return None
+
+
+def group_cells(store: Store, board: BoardPlan, runs: list[RunOutcome], notes: GroupNotes | None = None) -> GroupCells:
+    """Each run's summary value (test split, else its only split) for every group column of its scenario;
+    a value its metric could not compute for the run gets its reason in ``notes`` instead."""
     wanted: dict[str, list[str]] = {}
     for key in group_columns(board):
         label, _, metric = key.partition("/")
@@ -562,6 +579,8 @@ def group_cells(store: Store, board: BoardPlan, runs: list[RunOutcome]) -> Group
         for metric in metrics:
             if (found := main_summary(rows, metric)) is not None:
                 out[(r.deployment, f"{r.scenario}/{metric}")] = (_finite(found.mean), _finite(found.ci_low), _finite(found.ci_high))
+            elif notes is not None and (why := unavailable_reason(rows, metric)):
+                notes[(r.deployment, f"{r.scenario}/{metric}")] = why
     return out
 
 
@@ -581,13 +600,15 @@ def _group_mean(values: list[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
-def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome], metric_cells: GroupCells | None = None) -> list[dict[str, Any]]:
+def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome], metric_cells: GroupCells | None = None,
+                     notes: GroupNotes | None = None) -> list[dict[str, Any]]:
     """One row per model. A grouped board (VHELM) ranks its groups, HELM's way: each group is the mean
     of its entries, the mean win rate is over groups, and each aspect gets its own win rate. Cells are
     joined by run id, never by label: a cached run's outcome carries the label it was first published
     under, and a board may relabel or reorder its scenarios. Each metric group (Safety's accuracy,
     safety, bias, toxicity) shows its columns with their own mean win rate (``metric_cells``: the
-    runs' summary values); the headline stays the board's."""
+    runs' summary values; ``notes``: why a cell has none, e.g. no logprobs for calibration); the
+    headline stays the board's."""
     labels = [s.label for s in board.scenarios]
     by_id = {r.run_id: r for r in runs}
     cells = {(p.deployment.name, p.scenario.label): by_id[p.run_id] for p in board.runs if p.run_id in by_id}
@@ -616,6 +637,7 @@ def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome], metric_cells: Gro
             row[f"{name} mean_win_rate"] = rates.get(m)
         for key in group_columns(board):
             row[key], row[f"{key} ci_low"], row[f"{key} ci_high"] = metric_cells.get((m, key), (None, None, None))
+            row[f"{key} note"] = (notes or {}).get((m, key))
         mine = [cells[(m, lab)] for lab in labels if (m, lab) in cells]
         for lab in labels:
             cell = cells.get((m, lab))
@@ -653,7 +675,8 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
     run_ids = sorted([r.run_id for r in runs])
     digest = versions.release_hash(board.board_version, run_ids)
     status: Literal["complete", "partial"] = "partial" if failed else "complete"
-    rows = leaderboard_rows(board, runs, group_cells(store, board, runs))
+    notes: GroupNotes = {}
+    rows = leaderboard_rows(board, runs, group_cells(store, board, runs, notes), notes)
     for existing in store.ls(layout.board_dir(name)):
         rid = existing.rsplit("/", 1)[-1]
         if rid.endswith(f"-{digest}") and store.exists(layout.release_json(name, rid)):

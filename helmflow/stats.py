@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -48,22 +49,25 @@ def ratio_ci(
 
 
 def pooled_ci(
-    columns: dict[str, Sequence[float]], fn: Callable[[dict[str, float], int], float], level: float = 0.95,
-    seed: int = BOOTSTRAP_SEED,
+    columns: dict[str, Sequence[float]], fn: Callable[[dict[str, Any], int], float], level: float = 0.95,
+    seed: int = BOOTSTRAP_SEED, rows: bool = False,
 ) -> tuple[float, float, float]:
     """``fn(sums of each column, n)`` over all rows, and a percentile-bootstrap interval that resamples
-    the rows (instances) together (fixed seed)."""
+    the rows (instances) together (fixed seed). ``rows``: ``fn`` gets the columns themselves (arrays)."""
     data = {k: np.asarray(v, dtype=float) for k, v in columns.items()}
     n = len(next(iter(data.values()))) if data else 0
     if n == 0:
         return math.nan, math.nan, math.nan
-    value = float(fn({k: float(v.sum()) for k, v in data.items()}, n))
+    value = float(fn(data if rows else {k: float(v.sum()) for k, v in data.items()}, n))
     if n == 1:
         return value, value, value
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(BOOTSTRAP_SAMPLES, n))
-    sums = {k: v[idx].sum(axis=1) for k, v in data.items()}
-    draws = np.array([fn({k: float(s[b]) for k, s in sums.items()}, n) for b in range(BOOTSTRAP_SAMPLES)])
+    if rows:
+        draws = np.array([fn({k: v[idx[b]] for k, v in data.items()}, n) for b in range(BOOTSTRAP_SAMPLES)])
+    else:
+        sums = {k: v[idx].sum(axis=1) for k, v in data.items()}
+        draws = np.array([fn({k: float(s[b]) for k, s in sums.items()}, n) for b in range(BOOTSTRAP_SAMPLES)])
     alpha = (1 - level) / 2
     low, high = np.nanquantile(draws, [alpha, 1 - alpha])
     return value, float(low), float(high)

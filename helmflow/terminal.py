@@ -53,8 +53,23 @@ def board_table(summary: dict[str, Any], mode: str, with_ci: bool) -> Table:
         table.add_row(f"[bold]{escape(group['name'])}[/] mean win rate",
                       *[_fmt(row.get(f"{group['name']} mean_win_rate")) for row in rows])
         for key in group["columns"]:
-            table.add_row(f"  {escape(key)}", *["missing" if row.get(key) is None else _fmt(row[key]) for row in rows])
+            table.add_row(f"  {escape(key)}", *[_group_cell(row, key) for row in rows])
     return table
+
+
+def _group_cell(row: dict[str, Any], key: str) -> str:
+    """A metric-group cell: its value, ``n/a`` when its metric cannot be computed for the model (the
+    reason is printed under the table), or ``missing`` when the run is absent."""
+    if row.get(key) is not None:
+        return _fmt(row[key])
+    return "n/a" if row.get(f"{key} note") else "missing"
+
+
+def not_available(summary: dict[str, Any]) -> list[str]:
+    """One line per ``n/a`` cell: model, column and why (e.g. no logprobs for calibration)."""
+    return [f"n/a: {row['deployment']} {key}: {row[f'{key} note']}"
+            for group in summary.get("metric_groups", []) for key in group["columns"]
+            for row in summary["table"] if row.get(key) is None and row.get(f"{key} note")]
 
 
 def fitted(console: Console, summary: dict[str, Any]) -> tuple[Table, str, bool]:
@@ -74,5 +89,7 @@ def print_board(console: Console, summary: dict[str, Any]) -> None:
     if mode == "numbered":
         for index, row in enumerate(summary["table"], start=1):
             console.print(f"[{index}] {escape(row['deployment'])}", soft_wrap=True, highlight=False, markup=False)
+    for line in not_available(summary):
+        console.print(line, soft_wrap=True, highlight=False, markup=False)
     if not with_ci:
         console.print("95% intervals: see leaderboard.parquet or `helmflow serve`")

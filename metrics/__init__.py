@@ -8,6 +8,7 @@ import importlib
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from helmflow.errors import HelmflowError
 from helmflow.metrics.base import MetricInput
@@ -20,11 +21,19 @@ MetricFn = Callable[[MetricInput], dict[str, float]]
 class Pooled:
     """A run-level number that is not a mean of per-instance values (e.g. BBQ's bias scores): ``fn``
     maps the sums of ``stats`` over the run's instances (and their count) to the value. Summaries
-    bootstrap it by resampling instances, like every other interval."""
+    bootstrap it by resampling instances, like every other interval.
+
+    ``rows``: ``fn`` gets the per-instance values themselves (one array per stat, instances in id
+    order) instead of their sums, for numbers that sort or bin instances (calibration error).
+    ``unavailable``: (a stat the metric always emits, why the number is missing when only that stat
+    is there), so a board cell says "not available" and why, rather than looking like a failure.
+    A number that cannot be computed for a run is absent from its summary, never 0."""
 
     name: str
     stats: tuple[str, ...]
-    fn: Callable[[dict[str, float], int], float]
+    fn: Callable[[dict[str, Any], int], float]
+    rows: bool = False
+    unavailable: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,7 @@ _BUILTIN = [
     "toxicity",
     "math_cot",
     "text_overlap",
+    "calibration",
 ]
 
 

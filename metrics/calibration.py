@@ -1,0 +1,152 @@
+"""Calibration, as HELM's ``compute_calibration_metrics`` with the ``uncertainty-calibration`` package.
+
+Per instance (the ``calibration`` metric):
+- ``max_prob``: the model's confidence in its answer, ``exp(sum of the answer's token logprobs)``
+  (multiple-choice joint with one output token: the probability of the letter it chose; generation:
+  the probability of the whole completion). For the log-likelihood multiple-choice method
+  (``multiple_choice_separate``) it is the softmax over the options' scores, at the chosen one.
+- ``max_prob_correct``: whether that answer is right, HELM's ``int(exact_match)`` (a fractional
+  score over several trials floors to 0).
+- ``logprobs_available``: 1 when the deployment returned a logprob for every output token, else 0
+  (then the instance has no ``max_prob``: a deployment without logprobs gets no calibration numbers,
+  never zeros). Unlike HELM, which takes all-zero logprobs to mean "none returned" (its chat
+  clients), a returned 0 is a probability of 1 here: missing logprobs are an empty list.
+
+Per run (pooled over the instances that have both, :class:`helmflow.metrics.Pooled`):
+- ``ece_10_bin``: expected calibration error with 10 equal-mass bins (``get_ece_em``): sorted
+  confidences split by ``np.array_split`` into 10 near-equal chunks, bin boundaries at the midpoints
+  between chunks (duplicates merged) and 1.0, each confidence in the first bin whose boundary is >= it
+  (``np.searchsorted``, left), then sum over bins of (bin size / n) * |mean confidence - accuracy|;
+  fewer instances than bins give one bin per instance;
+- ``ece_1_bin``: |mean confidence - accuracy| (``get_ece`` with one equal-width bin);
+- ``selective_cov_acc_area``: the area under the coverage-accuracy curve, the mean over k of the
+  accuracy of the k most confident answers; ``selective_acc@10``: that accuracy at index
+  floor(0.1 n) (the top 10%). Equal confidences keep instance-id order (a stable sort): HELM's
+  ``np.argsort`` leaves their order to numpy's sort algorithm, which differs between builds;
+- ``platt_ece_10_bin`` / ``platt_ece_1_bin``: the same after Platt scaling (a logistic regression of
+  correctness on logit(confidence), fitted on the run itself by maximum likelihood, as HELM's
+  ``LogisticRegression(C=1e10)``); 0 when every answer is right or every answer is wrong, as in HELM.
+
+HELM notes that a 10-bin ECE needs about 300 instances to be reliable; intervals are bootstrapped
+over instances like every other number.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from statistics import fmean
+
+import numpy as np
+
+from helmflow.metrics import Pooled, metric
+from helmflow.metrics.base import MetricInput
+from helmflow.metrics.reference import exact_match_score, predictions
+
+CONFIDENCE, CORRECT, AVAILABLE = "max_prob", "max_prob_correct", "logprobs_available"
+NO_LOGPROBS = "not available: the deployment returned no token logprobs"
+
+
+# --------------------------------------------------------------------------- the package's estimators
+def equal_mass_bins(probs: np.ndarray, num_bins: int) -> np.ndarray:
+    """``get_equal_bins``: upper bin boundaries holding near-equal numbers of confidences (last 1.0)."""
+    ordered = np.sort(probs)
+    chunks = np.array_split(ordered, min(num_bins, len(ordered)))
+    bounds = [(chunks[i][-1] + chunks[i + 1][0]) / 2.0 for i in range(len(chunks) - 1)] + [1.0]
+    return np.array(sorted(set(bounds)))
+
+
+def plugin_ece(probs: np.ndarray, correct: np.ndarray, bounds: np.ndarray) -> float:
+    """``plugin_ce`` with power 1: sum over bins of (size / n) * |mean confidence - accuracy|."""
+    which = np.searchsorted(bounds, probs)
+    total = 0.0
+    for b in np.unique(which):
+        inside = which == b
+        total += inside.sum() / len(probs) * abs(probs[inside].mean() - correct[inside].mean())
+    return float(total)
+
+
+def ece(probs: np.ndarray, correct: np.ndarray, num_bins: int) -> float:
+    """10 bins: equal mass (``get_ece_em``); 1 bin: |mean confidence - accuracy| (``get_ece``)."""
+    bounds = np.array([1.0]) if num_bins == 1 else equal_mass_bins(probs, num_bins)
+    return plugin_ece(probs, correct, bounds)
+
+
+def selective_accuracies(probs: np.ndarray, correct: np.ndarray) -> np.ndarray:
+    """Accuracy of the k most confident answers, for k = 1..n (ties in the given order)."""
+    order = np.argsort(-probs, kind="stable")
+    return np.cumsum(correct[order]) / np.arange(1, len(order) + 1)
+
+
+def platt_scaled(probs: np.ndarray, correct: np.ndarray) -> np.ndarray:
+    """Confidences recalibrated by a logistic fit of correctness on logit(confidence) (Newton's method on
+    the unregularised log-likelihood: HELM's C=1e10 makes sklearn's penalty negligible)."""
+    p = np.clip(probs, 1e-12, 1 - 1e-12)
+    x = np.log(p / (1 - p))
+    features = np.stack([x, np.ones_like(x)], axis=1)
+    w = np.zeros(2)
+    for _ in range(50):
+        fitted = 1 / (1 + np.exp(-features @ w))
+        gradient = features.T @ (correct - fitted)
+        hessian = features.T @ (features * (fitted * (1 - fitted))[:, None]) + 1e-10 * np.eye(2)
+        step = np.linalg.solve(hessian, gradient)
+        w += step
+        if np.abs(step).max() < 1e-10:
+            break
+    return 1 / (1 + np.exp(-features @ w))
+
+
+def _columns(columns: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    return np.asarray(columns[CONFIDENCE], dtype=float), np.asarray(columns[CORRECT], dtype=float)
+
+
+def _platt_ece(num_bins: int):
+    def fn(columns: dict[str, np.ndarray], n: int) -> float:
+        probs, correct = _columns(columns)
+        if correct.sum() in (0, len(correct)):
+            return 0.0  # HELM: the fit has nothing to separate
+        with np.errstate(over="ignore"):  # separable data drive the fit's weights up, as in sklearn
+            return ece(platt_scaled(probs, correct), correct, num_bins)
+
+    return fn
+
+
+def _pooled(name: str, fn) -> Pooled:
+    return Pooled(name, (CONFIDENCE, CORRECT), fn, rows=True, unavailable=(AVAILABLE, NO_LOGPROBS))
+
+
+POOLED = (
+    _pooled("ece_10_bin", lambda c, n: ece(*_columns(c), 10)),
+    _pooled("ece_1_bin", lambda c, n: ece(*_columns(c), 1)),
+    _pooled("selective_cov_acc_area", lambda c, n: float(selective_accuracies(*_columns(c)).mean())),
+    _pooled("selective_acc@10", lambda c, n: float(selective_accuracies(*_columns(c))[int(0.1 * n)])),
+    _pooled("platt_ece_10_bin", _platt_ece(10)),
+    _pooled("platt_ece_1_bin", _platt_ece(1)),
+)
+
+
+# --------------------------------------------------------------------------- per instance
+def sequence_prob(logprobs: list[float], tokens: list[str]) -> float | None:
+    """exp(sum of the token logprobs); None when the deployment returned none for some token."""
+    if not logprobs or len(logprobs) < len(tokens) or any(not math.isfinite(v) for v in logprobs):
+        return None
+    return min(math.exp(sum(logprobs)), 1.0)
+
+
+@metric("calibration", version="1", pooled=POOLED)
+def calibration(x: MetricInput) -> dict[str, float]:
+    """Confidence and correctness of the first sample of each trial (means over trials)."""
+    per_sample = max(x.adapter.generation.num_outputs, 1)
+    golds = x.correct_texts
+    probs: dict[int, float | None] = {}
+    correct: dict[int, float] = defaultdict(float)
+    for (trial, pred), completion, request in zip(predictions(x), x.completions, x.requests, strict=True):
+        if request.sample_index % per_sample:
+            continue
+        probs[trial] = sequence_prob(completion.logprobs, completion.tokens)
+        correct[trial] = max((exact_match_score(g, pred) for g in golds), default=0.0)
+    if not probs:
+        return {}
+    if any(p is None for p in probs.values()):
+        return {AVAILABLE: 0.0}
+    return {AVAILABLE: 1.0, CONFIDENCE: fmean(probs.values()), CORRECT: float(int(fmean(correct.values())))}
