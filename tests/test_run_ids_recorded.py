@@ -12,10 +12,10 @@ import json
 from capabilities_fixtures import csv_bytes, gpqa_rows, mmlu_pro_files
 from judge_fixtures import OMNI_FILE, WILDBENCH_FILE, omni_jsonl, omni_rows, wildbench_parquet, wildbench_rows
 
-DEMO_BOARD_VERSION = "f85a278a4b98b18a"
+DEMO_BOARD_VERSION = "8531dec9230da878"
 DEMO_RUN_IDS = [
     "e66df003fc848473", "dcc7e2663dc5b29e", "dc565f36524bc4fc", "71f0d9b433825ad1", "9e834d30d7875516", "ecac2c7f280e92c8",
-    "6f091efb20001191", "e57dacd9de2d92e0", "f6c480c636a28e6e", "e1e3d9f548ca457f", "1686f02c72ffade4", "10408efb0c36d8c9",
+    "6f091efb20001191", "e57dacd9de2d92e0", "952805e223316860", "284dbfeb3273f2f6", "12f8f0be47ceefe8", "0e77a08c8eb1df26",
     "9e91aaf5126e0df2", "f1f60f8363a7f77b", "9dd4aecf4cdaef26", "69f262f6eb25e0cb", "656ec716d3783067", "25a38461ffe1d67e",
     "49c3ea7bf2a70cd8", "4c540d468b8a168b", "90918afe99e75903", "e76447c0396a4ddd", "d343faebb189f518", "b5c6711cd4b550db",
     "fda86fd0769bc9ec", "424d2fdf24982cc6", "788c49d62d6fe6f1", "e03b8cbebd4abf77", "ec645d4c9b41278d", "53472b313d8ff941",
