@@ -38,7 +38,7 @@ class ScenarioEntry(BaseModel):
 
 class GroupColumn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    scenario: str  # a scenario entry's label
+    scenario: str  # a scenario entry's label, or a group (the unweighted mean over its entries' runs, HELM's cell)
     metric: str  # a stat of that scenario's runs (its summary), e.g. safety_score, toxic_fraction
     lower_is_better: bool = False
 
@@ -73,11 +73,13 @@ class BoardSpec(BaseModel):
     toxicity: str | None = None
     metric_groups: list[MetricGroup] = Field(default_factory=list)
     helm_jury: list[str] = Field(default_factory=list)  # the judges HELM published this board with (for reproduce)
+    # what this board does differently from HELM's published setup, one sentence each (``reproduce --explain``)
+    helm_differences: list[str] = Field(default_factory=list)
 
     def version_data(self) -> dict[str, Any]:
         """What the board version hashes: fields added later count only when used (old versions stay put)."""
         data = self.model_dump(mode="json")
-        for key in ("aspects", "toxicity", "metric_groups", "helm_jury"):
+        for key in ("aspects", "toxicity", "metric_groups", "helm_jury", "helm_differences"):
             if not data[key]:
                 del data[key]
         for entry in data["scenarios"]:
@@ -352,11 +354,11 @@ def _scorer(name: str | None, deployments: dict[str, Deployment], check_credenti
     return scorer
 
 
-def check_groups(spec: BoardSpec, labels: list[str]) -> None:
-    """Each group column names a scenario of the board (metrics are checked against run summaries)."""
+def check_groups(spec: BoardSpec, labels: list[str], groups: list[str] | None = None) -> None:
+    """Each group column names a scenario or a scenario group of the board (metrics are checked against run summaries)."""
     for group in spec.metric_groups:
         for column in group.columns:
-            if column.scenario not in labels:
+            if column.scenario not in labels and column.scenario not in (groups or []):
                 raise BoardError(f"board {spec.name!r}: group {group.name!r} names scenario {column.scenario!r}, "
                                  f"which the board does not run; it runs: {', '.join(labels)}")
 
@@ -400,10 +402,12 @@ def plan_board(
         if unknown_members:
             raise BoardError(f"board {spec.name!r}: aspect {aspect!r} names {', '.join(unknown_members)}, which is no "
                              f"scenario group or label of the board")
+    group_names = sorted({s.group for s in scenario_plans if s.group})
     if scenarios:  # a selection keeps the group columns of the scenarios it runs
-        groups = [g.model_copy(update={"columns": [c for c in g.columns if c.scenario in labels]}) for g in spec.metric_groups]
+        groups = [g.model_copy(update={"columns": [c for c in g.columns if c.scenario in labels or c.scenario in group_names]})
+                  for g in spec.metric_groups]
         effective = effective.model_copy(update={"metric_groups": [g for g in groups if g.columns]})
-    check_groups(effective, labels)
+    check_groups(effective, labels, group_names)
     judged = [s for s in scenario_plans if judge_template_names(s.metrics)]
     jury = [] if no_judge else list(judges if judges is not None else spec.judges)
     judge_deployments = _jury(spec.name, jury, deployments, judged, no_judge, check_credentials)

@@ -66,8 +66,9 @@ def repo_path(source: DataSource) -> str | None:
 
 def mirror_names(source: DataSource) -> list[str]:
     """The names a mirror may hold a file under: its flat name, then its Hub repository path (what
-    ``huggingface-cli download --revision R --local-dir DIR`` writes)."""
-    return [source.filename, *filter(None, [repo_path(source)])]
+    ``huggingface-cli download --revision R --local-dir DIR`` writes) or its path inside its archive
+    (what unpacking the archive into the folder writes)."""
+    return [source.filename, *filter(None, [repo_path(source) or source.member])]
 
 
 def _first_existing(scenario: str, folder: str, source: DataSource) -> str:
@@ -80,8 +81,9 @@ def _first_existing(scenario: str, folder: str, source: DataSource) -> str:
         fs, path = fsspec.core.url_to_fs(_join(folder, name))
         if fs.exists(path):
             return _join(folder, name)
+    where = "its path in the archive" if source.member else "the Hub repository's path"
     raise ScenarioError(f"scenario {scenario!r}: the mirror {folder} has neither {names[0]} nor {names[1]} "
-                        f"(flat name, or the Hub repository's path)")
+                        f"(flat name, or {where})")
 
 
 def mirror_folder(scenario: str, revision: str) -> str | None:
@@ -109,7 +111,11 @@ def resolve_source(scenario: str, revision: str, source: DataSource) -> str:
 
 # --------------------------------------------------------------------------- reading, with clear errors
 def _storage_options(url: str) -> dict:
-    """hf:// reads HF_ENDPOINT and HF_TOKEN now (huggingface_hub reads HF_ENDPOINT once, at import)."""
+    """hf:// reads HF_ENDPOINT and HF_TOKEN now (huggingface_hub reads HF_ENDPOINT once, at import).
+    An archive member gets a fresh zip/tar file system each time: a cached one holds the archive file
+    that closing the previous member closed (the archive itself stays in simplecache, fetched once)."""
+    if url.startswith(("zip://", "tar://")):
+        return {url.partition("://")[0]: {"skip_instance_cache": True}}
     if not url.startswith("hf://"):
         return {}
     options: dict = {"skip_instance_cache": True}  # a fresh listing: no stale "not found" or gate
@@ -139,11 +145,13 @@ def _explain(scenario: str, url: str, exc: BaseException) -> ScenarioError:
             f"{where} is in a gated Hugging Face repository and {token}: accept the dataset's terms on its "
             f"Hub page and export HF_TOKEN (a read token), or point {mirror_env_var(scenario)} / {MIRROR_ENV} at a mirror"
         )
+    remote = url.startswith(("hf://", "http://", "https://")) or "::simplecache::http" in url
+    hint = f"; offline? point {mirror_env_var(scenario)} or {MIRROR_ENV} at a mirror" if remote else ""
     if isinstance(exc, FileNotFoundError):
         detail = str(exc).split("\n")[0]
+        if "::" in url:  # fsspec says "not found" for an unreachable archive host too
+            return ScenarioError(f"{where} does not exist or its archive could not be fetched ({detail}){hint}")
         return ScenarioError(f"{where} does not exist ({detail})")
-    remote = url.startswith(("hf://", "http://", "https://"))
-    hint = f"; offline? point {mirror_env_var(scenario)} or {MIRROR_ENV} at a mirror" if remote else ""
     first_line = str(exc).splitlines()[0] if str(exc) else ""
     return ScenarioError(f"{where} could not be read: {type(exc).__name__}: {first_line}{hint}")
 
@@ -152,13 +160,14 @@ def _explain(scenario: str, url: str, exc: BaseException) -> ScenarioError:
 def open_source(scenario: str, url: str) -> Iterator[IO[bytes]]:
     """Open a source or mirror URL for reading; every failure becomes one :class:`ScenarioError`."""
     try:
-        fh = fsspec.open(url, "rb", **_storage_options(url)).open()
+        opened = fsspec.open(url, "rb", **_storage_options(url))
+        fh = opened.__enter__()  # not .open(): a chain's lower file (the archive) must live as long as fh
     except Exception as exc:  # noqa: BLE001 - fsspec backends raise many kinds; each is explained
         raise _explain(scenario, url, exc) from None
     try:
         yield fh
     finally:
-        fh.close()
+        opened.__exit__(None, None, None)
 
 
 def fetch(scenario: str, url: str) -> bytes:
@@ -233,6 +242,9 @@ def unverified_reason(scen: Scenario, source: DataSource, sha256: str) -> str | 
     """
     if source.sha256:
         return None
+    if source.sha256_unknown:
+        return (f"{source.filename} has no declared sha256 (upstream pins nothing): the run reads whatever "
+                f"{source.url.rpartition('::')[2]} serves; pin it (README: filling in a pin)")
     revision = scen.dataset_revision()
     folder = mirror_folder(scen.name, revision)
     if folder is None:
@@ -359,12 +371,23 @@ def _pinned_sha256(scen: Scenario, source: DataSource) -> tuple[str | None, str 
     else the Hub's LFS hash at the pinned revision (one metadata call), else the Hub file's own bytes."""
     if source.sha256:
         return source.sha256, "declared sha256"
+    if source.sha256_unknown:
+        return None, FIRST_FETCH
     if not source.url.startswith("hf://"):
         return None, None
     lfs = _hub_lfs_sha256(scen.name, source.url)
     if lfs:
         return lfs, f"Hub LFS sha256 at revision {scen.dataset_revision()}"
     return hashlib.sha256(fetch(scen.name, source.url)).hexdigest(), f"Hub file at revision {scen.dataset_revision()}"
+
+
+FIRST_FETCH = "first fetch"  # how a sha256_unknown source's hash is known: recorded, not verified
+
+
+def pin_line(scen: Scenario, source: DataSource, sha256: str) -> str:
+    """What to write in the scenario module to pin a ``sha256_unknown`` source by the hash just recorded."""
+    module = type(scen).__module__.rpartition(".")[2]
+    return f"scenarios/{module}.py: {source.filename}: sha256=\"{sha256}\" (and drop sha256_unknown)"
 
 
 def mirror_scenario(scen: Scenario, to: str) -> list[tuple[str, str, str]]:
@@ -374,7 +397,10 @@ def mirror_scenario(scen: Scenario, to: str) -> list[tuple[str, str, str]]:
     pinned source (:func:`_pinned_sha256`: needs the Hub unless a sha256 is declared), writes it,
     reads the copy back, loads the scenario from the copies so a schema problem shows here, and
     writes ``helmflow-mirror.json`` (revision, each file's sha256 and what it was verified against),
-    which makes the mirror *verified* for runs. Returns (filename, sha256, copy URL) rows.
+    which makes the mirror *verified* for runs. A ``sha256_unknown`` source has nothing to be checked
+    against: its hash is recorded at this first fetch (``verified_against`` empty, ``recorded_at``
+    says so) and :func:`pin_line` tells what to declare. Several entries of one scenario (MMLU's
+    subjects) share a folder: their manifest entries are merged. Returns (filename, sha256, copy URL) rows.
     """
     revision = scen.dataset_revision()
     dest = Store(to)
@@ -383,10 +409,14 @@ def mirror_scenario(scen: Scenario, to: str) -> list[tuple[str, str, str]]:
     for source in scen.sources():
         url = resolve_source(scen.name, revision, source)
         expected, how = _pinned_sha256(scen, source)
-        if expected is None:
+        if how == FIRST_FETCH:
+            data = fetch(scen.name, url)
+            expected = hashlib.sha256(data).hexdigest()
+        elif expected is None:
             raise ScenarioError(f"scenario {scen.name!r}: {source.filename} has no declared sha256 and no Hub revision "
                                 f"to verify it against; declare its sha256 in the scenario (see README: filling in a pin)")
-        data = fetch_verified(scen.name, url, expected)
+        else:
+            data = fetch_verified(scen.name, url, expected)
         key = f"{scen.name}/{revision}/{source.filename}"
         target = dest.url(key)
         try:
@@ -395,10 +425,24 @@ def mirror_scenario(scen: Scenario, to: str) -> list[tuple[str, str, str]]:
             raise ScenarioError(f"scenario {scen.name!r}: cannot write {target}: {type(exc).__name__}: {exc}") from None
         fetch_verified(scen.name, target, expected)
         done.append((source.filename, expected, target))
-        files[source.filename] = {"sha256": expected, "verified_against": how, "source": source.url}
+        if how == FIRST_FETCH:
+            files[source.filename] = {"sha256": expected, "verified_against": "", "source": source.url,
+                                      "recorded_at": f"{FIRST_FETCH}: no declared pin; {pin_line(scen, source, expected)}"}
+        else:
+            files[source.filename] = {"sha256": expected, "verified_against": how, "source": source.url}
     if done:
         scen.media = MediaStore(None)  # decode every image (a bad one shows here), store none
         scen.load({filename: url for filename, _, url in done})
-        dest.write_json(f"{scen.name}/{revision}/{MIRROR_MANIFEST}",
-                        {"scenario": scen.name, "params": scen.param_dict, "revision": revision, "files": files})
+        manifest_key = f"{scen.name}/{revision}/{MIRROR_MANIFEST}"
+        manifest = {"scenario": scen.name, "revision": revision, "params": [], "files": {}}
+        if dest.exists(manifest_key):
+            old = dest.read_json(manifest_key)
+            if old.get("revision") == revision:
+                manifest["files"] = dict(old.get("files") or {})
+                old_params = old.get("params")
+                manifest["params"] = old_params if isinstance(old_params, list) else [old_params]
+        if scen.param_dict not in manifest["params"]:
+            manifest["params"].append(scen.param_dict)
+        manifest["files"].update(files)
+        dest.write_json(manifest_key, manifest)
     return done

@@ -564,23 +564,34 @@ def unavailable_reason(rows: list[MetricSummary], metric: str) -> str | None:
 
 def group_cells(store: Store, board: BoardPlan, runs: list[RunOutcome], notes: GroupNotes | None = None) -> GroupCells:
     """Each run's summary value (test split, else its only split) for every group column of its scenario;
-    a value its metric could not compute for the run gets its reason in ``notes`` instead."""
-    wanted: dict[str, list[str]] = {}
+    a value its metric could not compute for the run gets its reason in ``notes`` instead. A column
+    naming a scenario group (HELM Lite's MMLU) is the unweighted mean over the group's runs (HELM's
+    cell; no interval when it pools several runs)."""
+    members: dict[str, list[str]] = {}
+    for s in board.scenarios:
+        members.setdefault(s.label, []).append(s.label)
+        if s.group and s.group != s.label:
+            members.setdefault(s.group, []).append(s.label)
+    wanted: dict[str, list[tuple[str, str]]] = {}  # run label -> (column key, metric)
     for key in group_columns(board):
-        label, _, metric = key.partition("/")
-        wanted.setdefault(label, []).append(metric)
-    out: GroupCells = {}
+        column, _, metric = key.partition("/")
+        for label in members.get(column, []):
+            wanted.setdefault(label, []).append((key, metric))
+    found_values: dict[tuple[str, str], list[tuple[float | None, float | None, float | None]]] = {}
     for r in labelled(board, runs):  # this board's labels, by run id
-        metrics = wanted.get(r.scenario)
-        if not metrics:
+        columns = wanted.get(r.scenario)
+        if not columns:
             continue
         summary = store.read_parquet(layout.run_file(r.run_id, "summary.parquet"), columns=list(SUMMARY_SCHEMA.names))
         rows = [MetricSummary.model_validate(x) for x in summary.to_pylist()]
-        for metric in metrics:
+        for key, metric in columns:
             if (found := main_summary(rows, metric)) is not None:
-                out[(r.deployment, f"{r.scenario}/{metric}")] = (_finite(found.mean), _finite(found.ci_low), _finite(found.ci_high))
+                found_values.setdefault((r.deployment, key), []).append((_finite(found.mean), _finite(found.ci_low), _finite(found.ci_high)))
             elif notes is not None and (why := unavailable_reason(rows, metric)):
-                notes[(r.deployment, f"{r.scenario}/{metric}")] = why
+                notes[(r.deployment, key)] = why
+    out: GroupCells = {}
+    for cell, values in found_values.items():
+        out[cell] = values[0] if len(values) == 1 else (_group_mean([v[0] for v in values]), None, None)
     return out
 
 

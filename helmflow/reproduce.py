@@ -15,7 +15,7 @@ from typing import Any
 HELM_V1_JURY = ["openai/gpt-4o-2024-05-13", "together/llama-3.1-405b-instruct-turbo", "anthropic/claude-3-5-sonnet-20241022"]
 HELM_HEAD_JURY = ["openai/gpt-4o-2024-05-13"]
 MAX_INSTANCES = 1000
-REPRODUCIBLE = ("capabilities", "safety")
+REPRODUCIBLE = ("capabilities", "safety", "lite")
 
 
 def judged_templates(spec: dict[str, Any]) -> dict[str, list[str]]:
@@ -66,8 +66,11 @@ def differences(spec: dict[str, Any], judges: list[str], variant: str, no_judge:
         templates = sorted({t for names in by_label.values() for t in names})
         out.append(f"judge templates: helmflow's own {', '.join(templates)} judge prompts (same task, scale, output "
                    "shape and parsing as HELM's, different wording), so judged scores are comparable, not identical")
+    out.extend(spec.get("helm_differences") or [])
     for entry in spec["scenarios"]:
-        out.extend(get_scenario(entry["name"], entry.get("params")).helm_differences)
+        for line in get_scenario(entry["name"], entry.get("params")).helm_differences:
+            if line not in out:  # one scenario in several entries (MMLU's subjects) says it once
+                out.append(line)
     scorer = toxicity if toxicity is not None else spec.get("toxicity")
     if scorer and scorer != "none":
         out.append(f"toxicity: scored by {scorer}, an addition to HELM's published board; HELM's toxicity metric uses "

@@ -26,6 +26,8 @@ class Settings(BaseSettings):
     tiktoken_mirror: str | None = None  # a folder, s3:// or hf:// prefix holding tiktoken's BPE files
     github_raw: str = "https://raw.githubusercontent.com"  # the host of GitHub-pinned dataset files
     lease_ttl_s: float = Field(60.0, gt=0)  # an S3 run lease unrenewed this long is stale (its holder died)
+    # a host serving web sources at /<original host>/<original path>: an artifact proxy, or a local server in tests
+    source_host: str | None = None
     spool: str | None = None  # the journal's local spool folder (else <tmp>/helmflow-spool)
     task_runner: str = "thread"  # a worker's task runner: thread, dask or dask:<scheduler address>
     dask_workers: int = 2  # processes of the local Dask cluster

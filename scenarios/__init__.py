@@ -34,6 +34,11 @@ _BUILTIN = [
     "competition_math",
     "legalbench",
     "wmt14",
+    "narrative_qa",
+    "natural_qa",
+    "openbookqa",
+    "mmlu",
+    "med_qa",
 ]
 
 

@@ -13,7 +13,7 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from helmflow.errors import HelmflowError, format_validation_error
 from helmflow.media import MediaError, MediaStore, image_bytes_from_hf
@@ -29,12 +29,32 @@ class NoParams(BaseModel):
 
 
 class DataSource(BaseModel):
-    """One pinned file: fetched through fsspec, mirrored under datasets/, checked by sha256."""
+    """One pinned file: fetched through fsspec, mirrored under datasets/, checked by sha256.
+
+    ``url`` may be a chained fsspec URL naming a file inside an archive (:meth:`Scenario.archive_url`);
+    ``sha256`` is then the member's, so the pin is the content a run reads, whatever the archive's bytes
+    (GitHub regenerates its zips). ``sha256_unknown``: the scenario declares that nobody could know the
+    hash when it was written (an unpinned upstream URL); ``helmflow mirror`` records it at first fetch and
+    prints the line to fill in, and runs report the data as unverified until the pin is declared.
+    """
 
     model_config = ConfigDict(extra="forbid")
     filename: str
     url: str
-    sha256: str | None = None
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    sha256_unknown: bool = False
+
+    @model_validator(mode="after")
+    def _one_pin(self) -> DataSource:
+        if self.sha256 and self.sha256_unknown:
+            raise ValueError(f"{self.filename}: a declared sha256 is not unknown; drop sha256_unknown")
+        return self
+
+    @property
+    def member(self) -> str | None:
+        """The file's path inside its archive, for a chained ``zip://``/``tar://`` URL (a mirror may keep it there)."""
+        found = re.match(r"^(?:zip|tar)://([^:]+)::", self.url)
+        return found.group(1) if found else None
 
 
 class ScenarioError(HelmflowError, ValueError):
@@ -91,10 +111,13 @@ class Scenario:
     # A scenario whose files live in a GitHub repository names it (``org/repo``) and a full commit SHA.
     GIT_REPO: ClassVar[str | None] = None
     GIT_COMMIT: ClassVar[str | None] = None
+    # A scenario reading web URLs (https, files in archives) names upstream's release here, e.g.
+    # ``OpenBookQA-V1-Sep2018``: the mirror folder's name. The pins are the sources' sha256s.
+    SOURCE_REVISION: ClassVar[str | None] = None
 
     def dataset_revision(self) -> str:
         """The pinned revision of the source data; generated scenarios are pinned by their VERSION."""
-        return self.HUB_REVISION or self.GIT_COMMIT or "generated"
+        return self.HUB_REVISION or self.GIT_COMMIT or self.SOURCE_REVISION or "generated"
 
     def hub_url(self, path: str) -> str:
         """``hf://datasets/<repo>@<revision>/<path>``: a file of the pinned Hub revision (mirrors replace it)."""
@@ -115,6 +138,28 @@ class Scenario:
             raise ScenarioError(f"scenario {self.name!r}: GIT_COMMIT {self.GIT_COMMIT!r} is not a full 40-hex commit SHA")
         endpoint = settings().github_raw.rstrip("/")
         return f"{endpoint}/{self.GIT_REPO}/{self.GIT_COMMIT}/{path}"
+
+    @staticmethod
+    def web_url(url: str) -> str:
+        """An upstream ``https://host/path`` URL as it is read now: through ``$HELMFLOW_SOURCE_HOST``
+        (``<source host>/host/path``: an artifact proxy, or a local server in tests) when set."""
+        proxy = settings().source_host
+        if not proxy:
+            return url
+        scheme, sep, rest = url.partition("://")
+        if not sep or scheme not in ("http", "https"):
+            raise ScenarioError(f"web source {url!r} is not an http(s) URL")
+        return f"{proxy.rstrip('/')}/{rest}"
+
+    @classmethod
+    def archive_url(cls, url: str, member: str, kind: str | None = None) -> str:
+        """The fsspec URL of ``member`` inside the archive at ``url`` (zip, or tar; ``kind`` when the URL
+        does not end in .zip or .tar). The archive is fetched once per process into fsspec's
+        ``simplecache`` (servers without Range requests, such as GitHub's archive host, work too)."""
+        kind = kind or ("zip" if url.endswith(".zip") else "tar" if url.endswith(".tar") else None)
+        if kind not in ("zip", "tar"):
+            raise ScenarioError(f"archive {url!r}: say whether it is a zip or a tar (kind=)")
+        return f"{kind}://{member}::simplecache::{cls.web_url(url)}"
 
     def sources(self) -> list[DataSource]:
         """Files to mirror before :meth:`load`; empty for generated scenarios."""

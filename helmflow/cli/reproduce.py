@@ -1,4 +1,4 @@
-"""``helmflow reproduce capabilities|safety [--variant v1|v2]``: run HELM's published configuration of a
+"""``helmflow reproduce capabilities|safety|lite [--variant v1|v2]``: run HELM's published configuration of a
 board and say first what differs from HELM's setup (the knowledge is in :mod:`helmflow.reproduce`)."""
 
 from __future__ import annotations

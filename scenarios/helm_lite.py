@@ -1,0 +1,45 @@
+"""HELM Lite's two prompt shapes (reference §B.3), in our own words: in-context generation and
+multiple choice joint, both greedy with five in-context examples; and HELM's instruction-following
+variant (``follow_format``), which opens the prompt with a note that input/output examples follow and
+closes it with a request to answer the last one in their format (HELM's ``follow_format_instructions``
+expander, §B.1). The scenarios' ``default_adapter`` builds on these; the adapters are HELM's layout.
+"""
+
+from __future__ import annotations
+
+from helmflow.records import AdapterSpec, GenerationParams
+
+# Our wording of HELM's IN_CONTEXT_LEARNING_INSTRUCTIONS_PREFIX/SUFFIX: the same three facts (examples
+# follow, the last output is missing, write it in the examples' format), not HELM's sentences.
+FOLLOW_FORMAT_PREFIX = ("Below are example inputs, each followed by its output. Study how each output is derived from "
+                        "its input. The final example is missing its output: your task is to produce it.")
+FOLLOW_FORMAT_SUFFIX = "Write only the output of the final example, in exactly the same format as the outputs shown above."
+
+
+def generation_spec(input_prefix: str, output_noun: str, max_tokens: int, stop: list[str], *, instructions: str = "",
+                    follow_format: bool = False, max_train_instances: int = 5) -> AdapterSpec:
+    """HELM's ``get_generation_adapter_spec``: blocks ``<input_prefix><input>\\n<Noun>: <output>\\n`` separated
+    by a blank line, the query ending at ``<Noun>:``; temperature 0, one output, one trial. With
+    ``follow_format``, HELM's global prefix (+ blank line) and suffix (blank line, request, newline, ``<Noun>:``)."""
+    output_prefix = f"{output_noun}: "
+    extra = {}
+    if follow_format:
+        extra = {"global_prefix": FOLLOW_FORMAT_PREFIX + "\n\n",
+                 "global_suffix": "\n\n" + FOLLOW_FORMAT_SUFFIX + "\n" + output_prefix.strip()}
+    return AdapterSpec(
+        method="generation", instructions=instructions, input_prefix=input_prefix, input_suffix="\n",
+        output_prefix=output_prefix, output_suffix="\n", instance_prefix="\n", max_train_instances=max_train_instances,
+        generation=GenerationParams(max_tokens=max_tokens, temperature=0.0, stop=stop, num_outputs=1), **extra,
+    )
+
+
+def multiple_choice_spec(topic: str) -> AdapterSpec:
+    """HELM's ``get_multiple_choice_joint_adapter_spec``: ``Question: q``, lettered ``A. option`` lines,
+    ``Answer: <letter>``; five examples, one output token, greedy, no stop sequence. The instructions
+    name the topic (our wording)."""
+    return AdapterSpec(
+        method="multiple_choice_joint", instructions=f"Answer each multiple-choice question about {topic} with the letter of the correct option.",
+        input_prefix="Question: ", input_suffix="\n", reference_prefix="A. ", reference_suffix="\n",
+        output_prefix="Answer: ", output_suffix="\n", instance_prefix="\n", max_train_instances=5,
+        generation=GenerationParams(max_tokens=1, temperature=0.0, stop=[], num_outputs=1),
+    )
