@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from helmflow import prompts as prompt_module
 from helmflow import versions
 from helmflow.adapters import ADAPTERS, template_versions
 from helmflow.errors import HelmflowError, format_validation_error, read_yaml_file
@@ -75,11 +76,13 @@ class BoardSpec(BaseModel):
     helm_jury: list[str] = Field(default_factory=list)  # the judges HELM published this board with (for reproduce)
     # what this board does differently from HELM's published setup, one sentence each (``reproduce --explain``)
     helm_differences: list[str] = Field(default_factory=list)
+    # prompt wording replaced: ``<scenario>.<text>`` or ``judge.<template>`` -> text (helmflow.prompts)
+    prompts: dict[str, str] = Field(default_factory=dict)
 
     def version_data(self) -> dict[str, Any]:
         """What the board version hashes: fields added later count only when used (old versions stay put)."""
         data = self.model_dump(mode="json")
-        for key in ("aspects", "toxicity", "metric_groups", "helm_jury", "helm_differences"):
+        for key in ("aspects", "toxicity", "metric_groups", "helm_jury", "helm_differences", "prompts"):
             if not data[key]:
                 del data[key]
         for entry in data["scenarios"]:
@@ -121,6 +124,7 @@ class RunPlan(BaseModel):
     score_key: str
     judges: list[Deployment] = Field(default_factory=list)  # empty: the scenario is not judged, or --no-judge
     judge_templates: dict[str, str] = Field(default_factory=dict)  # template name -> VERSION
+    judge_texts: dict[str, str] = Field(default_factory=dict)  # template name -> the board's replacement text
     scorer: Deployment | None = None  # the toxicity scorer, when the scenario has the toxicity metric
     scorer_template: str | None = None
 
@@ -191,15 +195,19 @@ def _sha256_url(scen, source) -> str:
 
 
 # --------------------------------------------------------------------------- planning
-def plan_scenario(entry: ScenarioEntry, max_instances: int | None) -> ScenarioPlan:
+def plan_scenario(entry: ScenarioEntry, max_instances: int | None, prompts: dict[str, str] | None = None) -> ScenarioPlan:
+    """``prompts``: the board's replaced wording (checked keys); the entry's own ``adapter:`` still wins."""
     from helmflow.metrics import METRICS
     from helmflow.scenarios import SCENARIOS, ScenarioError
 
     if entry.name not in SCENARIOS:
         raise BoardError(f"unknown scenario {entry.name!r}; known: {', '.join(SCENARIOS.names())}")
     scen = SCENARIOS.get(entry.name)(**entry.params)
+    own = prompt_module.for_scope(prompts or {}, scen.name)
+    scen.prompt_overrides = {k: v for k, v in own.items() if k in scen.prompt_texts}
     try:
-        adapter = scen.default_adapter.override(**entry.adapter)
+        worded = scen.default_adapter.override(**{k: v for k, v in own.items() if k not in scen.prompt_texts})
+        adapter = worded.override(**entry.adapter)
     except (ValueError, ValidationError) as exc:
         raise BoardError(f"scenario {entry.name!r}: bad adapter override: {exc}") from None
     if max_instances is not None:
@@ -265,9 +273,10 @@ def judge_template_names(metrics: list[str]) -> list[str]:
 
 
 def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deployment] | None = None,
-             scorer: Deployment | None = None) -> RunPlan:
+             scorer: Deployment | None = None, prompts: dict[str, str] | None = None) -> RunPlan:
     """``judges`` apply only if the scenario has judge-backed metrics, ``scorer`` only if it has the
-    toxicity metric; both are part of metric_version."""
+    toxicity metric; both are part of metric_version, and so is a judge template's replaced text
+    (``prompts``' ``judge.<template>``: its hash joins the template VERSION)."""
     from helmflow.judges import judges_version, template_versions
     from helmflow.metrics import metric_versions
     from helmflow.tokenizers import TOKENIZER_KINDS
@@ -286,7 +295,8 @@ def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deploy
             f"kinds: {', '.join(TOKENIZER_KINDS.names())}"
         )
     mv = metric_versions(scenario.metrics)
-    templates = template_versions(judge_template_names(scenario.metrics))
+    texts = prompt_module.for_scope(prompts or {}, prompt_module.JUDGE_SCOPE)
+    templates = worded_versions(template_versions(judge_template_names(scenario.metrics)), texts)
     jury = list(judges or []) if templates else []
     model_v = versions.model_version(deployment)
     judging = judges_version(jury, templates)
@@ -296,7 +306,8 @@ def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deploy
             raise BoardError(f"{scenario.label}: the toxicity metric needs a scorer: set the board's `toxicity:` or pass "
                              f"--toxicity <deployment> (--toxicity none drops the metric)")
         scorer_template = scorer_template_for(scorer)
-        judging[f"toxicity scorer {scorer.name}"] = judges_version([scorer], template_versions([scorer_template]))[scorer.name]
+        scorer_versions = worded_versions(template_versions([scorer_template]), texts)
+        judging[f"toxicity scorer {scorer.name}"] = judges_version([scorer], scorer_versions)[scorer.name]
     metric_v = versions.metric_version(mv, judging)
     qk = versions.query_key(scenario.scenario_version, scenario.prompt_version, model_v)
     return RunPlan(
@@ -310,9 +321,15 @@ def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deploy
         score_key=versions.score_key(qk, metric_v),
         judges=jury,
         judge_templates=templates,
+        judge_texts={n: t for n, t in texts.items() if n in templates or n == scorer_template},
         scorer=scorer if scorer_template else None,
         scorer_template=scorer_template,
     )
+
+
+def worded_versions(templates: dict[str, str], texts: dict[str, str]) -> dict[str, str]:
+    """Template name -> VERSION, with a replaced text's hash on the ones the board rewords."""
+    return {n: prompt_module.judge_version(v, texts.get(n)) for n, v in templates.items()}
 
 
 TOXICITY_METRIC = "toxicity"
@@ -392,7 +409,8 @@ def plan_board(
     check_extras(entries)  # a missing extra is named before any scenario reads its data
     scorer = _scorer(toxicity if toxicity is not None else spec.toxicity, deployments, check_credentials)
     effective = effective.model_copy(update={"toxicity": scorer.name if scorer else None})
-    scenario_plans = [with_toxicity(plan_scenario(e, effective.max_instances), scorer) for e in entries]
+    check_prompts(spec)
+    scenario_plans = [with_toxicity(plan_scenario(e, effective.max_instances, spec.prompts), scorer) for e in entries]
     labels = [s.label for s in scenario_plans]
     if len(set(labels)) != len(labels):
         raise BoardError(f"board {spec.name!r}: two scenario entries share a label; set 'label:' to tell them apart")
@@ -413,7 +431,7 @@ def plan_board(
     judge_deployments = _jury(spec.name, jury, deployments, judged, no_judge, check_credentials)
     # the jury is part of the effective spec (and its version) only when something is judged
     effective = effective.model_copy(update={"judges": [j.name for j in judge_deployments] if judged else []})
-    runs = [plan_run(s, deployments[m], judge_deployments, scorer) for s in scenario_plans for m in chosen_models]
+    runs = [plan_run(s, deployments[m], judge_deployments, scorer, spec.prompts) for s in scenario_plans for m in chosen_models]
     return BoardPlan(
         spec=effective,
         board_version=versions.stable_hash(effective.version_data()),
@@ -486,6 +504,76 @@ def prepare(
     add_plugins(plugins or [])
     return plan_board(load_board(board), load_deployments(models_file), models, scenarios, max_instances, judges, no_judge,
                       check_credentials, toxicity)
+
+
+# --------------------------------------------------------------------------- prompt wording
+def scenario_prompt_texts(name: str, params: dict[str, Any], adapter: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """The declared texts of one scenario entry (default wording, what it is); see helmflow.prompts."""
+    from helmflow.scenarios import SCENARIOS
+
+    scen = SCENARIOS.get(name)(**params)
+    method = adapter.get("method", scen.default_adapter.method)
+    texts = ADAPTERS.get(method).texts if method in ADAPTERS else ()
+    return prompt_module.scenario_texts(scen, texts)
+
+
+def board_prompt_texts(spec: BoardSpec, everything: bool = False) -> list[tuple[str, dict[str, tuple[str, str]]]]:
+    """Scope -> declared texts: the board's scenarios (with their parameters) and the judge templates
+    they use; with ``everything``, every registered scenario and judge template too (a prompts file may
+    serve several boards)."""
+    from helmflow.scenarios import SCENARIOS, ScenarioError
+
+    out: dict[str, dict[str, tuple[str, str]]] = {}
+    for entry in spec.scenarios:
+        if entry.name in SCENARIOS:
+            out.setdefault(entry.name, {}).update(scenario_prompt_texts(entry.name, entry.params, entry.adapter))
+    for name in SCENARIOS.names() if everything else []:
+        if name not in out:
+            try:
+                out[name] = scenario_prompt_texts(name, {}, {})
+            except ScenarioError:
+                continue  # needs parameters (a file-backed scenario): its keys are known when a board runs it
+    judged = prompt_module.judge_texts()
+    if not everything:
+        used: set[str] = set()
+        for entry in spec.scenarios:
+            if entry.name in SCENARIOS:
+                try:
+                    used.update(judge_template_names(entry.metrics or list(SCENARIOS.get(entry.name)(**entry.params).metrics)))
+                except HelmflowError:
+                    continue  # unknown metrics or bad parameters: planning names them
+        judged = {n: t for n, t in judged.items() if n in used}
+    sections = [(scope, texts) for scope, texts in out.items() if texts]
+    return sections + ([(prompt_module.JUDGE_SCOPE, judged)] if judged else [])
+
+
+def check_prompts(spec: BoardSpec, source: str | None = None) -> None:
+    """Every key of the board's ``prompts:`` is a declared text; a judge template keeps its placeholders."""
+    if not spec.prompts:
+        return
+    where = source or f"board {spec.name!r}"
+    sections = dict(board_prompt_texts(spec, everything=True))
+    try:
+        prompt_module.check(spec.prompts, sections, where)
+        for name, text in prompt_module.for_scope(spec.prompts, prompt_module.JUDGE_SCOPE).items():
+            prompt_module.check_judge_text(name, sections[prompt_module.JUDGE_SCOPE][name][0], text, where)
+    except prompt_module.PromptError as exc:
+        raise BoardError(str(exc)) from None
+
+
+def with_prompts(board: str | dict[str, Any], path: str) -> dict[str, Any]:
+    """The board spec as data with a prompts file's texts over its ``prompts:`` (the file wins per key),
+    checked now. Like a variant, it is its own board (``<name>-<file stem>``), so its releases never
+    mix with the board's own wording."""
+    from helmflow.storage import safe_key
+
+    texts = prompt_module.read_file(path)
+    spec = load_board(board)
+    data = spec.model_dump(mode="json")
+    data["prompts"] = {**spec.prompts, **texts}
+    data["name"] = f"{spec.name}-{safe_key(Path(path).stem)}"
+    check_prompts(load_board(data), f"prompts file {path}")
+    return data
 
 
 # --------------------------------------------------------------------------- planned once per command

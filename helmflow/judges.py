@@ -25,7 +25,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from helmflow import versions
@@ -117,10 +117,13 @@ def annotate(
     requests: list[Request],
     completions: list[Completion],
     shared: Any = None,
+    texts: dict[str, str] | None = None,
 ) -> Judged:
     """Every judge's verdict on every successful completion, for each template (in a stable order).
 
-    The judges of a jury are asked at the same time (each through its own limiter and journal)."""
+    ``texts``: a board's replacement wording per template name (its hash is in the template VERSION
+    the run recorded). The judges of a jury are asked at the same time (each through its own limiter
+    and journal)."""
     from helmflow.query import run_queries
 
     by_id = {i.id: i for i in instances}
@@ -128,6 +131,8 @@ def annotate(
     out = Judged(annotations=[])
     for name in sorted(set(template_names)):
         template = TEMPLATES.get(name)
+        if texts and name in texts:
+            template = replace(template, text=texts[name])
         prompts = {r.request_hash: template.render(by_id[r.instance_id], c.text) for r, c in judged if c.text.strip()}
 
         def ask(judge: Deployment, template: JudgeTemplate = template, prompts: dict[str, str] = prompts):

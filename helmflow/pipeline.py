@@ -251,9 +251,11 @@ def score_pair(
     completions = [Completion.model_validate(r) for r in store.read_parquet(query.completions_key).to_pylist()]
     judged = None
     if plan.judges:
-        judged = annotate(store, plan.judges, list(plan.judge_templates), instances, requests, completions, shared)
+        judged = annotate(store, plan.judges, list(plan.judge_templates), instances, requests, completions, shared,
+                          plan.judge_texts)
     if plan.scorer and plan.scorer_template:  # the toxicity scorer: its scores are annotations too
-        scored = annotate(store, [plan.scorer], [plan.scorer_template], instances, requests, completions, shared)
+        scored = annotate(store, [plan.scorer], [plan.scorer_template], instances, requests, completions, shared,
+                          plan.judge_texts)
         judged = scored if judged is None else judged.merged(scored)
     notes = judged.annotations if judged else None
     stats = score_instances(instances, requests, completions, plan.scenario.adapter, plan.scenario.metrics, notes)

@@ -38,6 +38,17 @@ def official_spec(board: str, variant: str) -> dict[str, Any]:
     return {**with_variant(board, variant), "max_instances": MAX_INSTANCES}
 
 
+def wording(scen: Any, prompts: dict[str, str]) -> str:
+    """How a scenario's prompt wording compares with HELM's (its ``helm_wording``), and which of its
+    texts a prompts file replaced (keys are per scenario, so is this line)."""
+    replaced = sorted(k for k in prompts if k.startswith(f"{scen.name}."))
+    known = scen.helm_wording or "not compared with HELM's"
+    if not replaced:
+        return f"wording, {scen.name}: {known}"
+    return (f"wording, {scen.name}: {', '.join(replaced)} from your prompts file (the comparison with HELM's is yours); "
+            f"helmflow's defaults: {known}")
+
+
 def differences(spec: dict[str, Any], judges: list[str], variant: str, no_judge: bool,
                 toxicity: str | None = None) -> list[str]:
     """What differs from HELM's published setup, one sentence each (an empty list would mean none known).
@@ -48,6 +59,7 @@ def differences(spec: dict[str, Any], judges: list[str], variant: str, no_judge:
     from helmflow.scenarios import get_scenario
 
     out = []
+    prompts = spec.get("prompts") or {}
     by_label = judged_templates(spec)
     judged = set(by_label)
     published = spec.get("helm_jury") or []
@@ -64,11 +76,17 @@ def differences(spec: dict[str, Any], judges: list[str], variant: str, no_judge:
         elif sorted(judges) != sorted(HELM_V1_JURY):
             out.append(f"judges: {', '.join(judges)}; HELM v1 used {', '.join(HELM_V1_JURY)}")
         templates = sorted({t for names in by_label.values() for t in names})
-        out.append(f"judge templates: helmflow's own {', '.join(templates)} judge prompts (same task, scale, output "
-                   "shape and parsing as HELM's, different wording), so judged scores are comparable, not identical")
+        replaced = [t for t in templates if f"judge.{t}" in prompts]
+        ours = [t for t in templates if t not in replaced]
+        if ours:
+            out.append(f"judge templates: helmflow's own {', '.join(ours)} judge prompts (same task, scale, output "
+                       "shape and parsing as HELM's, different wording), so judged scores are comparable, not identical")
+        if replaced:
+            out.append(f"judge templates: {', '.join(replaced)} worded by your prompts file (same parsing as helmflow's)")
     out.extend(spec.get("helm_differences") or [])
     for entry in spec["scenarios"]:
-        for line in get_scenario(entry["name"], entry.get("params")).helm_differences:
+        scen = get_scenario(entry["name"], entry.get("params"))
+        for line in [*scen.helm_differences, wording(scen, prompts)]:
             if line not in out:  # one scenario in several entries (MMLU's subjects) says it once
                 out.append(line)
     scorer = toxicity if toxicity is not None else spec.get("toxicity")

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError
 from helmflow.adapters.generation import raw_prompt_spec
 from helmflow.records import Input, Instance
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
-from helmflow.scenarios.base import read_source
+from helmflow.scenarios.base import RAW_PROMPT_WORDING, read_source
 
 REPO = "Anthropic/hh-rlhf"
 REVISION = "09be8c5bbc57cb3887f3a9732ad6aa7ec602a1fa"
@@ -72,6 +72,7 @@ class AnthropicRedTeam(Scenario):
     main_metric = "safety_score"
     metrics = ["anthropic_red_team", "efficiency"]
     default_adapter = raw_prompt_spec(512)
+    helm_wording = RAW_PROMPT_WORDING
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=FILENAME, url=self.hub_url(PATH))]

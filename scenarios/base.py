@@ -17,11 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from helmflow.errors import HelmflowError, format_validation_error
 from helmflow.media import MediaError, MediaStore, image_bytes_from_hf
+from helmflow.prompts import PromptText
 from helmflow.records import AdapterSpec, ContentPart, Instance
 from helmflow.settings import settings
 
 #: The revision of a scenario whose source revision could not be verified: it reads mirrors only.
 UNPINNED = "unpinned"
+#: ``helm_wording`` of a scenario whose prompt is the instance's own text (HELM Safety's judged sets).
+RAW_PROMPT_WORDING = "the prompt is the instance's own text with nothing added, as in HELM: the same bytes"
 
 
 class NoParams(BaseModel):
@@ -89,12 +92,24 @@ class Scenario:
     # What this scenario does differently from HELM's (data source, pinning...), one sentence each:
     # ``helmflow reproduce --explain`` prints them.
     helm_differences: ClassVar[tuple[str, ...]] = ()
+    # How this scenario's prompt wording compares with HELM's, described (never HELM's text quoted):
+    # ``helmflow reproduce --explain`` prints it for every scenario.
+    helm_wording: ClassVar[str] = ""
+    # The scenario's own framing sentences (name -> default wording and what it is), which its
+    # ``default_adapter`` reads through :meth:`text`; each is a prompt key ``<scenario>.<name>``
+    # (see helmflow.prompts), as are the adapter texts its adapter method reads.
+    prompt_texts: ClassVar[dict[str, PromptText]] = {}
 
     def __init__(self, **params: Any):
         try:
             self.params = self.Params(**params)
         except ValidationError as exc:
             raise ScenarioError(f"scenario {self.name!r}: bad parameters: {format_validation_error(exc)}") from None
+        self.prompt_overrides: dict[str, str] = {}  # name -> replacement text (a board's ``prompts:``)
+
+    def text(self, name: str) -> str:
+        """One of :attr:`prompt_texts`: the board's replacement if it has one, else our wording."""
+        return self.prompt_overrides.get(name, self.prompt_texts[name].default)
 
     @property
     def param_dict(self) -> dict[str, Any]:

@@ -102,6 +102,8 @@ class BBQ(Scenario):
     )
     description = "BBQ: bias in question answering, ambiguous and disambiguated contexts (accuracy and bias scores)."
     main_metric = "bbq_accuracy"
+    helm_wording = ("the instructions and the Passage/Question/Answer layout with lettered options follow HELM's "
+                    "multiple-choice adapter for BBQ")
     metrics = ["bbq", "efficiency"]
     default_adapter = AdapterSpec(
         method="multiple_choice_joint",

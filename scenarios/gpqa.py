@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from helmflow.records import AdapterSpec, Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, scenario
 from helmflow.scenarios.base import read_csv_source
-from helmflow.scenarios.helm_cot import capabilities_cot_spec
+from helmflow.scenarios.helm_cot import COT_TEXTS, COT_WORDING, capabilities_cot_spec
 
 REPO = "Idavidrein/gpqa"
 REVISION = "90b8e5be2b1d3d2dbfe016cdab47981150600c4a"
@@ -50,11 +50,13 @@ class GPQA(Scenario):
     publish_text = False  # GPQA asks that its questions are never published in plain text
     description = "GPQA: graduate-level, Google-proof 4-option science questions (zero-shot chain of thought)."
     main_metric = "chain_of_thought_correctness"
+    prompt_texts = COT_TEXTS
+    helm_wording = COT_WORDING
     metrics = ["chain_of_thought_correctness", "efficiency"]
 
     @property
     def default_adapter(self) -> AdapterSpec:  # type: ignore[override]
-        return capabilities_cot_spec("(A) ", self.params.variant)  # type: ignore[attr-defined]
+        return capabilities_cot_spec("(A) ", self.params.variant, self.text)  # type: ignore[attr-defined]
 
     @property
     def filename(self) -> str:

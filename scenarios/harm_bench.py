@@ -16,7 +16,7 @@ from __future__ import annotations
 from helmflow.adapters.generation import raw_prompt_spec
 from helmflow.records import Input, Instance
 from helmflow.scenarios import DataSource, Scenario, scenario
-from helmflow.scenarios.base import read_csv_source
+from helmflow.scenarios.base import RAW_PROMPT_WORDING, read_csv_source
 
 REPO = "centerforaisafety/HarmBench"
 COMMIT = "8e1604d1171fe8a48d8febecd22f600e462bdcdd"
@@ -40,6 +40,7 @@ class HarmBench(Scenario):
     main_metric = "safety_score"
     metrics = ["harm_bench", "efficiency"]
     default_adapter = raw_prompt_spec(512)
+    helm_wording = RAW_PROMPT_WORDING
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=FILENAME, url=self.git_url(PATH))]

@@ -1,12 +1,17 @@
 """The zero-shot chain-of-thought prompt of HELM Capabilities' multiple-choice scenarios (MMLU-Pro,
 GPQA), in our own words, and its v2 variant (HELM's reasoning_v2 entries). Used by those scenarios'
 ``default_adapter``; the adapter itself is ``multiple_choice_joint_chain_of_thought``.
+
+The four sentences are declared prompt texts (:data:`COT_TEXTS`), so a board's ``prompts:`` or
+``--prompts FILE`` can replace any of them per scenario (e.g. with HELM's exact wording).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
+from helmflow.prompts import PromptText
 from helmflow.records import AdapterSpec, GenerationParams
 
 Variant = Literal["v1", "v2"]
@@ -28,15 +33,35 @@ V2_EXTRA_TOKENS = 10_000
 # that for comparability; a board sets ``adapter: {temperature: 0}`` for greedy decoding.
 HELM_V1_TEMPERATURE = 1.0
 
+COT_TEXTS = {
+    "question_lead_in": PromptText(COT_INPUT_PREFIX, "the sentence before each question", field="input_prefix"),
+    "choices_line": PromptText(COT_INPUT_SUFFIX, "after the question, before the lettered options", field="input_suffix"),
+    "cot_suffix": PromptText(COT_SUFFIX, "after the options: the request to reason step by step and the answer form "
+                             "the chain_of_thought_correctness metric extracts", field="global_suffix"),
+    "answer_format": PromptText(V2_FORMAT_SUFFIX, "variant v2 only: the answer-format line after cot_suffix "
+                                "(joined by a blank line)", field="global_suffix"),
+}
 
-def capabilities_cot_spec(reference_prefix: str, variant: Variant = "v1") -> AdapterSpec:
-    """The zero-shot CoT adapter spec HELM Capabilities uses for MMLU-Pro ("A. ") and GPQA ("(A) ")."""
-    suffix = COT_SUFFIX + (f"\n\n{V2_FORMAT_SUFFIX}" if variant == "v2" else "")
+# How these texts compare with HELM's (its capabilities run specs), for ``reproduce --explain``.
+COT_WORDING = (
+    "the question lead-in, the step-by-step request and its answer-form sentence (and, for v2, the "
+    "answer-format line) are helmflow's own wording of HELM's requests, so no prompt is byte-identical to HELM's; "
+    'the "Choices:" line, the option lettering and the "The correct answer is (X)" form the metric reads match HELM. '
+    "A prompts file with HELM's sentences as question_lead_in, cot_suffix and answer_format replaces them "
+    "(the rest of the layout already matches)"
+)
+
+
+def capabilities_cot_spec(reference_prefix: str, variant: Variant = "v1",
+                          text: Callable[[str], str] = lambda name: COT_TEXTS[name].default) -> AdapterSpec:
+    """The zero-shot CoT adapter spec HELM Capabilities uses for MMLU-Pro ("A. ") and GPQA ("(A) ");
+    ``text(name)`` gives the wording of each of :data:`COT_TEXTS` (a scenario's :meth:`text`)."""
+    suffix = text("cot_suffix") + (f"\n\n{text('answer_format')}" if variant == "v2" else "")
     max_tokens = V1_MAX_TOKENS + (V2_EXTRA_TOKENS if variant == "v2" else 0)
     return AdapterSpec(
         method="multiple_choice_joint_chain_of_thought",
-        input_prefix=COT_INPUT_PREFIX,
-        input_suffix=COT_INPUT_SUFFIX,
+        input_prefix=text("question_lead_in"),
+        input_suffix=text("choices_line"),
         reference_prefix=reference_prefix,
         reference_suffix="\n",
         output_prefix="",

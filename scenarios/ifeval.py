@@ -41,6 +41,7 @@ class IFEval(Scenario):
     description = "IFEval: prompts with verifiable instructions (length, format, keywords, case), rule-scored."
     main_metric = "ifeval_strict_accuracy"
     metrics = ["ifeval", "efficiency"]
+    helm_wording = "the prompt is the dataset's prompt with nothing added, as in HELM: the same bytes"
     default_adapter = AdapterSpec(
         method="generation",
         input_prefix="",

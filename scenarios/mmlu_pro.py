@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from helmflow.records import AdapterSpec, Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import read_parquet_source
-from helmflow.scenarios.helm_cot import capabilities_cot_spec
+from helmflow.scenarios.helm_cot import COT_TEXTS, COT_WORDING, capabilities_cot_spec
 
 REPO = "TIGER-Lab/MMLU-Pro"
 REVISION = "3373e0b32277875b8db2aa555a333b78a08477ea"
@@ -48,11 +48,13 @@ class MMLUPro(Scenario):
     Params = MMLUProParams
     description = "MMLU-Pro: harder 10-option multiple choice over 14 subjects (zero-shot chain of thought)."
     main_metric = "chain_of_thought_correctness"
+    prompt_texts = COT_TEXTS
+    helm_wording = COT_WORDING
     metrics = ["chain_of_thought_correctness", "efficiency"]
 
     @property
     def default_adapter(self) -> AdapterSpec:  # type: ignore[override]
-        return capabilities_cot_spec("A. ", self.params.variant)  # type: ignore[attr-defined]
+        return capabilities_cot_spec("A. ", self.params.variant, self.text)  # type: ignore[attr-defined]
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=name, url=self.hub_url(path)) for name, (path, _) in FILES.items()]

@@ -40,6 +40,9 @@ class OmniMATH(Scenario):
     description = "Omni-MATH: olympiad-level math; an LLM jury checks the boxed answer (a rule-based check beside it)."
     main_metric = "omni_math_accuracy"
     metrics = ["omni_math", "omni_math_rule", "efficiency"]
+    helm_wording = ("the instruction line (reason first, wrap the final answer in \\boxed{}) is helmflow's wording of "
+                    "HELM's instruction, written from its description and not compared byte for byte; the problem follows "
+                    "it on the next line as in HELM. omni_math.instructions in a prompts file replaces it")
     default_adapter = AdapterSpec(
         method="generation",
         instructions=INSTRUCTIONS,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from helmflow.adapters.generation import raw_prompt_spec
 from helmflow.records import Input, Instance
 from helmflow.scenarios import DataSource, Scenario, scenario
-from helmflow.scenarios.base import read_csv_source
+from helmflow.scenarios.base import RAW_PROMPT_WORDING, read_csv_source
 
 REPO = "Bertievidgen/SimpleSafetyTests"
 REVISION = "98223c5d8c4059c8f4d8fe2fec8720ee8a20d3c5"
@@ -29,6 +29,7 @@ class SimpleSafetyTests(Scenario):
     main_metric = "safety_score"
     metrics = ["simple_safety_tests", "efficiency"]
     default_adapter = raw_prompt_spec(512)
+    helm_wording = RAW_PROMPT_WORDING
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=FILENAME, url=self.hub_url(FILENAME))]

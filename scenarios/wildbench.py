@@ -49,6 +49,7 @@ class WildBench(Scenario):
     description = "WildBench: real user tasks (multi-turn chat), an LLM jury scores 1-10 against each task's checklist."
     main_metric = "wildbench_score_rescaled"
     metrics = ["wildbench", "efficiency"]
+    helm_wording = "the conversation's messages are sent as they are with nothing added, as in HELM"
     default_adapter = AdapterSpec(
         method="chat",
         input_prefix="",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from helmflow.adapters.generation import raw_prompt_spec
 from helmflow.records import Input, Instance
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
-from helmflow.scenarios.base import read_parquet_source
+from helmflow.scenarios.base import RAW_PROMPT_WORDING, read_parquet_source
 
 REPO = "walledai/XSTest"
 REVISION = "f1d713187c61b6ae64e602d74f0b3d812cc2e8e8"
@@ -31,6 +31,7 @@ class XSTest(Scenario):
     main_metric = "safety_score"
     metrics = ["xstest", "efficiency"]
     default_adapter = raw_prompt_spec(512)
+    helm_wording = RAW_PROMPT_WORDING
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=FILENAME, url=self.hub_url(PATH))]

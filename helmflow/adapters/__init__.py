@@ -23,19 +23,27 @@ from helmflow.registry import Registry
 AdapterFn = Callable[[AdapterSpec, Instance, list[Instance]], Prompt]
 
 
+#: The wording a text adapter reads (see ``helmflow.prompts.ADAPTER_TEXTS``): each is a prompt key.
+LAYOUT_TEXTS = ("global_prefix", "instructions", "input_prefix", "input_suffix", "output_prefix", "output_suffix",
+                "instance_prefix", "global_suffix")
+OPTION_TEXTS = ("reference_prefix", "reference_suffix")
+
+
 @dataclass(frozen=True)
 class AdapterMethod:
     fn: AdapterFn
     version: str
     few_shot: bool = True
+    texts: tuple[str, ...] = LAYOUT_TEXTS  # the AdapterSpec text fields it reads: overridable wording
 
 
 ADAPTERS: Registry[AdapterMethod] = Registry("adapter method")
 
 
-def adapter(name: str, version: str, few_shot: bool = True) -> Callable[[AdapterFn], AdapterFn]:
+def adapter(name: str, version: str, few_shot: bool = True,
+            texts: tuple[str, ...] = LAYOUT_TEXTS) -> Callable[[AdapterFn], AdapterFn]:
     def deco(fn: AdapterFn) -> AdapterFn:
-        ADAPTERS.add(name, AdapterMethod(fn=fn, version=version, few_shot=few_shot))
+        ADAPTERS.add(name, AdapterMethod(fn=fn, version=version, few_shot=few_shot, texts=texts))
         return fn
 
     return deco

@@ -9,7 +9,7 @@ query ends at ``output_prefix``; ``global_suffix`` asks for reasoning and the fi
 
 from __future__ import annotations
 
-from helmflow.adapters import adapter, input_with_media
+from helmflow.adapters import LAYOUT_TEXTS, OPTION_TEXTS, adapter, input_with_media
 from helmflow.adapters.generation import layout
 from helmflow.adapters.multiple_choice import (
     check_options,
@@ -21,7 +21,7 @@ from helmflow.adapters.multiple_choice import (
 from helmflow.records import AdapterSpec, ContentPart, Instance, Prompt
 
 
-@adapter("multiple_choice_joint_chain_of_thought", version="1")
+@adapter("multiple_choice_joint_chain_of_thought", version="1", texts=LAYOUT_TEXTS + OPTION_TEXTS)
 def multiple_choice_joint_chain_of_thought(spec: AdapterSpec, inst: Instance, train: list[Instance]) -> Prompt:
     check_options(inst)
 

@@ -20,7 +20,7 @@ def user_turns(spec: AdapterSpec, inst: Instance) -> list[ChatMessage]:
     return [ChatMessage(role="user", content=text)]
 
 
-@adapter("chat", version="1")
+@adapter("chat", version="1", texts=("global_prefix", "instructions", "input_prefix", "input_suffix", "global_suffix"))
 def chat(spec: AdapterSpec, inst: Instance, train: list[Instance]) -> Prompt:
     messages: list[ChatMessage] = []
     if spec.instructions:

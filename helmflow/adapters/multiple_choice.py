@@ -8,7 +8,7 @@ travels with the request so metrics score the option the model picked.
 
 from __future__ import annotations
 
-from helmflow.adapters import MEDIA_MARK, adapter, input_with_media
+from helmflow.adapters import LAYOUT_TEXTS, MEDIA_MARK, OPTION_TEXTS, adapter, input_with_media
 from helmflow.adapters.generation import layout
 from helmflow.records import AdapterSpec, ContentPart, Instance, Prompt
 
@@ -56,7 +56,7 @@ def check_options(inst: Instance) -> None:
         raise ValueError(f"instance {inst.id!r} has {len(inst.references)} options; at most {len(LETTERS)} can be lettered")
 
 
-@adapter("multiple_choice_joint", version="1")
+@adapter("multiple_choice_joint", version="1", texts=LAYOUT_TEXTS + OPTION_TEXTS)
 def multiple_choice_joint(spec: AdapterSpec, inst: Instance, train: list[Instance]) -> Prompt:
     check_options(inst)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from helmflow.cli.options import UsageError, models_file_arg, selection_args
+from helmflow.cli.options import UsageError, models_file_arg, prompts_arg, selection_args
 
 
 def add_parser(sub) -> None:
@@ -17,6 +17,15 @@ def add_parser(sub) -> None:
     show.add_argument("board")
     selection_args(show)
     show.set_defaults(func=cmd_show)
+
+    pr = sub.add_parser("prompts", help="print a board's prompt wording keys and texts as a prompts-file template",
+                        description="Print every replaceable prompt text of a board (its scenarios' framing sentences, "
+                                    "adapter texts and judge templates) with its current wording, as a prompts file "
+                                    "to edit and pass with --prompts.")
+    pr.add_argument("board", help="board name or board YAML file")
+    pr.add_argument("--all", action="store_true", help="every registered scenario and judge template, not just the board's")
+    prompts_arg(pr)
+    pr.set_defaults(func=cmd_prompts)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -112,4 +121,18 @@ def cmd_show(args: argparse.Namespace) -> int:
             tt.add_row(label, name, template or "")
         console.print(tt)
     console.print(f"{len(plan.runs)} runs")
+    return 0
+
+
+def cmd_prompts(args: argparse.Namespace) -> int:
+    """The template, with the board's (and the file's) replacements in place of our wording."""
+    import sys
+
+    from helmflow.board import board_prompt_texts, load_board, with_prompts
+    from helmflow.prompts import template
+
+    spec = load_board(with_prompts(args.board, args.prompts) if args.prompts else args.board)
+    sections = [(scope, {name: (spec.prompts.get(f"{scope}.{name}", text), about) for name, (text, about) in texts.items()})
+                for scope, texts in board_prompt_texts(spec, everything=args.all)]
+    sys.stdout.write(template(sections))
     return 0

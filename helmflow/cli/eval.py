@@ -19,6 +19,7 @@ from helmflow.cli.options import (
     judge_args,
     max_instances_arg,
     models_file_arg,
+    prompts_arg,
     storage_arg,
     verbose_arg,
 )
@@ -54,6 +55,7 @@ def add_parser(sub) -> None:
     p.add_argument("--metrics", type=csv_list, help="comma-separated metrics (default: each scenario's own)")
     p.add_argument("--main-metric", help="the metric that fills the board cell (default: each scenario's own)")
     p.add_argument("--name", help="board name (default: eval-<first scenario>-<8 hex of the evaluation's spec>)")
+    prompts_arg(p)
     judge_args(p)
     verbose_arg(p)
     dry_run_arg(p)

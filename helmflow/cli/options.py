@@ -135,6 +135,12 @@ def judge_args(p: argparse.ArgumentParser) -> None:
                         "google/perspective, or an LLM judge); `none` drops the metric (default: the board's `toxicity:`)")
 
 
+def prompts_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prompts", metavar="FILE",
+                   help="a prompts file (YAML `prompts: {<scenario>.<text>: ...}`) replacing prompt or judge wording; "
+                        "`helmflow prompts <board>` writes a template. The board publishes as <board>-<file stem>")
+
+
 def selection_args(p: argparse.ArgumentParser) -> None:
     """What to take from a board: models, scenarios, sample size, storage, deployments, jury."""
     models_arg(p)

@@ -11,6 +11,7 @@ from helmflow.cli.options import (
     judge_args,
     models_arg,
     models_file_arg,
+    prompts_arg,
     storage_arg,
     verbose_arg,
 )
@@ -31,6 +32,7 @@ def add_parser(sub) -> None:
     storage_arg(p)
     models_file_arg(p)
     budget_arg(p)
+    prompts_arg(p)
     p.add_argument("--explain", action="store_true", help="print the configuration and the differences only; run nothing")
     p.add_argument("--allow-unverified-data", action="store_true",
                    help="run even if a mirror's files are not verified against the pinned data (the release says so)")
@@ -42,12 +44,14 @@ def add_parser(sub) -> None:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from helmflow.board import load_board
+    from helmflow.board import load_board, with_prompts
     from helmflow.cli.run import request_from, run_board
 
     if args.judges and args.no_judge:
         raise UsageError("--judge and --no-judge exclude each other")
     spec = official_spec(args.board, args.variant)
+    if args.prompts:
+        spec = with_prompts(spec, args.prompts)
     judges = [] if args.no_judge else (args.judges or load_board(args.board).judges)
     console = Console()
     console.print(f"[bold]reproducing {args.board} ({args.variant})[/]: at most {MAX_INSTANCES} instances per scenario "
@@ -57,5 +61,6 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         console.print(f"  - {line}")
     if args.explain:
         return 0
-    return run_board(request_from(args, board=spec, variant=args.variant,
+    # the spec already has the variant and the prompts file (and their board name)
+    return run_board(request_from(args, board=spec, variant=None, prompts=None,
                                   require_verified_data=not args.allow_unverified_data))

@@ -21,6 +21,7 @@ from helmflow.cli.options import (
     budget_arg,
     dry_run_arg,
     force_flow_arg,
+    prompts_arg,
     selection_args,
     task_runner_arg,
     verbose_arg,
@@ -46,6 +47,7 @@ class RunRequest(BaseModel):
     budget_usd: float | None = Field(None, ge=0)
     task_runner: Literal["thread", "dask"] | None = None
     variant: Literal["v1", "v2"] | None = None
+    prompts: str | None = None  # a prompts file replacing wording (helmflow.prompts)
     dry_run: bool = False
     force_flow: bool = False  # run the flow even when the exact release is already published
     verbose: bool = False
@@ -73,6 +75,7 @@ def add_parser(sub) -> None:
     run.add_argument("--variant", choices=["v1", "v2"],
                      help="HELM Capabilities variant for scenarios that have one (MMLU-Pro, GPQA): v2 adds the larger "
                           "token budget and the answer-format suffix; a v2 board publishes as <board>-v2")
+    prompts_arg(run)
     budget_arg(run)
     run.add_argument("--wait", action="store_true",
                      help="if another run of this board on this storage holds its lease, wait for it (default: exit 75)")
@@ -102,11 +105,13 @@ def unverified_lines(plan) -> list[str]:
 
 def run_board(request: RunRequest) -> int:
     """Plan once; a dry run prints the estimate; else check credentials and storage, run the flow here."""
-    from helmflow.board import hand_over, prepare, with_variant
+    from helmflow.board import hand_over, prepare, with_prompts, with_variant
 
     if request.judges and request.no_judge:
         raise UsageError("--judge and --no-judge exclude each other")
     board = with_variant(request.board, request.variant) if request.variant else request.board
+    if request.prompts:
+        board = with_prompts(board, request.prompts)
     plan_params = {"board": board, "models": request.models, "scenarios": request.scenarios,
                    "max_instances": request.max_instances, "models_file": request.models_file,
                    "plugins": request.plugins, "judges": request.judges, "no_judge": request.no_judge,
