@@ -102,6 +102,7 @@ LAYERS = {
     "helmflow.judges": 1, "helmflow.prompts": 1, "helmflow.journal": 1, "helmflow.datasets": 1, "helmflow.query": 1, "helmflow.scoring": 1,
     # 2: planning a board and the plain stage functions
     "helmflow.board": 2, "helmflow.pipeline": 2, "helmflow.uptodate": 2, "helmflow.dryrun": 2, "helmflow.reproduce": 2,
+    "helmflow.helm_models": 2,
     # 3: Prefect: thin tasks and flows
     "helmflow.tasks": 3, "helmflow.flows": 3,
     # 4: commands and the web report

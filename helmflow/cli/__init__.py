@@ -28,6 +28,7 @@ COMMAND_MODULES: list[str] = [
     "helmflow.check",
     "helmflow.cli.operations",
     "helmflow.cli.reproduce",
+    "helmflow.cli.helm_models",
 ]
 
 
