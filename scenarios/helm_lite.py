@@ -16,6 +16,16 @@ FOLLOW_FORMAT_PREFIX = ("Below are example inputs, each followed by its output. 
 FOLLOW_FORMAT_SUFFIX = "Write only the output of the final example, in exactly the same format as the outputs shown above."
 
 
+# How these prompts compare with HELM's (``helm_wording``, printed by ``reproduce --explain``).
+GENERATION_WORDING = ("the input/answer labels, the blank line between examples and the five in-context examples follow HELM's "
+                      "generation adapter; with follow_format, the opening and closing requests (global_prefix, "
+                      "global_suffix) are helmflow's own wording of HELM's instruction-following prefix and suffix")
+MULTIPLE_CHOICE_WORDING = ("the instructions line is helmflow's own sentence naming the topic (HELM's says that multiple-choice "
+                           "questions about the topic follow), so no prompt is byte-identical to HELM's; the Question:, "
+                           "lettered-option and Answer: layout and the five in-context examples match HELM's "
+                           "multiple-choice adapter. A prompts file with HELM's sentence as <scenario>.instructions replaces it")
+
+
 def generation_spec(input_prefix: str, output_noun: str, max_tokens: int, stop: list[str], *, instructions: str = "",
                     follow_format: bool = False, max_train_instances: int = 5) -> AdapterSpec:
     """HELM's ``get_generation_adapter_spec``: blocks ``<input_prefix><input>\\n<Noun>: <output>\\n`` separated

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from helmflow.records import Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import parse_jsonl_row, read_jsonl_lines
-from helmflow.scenarios.helm_lite import multiple_choice_spec
+from helmflow.scenarios.helm_lite import MULTIPLE_CHOICE_WORDING, multiple_choice_spec
 
 ZIP_URL = "https://drive.google.com/uc?export=download&id=1ImYUSLk9JbgHXOemfvyiDiirluZHPeQw&confirm=t"
 FOLDER = "data_clean/questions/US/4_options"
@@ -42,6 +42,7 @@ class MedQA(Scenario):
     main_metric = "quasi_exact_match"
     metrics = ["quasi_exact_match", "exact_match", "efficiency"]
     default_adapter = multiple_choice_spec("medicine")
+    helm_wording = MULTIPLE_CHOICE_WORDING
     helm_differences = (
         "med_qa: the Google Drive zip HELM downloads is read through its direct-download URL and pinned by the sha256 "
         "of the three files read (recorded at first fetch); the member paths follow HELM's code (the zip's layout "

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from helmflow.records import AdapterSpec, Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import read_source
-from helmflow.scenarios.helm_lite import multiple_choice_spec
+from helmflow.scenarios.helm_lite import MULTIPLE_CHOICE_WORDING, multiple_choice_spec
 
 TAR_URL = "https://people.eecs.berkeley.edu/~hendrycks/data.tar"
 SPLITS = {"dev": "train", "val": "valid", "test": "test"}  # folder in the tar -> HELM's split, in HELM's order
@@ -60,6 +60,7 @@ class MMLU(Scenario):
     description = "MMLU: 4-option questions on one of 57 subjects (HELM Lite runs 5; multiple choice joint)."
     main_metric = "exact_match"
     metrics = ["exact_match", "efficiency"]
+    helm_wording = MULTIPLE_CHOICE_WORDING
     helm_differences = ("mmlu: data.tar is read from the authors' URL as HELM does, pinned by the sha256 of each CSV read "
                         "(recorded at first fetch: upstream publishes none)",)
 

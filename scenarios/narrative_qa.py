@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from helmflow.records import AdapterSpec, Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import read_csv_source
-from helmflow.scenarios.helm_lite import generation_spec
+from helmflow.scenarios.helm_lite import GENERATION_WORDING, generation_spec
 
 ZIP_URL = "https://github.com/deepmind/narrativeqa/archive/master.zip"
 MEMBERS = {"summaries.csv": "narrativeqa-master/third_party/wikipedia/summaries.csv", "qaps.csv": "narrativeqa-master/qaps.csv"}
@@ -48,6 +48,7 @@ class NarrativeQA(Scenario):
     description = "NarrativeQA: answer a question about a book or film summary (HELM Lite, one question per story)."
     main_metric = "f1_score"
     metrics = ["f1_score", "exact_match", "quasi_exact_match", "efficiency"]
+    helm_wording = GENERATION_WORDING
     helm_differences = ("narrative_qa: the master-branch zip HELM reads is pinned by the sha256 of summaries.csv and qaps.csv "
                         "(recorded at first fetch); HELM reads whatever the branch holds",)
 

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from helmflow.records import AdapterSpec, Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
-from helmflow.scenarios.helm_lite import generation_spec
+from helmflow.scenarios.helm_lite import GENERATION_WORDING, generation_spec
 
 BASE_URL = "https://storage.googleapis.com/natural_questions/v1.0/dev"
 FILES = [f"nq-dev-{i:02d}.jsonl.gz" for i in range(5)]
@@ -72,6 +72,7 @@ class NaturalQA(Scenario):
     description = "NaturalQuestions: Google queries with Wikipedia answers (HELM Lite: open-book long answer, or closed-book)."
     main_metric = "f1_score"
     metrics = ["f1_score", "exact_match", "quasi_exact_match", "efficiency"]
+    helm_wording = GENERATION_WORDING
     helm_differences = ("natural_qa: the five dev files HELM reads are pinned by sha256 (recorded at first fetch); HELM "
                         "pins none",)
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from helmflow.records import Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import parse_jsonl_row, read_jsonl_lines
-from helmflow.scenarios.helm_lite import multiple_choice_spec
+from helmflow.scenarios.helm_lite import MULTIPLE_CHOICE_WORDING, multiple_choice_spec
 
 ZIP_URL = "https://ai2-public-datasets.s3.amazonaws.com/open-book-qa/OpenBookQA-V1-Sep2018.zip"
 MEMBERS = {"train.jsonl": "OpenBookQA-V1-Sep2018/Data/Main/train.jsonl", "test.jsonl": "OpenBookQA-V1-Sep2018/Data/Main/test.jsonl"}
@@ -47,6 +47,7 @@ class OpenbookQA(Scenario):
     main_metric = "exact_match"
     metrics = ["exact_match", "efficiency"]
     default_adapter = multiple_choice_spec("common sense and elementary science")
+    helm_wording = MULTIPLE_CHOICE_WORDING
     helm_differences = ("openbookqa: the zip is read from AI2's S3 URL as HELM does, but pinned by the sha256 of the two "
                         "files read (recorded at first fetch: upstream publishes none)",)
 
