@@ -6,7 +6,8 @@ valid, test, groups that split's question rows by ``document_id`` (first appeara
 one row per document drawn with Python's ``random.choice`` from one stream seeded 0 before the first
 split (:func:`one_question_per_document`). The input is the stripped summary, a newline, ``Question:``
 and the stripped question (``?`` added if missing); the references are answer1 and answer2. Generation,
-five examples, 100 tokens, stop at a newline; F1 (max over the two answers). The pins are recorded at
+five examples, 100 tokens, stop at a newline; F1 (max over the two answers), with HELM's exact match,
+quasi-exact match, ROUGE-L, BLEU-1 and BLEU-4 recorded beside it. The pins are recorded at
 first fetch (``sha256_unknown``; the branch moves).
 """
 
@@ -47,7 +48,7 @@ class NarrativeQA(Scenario):
     Params = LiteParams
     description = "NarrativeQA: answer a question about a book or film summary (HELM Lite, one question per story)."
     main_metric = "f1_score"
-    metrics = ["f1_score", "exact_match", "quasi_exact_match", "efficiency"]
+    metrics = ["f1_score", "exact_match", "quasi_exact_match", "rouge_l", "bleu_1", "bleu_4", "efficiency"]  # HELM's list
     helm_wording = GENERATION_WORDING
     helm_differences = ("narrative_qa: the master-branch zip HELM reads is pinned by the sha256 of summaries.csv and qaps.csv "
                         "(recorded at first fetch); HELM reads whatever the branch holds",)

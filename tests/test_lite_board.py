@@ -1,0 +1,99 @@
+"""The HELM Lite board: its spec, `reproduce lite --explain`, and `helmflow run lite` end to end through the
+CLI on mirrored fixtures (web sources served on 127.0.0.1, mirrored by `helmflow mirror lite`), against the
+dev server and an offline baseline, on a real Prefect server."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from lite_fixtures import serve, source_tree
+
+from helmflow.scenarios.mmlu import LITE_SUBJECTS
+from tests.conftest import flow_run_id_from, run_cli, task_runs_of
+from tests.devserver_fixture import FAST_RETRY, start_dev_server
+
+COLUMNS = ["narrative_qa", "natural_qa_openbook_longans", "natural_qa_closedbook", "openbookqa", "mmlu", "med_qa"]
+MAIN = {"narrative_qa": "f1_score", "natural_qa_openbook_longans": "f1_score", "natural_qa_closedbook": "f1_score",
+        "openbookqa": "exact_match", "mmlu": "exact_match", "med_qa": "quasi_exact_match"}
+
+
+def test_the_board_has_helms_groups_headline_and_efficiency_table():
+    from helmflow.board import load_board
+    from helmflow.scenarios import get_scenario
+
+    spec = load_board("lite")
+    groups = {}
+    for s in spec.scenarios:
+        groups.setdefault(s.group or s.label, []).append(s.label)
+    assert set(COLUMNS) <= set(groups) and groups["mmlu"] == [f"mmlu-{s}" for s in LITE_SUBJECTS]
+    assert spec.aggregation == ["win_rate"] and spec.max_instances == 1000
+    for s in spec.scenarios:
+        assert get_scenario(s.name, s.params).main_metric == MAIN[s.group or s.label]
+    accuracy, efficiency = spec.metric_groups
+    assert [(c.scenario, c.metric) for c in accuracy.columns] == list(MAIN.items())
+    assert all(c.metric == "latency_s" and c.lower_is_better for c in efficiency.columns)
+    assert {c.scenario for c in efficiency.columns} == set(COLUMNS)
+
+
+def test_reproduce_lite_explains_every_difference_from_helm():
+    out = run_cli("reproduce", "lite", "--explain")
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    for needle in ("follow_format: HELM adds its note only for models it tags instruction-following",
+                   "helmflow's own sentence naming the topic", "multiple choice: one output token", "efficiency: mean seconds per request",
+                   "narrative_qa: the master-branch zip", "natural_qa: the five dev files", "openbookqa:", "med_qa: the Google Drive zip"):
+        assert needle in text, needle
+    assert text.count("mmlu: data.tar") == 1  # five subject entries, said once
+
+
+@pytest.mark.slow
+def test_helmflow_run_lite_end_to_end_on_mirrored_fixtures(tmp_path, prefect_server):
+    root = source_tree(tmp_path / "src", small=True)
+    mirror = tmp_path / "mirror"
+    with serve(root) as host:
+        out = run_cli("mirror", "lite", "--to", str(mirror), env={"HELMFLOW_SOURCE_HOST": host.url})
+    assert out.returncode == 0, out.stdout + out.stderr
+    storage = tmp_path / "store"
+    env = {"HELMFLOW_MIRROR": str(mirror)}  # no source host: the run reads the mirror only
+    with start_dev_server() as server:
+        models = tmp_path / "models.yaml"
+        models.write_text(yaml.safe_dump({"deployments": [
+            {"name": "dev/model", "client": "openai-compatible", "model": "model-x", "base_url": server.openai_url,
+             "retry": FAST_RETRY, "max_concurrency": 16}]}))
+        started = time.monotonic()
+        out = run_cli("run", "lite", "--models", "dev/model,offline/first-option", "--models-file", str(models),
+                      "--storage", str(storage), env=env, timeout=900)
+        wall_s = time.monotonic() - started
+        assert out.returncode == 0, out.stdout + out.stderr
+        sent = server.stats()["requests"]
+    runs = [json.loads(p.read_text()) for p in storage.glob("runs/*/run.json")]
+    assert len(runs) == 20  # 10 runs per model
+    # --models narrows the board: a subset release (latest-subset.json), as any selection
+    latest = json.loads((storage / "leaderboards/lite/latest-subset.json").read_text())
+    rows = pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()
+    assert {r["deployment"] for r in rows} == {"dev/model", "offline/first-option"}
+    for row in rows:
+        assert all(row[f"group:{c}"] is not None for c in COLUMNS)
+        subjects = [row[f"mmlu-{s}"] for s in LITE_SUBJECTS]
+        assert row["group:mmlu"] == pytest.approx(sum(subjects) / 5)  # the column is the macro-mean of its runs
+        assert row["mmlu/exact_match"] == pytest.approx(row["group:mmlu"])
+        assert row["efficiency mean_win_rate"] is not None and row["accuracy mean_win_rate"] == pytest.approx(row["mean_win_rate"])
+    # two models: in every column one wins (1, 0) or they tie (0.5 each), so the two mean win rates sum to 1
+    assert sum(r["mean_win_rate"] for r in rows) == pytest.approx(1.0)
+    assert sum(r["efficiency mean_win_rate"] for r in rows) == pytest.approx(1.0)
+    release = json.loads((storage / "leaderboards/lite" / latest["release_id"] / "release.json").read_text())
+    assert "no declared sha256" in json.dumps(release["unverified_data"])  # recorded pins are said to be unpinned
+    dev_requests = sum(r["counts"]["requests"] for r in runs if r["deployment"]["name"] == "dev/model")
+    assert sent == dev_requests > 0
+    tasks = task_runs_of(flow_run_id_from(out))
+    names = sorted(t.name for t in tasks)
+    # the flow reads as the board: a prepare per scenario entry, a run per cell, one release
+    assert len([n for n in names if n.startswith("prepare ")]) == 10 and "prepare mmlu-econometrics" in names
+    assert len([n for n in names if n.startswith("run ")]) == 20 and "run med_qa x dev/model" in names
+    assert names.count("release lite") == 1 and len(tasks) == 31 and all(t.state.is_completed() for t in tasks)
+    print(f"lite board on fixtures: {len(runs)} runs, {len(tasks)} task runs, {dev_requests} dev-server requests, "
+          f"wall {wall_s:.1f} s")
