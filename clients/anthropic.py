@@ -68,6 +68,11 @@ class AnthropicClient(Client):
         return self._sdk
 
     async def complete(self, body: RequestBody) -> ClientResult:
+        if body.echo:
+            raise PermanentError(
+                f"deployment {self.deployment.name!r}: the Messages API returns no logprobs, so it cannot score a "
+                f"prompt (log-likelihood multiple choice); use multiple_choice_joint"
+            )
         sdk = self._client()
         if body.parts is not None:
             system, messages = "", [{"role": "user", "content": await asyncio.to_thread(self._content, body)}]

@@ -155,6 +155,7 @@ class ClientResult:
     output_tokens: int = 0
     tokens: list[str] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
+    text_offsets: list[int] | None = None  # where each token starts (echo: in the prompt, then the output)
 
 
 class Client(ABC):

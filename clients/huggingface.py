@@ -19,6 +19,11 @@ the same samples. (A request body carries no sample index: a sample re-sent alon
 gets the first sample's seed again.) Stops at EOS, at a stop sequence (cut from the text, like
 HELM) or after ``max_tokens`` (finish_reason ``length``). The generated tokens and their
 log-probabilities under the model's unscaled distribution are always returned.
+
+Echo requests (log-likelihood multiple choice: ``echo`` with ``max_tokens`` 0) run one forward pass
+over the prompt and return its tokens (special tokens the tokenizer adds left out), their offsets in
+the prompt, and each token's logprob given the tokens before it (the first token, with nothing
+before it, gets 0).
 """
 
 from __future__ import annotations
@@ -206,6 +211,9 @@ def generate(lm: LocalModel, bodies: list[RequestBody], seed: int | None = None)
         group.clear()
 
     for i, body in enumerate(bodies):
+        if body.echo:
+            out[i] = score_prompt(lm, body)
+            continue
         text, specials = prompt_of(lm, body)
         ids = lm.tokenizer(text, add_special_tokens=specials)["input_ids"]
         limit = lm.max_positions
@@ -224,6 +232,27 @@ def generate(lm: LocalModel, bodies: list[RequestBody], seed: int | None = None)
     if group:
         flush()
     return out  # type: ignore[return-value]
+
+
+def score_prompt(lm: LocalModel, body: RequestBody) -> ClientResult | Exception:
+    """The prompt's tokens, offsets and logprobs from one forward pass (nothing generated)."""
+    import torch
+
+    if body.max_tokens:
+        return PermanentError("echo requests generate nothing: max_tokens must be 0")
+    text, specials = prompt_of(lm, body)
+    enc = lm.tokenizer(text, add_special_tokens=specials, return_offsets_mapping=True)
+    ids, spans = enc["input_ids"], enc["offset_mapping"]
+    if lm.max_positions and len(ids) > lm.max_positions:
+        return PermanentError(f"prompt of {len(ids)} tokens exceeds the model's {lm.max_positions} positions")
+    with torch.inference_mode():
+        steps = lm.model(torch.tensor([ids], device=lm.device)).logits[0].float().log_softmax(-1)
+    logprobs = [0.0] + [float(steps[i - 1, ids[i]]) for i in range(1, len(ids))]
+    keep = [i for i, (start, end) in enumerate(spans) if end > start]
+    decode = lm.tokenizer.decode
+    return ClientResult(text="", finish_reason="length", prompt_tokens=len(ids), output_tokens=0,
+                        tokens=[decode([ids[i]], skip_special_tokens=False) for i in keep],
+                        logprobs=[logprobs[i] for i in keep], text_offsets=[spans[i][0] for i in keep])
 
 
 def _generate_rows(

@@ -18,6 +18,13 @@ Behaviours (``options.behavior``), each reading only the prompt it is sent:
 Completions carry per-token logprobs: the solver reports ``log(accuracy)`` per token of an answer
 it computed (its stated confidence), the other behaviours a seeded value in [log 0.5, 0).
 
+Echo requests (log-likelihood multiple choice: ``echo``, ``max_tokens`` 0) get the prompt's
+whitespace tokens (each with the whitespace before it) and their offsets, with a seeded logprob in
+[log 0.5, 0) each; except that the solver, when an arithmetic question comes before the prompt's last
+word, reads that word as an option: it gets ``log(c)`` if it is the answer the solver believes (wrong
+on a seeded ``1 - accuracy`` of questions, like its generations) and ``log((1 - c) / 3)`` otherwise,
+``c`` being ``accuracy`` kept within [0.01, 0.99].
+
 ``options.fail`` makes a deployment fail on purpose: ``always`` (a permanent error), ``rate:<p>``
 (transient errors with probability p per call) or ``after:<n>`` (permanent after n calls in a process).
 Calls are counted in files under ``<storage>/_counters/offline/<deployment>/`` so a test in another
@@ -47,6 +54,7 @@ _QUESTION = re.compile(r"What is (-?\d+) ([+\-*]) (-?\d+)\?")
 _OPTION = re.compile(r"^\s*\(?([A-Z])[.)]\)?\s+(.*?)\s*$")
 _SUBSTITUTION = re.compile(r'([XYZ]) by " (.+?) "')
 _OPTION_MARK = re.compile(r"(?:^|\n)\s*\(?([A-Z])[.)]\)?\s*$")  # a text part ending in an option letter
+_TOKEN = re.compile(r"\s*\S+|\s+$")  # a word with the whitespace before it: the pieces join back to the text
 _MATH = {"+", "-", "*", "="}
 _SYMBOLS = ["X", "Y", "Z"]
 _DYCK = {")": "(", "]": "[", "}": "{", ">": "<"}
@@ -293,6 +301,27 @@ class OfflineClient(Client):
             said = next((letter for letter, text in options if text == said), said)
         return said if said is not None else self.options.answer
 
+    def _score(self, prompt: str, max_tokens: int) -> ClientResult:
+        """An echoed prompt with its tokens' logprobs (nothing is generated)."""
+        if max_tokens:
+            raise PermanentError(f"deployment {self.deployment.name!r}: echo requests generate nothing (max_tokens 0)")
+        pieces = _TOKEN.findall(prompt)
+        offsets = [0]
+        for piece in pieces[:-1]:
+            offsets.append(offsets[-1] + len(piece))
+        logprobs = [math.log(0.5 + 0.49 * _unit(f"{prompt[:o]}|{t}")) for o, t in zip(offsets, pieces)]
+        questions = list(_QUESTION.finditer(prompt)) if self.options.behavior == "solver" else []
+        if questions:
+            end = questions[-1].end()
+            answer = solve(prompt[:end]) or ""
+            context = prompt[:end]
+            believed = answer if _unit(context) < self.options.accuracy else corrupt(answer, context)
+            c = min(max(self.options.accuracy, 0.01), 0.99)
+            if offsets[-1] >= end:  # the last word, after the question, is the option
+                logprobs[-1] = math.log(c) if pieces[-1].strip() == believed else math.log((1 - c) / 3)
+        return ClientResult(text="", finish_reason="length", prompt_tokens=len(pieces), output_tokens=0,
+                            tokens=pieces, logprobs=logprobs, text_offsets=offsets[: len(pieces)])
+
     async def complete(self, body: RequestBody) -> ClientResult:
         n = self._count()
         fail = self.options.fail
@@ -304,6 +333,8 @@ class OfflineClient(Client):
             raise TransientError(f"deployment {self.deployment.name!r}: simulated transient failure ({fail})")
         if self.options.latency_ms:
             await asyncio.sleep(self.options.latency_ms / 1000)
+        if body.echo:
+            return self._score(body.prompt or "", body.max_tokens)
         if body.parts is not None:
             prompt = "".join(p.text or "" for p in body.parts)
             text, confidence = (await asyncio.to_thread(self._look, body)), None

@@ -100,11 +100,16 @@ class OpenAIClient(Client):
         except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a classified ClientError
             raise classify(exc, self.deployment, self._key, self.url, self.credential_name()) from None
         try:
-            return _chat_result(resp) if chat else _completions_result(resp)
+            return _chat_result(resp) if chat else _completions_result(resp, body)
         except (AttributeError, IndexError, TypeError) as exc:
             raise malformed(self.deployment, self.url, exc) from None
 
     def _chat_kwargs(self, body: RequestBody) -> dict[str, Any]:
+        if body.echo:
+            raise PermanentError(
+                f"deployment {self.deployment.name!r}: log-likelihood scoring (echo) needs the completions endpoint; "
+                f"set options.endpoint: completions (vLLM and other base-model servers offer it)"
+            )
         messages = (
             [m.model_dump() for m in body.messages] if body.messages is not None
             else [{"role": "user", "content": body.prompt or ""}]
@@ -149,6 +154,8 @@ class OpenAIClient(Client):
             kwargs["stop"] = body.stop
         if body.logprobs:
             kwargs["logprobs"] = max(self.options.top_logprobs, 1)
+        if body.echo:
+            kwargs["echo"] = True
         return kwargs
 
     async def aclose(self) -> None:
@@ -174,14 +181,20 @@ def _chat_result(resp: Any) -> ClientResult:
     )
 
 
-def _completions_result(resp: Any) -> ClientResult:
+def _completions_result(resp: Any, body: RequestBody) -> ClientResult:
+    """An echo's text starts with the prompt: the completion keeps only what was generated, while its
+    tokens, logprobs and offsets cover both (the prompt's first token has no logprob: 0 here)."""
     choice = resp.choices[0]
     lp = choice.logprobs
+    text = choice.text or ""
+    if body.echo and text.startswith(body.prompt or ""):
+        text = text[len(body.prompt or ""):]
     return ClientResult(
-        text=choice.text or "",
+        text=text,
         finish_reason=choice.finish_reason or "",
         prompt_tokens=resp.usage.prompt_tokens if resp.usage else 0,
         output_tokens=resp.usage.completion_tokens if resp.usage else 0,
         tokens=list(lp.tokens or []) if lp is not None else [],
         logprobs=[x if x is not None else 0.0 for x in lp.token_logprobs or []] if lp is not None else [],
+        text_offsets=list(lp.text_offset) if lp is not None and lp.text_offset is not None else None,
     )

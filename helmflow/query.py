@@ -146,6 +146,9 @@ def build_requests(
     media = MediaStore(store) if store is not None else None
     requests: list[Request] = []
     for prompt in prompts:
+        if prompt.continuations:
+            requests += continuation_requests(prompt, deployment)
+            continue
         messages, parts, notes = prompt.messages, None, []
         if messages is not None:
             text, n_train = None, 0
@@ -164,6 +167,7 @@ def build_requests(
             max_tokens=max_tokens,
             temperature=gen.temperature,
             stop=gen.stop,
+            logprobs=deployment.logprobs,
             image_detail=opts.detail if parts else None,
         )
         for k in range(gen.num_outputs):
@@ -182,6 +186,23 @@ def build_requests(
                 )
             )
     return requests
+
+
+def continuation_requests(prompt: Prompt, deployment: Deployment) -> list[Request]:
+    """Log-likelihood multiple choice: one request per option, the prompt (fitted with room for the
+    longest option) followed by the option, echoed with logprobs and nothing generated (``max_tokens``
+    0, as vLLM and OpenAI's completions endpoint allow with ``echo``)."""
+    tok = get_tokenizer(deployment.tokenizer)
+    room = max(tok.count(c) for c in prompt.continuations)
+    text, n_train, truncated = fit_prompt(prompt, deployment, room)
+    out = []
+    for option in prompt.continuations:
+        body = RequestBody(model=deployment.model, prompt=text + option, max_tokens=0, temperature=0.0,
+                           logprobs=True, echo=True)
+        out.append(Request(request_hash=request_hash(body, prompt.trial), instance_id=prompt.instance_id,
+                           split=prompt.split, sample_index=prompt.trial, body=body, num_train_instances=n_train,
+                           prompt_truncated=truncated, continuation=option))
+    return out
 
 
 # --------------------------------------------------------------------------- cost and budget
@@ -378,6 +399,7 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
             cost_usd=cost,
             tokens=result.tokens,
             logprobs=result.logprobs,
+            text_offsets=result.text_offsets,
             attempts=attempts,
             created_at=datetime.now(UTC).isoformat(),
         )

@@ -93,6 +93,9 @@ class Prompt(Record):
     output_mapping: dict[str, str] = Field(default_factory=dict)
     # images, in order of their MEDIA_MARK placeholders in head + examples + query
     media: list[ContentPart] = Field(default_factory=list)
+    # log-likelihood multiple choice: each option is scored as a continuation of the prompt (one
+    # request per option, echoed with logprobs, nothing generated); empty for every other method
+    continuations: list[str] = Field(default_factory=list)
 
     def text(self, num_examples: int | None = None) -> str:
         examples = self.examples if num_examples is None else self.examples[:num_examples]
@@ -172,6 +175,9 @@ class Deployment(Record):
     tokenizer: str = "whitespace"
     context_window: int = Field(8192, ge=16)
     max_output_tokens: int | None = None
+    # ask the provider for each output token's logprob (OpenAI and compatible servers send them only
+    # when asked): what calibration reads. Offline and local Hugging Face models always return them.
+    logprobs: bool = False
     price_input_per_mtok: float = 0.0
     price_output_per_mtok: float = 0.0
     max_concurrency: int = Field(16, ge=1)
@@ -196,6 +202,9 @@ class RequestBody(Record):
     stop: list[str] = Field(default_factory=list)
     logprobs: bool = False
     image_detail: str | None = None  # OpenAI's image_url detail, when the deployment sets one
+    # send the prompt back with its tokens' logprobs (OpenAI completions' ``echo``, vLLM): how the
+    # log-likelihood of a continuation is read; None (not False) keeps older request hashes put
+    echo: bool | None = None
 
 
 class Request(Record):
@@ -208,6 +217,7 @@ class Request(Record):
     prompt_truncated: bool = False
     output_mapping: dict[str, str] = Field(default_factory=dict)
     media_transforms: list[str] = Field(default_factory=list)  # images resized/re-encoded for this deployment
+    continuation: str | None = None  # the option this echo request scores (log-likelihood multiple choice)
 
 
 def scrub_text(text: str) -> tuple[str, int]:
@@ -236,6 +246,9 @@ class Completion(Record):
     cost_usd: float = 0.0
     tokens: list[str] = Field(default_factory=list)
     logprobs: list[float] = Field(default_factory=list)
+    # where each token starts in the text it belongs to (for an echo: the prompt, then the output);
+    # None when the provider sent none
+    text_offsets: list[int] | None = None
     error: str | None = None
     attempts: int = 1
     created_at: str = ""
@@ -335,6 +348,7 @@ REQUEST_SCHEMA = pa.schema(
         ("prompt_truncated", pa.bool_()),
         ("output_mapping_json", pa.string()),
         ("media_transforms", pa.list_(pa.string())),
+        ("continuation", pa.string()),
     ]
 )
 
@@ -351,6 +365,7 @@ COMPLETION_SCHEMA = pa.schema(
         ("cost_usd", pa.float64()),
         ("tokens", pa.list_(pa.string())),
         ("logprobs", pa.list_(pa.float64())),
+        ("text_offsets", pa.list_(pa.int64())),
         ("error", pa.string()),
         ("attempts", pa.int32()),
         ("created_at", pa.string()),
@@ -420,6 +435,7 @@ PROMPT_SCHEMA = pa.schema(
         ("messages", pa.list_(_MESSAGE)),
         ("output_mapping_json", pa.string()),
         ("media", pa.list_(_PART)),
+        ("continuations", pa.list_(pa.string())),
     ]
 )
 
@@ -459,6 +475,7 @@ def prompt_from_row(row: dict[str, Any]) -> Prompt:
     row = dict(row)
     row["output_mapping"] = json.loads(row.pop("output_mapping_json") or "{}")
     row["media"] = row.get("media") or []
+    row["continuations"] = row.get("continuations") or []
     return Prompt.model_validate(row)
 
 
@@ -474,6 +491,7 @@ def request_to_row(req: Request) -> dict[str, Any]:
         "prompt_truncated": req.prompt_truncated,
         "output_mapping_json": json.dumps(req.output_mapping, sort_keys=True),
         "media_transforms": req.media_transforms,
+        "continuation": req.continuation,
     }
 
 
@@ -497,6 +515,7 @@ def request_from_row(row: dict[str, Any]) -> Request:
         prompt_truncated=row["prompt_truncated"],
         output_mapping=json.loads(row["output_mapping_json"] or "{}"),
         media_transforms=row.get("media_transforms") or [],
+        continuation=row.get("continuation"),
     )
 
 

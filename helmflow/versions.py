@@ -54,7 +54,8 @@ def prompt_version(adapter: AdapterSpec, template_versions: dict[str, str]) -> s
 
 
 def model_version(deployment: Deployment) -> str:
-    """``options.images`` (limits, re-encoding) changes the images sent, so it is part of it when set."""
+    """``options.images`` (limits, re-encoding) changes the images sent, and ``logprobs`` what is asked,
+    so each is part of it when set."""
     fields = {
         "name": deployment.name,
         "client": deployment.client,
@@ -65,6 +66,8 @@ def model_version(deployment: Deployment) -> str:
     }
     if deployment.options.get("images"):
         fields["images"] = deployment.options["images"]
+    if deployment.logprobs:  # the requests ask for logprobs, so they are other requests
+        fields["logprobs"] = True
     return stable_hash(fields)
 
 

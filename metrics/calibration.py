@@ -41,7 +41,7 @@ import numpy as np
 
 from helmflow.metrics import Pooled, metric
 from helmflow.metrics.base import MetricInput
-from helmflow.metrics.reference import exact_match_score, predictions
+from helmflow.metrics.reference import exact_match_score, is_separate, option_scores, predictions
 
 CONFIDENCE, CORRECT, AVAILABLE = "max_prob", "max_prob_correct", "logprobs_available"
 NO_LOGPROBS = "not available: the deployment returned no token logprobs"
@@ -133,9 +133,25 @@ def sequence_prob(logprobs: list[float], tokens: list[str]) -> float | None:
     return min(math.exp(sum(logprobs)), 1.0)
 
 
+def separate_calibration(x: MetricInput) -> dict[str, float]:
+    """Log-likelihood multiple choice: the softmax of the options' scores, at the best one (HELM)."""
+    scored = option_scores(x)
+    if len(scored) < len({r.sample_index for r in x.requests}):
+        return {AVAILABLE: 0.0}
+    probs, correct = [], []
+    for options, scores in scored.values():
+        weights = np.exp(np.array(scores) - max(scores))
+        best = int(np.argmax(scores))
+        probs.append(float(weights[best] / weights.sum()))
+        correct.append(float(options[best] in x.correct_texts))
+    return {AVAILABLE: 1.0, CONFIDENCE: fmean(probs), CORRECT: float(int(fmean(correct)))}
+
+
 @metric("calibration", version="1", pooled=POOLED)
 def calibration(x: MetricInput) -> dict[str, float]:
     """Confidence and correctness of the first sample of each trial (means over trials)."""
+    if is_separate(x):
+        return separate_calibration(x)
     per_sample = max(x.adapter.generation.num_outputs, 1)
     golds = x.correct_texts
     probs: dict[int, float | None] = {}

@@ -3,10 +3,18 @@
 Each completion is stripped and, when the request carries an ``output_mapping`` (multiple choice),
 mapped to the option it names; an unmapped answer scores 0. Per train trial HELM scores the first
 sample (``name``) and, with several samples, the best one (``name@k``); trials are then averaged.
+
+Log-likelihood multiple choice (``multiple_choice_separate_original``): each option was sent as a
+continuation of the prompt and echoed with logprobs; its score is HELM's, the mean logprob of the
+option's tokens (those overlapping the option's characters, located by the tokens' text offsets, or
+from the end by their lengths when a provider sends no offsets), and the prediction is the option
+with the highest score (the first of equal ones). A trial without logprobs for every option has no
+prediction, so no score (never a 0).
 """
 
 from __future__ import annotations
 
+import math
 import re
 import string
 from collections import defaultdict
@@ -15,6 +23,7 @@ from statistics import fmean
 
 from helmflow.metrics import metric
 from helmflow.metrics.base import MetricInput
+from helmflow.records import Completion, Request
 
 MatchFn = Callable[[str, str], float]
 
@@ -77,8 +86,46 @@ def final_number_exact_match_score(gold: str, pred: str) -> float:
     return exact_match_score(final_number(gold), final_number(pred))
 
 
+def continuation_logprob(request: Request, completion: Completion) -> tuple[float, int] | None:
+    """(sum of logprobs, token count) of the option an echo request appended to its prompt."""
+    option = request.continuation or ""
+    start = len(request.body.prompt or "") - len(option)
+    tokens, logprobs, offsets = completion.tokens, completion.logprobs, completion.text_offsets
+    if not option or not logprobs or len(logprobs) != len(tokens):
+        return None
+    if offsets and len(offsets) == len(tokens):
+        ends = [*offsets[1:], math.inf]
+        picked = [lp for lp, end in zip(logprobs, ends, strict=True) if end > start]
+    else:
+        n, covered = 0, 0
+        while n < len(tokens) and covered < len(option):
+            n += 1
+            covered += len(tokens[-n])
+        picked = logprobs[len(logprobs) - n:]
+    return (sum(picked), len(picked)) if picked else None
+
+
+def is_separate(x: MetricInput) -> bool:
+    return any(r.continuation is not None for r in x.requests)
+
+
+def option_scores(x: MetricInput) -> dict[int, tuple[list[str], list[float]]]:
+    """Per trial of a log-likelihood multiple-choice instance: the options and their scores (mean
+    logprob per token, HELM's ``separate_original``); trials missing a score are left out."""
+    options: dict[int, list[str]] = defaultdict(list)
+    scores: dict[int, list[float | None]] = defaultdict(list)
+    for request, completion in zip(x.requests, x.completions, strict=True):
+        found = continuation_logprob(request, completion)
+        options[request.sample_index].append(request.continuation or "")
+        scores[request.sample_index].append(found[0] / found[1] if found else None)
+    return {t: (options[t], s) for t, s in scores.items() if all(v is not None for v in s)}  # type: ignore[misc]
+
+
 def predictions(x: MetricInput) -> list[tuple[int, str]]:
-    """(trial, prediction) per completion: stripped, then mapped through the option letters if any."""
+    """(trial, prediction) per completion: stripped, then mapped through the option letters if any;
+    for log-likelihood multiple choice, (trial, the best-scored option) per trial."""
+    if is_separate(x):
+        return [(t, opts[max(range(len(s)), key=s.__getitem__)]) for t, (opts, s) in sorted(option_scores(x).items())]
     per_sample = max(x.adapter.generation.num_outputs, 1)
     out = []
     for request, completion in zip(x.requests, x.completions, strict=True):
@@ -129,6 +176,9 @@ def chosen_option(text: str, mapping: dict[str, str]) -> str | None:
 def multiple_choice_accuracy(x: MetricInput) -> dict[str, float]:
     """Did the first sample pick a correct option? (Instances without options: exact match.)"""
     golds = set(x.correct_texts)
+    if is_separate(x):
+        picks = [float(pred in golds) for _, pred in predictions(x)]
+        return {"multiple_choice_accuracy": fmean(picks)} if picks else {}
     scores = []
     for request, completion in zip(x.requests, x.completions, strict=True):
         if request.sample_index % max(x.adapter.generation.num_outputs, 1):

@@ -1,4 +1,5 @@
-"""HELM's ``multiple_choice_joint``: all options lettered in one prompt; the letter maps back.
+"""HELM's ``multiple_choice_joint``: all options lettered in one prompt; the letter maps back. And its
+``multiple_choice_separate_original``: each option scored by its log-likelihood (at the end).
 
 Each example lists its references as ``A. text`` lines (the letter replaces the first letter of
 ``reference_prefix``, so ``"(A) "`` gives ``(B) ``), then ``output_prefix`` and the correct letter.
@@ -8,7 +9,7 @@ travels with the request so metrics score the option the model picked.
 
 from __future__ import annotations
 
-from helmflow.adapters import LAYOUT_TEXTS, MEDIA_MARK, OPTION_TEXTS, adapter, input_with_media
+from helmflow.adapters import LAYOUT_TEXTS, MEDIA_MARK, OPTION_TEXTS, adapter, head, input_with_media
 from helmflow.adapters.generation import layout
 from helmflow.records import AdapterSpec, ContentPart, Instance, Prompt
 
@@ -69,3 +70,26 @@ def multiple_choice_joint(spec: AdapterSpec, inst: Instance, train: list[Instanc
         return text + spec.output_prefix.rstrip(), media
 
     return layout(spec, inst, train, block, output_mapping=output_mapping(spec, inst))
+
+
+@adapter("multiple_choice_separate_original", version="1", few_shot=False,
+         texts=("global_prefix", "instructions", "input_prefix", "input_suffix", "instance_prefix"))
+def multiple_choice_separate_original(spec: AdapterSpec, inst: Instance, train: list[Instance]) -> Prompt:
+    """HELM's log-likelihood multiple choice (``MultipleChoiceSeparateAdapter``, the method lm-eval is
+    built on): zero-shot, each option appended to ``input_prefix + input + input_suffix`` as its own
+    request, echoed with logprobs and nothing generated; the option with the highest log-likelihood
+    per token wins (see ``metrics/reference.py``). Options are text: image-valued ones cannot be
+    appended to a prompt."""
+    check_options(inst)
+    if any(ref.image for ref in inst.references):
+        raise ValueError(f"instance {inst.id!r} has image options: multiple_choice_separate_original scores text options")
+    body, media = input_with_media(inst)
+    if media:
+        raise ValueError(f"instance {inst.id!r} has images: multiple_choice_separate_original scores text prompts")
+    return Prompt(
+        instance_id=inst.id,
+        split=inst.split,
+        head=head(spec) + (spec.instance_prefix if spec.instructions else ""),
+        query=spec.input_prefix + body + spec.input_suffix,
+        continuations=[ref.text for ref in inst.references],
+    )

@@ -9,6 +9,12 @@ HTTP. Tokens are whitespace-separated words; the answer comes from a policy:
   the prompt answers, otherwise ``echo``;
 - ``fn:module:func``: ``func(prompt: str, payload: dict) -> str``.
 
+``/v1/completions`` with ``echo`` sends the prompt back before the answer, with logprobs for its
+tokens too (the first one's is null, as vLLM and OpenAI send it) and ``max_tokens`` 0 allowed: how
+log-likelihood multiple choice scores an option. A prompt token's logprob follows a copying rule, so
+tests can predict it: a word already seen earlier in the prompt gets -0.1, a new word a deterministic
+value in (-3.3, -2.3].
+
 Faults are drawn per request with probability ``fault_rate`` from ``faults``: ``429`` (with a small
 Retry-After), ``500``, ``503``, ``reset`` (TCP reset, no response), ``hang`` (no answer until the
 client gives up), ``badjson`` (a truncated JSON body) and ``empty`` (an empty 200 body).
@@ -41,6 +47,7 @@ import json
 import math
 import os
 import random
+import re
 import signal
 import socket
 import struct
@@ -88,6 +95,25 @@ def load_policy(spec: str) -> Policy:
 def _logprob(token: str, i: int) -> float:
     """A deterministic log-probability in [-2.3, -0.01) per (position, token)."""
     return -0.01 - 2.29 * (zlib.crc32(f"{i}|{token}".encode()) / 2**32)
+
+
+_PROMPT_TOKEN = re.compile(r"\s*\S+|\s+$")
+
+
+def prompt_tokens(prompt: str) -> list[str]:
+    """An echoed prompt's tokens: words with the whitespace before them (they join back to the prompt)."""
+    return _PROMPT_TOKEN.findall(prompt)
+
+
+def prompt_logprobs(tokens: list[str]) -> list[float | None]:
+    """The copying rule: the first token has none; a word seen earlier gets -0.1, a new one (-3.3, -2.3]."""
+    seen: set[str] = set()
+    out: list[float | None] = []
+    for i, t in enumerate(tokens):
+        word = t.strip()
+        out.append(None if i == 0 else -0.1 if word in seen else -2.3 - zlib.crc32(f"{i}|{t}".encode()) / 2**32)
+        seen.add(word)
+    return out
 
 
 @dataclass
@@ -360,7 +386,8 @@ class DevServer:
             c.rejected["400"] += 1  # what API version 2026-10-21 answers
             return _error(400, f"{sampling[0]}: Extra inputs are not permitted", anthropic)
         max_tokens = payload.get("max_tokens", payload.get("max_completion_tokens", 16))
-        if not isinstance(max_tokens, int) or max_tokens < 1:
+        least = 0 if endpoint == "completions" and payload.get("echo") else 1  # vLLM scores a prompt with 0
+        if not isinstance(max_tokens, int) or max_tokens < least:
             c.rejected["400"] += 1
             return _error(400, "max_tokens must be a positive integer", anthropic)
         try:
@@ -427,25 +454,34 @@ class DevServer:
         prompt = payload.get("prompt") or ""
         prompt = prompt[0] if isinstance(prompt, list) and prompt else prompt
         stop = payload.get("stop") or []
-        g = generate(self.policy, str(prompt), payload, max_tokens, [stop] if isinstance(stop, str) else stop)
+        prompt = str(prompt)
+        g = generate(self.policy, prompt, payload, max_tokens, [stop] if isinstance(stop, str) else stop)
+        echo = bool(payload.get("echo"))
         logprobs = None
         if payload.get("logprobs") is not None:
-            offsets, pos = [], len(str(prompt))
-            for t in g.tokens:
+            tokens, values = [], []
+            if echo:
+                tokens = prompt_tokens(prompt)
+                values = prompt_logprobs(tokens)
+            tokens += g.tokens
+            values += [_logprob(t, i) for i, t in enumerate(g.tokens)]
+            offsets, pos = [], 0 if echo else len(prompt)
+            for t in tokens:
                 offsets.append(pos)
                 pos += len(t)
             logprobs = {
-                "tokens": g.tokens,
-                "token_logprobs": [_logprob(t, i) for i, t in enumerate(g.tokens)],
-                "top_logprobs": [{t: _logprob(t, i)} for i, t in enumerate(g.tokens)],
+                "tokens": tokens,
+                "token_logprobs": values,
+                "top_logprobs": [None if v is None else {t: v} for t, v in zip(tokens, values)],
                 "text_offset": offsets,
             }
+        text = prompt + g.text if echo else g.text
         return {
             "id": self._next_id("cmpl"),
             "object": "text_completion",
             "created": int(time.time()),
             "model": payload["model"],
-            "choices": [{"index": 0, "text": g.text, "finish_reason": g.finish, "logprobs": logprobs}],
+            "choices": [{"index": 0, "text": text, "finish_reason": g.finish, "logprobs": logprobs}],
             "usage": _openai_usage(g) if self.settings.usage else None,
         }
 
