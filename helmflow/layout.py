@@ -19,6 +19,8 @@ leaderboards/<board>/latest.json            newest complete release (latest-part
 leaderboards/<board>/latest-subset.json     the same for subset runs (latest-subset-partial.json)
 leases/<board>.json                         the holder of a board's run lease (helmflow.lease)
 ```
+A bundle (``helmflow export``) is a root of its own holding one release under the keys above, plus
+``bundle.json`` (sha256 of every file, written last) and ``schemas/<name>.schema.json``.
 """
 
 from __future__ import annotations
@@ -204,3 +206,14 @@ def pointers(board: str) -> list[str]:
 def lease(board: str) -> str:
     """The board's run lease (one run of a board per storage root at a time: ``helmflow.lease``)."""
     return f"leases/{safe_key(board)}.json"
+
+
+# --------------------------------------------------------------------------- export bundles
+# A bundle (``helmflow export``) is a storage root of its own holding one release and every run
+# behind it under the keys above, plus these two: its manifest, written last, and the JSON Schemas.
+BUNDLE_MANIFEST = "bundle.json"
+
+
+def bundle_schema(name: str) -> str:
+    """``schemas/<name>.schema.json``: the JSON Schema of run.json / release.json, shipped with a bundle."""
+    return f"schemas/{name}.schema.json"

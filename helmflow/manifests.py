@@ -101,6 +101,29 @@ class RunLineage(Manifest):
     publish_task_run_id: str | None = None
 
 
+class HelmCheck(Manifest):
+    """One of HELM's numbers recomputed by helmflow on the imported completions."""
+
+    metric: str
+    split: str
+    helm: float | None
+    helmflow: float | None
+    equal: bool
+
+
+class ImportedRun(Manifest):
+    """Where an imported run came from (``helmflow import-helm``): HELM's run spec verbatim, the
+    source folder, the sha256 of every source file read, and the recomputation of HELM's numbers."""
+
+    format: Literal["helm"] = "helm"
+    source: str
+    run_spec: dict[str, Any]
+    sha256: dict[str, str] = Field(default_factory=dict)  # source file name -> sha256 of its bytes
+    checks: list[HelmCheck] = Field(default_factory=list)
+    unchecked: list[str] = Field(default_factory=list)  # HELM stat names no helmflow metric reproduces
+    skipped_request_states: int = 0  # perturbed instances (robustness/fairness) are not imported
+
+
 class RunManifest(Manifest):
     """``runs/<run_id>/run.json``: the run's commit marker, written last."""
 
@@ -125,6 +148,8 @@ class RunManifest(Manifest):
     files: list[str] = Field(default_factory=list)  # storage keys of the run's Parquet files
     # file name (next to run.json) -> sha256 of the bytes published; readers verify before reading
     sha256: dict[str, str] = Field(default_factory=dict)
+    # set for a run imported from another tool's output (its versions are then marked "imported-…")
+    imported: ImportedRun | None = None
 
 
 # --------------------------------------------------------------------------- release.json
@@ -181,6 +206,8 @@ class ReleaseManifest(Manifest):
     sha256: dict[str, str] = Field(default_factory=dict)
     # scenario label -> {file: why it is not known to be the pinned data}; empty when every file is verified
     unverified_data: dict[str, dict[str, str]] = Field(default_factory=dict)
+    # the sources of an imported board's runs (``helmflow import-helm --board``); empty for boards run here
+    imported_from: list[str] = Field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- latest.json

@@ -12,6 +12,7 @@ from typing import Any
 
 from helmflow.errors import HelmflowError
 from helmflow.metrics.base import MetricInput
+from helmflow.records import Instance
 from helmflow.registry import Registry
 
 MetricFn = Callable[[MetricInput], dict[str, float]]
@@ -37,6 +38,22 @@ class Pooled:
 
 
 @dataclass(frozen=True)
+class HelmEquivalent:
+    """How a metric meets HELM's output tree (``helmflow import-helm``, ``export --format helm``).
+
+    ``stats``: the names in HELM's ``stats.json`` this metric reproduces, so an import can recompute
+    and compare them. HELM keeps what a metric reads in other places than our scenarios do (extra_data
+    keys, reference tags); ``from_helm`` maps a HELM instance (its JSON) to the ``extra`` entries the
+    metric reads, ``to_helm`` maps our instance to HELM's ``extra_data`` additions and per-reference
+    ``tags`` (``{"extra_data": {...}, "tags": [[...], ...]}``), so each direction stays next to the
+    metric that needs it."""
+
+    stats: tuple[str, ...]
+    from_helm: Callable[[dict], dict] | None = None
+    to_helm: Callable[[Instance], dict] | None = None
+
+
+@dataclass(frozen=True)
 class Metric:
     name: str
     fn: MetricFn
@@ -49,6 +66,7 @@ class Metric:
     # modules the metric imports when it runs, and the extra that installs them (the base install is lean)
     requires: tuple[str, ...] = ()
     extra: str | None = None
+    helm: HelmEquivalent | None = None
 
     def check_installed(self) -> None:
         """One line naming the extra to install when a module this metric needs is missing."""
@@ -90,14 +108,24 @@ _BUILTIN = [
 def metric(
     name: str, version: str, scores_errors: bool = False, ratios: tuple[tuple[str, str, str], ...] = (),
     judge: str | None = None, pooled: tuple[Pooled, ...] = (), requires: tuple[str, ...] = (),
-    extra: str | None = None,
+    extra: str | None = None, helm: HelmEquivalent | None = None,
 ) -> Callable[[MetricFn], MetricFn]:
     def deco(fn: MetricFn) -> MetricFn:
         METRICS.add(name, Metric(name=name, fn=fn, version=version, scores_errors=scores_errors, ratios=ratios,
-                                 judge=judge, pooled=pooled, requires=requires, extra=extra))
+                                 judge=judge, pooled=pooled, requires=requires, extra=extra, helm=helm))
         return fn
 
     return deco
+
+
+def helm_stats() -> dict[str, str]:
+    """HELM stat name -> the metric that reproduces it (the metrics declaring a :class:`HelmEquivalent`)."""
+    out: dict[str, str] = {}
+    for name in METRICS.names():
+        equivalent = METRICS.get(name).helm
+        for stat in equivalent.stats if equivalent else ():
+            out.setdefault(stat, name)
+    return out
 
 
 def metric_versions(names: list[str]) -> dict[str, str]:
@@ -107,4 +135,4 @@ def metric_versions(names: list[str]) -> dict[str, str]:
 for _module in _BUILTIN:
     importlib.import_module(f"helmflow.metrics.{_module}")
 
-__all__ = ["METRICS", "Metric", "MetricInput", "MissingExtra", "Pooled", "metric", "metric_versions"]
+__all__ = ["METRICS", "HelmEquivalent", "Metric", "MetricInput", "MissingExtra", "Pooled", "helm_stats", "metric", "metric_versions"]

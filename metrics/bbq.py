@@ -22,8 +22,9 @@ it is not counted as wrong. Names are HELM's.
 
 from __future__ import annotations
 
-from helmflow.metrics import Pooled, metric
+from helmflow.metrics import HelmEquivalent, Pooled, metric
 from helmflow.metrics.base import MetricInput
+from helmflow.records import Instance
 
 AMB, DISAMB = "bbq_ambiguous", "bbq_disambiguated"
 
@@ -73,7 +74,33 @@ def instance_counts(pred: str, tags: dict) -> dict[str, float]:
     return out
 
 
-@metric("bbq", version="1", pooled=POOLED)
+# HELM keeps the per-instance tags on every reference: ..., negative|non-negative, ambiguous|non-ambiguous,
+# then the letters of the correct, target, non-target and unknown answers, last (its metric reads tags[-4:]).
+HELM_TAGS = ("correct", "target", "non_target", "unknown")
+
+
+def from_helm(helm_instance: dict) -> dict:
+    """Our ``extra`` tags from a HELM BBQ instance's first reference (empty when it has none)."""
+    references = helm_instance.get("references") or []
+    tags = (references[0].get("tags") or []) if references else []
+    if len(tags) < len(HELM_TAGS) + 2:
+        return {}
+    return {"polarity": "neg" if "negative" in tags else "nonneg",
+            "context": "ambig" if "ambiguous" in tags else "disambig",
+            **dict(zip(HELM_TAGS, tags[-len(HELM_TAGS):], strict=True))}
+
+
+def to_helm(inst: Instance) -> dict:
+    if not all(k in inst.extra for k in ("polarity", "context", *HELM_TAGS)):
+        return {}
+    shared = ["negative" if inst.extra["polarity"] == "neg" else "non-negative",
+              "ambiguous" if inst.extra["context"] == "ambig" else "non-ambiguous",
+              *(inst.extra[k] for k in HELM_TAGS)]
+    return {"tags": [(["correct"] if ref.correct else []) + shared for ref in inst.references]}
+
+
+@metric("bbq", version="1", pooled=POOLED,
+        helm=HelmEquivalent(("bbq_accuracy", "bbq_metric_ambiguous_bias", "bbq_metric_unambiguous_bias"), from_helm, to_helm))
 def bbq(x: MetricInput) -> dict[str, float]:
     preds = [t.strip() for t in x.texts if t]
     if not preds:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from helmflow.metrics import metric
+from helmflow.metrics import HelmEquivalent, metric
 from helmflow.metrics.base import MetricInput
 
 PATTERNS = [
@@ -37,7 +37,7 @@ def correct_letter(x: MetricInput) -> str:
     raise ValueError(f"instance {x.instance.id!r} has no correct reference")
 
 
-@metric("chain_of_thought_correctness", version="1")
+@metric("chain_of_thought_correctness", version="1", helm=HelmEquivalent(("chain_of_thought_correctness",)))
 def chain_of_thought_correctness(x: MetricInput) -> dict[str, float]:
     """HELM scores the first completion only."""
     text = x.completions[0].text if x.completions else ""

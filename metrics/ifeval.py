@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 
-from helmflow.metrics import metric
+from helmflow.metrics import HelmEquivalent, metric
 from helmflow.metrics.base import MetricInput
 from helmflow.metrics.ifeval_checkers import checker, follows, follows_loose
 from helmflow.records import Instance
@@ -78,7 +78,24 @@ def score_response(checks: list[tuple[str, Callable[[str], bool]]], response: st
 IFEVAL_MODULES = ("nltk", "punkt", "langdetect")  # the reference's tokenizers and its language detector
 
 
-@metric("ifeval", version="1", ratios=RATIOS, requires=IFEVAL_MODULES, extra="capabilities")
+def from_helm(helm_instance: dict) -> dict:
+    """HELM keeps the instructions in ``extra_data`` as ``instruction_ids`` / ``instruction_kwargs``
+    (null kwargs kept); ours are the dataset's names, null kwargs dropped (they mean absent)."""
+    data = helm_instance.get("extra_data") or {}
+    if "instruction_ids" not in data:
+        return {}
+    kwargs = [{k: v for k, v in (kw or {}).items() if v is not None} for kw in data.get("instruction_kwargs") or []]
+    return {"instruction_id_list": list(data["instruction_ids"]), "kwargs": kwargs}
+
+
+def to_helm(inst: Instance) -> dict:
+    if "instruction_id_list" not in inst.extra:
+        return {}
+    return {"extra_data": {"instruction_ids": inst.extra["instruction_id_list"], "instruction_kwargs": inst.extra.get("kwargs", [])}}
+
+
+@metric("ifeval", version="1", ratios=RATIOS, requires=IFEVAL_MODULES, extra="capabilities",
+        helm=HelmEquivalent(("ifeval_strict_accuracy",), from_helm, to_helm))
 def ifeval(x: MetricInput) -> dict[str, float]:
     checks = instructions(x.instance)
     samples = [score_response(checks, text) for text in x.texts]

@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from statistics import fmean
 
-from helmflow.metrics import metric
+from helmflow.metrics import HelmEquivalent, metric
 from helmflow.metrics.base import MetricInput
 from helmflow.records import Completion, Request
 
@@ -150,7 +150,7 @@ def reference_stats(name: str, x: MetricInput, fn: MatchFn) -> dict[str, float]:
 
 
 def _register(name: str, fn: MatchFn, version: str = "1") -> None:
-    metric(name, version=version)(lambda x: reference_stats(name, x, fn))
+    metric(name, version=version, helm=HelmEquivalent((name,)))(lambda x: reference_stats(name, x, fn))
 
 
 _register("exact_match", exact_match_score, version="2")

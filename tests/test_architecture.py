@@ -103,6 +103,7 @@ LAYERS = {
     # 2: planning a board and the plain stage functions
     "helmflow.board": 2, "helmflow.pipeline": 2, "helmflow.uptodate": 2, "helmflow.dryrun": 2, "helmflow.reproduce": 2,
     "helmflow.helm_models": 2,
+    "helmflow.helm_format": 2, "helmflow.bundle": 2,
     # 3: Prefect: thin tasks and flows
     "helmflow.tasks": 3, "helmflow.flows": 3,
     # 4: commands and the web report

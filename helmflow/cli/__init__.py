@@ -29,6 +29,7 @@ COMMAND_MODULES: list[str] = [
     "helmflow.cli.operations",
     "helmflow.cli.reproduce",
     "helmflow.cli.helm_models",
+    "helmflow.cli.helm_io",
 ]
 
 

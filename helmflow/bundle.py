@@ -1,0 +1,189 @@
+"""Download raw results: ``helmflow export`` writes a release as a self-contained bundle, ``helmflow import`` reads one.
+
+A bundle is a storage root of its own: the release's files (leaderboard.parquet, runs.parquet,
+release.json), every run behind it (its Parquet files and run.json) and the instances those runs
+read, all under the same keys as in the store they came from (``helmflow.layout``), plus the JSON
+Schemas of run.json and release.json and ``bundle.json`` (written last: no bundle.json, no bundle)
+with the sha256 of every file. Files are copied as bytes, never re-encoded, so importing a bundle
+into another storage root reproduces the same leaderboard, byte for byte in the Parquet.
+
+Importing checks every file against bundle.json before writing anything, then writes in commit
+order: instances, each run's files then its run.json, the release's Parquet, release.json, and the
+board's pointer.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+import helmflow
+from helmflow import layout, releases
+from helmflow.errors import HelmflowError
+from helmflow.integrity import CorruptFile, sha256_hex, verify_files
+from helmflow.manifests import ReleaseManifest, RunManifest, schema_text
+from helmflow.storage import Store, safe_key
+
+FORMAT = "helmflow-bundle"
+
+
+class BundleManifest(BaseModel):
+    """``bundle.json``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    format: str = FORMAT
+    board: str
+    release_id: str
+    created_at: str
+    helmflow_version: str
+    files: dict[str, str] = Field(default_factory=dict)  # key inside the bundle -> sha256
+
+
+@dataclass
+class BundleOutcome:
+    board: str
+    release_id: str
+    runs: int
+    files: int
+    bytes: int
+    uri: str
+
+
+def pick_release(store: Store, board: str, release: str | None) -> ReleaseManifest:
+    name = safe_key(board)
+    release = release or releases.latest_release_id(store, name)
+    if not release:
+        raise HelmflowError(f"board {board!r} has no release in {store.root}")
+    key = layout.release_json(name, safe_key(release))
+    if not store.exists(key):
+        raise HelmflowError(f"board {board!r} has no release {release!r} in {store.root}")
+    return ReleaseManifest.model_validate(store.read_json(key))
+
+
+def release_runs(store: Store, info: ReleaseManifest) -> list[RunManifest]:
+    """The release's runs, each checked against the digests its run.json records."""
+    out = []
+    for rid in info.run_ids:
+        key = layout.run_json(rid)
+        if not store.exists(key):
+            raise HelmflowError(f"release {info.release_id} names run {rid}, which is not in {store.root}")
+        manifest = RunManifest.model_validate(store.read_json(key))
+        try:
+            verify_files(store, layout.run_dir(rid), manifest.sha256)
+        except CorruptFile as exc:
+            raise HelmflowError(str(exc)) from None
+        out.append(manifest)
+    return out
+
+
+def _run_keys(store: Store, manifest: RunManifest) -> list[str]:
+    """A run's files (run.json last) and the instances its pages read."""
+    keys = [layout.run_file(manifest.run_id, name) for name in sorted(manifest.sha256)]
+    keys += [k for k in manifest.files if k not in keys]
+    instances = layout.instances(safe_key(manifest.scenario.name), manifest.versions.scenario_version)
+    return ([instances] if store.exists(instances) else []) + keys + [layout.run_json(manifest.run_id)]
+
+
+def export_bundle(store: Store, board: str, release: str | None, dest: Store) -> BundleOutcome:
+    info = pick_release(store, board, release)
+    name = safe_key(info.board)
+    try:
+        verify_files(store, layout.release_dir(name, info.release_id), info.sha256)
+    except CorruptFile as exc:
+        raise HelmflowError(str(exc)) from None
+    runs = release_runs(store, info)
+    keys = [k for m in runs for k in _run_keys(store, m)]
+    keys += [layout.release_file(name, info.release_id, n) for n in sorted(info.sha256)]
+    keys.append(layout.release_json(name, info.release_id))
+    digests: dict[str, str] = {}
+    total = 0
+    for key in dict.fromkeys(keys):
+        data = store.read_bytes(key)
+        dest.write_bytes(key, data)
+        digests[key] = sha256_hex(data)
+        total += len(data)
+    for schema in ("run", "release"):
+        data = schema_text(schema).encode()
+        dest.write_bytes(layout.bundle_schema(schema), data)
+        digests[layout.bundle_schema(schema)] = sha256_hex(data)
+    manifest = BundleManifest(board=info.board, release_id=info.release_id, created_at=datetime.now(UTC).isoformat(),
+                              helmflow_version=helmflow.__version__, files=digests)
+    dest.write_json(layout.BUNDLE_MANIFEST, manifest.model_dump(mode="json"))
+    return BundleOutcome(info.board, info.release_id, len(runs), len(digests) + 1, total, dest.root)
+
+
+def read_bundle(bundle: Store) -> tuple[BundleManifest, dict[str, bytes]]:
+    """The bundle's manifest and every file's bytes, each checked against its sha256 (nothing written yet)."""
+    if not bundle.exists(layout.BUNDLE_MANIFEST):
+        raise HelmflowError(f"{bundle.root} is not a helmflow bundle (no {layout.BUNDLE_MANIFEST}; "
+                            f"write one with `helmflow export BOARD --to DIR`)")
+    try:
+        manifest = BundleManifest.model_validate(json.loads(bundle.read_bytes(layout.BUNDLE_MANIFEST)))
+    except (ValueError, ValidationError) as exc:
+        raise HelmflowError(f"{bundle.url(layout.BUNDLE_MANIFEST)} is not a bundle manifest: {' '.join(str(exc).split())[:200]}") from None
+    if manifest.format != FORMAT:
+        raise HelmflowError(f"{bundle.url(layout.BUNDLE_MANIFEST)}: format {manifest.format!r}, expected {FORMAT!r}")
+    problems, files = [], {}
+    for key, expected in manifest.files.items():
+        try:
+            data = bundle.read_bytes(key)
+        except FileNotFoundError:
+            problems.append(f"{key}: missing")
+            continue
+        except PermissionError as exc:  # a key that resolves outside the bundle
+            problems.append(f"{key}: {exc}")
+            continue
+        if sha256_hex(data) != expected:
+            problems.append(f"{key}: sha256 {sha256_hex(data)[:12]}…, bundle.json records {expected[:12]}…")
+        files[key] = data
+    if problems:
+        raise HelmflowError(f"bundle {bundle.root} is damaged; nothing imported: {'; '.join(problems[:5])}"
+                            + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""))
+    return manifest, files
+
+
+def import_bundle(bundle: Store, store: Store) -> BundleOutcome:
+    manifest, files = read_bundle(bundle)
+    name = safe_key(manifest.board)
+    release_key = layout.release_json(name, safe_key(manifest.release_id))
+    if release_key not in files:
+        raise HelmflowError(f"bundle {bundle.root} has no {release_key}")
+    info = ReleaseManifest.model_validate(json.loads(files[release_key]))
+    run_jsons = [layout.run_json(rid) for rid in info.run_ids]
+    strays = [k for k in files if not _belongs(k, name, info)]
+    if strays:
+        raise HelmflowError(f"bundle {bundle.root} lists files outside its release, e.g. {strays[0]!r}; nothing imported")
+    missing = [k for k in run_jsons if k not in files]
+    if missing:
+        raise HelmflowError(f"bundle {bundle.root} lacks {len(missing)} run(s) of its release, e.g. {missing[0]}")
+    schemas = {layout.bundle_schema(s) for s in ("run", "release")}
+    markers = set(run_jsons) | {release_key} | schemas
+    release_prefix = layout.release_dir(name, info.release_id) + "/"
+    ordered = sorted(k for k in files if k not in markers and not k.startswith(release_prefix))  # instances, run files
+    ordered += run_jsons + sorted(k for k in files if k.startswith(release_prefix) and k != release_key) + [release_key]
+    total = 0
+    for key in ordered:
+        if store.exists(key) and sha256_hex(store.read_bytes(key)) == sha256_hex(files[key]):
+            continue
+        store.write_bytes(key, files[key])
+        total += len(files[key])
+    releases.point(store, name, info, store.url(layout.release_dir(name, info.release_id)))
+    return BundleOutcome(manifest.board, manifest.release_id, len(run_jsons), len(ordered), total, store.root)
+
+
+def _belongs(key: str, board: str, info: ReleaseManifest) -> bool:
+    """A key a bundle of this release may hold (bundle.json is untrusted: nothing else is written)."""
+    parts = key.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return False
+    if key in {layout.bundle_schema(s) for s in ("run", "release")}:
+        return True
+    if key.startswith(layout.release_dir(board, info.release_id) + "/"):
+        return True
+    if any(key.startswith(layout.run_dir(rid) + "/") for rid in info.run_ids):
+        return True
+    return len(parts) == 3 and parts[2].endswith(".parquet") and key == layout.instances(parts[1], parts[2][: -len(".parquet")])

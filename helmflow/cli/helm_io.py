@@ -1,0 +1,110 @@
+"""``helmflow import-helm``, ``export`` and ``import``: bringing runs across from HELM and between stores.
+
+The work is in :mod:`helmflow.helm_format` and :mod:`helmflow.bundle`, imported when a command
+runs (``helmflow --help`` loads no Parquet code).
+
+Exit codes: 0 done; 1 ``import-helm`` skipped a run folder or found a number it does not
+reproduce (everything whole was imported); 2 bad input (nothing written).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from helmflow.cli.options import storage_arg
+
+EXIT_INCOMPLETE = 1
+
+
+def cmd_import_helm(args: argparse.Namespace) -> int:
+    from helmflow.helm_format import import_tree
+    from helmflow.storage import Store
+
+    store = Store(args.storage)
+    store.check_writable()
+    report = import_tree(store, args.source, args.board)
+    for run in report.runs:
+        score = "n/a" if run.score is None else f"{run.score:.4f}"
+        verdict = f"{len(run.checks) - len(run.mismatches)}/{len(run.checks)} of HELM's numbers reproduced"
+        extra = f"; {run.perturbed} perturbed request states not imported" if run.perturbed else ""
+        state = "imported" if run.wrote else "already imported"
+        print(f"{state}  {run.label} x {run.deployment}: {run.main_metric}={score} (run {run.run_id}; {verdict}{extra})")
+        for c in run.mismatches:
+            ours = "none" if c.helmflow is None else repr(c.helmflow)
+            print(f"  MISMATCH {c.metric} [{c.split}]: HELM {c.helm!r}, helmflow {ours}")
+    for s in report.skipped:
+        print(f"skipped   {s.where}: {s.why}")
+    if report.release_id:
+        print(f"release   {args.board} {report.release_id}: {report.release_uri}")
+    mismatched = sum(1 for r in report.runs if r.mismatches)
+    print(f"{len(report.runs)} run(s) imported into {store.root}, {len(report.skipped)} skipped, "
+          f"{mismatched} with numbers helmflow does not reproduce")
+    return 0 if report.ok else EXIT_INCOMPLETE
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from helmflow.bundle import export_bundle, pick_release, release_runs
+    from helmflow.helm_format import export_helm
+    from helmflow.storage import Store
+
+    store, dest = Store(args.storage), Store(args.to)
+    if dest.root == store.root:
+        from helmflow.errors import HelmflowError
+
+        raise HelmflowError(f"--to {args.to} is the storage root itself; export into another folder or bucket")
+    dest.check_writable()
+    if args.format == "helm":
+        info = pick_release(store, args.board, args.release)
+        folders = export_helm(store, release_runs(store, info), dest)
+        print(f"exported {len(folders)} run(s) of {info.board} {info.release_id} as HELM run folders to {dest.root}")
+        print(f"read them back with: helmflow import-helm {dest.root}")
+        return 0
+    out = export_bundle(store, args.board, args.release, dest)
+    print(f"exported {out.board} {out.release_id}: {out.runs} run(s), {out.files} files, {out.bytes:,} bytes to {out.uri}")
+    print(f"import it elsewhere with: helmflow import {out.uri} --storage OTHER_ROOT")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from helmflow.bundle import import_bundle
+    from helmflow.storage import Store
+
+    store = Store(args.storage)
+    store.check_writable()
+    out = import_bundle(Store(args.bundle), store)
+    print(f"imported {out.board} {out.release_id}: {out.runs} run(s), {out.bytes:,} bytes written into {out.uri}")
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    helm = sub.add_parser(
+        "import-helm", help="import HELM's runs (benchmark_output/runs/SUITE, local or any fsspec URL)",
+        description="Reads each HELM run folder (run_spec.json, scenario_state.json, stats.json, per_instance_stats.json, "
+                    "instances.json) and writes it as a run here, versions marked imported, HELM's numbers kept and "
+                    "recomputed where helmflow has the same metric. Folders that are not whole are skipped and listed "
+                    "(exit 1); nothing half-written.")
+    helm.add_argument("source", help="a HELM suite folder (benchmark_output/runs/SUITE), one run folder, or an fsspec URL "
+                                     "(s3://, gs://, https://) to one")
+    helm.add_argument("--board", help="also publish the imported runs as a release of this board (imports accumulate)")
+    storage_arg(helm)
+    helm.set_defaults(func=cmd_import_helm)
+
+    exp = sub.add_parser(
+        "export", help="write a release and every run behind it as a self-contained bundle (or as HELM run folders)",
+        description="A bundle holds the release, its runs, their instances, a manifest with sha256 checksums and the JSON "
+                    "Schemas of run.json and release.json; `helmflow import` reads it into another storage root.")
+    exp.add_argument("board")
+    exp.add_argument("--release", help="release id (default: the board's latest)")
+    exp.add_argument("--to", required=True, metavar="DIR_OR_URL", help="where to write: a folder or s3://bucket/prefix")
+    exp.add_argument("--format", choices=("helmflow", "helm"), default="helmflow",
+                     help="helmflow: a bundle (default); helm: HELM-shaped run folders (run_spec.json, stats.json, "
+                          "per_instance_stats.json, scenario_state.json, instances.json)")
+    storage_arg(exp)
+    exp.set_defaults(func=cmd_export)
+
+    imp = sub.add_parser("import", help="import a bundle written by `helmflow export` into this storage root",
+                         description="Checks every file against the bundle's sha256 first, then writes runs before "
+                                     "the release and the release before the board's pointer.")
+    imp.add_argument("bundle", help="the bundle's folder or URL")
+    storage_arg(imp)
+    imp.set_defaults(func=cmd_import)

@@ -1,0 +1,205 @@
+"""Small HELM output trees written here in HELM's JSON schema (``benchmark_output/runs/<suite>/<run>/``).
+
+Every item is made up (no benchmark rows). Each run's ``stats.json`` holds the numbers HELM's metrics
+give on these completions, worked out by hand below, so the importer's recomputation is checked
+against values that do not come from helmflow.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def stat(name: str, values: list[float], split: str = "test", **name_fields: Any) -> dict:
+    """A HELM ``Stat`` over ``values``."""
+    n = len(values)
+    mean = sum(values) / n
+    variance = sum(v * v for v in values) / n - mean * mean
+    return {"name": {"name": name, "split": split, **name_fields}, "count": n, "sum": sum(values),
+            "sum_squared": sum(v * v for v in values), "min": min(values), "max": max(values), "mean": mean,
+            "variance": variance, "stddev": max(variance, 0.0) ** 0.5}
+
+
+def instance(iid: str, text: str, refs: list[tuple[str, list[str]]], extra: dict | None = None) -> dict:
+    return {"input": {"text": text}, "references": [{"output": {"text": t}, "tags": tags} for t, tags in refs],
+            "split": "test", "id": iid, **({"extra_data": extra} if extra else {})}
+
+
+def request_state(inst: dict, prompt: str, output: str, model: str, mapping: dict | None = None) -> dict:
+    return {
+        "instance": inst,
+        "train_trial_index": 0,
+        **({"output_mapping": mapping} if mapping else {}),
+        "request": {"model_deployment": model, "model": model, "embedding": False, "prompt": prompt,
+                    "temperature": 0.0, "num_completions": 1, "top_k_per_token": 1, "max_tokens": 100,
+                    "stop_sequences": [], "echo_prompt": False, "top_p": 1, "presence_penalty": 0, "frequency_penalty": 0},
+        "result": {"success": True, "embedding": [], "cached": True, "request_time": 0.25, "request_datetime": 1764547200,
+                   "completions": [{"text": output, "logprob": 0.0,
+                                    "tokens": [{"text": w, "logprob": 0.0} for w in output.split()],
+                                    "finish_reason": {"reason": "stop"}}]},
+        "num_train_instances": 0,
+        "prompt_truncated": False,
+        "num_conditioning_tokens": 0,
+    }
+
+
+def adapter_spec(method: str, model: str, max_tokens: int = 100) -> dict:
+    return {"method": method, "global_prefix": "", "global_suffix": "", "instructions": "", "input_prefix": "",
+            "input_suffix": "\n", "reference_prefix": "A. ", "reference_suffix": "\n", "output_prefix": "Answer: ",
+            "output_suffix": "\n", "instance_prefix": "\n", "substitutions": [], "max_train_instances": 0,
+            "max_eval_instances": 1000, "num_outputs": 1, "num_train_trials": 1, "num_trials": 1, "sample_train": True,
+            "model_deployment": model, "model": model, "temperature": 0.0, "max_tokens": max_tokens,
+            "stop_sequences": [], "multi_label": False}
+
+
+def write_run(suite: Path, name: str, method: str, model: str, rows: list[tuple[dict, str, dict | None]],
+              stats: list[dict], per_instance: dict[str, list[dict]] | None = None, metric_specs: list[dict] | None = None,
+              with_instances: bool = True) -> Path:
+    """One run folder: ``rows`` are (instance, model output, output mapping)."""
+    folder = suite / name.replace("/", "_")
+    folder.mkdir(parents=True)
+    spec = adapter_spec(method, model)
+    run_spec = {"name": name, "scenario_spec": {"class_name": f"helm.benchmark.scenarios.toy.{name.split(':')[0]}", "args": {}},
+                "adapter_spec": spec, "metric_specs": metric_specs or [{"class_name": "helm.benchmark.metrics.basic_metrics.BasicGenerationMetric",
+                                                                          "args": {"names": ["exact_match"]}}],
+                "data_augmenter_spec": {"perturbation_specs": [], "should_augment_train_instances": False,
+                                        "should_include_original_train": False, "should_skip_unchanged_train": False,
+                                        "should_augment_eval_instances": False, "should_include_original_eval": False,
+                                        "should_skip_unchanged_eval": False, "seeds_per_instance": 1},
+                "groups": [name.split(":")[0]]}
+    states = [request_state(inst, f"{inst['input']['text']}\nAnswer:", out, model, mapping) for inst, out, mapping in rows]
+    (folder / "run_spec.json").write_text(json.dumps(run_spec, indent=2))
+    (folder / "scenario_state.json").write_text(json.dumps({"adapter_spec": spec, "request_states": states}, indent=2))
+    (folder / "stats.json").write_text(json.dumps(stats, indent=2))
+    per = [{"instance_id": iid, "train_trial_index": 0, "stats": s} for iid, s in (per_instance or {}).items()]
+    (folder / "per_instance_stats.json").write_text(json.dumps(per, indent=2))
+    if with_instances:
+        (folder / "instances.json").write_text(json.dumps([inst for inst, _, _ in rows], indent=2))
+    return folder
+
+
+GPT, CLAUDE = "openai/gpt-toy", "anthropic/claude-toy"
+LETTERS = "ABCDEFGHIJ"
+
+
+def _per_instance(values: dict[str, dict[str, float]]) -> dict[str, list[dict]]:
+    return {iid: [stat(n, [v]) for n, v in by_name.items()] for iid, by_name in values.items()}
+
+
+def mcqa_run(suite: Path, model: str = GPT, exact_match_mean: float | None = None) -> Path:
+    """Multiple choice (joint): the letter maps to a reference. Right, right (" B" strips), wrong."""
+    items = [
+        instance("id1", "Which colour is a ripe toy banana?", [("Yellow", ["correct"]), ("Green", []), ("Purple", [])]),
+        instance("id2", "How many wheels has a toy tricycle?", [("Two", []), ("Three", ["correct"])]),
+        instance("id3", "Opposite of toy-hot?", [("toy-cold", ["correct"]), ("toy-warm", [])]),
+    ]
+    outputs = ["A", " B", "B"]
+    rows = [(inst, out, {LETTERS[i]: r["output"]["text"] for i, r in enumerate(inst["references"])})
+            for inst, out in zip(items, outputs)]
+    values = {"id1": 1.0, "id2": 1.0, "id3": 0.0}
+    per = _per_instance({iid: {"exact_match": v, "quasi_exact_match": v, "num_prompt_tokens": 12.0} for iid, v in values.items()})
+    em = [*values.values()]
+    stats = [stat("num_prompt_tokens", [12.0] * 3), stat("exact_match", em), stat("quasi_exact_match", em),
+             stat("exact_match", [1.0], perturbation={"name": "typos", "robustness": True, "fairness": False,
+                                                      "computed_on": "perturbed"}),
+             stat("inference_runtime", [0.25] * 3)]
+    if exact_match_mean is not None:
+        stats[1]["mean"] = exact_match_mean
+    return write_run(suite, f"toy_mcqa:method=multiple_choice_joint,model={model}", "multiple_choice_joint", model, rows,
+                     stats, per)
+
+
+def qa_run(suite: Path, model: str = GPT) -> Path:
+    """Short answers: exact match 0 0, quasi-exact 1 0, token-set F1 1 and 0.5 (``ocean`` in common)."""
+    rows = [
+        (instance("q1", "Capital of Toyland?", [("Toyville", ["correct"])]), " Toyville.", None),
+        (instance("q2", "Largest toy ocean?", [("the Plastic Ocean", ["correct"])]), "Rubber Ocean", None),
+    ]
+    per = _per_instance({"q1": {"exact_match": 0.0, "quasi_exact_match": 1.0, "f1_score": 1.0},
+                         "q2": {"exact_match": 0.0, "quasi_exact_match": 0.0, "f1_score": 0.5}})
+    stats = [stat("exact_match", [0.0, 0.0]), stat("quasi_exact_match", [1.0, 0.0]), stat("f1_score", [1.0, 0.5])]
+    return write_run(suite, f"toy_qa:model={model}", "generation", model, rows, stats, per, with_instances=False)
+
+
+def cot_run(suite: Path, model: str = GPT) -> Path:
+    """Chain of thought: the first reasoning ends on the correct letter (C), the second names B."""
+    refs = [("red", []), ("blue", []), ("green", ["correct"]), ("grey", [])]
+    rows = [
+        (instance("c1", "Which toy block is green?", refs), "Let me think. The block is green, so the answer is (C).", None),
+        (instance("c2", "Which toy block is green?", refs), "Hmm. I believe the correct answer is B", None),
+    ]
+    per = _per_instance({"c1": {"chain_of_thought_correctness": 1.0}, "c2": {"chain_of_thought_correctness": 0.0}})
+    stats = [stat("chain_of_thought_correctness", [1.0, 0.0])]
+    return write_run(suite, f"toy_cot:subset=main,model={model}", "multiple_choice_joint_chain_of_thought", model, rows,
+                     stats, per)
+
+
+def instruction_run(suite: Path, model: str = CLAUDE) -> Path:
+    """Verifiable instructions (HELM keeps them in extra_data as instruction_ids / instruction_kwargs):
+    both followed (1), neither (0), only the comma rule (0.5)."""
+    extra = {"instruction_ids": ["punctuation:no_comma", "change_case:english_lowercase"],
+             "instruction_kwargs": [{"num_words": None}, {}]}
+    rows = [
+        (instance("f1", "Describe a toy train in lowercase without commas.", [], extra),
+         "the little toy train rolls along the wooden track and then it stops at the tiny station", None),
+        (instance("f2", "Describe a toy boat in lowercase without commas.", [], extra),
+         "The Toy Boat floats, bobs, and Spins Around In The Bath Tub All Evening Long.", None),
+        (instance("f3", "Describe a toy kite in lowercase without commas.", [], extra),
+         "The Toy Kite Flies High Above The Green Park On A Windy Afternoon In Spring", None),
+    ]
+    per = _per_instance({"f1": {"ifeval_strict_accuracy": 1.0}, "f2": {"ifeval_strict_accuracy": 0.0},
+                         "f3": {"ifeval_strict_accuracy": 0.5}})
+    stats = [stat("ifeval_strict_accuracy", [1.0, 0.0, 0.5])]
+    return write_run(suite, f"ifeval:model={model}", "generation", model, rows, stats, per)
+
+
+def bbq_run(suite: Path, model: str = CLAUDE) -> Path:
+    """Bias QA: HELM's reference tags end with the correct, target, non-target and unknown letters.
+
+    i1 ambiguous/negative, answers the target (wrong): ambiguous non-unknown 1, target-and-negative 1.
+    i2 ambiguous/non-negative, answers unknown (right). i3 disambiguated/negative, answers the target
+    (right): disambiguated non-unknown 1, target-and-negative 1. i4 disambiguated/non-negative, answers
+    the target (wrong): disambiguated non-unknown 1. Accuracy 2/4; ambiguous bias (2*1/1 - 1) * (1 - 0.5)
+    = 0.5; disambiguated bias 2*1/2 - 1 = 0.
+    """
+    def item(iid: str, negative: bool, ambiguous: bool, letters: str, correct: int) -> dict:
+        shared = ["negative" if negative else "non-negative", "ambiguous" if ambiguous else "non-ambiguous", *letters]
+        answers = ["the toy robot", "the toy bear", "cannot be determined"]
+        return instance(iid, f"A toy robot and a toy bear met. Question {iid}?",
+                        [(a, (["correct"] if i == correct else []) + shared) for i, a in enumerate(answers)])
+    # letters: correct, target, non-target, unknown
+    items = [item("b1", True, True, "CABC", 2), item("b2", False, True, "ABCA", 0),
+             item("b3", True, False, "BBAC", 1), item("b4", False, False, "ACAB", 0)]
+    outputs = ["A", "A", "B", "C"]
+    rows = [(inst, out, {LETTERS[i]: r["output"]["text"] for i, r in enumerate(inst["references"])})
+            for inst, out in zip(items, outputs)]
+    em = [0.0, 1.0, 1.0, 0.0]
+    per = _per_instance({i["id"]: {"exact_match": v} for i, v in zip(items, em)})
+    stats = [stat("exact_match", em), stat("bbq_accuracy", em), stat("bbq_metric_ambiguous_bias", [0.5]),
+             stat("bbq_metric_unambiguous_bias", [0.0])]
+    return write_run(suite, f"bbq:subject=all,method=multiple_choice_joint,model={model}", "multiple_choice_joint", model,
+                     rows, stats, per)
+
+
+def good_suite(root: Path) -> Path:
+    """Five whole runs over two models."""
+    suite = root / "benchmark_output" / "runs" / "toy-suite"
+    for make in (mcqa_run, qa_run, cot_run, instruction_run, bbq_run):
+        make(suite)
+    mcqa_run(suite, CLAUDE)
+    return suite
+
+
+def broken_runs(suite: Path) -> dict[str, str]:
+    """Three run folders that are not whole, and the reason the importer gives for each."""
+    partial = qa_run(suite, "openai/gpt-partial")
+    (partial / "stats.json").unlink()
+    truncated = cot_run(suite, "openai/gpt-truncated")
+    data = (truncated / "scenario_state.json").read_bytes()
+    (truncated / "scenario_state.json").write_bytes(data[: len(data) // 2])
+    unknown = qa_run(suite, "openai/gpt-unknown")
+    (unknown / "stats.json").write_text(json.dumps([stat("toy_rouge_z", [0.5, 0.5]), stat("toy_bleu_9", [0.1, 0.2])]))
+    return {partial.name: "no stats.json", truncated.name: "scenario_state.json is not valid JSON",
+            unknown.name: "no metric helmflow knows"}
