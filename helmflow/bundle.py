@@ -1,8 +1,8 @@
 """Download raw results: ``helmflow export`` writes a release as a self-contained bundle, ``helmflow import`` reads one.
 
 A bundle is a storage root of its own: the release's files (leaderboard.parquet, runs.parquet,
-release.json), every run behind it (its Parquet files and run.json) and the instances those runs
-read, all under the same keys as in the store they came from (``helmflow.layout``), plus the JSON
+release.json), every run behind it (its Parquet files and run.json), the instances those runs
+read and the images they show, all under the same keys as in the store they came from (``helmflow.layout``), plus the JSON
 Schemas of run.json and release.json and ``bundle.json`` (written last: no bundle.json, no bundle)
 with the sha256 of every file. Files are copied as bytes, never re-encoded, so importing a bundle
 into another storage root reproduces the same leaderboard, byte for byte in the Parquet.
@@ -25,6 +25,7 @@ from helmflow import layout, releases
 from helmflow.errors import HelmflowError
 from helmflow.integrity import CorruptFile, sha256_hex, verify_files
 from helmflow.manifests import ReleaseManifest, RunManifest, schema_text
+from helmflow.media import media_names, parse_media_key
 from helmflow.storage import Store, safe_key
 
 FORMAT = "helmflow-bundle"
@@ -81,11 +82,21 @@ def release_runs(store: Store, info: ReleaseManifest) -> list[RunManifest]:
 
 
 def _run_keys(store: Store, manifest: RunManifest) -> list[str]:
-    """A run's files (run.json last) and the instances its pages read."""
+    """A run's files (run.json last), the instances its pages read and the images both show."""
     keys = [layout.run_file(manifest.run_id, name) for name in sorted(manifest.sha256)]
     keys += [k for k in manifest.files if k not in keys]
     instances = layout.instances(safe_key(manifest.scenario.name), manifest.versions.scenario_version)
-    return ([instances] if store.exists(instances) else []) + keys + [layout.run_json(manifest.run_id)]
+    names: set[str] = set()
+    if store.exists(instances):
+        for row in store.read_parquet(instances, columns=["input_parts", "references"]).to_pylist():
+            names.update(media_names(row["input_parts"]))
+            names.update(media_names([r["image"] for r in row["references"] or [] if r.get("image")]))
+    requests = layout.run_file(manifest.run_id, "requests.parquet")
+    if store.exists(requests):  # images resized for a deployment are stored images of their own
+        for row in store.read_parquet(requests, columns=["body_json"]).to_pylist():
+            names.update(media_names(json.loads(row["body_json"]).get("parts")))
+    media = [layout.media_key(*name.rsplit(".", 1)) for name in sorted(names)]
+    return media + ([instances] if store.exists(instances) else []) + keys + [layout.run_json(manifest.run_id)]
 
 
 def export_bundle(store: Store, board: str, release: str | None, dest: Store) -> BundleOutcome:
@@ -184,6 +195,6 @@ def _belongs(key: str, board: str, info: ReleaseManifest) -> bool:
         return True
     if key.startswith(layout.release_dir(board, info.release_id) + "/"):
         return True
-    if any(key.startswith(layout.run_dir(rid) + "/") for rid in info.run_ids):
+    if any(key.startswith(layout.run_dir(rid) + "/") for rid in info.run_ids) or parse_media_key(key):
         return True
     return len(parts) == 3 and parts[2].endswith(".parquet") and key == layout.instances(parts[1], parts[2][: -len(".parquet")])

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 from fsspec.core import url_to_fs
@@ -135,28 +136,38 @@ def run_folders(url: str) -> tuple[Any, list[str]]:
     except (ImportError, ValueError) as exc:
         raise HelmflowError(f"cannot open {url}: {exc}") from None
     base = base.rstrip("/")
-    if fs.isfile(base):
-        raise HelmflowError(f"{url} is a file; give a HELM suite folder (benchmark_output/runs/<suite>) or one run folder")
     if not fs.exists(base):
         raise HelmflowError(f"{url} does not exist")
-    names = {p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(base, detail=False)}
-    if names & set(HELM_FILES):
+    entries = _listing(fs, base)
+    if (not entries and not fs.isdir(base)) or (entries and all(e["name"].rstrip("/") == base and e.get("type") == "file"
+                                                              for e in entries)):
+        raise HelmflowError(f"{url} is not a folder; give a HELM suite folder (benchmark_output/runs/<suite>) or one run folder")
+    if {_basename(e["name"]) for e in entries} & set(HELM_FILES):
         return fs, [base]
     folders = []
-    for entry in sorted(fs.ls(base, detail=True), key=lambda e: e["name"]):
-        if entry.get("type") != "directory":
-            continue
-        inside = {p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(entry["name"], detail=False)}
-        if inside & set(HELM_FILES):
+    for entry in sorted(entries, key=lambda e: e["name"]):
+        if entry.get("type") == "directory" and {_basename(e["name"]) for e in _listing(fs, entry["name"])} & set(HELM_FILES):
             folders.append(entry["name"].rstrip("/"))
     if not folders:
         raise HelmflowError(f"{url} holds no HELM run folder (none has {', '.join(REQUIRED)})")
     return fs, folders
 
 
+def _basename(path: str) -> str:
+    """The last segment of a listed path (HTTP listings give percent-encoded URLs)."""
+    return unquote(path.rstrip("/").rsplit("/", 1)[-1])
+
+
+def _listing(fs: Any, path: str) -> list[dict]:
+    try:
+        return fs.ls(path, detail=True)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
 def read_folder(fs: Any, folder: str) -> dict[str, bytes]:
     """The bytes of the HELM files present in ``folder``; a missing required file is a :class:`BadRun`."""
-    present = {p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(folder, detail=False)}
+    present = {_basename(e["name"]) for e in _listing(fs, folder)}
     missing = [n for n in REQUIRED if n not in present]
     if missing:
         raise BadRun(f"no {' or '.join(missing)}")
@@ -506,10 +517,11 @@ def import_tree(store: Store, url: str, board: str | None = None) -> ImportRepor
     fs, folders = run_folders(url)
     report = ImportReport()
     base = url.rstrip("/")
-    single = len(folders) == 1 and fs.exists(f"{folders[0]}/{RUN_SPEC}") and folders[0] == url_to_fs(url)[1].rstrip("/")
+    single = folders == [url_to_fs(url)[1].rstrip("/")]  # the URL is one run folder
     for folder in folders:
         name = folder.rsplit("/", 1)[-1]
         source = base if single else f"{base}/{name}"
+        name = unquote(name)
         try:
             run = convert(read_folder(fs, folder), source)
         except BadRun as exc:

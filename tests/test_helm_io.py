@@ -244,6 +244,33 @@ def test_runs_made_here_export_as_helm_and_import_back(prefect_server, tmp_path:
 
 
 @pytest.mark.slow
+def test_import_helm_over_http(tmp_path: Path):
+    """A HELM suite served over HTTP (as public raw results are), read through fsspec's HTTP listing."""
+    import subprocess
+    import sys
+
+    from tests.conftest import free_port, stop_process, wait_http
+
+    suite = good_suite(tmp_path)
+    broken_runs(suite)
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "-d", str(suite.parent)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/", timeout=30, proc=server)
+        url = f"http://127.0.0.1:{port}/{suite.name}/"
+        out = run_cli("import-helm", url, "--storage", str(tmp_path / "store"), "--board", "helm-http")
+    finally:
+        stop_process(server)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "6 run(s) imported" in out.stdout and "3 skipped" in out.stdout and "MISMATCH" not in out.stdout
+    assert "skipped   toy_qa:model=openai_gpt-partial: no stats.json" in out.stdout
+    sources = {info["imported"]["source"] for info in _runs(tmp_path / "store").values()}
+    assert all(s.startswith(f"http://127.0.0.1:{port}/{suite.name}/") for s in sources) and len(sources) == 6
+    assert set(_leaderboard(tmp_path / "store", "helm-http")) == {GPT, CLAUDE}
+
+
+@pytest.mark.slow
 def test_import_export_and_round_trip_on_s3(s3_root: str, moto_s3: str, tmp_path: Path):
     import fsspec
 
@@ -272,3 +299,21 @@ def test_import_export_and_round_trip_on_s3(s3_root: str, moto_s3: str, tmp_path
     assert run_cli("export", "helm-toy", "--format", "helm", "--to", helm_out, "--storage", store_a).returncode == 0
     out = run_cli("import-helm", helm_out, "--storage", str(tmp_path / "local"))
     assert out.returncode == 0 and "6 run(s) imported" in out.stdout and "MISMATCH" not in out.stdout
+
+
+@pytest.mark.slow
+def test_a_bundle_carries_the_images_its_runs_show(prefect_server, tmp_path: Path):
+    root, bundle, other = tmp_path / "store", tmp_path / "bundle", tmp_path / "other"
+    env = {"HF_HUB_OFFLINE": "1"}
+    out = run_cli("eval", "vision_shapes:format=image_choice", "--models", "offline/vision", "--max-instances", "4",
+                  "--storage", str(root), env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (board,) = [p.name for p in (root / "leaderboards").iterdir()]
+    assert run_cli("export", board, "--to", str(bundle), "--storage", str(root)).returncode == 0
+    images = sorted(p.name for p in (bundle / "media").iterdir())
+    assert images and set(images) <= {p.name for p in (root / "media").iterdir()}
+    out = run_cli("import", str(bundle), "--storage", str(other))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert all((other / "media" / name).read_bytes() == (root / "media" / name).read_bytes() for name in images)
+    assert _parquet_bytes(other) == {k: v for k, v in _parquet_bytes(root).items() if k in _parquet_bytes(other)}
+    assert any(k.startswith("leaderboards/") for k in _parquet_bytes(other))
