@@ -35,6 +35,7 @@ from pydantic import ValidationError
 
 import helmflow
 from helmflow import layout, releases, versions
+from helmflow.board import board_names
 from helmflow.errors import HelmflowError
 from helmflow.integrity import sha256_hex
 from helmflow.manifests import HelmCheck, ReleaseManifest, RunManifest
@@ -514,6 +515,8 @@ def _finite(x: float | None) -> float | None:
 
 def import_tree(store: Store, url: str, board: str | None = None) -> ImportReport:
     """Import every whole run folder under ``url``; with ``board``, publish them as a release of it."""
+    if board:
+        check_board(store, board)  # before any work
     fs, folders = run_folders(url)
     report = ImportReport()
     base = url.rstrip("/")
@@ -544,6 +547,22 @@ def import_tree(store: Store, url: str, board: str | None = None) -> ImportRepor
 BOARD_VERSION = f"{IMPORTED}-{CLIENT}"
 
 
+def check_board(store: Store, board: str) -> ReleaseManifest | None:
+    """The imported board's current release (None for a new board); a board of runs made here is refused."""
+    name = safe_key(board)
+    refusal = (f"import HELM's runs into a board of their own (--board helm-{name}) so they show beside it, "
+               f"labelled as imported")
+    if name in board_names():
+        raise HelmflowError(f"{board!r} is a helmflow board; {refusal}")
+    current = releases.latest_release_id(store, name)
+    if not current:
+        return None
+    info = ReleaseManifest.model_validate(store.read_json(layout.release_json(name, current)))
+    if not info.imported_from:
+        raise HelmflowError(f"board {board!r} holds runs made by helmflow; {refusal}")
+    return info
+
+
 def publish_imported_board(store: Store, board: str, run_ids: list[str], source: str) -> tuple[str, str]:
     """A release of ``board`` over these runs and those of its current release (imports accumulate).
 
@@ -551,14 +570,10 @@ def publish_imported_board(store: Store, board: str, run_ids: list[str], source:
     of their own, never mixed into one."""
     name = safe_key(board)
     sources = [source]
-    current = releases.latest_release_id(store, name)
+    current = check_board(store, board)
     if current:
-        info = ReleaseManifest.model_validate(store.read_json(layout.release_json(name, current)))
-        if not info.imported_from:
-            raise HelmflowError(f"board {board!r} holds runs made by helmflow; import HELM's runs into a board of their own "
-                                f"(--board helm-{name}) so they show beside it, labelled as imported")
-        run_ids = [*info.run_ids, *run_ids]
-        sources = [*info.imported_from, *(s for s in sources if s not in info.imported_from)]
+        run_ids = [*current.run_ids, *run_ids]
+        sources = [*current.imported_from, *(s for s in sources if s not in current.imported_from)]
     manifests = {}
     for rid in dict.fromkeys(run_ids):
         manifests[rid] = RunManifest.model_validate(store.read_json(layout.run_json(rid)))

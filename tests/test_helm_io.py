@@ -143,6 +143,9 @@ def test_helm_board_is_never_mixed_into_a_board_of_runs_made_here(tmp_path: Path
     release.write_text(json.dumps(info))
     out = run_cli("import-helm", str(suite), "--storage", str(root), "--board", "mine")
     assert out.returncode == 2 and "holds runs made by helmflow" in out.stderr
+    out = run_cli("import-helm", str(suite), "--storage", str(tmp_path / "fresh"), "--board", "demo")
+    assert out.returncode == 2 and "'demo' is a helmflow board" in out.stderr
+    assert not (tmp_path / "fresh" / "runs").exists()  # refused before any work
 
 
 def test_export_bundle_reimports_byte_for_byte_and_refuses_a_damaged_one(tmp_path: Path):
