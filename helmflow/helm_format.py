@@ -40,7 +40,15 @@ from helmflow.errors import HelmflowError
 from helmflow.integrity import sha256_hex
 from helmflow.manifests import HelmCheck, ReleaseManifest, RunManifest
 from helmflow.metrics import METRICS, MissingExtra, helm_stats
-from helmflow.pipeline import RUN_FILES, RUN_ROW_GROUP_ROWS, RUNS_SCHEMA, leaderboard_schema, main_summary
+from helmflow.pipeline import (
+    RUN_FILES,
+    RUN_ROW_GROUP_ROWS,
+    RUNS_SCHEMA,
+    leaderboard_schema,
+    main_summary,
+    references_table,
+    with_run_ids,
+)
 from helmflow.records import (
     COMPLETION_SCHEMA,
     INSTANCE_SCHEMA,
@@ -466,14 +474,18 @@ def publish_imported(store: Store, run: Converted, source: str) -> bool:
     instances_key = layout.instances(safe_key(run.scenario), scenario_version)
     if not store.exists(instances_key):
         store.write_parquet(instances_key, to_table(rows, INSTANCE_SCHEMA), meta)
+    ids = {"run_id": run.run_id, "model": run.deployment, "scenario": run.label}
     tables = {
         "requests.parquet": (to_table([request_to_row(r) for r in run.requests], REQUEST_SCHEMA), RUN_ROW_GROUP_ROWS),
         "completions.parquet": (models_to_table(run.completions, COMPLETION_SCHEMA), RUN_ROW_GROUP_ROWS),
         "stats.parquet": (models_to_table(run.stats, STAT_SCHEMA), None),
         "summary.parquet": (models_to_table(run.summary, SUMMARY_SCHEMA), None),
+        layout.RUN_REFERENCES: (references_table(store, instances_key, {r.instance_id for r in run.requests}), None),
     }
-    encoded = {name: encode_parquet(table, meta, rows_per_group) for name, (table, rows_per_group) in tables.items()}
-    for name in RUN_FILES:
+    encoded = {name: encode_parquet(with_run_ids(table, ids), meta, rows_per_group)
+               for name, (table, rows_per_group) in tables.items()}
+    files = [*RUN_FILES, layout.RUN_REFERENCES]
+    for name in files:
         store.write_bytes(layout.run_file(run.run_id, name), encoded[name])
     main = main_summary(run.summary, run.main_metric)
     helm_spec_hash = versions.stable_hash(run.run_spec.get("adapter_spec") or {})
@@ -500,7 +512,7 @@ def publish_imported(store: Store, run: Converted, source: str) -> bool:
         "dataset": {"revision": IMPORTED, "checksums": {}},
         "lineage": {"helmflow_version": helmflow.__version__, "git_commit": versions.git_commit(),
                     "query_key": IMPORTED, "score_key": IMPORTED, "published_at": datetime.now(UTC).isoformat()},
-        "files": [layout.run_file(run.run_id, n) for n in RUN_FILES],
+        "files": [layout.run_file(run.run_id, n) for n in files],
         "sha256": {n: sha256_hex(b) for n, b in encoded.items()},
         "imported": {"source": source, "run_spec": run.run_spec, "sha256": run.digests, "checks": run.checks,
                      "unchecked": run.unchecked, "skipped_request_states": run.perturbed},
@@ -671,10 +683,14 @@ def helm_run_name(manifest: RunManifest) -> str:
 def helm_files(store: Store, manifest: RunManifest) -> dict[str, bytes]:
     """HELM's five run files for one published run (``run_spec.json`` verbatim for an imported run)."""
     rid = manifest.run_id
-    requests = [request_from_row(r) for r in store.read_parquet(layout.run_file(rid, "requests.parquet")).to_pylist()]
-    completions = [Completion.model_validate(r) for r in store.read_parquet(layout.run_file(rid, "completions.parquet")).to_pylist()]
-    stats = [Stat.model_validate(r) for r in store.read_parquet(layout.run_file(rid, "stats.parquet")).to_pylist()]
-    summary = [MetricSummary.model_validate(r) for r in store.read_parquet(layout.run_file(rid, "summary.parquet")).to_pylist()]
+
+    def rows(name: str, schema: pa.Schema) -> list[dict]:  # the record's columns (run files lead with the run's ids)
+        return store.read_parquet(layout.run_file(rid, name), columns=list(schema.names)).to_pylist()
+
+    requests = [request_from_row(r) for r in rows("requests.parquet", REQUEST_SCHEMA)]
+    completions = [Completion.model_validate(r) for r in rows("completions.parquet", COMPLETION_SCHEMA)]
+    stats = [Stat.model_validate(r) for r in rows("stats.parquet", STAT_SCHEMA)]
+    summary = [MetricSummary.model_validate(r) for r in rows("summary.parquet", SUMMARY_SCHEMA)]
     ids = {r.instance_id for r in requests}
     key = layout.instances(safe_key(manifest.scenario.name), manifest.versions.scenario_version)
     instances = {row["id"]: instance_from_row(row) for row in store.read_parquet(key).to_pylist() if row["id"] in ids}

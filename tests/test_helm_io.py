@@ -73,6 +73,10 @@ def test_import_helm_keeps_helms_numbers_and_reproduces_them(tmp_path: Path):
     assert summary[("exact_match", "test")]["mean"] == pytest.approx(2 / 3) and summary[("exact_match", "test")]["count"] == 3
     completions = pq.read_table(root / "runs" / mcqa["run_id"] / "completions.parquet").to_pylist()
     assert [c["text"] for c in completions] == ["A", " B", "B"]
+    assert {(c["run_id"], c["model"], c["scenario"]) for c in completions} == {(mcqa["run_id"], GPT, MCQA)}
+    references = pq.read_table(root / "runs" / mcqa["run_id"] / "references.parquet").to_pylist()
+    assert [(r["instance_id"], r["correct"]) for r in references if r["correct"]] == [("id1", True), ("id2", True), ("id3", True)]
+    assert len(references) == 7
     # the board: HELM's numbers on our leaderboard, labelled as imported
     board = _leaderboard(root, "helm-toy")
     assert board[GPT][MCQA] == pytest.approx(2 / 3) and board[CLAUDE][BBQ] == 0.5 and board[GPT][BBQ] is None
