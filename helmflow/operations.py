@@ -69,6 +69,7 @@ def cell_lineage(store: Store, board: str, release: str | None = None) -> list[d
                 "judges": [j.name for j in run.judges.deployments],
                 "judge_templates": run.judges.templates,
                 "run_uri": store.url(layout.run_dir(row["run_id"])),
+                "imported_from": run.imported.source if run.imported else None,
             }
         else:
             record["error"] = row.get("error")
@@ -103,9 +104,12 @@ def cmd_lineage(args: argparse.Namespace) -> int:
             if cell["judges"]:  # part of metric_version: who judged, with which template versions
                 templates = ", ".join(f"{name} v{version}" for name, version in cell["judge_templates"].items())
                 run.add(f"judged by {', '.join(cell['judges'])} ({templates})")
-            prefect = run.add(f"Prefect flow run {cell['flow_run_id']}")
-            for key in ("query_task_run_id", "score_task_run_id", "publish_task_run_id"):
-                prefect.add(f"{key.removesuffix('_task_run_id')} task run {cell[key]}")
+            if cell["imported_from"]:  # queried and scored by HELM: no Prefect runs behind it
+                run.add(f"imported from HELM: {cell['imported_from']}")
+            else:
+                prefect = run.add(f"Prefect flow run {cell['flow_run_id']}")
+                for key in ("query_task_run_id", "score_task_run_id", "publish_task_run_id"):
+                    prefect.add(f"{key.removesuffix('_task_run_id')} task run {cell[key]}")
         else:
             run.add(f"[red]not published: {cell.get('error')}")
         if "corrupt" in cell:

@@ -89,6 +89,10 @@ def test_import_helm_keeps_helms_numbers_and_reproduces_them(tmp_path: Path):
     run_page = (next(root.glob("leaderboards/helm-toy/*/report")) / "runs" / bbq["run_id"] / "index.html").read_text()
     assert "Imported from HELM" in run_page and "bbq_metric_ambiguous_bias" in run_page
 
+    lineage = run_cli("lineage", "helm-toy", "--storage", str(root))
+    assert lineage.returncode == 0 and lineage.stdout.count("imported from HELM:") == 6
+    assert "Prefect flow run" not in lineage.stdout
+
     # the same tree again: nothing rewritten, the same release
     before = {p: p.stat().st_mtime_ns for p in root.glob("runs/*/*")}
     again = run_cli("import-helm", str(suite), "--storage", str(root), "--board", "helm-toy")
