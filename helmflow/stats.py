@@ -50,15 +50,18 @@ def ratio_ci(
 
 def pooled_ci(
     columns: dict[str, Sequence[float]], fn: Callable[[dict[str, Any], int], float], level: float = 0.95,
-    seed: int = BOOTSTRAP_SEED, rows: bool = False,
+    seed: int = BOOTSTRAP_SEED, rows: bool = False, bootstrap: bool = True,
 ) -> tuple[float, float, float]:
     """``fn(sums of each column, n)`` over all rows, and a percentile-bootstrap interval that resamples
-    the rows (instances) together (fixed seed). ``rows``: ``fn`` gets the columns themselves (arrays)."""
+    the rows (instances) together (fixed seed). ``rows``: ``fn`` gets the columns themselves (arrays);
+    ``bootstrap`` False: the value alone (NaN bounds)."""
     data = {k: np.asarray(v, dtype=float) for k, v in columns.items()}
     n = len(next(iter(data.values()))) if data else 0
     if n == 0:
         return math.nan, math.nan, math.nan
     value = float(fn(data if rows else {k: float(v.sum()) for k, v in data.items()}, n))
+    if not bootstrap:
+        return value, math.nan, math.nan
     if n == 1:
         return value, value, value
     rng = np.random.default_rng(seed)

@@ -28,6 +28,7 @@ class Pooled:
     order) instead of their sums, for numbers that sort or bin instances (calibration error).
     ``unavailable``: (a stat the metric always emits, why the number is missing when only that stat
     is there), so a board cell says "not available" and why, rather than looking like a failure.
+    ``bootstrap`` False: no interval (NaN bounds), for numbers too costly to refit a thousand times.
     A number that cannot be computed for a run is absent from its summary, never 0."""
 
     name: str
@@ -35,6 +36,7 @@ class Pooled:
     fn: Callable[[dict[str, Any], int], float]
     rows: bool = False
     unavailable: tuple[str, str] | None = None
+    bootstrap: bool = True
 
 
 @dataclass(frozen=True)

@@ -116,3 +116,4 @@ def test_no_logprobs_means_no_calibration_number_and_a_reason_never_a_zero():
 def test_platt_ece_is_zero_when_every_answer_is_right_as_in_helm():
     _, summary = _score([("A", [math.log(0.9)]), ("A", [math.log(0.5)])])
     assert summary["platt_ece_10_bin"].mean == 0.0 and summary["ece_1_bin"].mean == pytest.approx(0.3)
+    assert math.isnan(summary["platt_ece_10_bin"].ci_low)  # no interval: a refit per resample costs too much
