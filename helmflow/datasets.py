@@ -371,8 +371,8 @@ def _pinned_sha256(scen: Scenario, source: DataSource) -> tuple[str | None, str 
     else the Hub's LFS hash at the pinned revision (one metadata call), else the Hub file's own bytes."""
     if source.sha256:
         return source.sha256, "declared sha256"
-    if source.sha256_unknown:
-        return None, FIRST_FETCH
+    if source.sha256_unknown or scen.dataset_revision() == UNPINNED:
+        return None, FIRST_FETCH  # nothing to check against: the mirror records what it read
     if not source.url.startswith("hf://"):
         return None, None
     lfs = _hub_lfs_sha256(scen.name, source.url)
@@ -385,9 +385,10 @@ FIRST_FETCH = "first fetch"  # how a sha256_unknown source's hash is known: reco
 
 
 def pin_line(scen: Scenario, source: DataSource, sha256: str) -> str:
-    """What to write in the scenario module to pin a ``sha256_unknown`` source by the hash just recorded."""
+    """What to write in the scenario module to pin a source by the hash just recorded."""
     module = type(scen).__module__.rpartition(".")[2]
-    return f"scenarios/{module}.py: {source.filename}: sha256=\"{sha256}\" (and drop sha256_unknown)"
+    drop = " (and drop sha256_unknown)" if source.sha256_unknown else ""
+    return f"scenarios/{module}.py: {source.filename}: sha256=\"{sha256}\"{drop}"
 
 
 def mirror_scenario(scen: Scenario, to: str) -> list[tuple[str, str, str]]:
@@ -397,7 +398,8 @@ def mirror_scenario(scen: Scenario, to: str) -> list[tuple[str, str, str]]:
     pinned source (:func:`_pinned_sha256`: needs the Hub unless a sha256 is declared), writes it,
     reads the copy back, loads the scenario from the copies so a schema problem shows here, and
     writes ``helmflow-mirror.json`` (revision, each file's sha256 and what it was verified against),
-    which makes the mirror *verified* for runs. A ``sha256_unknown`` source has nothing to be checked
+    which makes the mirror *verified* for runs. A ``sha256_unknown`` source, or any source of a scenario
+    whose revision could not be pinned (``UNPINNED``: it reads mirrors only), has nothing to be checked
     against: its hash is recorded at this first fetch (``verified_against`` empty, ``recorded_at``
     says so) and :func:`pin_line` tells what to declare. Several entries of one scenario (MMLU's
     subjects) share a folder: their manifest entries are merged. Returns (filename, sha256, copy URL) rows.

@@ -49,6 +49,7 @@ def cmd_mirror(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from helmflow.datasets import MIRROR_ENV, mirror_scenario, pin_line
+    from helmflow.scenarios.base import UNPINNED
     from helmflow.storage import resolve_root
 
     targets = _targets(args.scenario)
@@ -61,7 +62,7 @@ def cmd_mirror(args: argparse.Namespace) -> int:
             continue
         rows = mirror_scenario(scen, root)
         table = Table("file", "sha256", "copy", title=f"{scen.spec_string} @ {scen.dataset_revision()}")
-        unknown = {s.filename: s for s in scen.sources() if s.sha256_unknown}
+        unknown = {s.filename: s for s in scen.sources() if s.sha256_unknown or (s.sha256 is None and scen.dataset_revision() == UNPINNED)}
         for filename, digest, url in rows:
             table.add_row(filename + (" (recorded)" if filename in unknown else ""), digest, url)
             if filename in unknown:

@@ -127,3 +127,21 @@ def test_mirror_lite_fetches_every_source_records_unknown_pins_and_feeds_runs(tm
     obqa = plan_scenario(ScenarioEntry(name="openbookqa"), None)
     assert obqa.checksums == {n: hashlib.sha256((mirror / "openbookqa/OpenBookQA-V1-Sep2018" / n).read_bytes()).hexdigest()
                               for n in ("train.jsonl", "test.jsonl")}
+
+
+def test_mirror_records_the_files_of_a_scenario_that_runs_from_a_mirror_only(tmp_path):
+    """MATH's Parquet conversion has no verifiable revision: `helmflow mirror` copies what the current mirror
+    holds, records its hashes (not verified) and prints the pins, so `helmflow mirror lite` covers it too."""
+    from lite_hub_fixtures import math_files
+
+    source = tmp_path / "handmade"
+    source.mkdir()
+    for name, data in math_files().items():
+        (source / name).write_bytes(data)
+    out = run_cli("mirror", "math:subject=algebra", "--to", str(tmp_path / "mirror"), env={"HELMFLOW_MIRROR_MATH": str(source)})
+    assert out.returncode == 0, out.stdout + out.stderr
+    digest = hashlib.sha256((source / "test.parquet").read_bytes()).hexdigest()
+    text = " ".join(out.stdout.split())
+    assert f'scenarios/competition_math.py: test.parquet: sha256="{digest}"' in text and "drop sha256_unknown" not in text
+    manifest = json.loads(next((tmp_path / "mirror" / "math").glob(f"*/{MIRROR_MANIFEST}")).read_text())
+    assert manifest["files"]["test.parquet"]["sha256"] == digest and manifest["files"]["test.parquet"]["verified_against"] == ""
