@@ -24,6 +24,16 @@ Echo requests (log-likelihood multiple choice: ``echo`` with ``max_tokens`` 0) r
 over the prompt and return its tokens (special tokens the tokenizer adds left out), their offsets in
 the prompt, and each token's logprob given the tokens before it (the first token, with nothing
 before it, gets 0).
+
+Vision-language models: a checkpoint whose config is one of transformers' image-text-to-text
+models (LLaVA, Idefics, Qwen2-VL, Gemma 3, ...) is loaded with ``AutoProcessor`` and
+``AutoModelForImageTextToText``. A request with image parts becomes one user turn of the
+processor's chat template, text and images in the request's order (without a template: the text
+parts joined with the processor's image token in each image's place); the images are the stored
+bytes (checked against their sha256), decoded with Pillow and converted to RGB, as HELM's local VLM
+client does; the processor then resizes and normalises them as the model was trained. Greedy image
+rows are batched like text rows (rows with and without images are not mixed). ``options.images``
+(limits, ``tokens_per_image`` for window fitting) applies as for every client kind.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import hashlib
+import io
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from helmflow.clients import client_kind
 from helmflow.clients.base import Client, ClientResult, PermanentError
+from helmflow.media import ImageOptions, MediaError, MediaStore
 from helmflow.records import Deployment, RequestBody
 from helmflow.storage import Store
 
@@ -62,6 +74,7 @@ class HuggingFaceOptions(BaseModel):
     batch_wait_ms: float = Field(10.0, ge=0)
     seed: int = 0
     trust_remote_code: bool = False
+    images: ImageOptions | None = None  # read by the query step (limits, tokens_per_image); validated here
 
 
 # --------------------------------------------------------------------------- loading (once per process)
@@ -72,6 +85,7 @@ class LocalModel:
     device: str
     max_positions: int | None
     eos_ids: frozenset[int]
+    processor: Any = None  # a vision-language model's processor (tokenizer + image processor); None: text only
 
 
 _MODELS: dict[tuple, LocalModel] = {}
@@ -104,20 +118,30 @@ def load_model(
     with _LOAD_LOCK:
         if key not in _MODELS:
             import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers import (
+                AutoConfig,
+                AutoModelForCausalLM,
+                AutoModelForImageTextToText,
+                AutoProcessor,
+                AutoTokenizer,
+            )
+            from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING
             from transformers.utils import logging as hf_logging
 
             hf_logging.disable_progress_bar()  # no bars in helmflow's own progress output
             where = {"revision": revision} if revision else {}
-            tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code, **where)
+            code = {"trust_remote_code": trust_remote_code}
+            processor = None
+            if type(AutoConfig.from_pretrained(source, **code, **where)) in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING:
+                processor = AutoProcessor.from_pretrained(source, **code, **where)
+                tokenizer, auto_model = processor.tokenizer, AutoModelForImageTextToText
+            else:
+                tokenizer, auto_model = AutoTokenizer.from_pretrained(source, **code, **where), AutoModelForCausalLM
             tokenizer.padding_side = "left"  # generation continues each row from its last real token
             if tokenizer.pad_token_id is None:
                 tokenizer.pad_token = tokenizer.eos_token
-            model = AutoModelForCausalLM.from_pretrained(
-                source,
-                dtype=dtype if dtype == "auto" else getattr(torch, dtype),
-                trust_remote_code=trust_remote_code,
-                **where,
+            model = auto_model.from_pretrained(
+                source, dtype=dtype if dtype == "auto" else getattr(torch, dtype), **code, **where
             )
             resolved = _pick_device(device)
             model.to(resolved).eval()
@@ -125,21 +149,77 @@ def load_model(
             eos_ids = {eos} if isinstance(eos, int) else set(eos or [])
             if tokenizer.eos_token_id is not None:
                 eos_ids.add(tokenizer.eos_token_id)
-            _MODELS[key] = LocalModel(
-                model, tokenizer, resolved, getattr(model.config, "max_position_embeddings", None), frozenset(eos_ids)
-            )
+            positions = getattr(model.config.get_text_config(), "max_position_embeddings", None)
+            _MODELS[key] = LocalModel(model, tokenizer, resolved, positions, frozenset(eos_ids), processor)
         return _MODELS[key]
 
 
 # --------------------------------------------------------------------------- generation (worker thread)
 def prompt_of(lm: LocalModel, body: RequestBody) -> tuple[str, bool]:
-    """The text to encode and whether the tokenizer should add its special tokens (a chat template has them)."""
+    """The text to encode and whether the tokenizer should add its special tokens (a chat template has them).
+
+    A vision-language model's template is its processor's, and its turns hold lists of typed parts
+    (``{"type": "image"}`` where an image goes), which is what those templates iterate over.
+    """
+    templating = lm.processor if lm.processor is not None else lm.tokenizer
+    if body.parts is not None:
+        if lm.processor is None:
+            if any(p.type != "text" for p in body.parts):
+                raise PermanentError("the model is not a vision-language model (its config is not one of "
+                                     "transformers' image-text-to-text models), so it cannot see the request's images")
+            return "".join(p.text or "" for p in body.parts), True
+        content = [{"type": "image"} if p.type == "image" else {"type": "text", "text": p.text} for p in body.parts]
+        if templating.chat_template:
+            turn = [{"role": "user", "content": content}]
+            return templating.apply_chat_template(turn, add_generation_prompt=True, tokenize=False), False
+        token = getattr(lm.processor, "image_token", None)
+        if not token:
+            raise PermanentError("the model's processor has neither a chat template nor an image token: "
+                                 "there is no way to place the images in the prompt")
+        return "".join(token if c["type"] == "image" else c["text"] for c in content), True
     if body.messages is None:
         return body.prompt or "", True
-    messages = [{"role": m.role, "content": m.content} for m in body.messages]
-    if lm.tokenizer.chat_template:
-        return lm.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False), False
-    return "\n".join(m["content"] for m in messages), True
+    messages = [
+        {"role": m.role, "content": m.content if lm.processor is None else [{"type": "text", "text": m.content}]}
+        for m in body.messages
+    ]
+    if templating.chat_template:
+        return templating.apply_chat_template(messages, add_generation_prompt=True, tokenize=False), False
+    return "\n".join(m.content for m in body.messages), True
+
+
+def images_of(media: MediaStore, body: RequestBody) -> list:
+    """The request's images in order: stored bytes (sha256-checked), decoded, in RGB (what processors expect)."""
+    from PIL import Image
+
+    images = []
+    for part in body.parts or []:
+        if part.type == "image":
+            with Image.open(io.BytesIO(media.read(part))) as img:
+                images.append(img.convert("RGB"))
+        elif part.type != "text":
+            raise PermanentError(f"{part.type} parts are not supported")
+    return images
+
+
+@dataclass
+class Row:
+    """One request's model inputs: its text, whether special tokens are added, its images and token ids."""
+
+    text: str
+    specials: bool
+    images: list
+    ids: list[int]
+
+
+def encode(lm: LocalModel, body: RequestBody, media: MediaStore) -> Row:
+    text, specials = prompt_of(lm, body)
+    images = images_of(media, body) if body.parts is not None else []
+    if lm.processor is None:
+        return Row(text, specials, images, lm.tokenizer(text, add_special_tokens=specials)["input_ids"])
+    # the processor expands each image token into the model's image positions: count those
+    one = lm.processor(text=[text], images=[images] if images else None, add_special_tokens=specials)
+    return Row(text, specials, images, list(one["input_ids"][0]))
 
 
 def _stop_criteria(lm: LocalModel, prompt_len: int, bodies: list[RequestBody]):
@@ -195,42 +275,52 @@ def _finish(
     )
 
 
-def generate(lm: LocalModel, bodies: list[RequestBody], seed: int | None = None) -> list[ClientResult | Exception]:
+def generate(
+    lm: LocalModel, bodies: list[RequestBody], seed: int | None = None, media: MediaStore | None = None
+) -> list[ClientResult | Exception]:
     """Results for ``bodies`` (all greedy, or one sampled body under ``seed``), in order.
 
     Rows share one ``model.generate`` call while the longest prompt plus the largest ``max_tokens``
-    fits the model's positions (every row is padded to the longest and runs the most steps).
+    fits the model's positions (every row is padded to the longest and runs the most steps), and
+    while they all have images or all have none. ``media`` holds the images of image parts.
     """
     out: list[ClientResult | Exception | None] = [None] * len(bodies)
-    group: list[tuple[int, list[int]]] = []
-
-    def flush() -> None:
-        done = _generate_rows(lm, [bodies[i] for i, _ in group], [ids for _, ids in group], seed)
-        for (i, _), result in zip(group, done):
-            out[i] = result
-        group.clear()
-
+    kinds: dict[tuple[bool, bool], list[tuple[int, Row]]] = {}  # rows with images / without, apart
+    limit = lm.max_positions
     for i, body in enumerate(bodies):
         if body.echo:
             out[i] = score_prompt(lm, body)
             continue
-        text, specials = prompt_of(lm, body)
-        ids = lm.tokenizer(text, add_special_tokens=specials)["input_ids"]
-        limit = lm.max_positions
-        if limit and len(ids) + body.max_tokens > limit:
+        try:
+            row = encode(lm, body, media or MediaStore(None))
+        except (PermanentError, MediaError, FileNotFoundError) as exc:
+            out[i] = exc if isinstance(exc, PermanentError) else PermanentError(str(exc))
+            continue
+        if limit and len(row.ids) + body.max_tokens > limit:
             out[i] = PermanentError(
-                f"prompt of {len(ids)} tokens + max_tokens {body.max_tokens} exceeds the model's "
+                f"prompt of {len(row.ids)} tokens + max_tokens {body.max_tokens} exceeds the model's "
                 f"{limit} positions: set the deployment's context_window to at most {limit} "
                 f"and its tokenizer to the model's own (hf:<model folder>)"
+                + (" (each image takes image positions: declare them in options.images.tokens_per_image)"
+                   if row.images else "")
             )
             continue
-        longest = max([len(ids)] + [len(r) for _, r in group])
-        steps = max([body.max_tokens] + [bodies[j].max_tokens for j, _ in group])
-        if group and limit and longest + steps > limit:
-            flush()
-        group.append((i, ids))
-    if group:
-        flush()
+        kinds.setdefault((bool(row.images), row.specials), []).append((i, row))
+
+    for rows in kinds.values():
+        group: list[tuple[int, Row]] = []
+        for i, row in rows + [(-1, None)]:  # a sentinel flushes the last group
+            if group and (
+                row is None
+                or (limit and max([len(row.ids)] + [len(r.ids) for _, r in group])
+                    + max([bodies[i].max_tokens] + [bodies[j].max_tokens for j, _ in group]) > limit)
+            ):
+                done = _generate_rows(lm, [bodies[j] for j, _ in group], [r for _, r in group], seed)
+                for (j, _), result in zip(group, done):
+                    out[j] = result
+                group = []
+            if row is not None:
+                group.append((i, row))
     return out  # type: ignore[return-value]
 
 
@@ -240,6 +330,8 @@ def score_prompt(lm: LocalModel, body: RequestBody) -> ClientResult | Exception:
 
     if body.max_tokens:
         return PermanentError("echo requests generate nothing: max_tokens must be 0")
+    if any(p.type != "text" for p in body.parts or []):  # scoring the text alone would ignore the images
+        return PermanentError("echo requests (log-likelihood scoring) with images are not supported")
     text, specials = prompt_of(lm, body)
     enc = lm.tokenizer(text, add_special_tokens=specials, return_offsets_mapping=True)
     ids, spans = enc["input_ids"], enc["offset_mapping"]
@@ -255,13 +347,16 @@ def score_prompt(lm: LocalModel, body: RequestBody) -> ClientResult | Exception:
                         logprobs=[logprobs[i] for i in keep], text_offsets=[spans[i][0] for i in keep])
 
 
-def _generate_rows(
-    lm: LocalModel, bodies: list[RequestBody], rows: list[list[int]], seed: int | None
-) -> list[ClientResult]:
+def _generate_rows(lm: LocalModel, bodies: list[RequestBody], rows: list[Row], seed: int | None) -> list[ClientResult]:
     import torch
 
     tok = lm.tokenizer
-    enc = tok.pad({"input_ids": rows}, padding=True, return_tensors="pt").to(lm.device)
+    if rows[0].images:  # the processor pads the texts and turns the images into the model's pixel inputs
+        enc = lm.processor(text=[r.text for r in rows], images=[r.images for r in rows], padding=True,
+                           return_tensors="pt", add_special_tokens=rows[0].specials)
+        enc = enc.to(lm.device, dtype=lm.model.dtype)  # pixels in the weights' dtype (ids stay integers)
+    else:
+        enc = tok.pad({"input_ids": [r.ids for r in rows]}, padding=True, return_tensors="pt").to(lm.device)
     prompt_len = enc["input_ids"].shape[1]
     temperature = bodies[0].temperature
     config = copy.deepcopy(lm.model.generation_config)
@@ -354,11 +449,6 @@ class HuggingFaceClient(Client):
         self.local_model()
 
     async def complete(self, body: RequestBody) -> ClientResult:
-        if body.parts is not None:  # never generate from the text alone: the model would not see the images
-            raise PermanentError(
-                f"deployment {self.deployment.name!r}: image inputs are not supported by the huggingface client yet; "
-                f"serve the model with vLLM and use an openai-compatible deployment"
-            )
         seed = None
         if body.temperature > 0:
             key = body.model_dump_json()
@@ -394,7 +484,9 @@ class HuggingFaceClient(Client):
                 if not batch:
                     continue
                 self.batch_sizes.append(len(batch))
-                results = await loop.run_in_executor(_WORKER, generate, lm, [p.body for p in batch], batch[0].seed)
+                results = await loop.run_in_executor(
+                    _WORKER, generate, lm, [p.body for p in batch], batch[0].seed, MediaStore(self.store)
+                )
                 for p, result in zip(batch, results):
                     if p.future.done():
                         continue

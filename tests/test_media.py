@@ -223,15 +223,3 @@ def test_image_options_are_part_of_model_version_only_when_set():
     assert model_version(plain) == model_version(plain.model_copy(update={"options": {"top_logprobs": 2}}))
     jpeg = plain.model_copy(update={"options": {"images": {"reencode": "jpeg"}}})
     assert model_version(jpeg) != model_version(plain)
-
-
-def test_huggingface_refuses_image_requests_instead_of_dropping_the_images():
-    import asyncio
-
-    from helmflow.clients import make_client
-    from helmflow.clients.base import PermanentError
-
-    client = make_client(Deployment(name="hf/x", client="huggingface", model="nonexistent/never-loaded"))
-    body = RequestBody(model="m", max_tokens=1, temperature=0, parts=[ContentPart(type="text", text="Q"), image(1)])
-    with pytest.raises(PermanentError, match="image inputs are not supported by the huggingface client"):
-        asyncio.run(client.complete(body))

@@ -1,4 +1,5 @@
-"""A tiny randomly initialised GPT-2 and its BPE, built from a config (no download): tests and benchmarks."""
+"""Tiny randomly initialised models built from a config (no download) for tests and benchmarks: a GPT-2
+and its BPE, and a LLaVA-style vision-language model with its processor."""
 
 from __future__ import annotations
 
@@ -32,4 +33,59 @@ def build_tiny_model(folder: Path, seed: int = 0, eos_token: str = "<|endoftext|
         bos_token_id=eos, eos_token_id=eos,
     )
     GPT2LMHeadModel(config).save_pretrained(folder)
+    return folder
+
+
+#: a LLaVA-style template: one line per turn, images where their parts are
+VLM_TEMPLATE = (
+    "{% for m in messages %}{{ m['role'] | upper }}: {% if m['content'] is string %}{{ m['content'] }}"
+    "{% else %}{% for c in m['content'] %}{% if c['type'] == 'image' %}<image>{% else %}{{ c['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}{{ '\\n' }}{% endfor %}{% if add_generation_prompt %}ASSISTANT:{% endif %}"
+)
+IMAGE_SIDE, PATCH = 16, 8  # the processor resizes every image to 16x16: 4 patches, 4 image positions
+
+
+def build_tiny_vlm(folder: Path, seed: int = 0, chat_template: bool = True) -> Path:
+    """A LLaVA (2-layer CLIP vision tower, 2-layer Llama) and its processor, saved as a checkpoint folder."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import (
+        CLIPImageProcessorPil,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+        PreTrainedTokenizerFast,
+    )
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=320, special_tokens=["<|endoftext|>", "<image>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
+    )
+    tok.train_from_iterator(CORPUS + ["How many shapes are there? 3", "USER: ASSISTANT: A B C D"] * 20, trainer)
+    folder.mkdir(parents=True, exist_ok=True)
+    tok.save(str(folder / "tokenizer.json"))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), eos_token="<|endoftext|>",
+                                        extra_special_tokens={"image_token": "<image>"})
+    LlavaProcessor(
+        image_processor=CLIPImageProcessorPil(size={"shortest_edge": IMAGE_SIDE},
+                                              crop_size={"height": IMAGE_SIDE, "width": IMAGE_SIDE}),
+        tokenizer=tokenizer, patch_size=PATCH, vision_feature_select_strategy="default",
+        num_additional_image_tokens=1, chat_template=VLM_TEMPLATE if chat_template else None,
+    ).save_pretrained(folder)
+    eos = tok.token_to_id("<|endoftext|>")
+    torch.manual_seed(seed)
+    config = LlavaConfig(
+        vision_config=CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                       image_size=IMAGE_SIDE, patch_size=PATCH, projection_dim=16),
+        text_config=LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                                num_key_value_heads=2, vocab_size=tok.get_vocab_size(), max_position_embeddings=POSITIONS,
+                                bos_token_id=eos, eos_token_id=eos, pad_token_id=eos),
+        image_token_index=tok.token_to_id("<image>"), image_seq_length=(IMAGE_SIDE // PATCH) ** 2,
+    )
+    LlavaForConditionalGeneration(config).save_pretrained(folder)
     return folder
