@@ -4,7 +4,9 @@ The copy lands at ``<URL>/<scenario>/<revision>/<filename>``, the layout ``$HELM
 so ``export HELMFLOW_MIRROR=<URL>`` makes every later run read the mirror instead of the source.
 A board name mirrors every scenario entry of the board (``helmflow mirror lite --to DIR``).
 Sources whose hash upstream never published (``sha256_unknown``) are recorded at this first fetch;
-the command prints the pin to declare for each.
+the command prints the pin to declare for each. A pinned revision that was never checked against
+its source (``Scenario.pin_unverified``, or ``unpinned``) is said once, with how to verify or pin it.
+For a board, a scenario that fails does not stop the others (exit 1 if any failed).
 """
 
 from __future__ import annotations
@@ -44,23 +46,60 @@ def _targets(spec: str):
     return out
 
 
+def pin_note(scen) -> str | None:
+    """One paragraph on a revision not known to be the right one, and how to check it; None if it is."""
+    from helmflow.datasets import MIRROR_MANIFEST
+    from helmflow.scenarios.base import UNPINNED
+
+    revision = scen.dataset_revision()
+    repo = scen.HUB_REPO or scen.GIT_REPO or "its source"
+    if revision == UNPINNED:
+        return (f"PIN UNVERIFIED: {scen.name}: no revision of {repo} could be verified, so none is pinned and it runs "
+                f"from a mirror only (copying a mirror records its files' sha256: the pins to declare are printed "
+                f"below). To pin a revision instead: pick a commit of {repo}, download its files at that commit into "
+                f"<mirror>/{scen.name}/{UNPINNED}/ (e.g. `huggingface-cli download {repo} --repo-type dataset "
+                f"--revision <commit> --local-dir ...`), then set HUB_REVISION = \"<commit>\" in the scenario module "
+                f"and run `helmflow mirror` again, which checks every file against the Hub at that commit.")
+    if not scen.pin_unverified:
+        return None
+    return (f"PIN UNVERIFIED: {scen.name} @ {revision}: {scen.pin_unverified}. To verify: `helmflow mirror` reads "
+            f"every file at that revision from the Hub (so the revision exists and holds these files) and records "
+            f"each file's sha256 in <mirror>/{scen.name}/{revision}/{MIRROR_MANIFEST}; check in {repo}'s commit "
+            f"history that {revision[:12]} is the commit you mean. Runs through that mirror are checked against "
+            f"those hashes, and every storage records each file's sha256 at its first download and refuses a "
+            f"different file for the same revision later.")
+
+
 def cmd_mirror(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from helmflow.datasets import MIRROR_ENV, mirror_scenario, pin_line
+    from helmflow.errors import HelmflowError
     from helmflow.scenarios.base import UNPINNED
     from helmflow.storage import resolve_root
 
     targets = _targets(args.scenario)
     root = resolve_root(args.to)
     console = Console()
-    total, to_pin = 0, []
+    total, to_pin, failed, noted = 0, [], [], set()
     for scen in targets:
         if not scen.sources():
             print(f"scenario {scen.name!r} is generated locally: it has no files to mirror")
             continue
-        rows = mirror_scenario(scen, root)
+        note = pin_note(scen)
+        if note and (scen.name, scen.dataset_revision()) not in noted:
+            noted.add((scen.name, scen.dataset_revision()))
+            console.print(f"[bold yellow]{escape(note)}[/]", soft_wrap=True)
+        try:
+            rows = mirror_scenario(scen, root)
+        except HelmflowError as exc:
+            if len(targets) == 1:
+                raise
+            console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
+            failed.append(scen.name)
+            continue
         table = Table("file", "sha256", "copy", title=f"{scen.spec_string} @ {scen.dataset_revision()}")
         unknown = {s.filename: s for s in scen.sources() if s.sha256_unknown or (s.sha256 is None and scen.dataset_revision() == UNPINNED)}
         for filename, digest, url in rows:
@@ -77,4 +116,9 @@ def cmd_mirror(args: argparse.Namespace) -> int:
                       soft_wrap=True)
         for line in dict.fromkeys(to_pin):
             console.print(f"  {line}", soft_wrap=True, markup=False)
+    if failed:
+        counts = {name: failed.count(name) for name in dict.fromkeys(failed)}
+        listed = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in counts.items())
+        console.print(f"[red]not mirrored ({len(failed)} of {len(targets)}): {escape(listed)}[/]", soft_wrap=True)
+        return 1
     return 0

@@ -99,6 +99,10 @@ class Scenario:
     # ``default_adapter`` reads through :meth:`text`; each is a prompt key ``<scenario>.<name>``
     # (see helmflow.prompts), as are the adapter texts its adapter method reads.
     prompt_texts: ClassVar[dict[str, PromptText]] = {}
+    # Why the pinned revision itself is not known to be the right one (e.g. read off a stored web page,
+    # never checked against the source), one sentence; empty when it was checked. ``helmflow mirror``
+    # and ``helmflow show`` print it with how to verify. (An ``unpinned`` revision says so by itself.)
+    pin_unverified: ClassVar[str] = ""
 
     def __init__(self, **params: Any):
         try:

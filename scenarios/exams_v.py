@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from helmflow.records import AdapterSpec, Input, Instance, Reference
 from helmflow.scenarios import DataSource, scenario
 from helmflow.scenarios.base import read_parquet_source
-from helmflow.scenarios.vision_language import HubVisionScenario, generation_spec
+from helmflow.scenarios.vision_language import SNAPSHOT_PIN, HubVisionScenario, generation_spec
 
 FILES = [f"data/test-0000{k}-of-00003.parquet" for k in range(3)]
 INSTRUCTIONS = ("The image shows a multiple-choice question with four options. "
@@ -31,7 +31,8 @@ class ExamsVParams(BaseModel):
 class ExamsV(HubVisionScenario):
     VERSION = "1"
     HUB_REPO = "Rocktim/EXAMS-V"
-    HUB_REVISION = "e9488045cbad16c973f031c7a8f7466b5dcc3794"  # [unverified offline]
+    HUB_REVISION = "e9488045cbad16c973f031c7a8f7466b5dcc3794"
+    pin_unverified = SNAPSHOT_PIN
     Params = ExamsVParams
     description = "EXAMS-V: multilingual school exam questions rendered in the image (answer A-D)."
     default_adapter: AdapterSpec = generation_spec(INSTRUCTIONS, max_tokens=20)

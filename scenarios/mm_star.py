@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from helmflow.records import AdapterSpec, ContentPart, Input, Instance, Reference
 from helmflow.scenarios import DataSource, scenario
 from helmflow.scenarios.base import read_parquet_source
-from helmflow.scenarios.vision_language import LETTER_ONLY, HubVisionScenario, generation_spec
+from helmflow.scenarios.vision_language import LETTER_ONLY, SNAPSHOT_PIN, HubVisionScenario, generation_spec
 
 FILE = "mmstar.parquet"
 # HELM's run names -> the dataset's category values
@@ -38,7 +38,8 @@ class MMStarParams(BaseModel):
 class MMStar(HubVisionScenario):
     VERSION = "1"
     HUB_REPO = "Lin-Chen/MMStar"
-    HUB_REVISION = "a9beb0910fc57358ee4a25d2f0dbad93a155fad0"  # the commit adding mmstar.parquet [unverified offline]
+    HUB_REVISION = "a9beb0910fc57358ee4a25d2f0dbad93a155fad0"  # the commit adding mmstar.parquet
+    pin_unverified = SNAPSHOT_PIN
     Params = MMStarParams
     description = "MM-Star: vision-indispensable multiple-choice questions (letter answer), one category."
     default_adapter: AdapterSpec = generation_spec(LETTER_ONLY, max_tokens=1)

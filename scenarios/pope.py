@@ -10,7 +10,7 @@ from __future__ import annotations
 from helmflow.records import AdapterSpec, ContentPart, Input, Instance, Reference
 from helmflow.scenarios import DataSource, scenario
 from helmflow.scenarios.base import ScenarioError, read_parquet_source
-from helmflow.scenarios.vision_language import HubVisionScenario, multiple_choice_spec
+from helmflow.scenarios.vision_language import SNAPSHOT_PIN, HubVisionScenario, multiple_choice_spec
 
 FILES = [f"data/test-0000{k}-of-00003.parquet" for k in range(3)]
 
@@ -19,7 +19,8 @@ FILES = [f"data/test-0000{k}-of-00003.parquet" for k in range(3)]
 class POPE(HubVisionScenario):
     VERSION = "1"
     HUB_REPO = "lmms-lab/POPE"
-    HUB_REVISION = "271684cad5ffaa68ebd8fcf73c4c21bc9a4c0d12"  # first data upload [unverified offline]
+    HUB_REVISION = "271684cad5ffaa68ebd8fcf73c4c21bc9a4c0d12"  # the first data upload
+    pin_unverified = SNAPSHOT_PIN
     description = "POPE: does the object appear in the image? (Yes/No multiple choice)"
     default_adapter: AdapterSpec = multiple_choice_spec()
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 from helmflow.records import AdapterSpec, GenerationParams
 from helmflow.scenarios.base import UNPINNED, Scenario
 
-__all__ = ["UNPINNED", "HubVisionScenario", "generation_spec", "multiple_choice_spec"]
+__all__ = ["SNAPSHOT_PIN", "UNPINNED", "HubVisionScenario", "generation_spec", "multiple_choice_spec"]
+#: Where the reference's candidate revisions come from (reference §A.8): not checked against the Hub.
+SNAPSHOT_PIN = "revision read off stored Hub page snapshots (reference §A.8), never checked against the Hub"
 #: HELM's EMset; the VHELM headline for these scenarios is quasi-prefix exact match.
 EM_SET = ["exact_match", "quasi_exact_match", "prefix_exact_match", "quasi_prefix_exact_match", "efficiency"]
 LETTER_ONLY = "Answer the multiple choice question by just giving the letter of the correct answer."

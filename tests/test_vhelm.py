@@ -145,3 +145,36 @@ def test_helmflow_run_vhelm_end_to_end_against_the_dev_server(mirror, tmp_path, 
     stored = {key.split("/")[1].split(".")[0] for key in store.find("media")}
     assert stored <= distinct and len(stored) >= 15
     assert all(hashlib.sha256(store.read_bytes(k)).hexdigest() == k.split("/")[1].split(".")[0] for k in store.find("media"))
+
+
+@pytest.mark.slow  # a local Hub server
+def test_helmflow_mirror_vhelm_says_which_pins_are_unverified_and_records_sha256(tmp_path, monkeypatch):
+    """``helmflow mirror vhelm``: the snapshot-read revisions are fetched from the (local) Hub and their
+    files' sha256 recorded; every unverified pin is said once with how to verify; unpinned ones fail."""
+    from helmflow.testing.hub_server import HubServer
+    from tests.conftest import run_cli
+
+    monkeypatch.delenv("HELMFLOW_MIRROR", raising=False)
+    source = write_mirror(tmp_path / "fixtures")
+    repos = {"mm_star": "Lin-Chen/MMStar", "pope": "lmms-lab/POPE", "exams_v": "Rocktim/EXAMS-V"}
+    with HubServer(tmp_path / "hub") as hub:
+        for scenario, repo in repos.items():
+            for path in (source / scenario).rglob("*.parquet"):
+                revision, *filename = path.relative_to(source / scenario).parts
+                hub.add_file(repo, revision, "/".join(filename), path.read_bytes())
+        out = run_cli("mirror", "vhelm", "--to", str(tmp_path / "mirror"),
+                      env={"HF_ENDPOINT": hub.url, "COLUMNS": "400", "HELMFLOW_MIRROR": ""})
+    text = " ".join(out.stdout.split())
+    assert out.returncode == 1, out.stdout + out.stderr
+    for scenario, repo in repos.items():
+        revision = next((source / scenario).iterdir()).name
+        assert text.count(f"PIN UNVERIFIED: {scenario} @ {revision}: revision read off stored Hub page snapshots") == 1
+        assert f"check in {repo}'s commit history that {revision[:12]}" in text
+        manifest = json.loads((tmp_path / "mirror" / scenario / revision / "helmflow-mirror.json").read_text())
+        for filename, entry in manifest["files"].items():
+            digest = hashlib.sha256((source / scenario / revision / filename).read_bytes()).hexdigest()
+            assert entry["sha256"] == digest and f"revision {revision}" in entry["verified_against"]
+            assert digest in text
+    for scenario, repo in (("mmmu", "MMMU/MMMU"), ("a_okvqa", "HuggingFaceM4/A-OKVQA")):
+        assert text.count(f"PIN UNVERIFIED: {scenario}: no revision of {repo} could be verified") == 1
+    assert "not mirrored (31 of 41): mmmu x30, a_okvqa" in text  # the others are mirrored

@@ -77,9 +77,11 @@ def data_files(console, plan) -> None:
 
     dt = Table("scenario", "mirror file names", "revision", "data")
     for s in plan.scenarios:
-        for source in get_scenario(s.name, s.params).sources():
+        scen = get_scenario(s.name, s.params)
+        revision = s.dataset_revision + (" (pin unverified: see helmflow mirror)" if scen.pin_unverified else "")
+        for source in scen.sources():
             why = s.unverified.get(source.filename)
-            dt.add_row(s.label, " or ".join(mirror_names(source)), s.dataset_revision,
+            dt.add_row(s.label, " or ".join(mirror_names(source)), revision,
                        f"UNVERIFIED: {why}" if why else "verified")
     if dt.row_count:
         console.print(dt)
