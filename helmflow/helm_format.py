@@ -314,22 +314,28 @@ def convert(raw: dict[str, bytes], source: str) -> Converted:
             where = f"{SCENARIO_STATE} request state {i}"
             if not isinstance(rs, dict) or not isinstance(rs.get("instance"), dict) or not isinstance(rs.get("request"), dict):
                 raise BadRun(f"{where}: not a request state (instance, request, result)")
-            if rs["instance"].get("perturbation"):
-                perturbed += 1
+            if rs["instance"].get("perturbation") or rs.get("request_mode") == "calibration":
+                perturbed += 1  # a perturbed instance, or the answer-only request of HELM's calibrated method
                 continue
             inst = instances.setdefault(str(rs["instance"].get("id")), helm_instance(rs["instance"], where))
             req, res = rs["request"], rs.get("result") or {}
             model = model or str(req.get("model_deployment") or req.get("model") or "")
             n = max(int(req.get("num_completions") or 1), 1)
             messages = req.get("messages")
+            echo = bool(req.get("echo_prompt"))
             body = RequestBody(
                 model=str(req.get("model") or ""),
                 prompt=None if messages else str(req.get("prompt") or ""),
                 messages=[ChatMessage(role=m["role"], content=m["content"]) for m in messages] if messages else None,
-                max_tokens=max(int(req.get("max_tokens") or 1), 1),
+                max_tokens=max(int(req.get("max_tokens") or 0), 0),
                 temperature=float(req.get("temperature") or 0.0),
                 stop=list(req.get("stop_sequences") or []),
+                logprobs=echo,
+                echo=True if echo else None,
             )
+            # HELM's separate multiple choice: one request per option, the option appended to the prompt
+            option = rs.get("reference_index")
+            continuation = inst.references[option].text if isinstance(option, int) and 0 <= option < len(inst.references) else None
             got = res.get("completions") or []
             for k in range(n):
                 sample = int(rs.get("train_trial_index") or 0) * n + k
@@ -338,6 +344,7 @@ def convert(raw: dict[str, bytes], source: str) -> Converted:
                     request_hash=digest, instance_id=inst.id, split=inst.split, sample_index=sample, body=body,
                     num_train_instances=int(rs.get("num_train_instances") or 0),
                     prompt_truncated=bool(rs.get("prompt_truncated")), output_mapping=rs.get("output_mapping") or {},
+                    continuation=continuation,
                 ))
                 completions.append(_completion(digest, inst.id, sample, res, got[k] if k < len(got) else None))
     except ValidationError as exc:
@@ -711,22 +718,27 @@ def helm_files(store: Store, manifest: RunManifest) -> dict[str, bytes]:
                     "adapter_spec": helm_adapter,
                     "metric_specs": [{"class_name": f"helmflow.metrics.{m}", "args": {}} for m in sorted(manifest.metrics)],
                     "groups": [manifest.scenario.name]}
-    grouped: dict[tuple[str, int], list[tuple[Request, Completion]]] = defaultdict(list)
+    # one HELM request state per (instance, trial), and per option for log-likelihood multiple choice
+    grouped: dict[tuple[str, int, str | None], list[tuple[Request, Completion]]] = defaultdict(list)
     for r, c in zip(requests, completions, strict=True):
-        grouped[(r.instance_id, r.sample_index // n)].append((r, c))
+        grouped[(r.instance_id, r.sample_index // n, r.continuation)].append((r, c))
     states = []
-    for (instance_id, trial), pairs in grouped.items():
+    for (instance_id, trial, continuation), pairs in grouped.items():
         first = pairs[0][0]
         body = first.body
         failed = [c for _, c in pairs if not c.ok]
+        options = [ref.text for ref in instances[instance_id].references]
+        separate = {"request_mode": "original", "reference_index": options.index(continuation)} \
+            if continuation is not None and continuation in options else {}
         states.append({
             "instance": _to_helm_instance(instances[instance_id]),
             "train_trial_index": trial,
+            **separate,
             "output_mapping": first.output_mapping or None,
             "request": {"model_deployment": manifest.deployment.name, "model": body.model, "embedding": False,
                         "prompt": body.prompt or "", "messages": [m.model_dump() for m in body.messages] if body.messages else None,
                         "temperature": body.temperature, "num_completions": len(pairs), "max_tokens": body.max_tokens,
-                        "stop_sequences": body.stop, "echo_prompt": False},
+                        "stop_sequences": body.stop, "echo_prompt": bool(body.echo)},
             "result": {"success": not failed, "embedding": [], "cached": True,
                        "request_time": pairs[0][1].latency_s, "error": failed[0].error if failed else None,
                        "completions": [] if failed else [

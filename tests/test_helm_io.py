@@ -328,3 +328,20 @@ def test_a_bundle_carries_the_images_its_runs_show(prefect_server, tmp_path: Pat
     assert all((other / "media" / name).read_bytes() == (root / "media" / name).read_bytes() for name in images)
     assert _parquet_bytes(other) == {k: v for k, v in _parquet_bytes(root).items() if k in _parquet_bytes(other)}
     assert any(k.startswith("leaderboards/") for k in _parquet_bytes(other))
+
+
+@pytest.mark.slow
+def test_log_likelihood_multiple_choice_exports_one_helm_request_state_per_option(prefect_server, tmp_path: Path):
+    root, out_dir, back = tmp_path / "store", tmp_path / "helm-out", tmp_path / "back"
+    out = run_cli("eval", "arithmetic:choices=3", "--models", "offline/solver", "--adapter",
+                  "method=multiple_choice_separate_original,max_train_instances=0", "--max-instances", "4", "--storage", str(root))
+    assert out.returncode == 0, out.stdout + out.stderr
+    (board,) = [p.name for p in (root / "leaderboards").iterdir()]
+    assert run_cli("export", board, "--format", "helm", "--to", str(out_dir), "--storage", str(root)).returncode == 0
+    (folder,) = out_dir.iterdir()
+    states = json.loads((folder / "scenario_state.json").read_text())["request_states"]
+    assert len(states) == 4 * 3 and {s["request_mode"] for s in states} == {"original"}
+    assert sorted({s["reference_index"] for s in states}) == [0, 1, 2] and all(s["request"]["echo_prompt"] for s in states)
+    out = run_cli("import-helm", str(out_dir), "--storage", str(back))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "1/1 of HELM's numbers reproduced" in out.stdout  # exact match from the options' logprobs, not the echoed text
