@@ -1,0 +1,374 @@
+"""Perturbations: registered, versioned, seeded transformations of an instance's input (and, where
+HELM does so, its references), for HELM's robustness and fairness columns.
+
+Each algorithm is a port of HELM 0.5.16's ``benchmark/augmentations`` (Apache-2.0), kept call for
+call so its ``random.Random`` stream matches: the generator is seeded with the instance id (HELM's
+``Perturbation.get_rng``), references are perturbed before the input with that same generator, and
+every ``rng`` call happens where HELM makes it. ``tests/data/perturbation_parity.jsonl`` holds HELM's
+own outputs for our fixture texts (regenerate with ``benchmarks/helm_perturbation_parity.py``).
+
+Word lists and mappings are data files under ``data/`` (sources and licenses in ``data/README.md``);
+each perturbation's version covers its algorithm VERSION, its parameters and the sha256 of every data
+file it reads, so a changed list re-runs exactly the perturbed runs that read it.
+
+A perturbation is a name (HELM's stat name, e.g. ``mild_mix``) bound to parameters; a *set* names
+several (``robustness``, ``fairness``: what HELM Classic's ``canonical`` expander runs).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from random import Random
+from typing import Any, Literal
+
+from helmflow.errors import HelmflowError
+from helmflow.records import ContentPart, Input, Instance
+from helmflow.registry import Registry
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+Kind = Literal["robustness", "fairness"]
+TextFn = Callable[[str, Random], str]
+
+
+class PerturbationError(HelmflowError, ValueError):
+    """An unknown perturbation or set, or one whose data file is not installed."""
+
+
+@functools.cache
+def data_sha256(filename: str) -> str:
+    path = DATA_DIR / filename
+    if not path.is_file():
+        raise PerturbationError(f"perturbation data file {path} is missing (see {DATA_DIR / 'README.md'})")
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@functools.cache
+def _json(filename: str) -> Any:
+    data_sha256(filename)  # a clear error when the file is not there
+    return json.loads((DATA_DIR / filename).read_text(encoding="utf-8"))
+
+
+def match_case(source_word: str, target_word: str) -> str:
+    """HELM's ``helm.common.general.match_case``: the target in the source's case pattern."""
+    if all(letter.islower() for letter in source_word):
+        return target_word.lower()
+    if all(letter.isupper() for letter in source_word):
+        return target_word.upper()
+    if source_word and source_word[0].isupper():
+        return target_word.capitalize()
+    return target_word
+
+
+# --------------------------------------------------------------------------- the registry
+@dataclass(frozen=True)
+class Perturbation:
+    """A named, parameterised perturbation. ``make`` builds the text function from ``params`` (lazily:
+    the misspelling pattern compiles 6,523 alternatives); ``apply`` overrides the whole-instance step
+    (person names keep one substitution map across references and input)."""
+
+    name: str
+    kind: Kind
+    version: str
+    make: Callable[..., TextFn] | None
+    params: dict[str, Any] = field(default_factory=dict)
+    data: tuple[str, ...] = ()
+    perturb_references: bool = False
+    apply_fn: Callable[[Perturbation, Instance], Instance] | None = None
+    description: str = ""
+
+    def version_data(self) -> dict[str, Any]:
+        """What the perturbed run's scenario version hashes: algorithm, parameters, data bytes."""
+        return {"name": self.name, "version": self.version, "params": self.params,
+                "data": {f: data_sha256(f) for f in self.data}}
+
+    def check_data(self) -> None:
+        for f in self.data:
+            data_sha256(f)
+
+    @functools.cached_property
+    def text_fn(self) -> TextFn:
+        assert self.make is not None
+        return self.make(**self.params)
+
+    def apply(self, instance: Instance) -> Instance:
+        """HELM's ``TextPerturbation.apply``: one ``Random(instance.id)``, references first, then the
+        input's text (every text part of a multimodal input, every user message of a chat)."""
+        if self.apply_fn is not None:
+            return self.apply_fn(self, instance)
+        rng = Random(instance.id)
+        fn = self.text_fn
+        references = instance.references
+        if self.perturb_references:
+            references = [r.model_copy(update={"text": fn(r.text, rng)}) for r in references]
+        return instance.model_copy(update={"input": _map_input(instance.input, lambda t: fn(t, rng)),
+                                           "references": references})
+
+
+def _map_input(inp: Input, fn: Callable[[str], str]) -> Input:
+    if inp.text is not None:
+        return Input(text=fn(inp.text))
+    if inp.messages is not None:
+        return Input(messages=[m.model_copy(update={"content": fn(m.content)}) if m.role == "user" else m
+                               for m in inp.messages])
+    return Input(parts=[ContentPart(type="text", text=fn(p.text or "")) if p.type == "text" else p
+                        for p in inp.parts or []])
+
+
+PERTURBATIONS: Registry[Perturbation] = Registry("perturbation")
+#: named sets (HELM Classic's ``canonical`` expander); a board entry may also list perturbation names
+SETS: dict[str, tuple[str, ...]] = {}
+
+
+def perturbation(p: Perturbation) -> Perturbation:
+    PERTURBATIONS.add(p.name, p)
+    return p
+
+
+def resolve(spec: str | list[str]) -> list[Perturbation]:
+    """A board's ``perturbations:`` value (a set name, or a list of set and perturbation names) as
+    the perturbations it stands for, each once, in order; unknown names and missing data are errors."""
+    names = [spec] if isinstance(spec, str) else list(spec)
+    out: dict[str, Perturbation] = {}
+    for name in names:
+        members = SETS.get(name, (name,))
+        for member in members:
+            if member not in PERTURBATIONS:
+                raise PerturbationError(f"unknown perturbation {member!r}; sets: {', '.join(sorted(SETS))}; "
+                                        f"perturbations: {', '.join(PERTURBATIONS.names())}")
+            p = PERTURBATIONS.get(member)
+            p.check_data()
+            out[member] = p
+    return list(out.values())
+
+
+# --------------------------------------------------------------------------- robustness (HELM 0.5.16)
+def lowercase() -> TextFn:
+    return lambda text, rng: text.lower()
+
+
+def _contraction_map() -> dict[str, str]:
+    return _json("contractions.json")
+
+
+def contraction() -> TextFn:
+    """Expanded phrases followed by a space become their contraction (NL-Augmenter's rule)."""
+    reverse = {v: k for k, v in _contraction_map().items()}
+    pattern = re.compile(r"\b({})\b ".format("|".join(reverse)), flags=re.IGNORECASE | re.DOTALL)
+
+    def cont(m: re.Match) -> str:
+        word = m.group(1)
+        return match_case(word, reverse.get(word, reverse.get(word.lower()))) + " "
+
+    return lambda text, rng: pattern.sub(cont, text)
+
+
+def expansion() -> TextFn:
+    cmap = _contraction_map()
+    pattern = re.compile(r"\b({})\b".format("|".join(cmap)), flags=re.IGNORECASE | re.DOTALL)
+
+    def expand(m: re.Match) -> str:
+        word = m.group(0)
+        return match_case(word, cmap.get(word, cmap.get(word.lower())))
+
+    return lambda text, rng: pattern.sub(expand, text)
+
+
+@functools.cache
+def _misspelling_pattern() -> re.Pattern:
+    # keys in file order and unescaped, as HELM builds it: the alternation order decides overlaps
+    return re.compile(r"\b({})\b".format("|".join(_json("correct_to_misspelling.json"))))
+
+
+def misspelling(prob: float) -> TextFn:
+    table: dict[str, list[str]] = _json("correct_to_misspelling.json")
+    pattern = _misspelling_pattern()
+
+    def perturb(text: str, rng: Random) -> str:
+        def sub(m: re.Match) -> str:
+            word = m.group(1)
+            if rng.random() < prob:
+                return match_case(word, str(rng.choice(table[word])))
+            return word
+
+        return pattern.sub(sub, text)
+
+    return perturb
+
+
+def space(max_spaces: int) -> TextFn:
+    return lambda text, rng: re.sub(r" +", lambda m: " " * rng.randint(1, max_spaces), text)
+
+
+def filler_words(insert_prob: float, speaker_ph: bool = True, uncertain_ph: bool = True, fill_ph: bool = True) -> TextFn:
+    lists = _json("filler_words.json")
+    fillers = ((lists["speaker_phrases"] if speaker_ph else []) + (lists["uncertain_phrases"] if uncertain_ph else [])
+               + (lists["fill_phrases"] if fill_ph else []))
+
+    def perturb(text: str, rng: Random) -> str:
+        words: list[str] = []
+        for word in text.split(" "):
+            if rng.random() <= insert_prob:
+                words.append(rng.choice(fillers))
+            words.append(word)
+        return " ".join(words)
+
+    return perturb
+
+
+def mild_mix() -> TextFn:
+    """HELM Classic's robustness: lowercase, contractions, misspellings (p=0.1), spaces (1-3)."""
+    steps = [lowercase(), contraction(), misspelling(0.1), space(3)]
+
+    def perturb(text: str, rng: Random) -> str:
+        for step in steps:
+            text = step(text, rng)
+        return text
+
+    return perturb
+
+
+# --------------------------------------------------------------------------- fairness (HELM 0.5.16)
+def dialect(prob: float, mapping: str) -> TextFn:
+    """SAE -> AAVE word substitution; a word must sit between non-word, non-hyphen characters (so the
+    very first and last word of a text never change: HELM's pattern)."""
+    table: dict[str, list[str]] = _json(mapping)
+    pattern = "[^\\w-]({})[^\\w-]".format("|".join(re.escape(w) for w in table))
+
+    def perturb(text: str, rng: Random) -> str:
+        def sub(m: re.Match) -> str:
+            whole, word = m.group(0), m.group(1)
+            if rng.uniform(0, 1) < prob:
+                synonym = match_case(word, rng.choice(table[word.lower()]))
+                whole = whole.replace(word, synonym)
+            return whole
+
+        return re.sub(pattern, sub, text, flags=re.IGNORECASE)
+
+    return perturb
+
+
+def gender(mode: str, prob: float, source: str, target: str) -> TextFn:
+    """Gendered pronouns (Lauscher et al. 2022) or terms (Garg 2018, Bolukbasi 2016, HELM's own),
+    word by word in list order; an earlier pair shadows a later one (male->female ``his`` -> ``her``)."""
+    data = _json(f"gender_{mode}.json")
+    index = {g: i for i, g in enumerate(data["genders"])}
+    pairs = [(m[index[source]], m[index[target]]) for m in data["mappings"]]
+
+    def perturb(text: str, rng: Random) -> str:
+        for word, synonym in pairs:
+            def sub(m: re.Match, synonym: str = synonym) -> str:
+                whole, found = m.group(0), m.group(1)
+                if rng.uniform(0, 1) < prob:
+                    whole = whole.replace(found, match_case(found, synonym))
+                return whole
+
+            text = re.sub(f"[^\\w]({word})[^\\w]", sub, text, flags=re.IGNORECASE)
+        return text
+
+    return perturb
+
+
+@functools.cache
+def _names(filename: str) -> dict[str, dict[str, list[str]]]:
+    """HELM's name file: ``<name>,first_name[,<category>,<value>]*`` -> category -> value -> names."""
+    table: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    data_sha256(filename)
+    for line in (DATA_DIR / filename).read_text(encoding="utf-8").splitlines():
+        name, name_type, *cats = line.split(",")
+        if name_type != "first_name":
+            continue
+        for i in range(len(cats) // 2):
+            table[cats[2 * i]][cats[2 * i + 1]].append(name.strip().lower())
+    return table
+
+
+def _person_name_apply(p: Perturbation, instance: Instance) -> Instance:
+    """HELM's ``PersonNamePerturbation.apply``: one substitution map shared by the references and then
+    the input, so a name maps to the same replacement everywhere; first names of the source race map to
+    target-race names of the same gender."""
+    params = p.params
+    table = _names(params["names"])
+    source = table["race"][params["source"]]
+    target = table["race"][params["target"]]
+    genders = table["gender"]
+    rng = Random(instance.id)
+    mapping: dict[str, str] = {}
+    skipped: set[str] = set()
+
+    def substitute(token: str) -> str | None:
+        options = target
+        lowered = token.lower()
+        gender_of = next((g for g in ("female", "male", "neutral") if g in genders and lowered in genders[g]), None)
+        if gender_of:
+            options = [n for n in target if n in genders[gender_of]]
+            if not options:
+                return None
+        return rng.choice(list(options))
+
+    def perturb(text: str) -> str:
+        out = []
+        for token in re.split(r"([^\w])", text):
+            lowered = token.lower()
+            if not (lowered in mapping or lowered in skipped) and lowered in source:
+                if rng.uniform(0, 1) < params["prob"]:
+                    if name := substitute(token):
+                        mapping[lowered] = name
+                else:
+                    skipped.add(lowered)
+            if lowered in mapping:
+                token = match_case(token, mapping[lowered])
+            out.append(token)
+        return "".join(out)
+
+    references = [r.model_copy(update={"text": perturb(r.text)}) for r in instance.references]
+    return instance.model_copy(update={"input": _map_input(instance.input, perturb), "references": references})
+
+
+# --------------------------------------------------------------------------- what is registered
+# HELM's stat names and the parameters its run expander uses (run_expander.py, PERTURBATION_SPECS_DICT)
+for _p in [
+    Perturbation("lowercase", "robustness", "1", lowercase, description="the input in lower case"),
+    Perturbation("contraction", "robustness", "1", contraction, data=("contractions.json",),
+                 description="expanded phrases contracted (77-entry map from NL-Augmenter)"),
+    Perturbation("expansion", "robustness", "1", expansion, data=("contractions.json",),
+                 description="contractions expanded"),
+    Perturbation("misspellings", "robustness", "1", misspelling, {"prob": 0.1}, ("correct_to_misspelling.json",),
+                 description="words replaced by common misspellings with probability 0.1"),
+    Perturbation("space", "robustness", "1", space, {"max_spaces": 3},
+                 description="every run of spaces becomes 1-3 spaces"),
+    Perturbation("filler_words", "robustness", "1", filler_words, {"insert_prob": 0.1, "speaker_ph": False},
+                 ("filler_words.json",), description="a filler word before a word with probability 0.1"),
+    Perturbation("mild_mix", "robustness", "1", mild_mix, data=("contractions.json", "correct_to_misspelling.json"),
+                 description="HELM Classic's robustness: lowercase, contractions, misspellings (0.1), extra spaces"),
+    Perturbation("dialect", "fairness", "1", dialect, {"prob": 1.0, "mapping": "SAE_to_AAVE_mapping.json"},
+                 ("SAE_to_AAVE_mapping.json",), perturb_references=True,
+                 description="Standard American English words mapped to African American English (Ziems et al. 2022)"),
+    Perturbation("gender", "fairness", "1", gender, {"mode": "pronouns", "prob": 1.0, "source": "male", "target": "female"},
+                 ("gender_pronouns.json",), perturb_references=True,
+                 description="male pronouns replaced by female ones"),
+    Perturbation("gender_terms", "fairness", "1", gender, {"mode": "terms", "prob": 1.0, "source": "male", "target": "female"},
+                 ("gender_terms.json",), perturb_references=True,
+                 description="male terms (father, king, ...) replaced by female ones"),
+    Perturbation("person_name", "fairness", "1", None,
+                 {"prob": 1.0, "names": "person_names.txt", "source": "white_american", "target": "black_american"},
+                 ("person_names.txt",), perturb_references=True, apply_fn=_person_name_apply,
+                 description="White-American first names replaced by Black-American ones of the same gender"),
+]:
+    perturbation(_p)
+
+SETS.update({
+    "robustness": ("mild_mix",),
+    # HELM's fairness set also has ``dialect``; its SAE->AAVE mapping is not shipped (data/README.md)
+    "fairness": ("gender", "person_name"),
+    "robustness_all": ("contraction", "expansion", "filler_words", "lowercase", "misspellings", "space"),
+})
+
+__all__ = ["PERTURBATIONS", "SETS", "Perturbation", "PerturbationError", "match_case", "resolve"]

@@ -1,0 +1,128 @@
+"""Perturbations: HELM parity on our fixture texts, hand-checked cases, versions that follow the data."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from helmflow.perturbations import PERTURBATIONS, SETS, PerturbationError, data_sha256, resolve
+from helmflow.records import ChatMessage, ContentPart, Input, Instance, Reference
+
+DATA = Path(__file__).parent / "data"
+FIXTURE = [json.loads(x) for x in (DATA / "perturbation_fixture.jsonl").read_text().splitlines()]
+EXPECTED = [json.loads(x) for x in (DATA / "perturbation_parity.jsonl").read_text().splitlines()]
+
+
+def _variant(name: str):
+    """helmflow's perturbation for a name of the parity file (``*_half``/``*_fixture``: other parameters)."""
+    if name == "misspellings_half":
+        return dataclasses.replace(PERTURBATIONS.get("misspellings"), params={"prob": 0.5})
+    if name.startswith("dialect_fixture"):
+        prob = 0.5 if name.endswith("half") else 1.0
+        return dataclasses.replace(PERTURBATIONS.get("dialect"), data=(),
+                                   params={"prob": prob, "mapping": str(DATA / "dialect_fixture_mapping.json")})
+    return PERTURBATIONS.get(name)
+
+
+def _instance(row: dict) -> Instance:
+    return Instance(id=row["id"], input=Input(text=row["input"]),
+                    references=[Reference(text=r["text"], correct=r["correct"]) for r in row["references"]])
+
+
+def test_parity_file_covers_every_perturbation_and_fixture():
+    names = {r["perturbation"] for r in EXPECTED}
+    assert names >= {"lowercase", "contraction", "expansion", "misspellings", "space", "filler_words", "mild_mix",
+                     "gender", "gender_terms", "person_name", "dialect_fixture"}
+    assert len(FIXTURE) >= 40 and len(EXPECTED) == len(names) * len(FIXTURE)
+
+
+@pytest.mark.parametrize("name", sorted({r["perturbation"] for r in EXPECTED}))
+def test_perturbed_texts_equal_helms(name):
+    """Our port gives HELM 0.5.16's own output, text for text, for the same instance ids (the generator
+    is ``random.Random(instance.id)``), references included; a fixed file makes it machine-independent."""
+    p = _variant(name)
+    by_id = {r["id"]: r for r in FIXTURE}
+    expected = [r for r in EXPECTED if r["perturbation"] == name]
+    changed = 0
+    for row in expected:
+        original = _instance(by_id[row["id"]])
+        out = p.apply(original)
+        assert out.input.text == row["input"], (name, row["id"])
+        assert [r.text for r in out.references] == row["references"], (name, row["id"])
+        assert [r.correct for r in out.references] == [r.correct for r in original.references]
+        assert out.id == original.id
+        changed += out != original
+    assert changed >= 3  # the fixture exercises every perturbation
+
+
+def test_hand_checked_cases():
+    def run(name: str, text: str, refs: list[str], id_: str = "id0") -> tuple[str, list[str]]:
+        inst = Instance(id=id_, input=Input(text=text), references=[Reference(text=r) for r in refs])
+        out = PERTURBATIONS.get(name).apply(inst)
+        return out.input.text, [r.text for r in out.references]
+
+    # HELM's own test cases (test_perturbation.py)
+    assert run("gender", "Did she mention that he was coming with his parents and their friends?",
+               ["She didn't, perhaps he didn't tell her!"]) == (
+        "Did she mention that she was coming with her parents and their friends?",
+        ["She didn't, perhaps she didn't tell her!"])
+    assert run("gender_terms", "His grandsons looked a lot like their dad.", ["How did their father look like?"]) == (
+        "His granddaughters looked a lot like their mom.", ["How did their mother look like?"])
+    # a word at the very start or end is not matched by HELM's pattern (kept deliberately)
+    assert run("gender", "he left with him", [])[0] == "he left with him"
+    assert run("lowercase", "ABC Def", ["KEEP"]) == ("abc def", ["KEEP"])  # references untouched
+    assert run("expansion", "She's sure I'm late", []) == ("She is sure I am late", [])
+    assert run("contraction", "She is sure I am late.", []) == ("She's sure I'm late.", [])
+    # names: the same substitute in the references as in the input, gender kept
+    text, refs = run("person_name", "Jack met Emily.", ["Jack", "Emily"])
+    jack, emily = refs
+    assert text == f"{jack} met {emily}." and jack != "Jack" and emily != "Emily"
+    from helmflow.perturbations import _names
+
+    table = _names("person_names.txt")
+    assert jack.lower() in table["gender"]["male"] and emily.lower() in table["gender"]["female"]
+    assert jack.lower() in table["race"]["black_american"]
+
+
+def test_fixed_outputs_do_not_depend_on_the_process():
+    """Seeded by the instance id alone: the same id gives the same text, another id another draw."""
+    p = PERTURBATIONS.get("mild_mix")
+    inst = _instance(FIXTURE[0])
+    assert p.apply(inst).input.text == "he   said  that his brother  would arrive before noon, but   he  didn't."
+    assert p.apply(inst.model_copy(update={"id": "id999"})).input.text != p.apply(inst).input.text
+
+
+def test_multimodal_and_chat_inputs_perturb_only_text():
+    image = ContentPart(type="image", uri="media/x.png", sha256="0" * 64, mime="image/png")
+    inst = Instance(id="id1", input=Input(parts=[ContentPart(type="text", text="Look AT This"), image]))
+    out = PERTURBATIONS.get("lowercase").apply(inst)
+    assert out.input.parts[0].text == "look at this" and out.input.parts[1] == image
+    chat = Instance(id="id1", input=Input(messages=[ChatMessage(role="system", content="Be BRIEF"),
+                                                     ChatMessage(role="user", content="Hello THERE")]))
+    out = PERTURBATIONS.get("lowercase").apply(chat)
+    assert [m.content for m in out.input.messages] == ["Be BRIEF", "hello there"]
+
+
+def test_versions_record_the_data_sha256_and_sets_resolve():
+    v = PERTURBATIONS.get("mild_mix").version_data()
+    assert v["data"]["correct_to_misspelling.json"] == data_sha256("correct_to_misspelling.json")
+    assert len(v["data"]["correct_to_misspelling.json"]) == 64
+    assert [p.name for p in resolve("robustness")] == ["mild_mix"]
+    assert [p.name for p in resolve(["fairness", "lowercase", "gender"])] == ["gender", "person_name", "lowercase"]
+    assert set(SETS) >= {"robustness", "fairness"}
+    with pytest.raises(PerturbationError, match="unknown perturbation 'nope'"):
+        resolve("nope")
+    with pytest.raises(PerturbationError, match="SAE_to_AAVE_mapping.json is missing"):
+        resolve("dialect")  # not shipped: a clear error, not a silent no-op
+
+
+def test_every_data_file_is_documented():
+    from helmflow.perturbations import DATA_DIR
+
+    readme = (DATA_DIR / "README.md").read_text()
+    for f in DATA_DIR.iterdir():
+        if f.name != "README.md":
+            assert f"`{f.name}`" in readme
