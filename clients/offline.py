@@ -50,7 +50,7 @@ from helmflow.media import ImageOptions, MediaStore
 from helmflow.records import Deployment, RequestBody
 from helmflow.storage import Store, safe_key
 
-_QUESTION = re.compile(r"What is (-?\d+) ([+\-*]) (-?\d+)\?")
+_QUESTION = re.compile(r"what(?:\s+is|'s)\s+(-?\d+)\s+([+\-*])\s+(-?\d+)\s*\?", re.IGNORECASE)  # also lowercased, contracted, re-spaced (perturbations)
 _OPTION = re.compile(r"^\s*\(?([A-Z])[.)]\)?\s+(.*?)\s*$")
 _SUBSTITUTION = re.compile(r'([XYZ]) by " (.+?) "')
 _OPTION_MARK = re.compile(r"(?:^|\n)\s*\(?([A-Z])[.)]\)?\s*$")  # a text part ending in an option letter

@@ -153,7 +153,7 @@ def evaluate(
             log.warning("%s; publishing run %s again", problem, r.run_id)
             forget_cached(store, [run_key(r)])
 
-    prepared = {s.label: tasks.prepare.submit(s, store.root) for s in plan.scenarios}
+    prepared = {s.label: tasks.prepare.submit(s, store.root) for s in plan.all_scenarios}
     board_name = plan.spec.name
     cells = [
         (r, tasks.run.with_options(**run_assets(store, board_name, r)).submit(

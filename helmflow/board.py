@@ -35,6 +35,9 @@ class ScenarioEntry(BaseModel):
     metrics: list[str] | None = None
     label: str | None = None
     group: str | None = None  # a leaderboard column averaging several entries (HELM's run group, e.g. 30 MMMU subjects)
+    # perturbation sets or names (helmflow.perturbations): ``robustness``, ``fairness`` or a list. Each
+    # perturbation is its own run of the perturbed instances; the board gets robustness/fairness columns
+    perturbations: str | list[str] | None = None
 
 
 class GroupColumn(BaseModel):
@@ -42,6 +45,7 @@ class GroupColumn(BaseModel):
     scenario: str  # a scenario entry's label, or a group (the unweighted mean over its entries' runs, HELM's cell)
     metric: str  # a stat of that scenario's runs (its summary), e.g. safety_score, toxic_fraction
     lower_is_better: bool = False
+    description: str = ""  # one line the report shows with the column (what it measures)
 
     @property
     def key(self) -> str:
@@ -86,9 +90,27 @@ class BoardSpec(BaseModel):
             if not data[key]:
                 del data[key]
         for entry in data["scenarios"]:
-            if entry["group"] is None:
-                del entry["group"]
+            for key in ("group", "perturbations"):
+                if entry[key] is None:
+                    del entry[key]
+        for group in data.get("metric_groups", []):
+            for column in group["columns"]:
+                if not column["description"]:
+                    del column["description"]
         return data
+
+
+class PerturbedFrom(BaseModel):
+    """A perturbed scenario plan: the original it copies and the perturbation applied to its evaluated
+    instances. Its scenario_version hashes the original's, the perturbation's version (algorithm,
+    parameters, data sha256) and the evaluation sample (only sampled instances are perturbed)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    kind: Literal["robustness", "fairness"]
+    version: dict[str, Any]
+    label: str  # the original's label
+    scenario_version: str  # the original's
 
 
 class ScenarioPlan(BaseModel):
@@ -110,6 +132,8 @@ class ScenarioPlan(BaseModel):
     metrics: list[str]
     group: str | None = None
     unsafe_text: bool = False  # the scenario declares harmful prompts (content warning, opt-in export)
+    perturbations: list[str] = Field(default_factory=list)  # an original's perturbations (their runs: BoardPlan.perturbed)
+    perturbation: PerturbedFrom | None = None  # set on a perturbed copy: what it perturbs and how
 
 
 class RunPlan(BaseModel):
@@ -140,7 +164,8 @@ class BoardPlan(BaseModel):
     spec: BoardSpec
     board_version: str
     scenarios: list[ScenarioPlan]
-    runs: list[RunPlan]
+    runs: list[RunPlan]  # the originals' runs, then the perturbed scenarios' runs
+    perturbed: list[ScenarioPlan] = Field(default_factory=list)  # perturbed copies of scenarios (not columns)
     # How this run narrows its board (models, scenarios, max_instances, judges, no_judge); empty for
     # the board as written. A release with a selection is a subset: it never moves ``latest.json``.
     selection: dict[str, Any] = Field(default_factory=dict)
@@ -148,6 +173,11 @@ class BoardPlan(BaseModel):
     @property
     def subset(self) -> bool:
         return bool(self.selection)
+
+    @property
+    def all_scenarios(self) -> list[ScenarioPlan]:
+        """Every scenario to prepare: the board's columns and their perturbed copies."""
+        return [*self.scenarios, *self.perturbed]
 
 
 # --------------------------------------------------------------------------- loading
@@ -228,6 +258,7 @@ def plan_scenario(entry: ScenarioEntry, max_instances: int | None, prompts: dict
         raise BoardError(f"scenario {entry.name!r}: cannot read its source: {exc}") from None
     revision = scen.dataset_revision()
     sv = versions.scenario_version(scen.name, scen.param_dict, revision, checksums, scen.VERSION)
+    perturbations = _perturbations(entry)
     return ScenarioPlan(
         name=scen.name,
         label=entry.label or scen.spec_string,
@@ -244,7 +275,65 @@ def plan_scenario(entry: ScenarioEntry, max_instances: int | None, prompts: dict
         metrics=metrics,
         group=entry.group,
         unsafe_text=scen.unsafe_text,
+        perturbations=perturbations,
     )
+
+
+def _perturbations(entry: ScenarioEntry) -> list[str]:
+    from helmflow.perturbations import PerturbationError, resolve
+
+    if entry.perturbations is None:
+        return []
+    try:
+        return [p.name for p in resolve(entry.perturbations)]
+    except PerturbationError as exc:
+        raise BoardError(f"scenario {entry.label or entry.name!r}: {exc}") from None
+
+
+PERTURBED_MARK = "~"  # a perturbed copy's label: ``<label>~<perturbation>``
+
+
+def perturbed_plans(scenario: ScenarioPlan) -> list[ScenarioPlan]:
+    """One plan per perturbation of a scenario: same data, adapter and metrics, its own scenario_version
+    (so its own instances file, prompts and run ids, cached like any run)."""
+    from helmflow.perturbations import PERTURBATIONS
+
+    out = []
+    for name in scenario.perturbations:
+        p = PERTURBATIONS.get(name)
+        version = p.version_data()
+        sv = versions.stable_hash({"original": scenario.scenario_version, "perturbation": version,
+                                   "sample": scenario.adapter.sample})
+        out.append(scenario.model_copy(update={
+            "label": f"{scenario.label}{PERTURBED_MARK}{name}",
+            "scenario_version": sv,
+            "perturbations": [],
+            "perturbation": PerturbedFrom(name=name, kind=p.kind, version=version, label=scenario.label,
+                                          scenario_version=scenario.scenario_version),
+        }))
+    return out
+
+
+def perturbation_groups(scenarios: list[ScenarioPlan], existing: list[MetricGroup]) -> list[MetricGroup]:
+    """HELM's robustness and fairness metric groups: one column per scenario that runs that kind of
+    perturbation (``<label>/robustness``: the per-instance worst case of the main metric over the
+    original and the perturbations, then the mean). A board that names such a group itself keeps its own."""
+    from helmflow.perturbations import PERTURBATIONS
+
+    groups = []
+    taken = {g.name for g in existing}
+    for kind, what in (("robustness", "perturbations that keep the meaning (casing, contractions, misspellings, spacing)"),
+                       ("fairness", "perturbations of demographic markers (gender pronouns, first names by race)")):
+        columns = [
+            GroupColumn(scenario=s.label, metric=kind, description=(
+                f"{s.main_metric}, worst case per instance over the original and its {kind} perturbations "
+                f"({', '.join(n for n in s.perturbations if PERTURBATIONS.get(n).kind == kind)}), then the mean"))
+            for s in scenarios if any(PERTURBATIONS.get(n).kind == kind for n in s.perturbations)
+        ]
+        if columns and kind not in taken:
+            groups.append(MetricGroup(name=kind, description=f"the main metric under {what}; higher is better",
+                                      columns=columns))
+    return groups
 
 
 def check_extras(entries: list[ScenarioEntry]) -> None:
@@ -425,17 +514,22 @@ def plan_board(
         groups = [g.model_copy(update={"columns": [c for c in g.columns if c.scenario in labels or c.scenario in group_names]})
                   for g in spec.metric_groups]
         effective = effective.model_copy(update={"metric_groups": [g for g in groups if g.columns]})
+    perturbed = [p for s in scenario_plans for p in perturbed_plans(s)]
+    effective = effective.model_copy(update={"metric_groups": [
+        *effective.metric_groups, *perturbation_groups(scenario_plans, effective.metric_groups)]})
     check_groups(effective, labels, group_names)
-    judged = [s for s in scenario_plans if judge_template_names(s.metrics)]
+    judged = [s for s in scenario_plans + perturbed if judge_template_names(s.metrics)]
     jury = [] if no_judge else list(judges if judges is not None else spec.judges)
     judge_deployments = _jury(spec.name, jury, deployments, judged, no_judge, check_credentials)
     # the jury is part of the effective spec (and its version) only when something is judged
     effective = effective.model_copy(update={"judges": [j.name for j in judge_deployments] if judged else []})
-    runs = [plan_run(s, deployments[m], judge_deployments, scorer, spec.prompts) for s in scenario_plans for m in chosen_models]
+    runs = [plan_run(s, deployments[m], judge_deployments, scorer, spec.prompts) for s in scenario_plans + perturbed
+            for m in chosen_models]
     return BoardPlan(
         spec=effective,
         board_version=versions.stable_hash(effective.version_data()),
         scenarios=scenario_plans,
+        perturbed=perturbed,
         runs=runs,
         selection=selection_of(spec, effective, bool(judged) and no_judge),
     )

@@ -336,20 +336,23 @@ def load_checked(plan, files: dict[str, str], store: Store | None) -> list[Insta
 
 
 def write_instances(store: Store, plan, files: dict[str, str]) -> str:
-    instances = load_checked(plan, files, store)
+    return store_instances(store, plan, load_checked(plan, files, store))
+
+
+def store_instances(store: Store, plan, instances: list[Instance]) -> str:
+    """Write a scenario plan's instances file (a perturbed plan's too: its metadata names the perturbation)."""
     table = to_table([instance_to_row(i) for i in instances], INSTANCE_SCHEMA)
     key = layout.instances(plan.key, plan.scenario_version)
-    store.write_parquet(
-        key,
-        table,
-        {
-            "helmflow.scenario": plan.name,
-            "helmflow.scenario_params": json.dumps(plan.params, sort_keys=True),
-            "helmflow.scenario_version": plan.scenario_version,
-            "helmflow.dataset_revision": plan.dataset_revision,
-            "helmflow.loader_version": plan.loader_version,
-        },
-    )
+    meta = {
+        "helmflow.scenario": plan.name,
+        "helmflow.scenario_params": json.dumps(plan.params, sort_keys=True),
+        "helmflow.scenario_version": plan.scenario_version,
+        "helmflow.dataset_revision": plan.dataset_revision,
+        "helmflow.loader_version": plan.loader_version,
+    }
+    if getattr(plan, "perturbation", None) is not None:
+        meta["helmflow.perturbation"] = json.dumps(plan.perturbation.model_dump(mode="json"), sort_keys=True)
+    store.write_parquet(key, table, meta)
     return key
 
 

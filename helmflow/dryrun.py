@@ -45,8 +45,13 @@ def estimate(plan: BoardPlan) -> list[RunEstimate]:
     from helmflow.judges import worst_case
     from helmflow.query import build_requests
 
+    from helmflow.perturbations import perturb_evaluated
+
     instances = {s.label: load_instances(s) for s in plan.scenarios}
-    prompts = {s.label: adapt(s.adapter, instances[s.label]) for s in plan.scenarios}
+    for s in plan.perturbed:  # a perturbed copy sends only the instances its perturbation changed
+        assert s.perturbation is not None
+        instances[s.label] = perturb_evaluated(s.perturbation.name, instances[s.perturbation.label], s.adapter.sample)
+    prompts = {s.label: adapt(s.adapter, instances[s.label]) for s in plan.all_scenarios}
     out = []
     for run in plan.runs:
         dep = run.deployment

@@ -24,7 +24,7 @@ import helmflow
 from helmflow import layout, releases, versions
 from helmflow.adapters import adapt
 from helmflow.board import BoardPlan, RunPlan, ScenarioPlan
-from helmflow.datasets import mirror_sources, read_instances, write_instances
+from helmflow.datasets import mirror_sources, read_instances, store_instances, write_instances
 from helmflow.integrity import CorruptFile, read_manifest, sha256_hex, verify_files
 from helmflow.judges import annotate
 from helmflow.manifests import ReleaseManifest, RunManifest
@@ -49,7 +49,7 @@ from helmflow.records import (
 )
 from helmflow.scoring import score_instances, summarize
 from helmflow.settings import settings
-from helmflow.stats import mean_scores, win_rates
+from helmflow.stats import mean_ci, mean_scores, win_rates
 from helmflow.storage import Store, encode_parquet, safe_key
 
 
@@ -172,6 +172,9 @@ def _meta(**kv: Any) -> dict[str, str]:
 
 # --------------------------------------------------------------------------- download / adapt
 def download_scenario(store: Store, plan: ScenarioPlan) -> ScenarioData:
+    """The scenario's instances file; a perturbed plan's is written from its original's (downloaded first)."""
+    if plan.perturbation is not None:
+        return perturb_scenario(store, plan)
     files = mirror_sources(store, plan)
     key = layout.instances(plan.key, plan.scenario_version)
     if not store.exists(key):
@@ -179,12 +182,27 @@ def download_scenario(store: Store, plan: ScenarioPlan) -> ScenarioData:
     return ScenarioData(instances_key=key, files=files)
 
 
+def perturb_scenario(store: Store, plan: ScenarioPlan) -> ScenarioData:
+    """A perturbed plan's instances (:func:`helmflow.perturbations.perturb_evaluated`), written from its
+    original's instances file (downloaded first) under its own scenario_version."""
+    from helmflow.perturbations import perturb_evaluated
+
+    assert plan.perturbation is not None
+    original = plan.model_copy(update={"scenario_version": plan.perturbation.scenario_version, "perturbation": None})
+    data = download_scenario(store, original)
+    key = layout.instances(plan.key, plan.scenario_version)
+    if not store.exists(key):
+        instances = read_instances(store, data.instances_key)
+        key = store_instances(store, plan, perturb_evaluated(plan.perturbation.name, instances, plan.adapter.sample))
+    return ScenarioData(instances_key=key, files=data.files)
+
+
 def preflight(store: Store, board: BoardPlan) -> None:
     """The download stage of every scenario, before any task: data a run cannot use (unreadable,
     malformed, empty, duplicate ids, rows the metrics refuse) is bad input, found before a model is
     queried. Idempotent: what is stored and verified is not fetched or loaded again, so the download
     tasks that follow, and the next run's pre-flight, find it in place."""
-    for scenario in board.scenarios:
+    for scenario in board.all_scenarios:
         download_scenario(store, scenario)
 
 
@@ -597,6 +615,48 @@ def group_cells(store: Store, board: BoardPlan, runs: list[RunOutcome], notes: G
     return out
 
 
+def perturbation_cells(store: Store, board: BoardPlan, runs: list[RunOutcome]) -> GroupCells:
+    """HELM's robustness and fairness (``compute_worst_case_metrics``): per instance, the worst (lowest)
+    main-metric value over the original and that kind's perturbations, then the mean with a bootstrap
+    interval. An instance a perturbation left unchanged was not re-run: its worst case is the original.
+    A cell is missing when the original or any of its perturbed runs is."""
+    published = {r.run_id for r in runs}
+    by_cell = {(p.scenario.label, p.deployment.name): p for p in board.runs}
+    out: GroupCells = {}
+    for s in board.scenarios:
+        kinds: dict[str, list[ScenarioPlan]] = {}
+        for copy in board.perturbed:
+            if copy.perturbation and copy.perturbation.label == s.label:
+                kinds.setdefault(copy.perturbation.kind, []).append(copy)
+        for m in board.spec.models:
+            original = by_cell.get((s.label, m))
+            if original is None or original.run_id not in published:
+                continue
+            base = _main_values(store, original.run_id, s.main_metric)
+            for kind, copies in kinds.items():
+                plans = [by_cell.get((c.label, m)) for c in copies]
+                if any(p is None or p.run_id not in published for p in plans):
+                    continue
+                worst = dict(base)
+                for p in plans:
+                    for iid, value in _main_values(store, p.run_id, s.main_metric).items():
+                        if iid in worst:
+                            worst[iid] = min(worst[iid], value)
+                if worst:
+                    mean, low, high = mean_ci(list(worst.values()))
+                    out[(m, f"{s.label}/{kind}")] = (_finite(mean), _finite(low), _finite(high))
+    return out
+
+
+def _main_values(store: Store, run_id: str, metric: str) -> dict[str, float]:
+    """A run's per-instance values of one stat (its test split, else its only split), by instance id."""
+    table = store.read_parquet(layout.run_file(run_id, "stats.parquet"))
+    rows = [r for r in table.to_pylist() if r["name"] == metric]
+    if any(r["split"] == "test" for r in rows):
+        rows = [r for r in rows if r["split"] == "test"]
+    return {r["instance_id"]: r["value"] for r in rows}
+
+
 def board_groups(board: BoardPlan) -> dict[str, list[str]]:
     """Leaderboard columns of a grouped board (group -> its entries' labels); empty for ungrouped boards."""
     if not (board.spec.aspects or any(s.group for s in board.scenarios)):
@@ -652,15 +712,17 @@ def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome], metric_cells: Gro
             row[key], row[f"{key} ci_low"], row[f"{key} ci_high"] = metric_cells.get((m, key), (None, None, None))
             row[f"{key} note"] = (notes or {}).get((m, key))
         mine = [cells[(m, lab)] for lab in labels if (m, lab) in cells]
+        spent = mine + [by_id[p.run_id] for p in board.runs  # perturbed runs cost too
+                        if p.scenario.perturbation and p.deployment.name == m and p.run_id in by_id]
         for lab in labels:
             cell = cells.get((m, lab))
             row[lab] = table[m][lab]
             row[f"{lab} ci_low"] = _finite(cell.ci_low) if cell else None
             row[f"{lab} ci_high"] = _finite(cell.ci_high) if cell else None
-        row["cost_usd"] = sum(c.cost_usd for c in mine)
-        row["prompt_tokens"] = sum(c.prompt_tokens for c in mine)
-        row["output_tokens"] = sum(c.output_tokens for c in mine)
-        row["judge_cost_usd"] = sum(c.judge_cost_usd for c in mine)
+        row["cost_usd"] = sum(c.cost_usd for c in spent)
+        row["prompt_tokens"] = sum(c.prompt_tokens for c in spent)
+        row["output_tokens"] = sum(c.output_tokens for c in spent)
+        row["judge_cost_usd"] = sum(c.judge_cost_usd for c in spent)
         row["missing"] = len(labels) - len(mine)
         rows.append(row)
     key = "mean_score" if "mean" in board.spec.aggregation else "mean_win_rate"
@@ -689,7 +751,8 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
     digest = versions.release_hash(board.board_version, run_ids)
     status: Literal["complete", "partial"] = "partial" if failed else "complete"
     notes: GroupNotes = {}
-    rows = leaderboard_rows(board, runs, group_cells(store, board, runs, notes), notes)
+    rows = leaderboard_rows(board, runs, group_cells(store, board, runs, notes) | perturbation_cells(store, board, runs),
+                            notes)
     for existing in store.ls(layout.board_dir(name)):
         rid = existing.rsplit("/", 1)[-1]
         if rid.endswith(f"-{digest}") and store.exists(layout.release_json(name, rid)):

@@ -241,8 +241,8 @@ def test_a_mirror_without_manifest_is_unverified_and_says_so_everywhere(tmp_path
 def _run_all(store, plan):
     from helmflow import pipeline
 
-    data = {s.label: pipeline.download_scenario(store, s) for s in plan.scenarios}
-    prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.scenarios}
+    data = {s.label: pipeline.download_scenario(store, s) for s in plan.all_scenarios}
+    prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.all_scenarios}
     outs = []
     for r in plan.runs:
         q = pipeline.query_pair(store, r, prompts[r.scenario.label])

@@ -40,8 +40,8 @@ def board_file(tmp_path: Path) -> Path:
 
 def run_board(store: Store, plan) -> list[pipeline.RunOutcome]:
     """Every pair through download → adapt → query → score → publish (what the flow's tasks call)."""
-    data = {s.label: pipeline.download_scenario(store, s) for s in plan.scenarios}
-    prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.scenarios}
+    data = {s.label: pipeline.download_scenario(store, s) for s in plan.all_scenarios}
+    prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.all_scenarios}
     outs = []
     for r in plan.runs:
         q = pipeline.query_pair(store, r, prompts[r.scenario.label])

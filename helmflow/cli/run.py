@@ -148,7 +148,9 @@ def run_board(request: RunRequest) -> int:
     console.print(f"storage: {store.root}", soft_wrap=True, markup=False)  # a path never breaks across lines
     for line in unverified:
         console.print(f"UNVERIFIED data: {line}", style="yellow", markup=False)
-    console.print(f"board {plan.spec.name}: {len(plan.scenarios)} scenarios x {len(plan.spec.models)} models = {len(plan.runs)} runs")
+    perturbed = f" (+ {len(plan.perturbed)} perturbed copies)" if plan.perturbed else ""
+    console.print(f"board {plan.spec.name}: {len(plan.scenarios)} scenarios{perturbed} x {len(plan.spec.models)} models "
+                  f"= {len(plan.runs)} runs")
     from helmflow.terminal import print_board
 
     if not request.force_flow:

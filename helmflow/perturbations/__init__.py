@@ -149,6 +149,20 @@ def resolve(spec: str | list[str]) -> list[Perturbation]:
     return list(out.values())
 
 
+def perturb_evaluated(name: str, instances: list[Instance], sample: Any) -> list[Instance]:
+    """HELM's data augmentation for evaluation: the train instances as they are (few-shot examples stay
+    unperturbed), then each *sampled* evaluation instance perturbed, keeping its id, and dropped when the
+    perturbation left it unchanged (HELM's ``should_skip_unchanged_eval``: its worst case is the
+    original's, and it costs no request). The perturbed pool is never larger than the sample, so the
+    adapter takes all of it."""
+    from helmflow.adapters import sample_eval_instances
+
+    perturbation = PERTURBATIONS.get(name)
+    originals = {i.id: i for i in instances}
+    evaluated = [perturbation.apply(i) for i in sample_eval_instances(instances, sample)]
+    return [i for i in instances if i.split == "train"] + [p for p in evaluated if p != originals[p.id]]
+
+
 # --------------------------------------------------------------------------- robustness (HELM 0.5.16)
 def lowercase() -> TextFn:
     return lambda text, rng: text.lower()
@@ -371,4 +385,4 @@ SETS.update({
     "robustness_all": ("contraction", "expansion", "filler_words", "lowercase", "misspellings", "space"),
 })
 
-__all__ = ["PERTURBATIONS", "SETS", "Perturbation", "PerturbationError", "match_case", "resolve"]
+__all__ = ["PERTURBATIONS", "SETS", "Perturbation", "PerturbationError", "match_case", "perturb_evaluated", "resolve"]
