@@ -164,6 +164,7 @@ class MetricGroupColumn(Manifest):
     scenario: str  # a scenario label
     metric: str
     lower_is_better: bool = False
+    description: str = ""  # one line: what the column measures (the report shows it)
 
 
 class MetricGroupRecord(Manifest):

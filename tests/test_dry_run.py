@@ -20,7 +20,9 @@ def test_demo_dry_run_counts_every_request_and_writes_nothing(tmp_path: Path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "dry run" in out.stdout and "flow run" not in out.stdout
     requests, prompt_tokens, _, cost = _total(out.stdout)
-    assert int(requests) == 4 * 4 * 45  # 4 scenarios x the demo's 4 offline models x 45 instances
+    # 4 scenarios x the demo's 4 offline models x 45 instances, plus the perturbed copies of two of them:
+    # robustness (mild_mix lowercases every "What is") re-sends all 45; fairness changes no arithmetic question
+    assert int(requests) == 4 * 4 * 45 + 2 * 4 * 45
     assert int(prompt_tokens) > 0 and float(cost) == 0.0  # offline models are free
     assert not root.exists(), "a dry run writes nothing (no runs/, no datasets/, no counters)"
 

@@ -91,10 +91,11 @@ def test_every_task_run_is_named_by_what_it_works_on(ui):
     plan = prepare("demo", max_instances=3)  # the deployment run's parameters
     run = ui["flow_run"]
     assert re.fullmatch(r"demo \d{4}-\d{2}-\d{2} \d{2}:\d{2}", run.name), run.name  # not Prefect's random words
-    task_runs = _task_runs(ui["server"], run.id, len(plan.scenarios) + len(plan.runs) + 1)
+    task_runs = _task_runs(ui["server"], run.id, len(plan.all_scenarios) + len(plan.runs) + 1)
     names = sorted(tr.name for tr in task_runs)
-    assert len(names) == len(plan.scenarios) + len(plan.runs) + 1 == 41, names  # 8 + 32 + 1 (was 113)
-    assert sorted(n for n in names if n.startswith("prepare ")) == sorted(f"prepare {s.label}" for s in plan.scenarios)
+    # 8 scenarios + 6 perturbed copies, 32 + 24 runs, 1 release (was 113 before the prepare/run units)
+    assert len(names) == len(plan.all_scenarios) + len(plan.runs) + 1 == 71, names
+    assert sorted(n for n in names if n.startswith("prepare ")) == sorted(f"prepare {s.label}" for s in plan.all_scenarios)
     assert sorted(n for n in names if n.startswith("run ")) == sorted(
         f"run {r.scenario.label} x {r.deployment.name}" for r in plan.runs)
     assert "release demo" in names

@@ -30,8 +30,10 @@ def test_storage_comes_from_the_run_then_its_label_then_the_flag(tmp_path):
 def test_pairs_to_rerun_reads_the_given_store(tmp_path):
     params = {"board": "demo", "scenarios": ["arithmetic-3"], "models": ["offline/solver", "offline/echo"],
               "max_instances": 2}
-    assert pairs_to_rerun(params, Store(str(tmp_path / "empty"))) == ["arithmetic-3 x offline/solver",
-                                                                      "arithmetic-3 x offline/echo"]
+    # the scenario's perturbed copies (its robustness and fairness runs) are cells to re-run too
+    assert pairs_to_rerun(params, Store(str(tmp_path / "empty"))) == [
+        f"arithmetic-3{copy} x {model}" for copy in ("", "~mild_mix", "~gender", "~person_name")
+        for model in ("offline/solver", "offline/echo")]
 
 
 def _ok(out: subprocess.CompletedProcess) -> subprocess.CompletedProcess:

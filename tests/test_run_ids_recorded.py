@@ -21,6 +21,14 @@ DEMO_RUN_IDS = [
     "fda86fd0769bc9ec", "424d2fdf24982cc6", "788c49d62d6fe6f1", "e03b8cbebd4abf77", "ec645d4c9b41278d", "53472b313d8ff941",
     "92e7112597181a26", "f244c04d11c6a4fe",
 ]
+# the perturbed copies (mild_mix, gender, person_name of arithmetic-3 and arithmetic-mc): adding them left
+# every original run id above unchanged
+DEMO_PERTURBED_RUN_IDS = [
+    "16f319e446c7a56f", "f24d7a8e97553ab7", "1e2267ccb57b2f3a", "5704c1567f731fc1", "d578b2e19af2c98e", "e92b63918e3b6074",
+    "f301faa9e3e5a340", "c694d5a2d4216e7c", "6daddac5950ec956", "f8a2761404aa70bb", "4adf087ee5341c4e", "86e1ed87d99d1d22",
+    "d7183410dfa015bb", "7af7fa858d10fa32", "14da6814c42bd9a6", "adf786329679f234", "e76d0f74d4f9f1ce", "c2e94d8c91fea4d7",
+    "95c2eafb9f0f6727", "8a6dd0b1c06dd599", "5f2344af1d3d7aee", "6a7bf5f0646378e7", "3ed1c0fb07dc2d1e", "d31e3f7614f70c4b",
+]
 CAPABILITIES_BOARD_VERSION = "5a3a66bb6098077c"
 CAPABILITIES_RUN_IDS = [  # models offline/echo, offline/solver; jury offline/echo, offline/solver
     "db8893d017032526", "bd17374a6da4273a", "e2fc2a3d8682466f", "cd0c5448171f96bf", "ffba1a05bcd19460", "479344ca58f0fa3d",
@@ -33,7 +41,7 @@ def test_demo_board_plans_the_recorded_run_ids():
 
     plan = prepare("demo")
     assert plan.board_version == DEMO_BOARD_VERSION
-    assert [r.run_id for r in plan.runs] == DEMO_RUN_IDS
+    assert [r.run_id for r in plan.runs] == DEMO_RUN_IDS + DEMO_PERTURBED_RUN_IDS
 
 
 def test_capabilities_board_with_a_jury_plans_the_recorded_run_ids(tmp_path, monkeypatch):

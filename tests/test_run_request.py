@@ -63,7 +63,7 @@ def test_run_plans_once_and_the_flow_takes_that_plan(fake_flow, tmp_path, monkey
     assert len(calls) == 1
     params = {k: v for k, v in fake_flow.params.items() if k not in ("storage", "budget_usd", "return_state")}
     plan = board.prepare_once(**params)  # what the flow does first: the handed-over plan, not a new one
-    assert len(calls) == 1 and [r.deployment.name for r in plan.runs] == ["offline/echo"] * len(plan.scenarios)
+    assert len(calls) == 1 and [r.deployment.name for r in plan.runs] == ["offline/echo"] * len(plan.all_scenarios)
     board.prepare_once(**params)  # taken once: a second flow in this process plans for itself
     assert len(calls) == 2
 

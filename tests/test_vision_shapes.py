@@ -46,8 +46,8 @@ def test_offline_vision_answers_from_the_pixels(store: Store):
 
 def test_vision_demo_board_offline(store: Store):
     plan = plan_board(load_board("vision-demo"), load_deployments(), max_instances=12)
-    data = {s.label: download_scenario(store, s) for s in plan.scenarios}
-    prompts = {s.label: adapt_scenario(store, s, data[s.label]) for s in plan.scenarios}
+    data = {s.label: download_scenario(store, s) for s in plan.all_scenarios}
+    prompts = {s.label: adapt_scenario(store, s, data[s.label]) for s in plan.all_scenarios}
     scores = {}
     for run in plan.runs:
         query = query_pair(store, run, prompts[run.scenario.label])

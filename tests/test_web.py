@@ -38,8 +38,8 @@ def build_demo(root: str, max_instances: int = 12) -> tuple[Store, str]:
     store = Store(root)
     spec = load_board("demo")
     plan = prepare("demo", spec.models[:3], [s.label or s.name for s in spec.scenarios[:2]], max_instances)
-    data = {s.label: pipeline.download_scenario(store, s) for s in plan.scenarios}
-    prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.scenarios}
+    data = {s.label: pipeline.download_scenario(store, s) for s in plan.all_scenarios}
+    prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.all_scenarios}
     runs = []
     for r in plan.runs:
         q = pipeline.query_pair(store, r, prompts[r.scenario.label])
