@@ -126,3 +126,22 @@ def test_every_data_file_is_documented():
     for f in DATA_DIR.iterdir():
         if f.name != "README.md":
             assert f"`{f.name}`" in readme
+
+
+def test_fast_misspelling_matcher_equals_helms_regex():
+    """The key index finds exactly what HELM's 6,523-way ``\\b(...)\\b`` regex finds, in order, on texts
+    built from the keys themselves (multi-word keys, keys ending in an apostrophe, words glued together)."""
+    import random
+    import re
+
+    from helmflow.perturbations import _json, _misspelling_index, _sub_keys
+
+    table = _json("correct_to_misspelling.json")
+    pattern = re.compile(r"\b({})\b".format("|".join(table)))
+    keys = list(table)
+    rng = random.Random(7)
+    for _ in range(300):
+        parts = [rng.choice(keys) if rng.random() < 0.7 else rng.choice(["the", "x", "a", "about", "Ünïcode", "42"])
+                 for _ in range(rng.randint(1, 12))]
+        text = "".join(p + rng.choice([" ", "", ", ", "'", "-", "_", "\n"]) for p in parts)
+        assert _sub_keys(_misspelling_index()[1], text, lambda w: f"<{w}>") == pattern.sub(lambda m: f"<{m.group(1)}>", text)

@@ -12,7 +12,7 @@ import json
 from capabilities_fixtures import csv_bytes, gpqa_rows, mmlu_pro_files
 from judge_fixtures import OMNI_FILE, WILDBENCH_FILE, omni_jsonl, omni_rows, wildbench_parquet, wildbench_rows
 
-DEMO_BOARD_VERSION = "8531dec9230da878"
+DEMO_BOARD_VERSION = "7f212da8da3e6d52"  # version 4: perturbations on two scenarios
 DEMO_RUN_IDS = [
     "e66df003fc848473", "dcc7e2663dc5b29e", "dc565f36524bc4fc", "71f0d9b433825ad1", "9e834d30d7875516", "ecac2c7f280e92c8",
     "6f091efb20001191", "e57dacd9de2d92e0", "952805e223316860", "284dbfeb3273f2f6", "12f8f0be47ceefe8", "0e77a08c8eb1df26",
@@ -26,8 +26,8 @@ DEMO_RUN_IDS = [
 DEMO_PERTURBED_RUN_IDS = [
     "16f319e446c7a56f", "f24d7a8e97553ab7", "1e2267ccb57b2f3a", "5704c1567f731fc1", "d578b2e19af2c98e", "e92b63918e3b6074",
     "f301faa9e3e5a340", "c694d5a2d4216e7c", "6daddac5950ec956", "f8a2761404aa70bb", "4adf087ee5341c4e", "86e1ed87d99d1d22",
-    "d7183410dfa015bb", "7af7fa858d10fa32", "14da6814c42bd9a6", "adf786329679f234", "e76d0f74d4f9f1ce", "c2e94d8c91fea4d7",
-    "95c2eafb9f0f6727", "8a6dd0b1c06dd599", "5f2344af1d3d7aee", "6a7bf5f0646378e7", "3ed1c0fb07dc2d1e", "d31e3f7614f70c4b",
+    "01a6ce062f3dbccd", "d374bf5c5cb438a7", "059eb9869b6688ba", "0a77f65ea2a1cd48", "b3129c90f61e8b25", "d951244aff0ed7cc",
+    "6cf6f3a19cdec85d", "010455f254064f98", "b016f453b84c6c8d", "6976f74a662cffb1", "dfec5fb81c9737e1", "6f578c0acc24b331",
 ]
 CAPABILITIES_BOARD_VERSION = "5a3a66bb6098077c"
 CAPABILITIES_RUN_IDS = [  # models offline/echo, offline/solver; jury offline/echo, offline/solver
