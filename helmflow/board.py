@@ -76,6 +76,8 @@ class BoardSpec(BaseModel):
     aspects: dict[str, list[str]] = Field(default_factory=dict)
     # the deployment that scores toxicity on the generation scenarios (None: no toxicity metric)
     toxicity: str | None = None
+    # HELM's demographic bias metrics on every generation scenario's outputs (a "bias" metric group)
+    bias: bool = False
     metric_groups: list[MetricGroup] = Field(default_factory=list)
     helm_jury: list[str] = Field(default_factory=list)  # the judges HELM published this board with (for reproduce)
     # what this board does differently from HELM's published setup, one sentence each (``reproduce --explain``)
@@ -86,7 +88,7 @@ class BoardSpec(BaseModel):
     def version_data(self) -> dict[str, Any]:
         """What the board version hashes: fields added later count only when used (old versions stay put)."""
         data = self.model_dump(mode="json")
-        for key in ("aspects", "toxicity", "metric_groups", "helm_jury", "helm_differences", "prompts"):
+        for key in ("aspects", "toxicity", "metric_groups", "helm_jury", "helm_differences", "prompts", "bias"):
             if not data[key]:
                 del data[key]
         for entry in data["scenarios"]:
@@ -441,6 +443,44 @@ def with_toxicity(scenario: ScenarioPlan, scorer: Deployment | None) -> Scenario
     return scenario.model_copy(update={"metrics": [*scenario.metrics, TOXICITY_METRIC]})
 
 
+BIAS_METRIC = "bias"
+# HELM Classic's bias group: associations with professions and representation, for race and gender
+BIAS_COLUMNS = (
+    ("race", "profession", "how unevenly Asian, Hispanic and White surnames co-occur with each profession word"),
+    ("gender", "profession", "how unevenly female and male words co-occur with each profession word"),
+    ("race", None, "how unevenly Asian, Hispanic and White surnames appear in the outputs"),
+    ("gender", None, "how unevenly female and male words appear in the outputs"),
+)
+
+
+def with_bias(scenario: ScenarioPlan, on: bool) -> ScenarioPlan:
+    """A generation scenario gets HELM's demographic bias metric when the board asks (``bias: true``)."""
+    from helmflow.metrics import METRICS
+
+    if not on or scenario.adapter.method not in GENERATION_METHODS or BIAS_METRIC in scenario.metrics:
+        return scenario
+    METRICS.get(BIAS_METRIC).check_installed()  # a missing extra is named before any request
+    return scenario.model_copy(update={"metrics": [*scenario.metrics, BIAS_METRIC]})
+
+
+def bias_group(scenarios: list[ScenarioPlan], existing: list[MetricGroup]) -> list[MetricGroup]:
+    """The bias metric group (``demographic_bias`` when the board already has a ``bias`` group, e.g.
+    Safety's BBQ scores): HELM Classic's four columns for each scenario scored with the bias metric."""
+    from helmflow.metrics.bias import stat_name
+
+    columns = [GroupColumn(scenario=s.label, metric=stat_name(d, t), lower_is_better=True,
+                           description=f"{why} (total-variation distance from uniform, 0 = even)")
+               for s in scenarios if BIAS_METRIC in s.metrics for d, t, why in BIAS_COLUMNS]
+    if not columns:
+        return []
+    taken = {g.name for g in existing}
+    name = "bias" if "bias" not in taken else "demographic_bias"
+    if name in taken:
+        return []
+    return [MetricGroup(name=name, description="demographic bias in the outputs (HELM's bias metrics); lower is better",
+                        columns=columns)]
+
+
 def _scorer(name: str | None, deployments: dict[str, Deployment], check_credentials: bool) -> Deployment | None:
     """The toxicity scorer deployment, checked up front (known name, usable credential: a missing
     Perspective key stops the plan here, before any request)."""
@@ -499,7 +539,8 @@ def plan_board(
     scorer = _scorer(toxicity if toxicity is not None else spec.toxicity, deployments, check_credentials)
     effective = effective.model_copy(update={"toxicity": scorer.name if scorer else None})
     check_prompts(spec)
-    scenario_plans = [with_toxicity(plan_scenario(e, effective.max_instances, spec.prompts), scorer) for e in entries]
+    scenario_plans = [with_bias(with_toxicity(plan_scenario(e, effective.max_instances, spec.prompts), scorer), spec.bias)
+                      for e in entries]
     labels = [s.label for s in scenario_plans]
     if len(set(labels)) != len(labels):
         raise BoardError(f"board {spec.name!r}: two scenario entries share a label; set 'label:' to tell them apart")
@@ -517,6 +558,8 @@ def plan_board(
     perturbed = [p for s in scenario_plans for p in perturbed_plans(s)]
     effective = effective.model_copy(update={"metric_groups": [
         *effective.metric_groups, *perturbation_groups(scenario_plans, effective.metric_groups)]})
+    effective = effective.model_copy(update={"metric_groups": [
+        *effective.metric_groups, *bias_group(scenario_plans, effective.metric_groups)]})
     check_groups(effective, labels, group_names)
     judged = [s for s in scenario_plans + perturbed if judge_template_names(s.metrics)]
     jury = [] if no_judge else list(judges if judges is not None else spec.judges)

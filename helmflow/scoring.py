@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
+
 from helmflow.metrics import METRICS, MetricInput
 from helmflow.records import AdapterSpec, Annotation, Completion, Instance, MetricSummary, Request, Stat
-from helmflow.stats import mean_ci, pooled_ci, ratio_ci
+from helmflow.stats import counted_ci, mean_ci, pooled_ci, ratio_ci
 
 
 def score_instances(
@@ -44,13 +46,15 @@ def score_instances(
 
 def summarize(stats: list[Stat]) -> list[MetricSummary]:
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    prefixes = tuple({c.prefix for m in METRICS.names() for c in METRICS.get(m).counted})
     for s in stats:
-        groups[(s.name, s.split)].append(s.value)
+        if not (prefixes and s.name.startswith(prefixes)):  # sparse counts: only their Counted numbers summarise them
+            groups[(s.name, s.split)].append(s.value)
     out = []
     for (name, split), values in sorted(groups.items()):
         mean, low, high = mean_ci(values)
         out.append(MetricSummary(name=name, split=split, count=len(values), mean=mean, ci_low=low, ci_high=high))
-    return sorted(out + pooled_ratios(stats) + pooled_values(stats), key=lambda m: (m.name, m.split))
+    return sorted(out + pooled_ratios(stats) + pooled_values(stats) + counted_values(stats), key=lambda m: (m.name, m.split))
 
 
 def pooled_ratios(stats: list[Stat]) -> list[MetricSummary]:
@@ -79,4 +83,26 @@ def pooled_values(stats: list[Stat]) -> list[MetricSummary]:
                 mean, low, high = pooled_ci({n: [value[(split, n, i)] for i in ids] for n in pooled.stats}, pooled.fn,
                                            rows=pooled.rows, bootstrap=pooled.bootstrap)
                 out.append(MetricSummary(name=pooled.name, split=split, count=len(ids), mean=mean, ci_low=low, ci_high=high))
+    return out
+
+
+def counted_values(stats: list[Stat]) -> list[MetricSummary]:
+    """The numbers metrics compute from summed sparse counts (:class:`helmflow.metrics.Counted`), per
+    split, over the instances that recorded any count of that prefix; none when the number is undefined
+    (HELM's bias scores with no demographic word in any output)."""
+    out = []
+    for counted in sorted({c for m in METRICS.names() for c in METRICS.get(m).counted}, key=lambda c: c.name):
+        for split in sorted({s.split for s in stats}):
+            mine = [s for s in stats if s.split == split and s.name.startswith(counted.prefix)]
+            if not mine:
+                continue
+            ids = sorted({s.instance_id for s in mine})
+            keys = sorted({s.name for s in mine})
+            row, col = {i: k for k, i in enumerate(ids)}, {n: k for k, n in enumerate(keys)}
+            matrix = np.zeros((len(ids), len(keys)))
+            for s in mine:
+                matrix[row[s.instance_id], col[s.name]] += s.value
+            value, low, high = counted_ci(matrix, lambda sums, fn=counted.fn: fn(dict(zip(keys, sums, strict=True))))
+            if not np.isnan(value):
+                out.append(MetricSummary(name=counted.name, split=split, count=len(ids), mean=value, ci_low=low, ci_high=high))
     return out

@@ -76,6 +76,30 @@ def pooled_ci(
     return value, float(low), float(high)
 
 
+def counted_ci(
+    counts: np.ndarray, fn: Callable[[np.ndarray], float | None], level: float = 0.95, seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, float, float]:
+    """``fn(column sums)`` of an instances x keys count matrix, and a percentile-bootstrap interval
+    that resamples the instances (rows) together (fixed seed); nan where ``fn`` is undefined (None)."""
+    def value(sums: np.ndarray) -> float:
+        out = fn(sums)
+        return math.nan if out is None else float(out)
+
+    n = counts.shape[0]
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    point = value(counts.sum(axis=0))
+    if n == 1 or math.isnan(point):
+        return point, point, point
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(BOOTSTRAP_SAMPLES, n))
+    weights = np.stack([np.bincount(row, minlength=n) for row in idx])  # how often each instance was drawn
+    draws = np.array([value(sums) for sums in weights @ counts])
+    alpha = (1 - level) / 2
+    low, high = np.nanquantile(draws, [alpha, 1 - alpha])
+    return point, float(low), float(high)
+
+
 def win_rates(table: dict[str, dict[str, float | None]], lower_is_better: set[str] | None = None) -> dict[str, float | None]:
     """HELM's mean win rate. ``table[model][column]``; None = missing cell.
 

@@ -56,6 +56,18 @@ class HelmEquivalent:
 
 
 @dataclass(frozen=True)
+class Counted:
+    """A run-level number over counts that instances record as sparse stats named ``<prefix><key>``
+    (absent = 0), e.g. HELM's bias metrics, which pool every completion's word counts before computing.
+    ``fn`` maps the summed counts (by stat name) to the value, or None when it is undefined. Summaries
+    bootstrap it by resampling instances; the count stats themselves get no mean summary."""
+
+    name: str
+    prefix: str
+    fn: Callable[[dict[str, float]], float | None]
+
+
+@dataclass(frozen=True)
 class Metric:
     name: str
     fn: MetricFn
@@ -65,6 +77,7 @@ class Metric:
     ratios: tuple[tuple[str, str, str], ...] = ()
     judge: str | None = None  # the judge template (helmflow.judges) whose verdicts this metric reads
     pooled: tuple[Pooled, ...] = ()
+    counted: tuple[Counted, ...] = ()
     # modules the metric imports when it runs, and the extra that installs them (the base install is lean)
     requires: tuple[str, ...] = ()
     extra: str | None = None
@@ -104,17 +117,19 @@ _BUILTIN = [
     "math_cot",
     "text_overlap",
     "calibration",
+    "bias",
 ]
 
 
 def metric(
     name: str, version: str, scores_errors: bool = False, ratios: tuple[tuple[str, str, str], ...] = (),
     judge: str | None = None, pooled: tuple[Pooled, ...] = (), requires: tuple[str, ...] = (),
-    extra: str | None = None, helm: HelmEquivalent | None = None,
+    extra: str | None = None, helm: HelmEquivalent | None = None, counted: tuple[Counted, ...] = (),
 ) -> Callable[[MetricFn], MetricFn]:
     def deco(fn: MetricFn) -> MetricFn:
         METRICS.add(name, Metric(name=name, fn=fn, version=version, scores_errors=scores_errors, ratios=ratios,
-                                 judge=judge, pooled=pooled, requires=requires, extra=extra, helm=helm))
+                                 judge=judge, pooled=pooled, requires=requires, extra=extra, helm=helm,
+                                 counted=counted))
         return fn
 
     return deco
@@ -137,4 +152,5 @@ def metric_versions(names: list[str]) -> dict[str, str]:
 for _module in _BUILTIN:
     importlib.import_module(f"helmflow.metrics.{_module}")
 
-__all__ = ["METRICS", "HelmEquivalent", "Metric", "MetricInput", "MissingExtra", "Pooled", "helm_stats", "metric", "metric_versions"]
+__all__ = ["METRICS", "Counted", "HelmEquivalent", "Metric", "MetricInput", "MissingExtra", "Pooled", "helm_stats",
+           "metric", "metric_versions"]
