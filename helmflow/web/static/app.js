@@ -1,4 +1,4 @@
-// Sortable tables and the release picker. No model text passes through here.
+// Sortable tables, metric-group tabs and the release picker. No model text passes through here.
 (function () {
   "use strict";
   function key(cell, numeric) {
@@ -32,6 +32,17 @@
       th.addEventListener("click", function () { sortBy(table, th); });
     });
   });
+  // Metric groups as tabs: without JavaScript every panel shows; with it, one at a time.
+  var tabs = Array.prototype.slice.call(document.querySelectorAll("#group-tabs [role=tab]"));
+  function show(tab) {
+    tabs.forEach(function (t) {
+      var on = t === tab;
+      t.setAttribute("aria-selected", on ? "true" : "false");
+      document.getElementById(t.getAttribute("aria-controls")).hidden = !on;
+    });
+  }
+  tabs.forEach(function (t) { t.addEventListener("click", function () { show(t); }); });
+  if (tabs.length) show(tabs[0]);
   var picker = document.getElementById("release-picker");
   if (picker) picker.addEventListener("change", function () { window.location.href = picker.value; });
 })();

@@ -1,0 +1,52 @@
+"""The board page's metric groups: one tab each, every column with a one-line description and its
+direction, board text escaped."""
+
+from __future__ import annotations
+
+import re
+
+from starlette.testclient import TestClient
+
+from helmflow import pipeline
+from helmflow.board import load_board, plan_board
+from helmflow.clients import load_deployments
+from helmflow.storage import Store
+from helmflow.web.app import create_app
+
+HOSTILE = '<img src=x onerror="alert(1)">'
+
+
+def _publish(root: str, spec: dict) -> str:
+    store = Store(root)
+    plan = plan_board(load_board(spec), load_deployments())
+    data = {s.label: pipeline.download_scenario(store, s) for s in plan.all_scenarios}
+    prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.all_scenarios}
+    runs = []
+    for r in plan.runs:
+        q = pipeline.query_pair(store, r, prompts[r.scenario.label])
+        runs.append(pipeline.publish_run(store, r, q, pipeline.score_pair(store, r, data[r.scenario.label], q)))
+    return pipeline.point_release(store, plan, pipeline.publish_release(store, plan, runs, [])).release_id
+
+
+def test_metric_groups_are_tabs_with_descriptions_and_directions(tmp_path):
+    spec = {
+        "name": "groups", "version": "1", "models": ["offline/solver", "offline/echo"], "max_instances": 4,
+        "scenarios": [{"name": "arithmetic", "label": "arith", "perturbations": "robustness"}],
+        "metric_groups": [{"name": "speed", "description": f"fast {HOSTILE}", "columns": [
+            {"scenario": "arith", "metric": "exact_match", "description": f"right {HOSTILE}"},
+            {"scenario": "arith", "metric": "latency_s", "lower_is_better": True}]}],
+    }
+    release_id = _publish(str(tmp_path / "store"), spec)
+    page = TestClient(create_app(str(tmp_path / "store"))).get(f"/boards/groups/{release_id}/").text
+    section = page.split('<section id="metric-groups">', 1)[1].split("</section>", 1)[0]
+    tabs = re.findall(r'<button type="button" role="tab" class="tab" id="tab-(\w+)" aria-controls="panel-\1" '
+                      r'aria-selected="(true|false)">', section)
+    assert tabs == [("speed", "true"), ("robustness", "false")]
+    assert section.count('role="tabpanel"') == 2 and 'id="panel-robustness"' in section
+    legend = section.split('id="legend-robustness">', 1)[1].split("</dl>", 1)[0]
+    assert "<dt>arith · robustness</dt>" in legend and "worst case per instance" in legend and "↑ higher is better" in legend
+    speed = section.split('id="legend-speed">', 1)[1].split("</dl>", 1)[0]
+    assert "↓ lower is better" in speed and "the runs&#39; latency_s (their summary)" in speed  # no description: a default line
+    assert HOSTILE not in page and "right &lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in speed
+    assert "fast &lt;img" in section
+    assert re.search(r"arith · robustness ↑</th>", section)
