@@ -34,6 +34,7 @@ _BUILTIN = [
     "competition_math",
     "legalbench",
     "wmt14",
+    "gsm8k",
     "narrative_qa",
     "natural_qa",
     "openbookqa",

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from helmflow.records import AdapterSpec, GenerationParams, Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import UNPINNED, read_parquet_source
+from helmflow.scenarios.helm_lite import with_follow_format
 
 REPO = "hendrycks/competition_math"
 HELM_REVISION = "71b758ecc688b2822d07ffa7f8393299f1dc7cac"  # HELM's script revision (no longer on the Hub)
@@ -53,6 +54,7 @@ class MATHParams(BaseModel):
         "precalculus",
     ]  # fmt: skip
     level: int = Field(1, ge=1, le=5)  # Lite: level 1 only
+    follow_format: bool = False  # HELM's instruction-following variant (helmflow.scenarios.helm_lite)
 
 
 def helm_order(rows: list[dict]) -> list[dict]:
@@ -70,17 +72,15 @@ class CompetitionMATH(Scenario):
     description = "MATH: competition mathematics, one subject and level per run; chain of thought, the last \\boxed{} answer is scored."
     main_metric = "math_equiv_chain_of_thought"
     metrics = ["math_equiv_chain_of_thought", "math_verify_chain_of_thought", "efficiency"]
-    default_adapter = AdapterSpec(
-        method="generation",
-        instructions=INSTRUCTIONS,
-        input_prefix="Problem: ",
-        input_suffix="\n",
-        output_prefix="Answer: ",
-        output_suffix="\n",
-        instance_prefix="###\n",
-        max_train_instances=8,
-        generation=GenerationParams(max_tokens=400, temperature=0.0, stop=["###"], num_outputs=1),
-    )
+
+    @property
+    def default_adapter(self) -> AdapterSpec:  # type: ignore[override]
+        spec = AdapterSpec(
+            method="generation", instructions=INSTRUCTIONS, input_prefix="Problem: ", input_suffix="\n",
+            output_prefix="Answer: ", output_suffix="\n", instance_prefix="###\n", max_train_instances=8,
+            generation=GenerationParams(max_tokens=400, temperature=0.0, stop=["###"], num_outputs=1),
+        )
+        return with_follow_format(spec) if self.params.follow_format else spec  # type: ignore[attr-defined]
     helm_differences = (
         f"MATH data: HELM loads the script-based Hub dataset {REPO} at {HELM_REVISION[:8]} with trust_remote_code; it "
         "was taken off the Hub (DMCA, January 2025), so this scenario reads the dataset's Parquet conversion from "

@@ -31,16 +31,19 @@ def generation_spec(input_prefix: str, output_noun: str, max_tokens: int, stop: 
     """HELM's ``get_generation_adapter_spec``: blocks ``<input_prefix><input>\\n<Noun>: <output>\\n`` separated
     by a blank line, the query ending at ``<Noun>:``; temperature 0, one output, one trial. With
     ``follow_format``, HELM's global prefix (+ blank line) and suffix (blank line, request, newline, ``<Noun>:``)."""
-    output_prefix = f"{output_noun}: "
-    extra = {}
-    if follow_format:
-        extra = {"global_prefix": FOLLOW_FORMAT_PREFIX + "\n\n",
-                 "global_suffix": "\n\n" + FOLLOW_FORMAT_SUFFIX + "\n" + output_prefix.strip()}
-    return AdapterSpec(
+    spec = AdapterSpec(
         method="generation", instructions=instructions, input_prefix=input_prefix, input_suffix="\n",
-        output_prefix=output_prefix, output_suffix="\n", instance_prefix="\n", max_train_instances=max_train_instances,
-        generation=GenerationParams(max_tokens=max_tokens, temperature=0.0, stop=stop, num_outputs=1), **extra,
+        output_prefix=f"{output_noun}: ", output_suffix="\n", instance_prefix="\n", max_train_instances=max_train_instances,
+        generation=GenerationParams(max_tokens=max_tokens, temperature=0.0, stop=stop, num_outputs=1),
     )
+    return with_follow_format(spec) if follow_format else spec
+
+
+def with_follow_format(spec: AdapterSpec) -> AdapterSpec:
+    """HELM's ``follow_format_instructions`` expander on any generation spec: the note (+ blank line) before
+    everything, and after the query a blank line, the request, a newline and the output prefix stripped."""
+    return spec.model_copy(update={"global_prefix": FOLLOW_FORMAT_PREFIX + "\n\n",
+                                   "global_suffix": "\n\n" + FOLLOW_FORMAT_SUFFIX + "\n" + spec.output_prefix.strip()})
 
 
 def multiple_choice_spec(topic: str) -> AdapterSpec:

@@ -24,9 +24,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from helmflow.records import AdapterSpec, GenerationParams, Input, Instance, Reference
+from helmflow.records import AdapterSpec, Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import UNPINNED, read_parquet_source
+from helmflow.scenarios.helm_lite import generation_spec
 
 REPO = "nguha/legalbench"
 HELM_REVISION = "e042ea68c19df12b737fe768572f22ead61e8e37"
@@ -81,6 +82,7 @@ EM_SET = ["exact_match", "quasi_exact_match", "prefix_exact_match", "quasi_prefi
 class LegalBenchParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     subset: Subset
+    follow_format: bool = False  # HELM's instruction-following variant (helmflow.scenarios.helm_lite)
 
 
 @scenario("legalbench")
@@ -103,11 +105,7 @@ class LegalBench(Scenario):
     @property
     def default_adapter(self) -> AdapterSpec:  # type: ignore[override]
         _, noun, instructions = SETTINGS[self.params.subset]  # type: ignore[attr-defined]
-        return AdapterSpec(
-            method="generation", instructions=instructions, input_prefix="", input_suffix="\n",
-            output_prefix=f"{noun}: ", output_suffix="\n", instance_prefix="\n", max_train_instances=5,
-            generation=GenerationParams(max_tokens=30, temperature=0.0, stop=["\n"], num_outputs=1),
-        )  # fmt: skip
+        return generation_spec("", noun, 30, ["\n"], instructions=instructions, follow_format=self.params.follow_format)  # type: ignore[attr-defined]
 
     def _files(self) -> dict[str, tuple[str, str]]:
         subset = self.params.subset  # type: ignore[attr-defined]

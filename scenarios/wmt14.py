@@ -27,9 +27,10 @@ import numpy as np
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
-from helmflow.records import AdapterSpec, GenerationParams, Input, Instance, Reference
+from helmflow.records import AdapterSpec, Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import UNPINNED, read_parquet_source
+from helmflow.scenarios.helm_lite import generation_spec
 
 REPO = "wmt14"
 HELM_REVISION = "b199e406369ec1b7634206d3ded5ba45de2fe696"
@@ -43,6 +44,7 @@ METRICS = ["bleu_4", "sacrebleu", "bleu_1", "rouge_l", "f1_score", "exact_match"
 class WMT14Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
     language_pair: Literal["cs-en", "de-en", "fr-en", "hi-en", "ru-en"]
+    follow_format: bool = False  # HELM's instruction-following variant (helmflow.scenarios.helm_lite)
 
 
 def helm_train_order(n: int) -> np.ndarray:
@@ -90,12 +92,9 @@ class WMT14(Scenario):
     @property
     def default_adapter(self) -> AdapterSpec:  # type: ignore[override]
         language = LANGUAGES[self.source_language]
-        return AdapterSpec(
-            method="generation", instructions=f"Translate the following sentences from {language} to English.",
-            input_prefix=f"{language}: ", input_suffix="\n", output_prefix="English: ", output_suffix="\n",
-            instance_prefix="\n", max_train_instances=1,
-            generation=GenerationParams(max_tokens=100, temperature=0.0, stop=["\n\n"], num_outputs=1),
-        )  # fmt: skip
+        return generation_spec(f"{language}: ", "English", 100, ["\n\n"], max_train_instances=1,
+                               instructions=f"Translate the following sentences from {language} to English.",
+                               follow_format=self.params.follow_format)  # type: ignore[attr-defined]
 
     def _files(self) -> dict[str, tuple[str, str, str]]:
         pair = self.params.language_pair  # type: ignore[attr-defined]

@@ -206,6 +206,26 @@ def medqa_zip(n_train: int = 10178, n_dev: int = 1272, n_test: int = 1273) -> by
     })
 
 
+# --------------------------------------------------------------------------- GSM8K
+GSM_URL = "raw.githubusercontent.com/openai/grade-school-math/master/grade_school_math/data"
+
+
+def gsm_rows(n: int, seed: int) -> list[dict]:
+    """Word problems with worked answers in GSM8K's format (calculator annotations, a final ``#### N`` line)."""
+    rng = random.Random(seed)
+    rows = []
+    for k in range(n):
+        a, b = rng.randint(2, 40), rng.randint(2, 40)
+        total = a * b
+        answer = f"Each box holds {a} pens and there are {b} boxes.\n{a} * {b} = <<{a}*{b}={total}>>{total} pens.\n#### {total:,}"
+        rows.append({"question": f"Fixture problem {k}: {b} boxes hold {a} pens each. How many pens are there?", "answer": answer})
+    return rows
+
+
+def gsm_files(n_train: int = 7473, n_test: int = 1319) -> dict[str, bytes]:
+    return {"train.jsonl": jsonl(gsm_rows(n_train, 8)), "test.jsonl": jsonl(gsm_rows(n_test, 9))}
+
+
 # --------------------------------------------------------------------------- the source host
 def source_tree(root: Path, small: bool = False) -> Path:
     """Every Lite web source under ``root/<host>/<path>`` (``small``: a few rows each, for board runs)."""
@@ -217,6 +237,7 @@ def source_tree(root: Path, small: bool = False) -> Path:
         "people.eecs.berkeley.edu/~hendrycks/data.tar": mmlu_tar({s: (3, 8) for s in LITE_SUBJECTS} if small else MMLU_SIZES),
         "drive.google.com/uc": medqa_zip(20, 6, 8) if small else medqa_zip(),
         **{f"storage.googleapis.com/natural_questions/v1.0/dev/{n}": d for n, d in nq_files(12 if small else 1566).items()},
+        **{f"{GSM_URL}/{n}": d for n, d in (gsm_files(12, 10) if small else gsm_files()).items()},
     }
     for path, data in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)

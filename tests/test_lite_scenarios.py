@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from lite_fixtures import gsm_files
 from lite_hub_fixtures import LEGALBENCH_SCHEMAS, legalbench_files, math_files, wmt_files
 
 from helmflow.board import ScenarioEntry, plan_scenario
@@ -18,6 +19,7 @@ from helmflow.errors import HelmflowError
 from helmflow.pipeline import adapt_scenario, download_scenario
 from helmflow.records import prompt_from_row
 from helmflow.scenarios import ScenarioError, get_scenario
+from helmflow.scenarios.helm_lite import FOLLOW_FORMAT_PREFIX, FOLLOW_FORMAT_SUFFIX
 from helmflow.storage import Store
 
 
@@ -176,6 +178,50 @@ def test_wmt_schema_errors_are_clear(tmp_path):
         get_scenario("wmt_14", {"language_pair": "cs-en"}).load({n.replace("de-en", "cs-en"): str(tmp_path / n) for n in files})
     with pytest.raises(ScenarioError, match="language_pair"):
         get_scenario("wmt_14", {"language_pair": "en-de"})
+
+
+# --------------------------------------------------------------------------- GSM8K
+@pytest.fixture
+def gsm_mirror(tmp_path, monkeypatch):
+    folder = write_mirror(tmp_path / "gsm", gsm_files(n_train=40))
+    monkeypatch.setenv("HELMFLOW_MIRROR_GSM", str(folder))
+    return folder
+
+
+def test_gsm_references_rationale_shots_and_sample_are_helms(gsm_mirror, tmp_path):
+    instances = get_scenario("gsm").load({n: str(gsm_mirror / n) for n in ("train.jsonl", "test.jsonl")})
+    row = json.loads((gsm_mirror / "train.jsonl").read_text().splitlines()[0])
+    boxes, pens = row["question"].split(" boxes hold ")[0].split(": ")[1], row["question"].split(" hold ")[1].split(" pens")[0]
+    total = int(pens) * int(boxes)
+    assert instances[0].references[0].text == (  # "####" -> "The answer is", newlines -> spaces, a final "."
+        f"Each box holds {pens} pens and there are {boxes} boxes. {pens} * {boxes} = <<{pens}*{boxes}={total}>>{total} pens. "
+        f"The answer is {total:,}."
+    )
+    assert [i.split for i in instances] == ["train"] * 40 + ["test"] * 1319
+
+    ps = prompts(tmp_path, ScenarioEntry(name="gsm"), 1000)
+    np.random.seed(0)  # HELM's sample of 1,000 of the 1,319 test problems (ids after the 40 train rows)
+    assert [p.instance_id for p in ps] == list(np.random.choice(np.array([f"id{40 + k}" for k in range(1319)], dtype=object), 1000, replace=False))
+    first = ps[0]
+    assert len(first.examples) == 5
+    assert all(e.startswith("Q: Fixture problem ") and "\nA: Each box" in e and e.endswith(".\n\n") and " The answer is " in e
+               for e in first.examples)
+    assert first.query.endswith("\nA:") and first.head == ""
+    plan = plan_scenario(ScenarioEntry(name="gsm"), None)
+    assert (plan.adapter.generation.max_tokens, plan.adapter.generation.stop, plan.main_metric) == (400, ["\n\n"], "final_number_exact_match")
+
+
+def test_follow_format_wraps_every_lite_generation_scenario(math_mirror, tmp_path):
+    plain = plan_scenario(ScenarioEntry(name="math", params={"subject": "algebra"}), None)
+    wrapped = plan_scenario(ScenarioEntry(name="math", params={"subject": "algebra", "follow_format": True}), None)
+    assert wrapped.prompt_version != plain.prompt_version
+    (first, *_) = prompts(tmp_path, ScenarioEntry(name="math", params={"subject": "algebra", "follow_format": True}), 3)
+    assert first.head.startswith(FOLLOW_FORMAT_PREFIX + "\n\nGiven a mathematics problem")
+    assert first.query.endswith("\nAnswer:\n\n" + FOLLOW_FORMAT_SUFFIX + "\nAnswer:")
+    for name, params, noun in (("legalbench", {"subset": "proa"}, "Answer:"), ("wmt_14", {"language_pair": "hi-en"}, "English:"),
+                               ("gsm", {}, "A:")):
+        spec = get_scenario(name, {**params, "follow_format": True}).default_adapter
+        assert spec.global_prefix == FOLLOW_FORMAT_PREFIX + "\n\n" and spec.global_suffix.endswith("\n" + noun)
 
 
 # --------------------------------------------------------------------------- a board through the CLI
