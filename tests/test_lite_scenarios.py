@@ -260,3 +260,47 @@ def test_lite_scenarios_run_through_the_cli(math_mirror, legal_mirror, wmt_mirro
     wmt_dir = next(p.parent for p in storage.glob("runs/*/run.json") if json.loads(p.read_text())["scenario"]["name"] == "wmt_14")
     names = set(pq.read_table(io.BytesIO((wmt_dir / "summary.parquet").read_bytes())).column("name").to_pylist())
     assert {"bleu_4", "sacrebleu_corpus_bleu", "rouge_l", "bleu_1"} <= names
+
+
+@pytest.mark.slow
+def test_helmflow_run_lite_end_to_end_on_fixtures(tmp_path, cli, prefect_server):
+    """`helmflow run lite`: all 28 runs per model on fixture sources (web sources through a local host, the Hub
+    conversions from mirrors), two offline models; ten accuracy columns and a win-rate headline."""
+    import time
+
+    from lite_fixtures import serve, source_tree
+
+    from helmflow.scenarios.legalbench import SETTINGS
+    from helmflow.scenarios.wmt14 import LANGUAGES
+
+    root = source_tree(tmp_path / "src", small=True)
+    math_dir = write_mirror(tmp_path / "m-math", math_files(120, 120))
+    legal: dict[str, bytes] = {}
+    for subset in SETTINGS:
+        legal |= legalbench_files(subset, n_train=6, n_test=8)
+    legal_dir = write_mirror(tmp_path / "m-legal", legal)
+    wmt: dict[str, bytes] = {}
+    for source in LANGUAGES:
+        wmt |= wmt_files(f"{source}-en", n_train=30, n_valid=4, n_test=4)
+    wmt_dir = write_mirror(tmp_path / "m-wmt", wmt)
+    storage = tmp_path / "store"
+    with serve(root) as server:
+        started = time.monotonic()
+        out = cli("run", "lite", "--models", "offline/first-option,offline/echo", "--max-instances", "4",
+                  "--storage", str(storage), env={"HELMFLOW_SOURCE_HOST": server.url, "HELMFLOW_MIRROR_MATH": str(math_dir),
+                                                  "HELMFLOW_MIRROR_LEGALBENCH": str(legal_dir), "HELMFLOW_MIRROR_WMT_14": str(wmt_dir)})
+        wall_s = time.monotonic() - started
+    assert out.returncode == 0, out.stdout + out.stderr
+    runs = [json.loads(p.read_text()) for p in storage.glob("runs/*/run.json")]
+    assert len(runs) == 56  # 28 per model
+    by_scenario: dict[str, int] = {}
+    for run in runs:
+        by_scenario[run["scenario"]["name"]] = by_scenario.get(run["scenario"]["name"], 0) + 1
+    assert by_scenario == {"narrative_qa": 2, "natural_qa": 4, "openbookqa": 2, "mmlu": 10, "math": 14, "gsm": 2,
+                           "legalbench": 10, "med_qa": 2, "wmt_14": 10}
+    (release,) = [json.loads(p.read_text()) for p in storage.glob("leaderboards/lite/*/release.json")]
+    accuracy = next(g for g in release["metric_groups"] if g["name"] == "accuracy")
+    assert [c["scenario"] for c in accuracy["columns"]] == [
+        "narrative_qa", "natural_qa_openbook_longans", "natural_qa_closedbook", "openbookqa", "mmlu",
+        "math_chain_of_thought", "gsm", "legalbench", "med_qa", "wmt_14"]
+    print(f"helmflow run lite on fixtures: 56 runs (28 per model x 2) in {wall_s:.1f} s")
