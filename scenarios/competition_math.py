@@ -81,6 +81,9 @@ class CompetitionMATH(Scenario):
             generation=GenerationParams(max_tokens=400, temperature=0.0, stop=["###"], num_outputs=1),
         )
         return with_follow_format(spec) if self.params.follow_format else spec  # type: ignore[attr-defined]
+    helm_wording = ("HELM's instruction sentence, Problem:/Answer: labels, ### between examples and eight same-subject worked "
+                    "examples, byte for byte; with follow_format, the opening and closing requests are helmflow's own wording "
+                    "of HELM's instruction-following prefix and suffix")
     helm_differences = (
         f"MATH data: HELM loads the script-based Hub dataset {REPO} at {HELM_REVISION[:8]} with trust_remote_code; it "
         "was taken off the Hub (DMCA, January 2025), so this scenario reads the dataset's Parquet conversion from "

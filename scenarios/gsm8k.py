@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, StrictStr
 from helmflow.records import AdapterSpec, Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, scenario
 from helmflow.scenarios.base import parse_jsonl_row, read_jsonl_lines
-from helmflow.scenarios.helm_lite import generation_spec
+from helmflow.scenarios.helm_lite import GENERATION_WORDING, generation_spec
 
 BASE_URL = "https://raw.githubusercontent.com/openai/grade-school-math/master/grade_school_math/data"
 FILES = (("train.jsonl", "train"), ("test.jsonl", "test"))
@@ -52,6 +52,7 @@ class GSM8K(Scenario):
     description = "GSM8K: grade-school math word problems with worked answers; the last number of the output is scored."
     main_metric = "final_number_exact_match"
     metrics = ["final_number_exact_match", "exact_match_indicator", "efficiency"]
+    helm_wording = GENERATION_WORDING
     helm_differences = (
         "gsm: HELM reads train.jsonl and test.jsonl from the master branch of openai/grade-school-math, unpinned; the "
         "same URLs are read here, pinned by the sha256 of each file (recorded at first fetch).",

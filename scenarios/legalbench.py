@@ -94,12 +94,13 @@ class LegalBench(Scenario):
     description = "LegalBench: legal reasoning (trademark types, bill relevance, citizenship law, decision sections, private rights of action)."
     main_metric = "quasi_exact_match"
     metrics = EM_SET
+    helm_wording = ("the per-subset field labels, field order and output noun are HELM's (LegalBench's helm_prompt_settings), "
+                    "the instructions are helmflow's own wording of LegalBench's; HELM's generation layout and five "
+                    "examples; with follow_format, the opening and closing requests are helmflow's own wording")
     helm_differences = (
         f"LegalBench data: HELM loads the script-based Hub dataset {REPO} at {HELM_REVISION[:8]} with trust_remote_code "
         "(unsupported by datasets >= 4); this scenario reads the dataset's Parquet conversion from a mirror, its sha256 "
         "pinned at first use.",
-        "LegalBench prompts: the per-subset fields, labels and output nouns are HELM's (LegalBench's "
-        "helm_prompt_settings.jsonl, which HELM reads unpinned from the main branch); the instructions are our wording.",
     )
 
     @property

@@ -75,12 +75,13 @@ class WMT14(Scenario):
     )
     main_metric = "bleu_4"
     metrics = METRICS
+    helm_wording = ("HELM's instruction sentence, <Language>:/English: labels and one example; a blank line follows the "
+                    "instruction where HELM has none; with follow_format, the opening and closing requests are helmflow's "
+                    "own wording")
     helm_differences = (
         f"WMT14 data: HELM loads the script-based Hub dataset {REPO} at {HELM_REVISION[:8]} with trust_remote_code "
         "(unsupported by datasets >= 4); this scenario reads the dataset's Parquet conversion from a mirror, its "
         "sha256 pinned at first use.",
-        "WMT14 prompt: HELM's instruction line is followed directly by the example; the shared layout here puts a "
-        "blank line after instructions.",
         "WMT14 scoring: sacreBLEU corpus BLEU (13a, exp smoothing) is reported beside HELM's sentence BLEU-4; the "
         "headline stays HELM's bleu_4.",
         "WMT14 tokens: BLEU-1/4 split words with the installed NLTK's word tokenizer and the English Punkt model of "
