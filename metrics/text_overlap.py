@@ -23,6 +23,7 @@ imported on first use.
 
 from __future__ import annotations
 
+import threading
 import warnings
 from functools import lru_cache
 from statistics import fmean
@@ -39,7 +40,26 @@ if TYPE_CHECKING:
 NLTK_MODULES = ("nltk", "punkt")
 
 
-@lru_cache(maxsize=1)
+# Runs of a board score on worker threads at the same time. A first import of NLTK (or of rouge-score, which imports
+# NLTK) from two threads at once can hand one of them a partially initialised module ("cannot import name ...
+# from partially initialized module 'nltk.util'"), so every first use loads its library under this lock.
+_IMPORT_LOCK = threading.RLock()
+
+
+def _loaded(load):
+    """``load`` run once, under the import lock; later calls return its result without waiting."""
+    cached = lru_cache(maxsize=1)(load)
+
+    def get():
+        if cached.cache_info().currsize:
+            return cached()
+        with _IMPORT_LOCK:
+            return cached()
+
+    return get
+
+
+@_loaded
 def _tokenizers() -> tuple[PunktSentenceTokenizer, NLTKWordTokenizer]:
     from nltk.tokenize.destructive import NLTKWordTokenizer
     from nltk.tokenize.punkt import PunktSentenceTokenizer
@@ -49,6 +69,13 @@ def _tokenizers() -> tuple[PunktSentenceTokenizer, NLTKWordTokenizer]:
     return PunktSentenceTokenizer(punkt_parameters()), NLTKWordTokenizer()
 
 
+@_loaded
+def _sentence_bleu():
+    from nltk.translate.bleu_score import sentence_bleu
+
+    return sentence_bleu
+
+
 def word_tokenize(text: str) -> list[str]:
     """``nltk.word_tokenize(text)``: Punkt sentences, then NLTK's (improved Treebank) word tokens."""
     sentences, words = _tokenizers()
@@ -56,8 +83,7 @@ def word_tokenize(text: str) -> list[str]:
 
 
 def _bleu(gold: str, pred: str, weights: tuple[float, ...]) -> float:
-    from nltk.translate.bleu_score import sentence_bleu
-
+    sentence_bleu = _sentence_bleu()
     # NLTK warns on every sentence without a matching n-gram (most of them, for BLEU-4); the score says it
     warnings.filterwarnings("ignore", module=r"nltk\.translate\.bleu_score")
     return float(sentence_bleu([word_tokenize(gold)], word_tokenize(pred), weights=weights))
@@ -71,7 +97,7 @@ def bleu_4_score(gold: str, pred: str) -> float:
     return _bleu(gold, pred, (0, 0, 0, 1))
 
 
-@lru_cache(maxsize=1)
+@_loaded
 def _rouge():
     from rouge_score.rouge_scorer import RougeScorer
 
@@ -103,7 +129,7 @@ SUFFICIENT = ("sacrebleu_sys_len", "sacrebleu_ref_len",
               *(f"sacrebleu_correct_{n}" for n in ORDERS), *(f"sacrebleu_total_{n}" for n in ORDERS))  # fmt: skip
 
 
-@lru_cache(maxsize=1)
+@_loaded
 def _sacrebleu():
     from sacrebleu.metrics.bleu import BLEU
 
@@ -122,11 +148,10 @@ def sufficient_statistics(refs: list[str], pred: str) -> dict[str, float]:
 
 def corpus_bleu(sums: dict[str, float], n: int) -> float:
     """sacreBLEU's corpus BLEU (0-100) from summed sufficient statistics."""
-    from sacrebleu.metrics.bleu import BLEU
-
+    compute_bleu = type(_sacrebleu()).compute_bleu
     correct = [round(sums[f"sacrebleu_correct_{k}"]) for k in ORDERS]
     total = [round(sums[f"sacrebleu_total_{k}"]) for k in ORDERS]
-    return float(BLEU.compute_bleu(correct, total, round(sums["sacrebleu_sys_len"]), round(sums["sacrebleu_ref_len"]),
+    return float(compute_bleu(correct, total, round(sums["sacrebleu_sys_len"]), round(sums["sacrebleu_ref_len"]),
                                    smooth_method="exp").score)
 
 

@@ -176,3 +176,29 @@ def test_lite_metrics_name_their_extra():
     missing = Metric(name="x", fn=lambda x: {}, version="1", requires=("no_such_module_xyz",), extra="lite")
     with pytest.raises(MissingExtra, match=r"pip install 'helmflow\[lite\]'"):
         missing.check_installed()
+
+
+def test_first_use_from_many_threads_at_once():
+    """Runs score on worker threads at once: the first BLEU/ROUGE/sacreBLEU call from 8 threads together, in a
+    fresh interpreter (nothing imported yet), must neither fail nor differ (NLTK's first import is not thread-safe)."""
+    import subprocess
+    import sys
+
+    code = """
+import threading
+from helmflow.metrics.text_overlap import bleu_4_score, rouge_l_score, sufficient_statistics
+barrier, out, errors = threading.Barrier(8), [], []
+def work(k):
+    barrier.wait()
+    try:
+        fn = (bleu_4_score, rouge_l_score, lambda g, p: sufficient_statistics([g], p)["sacrebleu_correct_4"])[k % 3]
+        out.append(fn("the cat sat on the mat", "the cat sat on a mat"))
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(sorted(set(round(v, 6) for v in out)), errors)
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    assert result.stdout.strip() == "[0.333333, 0.833333, 1.0] []", result.stdout + result.stderr
