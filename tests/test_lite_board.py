@@ -16,9 +16,12 @@ from helmflow.scenarios.mmlu import LITE_SUBJECTS
 from tests.conftest import flow_run_id_from, run_cli, task_runs_of
 from tests.devserver_fixture import FAST_RETRY, start_dev_server
 
-COLUMNS = ["narrative_qa", "natural_qa_openbook_longans", "natural_qa_closedbook", "openbookqa", "mmlu", "med_qa"]
+COLUMNS = ["narrative_qa", "natural_qa_openbook_longans", "natural_qa_closedbook", "openbookqa", "mmlu",
+           "math_chain_of_thought", "gsm", "legalbench", "med_qa", "wmt_14"]  # HELM's ten, in schema_lite's order
 MAIN = {"narrative_qa": "f1_score", "natural_qa_openbook_longans": "f1_score", "natural_qa_closedbook": "f1_score",
-        "openbookqa": "exact_match", "mmlu": "exact_match", "med_qa": "quasi_exact_match"}
+        "openbookqa": "exact_match", "mmlu": "exact_match", "math_chain_of_thought": "math_equiv_chain_of_thought",
+        "gsm": "final_number_exact_match", "legalbench": "quasi_exact_match", "med_qa": "quasi_exact_match",
+        "wmt_14": "bleu_4"}
 
 
 def test_the_board_has_helms_groups_headline_and_efficiency_table():
@@ -50,6 +53,28 @@ def test_reproduce_lite_explains_every_difference_from_helm():
     assert text.count("mmlu: data.tar") == 1  # five subject entries, said once
 
 
+def hub_conversion_mirrors(tmp_path) -> dict[str, str]:
+    """MATH, LegalBench and WMT14 read mirrors of the Hub's Parquet conversions only: small fixture folders."""
+    from lite_hub_fixtures import legalbench_files, math_files, wmt_files
+
+    from helmflow.scenarios.legalbench import SETTINGS
+    from helmflow.scenarios.wmt14 import LANGUAGES
+
+    files = {"MATH": math_files(120, 120), "LEGALBENCH": {}, "WMT_14": {}}
+    for subset in SETTINGS:
+        files["LEGALBENCH"] |= legalbench_files(subset, n_train=6, n_test=8)
+    for source in LANGUAGES:
+        files["WMT_14"] |= wmt_files(f"{source}-en", n_train=30, n_valid=4, n_test=4)
+    env = {}
+    for name, contents in files.items():
+        folder = tmp_path / f"hub-{name.lower()}"
+        folder.mkdir()
+        for filename, data in contents.items():
+            (folder / filename).write_bytes(data)
+        env[f"HELMFLOW_MIRROR_{name}"] = str(folder)
+    return env
+
+
 @pytest.mark.slow
 def test_helmflow_run_lite_end_to_end_on_mirrored_fixtures(tmp_path, prefect_server):
     root = source_tree(tmp_path / "src", small=True)
@@ -58,7 +83,7 @@ def test_helmflow_run_lite_end_to_end_on_mirrored_fixtures(tmp_path, prefect_ser
         out = run_cli("mirror", "lite", "--to", str(mirror), env={"HELMFLOW_SOURCE_HOST": host.url})
     assert out.returncode == 0, out.stdout + out.stderr
     storage = tmp_path / "store"
-    env = {"HELMFLOW_MIRROR": str(mirror)}  # no source host: the run reads the mirror only
+    env = {"HELMFLOW_MIRROR": str(mirror), **hub_conversion_mirrors(tmp_path)}  # no source host: mirrors only
     with start_dev_server() as server:
         models = tmp_path / "models.yaml"
         models.write_text(yaml.safe_dump({"deployments": [
@@ -71,7 +96,7 @@ def test_helmflow_run_lite_end_to_end_on_mirrored_fixtures(tmp_path, prefect_ser
         assert out.returncode == 0, out.stdout + out.stderr
         sent = server.stats()["requests"]
     runs = [json.loads(p.read_text()) for p in storage.glob("runs/*/run.json")]
-    assert len(runs) == 20  # 10 runs per model
+    assert len(runs) == 56  # 28 runs per model
     # --models narrows the board: a subset release (latest-subset.json), as any selection
     latest = json.loads((storage / "leaderboards/lite/latest-subset.json").read_text())
     rows = pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()
@@ -92,8 +117,9 @@ def test_helmflow_run_lite_end_to_end_on_mirrored_fixtures(tmp_path, prefect_ser
     tasks = task_runs_of(flow_run_id_from(out))
     names = sorted(t.name for t in tasks)
     # the flow reads as the board: a prepare per scenario entry, a run per cell, one release
-    assert len([n for n in names if n.startswith("prepare ")]) == 10 and "prepare mmlu-econometrics" in names
-    assert len([n for n in names if n.startswith("run ")]) == 20 and "run med_qa x dev/model" in names
-    assert names.count("release lite") == 1 and len(tasks) == 31 and all(t.state.is_completed() for t in tasks)
+    assert len([n for n in names if n.startswith("prepare ")]) == 28 and "prepare mmlu-econometrics" in names
+    assert len([n for n in names if n.startswith("run ")]) == 56 and "run med_qa x dev/model" in names
+    assert "run wmt_14-fr-en x dev/model" in names and "prepare math-precalculus" in names
+    assert names.count("release lite") == 1 and len(tasks) == 85 and all(t.state.is_completed() for t in tasks)
     print(f"lite board on fixtures: {len(runs)} runs, {len(tasks)} task runs, {dev_requests} dev-server requests, "
           f"wall {wall_s:.1f} s")
