@@ -98,3 +98,24 @@ def wmt_files(pair: str = "de-en", n_train: int = 25_000, n_valid: int = 700, n_
         f"{pair}-validation.parquet": parquet_bytes(wmt_rows(source, n_valid, "valid"), schema),
         f"{pair}-test.parquet": parquet_bytes(wmt_rows(source, n_test, "test"), schema),
     }
+
+
+def hub_conversion_mirrors(tmp_path) -> dict[str, str]:
+    """Small fixture folders for the HELM Lite scenarios that read the Hub's Parquet conversions from a mirror only
+    (MATH, LegalBench's five subsets, WMT14's five pairs), as the ``HELMFLOW_MIRROR_<NAME>`` variables naming them."""
+    from helmflow.scenarios.legalbench import SETTINGS
+    from helmflow.scenarios.wmt14 import LANGUAGES
+
+    files: dict[str, dict[str, bytes]] = {"MATH": math_files(120, 120), "LEGALBENCH": {}, "WMT_14": {}}
+    for subset in SETTINGS:
+        files["LEGALBENCH"] |= legalbench_files(subset, n_train=6, n_test=8)
+    for source in LANGUAGES:
+        files["WMT_14"] |= wmt_files(f"{source}-en", n_train=30, n_valid=4, n_test=4)
+    env = {}
+    for name, contents in files.items():
+        folder = tmp_path / f"hub-{name.lower()}"
+        folder.mkdir(exist_ok=True)
+        for filename, data in contents.items():
+            (folder / filename).write_bytes(data)
+        env[f"HELMFLOW_MIRROR_{name}"] = str(folder)
+    return env

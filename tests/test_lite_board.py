@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from lite_fixtures import serve, source_tree
+from lite_hub_fixtures import hub_conversion_mirrors
 
 from helmflow.scenarios.mmlu import LITE_SUBJECTS
 from tests.conftest import flow_run_id_from, run_cli, task_runs_of
@@ -53,37 +54,16 @@ def test_reproduce_lite_explains_every_difference_from_helm():
     assert text.count("mmlu: data.tar") == 1  # five subject entries, said once
 
 
-def hub_conversion_mirrors(tmp_path) -> dict[str, str]:
-    """MATH, LegalBench and WMT14 read mirrors of the Hub's Parquet conversions only: small fixture folders."""
-    from lite_hub_fixtures import legalbench_files, math_files, wmt_files
-
-    from helmflow.scenarios.legalbench import SETTINGS
-    from helmflow.scenarios.wmt14 import LANGUAGES
-
-    files = {"MATH": math_files(120, 120), "LEGALBENCH": {}, "WMT_14": {}}
-    for subset in SETTINGS:
-        files["LEGALBENCH"] |= legalbench_files(subset, n_train=6, n_test=8)
-    for source in LANGUAGES:
-        files["WMT_14"] |= wmt_files(f"{source}-en", n_train=30, n_valid=4, n_test=4)
-    env = {}
-    for name, contents in files.items():
-        folder = tmp_path / f"hub-{name.lower()}"
-        folder.mkdir()
-        for filename, data in contents.items():
-            (folder / filename).write_bytes(data)
-        env[f"HELMFLOW_MIRROR_{name}"] = str(folder)
-    return env
-
-
 @pytest.mark.slow
 def test_helmflow_run_lite_end_to_end_on_mirrored_fixtures(tmp_path, prefect_server):
     root = source_tree(tmp_path / "src", small=True)
     mirror = tmp_path / "mirror"
     with serve(root) as host:
-        out = run_cli("mirror", "lite", "--to", str(mirror), env={"HELMFLOW_SOURCE_HOST": host.url})
+        # MATH, LegalBench and WMT14 come from mirrors of the Hub's Parquet conversions, copied into the root mirror
+        out = run_cli("mirror", "lite", "--to", str(mirror), env={"HELMFLOW_SOURCE_HOST": host.url, **hub_conversion_mirrors(tmp_path)})
     assert out.returncode == 0, out.stdout + out.stderr
     storage = tmp_path / "store"
-    env = {"HELMFLOW_MIRROR": str(mirror), **hub_conversion_mirrors(tmp_path)}  # no source host: mirrors only
+    env = {"HELMFLOW_MIRROR": str(mirror)}  # no source host: the run reads the mirror only
     with start_dev_server() as server:
         models = tmp_path / "models.yaml"
         models.write_text(yaml.safe_dump({"deployments": [

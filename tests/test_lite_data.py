@@ -13,6 +13,7 @@ import zipfile
 
 import pytest
 from lite_fixtures import obqa_zip, serve, source_tree, zip_bytes
+from lite_hub_fixtures import hub_conversion_mirrors
 
 from helmflow.board import ScenarioEntry, plan_scenario
 from helmflow.datasets import MIRROR_MANIFEST, fetch_verified
@@ -95,17 +96,19 @@ def test_mirror_lite_fetches_every_source_records_unknown_pins_and_feeds_runs(tm
     root = source_tree(tmp_path / "src", small=True)
     mirror = tmp_path / "mirror"
     with serve(root) as server:
-        out = run_cli("mirror", "lite", "--to", str(mirror), env={"HELMFLOW_SOURCE_HOST": server.url})
+        out = run_cli("mirror", "lite", "--to", str(mirror), env={"HELMFLOW_SOURCE_HOST": server.url, **hub_conversion_mirrors(tmp_path)})
         requests = list(server.requests)
     assert out.returncode == 0, out.stdout + out.stderr
     text = " ".join(out.stdout.split())
     # each archive is fetched once (fsspec's simplecache), whatever the number of members read from it
     assert requests.count("/people.eecs.berkeley.edu/~hendrycks/data.tar") <= 2 and len(requests) <= 20, requests
-    assert "recorded 34 at first fetch" in text and "verified 0 file(s)" in text  # GSM8K's two files included
-    # MATH, LegalBench and WMT14 read mirrors of the Hub's Parquet conversions only: named and skipped, not an error
-    for spec in ("math:follow_format=True,level=1,subject=algebra", "legalbench:follow_format=True,subset=proa",
-                 "wmt_14:follow_format=True,language_pair=de-en"):
-        assert f"scenario '{spec}' is read from a mirror only" in text, spec
+    # 32 web files + GSM8K's 2 + the Hub conversions' 39 (MATH's 2 files for each of its 7 subject entries,
+    # LegalBench 5 x 2, WMT14 5 x 3), each mirror-only revision announced as unverified
+    assert "recorded 73 at first fetch" in text and "verified 0 file(s)" in text
+    assert all(f"PIN UNVERIFIED: {name}" in text for name in ("math", "legalbench", "wmt_14"))
+    # MATH, LegalBench and WMT14 read mirrors of the Hub's Parquet conversions only: copied from theirs, recorded
+    for folder in ("math/unpinned/train.parquet", "legalbench/unpinned/proa-test.parquet", "wmt_14/unpinned/fr-en-train.parquet"):
+        assert (mirror / folder).exists(), folder
     csv_bytes = (mirror / "mmlu" / "hendrycks-test-data" / "econometrics_test.csv").read_bytes()
     digest = hashlib.sha256(csv_bytes).hexdigest()
     assert f'scenarios/mmlu.py: econometrics_test.csv: sha256="{digest}"' in text
