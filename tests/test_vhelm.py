@@ -178,3 +178,46 @@ def test_helmflow_mirror_vhelm_says_which_pins_are_unverified_and_records_sha256
     for scenario, repo in (("mmmu", "MMMU/MMMU"), ("a_okvqa", "HuggingFaceM4/A-OKVQA")):
         assert text.count(f"PIN UNVERIFIED: {scenario}: no revision of {repo} could be verified") == 1
     assert "not mirrored (31 of 41): mmmu x30, a_okvqa" in text  # the others are mirrored
+
+
+def test_a_okvqa_dialect_fairness_variant_on_the_fixtures(mirror, store, monkeypatch):
+    """A-OKVQA with HELM's ``dialect`` perturbation (VHELM's a_okvqa_dialect): the text parts change,
+    the image does not, it is its own run, and the board's fairness column is the per-instance worst
+    case over original and dialect. HELM's SAE->AAVE mapping is not shipped, so the perturbation reads
+    the perturbation tests' made-up mapping here; flows/vhelm.yaml leaves it out until the file is."""
+    import dataclasses
+
+    from helmflow.perturbations import PERTURBATIONS
+    from helmflow.pipeline import perturbation_cells, publish_run, query_pair, score_pair
+
+    mapping = Path(__file__).parent / "data" / "dialect_fixture_mapping.json"
+    fixture = dataclasses.replace(PERTURBATIONS.get("dialect"), data=(), params={"prob": 1.0, "mapping": str(mapping)})
+    monkeypatch.setitem(PERTURBATIONS._items, "dialect", fixture)
+    spec = load_board("vhelm").model_dump(mode="json")
+    for entry in spec["scenarios"]:
+        if entry["name"] == "a_okvqa":
+            entry["perturbations"] = ["dialect"]
+    board = plan_board(load_board(spec), load_deployments(), scenarios=["a_okvqa"], models=["offline/first-option"])
+    [copy] = board.perturbed
+    assert copy.label == "a_okvqa~dialect" and copy.perturbation.kind == "fairness"
+    assert [c.key for g in board.spec.metric_groups if g.name == "fairness" for c in g.columns] == ["a_okvqa/fairness"]
+    original, perturbed = board.scenarios[0], copy
+    prompts = {}
+    data = {}
+    for s in (original, perturbed):
+        data[s.label] = download_scenario(store, s)
+        prompts[s.label] = [prompt_from_row(r) for r in store.read_parquet(
+            adapt_scenario(store, s, data[s.label]).prompts_key).to_pylist()]
+    before, after = prompts["a_okvqa"], prompts["a_okvqa~dialect"]
+    assert len(after) == len(before) == 4  # "What could this shape hold?": every question changes
+    for b, a in zip(before, after):
+        assert "What could this shape hold?" in b.query and "What could dis shape hold?" in a.query
+        assert [m.sha256 for m in a.media] == [m.sha256 for m in b.media]  # images untouched
+    outcomes = []
+    for run in board.runs:
+        query = query_pair(store, run, adapt_scenario(store, run.scenario, data[run.scenario.label]))
+        outcomes.append(publish_run(store, run, query, score_pair(store, run, data[run.scenario.label], query)))
+    cells = perturbation_cells(store, board, outcomes)
+    # always "A": right on the one instance whose answer is A, in both texts -> worst case 1/4
+    assert [o.score for o in outcomes] == [0.25, 0.25]
+    assert cells[("offline/first-option", "a_okvqa/fairness")][0] == 0.25
