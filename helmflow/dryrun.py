@@ -66,7 +66,7 @@ def estimate(plan: BoardPlan) -> list[RunEstimate]:
         if run.scorer and run.scorer_template:
             asked.append((run.scorer, run.scorer_template, "scoring toxicity of"))
         for judge, template, verb in asked:  # judge and scorer requests are paid too (and count against --budget-usd)
-            n, p_tokens, o_tokens = worst_case(judge, template, by_id, requests)
+            n, p_tokens, o_tokens = worst_case(judge, template, by_id, requests, run.judge_texts)
             j_cost = (p_tokens * judge.price_input_per_mtok + o_tokens * judge.price_output_per_mtok) / 1e6
             out.append(RunEstimate(run.scenario.label, f"{judge.name} {verb} {dep.name}", n, p_tokens, o_tokens, j_cost))
     return out

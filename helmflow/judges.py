@@ -75,6 +75,17 @@ def template_versions(names: list[str]) -> dict[str, str]:
     return {n: TEMPLATES.get(n).version for n in sorted(set(names))}
 
 
+def effective_template(name: str, texts: dict[str, str] | None = None) -> JudgeTemplate:
+    """The registered template, or, when a board rewords it (``judge.<name>`` in its ``prompts:``), the
+    same template with that text and the text's hash in its VERSION (what annotations record)."""
+    template = TEMPLATES.get(name)
+    if not texts or name not in texts:
+        return template
+    from helmflow.prompts import judge_version
+
+    return replace(template, text=texts[name], version=judge_version(template.version, texts[name]))
+
+
 def judges_version(judges: list[Deployment], templates: dict[str, str]) -> dict[str, str]:
     """What metric_version records per judge: its model version and the templates it applies."""
     return {
@@ -130,9 +141,7 @@ def annotate(
     judged = [(r, c) for r, c in zip(requests, completions, strict=True) if c.ok]
     out = Judged(annotations=[])
     for name in sorted(set(template_names)):
-        template = TEMPLATES.get(name)
-        if texts and name in texts:
-            template = replace(template, text=texts[name])
+        template = effective_template(name, texts)
         prompts = {r.request_hash: template.render(by_id[r.instance_id], c.text) for r, c in judged if c.text.strip()}
 
         def ask(judge: Deployment, template: JudgeTemplate = template, prompts: dict[str, str] = prompts):
@@ -166,12 +175,12 @@ def annotate(
 
 
 def worst_case(judge: Deployment, template_name: str, instances: dict[str, Instance],
-               requests: list[Request]) -> tuple[int, int, int]:
+               requests: list[Request], texts: dict[str, str] | None = None) -> tuple[int, int, int]:
     """(requests, prompt tokens, output tokens) at most, judging every request's output: the prompt with
     an empty output plus the model's whole ``max_tokens``, and the template's output budget."""
     from helmflow.tokenizers import get_tokenizer
 
-    template = TEMPLATES.get(template_name)
+    template = effective_template(template_name, texts)
     tok = get_tokenizer(judge.tokenizer)
     prompt_tokens = sum(tok.count(template.render(instances[r.instance_id], "")) + r.body.max_tokens for r in requests)
     return len(requests), prompt_tokens, len(requests) * judge_request(judge, template, "").max_tokens

@@ -190,3 +190,45 @@ def test_reproduce_explain_lists_the_wording_of_every_scenario_and_what_a_file_r
     assert "wording, gpqa: gpqa.question_lead_in from your prompts file" in text
     assert "wildbench worded by your prompts file" in text and "helmflow's own omni_math judge prompts" in text
     assert "wording, mmlu_pro: the question lead-in" in text  # untouched scenarios keep their facts
+
+
+@pytest.mark.slow
+def test_a_reworded_judge_template_rejudges_through_the_flow_without_asking_the_model(tmp_path, prefect_server):
+    from judge_fixtures import OMNI_FILE, omni_jsonl, omni_rows
+
+    from helmflow.versions import stable_hash
+    from tests.conftest import REPO
+    from tests.devserver_fixture import start_dev_server
+
+    mirror = tmp_path / "omni"
+    mirror.mkdir()
+    (mirror / OMNI_FILE).write_bytes(omni_jsonl(omni_rows(["[ans:right] [judge-a:TRUE]", "[ans:wrong] [judge-a:FALSE]"] * 4)))
+    env = {"HELMFLOW_MIRROR_OMNI_MATH": str(mirror)}
+    storage = tmp_path / "store"
+    reworded = ("Reworded by a test. Problem: {$problem}\nReference: {$reference_answer}\nSolution: {$solution}\n"
+                "Reply with ## Equivalence Judgement and TRUE or FALSE.")
+    wording = _write(tmp_path / "judge-wording.yaml", {"prompts": {"judge.omni_math": reworded}})
+    with start_dev_server("--policy", "fn:judge_fixtures:policy", env={"PYTHONPATH": f"{REPO / 'tests'}"}) as server:
+        models = _write(tmp_path / "models.yaml", {"deployments": [
+            {"name": n, "client": "openai-compatible", "model": m, "base_url": server.openai_url, "retry": FAST_RETRY}
+            for n, m in (("dev/model", "model-x"), ("dev/judge-a", "judge-a"))]})  # fmt: skip
+        board = _write(tmp_path / "board.yaml", {"name": "judged", "version": "1", "models": ["dev/model"],
+                                                 "judges": ["dev/judge-a"], "max_instances": 8,
+                                                 "scenarios": [{"name": "omni_math", "label": "omni_math"}]})
+        common = ["--board-file", board, "--models-file", models, "--storage", str(storage)]
+        first = run_cli("run", *common, env=env)
+        assert first.returncode == 0, first.stdout + first.stderr
+        (old,) = [json.loads(p.read_text()) for p in storage.glob("runs/*/run.json")]
+        before = server.requests
+        second = run_cli("run", *common, "--prompts", wording, env=env)
+        assert second.returncode == 0, second.stdout + second.stderr
+        (new,) = [json.loads(p.read_text()) for p in storage.glob("runs/*/run.json") if p.parent.name != old["run_id"]]
+        notes = pq.read_table(storage / "runs" / new["run_id"] / "annotations.parquet").to_pylist()
+        judged = [n for n in notes if n["judge_request_hash"]]
+        assert len(judged) == 8 and server.requests - before == 8  # the judge only: the model was not asked again
+    assert new["lineage"]["query_key"] == old["lineage"]["query_key"]
+    assert new["versions"]["prompt_version"] == old["versions"]["prompt_version"]
+    assert new["versions"]["metric_version"] != old["versions"]["metric_version"]
+    assert all(n["prompt"].startswith("Reworded by a test. Problem: Fixture problem") for n in judged)
+    assert {n["template_version"] for n in notes} == {f"1+text.{stable_hash(reworded, 8)}"}
+    assert sorted(n["score"] for n in judged) == [0.0] * 4 + [1.0] * 4  # the reworded prompt still parses
