@@ -95,6 +95,8 @@ def test_the_printed_template_is_exact_and_a_changed_text_moves_only_its_prompt_
                                          env=mirrors).stdout)
     assert len(base) == 3 and unchanged == base  # our own wording, written out, is the same prompt
     assert moved["gpqa"] != base["gpqa"] and moved["mmlu_pro"] == base["mmlu_pro"] and moved["ifeval"] == base["ifeval"]
+    shown = run_cli("show", yaml_board(tmp_path, {"gpqa.question_lead_in": LEAD_IN}), "--models", "offline/echo", env=mirrors)
+    assert "prompt wording replaced (`helmflow prompts` shows the texts): gpqa.question_lead_in" in shown.stdout
     shown = run_cli("prompts", board, "--prompts", changed)
     assert f'gpqa.question_lead_in: "{LEAD_IN}"' in shown.stdout
 

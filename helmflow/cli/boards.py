@@ -96,6 +96,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     console.print(f"[bold]{plan.spec.name}[/] version {plan.spec.version} (board version {plan.board_version})")
     if plan.spec.description:
         console.print(plan.spec.description)
+    if plan.spec.prompts:
+        console.print(f"prompt wording replaced (`helmflow prompts` shows the texts): {', '.join(sorted(plan.spec.prompts))}",
+                      markup=False)
     st = Table("scenario", "method", "main metric", "max instances", "scenario_version", "prompt_version")
     for s in plan.scenarios:
         st.add_row(s.label, s.adapter.method, s.main_metric, str(s.adapter.sample.max_eval_instances or "all"),
