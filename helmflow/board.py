@@ -654,6 +654,19 @@ def scenario_prompt_texts(name: str, params: dict[str, Any], adapter: dict[str, 
     return prompt_module.scenario_texts(scen, texts)
 
 
+def judge_template_texts() -> dict[str, tuple[str, str]]:
+    """``template -> (text, what it is)`` for every registered judge template that renders a prompt."""
+    from helmflow.judges import TEMPLATES
+
+    out = {}
+    for name in TEMPLATES.names():
+        t = TEMPLATES.get(name)
+        fields = sorted(set(prompt_module.PLACEHOLDER.findall(t.text)))
+        if t.text.strip() != "{$answer}":  # a classifier is sent the output as it is: no wording to replace
+            out[name] = (t.text, f"judge prompt; placeholders: {', '.join('{$' + f + '}' for f in fields)}")
+    return out
+
+
 def board_prompt_texts(spec: BoardSpec, everything: bool = False) -> list[tuple[str, dict[str, tuple[str, str]]]]:
     """Scope -> declared texts: the board's scenarios (with their parameters) and the judge templates
     they use; with ``everything``, every registered scenario and judge template too (a prompts file may
@@ -670,7 +683,7 @@ def board_prompt_texts(spec: BoardSpec, everything: bool = False) -> list[tuple[
                 out[name] = scenario_prompt_texts(name, {}, {})
             except ScenarioError:
                 continue  # needs parameters (a file-backed scenario): its keys are known when a board runs it
-    judged = prompt_module.judge_texts()
+    judged = judge_template_texts()
     if not everything:
         used: set[str] = set()
         for entry in spec.scenarios:

@@ -68,19 +68,6 @@ def scenario_texts(scen: Any, method_texts: tuple[str, ...]) -> dict[str, tuple[
     return out
 
 
-def judge_texts() -> dict[str, tuple[str, str]]:
-    """``template -> (text, what it is)`` for every registered judge template that renders a prompt."""
-    from helmflow.judges import TEMPLATES
-
-    out = {}
-    for name in TEMPLATES.names():
-        t = TEMPLATES.get(name)
-        fields = sorted(set(PLACEHOLDER.findall(t.text)))
-        if t.text.strip() != "{$answer}":  # a classifier is sent the output as it is: no wording to replace
-            out[name] = (t.text, f"judge prompt; placeholders: {', '.join('{$' + f + '}' for f in fields)}")
-    return out
-
-
 def split_key(key: str) -> tuple[str, str]:
     scope, sep, name = key.partition(".")
     if not sep or not scope or not name:
