@@ -1,7 +1,8 @@
 """``--dry-run``: what a board would send and what it could cost, with no model call and no write.
 
 Instances are loaded straight from each scenario's source (or its mirror), prompts are built and
-fitted to every deployment's window exactly as ``query`` would, and the worst case is priced: every
+fitted to every deployment's window and priced by the code the query stage uses
+(``helmflow.request_builder``), and the worst case is priced: every
 prompt token at the input price plus ``max_tokens`` per request at the output price.
 """
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 
 from helmflow.adapters import adapt
 from helmflow.board import BoardPlan, ScenarioPlan
-from helmflow.records import Instance, Request
+from helmflow.records import Instance
 from helmflow.tokenizers import get_tokenizer
 
 
@@ -35,15 +36,9 @@ def load_instances(plan: ScenarioPlan) -> list[Instance]:
     return load_checked(plan, files, None)
 
 
-def _prompt_text(req: Request) -> str:
-    if req.body.prompt is not None:
-        return req.body.prompt
-    return "\n".join(m.content for m in req.body.messages or [])
-
-
 def estimate(plan: BoardPlan) -> list[RunEstimate]:
     from helmflow.judges import worst_case
-    from helmflow.query import build_requests
+    from helmflow.request_builder import build_requests, cost_usd, prompt_text
 
     from helmflow.perturbations import perturb_evaluated
 
@@ -57,9 +52,9 @@ def estimate(plan: BoardPlan) -> list[RunEstimate]:
         dep = run.deployment
         requests = build_requests(prompts[run.scenario.label], run.scenario.adapter, dep)
         tok = get_tokenizer(dep.tokenizer)
-        prompt_tokens = sum(tok.count(_prompt_text(r)) for r in requests)
+        prompt_tokens = sum(tok.count(prompt_text(r.body)) for r in requests)
         output_tokens = sum(r.body.max_tokens for r in requests)
-        cost = (prompt_tokens * dep.price_input_per_mtok + output_tokens * dep.price_output_per_mtok) / 1e6
+        cost = cost_usd(dep, prompt_tokens, output_tokens)
         out.append(RunEstimate(run.scenario.label, dep.name, len(requests), prompt_tokens, output_tokens, cost))
         by_id = {i.id: i for i in instances[run.scenario.label]}
         asked = [(judge, template, "judging") for judge in run.judges for template in run.judge_templates]
@@ -67,7 +62,7 @@ def estimate(plan: BoardPlan) -> list[RunEstimate]:
             asked.append((run.scorer, run.scorer_template, "scoring toxicity of"))
         for judge, template, verb in asked:  # judge and scorer requests are paid too (and count against --budget-usd)
             n, p_tokens, o_tokens = worst_case(judge, template, by_id, requests, run.judge_texts)
-            j_cost = (p_tokens * judge.price_input_per_mtok + o_tokens * judge.price_output_per_mtok) / 1e6
+            j_cost = cost_usd(judge, p_tokens, o_tokens)
             out.append(RunEstimate(run.scenario.label, f"{judge.name} {verb} {dep.name}", n, p_tokens, o_tokens, j_cost))
     return out
 

@@ -28,7 +28,8 @@ from helmflow.datasets import mirror_sources, read_instances, store_instances, w
 from helmflow.integrity import CorruptFile, read_manifest, sha256_hex, verify_files
 from helmflow.judges import annotate
 from helmflow.manifests import ReleaseManifest, RunManifest
-from helmflow.query import BoardRun, QueryFailed, build_requests, run_queries
+from helmflow.query import BoardRun, QueryFailed, run_queries
+from helmflow.request_builder import build_requests
 from helmflow.records import (
     ANNOTATION_SCHEMA,
     COMPLETION_SCHEMA,

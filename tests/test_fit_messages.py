@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helmflow.query import fit_messages
+from helmflow.request_builder import fit_messages
 from helmflow.records import ChatMessage, Deployment
 
 

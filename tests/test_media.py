@@ -11,7 +11,7 @@ from PIL import Image
 
 from helmflow.adapters import ADAPTERS, MEDIA_MARK
 from helmflow.media import ImageOptions, MediaError, MediaStore, image_options, inspect_image, prepare_image
-from helmflow.query import build_requests
+from helmflow.request_builder import build_requests
 from helmflow.records import (
     AdapterSpec,
     ContentPart,

@@ -10,7 +10,7 @@ import pytest
 from helmflow.adapters import adapt
 from helmflow.clients import PermanentError, load_deployments, make_client
 from helmflow.clients.offline import close_dyck, induce_rule, match_pattern, substitute_rule
-from helmflow.query import build_requests
+from helmflow.request_builder import build_requests
 from helmflow.records import Deployment, RequestBody
 from helmflow.scenarios import get_scenario
 

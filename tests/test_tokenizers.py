@@ -113,7 +113,7 @@ def test_hf_tokenizer_errors_name_the_id(tmp_path: Path) -> None:
 
 def test_window_fitting_uses_the_deployment_tokenizer(bpe_dir: Path) -> None:
     """Drop examples first, then truncate, counting with the deployment's tokenizer (not words)."""
-    from helmflow.query import fit_prompt
+    from helmflow.request_builder import fit_prompt
 
     prompt = Prompt(instance_id="i", split="test", head="cat", examples=[" dog cat", " dog"], query=" cat dog")
     dep = Deployment(name="m", client="offline", model="m", tokenizer=f"hf:{bpe_dir}", context_window=16)

@@ -1,0 +1,172 @@
+"""Requests for a deployment: prompts fitted to its context window, request bodies, and their price.
+
+Deterministic and offline (no client, no journal): the query stage builds what it will send here,
+and the dry run builds the very same requests to count and price them.
+"""
+
+from __future__ import annotations
+
+from helmflow.adapters import MEDIA_MARK, Prompt
+from helmflow.media import ImageOptions, MediaStore, image_options, prepare_image
+from helmflow.records import AdapterSpec, ChatMessage, ContentPart, Deployment, Request, RequestBody
+from helmflow.storage import Store
+from helmflow.tokenizers import get_tokenizer
+from helmflow.versions import request_hash
+
+
+def fit_prompt(prompt: Prompt, deployment: Deployment, max_tokens: int, tokens_per_image: int = 0) -> tuple[str, int, bool]:
+    """Drop in-context examples from the end, then truncate, until prompt + output fit the window.
+
+    Each image (a ``MEDIA_MARK`` in the text) counts ``tokens_per_image`` on top of the text's tokens.
+    """
+    tok = get_tokenizer(deployment.tokenizer)
+    budget = deployment.context_window - max_tokens
+
+    def size(text: str) -> int:
+        return tok.count(text) + tokens_per_image * text.count(MEDIA_MARK)
+
+    n = len(prompt.examples)
+    while n > 0 and size(prompt.text(n)) > budget:
+        n -= 1
+    text = prompt.text(n)
+    if size(text) > budget:
+        # room for every image the text holds: a cut keeps at most those
+        return tok.truncate(text, max(budget - tokens_per_image * text.count(MEDIA_MARK), 0)), n, True
+    return text, n, n < len(prompt.examples)
+
+
+def kept_media(prompt: Prompt, n_examples: int) -> list[ContentPart]:
+    """The images of the head, the first ``n_examples`` examples and the query, in prompt order."""
+    counts = [prompt.head.count(MEDIA_MARK), *(e.count(MEDIA_MARK) for e in prompt.examples), prompt.query.count(MEDIA_MARK)]
+    if sum(counts) != len(prompt.media):
+        raise ValueError(f"instance {prompt.instance_id!r}: the prompt has {sum(counts)} image marks but "
+                         f"{len(prompt.media)} images")
+    keep = counts[0] + sum(counts[1 : 1 + n_examples])
+    dropped = sum(counts[1 + n_examples : -1])
+    return prompt.media[:keep] + prompt.media[keep + dropped :]
+
+
+def content_parts(
+    text: str, media: list[ContentPart], opts: ImageOptions, store: MediaStore | None, where: str
+) -> tuple[list[ContentPart], list[str]]:
+    """Fitted text split at its image marks into ordered text and image parts (a truncation keeps the
+    first images); each image prepared for the deployment's limits, with a note per change."""
+    pieces = text.split(MEDIA_MARK)
+    parts: list[ContentPart] = []
+    notes: list[str] = []
+    for i, piece in enumerate(pieces):
+        if piece:
+            parts.append(ContentPart(type="text", text=piece))
+        if i < len(pieces) - 1:
+            image = media[i]
+            if store is not None:
+                image, note = prepare_image(store, image, opts, where)
+                if note:
+                    notes.append(note)
+            parts.append(image.model_copy())
+    return parts, notes
+
+
+def fit_messages(
+    messages: list[ChatMessage], deployment: Deployment, max_tokens: int
+) -> tuple[list[ChatMessage], bool]:
+    """Chat prompts: drop the oldest turns after the system message (examples, then history), then
+    cut the last turn, until the messages' tokens plus the output fit the window."""
+    tok = get_tokenizer(deployment.tokenizer)
+    budget = deployment.context_window - max_tokens
+    system = [m for m in messages[:1] if m.role == "system"]
+    turns = messages[len(system):]
+    size = lambda ms: sum(tok.count(m.content) for m in ms)
+    fitted = list(turns)
+    while len(fitted) > 1 and size(system + fitted) > budget:
+        fitted.pop(0)
+        while len(fitted) > 1 and fitted[0].role == "assistant":  # a conversation restarts on a user turn
+            fitted.pop(0)
+    if size(system + fitted) > budget:
+        room = max(budget - size(system + fitted[:-1]), 0)
+        fitted[-1] = fitted[-1].model_copy(update={"content": tok.truncate(fitted[-1].content, room)})
+        return system + fitted, True
+    return system + fitted, len(fitted) < len(turns)
+
+
+def build_requests(
+    prompts: list[Prompt], adapter: AdapterSpec, deployment: Deployment, store: Store | None = None
+) -> list[Request]:
+    """Requests for ``prompts`` fitted to the deployment. Prompts with images become content parts;
+    with a ``store`` each image is also brought within the deployment's limits (``options.images``),
+    without one (dry runs) images are counted but not read."""
+    gen = adapter.generation
+    max_tokens = min(gen.max_tokens, deployment.max_output_tokens or gen.max_tokens)
+    opts = image_options(deployment) if any(p.media for p in prompts) else ImageOptions()
+    media = MediaStore(store) if store is not None else None
+    requests: list[Request] = []
+    for prompt in prompts:
+        if prompt.continuations:
+            requests += continuation_requests(prompt, deployment)
+            continue
+        messages, parts, notes = prompt.messages, None, []
+        if messages is not None:
+            text, n_train = None, 0
+            messages, truncated = fit_messages(messages, deployment, max_tokens)
+        else:
+            text, n_train, truncated = fit_prompt(prompt, deployment, max_tokens, opts.tokens_per_image if prompt.media else 0)
+            if prompt.media:
+                where = f"instance {prompt.instance_id!r} for deployment {deployment.name!r}"
+                parts, notes = content_parts(text, kept_media(prompt, n_train), opts, media, where)
+                text = None
+        body = RequestBody(
+            model=deployment.model,
+            prompt=text,
+            messages=messages,
+            parts=parts,
+            max_tokens=max_tokens,
+            temperature=gen.temperature,
+            stop=gen.stop,
+            logprobs=deployment.logprobs,
+            image_detail=opts.detail if parts else None,
+        )
+        for k in range(gen.num_outputs):
+            sample = prompt.trial * gen.num_outputs + k
+            requests.append(
+                Request(
+                    request_hash=request_hash(body, sample),
+                    instance_id=prompt.instance_id,
+                    split=prompt.split,
+                    sample_index=sample,
+                    body=body,
+                    num_train_instances=n_train,
+                    prompt_truncated=truncated,
+                    output_mapping=prompt.output_mapping,
+                    media_transforms=notes,
+                )
+            )
+    return requests
+
+
+def continuation_requests(prompt: Prompt, deployment: Deployment) -> list[Request]:
+    """Log-likelihood multiple choice: one request per option, the prompt (fitted with room for the
+    longest option) followed by the option, echoed with logprobs and nothing generated (``max_tokens``
+    0, as vLLM and OpenAI's completions endpoint allow with ``echo``)."""
+    tok = get_tokenizer(deployment.tokenizer)
+    room = max(tok.count(c) for c in prompt.continuations)
+    text, n_train, truncated = fit_prompt(prompt, deployment, room)
+    out = []
+    for option in prompt.continuations:
+        body = RequestBody(model=deployment.model, prompt=text + option, max_tokens=0, temperature=0.0,
+                           logprobs=True, echo=True)
+        out.append(Request(request_hash=request_hash(body, prompt.trial), instance_id=prompt.instance_id,
+                           split=prompt.split, sample_index=prompt.trial, body=body, num_train_instances=n_train,
+                           prompt_truncated=truncated, continuation=option))
+    return out
+
+
+# --------------------------------------------------------------------------- price
+def prompt_text(body: RequestBody) -> str:
+    """The text a request's prompt tokens are counted on (text parts of a multimodal prompt joined)."""
+    if body.parts is not None:
+        return "".join(p.text or "" for p in body.parts)
+    return body.prompt if body.prompt is not None else "\n".join(m.content for m in body.messages or [])
+
+
+def cost_usd(deployment: Deployment, prompt_tokens: int, output_tokens: int) -> float:
+    return (prompt_tokens * deployment.price_input_per_mtok + output_tokens * deployment.price_output_per_mtok) / 1e6
