@@ -20,7 +20,9 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from helmflow.board import prepare_once
 from helmflow.errors import HelmflowError
 from helmflow.lease import note_run
-from helmflow.pipeline import FailedCell, RunOutcome, point_release, preflight, publication_problem
+from helmflow.aggregate import point_release
+from helmflow.outcomes import FailedCell, RunOutcome
+from helmflow.pipeline import preflight, publication_problem
 from helmflow.progress import REPORTED, reporter
 from helmflow.settings import settings
 from helmflow.storage import Store

@@ -35,20 +35,13 @@ from pydantic import ValidationError
 
 import helmflow
 from helmflow import layout, releases, versions
+from helmflow.aggregate import RUNS_SCHEMA, leaderboard_schema
 from helmflow.board import board_names
 from helmflow.errors import HelmflowError
 from helmflow.integrity import sha256_hex
 from helmflow.manifests import HelmCheck, ReleaseManifest, RunManifest
 from helmflow.metrics import METRICS, MissingExtra, helm_stats
-from helmflow.pipeline import (
-    RUN_FILES,
-    RUN_ROW_GROUP_ROWS,
-    RUNS_SCHEMA,
-    leaderboard_schema,
-    main_summary,
-    references_table,
-    with_run_ids,
-)
+from helmflow.pipeline import RUN_ROW_GROUP_ROWS, main_summary, references_table, with_run_ids
 from helmflow.records import (
     COMPLETION_SCHEMA,
     INSTANCE_SCHEMA,
@@ -491,7 +484,7 @@ def publish_imported(store: Store, run: Converted, source: str) -> bool:
     }
     encoded = {name: encode_parquet(with_run_ids(table, ids), meta, rows_per_group)
                for name, (table, rows_per_group) in tables.items()}
-    files = [*RUN_FILES, layout.RUN_REFERENCES]
+    files = [*layout.RUN_FILES, layout.RUN_REFERENCES]
     for name in files:
         store.write_bytes(layout.run_file(run.run_id, name), encoded[name])
     main = main_summary(run.summary, run.main_metric)

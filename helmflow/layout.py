@@ -147,6 +147,10 @@ def run_json(run_id: str) -> str:
     return run_file(run_id, RUN_JSON)
 
 
+RUN_FILES = ("requests.parquet", "completions.parquet", "stats.parquet", "summary.parquet")  # every run has these
+RUN_ANNOTATIONS = "annotations.parquet"  # judged runs only: one row per (completion, judge)
+# The gold answers are not in RUN_FILES: runs published before they existed stay complete without
+# them (their references are in the scenario's instances file).
 RUN_REFERENCES = "references.parquet"
 
 

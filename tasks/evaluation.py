@@ -18,9 +18,9 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 from prefect.assets import Asset, AssetProperties, materialize
 from prefect.runtime import flow_run, task_run
 
-from helmflow import layout, pipeline
+from helmflow import aggregate, layout, pipeline
 from helmflow.board import BoardPlan, RunPlan, ScenarioPlan, cell_name
-from helmflow.pipeline import FailedCell, PreparedScenario, RunOutcome
+from helmflow.outcomes import FailedCell, PreparedScenario, RunOutcome
 from helmflow.progress import reporter
 from helmflow.query import board_run
 from helmflow.storage import Store, safe_key
@@ -88,7 +88,7 @@ def run_markdown(plan: RunPlan, out: RunOutcome) -> str:
 @materialize("helmflow://release", name="release", cache_key_fn=lambda ctx, p: release_key(p["board"], p["runs"]),
              persist_result=True, task_run_name="release {board.spec.name}")
 def publish_release(board: BoardPlan, storage: str, runs: list[RunOutcome], failed: list[FailedCell]):
-    out = pipeline.publish_release(Store(storage), board, runs, failed)
+    out = aggregate.publish_release(Store(storage), board, runs, failed)
     name = artifact_key(board.spec.name)
     labels = [s.label for s in board.scenarios]
     create_table_artifact(

@@ -31,7 +31,7 @@ from prefect.filesystems import WritableFileSystem
 from prefect.serializers import Serializer
 from pydantic import BaseModel, ValidationError
 
-from helmflow import layout, pipeline
+from helmflow import layout, outcomes
 from helmflow.storage import Store
 
 SERIALIZER_TYPE = "helmflow-outcome-json"
@@ -39,13 +39,13 @@ log = logging.getLogger("helmflow")
 
 
 def outcome_classes() -> dict[str, type[BaseModel]]:
-    """Every model a board task may return, by class name: the pipeline's ``Outcome`` subclasses."""
+    """Every model a board task may return, by class name: the ``Outcome`` subclasses of ``helmflow.outcomes``."""
     found: dict[str, type[BaseModel]] = {}
-    todo: list[type[BaseModel]] = [pipeline.Outcome]
+    todo: list[type[BaseModel]] = [outcomes.Outcome]
     while todo:
         cls = todo.pop()
         for sub in cls.__subclasses__():
-            if sub.__module__ == pipeline.__name__:
+            if sub.__module__ == outcomes.__name__:
                 found[sub.__name__] = sub
                 todo.append(sub)
     return found

@@ -11,7 +11,7 @@ import pytest
 from helmflow.metrics import METRICS
 from helmflow.metrics.base import MetricInput
 from helmflow.metrics.calibration import ece, equal_mass_bins, platt_scaled, selective_accuracies
-from helmflow.pipeline import unavailable_reason
+from helmflow.aggregate import unavailable_reason
 from helmflow.records import AdapterSpec, Completion, Input, Instance, Reference, Request, RequestBody
 from helmflow.scoring import score_instances, summarize
 

@@ -214,7 +214,7 @@ def test_a_mirror_without_manifest_is_unverified_and_says_so_everywhere(tmp_path
     """Reproduced first: a fabricated file was published as the board's latest with HELM's pinned revision."""
     from starlette.testclient import TestClient
 
-    from helmflow import pipeline
+    from helmflow import aggregate
     from helmflow.board import prepare
     from helmflow.operations import cell_lineage
     from helmflow.web.app import create_app
@@ -227,7 +227,7 @@ def test_a_mirror_without_manifest_is_unverified_and_says_so_everywhere(tmp_path
     assert set(plan.scenarios[0].unverified) == {"test.parquet", "validation.parquet"}
     assert "has no helmflow-mirror.json" in plan.scenarios[0].unverified["test.parquet"]
     store = Store(str(tmp_path / "store"))
-    out = pipeline.point_release(store, plan, pipeline.publish_release(store, plan, _run_all(store, plan), []))
+    out = aggregate.point_release(store, plan, aggregate.publish_release(store, plan, _run_all(store, plan), []))
     run_json = store.read_json(f"runs/{plan.runs[0].run_id}/run.json")
     assert set(run_json["dataset"]["unverified"]) == {"test.parquet", "validation.parquet"}
     release_json = store.read_json(f"leaderboards/b/{out.release_id}/release.json")

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from helmflow import pipeline
+from helmflow import layout, pipeline
+from helmflow.outcomes import ReleaseOutcome
 from helmflow.board import prepare
 from helmflow.integrity import CorruptFile, sha256_hex
 from helmflow.operations import cell_lineage
@@ -22,7 +23,7 @@ from tests.test_releases import TINY, release, run_board
 
 
 @pytest.fixture
-def published(tmp_path: Path) -> tuple[Store, object, pipeline.ReleaseOutcome]:
+def published(tmp_path: Path) -> tuple[Store, object, ReleaseOutcome]:
     board = tmp_path / "tiny.yaml"
     board.write_text(TINY)
     store = Store(str(tmp_path / "store"))
@@ -41,7 +42,7 @@ def test_run_and_release_json_record_each_file_sha256(published):
     store, plan, rel = published
     run = plan.runs[0]
     info = store.read_json(f"runs/{run.run_id}/run.json")
-    assert set(info["sha256"]) == {*pipeline.RUN_FILES, "references.parquet"}
+    assert set(info["sha256"]) == {*layout.RUN_FILES, layout.RUN_REFERENCES}
     for name, digest in info["sha256"].items():
         assert sha256_hex(store.read_bytes(f"runs/{run.run_id}/{name}")) == digest
     rinfo = store.read_json(f"leaderboards/tiny/{rel.release_id}/release.json")

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from helmflow import pipeline
+from helmflow import aggregate, pipeline
+from helmflow.outcomes import ReleaseOutcome, RunOutcome
 from helmflow.board import prepare
 from helmflow.storage import Store
 
@@ -38,7 +39,7 @@ def board_file(tmp_path: Path) -> Path:
     return path
 
 
-def run_board(store: Store, plan) -> list[pipeline.RunOutcome]:
+def run_board(store: Store, plan) -> list[RunOutcome]:
     """Every pair through download → adapt → query → score → publish (what the flow's tasks call)."""
     data = {s.label: pipeline.download_scenario(store, s) for s in plan.all_scenarios}
     prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.all_scenarios}
@@ -49,9 +50,9 @@ def run_board(store: Store, plan) -> list[pipeline.RunOutcome]:
     return outs
 
 
-def release(store: Store, plan, runs=None) -> pipeline.ReleaseOutcome:
+def release(store: Store, plan, runs=None) -> ReleaseOutcome:
     runs = run_board(store, plan) if runs is None else runs
-    return pipeline.point_release(store, plan, pipeline.publish_release(store, plan, runs, []))
+    return aggregate.point_release(store, plan, aggregate.publish_release(store, plan, runs, []))
 
 
 def pointer(store: Store, name: str = "latest.json") -> str | None:
@@ -98,12 +99,12 @@ def test_full_run_repoints_latest_when_it_names_another_release(board_file, stor
 def test_a_kill_between_release_json_and_latest_is_finished_by_the_rerun(board_file, store, monkeypatch):
     plan = prepare(str(board_file))
     runs = run_board(store, plan)
-    published = pipeline.publish_release(store, plan, runs, [])
-    monkeypatch.setenv(pipeline.FAULT_ENV, "before-pointer")
+    published = aggregate.publish_release(store, plan, runs, [])
+    monkeypatch.setenv(aggregate.FAULT_ENV, "before-pointer")
     with pytest.raises(RuntimeError, match="before-pointer"):
-        pipeline.point_release(store, plan, published)
+        aggregate.point_release(store, plan, published)
     assert store.exists(f"leaderboards/tiny/{published.release_id}/release.json") and pointer(store) is None
-    monkeypatch.delenv(pipeline.FAULT_ENV)
+    monkeypatch.delenv(aggregate.FAULT_ENV)
     again = release(store, plan, runs)  # what the flow does with a cached release task, too
     assert not again.wrote and pointer(store) == published.release_id
 
@@ -140,7 +141,7 @@ def test_cli_subset_then_full_then_kill_before_pointer(prefect_server, board_fil
     assert "latest.json was not moved" in sub.stdout
     assert pointer(store) is None and pointer(store, "latest-subset.json")
 
-    killed = run_cli(*args, env={pipeline.FAULT_ENV: "before-pointer"})
+    killed = run_cli(*args, env={aggregate.FAULT_ENV: "before-pointer"})
     assert killed.returncode == 1, killed.stdout + killed.stderr
     (full_id,) = [k.rsplit("/", 1)[-1] for k in store.ls("leaderboards/tiny")
                   if store.exists(f"{k}/release.json") and not store.read_json(f"{k}/release.json")["subset"]]

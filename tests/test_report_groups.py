@@ -7,7 +7,7 @@ import re
 
 from starlette.testclient import TestClient
 
-from helmflow import pipeline
+from helmflow import aggregate, pipeline
 from helmflow.board import load_board, plan_board
 from helmflow.clients import load_deployments
 from helmflow.storage import Store
@@ -25,7 +25,7 @@ def _publish(root: str, spec: dict) -> str:
     for r in plan.runs:
         q = pipeline.query_pair(store, r, prompts[r.scenario.label])
         runs.append(pipeline.publish_run(store, r, q, pipeline.score_pair(store, r, data[r.scenario.label], q)))
-    return pipeline.point_release(store, plan, pipeline.publish_release(store, plan, runs, [])).release_id
+    return aggregate.point_release(store, plan, aggregate.publish_release(store, plan, runs, [])).release_id
 
 
 def test_metric_groups_are_tabs_with_descriptions_and_directions(tmp_path):

@@ -54,7 +54,8 @@ def test_bad_perturbations_are_board_errors(value, message):
 def test_worst_case_is_the_per_instance_minimum_including_the_original(tmp_path):
     """Hand-checked: original [1, 1, 0, 1], mild_mix changed instances 0 and 2 -> [0, ., 1, .];
     worst case [0, 1, 0, 1] = 0.5. Fairness copies changed nothing: fairness = the original's 0.75."""
-    from helmflow.pipeline import RunOutcome, perturbation_cells
+    from helmflow.aggregate import perturbation_cells
+    from helmflow.outcomes import RunOutcome
 
     store = Store(str(tmp_path / "store"))
     plan = prepare("demo", models=["offline/solver"], scenarios=["arithmetic-3"], max_instances=4)

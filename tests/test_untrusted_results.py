@@ -65,7 +65,7 @@ def test_planted_records_never_run_and_are_refused_before_prefect_sees_them(tmp_
     helmflow's own JSON records (fast: no server, the block's methods called as Prefect calls them)."""
     from prefect._internal.result_records import ResultRecord
 
-    from helmflow.pipeline import PromptSet
+    from helmflow.outcomes import PromptSet
     from helmflow.tasks.results import OutcomeJSON, StaleResult, UntrustedResult, result_storage_for
 
     store = Store(str(tmp_path / "store"))

@@ -15,7 +15,8 @@ from helmflow import layout
 from helmflow.board import BoardError, load_board, plan_board
 from helmflow.clients import load_deployments
 from helmflow.datasets import read_instances
-from helmflow.pipeline import adapt_scenario, download_scenario, leaderboard_rows
+from helmflow.aggregate import leaderboard_rows
+from helmflow.pipeline import adapt_scenario, download_scenario
 from helmflow.records import prompt_from_row
 from helmflow.scenarios import ScenarioError
 from helmflow.storage import Store
@@ -96,7 +97,7 @@ def test_unpinned_scenarios_refuse_the_hub(monkeypatch):
 
 def test_board_columns_are_groups_and_aspects_with_mean_win_rate_over_groups(mirror):
     board = plan(["mmmu-Art", "mmmu-Math", "pope", "mm_star-math"], models=["offline/first-option", "offline/echo"])
-    from helmflow.pipeline import RunOutcome
+    from helmflow.outcomes import RunOutcome
 
     run_ids = {(r.deployment.name, r.scenario.label): r.run_id for r in board.runs}  # cells join by run id
 
@@ -188,7 +189,8 @@ def test_a_okvqa_dialect_fairness_variant_on_the_fixtures(mirror, store, monkeyp
     import dataclasses
 
     from helmflow.perturbations import PERTURBATIONS
-    from helmflow.pipeline import perturbation_cells, publish_run, query_pair, score_pair
+    from helmflow.aggregate import perturbation_cells
+    from helmflow.pipeline import publish_run, query_pair, score_pair
 
     mapping = Path(__file__).parent / "data" / "dialect_fixture_mapping.json"
     fixture = dataclasses.replace(PERTURBATIONS.get("dialect"), data=(), params={"prob": 1.0, "mapping": str(mapping)})

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 from starlette.testclient import TestClient
 
-from helmflow import pipeline
+from helmflow import aggregate, pipeline
 from helmflow.board import prepare
 from helmflow.storage import Store
 from helmflow.web.app import create_app
@@ -33,7 +33,7 @@ def vision(tmp_path_factory) -> tuple[Store, str, list[str]]:
     for r in plan.runs:
         q = pipeline.query_pair(store, r, prompts[r.scenario.label])
         runs.append(pipeline.publish_run(store, r, q, pipeline.score_pair(store, r, data[r.scenario.label], q), {}))
-    release = pipeline.publish_release(store, plan, runs, [])
+    release = aggregate.publish_release(store, plan, runs, [])
     return store, release.release_id, [r.run_id for r in runs]
 
 

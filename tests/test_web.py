@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from starlette.testclient import TestClient
 
-from helmflow import pipeline
+from helmflow import aggregate, pipeline
 from helmflow.board import load_board, prepare
 from helmflow.records import ANNOTATION_SCHEMA
 from helmflow.storage import Store
@@ -45,7 +45,7 @@ def build_demo(root: str, max_instances: int = 12) -> tuple[Store, str]:
         q = pipeline.query_pair(store, r, prompts[r.scenario.label])
         sc = pipeline.score_pair(store, r, data[r.scenario.label], q)
         runs.append(pipeline.publish_run(store, r, q, sc, {"flow_run_id": FLOW_RUN_ID}))
-    release = pipeline.point_release(store, plan, pipeline.publish_release(store, plan, runs, []))
+    release = aggregate.point_release(store, plan, aggregate.publish_release(store, plan, runs, []))
     return store, release.release_id
 
 
