@@ -33,6 +33,7 @@ from typing import IO
 import fsspec
 
 from helmflow import layout
+from helmflow.adapters import AdapterError, check_adaptable
 from helmflow.media import MediaStore
 from helmflow.records import INSTANCE_SCHEMA, Instance, instance_from_row, instance_to_row, to_table
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, get_scenario
@@ -332,6 +333,10 @@ def load_checked(plan, files: dict[str, str], store: Store | None) -> list[Insta
     if not instances:
         raise ScenarioError(f"scenario {plan.name!r} produced no instances from {sorted(files) or 'its generator'}")
     check_unique_ids(f"scenario {plan.name!r}", [(n, i.id) for n, i in enumerate(instances, start=1)], "instance")
+    try:
+        check_adaptable(plan.adapter, instances)
+    except AdapterError as exc:
+        raise ScenarioError(f"scenario {plan.name!r} ({plan.adapter.method}): {exc}") from None
     return instances
 
 

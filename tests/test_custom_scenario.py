@@ -139,3 +139,20 @@ def test_board_file_with_a_custom_scenario_runs_through_the_flow(prefect_server,
     # a user's file is pinned by its own sha256: nothing about it is unverified
     assert custom_run["dataset"] == {"revision": digest, "checksums": {"quiz.csv": digest}, "unverified": {}}
     assert custom_run["adapter"]["max_train_instances"] == 1
+
+
+def test_data_the_adapter_cannot_use_is_bad_input_before_any_work(tmp_path):
+    """Issue 15: an instance the adapter refuses (27 options to letter) was a ValueError inside the
+    adapt task (a traceback, or exit 1 and an empty partial release); it is now exit 2 with one line,
+    from --dry-run and from a real run alike, before Prefect starts."""
+    path = tmp_path / "wide.jsonl"
+    options = [f"option {k}" for k in range(27)]
+    path.write_text(json.dumps({"key": "w1", "prompt": "Pick one.", "options": options, "label": "option 3"}) + "\n"
+                    + json.dumps({"key": "w2", "prompt": "Pick again.", "options": options[:3], "label": "A"}) + "\n")
+    spec = f"custom:path={path},question=prompt,choices=options,answer=label,id=key"
+    for extra in (["--dry-run"], []):
+        out = run_cli("eval", spec, "--models", "offline/solver", "--storage", str(tmp_path / "store"), *extra)
+        assert out.returncode == 2, out.stdout + out.stderr
+        assert "instance 'w1' has 27 options; at most 26 can be lettered" in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+        assert "flow run" not in out.stdout

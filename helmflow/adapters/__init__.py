@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from helmflow.errors import HelmflowError
 from helmflow.records import AdapterSpec, ContentPart, Instance, Prompt
 from helmflow.registry import Registry
 
@@ -29,24 +30,40 @@ LAYOUT_TEXTS = ("global_prefix", "instructions", "input_prefix", "input_suffix",
 OPTION_TEXTS = ("reference_prefix", "reference_suffix")
 
 
+class AdapterError(HelmflowError, ValueError):
+    """An instance the adapter method cannot turn into a prompt (bad data: exit 2, naming the instance)."""
+
+
 @dataclass(frozen=True)
 class AdapterMethod:
     fn: AdapterFn
     version: str
     few_shot: bool = True
     texts: tuple[str, ...] = LAYOUT_TEXTS  # the AdapterSpec text fields it reads: overridable wording
+    check: Callable[[Instance], None] | None = None  # raises AdapterError for an instance it cannot adapt
 
 
 ADAPTERS: Registry[AdapterMethod] = Registry("adapter method")
 
 
-def adapter(name: str, version: str, few_shot: bool = True,
-            texts: tuple[str, ...] = LAYOUT_TEXTS) -> Callable[[AdapterFn], AdapterFn]:
+def adapter(name: str, version: str, few_shot: bool = True, texts: tuple[str, ...] = LAYOUT_TEXTS,
+            check: Callable[[Instance], None] | None = None) -> Callable[[AdapterFn], AdapterFn]:
+    """Register an adapter method; ``check`` states what it needs of an instance, so data it cannot
+    adapt is refused when the scenario is loaded (``helmflow run``'s pre-flight, ``--dry-run``), not
+    inside a task."""
     def deco(fn: AdapterFn) -> AdapterFn:
-        ADAPTERS.add(name, AdapterMethod(fn=fn, version=version, few_shot=few_shot, texts=texts))
+        ADAPTERS.add(name, AdapterMethod(fn=fn, version=version, few_shot=few_shot, texts=texts, check=check))
         return fn
 
     return deco
+
+
+def check_adaptable(spec: AdapterSpec, instances: list[Instance]) -> None:
+    """Raise :class:`AdapterError` for the first instance ``spec``'s method cannot adapt."""
+    check = ADAPTERS.get(spec.method).check
+    if check is not None:
+        for inst in instances:
+            check(inst)
 
 
 def template_versions(spec: AdapterSpec) -> dict[str, str]:
@@ -144,8 +161,13 @@ def input_with_media(inst: Instance) -> tuple[str, list[ContentPart]]:
             text += MEDIA_MARK
             media.append(part)
         else:
-            raise ValueError(f"instance {inst.id!r}: {part.type} parts are not supported by text adapters")
+            raise AdapterError(f"instance {inst.id!r}: {part.type} parts are not supported by text adapters")
     return text, media
+
+
+def check_text_input(inst: Instance) -> None:
+    """A text adapter's need: an input of text and images only."""
+    input_with_media(inst)
 
 
 def head(spec: AdapterSpec) -> str:

@@ -21,7 +21,8 @@ from helmflow.adapters.multiple_choice import (
 from helmflow.records import AdapterSpec, ContentPart, Instance, Prompt
 
 
-@adapter("multiple_choice_joint_chain_of_thought", version="1", texts=LAYOUT_TEXTS + OPTION_TEXTS)
+@adapter("multiple_choice_joint_chain_of_thought", version="1", texts=LAYOUT_TEXTS + OPTION_TEXTS,
+         check=check_options)
 def multiple_choice_joint_chain_of_thought(spec: AdapterSpec, inst: Instance, train: list[Instance]) -> Prompt:
     check_options(inst)
 

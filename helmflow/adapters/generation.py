@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from helmflow.adapters import adapter, head, input_with_media
+from helmflow.adapters import adapter, check_text_input, head, input_with_media
 from helmflow.records import AdapterSpec, ContentPart, Instance, Prompt
 
 Block = Callable[[Instance, bool], tuple[str, list[ContentPart]]]
@@ -44,7 +44,7 @@ def first_correct(inst: Instance) -> str:
     return inst.correct_references[0].text if inst.correct_references else "n/a"
 
 
-@adapter("generation", version="2")
+@adapter("generation", version="2", check=check_text_input)
 def generation(spec: AdapterSpec, inst: Instance, train: list[Instance]) -> Prompt:
     def block(example: Instance, with_answer: bool) -> tuple[str, list[ContentPart]]:
         body, media = input_with_media(example)

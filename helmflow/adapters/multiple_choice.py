@@ -9,7 +9,16 @@ travels with the request so metrics score the option the model picked.
 
 from __future__ import annotations
 
-from helmflow.adapters import LAYOUT_TEXTS, MEDIA_MARK, OPTION_TEXTS, adapter, head, input_with_media
+from helmflow.adapters import (
+    LAYOUT_TEXTS,
+    MEDIA_MARK,
+    OPTION_TEXTS,
+    AdapterError,
+    adapter,
+    check_text_input,
+    head,
+    input_with_media,
+)
 from helmflow.adapters.generation import layout
 from helmflow.records import AdapterSpec, ContentPart, Instance, Prompt
 
@@ -51,13 +60,15 @@ def output_mapping(spec: AdapterSpec, inst: Instance) -> dict[str, str]:
 
 
 def check_options(inst: Instance) -> None:
+    """A lettered multiple-choice adapter's need: 1 to 26 options and a text-and-images input."""
     if not inst.references:
-        raise ValueError(f"instance {inst.id!r} has no references: multiple_choice_joint needs options")
+        raise AdapterError(f"instance {inst.id!r} has no references: multiple_choice_joint needs options")
     if len(inst.references) > len(LETTERS):
-        raise ValueError(f"instance {inst.id!r} has {len(inst.references)} options; at most {len(LETTERS)} can be lettered")
+        raise AdapterError(f"instance {inst.id!r} has {len(inst.references)} options; at most {len(LETTERS)} can be lettered")
+    check_text_input(inst)
 
 
-@adapter("multiple_choice_joint", version="1", texts=LAYOUT_TEXTS + OPTION_TEXTS)
+@adapter("multiple_choice_joint", version="1", texts=LAYOUT_TEXTS + OPTION_TEXTS, check=check_options)
 def multiple_choice_joint(spec: AdapterSpec, inst: Instance, train: list[Instance]) -> Prompt:
     check_options(inst)
 
@@ -72,20 +83,25 @@ def multiple_choice_joint(spec: AdapterSpec, inst: Instance, train: list[Instanc
     return layout(spec, inst, train, block, output_mapping=output_mapping(spec, inst))
 
 
+def check_text_options(inst: Instance) -> None:
+    """Log-likelihood multiple choice needs text options appended to a text prompt."""
+    check_options(inst)
+    if any(ref.image for ref in inst.references):
+        raise AdapterError(f"instance {inst.id!r} has image options: multiple_choice_separate_original scores text options")
+    if input_with_media(inst)[1]:
+        raise AdapterError(f"instance {inst.id!r} has images: multiple_choice_separate_original scores text prompts")
+
+
 @adapter("multiple_choice_separate_original", version="1", few_shot=False,
-         texts=("global_prefix", "instructions", "input_prefix", "input_suffix", "instance_prefix"))
+         texts=("global_prefix", "instructions", "input_prefix", "input_suffix", "instance_prefix"), check=check_text_options)
 def multiple_choice_separate_original(spec: AdapterSpec, inst: Instance, train: list[Instance]) -> Prompt:
     """HELM's log-likelihood multiple choice (``MultipleChoiceSeparateAdapter``, the method lm-eval is
     built on): zero-shot, each option appended to ``input_prefix + input + input_suffix`` as its own
     request, echoed with logprobs and nothing generated; the option with the highest log-likelihood
     per token wins (see ``metrics/reference.py``). Options are text: image-valued ones cannot be
     appended to a prompt."""
-    check_options(inst)
-    if any(ref.image for ref in inst.references):
-        raise ValueError(f"instance {inst.id!r} has image options: multiple_choice_separate_original scores text options")
-    body, media = input_with_media(inst)
-    if media:
-        raise ValueError(f"instance {inst.id!r} has images: multiple_choice_separate_original scores text prompts")
+    check_text_options(inst)
+    body, _ = input_with_media(inst)
     return Prompt(
         instance_id=inst.id,
         split=inst.split,
