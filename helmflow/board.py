@@ -638,9 +638,12 @@ def prepare(
     from helmflow.clients import load_deployments
     from helmflow.registry import add_plugins
 
+    from helmflow.datasets import hash_once
+
     add_plugins(plugins or [])
-    return plan_board(load_board(board), load_deployments(models_file), models, scenarios, max_instances, judges, no_judge,
-                      check_credentials, toxicity)
+    with hash_once():  # each source file is read once per plan
+        return plan_board(load_board(board), load_deployments(models_file), models, scenarios, max_instances, judges,
+                          no_judge, check_credentials, toxicity)
 
 
 # --------------------------------------------------------------------------- prompt wording

@@ -23,6 +23,7 @@ and recorded in ``datasets/<scenario>/<revision>/manifest.json``; later runs mus
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import os
@@ -196,8 +197,33 @@ def _hub_lfs_sha256(scenario: str, url: str) -> str | None:
     return getattr(lfs, "sha256", None) if lfs is not None else None
 
 
+_HASHED: contextvars.ContextVar[dict[tuple[str, str], str] | None] = contextvars.ContextVar("hashed", default=None)
+
+
+@contextmanager
+def hash_once() -> Iterator[None]:
+    """Within the block each source file is hashed (read) once: planning a board asks for a custom
+    file's digest twice, as its revision and as its checksum, and a remote file was fetched for each.
+    Scoped to one plan on purpose: the next plan must read the file again, it may have changed."""
+    token = _HASHED.set({} if _HASHED.get() is None else _HASHED.get())
+    try:
+        yield
+    finally:
+        _HASHED.reset(token)
+
+
 def sha256_of(scenario: str, url: str) -> str:
     """The sha256 plan time pins for a ``sha256=None`` source: the Hub's LFS id, else streamed."""
+    memo = _HASHED.get()
+    if memo is not None and (scenario, url) in memo:
+        return memo[(scenario, url)]
+    digest = _sha256_of(scenario, url)
+    if memo is not None:
+        memo[(scenario, url)] = digest
+    return digest
+
+
+def _sha256_of(scenario: str, url: str) -> str:
     if url.startswith("hf://"):
         known = _hub_lfs_sha256(scenario, url)
         if known:
