@@ -141,7 +141,12 @@ def test_prefect_yaml_deploys_every_board_nightly_and_a_worker_publishes_the_rel
     latest, board = _release(store)
     assert latest["status"] == "complete" and _cells(store, latest) == {("offline/solver", "complete"), ("offline/echo", "complete")}
     assert {r["deployment"]: r["mean_score"] for r in board} == {"offline/solver": 1.0, "offline/echo": 0.0}
-    assert offline_call_count(store, "offline/solver") == 3
+    # every request the published solver runs hold was sent once: 3 instances, plus the demo's
+    # robustness runs of the instances their perturbations changed
+    runs = store.read_parquet(latest["uri"].removeprefix(store.root.rstrip("/") + "/") + "/runs.parquet").to_pylist()
+    published = sum(store.read_parquet(f"runs/{r['run_id']}/requests.parquet").num_rows
+                    for r in runs if r["deployment"] == "offline/solver")
+    assert published > 3 and offline_call_count(store, "offline/solver") == published
     _record("sqlite", server_start_s=round(server.startup_s, 1), deploy_all_s=round(deployed_s, 1),
             deploy_to_release_s=round(released_s, 1), trigger_to_release_s=round(run_s, 1))
 
@@ -169,7 +174,8 @@ def test_production_topology_postgres_two_workers_and_retry_reruns_only_the_fail
             store = Store(s3_root)
             models_file = tmp_path / "models.yaml"
             _models_file(models_file, fail=True)
-            params = {"storage": s3_root, "max_instances": 5, "scenarios": ["arithmetic-3"], "models": MODELS,
+            # dyck-3: a demo scenario without perturbation runs, so one cell is one run
+            params = {"storage": s3_root, "max_instances": 5, "scenarios": ["dyck-3"], "models": MODELS,
                       "models_file": str(models_file)}
             flow_run_id = _trigger(server, "demo/demo-nightly", params)
             failed = server.wait_flow_run(flow_run_id)
@@ -203,7 +209,7 @@ def test_production_topology_postgres_two_workers_and_retry_reruns_only_the_fail
             states = {tr.name: tr.state.name for tr in new_runs}
             executed = sorted(name for name, state in states.items() if state == "Completed")
             cached = sorted(name for name, state in states.items() if state == "Cached")
-            assert executed == ["release demo", "run arithmetic-3 x offline/echo"], states
+            assert executed == ["release demo", "run dyck-3 x offline/echo"], states
             assert len(cached) == len(new_runs) - len(executed) == 1 + 2, states  # prepare; the 2 other pairs
 
             after = {m: offline_call_count(store, m) for m in MODELS}
