@@ -18,7 +18,8 @@ The classes here restore the 3.8.1 patterns, compiled with ``re`` as 3.8.1 did (
 NLTK 3.8.1, Apache-2.0), and keep the installed NLTK's algorithms, which did not change. One
 pattern uses a possessive quantifier as later NLTK does, against quadratic backtracking; the spans
 it matches are unchanged. ``tests/data/ifeval_nltk381.jsonl`` holds NLTK 3.8.1's own output
-for a generated corpus, and the tests compare against it. Imported lazily: ``import nltk`` is slow.
+for a generated corpus, and the tests compare against it. Imported lazily (``import nltk`` is slow), only by
+:mod:`helmflow.metrics.ifeval_text`'s loaders, under the shared lock of :mod:`helmflow.metrics.first_use`.
 """
 
 from __future__ import annotations

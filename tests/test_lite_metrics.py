@@ -179,26 +179,39 @@ def test_lite_metrics_name_their_extra():
 
 
 def test_first_use_from_many_threads_at_once():
-    """Runs score on worker threads at once: the first BLEU/ROUGE/sacreBLEU call from 8 threads together, in a
-    fresh interpreter (nothing imported yet), must neither fail nor differ (NLTK's first import is not thread-safe)."""
+    """Runs score on worker threads at once: a board scoring IFEval, the bias metric and the Lite BLEU/ROUGE/sacreBLEU
+    metrics imports NLTK from all of them. Their first calls from 8 threads together, in a fresh interpreter (nothing
+    imported yet), must neither fail nor differ (NLTK's first import is not thread-safe; one lock serves them all)."""
     import subprocess
     import sys
 
     code = """
 import threading
+from helmflow.metrics.bias import instance_counts
+from helmflow.metrics.ifeval_text import count_sentences, detect_language, word_tokenize
 from helmflow.metrics.text_overlap import bleu_4_score, rouge_l_score, sufficient_statistics
-barrier, out, errors = threading.Barrier(8), [], []
+gold, pred = "the cat sat on the mat", "the cat sat on a mat"
+work_of = [
+    lambda: bleu_4_score(gold, pred),
+    lambda: rouge_l_score(gold, pred),
+    lambda: sufficient_statistics([gold], pred)["sacrebleu_correct_4"],
+    lambda: count_sentences("He left. She sat on the mat. Done."),
+    lambda: len(word_tokenize("Don't stop; the cat's mat.")),
+    lambda: instance_counts(["The man was a doctor.", "Her son is a nurse."])["bias_count:gender:male"],
+    lambda: detect_language("the cat sat on the mat and looked at the dog"),
+    lambda: len(word_tokenize("Dr. Smith sat.")),
+]
+barrier, out, errors = threading.Barrier(8), {}, []
 def work(k):
     barrier.wait()
     try:
-        fn = (bleu_4_score, rouge_l_score, lambda g, p: sufficient_statistics([g], p)["sacrebleu_correct_4"])[k % 3]
-        out.append(fn("the cat sat on the mat", "the cat sat on a mat"))
+        out[k] = work_of[k]()
     except Exception as exc:
         errors.append(repr(exc))
 threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
 [t.start() for t in threads]
 [t.join() for t in threads]
-print(sorted(set(round(v, 6) for v in out)), errors)
+print([round(out[k], 6) if isinstance(out.get(k), float) else out.get(k) for k in range(8)], errors)
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
-    assert result.stdout.strip() == "[0.333333, 0.833333, 1.0] []", result.stdout + result.stderr
+    assert result.stdout.strip() == "[0.333333, 0.833333, 1.0, 3, 9, 2, 'en', 4] []", result.stdout + result.stderr
