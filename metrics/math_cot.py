@@ -17,7 +17,7 @@ purpose: the number must be HELM's.
 
 from __future__ import annotations
 
-from helmflow.metrics import metric
+from helmflow.metrics import HelmEquivalent, metric
 from helmflow.metrics.base import MetricInput
 from helmflow.metrics.reference import reference_stats
 
@@ -147,7 +147,7 @@ def math_equiv_chain_of_thought_score(gold: str, pred: str) -> float:
     return is_equiv(boxed_answer(gold), boxed_answer(pred))
 
 
-@metric("math_equiv_chain_of_thought", version="1")
+@metric("math_equiv_chain_of_thought", version="1", helm=HelmEquivalent(("math_equiv_chain_of_thought",)))
 def math_equiv_chain_of_thought(x: MetricInput) -> dict[str, float]:
     return reference_stats("math_equiv_chain_of_thought", x, math_equiv_chain_of_thought_score)
 

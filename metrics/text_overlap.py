@@ -27,7 +27,7 @@ import warnings
 from statistics import fmean
 from typing import TYPE_CHECKING
 
-from helmflow.metrics import Pooled, metric
+from helmflow.metrics import HelmEquivalent, Pooled, metric
 from helmflow.metrics.base import MetricInput
 from helmflow.metrics.first_use import first_use
 from helmflow.metrics.reference import predictions, reference_stats
@@ -88,17 +88,17 @@ def rouge_l_score(gold: str, pred: str) -> float:
     return float(_rouge().score(gold, pred)["rougeL"].fmeasure)
 
 
-@metric("bleu_1", version="1", requires=NLTK_MODULES, extra="lite")
+@metric("bleu_1", version="1", requires=NLTK_MODULES, extra="lite", helm=HelmEquivalent(("bleu_1",)))
 def bleu_1(x: MetricInput) -> dict[str, float]:
     return reference_stats("bleu_1", x, bleu_1_score)
 
 
-@metric("bleu_4", version="1", requires=NLTK_MODULES, extra="lite")
+@metric("bleu_4", version="1", requires=NLTK_MODULES, extra="lite", helm=HelmEquivalent(("bleu_4",)))
 def bleu_4(x: MetricInput) -> dict[str, float]:
     return reference_stats("bleu_4", x, bleu_4_score)
 
 
-@metric("rouge_l", version="1", requires=("rouge_score",), extra="lite")
+@metric("rouge_l", version="1", requires=("rouge_score",), extra="lite", helm=HelmEquivalent(("rouge_l",)))
 def rouge_l(x: MetricInput) -> dict[str, float]:
     return reference_stats("rouge_l", x, rouge_l_score)
 

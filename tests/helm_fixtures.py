@@ -8,6 +8,7 @@ against values that do not come from helmflow.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +182,91 @@ def bbq_run(suite: Path, model: str = CLAUDE) -> Path:
              stat("bbq_metric_unambiguous_bias", [0.0])]
     return write_run(suite, f"bbq:subject=all,method=multiple_choice_joint,model={model}", "multiple_choice_joint", model,
                      rows, stats, per)
+
+
+# --------------------------------------------------------------------------- HELM Lite's generation metrics
+def gsm_run(suite: Path, model: str = GPT) -> Path:
+    """GSM8K: HELM's last number (pattern ``-?[\\d,]+(?:.\\d+)?``, commas dropped) and the last word, exact.
+
+    g1 "7." / "7.": final numbers 7 / 7 (a "." with no digit after is not taken) -> 1; last words "7." / "7." -> 1.
+    g2 "1,200." / "1200.": final numbers 1200 / 1200 -> 1; last words "1,200." / "1200." -> 0.
+    g3 "15." / "toys.": final numbers 15 / 12 -> 0; last words differ -> 0.
+    final_number_exact_match 2/3, exact_match_indicator 1/3."""
+    rows = [
+        (instance("g1", "Tom has 3 toy cars and buys 4 more. How many?",
+                  [("He has 3 + 4 = 7 toy cars.\nThe answer is 7.", ["correct"])]), " 3 + 4 = 7. The answer is 7.", None),
+        (instance("g2", "A toy shop sells 400 kites a day. How many in 3 days?",
+                  [("400 * 3 = 1,200 kites.\nThe answer is 1,200.", ["correct"])]), "400 x 3 = 1200. The answer is 1200.", None),
+        (instance("g3", "Ann has 5 toy boats per bath, 3 baths. How many?",
+                  [("5 * 3 = 15 boats.\nThe answer is 15.", ["correct"])]), "5 + 3 + 4 = 12. The answer is 12 toys.", None),
+    ]
+    per = _per_instance({"g1": {"final_number_exact_match": 1.0, "exact_match_indicator": 1.0},
+                         "g2": {"final_number_exact_match": 1.0, "exact_match_indicator": 0.0},
+                         "g3": {"final_number_exact_match": 0.0, "exact_match_indicator": 0.0}})
+    stats = [stat("final_number_exact_match", [1.0, 1.0, 0.0]), stat("exact_match_indicator", [1.0, 0.0, 0.0])]
+    return write_run(suite, f"gsm:model={model}", "generation", model, rows, stats, per)
+
+
+def math_run(suite: Path, model: str = GPT) -> Path:
+    """MATH with chain of thought: the last ``\\boxed{}`` of the gold solution and of the output, through
+    Hendrycks' ``_strip_string``, compared as strings.
+
+    m1 5 / 5 -> 1. m2 ``\\frac{1}{2}`` / ``0.5`` (the rule rewrites "0.5" as ``\\frac{1}{2}``) -> 1.
+    m3 10 / no boxed answer -> 0. m4 ``\\dfrac{3}{4}`` / ``\\frac34`` (dfrac -> frac, then braces added) -> 1.
+    math_equiv_chain_of_thought 3/4."""
+    rows = [
+        (instance("m1", "What is 2 + 3?", [("Add them: $2 + 3 = \\boxed{5}$.", ["correct"])]),
+         "Two toys and three toys make $\\boxed{5}$ toys.", None),
+        (instance("m2", "What is half of 1?", [("Half of one is $\\boxed{\\frac{1}{2}}$.", ["correct"])]),
+         "Halving 1 gives \\boxed{0.5}.", None),
+        (instance("m3", "What is 2 * 5?", [("Twice five is $\\boxed{10}$.", ["correct"])]), "Twice five is 10.", None),
+        (instance("m4", "What is 3/4 as a fraction?", [("It is $\\boxed{\\dfrac{3}{4}}$.", ["correct"])]),
+         "So the fraction is $\\boxed{\\frac34}$.", None),
+    ]
+    per = _per_instance({"m1": {"math_equiv_chain_of_thought": 1.0}, "m2": {"math_equiv_chain_of_thought": 1.0},
+                         "m3": {"math_equiv_chain_of_thought": 0.0}, "m4": {"math_equiv_chain_of_thought": 1.0}})
+    stats = [stat("math_equiv_chain_of_thought", [1.0, 1.0, 0.0, 1.0])]
+    return write_run(suite, f"math:subject=algebra,level=1,use_official_examples=False,use_chain_of_thought=True,model={model}",
+                     "generation", model, rows, stats, per)
+
+
+# BLEU by hand (NLTK sentence_bleu, nltk.word_tokenize, no smoothing; max over references):
+# t1 identical 6-token sentences: every precision 1, no brevity penalty -> BLEU-1 1, BLEU-4 1, ROUGE-L 1.
+# t2 "the cat sat on the mat" / "the cat sat on a mat": unigrams 5 of 6 match, 4-grams 1 of 3 ("the cat sat on"), same
+#    length -> BLEU-1 5/6, BLEU-4 1/3; ROUGE-L: LCS 5 of 6 both ways -> 5/6.
+# t3 refs "A red toy car." / "The toys were running.", output "Toy runs.": 3 tokens against 5, BLEU is case-sensitive, so
+#    only "." matches -> unigram precision 1/3, brevity penalty exp(1 - 5/3); no 4-gram at all -> NLTK's tiny
+#    sys.float_info.min precision, BLEU-4 ~ 0. ROUGE-L lower-cases and Porter-stems tokens longer than 3 letters:
+#    "the toy were run" / "toy run" -> LCS 2, P 1, R 1/2, F 2/3 (against "a red toy car": LCS 1, F 1/3).
+T3_BLEU_1 = math.exp(1 - 5 / 3) / 3
+BLEU_1 = [1.0, 5 / 6, T3_BLEU_1]
+BLEU_4 = [1.0, 1 / 3, 0.0]
+ROUGE_L = [1.0, 5 / 6, 2 / 3]
+
+
+def wmt_run(suite: Path, model: str = CLAUDE, bleu_4_mean: float | None = None) -> Path:
+    """Translation scored by HELM's sentence BLEU-1/BLEU-4 and ROUGE-L (numbers above)."""
+    rows = [
+        (instance("t1", "Die Katze sass auf der Matte.", [("the cat sat on the mat", ["correct"])]), "the cat sat on the mat", None),
+        (instance("t2", "Die Katze sass auf einer Matte.", [("the cat sat on the mat", ["correct"])]), " the cat sat on a mat", None),
+        (instance("t3", "Spielzeug laeuft.", [("A red toy car.", ["correct"]), ("The toys were running.", ["correct"])]),
+         "Toy runs.", None),
+    ]
+    ids = ["t1", "t2", "t3"]
+    per = _per_instance({i: {"bleu_1": b1, "bleu_4": b4, "rouge_l": r}
+                         for i, b1, b4, r in zip(ids, BLEU_1, BLEU_4, ROUGE_L)})
+    stats = [stat("bleu_1", BLEU_1), stat("bleu_4", BLEU_4), stat("rouge_l", ROUGE_L)]
+    if bleu_4_mean is not None:
+        stats[1]["mean"] = bleu_4_mean
+    return write_run(suite, f"wmt_14:language_pair=de-en,model={model}", "generation", model, rows, stats, per)
+
+
+def lite_suite(root: Path) -> Path:
+    """HELM Lite's GSM8K, MATH and WMT14 runs."""
+    suite = root / "benchmark_output" / "runs" / "toy-lite"
+    for make in (gsm_run, math_run, wmt_run):
+        make(suite)
+    return suite
 
 
 def good_suite(root: Path) -> Path:

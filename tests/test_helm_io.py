@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import run_cli
-from tests.helm_fixtures import CLAUDE, GPT, broken_runs, good_suite, mcqa_run
+from tests.helm_fixtures import BLEU_1, CLAUDE, GPT, ROUGE_L, broken_runs, good_suite, lite_suite, mcqa_run, wmt_run
 
 MCQA = "toy_mcqa:method=multiple_choice_joint"
 BBQ = "bbq:subject=all,method=multiple_choice_joint"
@@ -130,6 +130,50 @@ def test_a_number_helmflow_does_not_reproduce_is_reported(tmp_path: Path):
     bad = [c for c in info["imported"]["checks"] if not c["equal"]]
     assert [(c["metric"], c["helm"]) for c in bad] == [("exact_match", 0.9)]
     assert info["score"] == 0.9  # HELM's number is what it is; the run says it was not reproduced
+
+
+LITE_MATH = "math:subject=algebra,level=1,use_official_examples=False,use_chain_of_thought=True"
+WMT = "wmt_14:language_pair=de-en"
+
+
+def test_import_helm_recomputes_helm_lites_generation_metrics(tmp_path: Path):
+    """GSM8K's final number, MATH's boxed-answer equivalence and WMT14's sentence BLEU-1/BLEU-4 and ROUGE-L are
+    recomputed on HELM's completions and agree with HELM's numbers (worked out by hand in the fixtures)."""
+    suite = lite_suite(tmp_path)
+    root = tmp_path / "store"
+    out = run_cli("import-helm", str(suite), "--storage", str(root), "--board", "helm-lite-toy")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "3 run(s) imported" in out.stdout and "MISMATCH" not in out.stdout
+    runs = _runs(root)
+
+    def checks(key: tuple[str, str]) -> dict[str, tuple[float, float, bool]]:
+        return {c["metric"]: (c["helm"], c["helmflow"], c["equal"]) for c in runs[key]["imported"]["checks"]}
+
+    gsm = runs[("gsm", GPT)]
+    assert checks(("gsm", GPT)) == {"final_number_exact_match": (pytest.approx(2 / 3), pytest.approx(2 / 3), True),
+                                    "exact_match_indicator": (pytest.approx(1 / 3), pytest.approx(1 / 3), True)}
+    assert gsm["main_metric"] == "final_number_exact_match" and gsm["imported"]["unchecked"] == []
+    assert checks((LITE_MATH, GPT)) == {"math_equiv_chain_of_thought": (0.75, 0.75, True)}
+    assert runs[(LITE_MATH, GPT)]["imported"]["unchecked"] == []
+    wmt = checks((WMT, CLAUDE))
+    assert set(wmt) == {"bleu_1", "bleu_4", "rouge_l"} and all(equal for _, _, equal in wmt.values())
+    assert wmt["bleu_1"][1] == pytest.approx(sum(BLEU_1) / 3, abs=1e-12)
+    assert wmt["bleu_4"][1] == pytest.approx(4 / 9, abs=1e-12)  # the no-4-gram sentence scores ~0, not a failure
+    assert wmt["rouge_l"][1] == pytest.approx(sum(ROUGE_L) / 3, abs=1e-12)
+    assert runs[(WMT, CLAUDE)]["main_metric"] == "bleu_4" and runs[(WMT, CLAUDE)]["imported"]["unchecked"] == []
+    assert "not recomputed" not in out.stdout
+
+
+def test_a_bleu_helmflow_does_not_reproduce_is_reported(tmp_path: Path):
+    suite = tmp_path / "suite"
+    wmt_run(suite, bleu_4_mean=0.21)  # e.g. a corpus BLEU where HELM's file should hold the sentence-BLEU mean 4/9
+    root = tmp_path / "store"
+    out = run_cli("import-helm", str(suite), "--storage", str(root))
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "MISMATCH bleu_4 [test]: HELM 0.21, helmflow 0.444" in out.stdout
+    (info,) = _runs(root).values()
+    assert [(c["metric"], c["equal"]) for c in info["imported"]["checks"]] == [("bleu_1", True), ("bleu_4", False),
+                                                                              ("rouge_l", True)]
 
 
 def test_import_helm_bad_source_is_one_line(tmp_path: Path):
