@@ -91,10 +91,14 @@ def publish_release(board: BoardPlan, storage: str, runs: list[RunOutcome], fail
     out = aggregate.publish_release(Store(storage), board, runs, failed)
     name = artifact_key(board.spec.name)
     labels = [s.label for s in board.scenarios]
+    groups = [(g.name, [c.key for c in g.columns]) for g in board.spec.metric_groups]
+    table = leaderboard_table(out.table, labels, groups)
     create_table_artifact(
         key=f"{name}-leaderboard",
-        table=[_table_row(row, labels) for row in out.table],
-        description=f"{board.spec.name} release {out.release_id} ({out.status})",
+        table=table,
+        description=f"{board.spec.name} release {out.release_id} ({out.status})"
+                    + ("" if all(lab in table[0] for lab in labels) else
+                       f"; its {len(labels)} runs' cells: the {name}-release artifact"),
     )
     lines = [f"# {board.spec.name} — release {out.release_id}", "", f"status: **{out.status}**, at `{out.uri}`", ""]
     lines += ["| model | mean score | " + " | ".join(labels) + " |", "|---" * (len(labels) + 2) + "|"]
@@ -133,9 +137,34 @@ def _with_ci(row: dict[str, Any], label: str) -> str:
     return f"{_fmt(row[label])} [{_fmt(row[f'{label} ci_low'])}, {_fmt(row[f'{label} ci_high'])}]"
 
 
-def _table_row(row: dict[str, Any], labels: list[str]) -> dict[str, Any]:
-    out = {"deployment": row["deployment"], "mean score": _fmt(row["mean_score"]), "mean win rate": _fmt(row["mean_win_rate"])}
+MAX_RUN_COLUMNS = 12
+
+
+def leaderboard_table(rows: list[dict[str, Any]], labels: list[str],
+                      groups: list[tuple[str, list[str]]]) -> list[dict[str, Any]]:
+    """The leaderboard as the Prefect UI's table artifact: one row per model, one screen wide.
+
+    A board of many runs (HELM Lite: 28 per model) that declares its own columns (metric groups)
+    reads by those columns and their win rates; every run's cell stays in the markdown artifact.
+    A board ranked by win rate alone has no mean score, so it gets no empty column for one."""
+    per_run = labels if len(labels) <= MAX_RUN_COLUMNS or not groups else []
+    mean_score = not groups or any(row["mean_score"] is not None for row in rows)
+    return [_table_row(row, per_run, groups, mean_score) for row in rows]
+
+
+def _table_row(row: dict[str, Any], labels: list[str], groups: list[tuple[str, list[str]]],
+               mean_score: bool) -> dict[str, Any]:
+    """One model's row: its means, the given runs' cells with CIs, then each metric group's win rate
+    and columns (``n/a`` where the metric cannot be computed for the model)."""
+    out = {"deployment": row["deployment"]}
+    if mean_score:
+        out["mean score"] = _fmt(row["mean_score"])
+    out["mean win rate"] = _fmt(row["mean_win_rate"])
     out.update({label: _with_ci(row, label) for label in labels})
+    for group, keys in groups:
+        out[f"{group} mean win rate"] = _fmt(row.get(f"{group} mean_win_rate"))
+        out.update({key: _fmt(row[key]) if row.get(key) is not None
+                    else "n/a" if row.get(f"{key} note") else "missing" for key in keys})
     return out
 
 
