@@ -91,7 +91,8 @@ def test_warm_rerun_is_all_cached_and_writes_nothing(prefect_server, tmp_path):
 def test_failed_pair_gives_partial_release_and_flow_retry_reruns_only_it(prefect_server, tmp_path):
     root = tmp_path / "store"
     store = Store(str(root))
-    base = ["run", "demo", "--max-instances", "5", "--storage", str(root), "--scenarios", "arithmetic-3"]
+    # dyck-3: a demo scenario without perturbation runs, so a cell is one run
+    base = ["run", "demo", "--max-instances", "5", "--storage", str(root), "--scenarios", "dyck-3"]
     ok = run_cli(*base, "--models", "offline/solver")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     latest_before = store.read_json("leaderboards/demo/latest-subset.json")
@@ -131,7 +132,7 @@ def test_failed_pair_gives_partial_release_and_flow_retry_reruns_only_it(prefect
     new_runs = [tr for tr in task_runs_of(flow_run_id) if tr.id not in before]
     executed = sorted(tr.name for tr in new_runs if tr.state.name == "Completed")
     cached = [tr for tr in new_runs if tr.state.name == "Cached"]
-    assert executed == ["release demo", "run arithmetic-3 x offline/echo"], executed
+    assert executed == ["release demo", "run dyck-3 x offline/echo"], executed
     assert len(cached) == 1 + 2, sorted((tr.name, tr.state.name) for tr in new_runs)  # prepare; 2 pairs
     after = _counts(store)
     assert after["offline/echo"] == counts["offline/echo"] + 5

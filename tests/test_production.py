@@ -34,7 +34,7 @@ def _ok(out: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
 # --------------------------------------------------------------------------- S3
 def test_s3_cache_hit_across_processes_and_release_read_with_pyarrow(prefect_server, s3_root, moto_s3, tmp_path):
     args = ["run", "demo", "--max-instances", "4", "--models", "offline/solver,offline/echo",
-            "--scenarios", "arithmetic-3", "--storage", s3_root]
+            "--scenarios", "dyck-3", "--storage", s3_root]
     _ok(run_cli(*args, cwd=tmp_path))
     store = Store(s3_root)
     counts = offline_call_count(store, "offline/solver")
@@ -53,7 +53,7 @@ def test_s3_cache_hit_across_processes_and_release_read_with_pyarrow(prefect_ser
 
 
 def test_crash_between_leaderboard_and_latest_keeps_previous_release(prefect_server, s3_root, tmp_path):
-    base = ["run", "demo", "--max-instances", "3", "--scenarios", "arithmetic-3", "--storage", s3_root]
+    base = ["run", "demo", "--max-instances", "3", "--scenarios", "dyck-3", "--storage", s3_root]
     _ok(run_cli(*base, "--models", "offline/solver", cwd=tmp_path))
     store = Store(s3_root)
     before = store.read_json("leaderboards/demo/latest-subset.json")
@@ -184,7 +184,7 @@ def test_helmflow_retry_says_what_reruns_then_reruns_it(prefect_server, tmp_path
     root = tmp_path / "store"
     models = tmp_path / "models.yaml"
     models.write_text("deployments:\n  - {name: flaky/echo, client: offline, model: echo, options: {behavior: echo, fail: always}}\n")
-    args = ["run", "demo", "--max-instances", "3", "--scenarios", "arithmetic-3", "--models", "offline/solver,flaky/echo",
+    args = ["run", "demo", "--max-instances", "3", "--scenarios", "dyck-3", "--models", "offline/solver,flaky/echo",
             "--models-file", str(models), "--storage", str(root)]
     failed = run_cli(*args)
     assert failed.returncode == 1, failed.stdout + failed.stderr
@@ -192,7 +192,7 @@ def test_helmflow_retry_says_what_reruns_then_reruns_it(prefect_server, tmp_path
 
     models.write_text("deployments:\n  - {name: flaky/echo, client: offline, model: echo, options: {behavior: echo}}\n")
     dry = _ok(run_cli("retry", str(flow_run_id), "--dry-run"))
-    assert "will re-execute 1 pair(s)" in dry.stdout and "arithmetic-3 x flaky/echo" in dry.stdout
+    assert "will re-execute 1 pair(s)" in dry.stdout and "dyck-3 x flaky/echo" in dry.stdout
     assert "offline/solver" not in dry.stdout.split("every other task")[-1]
     _ok(run_cli("retry", str(flow_run_id)))
     store = Store(str(root))
@@ -204,7 +204,7 @@ def test_helmflow_retry_says_what_reruns_then_reruns_it(prefect_server, tmp_path
 
 def test_lineage_matches_run_json_and_prefect(prefect_server, tmp_path):
     root = tmp_path / "store"
-    _ok(run_cli("run", "demo", "--max-instances", "3", "--scenarios", "arithmetic-3", "--models", "offline/solver",
+    _ok(run_cli("run", "demo", "--max-instances", "3", "--scenarios", "dyck-3", "--models", "offline/solver",
                 "--storage", str(root)))
     out = _ok(run_cli("lineage", "demo", "--storage", str(root)))
     store = Store(str(root))
@@ -220,7 +220,7 @@ def test_lineage_matches_run_json_and_prefect(prefect_server, tmp_path):
 
     with get_client(sync_client=True) as client:
         task_run = client.read_task_run(UUID(run["lineage"]["query_task_run_id"]))
-    assert task_run.name == "run arithmetic-3 x offline/solver"
+    assert task_run.name == "run dyck-3 x offline/solver"
     assert task_run.state.is_completed()
     assert str(task_run.flow_run_id) == run["lineage"]["flow_run_id"]
 
