@@ -332,12 +332,18 @@ def test_demo_board_through_a_local_checkpoint(tiny_model: Path, tmp_path: Path,
 
     tokenizer = Tokenizer.from_file(str(tiny_model / "tokenizer.json"))
     runs = sorted((storage / "runs").iterdir())
-    assert len(runs) == len(load_board("demo").scenarios)  # one per demo scenario
+    from helmflow.board import prepare
+
+    # one per demo scenario and perturbed copy (the robustness and fairness runs)
+    assert len(runs) == len(prepare("demo").all_scenarios) > len(load_board("demo").scenarios)
     truncated = 0
     for run in runs:
         completions = pq.read_table(run / "completions.parquet").to_pylist()
         requests = pq.read_table(run / "requests.parquet").to_pylist()
-        assert len(completions) == 5 and all(not c["error"] for c in completions)
+        perturbed = "~" in json.loads((run / "run.json").read_text())["scenario"]["label"]
+        # a perturbed copy holds only the instances its perturbation changed
+        assert (len(completions) <= 5 if perturbed else len(completions) == 5) and len(completions) == len(requests)
+        assert all(not c["error"] for c in completions)
         assert all(c["finish_reason"] in ("stop", "length") and c["output_tokens"] <= 8 for c in completions)
         assert all(len(c["logprobs"]) == c["output_tokens"] for c in completions)
         for r in requests:  # fitted to the window by the model's own tokenizer
