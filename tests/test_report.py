@@ -21,7 +21,7 @@ def test_report_of_a_flow_release_links_its_prefect_flow_run(prefect_server, cli
         "--models",
         "offline/solver,offline/echo",
         "--scenarios",
-        "arithmetic-3",
+        "dyck-3",  # one run per cell (arithmetic-3 also has robustness runs)
         "--max-instances",
         "6",
         "--storage",
