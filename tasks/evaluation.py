@@ -142,7 +142,7 @@ MAX_RUN_COLUMNS = 12
 
 def leaderboard_table(rows: list[dict[str, Any]], labels: list[str],
                       groups: list[tuple[str, list[str]]]) -> list[dict[str, Any]]:
-    """The leaderboard as the Prefect UI's table artifact: one row per model, one screen wide.
+    """The leaderboard as the Prefect UI's table artifact: one row per model, as few columns as read well.
 
     A board of many runs (HELM Lite: 28 per model) that declares its own columns (metric groups)
     reads by those columns and their win rates; every run's cell stays in the markdown artifact.
