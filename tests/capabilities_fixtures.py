@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import random
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -107,3 +108,13 @@ def csv_bytes(rows: list[dict], header: list[str] = GPQA_HEADER) -> bytes:
     writer.writeheader()
     writer.writerows(rows)
     return buf.getvalue().encode()
+
+
+def mirror_folder(root: Path, name: str, files: dict[str, bytes]) -> str:
+    """A scenario's mirror folder ``root/name`` holding ``files`` (name -> bytes): what
+    ``HELMFLOW_MIRROR_<SCENARIO>`` points at."""
+    path = root / name
+    path.mkdir(parents=True)
+    for filename, data in files.items():
+        (path / filename).write_bytes(data)
+    return str(path)

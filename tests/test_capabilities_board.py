@@ -12,7 +12,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from capabilities_fixtures import csv_bytes, gpqa_rows, mmlu_pro_files
+from capabilities_fixtures import csv_bytes, gpqa_rows, mirror_folder, mmlu_pro_files
 from judge_fixtures import OMNI_FILE, WILDBENCH_FILE, omni_jsonl, omni_rows, wildbench_parquet, wildbench_rows
 
 from tests.conftest import REPO, run_cli
@@ -44,11 +44,7 @@ def test_the_board_spec_has_the_five_scenarios_and_a_configured_jury():
 @pytest.fixture
 def mirrors(tmp_path):
     def folder(name: str, files: dict[str, bytes]) -> str:
-        path = tmp_path / "mirror" / name
-        path.mkdir(parents=True)
-        for filename, data in files.items():
-            (path / filename).write_bytes(data)
-        return str(path)
+        return mirror_folder(tmp_path / "mirror", name, files)
 
     ifeval = ("\n".join(json.dumps(r) for r in IFEVAL_ROWS) + "\n").encode()
     return {

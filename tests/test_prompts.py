@@ -13,7 +13,7 @@ import re
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from capabilities_fixtures import csv_bytes, gpqa_rows, mmlu_pro_files
+from capabilities_fixtures import csv_bytes, gpqa_rows, mirror_folder, mmlu_pro_files
 
 from tests.conftest import run_cli
 from tests.devserver_fixture import FAST_RETRY
@@ -29,11 +29,7 @@ LEAD_IN = "Fixture lead-in, worded by the test: "
 @pytest.fixture
 def mirrors(tmp_path):
     def folder(name: str, files: dict[str, bytes]) -> str:
-        path = tmp_path / "mirror" / name
-        path.mkdir(parents=True)
-        for filename, data in files.items():
-            (path / filename).write_bytes(data)
-        return str(path)
+        return mirror_folder(tmp_path / "mirror", name, files)
 
     ifeval = ("\n".join(json.dumps(r) for r in IFEVAL_ROWS) + "\n").encode()
     return {

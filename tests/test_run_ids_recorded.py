@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from capabilities_fixtures import csv_bytes, gpqa_rows, mmlu_pro_files
+from capabilities_fixtures import csv_bytes, gpqa_rows, mirror_folder, mmlu_pro_files
 from judge_fixtures import OMNI_FILE, WILDBENCH_FILE, omni_jsonl, omni_rows, wildbench_parquet, wildbench_rows
 
 DEMO_BOARD_VERSION = "7f212da8da3e6d52"  # version 4: perturbations on two scenarios
@@ -46,11 +46,7 @@ def test_demo_board_plans_the_recorded_run_ids():
 
 def test_capabilities_board_with_a_jury_plans_the_recorded_run_ids(tmp_path, monkeypatch):
     def folder(name: str, files: dict[str, bytes]) -> str:
-        path = tmp_path / name
-        path.mkdir()
-        for filename, data in files.items():
-            (path / filename).write_bytes(data)
-        return str(path)
+        return mirror_folder(tmp_path, name, files)
 
     rows = [{"key": 10 + k, "prompt": f"Fixture request {k}: describe a fixture without commas.",
              "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]} for k in range(25)]

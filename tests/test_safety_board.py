@@ -10,6 +10,7 @@ import re
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from capabilities_fixtures import mirror_folder
 from safety_fixtures import (
     HARMBENCH_COLUMNS,
     SST_COLUMNS,
@@ -86,11 +87,7 @@ def test_reproduce_safety_explains_what_differs_from_helm():
 @pytest.fixture
 def mirrors(tmp_path, monkeypatch):
     def folder(name: str, files: dict[str, bytes]) -> str:
-        path = tmp_path / "mirror" / name
-        path.mkdir(parents=True)
-        for filename, data in files.items():
-            (path / filename).write_bytes(data)
-        return str(path)
+        return mirror_folder(tmp_path / "mirror", name, files)
 
     env = {
         "HELMFLOW_MIRROR_HARM_BENCH": folder("hb", {"harmbench_behaviors_text_all.csv": csv_bytes(HARMBENCH_COLUMNS, harmbench_rows(MARKERS * 3))}),
