@@ -16,6 +16,7 @@ it when we die, even by SIGKILL).
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import logging
 import os
@@ -120,6 +121,29 @@ def _exit_soon(flush: Callable[[float], Any]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(EXIT_INTERRUPTED)  # not sys.exit: the flow's remaining tasks must not run
+
+
+def end_process(code: int) -> None:
+    """Leave the process with ``code`` once a command has returned, skipping native teardown.
+
+    pyarrow's global thread pools can abort the interpreter's final teardown with "terminate called
+    without an active exception" (SIGABRT, exit -6; apache/arrow#34314, open upstream): at random,
+    more often under load, after every file was written and the release printed, so a finished
+    nightly run would report a crash. Everything Python-level still runs first: the command's
+    non-daemon threads are joined and the ``atexit`` handlers run (Prefect's log and event flushers
+    among them), then the standard streams are flushed; only the C++ static destructors, where that
+    abort happens, are skipped by ``os._exit``.
+    """
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()  # what the interpreter's own exit would run now
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing left to say
+            pass
+    os._exit(code)
 
 
 def _silence_logs() -> None:

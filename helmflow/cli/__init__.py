@@ -71,5 +71,19 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def entry() -> None:
+    """The process's entry point (the ``helmflow`` script, ``python -m helmflow``): :func:`main`, then
+    :func:`~helmflow.stopping.end_process`, which skips a native teardown that can abort a finished run.
+    ``main`` stays a plain function for callers in-process."""
+    try:
+        code = main()
+    except SystemExit as exc:  # argparse's usage errors and --help, with Python's meaning of its code
+        if exc.code is None or isinstance(exc.code, int):
+            code = exc.code or 0
+        else:
+            print(exc.code, file=sys.stderr)
+            code = 1
+    from helmflow.stopping import end_process
+
+    end_process(code)
+

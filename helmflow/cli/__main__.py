@@ -1,5 +1,3 @@
-import sys
+from helmflow.cli import entry
 
-from helmflow.cli import main
-
-sys.exit(main())
+entry()
