@@ -16,28 +16,16 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 
+from helmflow.testing.devserver import start_dev_server
+
 BODY = {"model": "bench", "messages": [{"role": "user", "content": "Question?\nanswer is here"}], "max_tokens": 6,
         "temperature": 0.0}
-
-
-def start_server(latency_ms: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "helmflow.cli", "dev-server", "--port", "0", "--latency-ms", str(latency_ms)],
-        stdout=subprocess.PIPE, text=True,
-    )
-    line = proc.stdout.readline() if proc.stdout else ""
-    found = re.search(r"http://127\.0\.0\.1:\d+", line)
-    if not found:
-        proc.kill()
-        raise RuntimeError(f"dev server did not start: {line!r}")
-    return proc, found.group(0)
 
 
 # --------------------------------------------------------------------------- one measurement per process
@@ -106,8 +94,8 @@ def main() -> None:
     if args.child:
         print(json.dumps(measure(args.child, args.url, args.requests, int(args.concurrency))))
         return
-    proc, url = start_server(args.latency_ms)
-    try:
+    with start_dev_server("--latency-ms", str(args.latency_ms)) as server:
+        url = server.url
         print(f"dev server at {url}, latency {args.latency_ms:g} ms, {os.cpu_count()} CPUs, "
               f"load average {os.getloadavg()[0]:.1f} at start")
         print(f"{'concurrency':>11} {'requests':>8} {'ceiling r/s':>11} {'helmflow r/s':>12} {'ratio':>6} "
@@ -121,9 +109,6 @@ def main() -> None:
                   f"{hf['cpu_ms']:>10.2f} {hf['rss_mb']:>8.0f}", flush=True)
         print(f"load average {os.getloadavg()[0]:.1f} at end; raw client CPU for comparison: "
               f"{raw['cpu_ms']:.2f} ms/request at concurrency {c}")
-    finally:
-        proc.terminate()
-        proc.wait()
 
 
 if __name__ == "__main__":

@@ -28,9 +28,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
 
-from throughput import start_server
+from helmflow.testing.devserver import start_dev_server  # noqa: E402
 
 
 def noisy_png(seed: int, kb: int) -> bytes:
@@ -151,19 +150,14 @@ def main() -> int:
     p.add_argument("--image-kb", type=int, default=60)
     p.add_argument("--pope-rows", type=int, default=100, help="rows per shard of the download-to-first-request mirror")
     args = p.parse_args()
-    proc, url = start_server(0.0)
-    try:
-        with tempfile.TemporaryDirectory() as tmp_dir:
-            tmp = Path(tmp_dir)
-            s = storage_per_1000(tmp)
-            print(json.dumps({"storage_per_1000_rows": s}, indent=2))
-            f = first_request(tmp, url, args.pope_rows, args.image_kb)
-            print(json.dumps({"download_to_first_request": f}, indent=2))
-            t = throughput(tmp, url, args.requests, args.concurrency, args.image_kb)
-            print(json.dumps({"requests_per_s": t, "with_image_over_text": t["one image"] / t["text only"]}, indent=2))
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with start_dev_server() as server, tempfile.TemporaryDirectory() as tmp_dir:
+        tmp, url = Path(tmp_dir), server.url
+        s = storage_per_1000(tmp)
+        print(json.dumps({"storage_per_1000_rows": s}, indent=2))
+        f = first_request(tmp, url, args.pope_rows, args.image_kb)
+        print(json.dumps({"download_to_first_request": f}, indent=2))
+        t = throughput(tmp, url, args.requests, args.concurrency, args.image_kb)
+        print(json.dumps({"requests_per_s": t, "with_image_over_text": t["one image"] / t["text only"]}, indent=2))
     return 0
 
 

@@ -9,10 +9,15 @@ everything cached) through
   helmflow  `helmflow eval <scenario> --models bench/dev` (the real CLI, its Prefect flow; warm
             twice: the CLI's published-release check, and `--force-flow` through Prefect), and
   HELM      `helm-run` from the separate venv, with a prod_env whose model deployment is HELM's
-            OpenAIClient pointed at the same dev server, `-n <concurrency>`.
-The dev server runs in its own process. Without the HELM venv the script runs the helmflow half
-and prints its times next to the server's ceiling (requests ÷ (latency × concurrency)).
-Printed: seconds, peak RSS of the measured process, helmflow ÷ HELM. A benchmark, not a test.
+            OpenAIClient pointed at the same dev server, `-n <concurrency>` (warm: its SQLite cache
+            answers every request; `--skip-completed-run-specs` is HELM's own skip, next to the CLI's).
+The dev server runs in its own process; its request count is reset before every pass and printed
+after it, so both sides are seen to send the same requests. Without the HELM venv the script runs
+the helmflow half and prints its times next to the server's ceiling (requests ÷ concurrency ×
+latency). Printed per pass: seconds, peak RSS of the measured process (``wait4``: the command's own
+process, not Prefect's temporary server), requests the server counted, helmflow ÷ HELM; then the
+bytes each side left on disk (helmflow: its storage root; HELM: its output folder and its cache).
+A benchmark, not a test.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
@@ -29,57 +33,63 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from helmflow.testing.devserver import DevServerHandle, start_dev_server  # noqa: E402
+
 HELM_VENV = REPO / ".bench" / "helm-venv"
 HELM_VERSION = "0.5.16"
-WORKLOADS = {  # name: (helmflow scenario spec, HELM run entry, requests)
-    "dyck": ("dyck_language:num_parenthesis_pairs=3", "dyck_language:num_parenthesis_pairs=3", 500),
-    "sr": ("synthetic_reasoning:mode=pattern_match", "synthetic_reasoning:mode=pattern_match", 5000),
+# crfm-helm requires torch; unpinned, pip picks the newest CUDA build (GBs). The CPU build is enough:
+# these workloads never load a model. torchvision follows torch's minor version.
+HELM_PINS = ["torch==2.13.0", "torchvision==0.28.0"]
+WORKLOADS = {  # name: (helmflow scenario spec, HELM run entry, requests, goal ratios cold / warm)
+    "dyck": ("dyck_language:num_parenthesis_pairs=3", "dyck_language:num_parenthesis_pairs=3", 500, (0.5, 0.25)),
+    "sr": ("synthetic_reasoning:mode=pattern_match", "synthetic_reasoning:mode=pattern_match", 5000, (0.35, 0.1)),
 }
+Pass = tuple[float, float, int]  # seconds, peak RSS MB, requests the server counted
 
 
-def start_server(latency_ms: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "helmflow.cli", "dev-server", "--port", "0", "--latency-ms",
-                             str(latency_ms)], stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline() if proc.stdout else ""
-    found = re.search(r"http://127\.0\.0\.1:\d+", line)
-    if not found:
-        proc.kill()
-        raise RuntimeError(f"dev server did not start: {line!r}")
-    return proc, found.group(0)
-
-
-def timed(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
-    """(seconds, peak RSS MB of the command's process); raises with its output when it fails."""
+def timed(server: DevServerHandle, args: list[str], env: dict[str, str], cwd: Path) -> Pass:
+    """One command: (seconds, peak RSS MB of its process, requests the server saw); raises with its output."""
+    server.reset()
     started = time.perf_counter()
     proc = subprocess.Popen(args, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     out = proc.stdout.read() if proc.stdout else ""
     _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"{' '.join(args[:6])} … failed:\n{out[-3000:]}")
-    return time.perf_counter() - started, usage.ru_maxrss / 1024
+    return seconds, usage.ru_maxrss / 1024, server.requests
+
+
+def du(*paths: Path) -> int:
+    return sum(f.stat().st_size for p in paths if p.exists() for f in p.rglob("*") if f.is_file())
 
 
 # --------------------------------------------------------------------------- helmflow
-def helmflow_runs(url: str, workload: str, concurrency: int, work: Path) -> dict[str, tuple[float, float]]:
-    spec, _, n = WORKLOADS[workload]
+def helmflow_runs(server: DevServerHandle, workload: str, concurrency: int, work: Path) -> tuple[dict[str, Pass], int]:
+    spec, _, n, _ = WORKLOADS[workload]
+    work.mkdir(parents=True)
     models = work / "models.yaml"
     models.write_text("deployments:\n  - {name: bench/dev, client: openai-compatible, model: bench, "
-                      f"base_url: '{url}/v1', max_concurrency: {concurrency}, context_window: 8192}}\n")
+                      f"base_url: '{server.openai_url}', max_concurrency: {concurrency}, context_window: 8192}}\n")
     env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", OPENAI_API_KEY="x")
-    env.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     base = [sys.executable, "-m", "helmflow.cli", "eval", spec, "--models", "bench/dev", "--models-file", str(models),
             "--max-instances", str(n), "--storage", str(work / "store")]
-    return {"cold": timed(base, env, REPO), "warm": timed(base, env, REPO),
-            "warm --force-flow": timed(base + ["--force-flow"], env, REPO)}
+    passes = {"cold": timed(server, base, env, REPO), "warm": timed(server, base, env, REPO),
+              "warm through Prefect": timed(server, base + ["--force-flow"], env, REPO)}
+    return passes, du(work / "store")
 
 
 # --------------------------------------------------------------------------- HELM
 def install_helm() -> None:
     subprocess.run([sys.executable, "-m", "venv", str(HELM_VENV)], check=True)
-    subprocess.run([str(HELM_VENV / "bin" / "pip"), "install", f"crfm-helm=={HELM_VERSION}"], check=True)
+    subprocess.run([str(HELM_VENV / "bin" / "pip"), "install", *HELM_PINS, f"crfm-helm=={HELM_VERSION}"], check=True)
 
 
 def helm_prod_env(path: Path, url: str) -> None:
+    """A prod_env whose one model deployment is HELM's own OpenAIClient at ``url`` (no tokenizer download:
+    HELM's simple whitespace tokenizer, as its simple/model1)."""
     path.mkdir(parents=True, exist_ok=True)
     (path / "credentials.conf").write_text('openaiApiKey: "x"\n')
     (path / "model_metadata.yaml").write_text(
@@ -89,20 +99,30 @@ def helm_prod_env(path: Path, url: str) -> None:
     (path / "model_deployments.yaml").write_text(
         "model_deployments:\n  - name: bench/dev\n    model_name: bench/dev\n    tokenizer_name: simple/tokenizer1\n"
         "    max_sequence_length: 8192\n    client_spec:\n      class_name: helm.clients.openai_client.OpenAIClient\n"
-        f"      args:\n        openai_model_name: bench\n        base_url: {url}/v1\n")
+        f"      args:\n        openai_model_name: bench\n        base_url: {url}\n")
 
 
-def helm_runs(url: str, workload: str, concurrency: int, work: Path) -> dict[str, tuple[float, float]]:
-    _, entry, n = WORKLOADS[workload]
+def helm_runs(server: DevServerHandle, workload: str, concurrency: int, work: Path) -> tuple[dict[str, Pass], int]:
+    _, entry, n, _ = WORKLOADS[workload]
     prod_env = work / "prod_env"
-    helm_prod_env(prod_env, url)
+    helm_prod_env(prod_env, server.openai_url)
     args = [str(HELM_VENV / "bin" / "helm-run"), "--run-entries", f"{entry},model=bench/dev", "--suite", "bench",
             "-m", str(n), "-n", str(concurrency), "--local-path", str(prod_env), "-o", str(work / "out")]
-    cold = timed(args, dict(os.environ), work)
-    return {"cold": cold, "warm": timed(args, dict(os.environ), work)}  # the SQLite cache answers everything
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    passes = {"cold": timed(server, args, env, work), "warm": timed(server, args, env, work)}  # cache answers all
+    passes["skip completed"] = timed(server, args + ["--skip-completed-run-specs"], env, work)
+    return passes, du(work / "out", prod_env / "cache")
 
 
 # --------------------------------------------------------------------------- main
+ROWS = [  # (label, helmflow pass, HELM pass, goal index)
+    ("cold", "cold", "cold", 0),
+    ("warm (all cached)", "warm", "warm", 1),
+    ("warm through Prefect / HELM's cache", "warm through Prefect", "warm", None),
+    ("warm, both skip the finished run", "warm", "skip completed", None),
+]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--latency-ms", type=float, default=50.0)
@@ -113,30 +133,39 @@ def main() -> int:
     if opts.install_helm and not (HELM_VENV / "bin" / "helm-run").exists():
         install_helm()
     have_helm = (HELM_VENV / "bin" / "helm-run").exists()
-    proc, url = start_server(opts.latency_ms)
-    load = os.getloadavg()
-    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, {os.cpu_count()} CPUs, "
-          f"load average {load[0]:.2f}; dev server {url}, {opts.latency_ms:g} ms latency, concurrency {opts.concurrency}"
-          + ("" if have_helm else f"; HELM not installed (--install-helm creates {HELM_VENV})"))
-    print("| workload | pass | HELM s | HELM MB | helmflow s | helmflow MB | ratio | server ceiling s |")
-    print("|---|---|---|---|---|---|---|---|")
-    try:
+    with start_dev_server("--latency-ms", str(opts.latency_ms)) as server:
+        load = os.getloadavg()
+        print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, {os.cpu_count()} CPUs, "
+              f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; dev server {opts.latency_ms:g} ms latency, "
+              f"concurrency {opts.concurrency}"
+              + ("" if have_helm else f"; HELM not installed (--install-helm creates {HELM_VENV})"), flush=True)
+        print("| workload | pass | HELM | helmflow | ratio | goal | requests HELM / helmflow | server ceiling | load |")
+        print("|---|---|---|---|---|---|---|---|---|", flush=True)
         for workload in opts.workloads.split(","):
-            n = WORKLOADS[workload][2]
+            _, _, n, goals = WORKLOADS[workload]
             ceiling = n * opts.latency_ms / 1000 / opts.concurrency
             work = Path(tempfile.mkdtemp(prefix=f"helmflow-vs-helm-{workload}-"))
-            ours = helmflow_runs(url, workload, opts.concurrency, work / "helmflow")
-            theirs = helm_runs(url, workload, opts.concurrency, work / "helm") if have_helm else {}
-            for name, (seconds, rss) in ours.items():
-                h = theirs.get(name.split()[0]) if name != "warm" or "warm" in theirs else None
-                hs, hm = (f"{h[0]:.1f}", f"{h[1]:.0f}") if h else ("—", "—")
-                ratio = f"{seconds / h[0]:.2f}×" if h else "—"
-                print(f"| {workload} {n} | {name} | {hs} | {hm} | {seconds:.1f} | {rss:.0f} | {ratio} | {ceiling:.1f} |",
-                      flush=True)
-            shutil.rmtree(work, ignore_errors=True)
-    finally:
-        proc.terminate()
-        proc.wait()
+            try:
+                theirs, their_bytes = helm_runs(server, workload, opts.concurrency, work / "helm") if have_helm else ({}, 0)
+                ours, our_bytes = helmflow_runs(server, workload, opts.concurrency, work / "helmflow")
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            for label, mine, helms, goal in ROWS:
+                s, mb, req = ours[mine]
+                h = theirs.get(helms)
+                if h is None and helms != mine:
+                    continue
+                hs = f"{h[0]:.1f} s, {h[1]:.0f} MB" if h else "—"
+                ratio = f"**{s / h[0]:.2f}×**" if h else "—"
+                reqs = f"{h[2] if h else '—'} / {req}"
+                print(f"| {workload} {n} | {label} | {hs} | {s:.1f} s, {mb:.0f} MB | {ratio} | "
+                      f"{'≤ ' + str(goals[goal]) + '×' if goal is not None else ''} | {reqs} | {ceiling:.1f} s | "
+                      f"{os.getloadavg()[0]:.1f} |", flush=True)
+            if have_helm:
+                print(f"| {workload} {n} | bytes on disk | {their_bytes / 1e6:.1f} MB | {our_bytes / 1e6:.1f} MB | "
+                      f"{our_bytes / their_bytes:.2f}× | keep | | | |", flush=True)
+            else:
+                print(f"| {workload} {n} | bytes on disk | — | {our_bytes / 1e6:.1f} MB | — | | | | |", flush=True)
     return 0
 
 

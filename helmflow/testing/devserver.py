@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import importlib
 import json
@@ -51,10 +52,12 @@ import re
 import signal
 import socket
 import struct
+import subprocess
+import sys
 import time
 import zlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -603,6 +606,70 @@ async def serve(server: DevServer, port: int, ready: Callable[[int], None] | Non
         writer.cancel()
         server.write_counts()
         await runner.cleanup()
+
+
+# --------------------------------------------------------------------------- in its own process
+DEFAULTS = {"latency_ms": 0.0, "fault_rate": 0.0, "faults": ",".join(FAULT_KINDS), "retry_after_ms": 50,
+            "hang_s": 3600.0, "seed": None, "usage": True}
+
+
+class DevServerHandle:
+    """A running ``helmflow dev-server`` process, with its counts and settings over HTTP."""
+
+    def __init__(self, proc: subprocess.Popen, port: int):
+        self.proc = proc
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.openai_url = f"{self.url}/v1"
+
+    def stats(self) -> dict[str, Any]:
+        import httpx
+
+        return httpx.get(f"{self.url}/_dev/stats", timeout=10).json()
+
+    @property
+    def requests(self) -> int:
+        return self.stats()["requests"]
+
+    def configure(self, **settings: Any) -> None:
+        import httpx
+
+        httpx.post(f"{self.url}/_dev/config", json=settings, timeout=10).raise_for_status()
+
+    def reset(self) -> None:
+        """Counts to zero and settings back to :data:`DEFAULTS`."""
+        import httpx
+
+        httpx.post(f"{self.url}/_dev/reset", timeout=10).raise_for_status()
+        self.configure(**DEFAULTS)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@contextlib.contextmanager
+def start_dev_server(*args: str, env: dict[str, str] | None = None) -> Iterator[DevServerHandle]:
+    """``helmflow dev-server --port 0 *args`` in its own process (so its CPU is not the client's),
+    stopped on exit: the one way tests and benchmarks start it."""
+    proc = subprocess.Popen([sys.executable, "-m", "helmflow.cli", "dev-server", "--port", "0", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, **(env or {})))
+    line = proc.stdout.readline() if proc.stdout else ""
+    found = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+    if not found:
+        proc.kill()
+        raise RuntimeError(f"dev server did not start: {line}{proc.stdout.read() if proc.stdout else ''}")
+    handle = DevServerHandle(proc, int(found.group(1)))
+    try:
+        yield handle
+    finally:
+        handle.stop()
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
