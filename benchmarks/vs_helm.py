@@ -10,7 +10,7 @@ everything cached) through
             twice: the CLI's published-release check, and `--force-flow` through Prefect), and
   HELM      `helm-run` from the separate venv, with a prod_env whose model deployment is HELM's
             OpenAIClient pointed at the same dev server, `-n <concurrency>` (warm: its SQLite cache
-            answers every request; `--skip-completed-run-specs` is HELM's own skip, next to the CLI's).
+            answers every request; `--skip-completed-runs` is HELM's own skip, next to the CLI's).
 The dev server runs in its own process; its request count is reset before every pass and printed
 after it, so both sides are seen to send the same requests. Without the HELM venv the script runs
 the helmflow half and prints its times next to the server's ceiling (requests ÷ concurrency ×
@@ -84,22 +84,22 @@ def helmflow_runs(server: DevServerHandle, workload: str, concurrency: int, work
 # --------------------------------------------------------------------------- HELM
 def install_helm() -> None:
     subprocess.run([sys.executable, "-m", "venv", str(HELM_VENV)], check=True)
-    subprocess.run([str(HELM_VENV / "bin" / "pip"), "install", *HELM_PINS, f"crfm-helm=={HELM_VERSION}"], check=True)
+    subprocess.run([str(HELM_VENV / "bin" / "pip"), "install", *HELM_PINS, f"crfm-helm[openai]=={HELM_VERSION}"], check=True)
 
 
 def helm_prod_env(path: Path, url: str) -> None:
-    """A prod_env whose one model deployment is HELM's own OpenAIClient at ``url`` (no tokenizer download:
-    HELM's simple whitespace tokenizer, as its simple/model1)."""
+    """A prod_env whose one model deployment is HELM's own OpenAIClient (chat completions, like
+    helmflow's) at ``url``, with HELM's simple whitespace tokenizer (no download). Not tagged ChatML,
+    so the prompt goes as one user message, as helmflow sends it."""
     path.mkdir(parents=True, exist_ok=True)
-    (path / "credentials.conf").write_text('openaiApiKey: "x"\n')
     (path / "model_metadata.yaml").write_text(
         "models:\n  - name: bench/dev\n    display_name: dev server\n    description: helmflow dev server\n"
         "    creator_organization_name: bench\n    access: open\n    release_date: 2026-01-01\n"
-        "    tags: [TEXT_MODEL_TAG, FULL_FUNCTIONALITY_TEXT_MODEL_TAG, CHATML_MODEL_TAG]\n")
+        "    tags: [TEXT_MODEL_TAG, FULL_FUNCTIONALITY_TEXT_MODEL_TAG]\n")
     (path / "model_deployments.yaml").write_text(
         "model_deployments:\n  - name: bench/dev\n    model_name: bench/dev\n    tokenizer_name: simple/tokenizer1\n"
         "    max_sequence_length: 8192\n    client_spec:\n      class_name: helm.clients.openai_client.OpenAIClient\n"
-        f"      args:\n        openai_model_name: bench\n        base_url: {url}\n")
+        f"      args:\n        openai_model_name: bench\n        base_url: {url}\n        api_key: x\n")
 
 
 def helm_runs(server: DevServerHandle, workload: str, concurrency: int, work: Path) -> tuple[dict[str, Pass], int]:
@@ -110,7 +110,7 @@ def helm_runs(server: DevServerHandle, workload: str, concurrency: int, work: Pa
             "-m", str(n), "-n", str(concurrency), "--local-path", str(prod_env), "-o", str(work / "out")]
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     passes = {"cold": timed(server, args, env, work), "warm": timed(server, args, env, work)}  # cache answers all
-    passes["skip completed"] = timed(server, args + ["--skip-completed-run-specs"], env, work)
+    passes["skip completed"] = timed(server, args + ["--skip-completed-runs"], env, work)
     return passes, du(work / "out", prod_env / "cache")
 
 
