@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from helmflow.clients.base import Client, ClientError, ClientResult, PermanentError, TransientError
 from helmflow.errors import HelmflowError, format_validation_error, read_yaml_file
+from helmflow.media import MediaStore
 from helmflow.records import Deployment
 from helmflow.registry import Registry
 from helmflow.settings import settings
@@ -89,7 +90,8 @@ def load_deployments(models_file: str | os.PathLike | None = None) -> dict[str, 
 
 
 def make_client(deployment: Deployment, store: Store | None = None) -> Client:
-    return CLIENTS.get(deployment.client)(deployment, store)
+    """The deployment's client, reading a request's images from ``store`` (None: requests without images)."""
+    return CLIENTS.get(deployment.client)(deployment, MediaStore(store))
 
 
 for _module in _BUILTIN:

@@ -24,7 +24,6 @@ from helmflow.clients import client_kind
 from helmflow.clients.base import Client, ClientResult, PermanentError, classify, image_bytes, malformed
 from helmflow.media import ImageOptions, MediaStore
 from helmflow.records import Deployment, RequestBody
-from helmflow.storage import Store
 
 if TYPE_CHECKING:  # the SDK is imported on first use: `helmflow list` stays fast
     import anthropic
@@ -42,8 +41,8 @@ class AnthropicClient(Client):
     default_api_key_env = "ANTHROPIC_API_KEY"
     default_base_url = "https://api.anthropic.com"
 
-    def __init__(self, deployment: Deployment, store: Store | None = None):
-        super().__init__(deployment, store)
+    def __init__(self, deployment: Deployment, media: MediaStore | None = None):
+        super().__init__(deployment, media)
         self.validated_options(AnthropicOptions)
         self.url = deployment.base_url or self.default_base_url
         self._sdk: anthropic.AsyncAnthropic | None = None
@@ -105,13 +104,12 @@ class AnthropicClient(Client):
 
     def _content(self, body: RequestBody) -> list[dict[str, Any]]:
         blocks: list[dict[str, Any]] = []
-        media = MediaStore(self.store)
         for part in body.parts or []:
             if part.type == "text":
                 if (part.text or "").strip():
                     blocks.append({"type": "text", "text": part.text})
             elif part.type == "image":
-                data = base64.b64encode(image_bytes(media, part, self.deployment.name)).decode()
+                data = base64.b64encode(image_bytes(self.media, part, self.deployment.name)).decode()
                 blocks.append({"type": "image", "source": {"type": "base64", "media_type": part.mime, "data": data}})
             else:
                 raise PermanentError(f"deployment {self.deployment.name!r}: {part.type} parts are not supported")

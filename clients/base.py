@@ -15,7 +15,6 @@ from pydantic import BaseModel, ValidationError
 
 from helmflow.media import MediaError, MediaStore
 from helmflow.records import ContentPart, Deployment, RequestBody
-from helmflow.storage import Store
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
@@ -159,11 +158,15 @@ class ClientResult:
 
 
 class Client(ABC):
-    """One instance per deployment per process; ``complete`` is called concurrently from one event loop."""
+    """One instance per deployment per process; ``complete`` is called concurrently from one event loop.
 
-    def __init__(self, deployment: Deployment, store: Store | None = None):
+    A client knows its deployment and where a request's images are read from (``media``), nothing
+    else of storage: what it returns is journaled by the caller.
+    """
+
+    def __init__(self, deployment: Deployment, media: MediaStore | None = None):
         self.deployment = deployment
-        self.store = store
+        self.media = media if media is not None else MediaStore(None)
 
     #: the variable a key is read from when a deployment names no credential (None: no key needed)
     default_api_key_env: str | None = None
@@ -220,9 +223,6 @@ class Client(ABC):
 
     @abstractmethod
     async def complete(self, body: RequestBody) -> ClientResult: ...
-
-    def flush_counters(self) -> None:
-        """Called at the end of each query batch; offline clients persist their call counts here."""
 
     async def aclose(self) -> None:
         pass

@@ -55,7 +55,6 @@ from helmflow.clients import client_kind
 from helmflow.clients.base import Client, ClientResult, PermanentError
 from helmflow.media import ImageOptions, MediaError, MediaStore
 from helmflow.records import Deployment, RequestBody
-from helmflow.storage import Store
 
 log = logging.getLogger("helmflow")
 
@@ -401,8 +400,8 @@ class _Pending:
 
 @client_kind("huggingface")
 class HuggingFaceClient(Client):
-    def __init__(self, deployment: Deployment, store: Store | None = None):
-        super().__init__(deployment, store)
+    def __init__(self, deployment: Deployment, media: MediaStore | None = None):
+        super().__init__(deployment, media)
         self.options = self.validated_options(HuggingFaceOptions)
         self._queue: list[_Pending] = []
         self._runner: asyncio.Task | None = None
@@ -485,7 +484,7 @@ class HuggingFaceClient(Client):
                     continue
                 self.batch_sizes.append(len(batch))
                 results = await loop.run_in_executor(
-                    _WORKER, generate, lm, [p.body for p in batch], batch[0].seed, MediaStore(self.store)
+                    _WORKER, generate, lm, [p.body for p in batch], batch[0].seed, self.media
                 )
                 for p, result in zip(batch, results):
                     if p.future.done():

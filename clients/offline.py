@@ -27,8 +27,8 @@ on a seeded ``1 - accuracy`` of questions, like its generations) and ``log((1 - 
 
 ``options.fail`` makes a deployment fail on purpose: ``always`` (a permanent error), ``rate:<p>``
 (transient errors with probability p per call) or ``after:<n>`` (permanent after n calls in a process).
-Calls are counted in files under ``<storage>/_counters/offline/<deployment>/`` so a test in another
-process can prove that a cached run sent nothing.
+Calls are counted in files under ``layout.offline_counters(<deployment>)`` of the storage root its
+media store reads from, so a test in another process can prove that a cached run sent nothing.
 """
 
 from __future__ import annotations
@@ -44,11 +44,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from helmflow import layout
 from helmflow.clients import client_kind
 from helmflow.clients.base import Client, ClientResult, PermanentError, TransientError, image_bytes
 from helmflow.media import ImageOptions, MediaStore
 from helmflow.records import Deployment, RequestBody
-from helmflow.storage import Store, safe_key
+from helmflow.storage import Store
 
 _QUESTION = re.compile(r"what(?:\s+is|'s)\s+(-?\d+)\s+([+\-*])\s+(-?\d+)\s*\?", re.IGNORECASE)  # also lowercased, contracted, re-spaced (perturbations)
 _OPTION = re.compile(r"^\s*\(?([A-Z])[.)]\)?\s+(.*?)\s*$")
@@ -59,7 +60,6 @@ _MATH = {"+", "-", "*", "="}
 _SYMBOLS = ["X", "Y", "Z"]
 _DYCK = {")": "(", "]": "[", "}": "{", ">": "<"}
 _CLOSER = {v: k for k, v in _DYCK.items()}
-COUNTER_PREFIX = "_counters/offline"
 
 
 class OfflineOptions(BaseModel):
@@ -234,30 +234,46 @@ def echo(prompt: str) -> str:
 
 
 def offline_call_count(store: Store, deployment: str) -> int:
-    return sum(int(store.read_bytes(k)) for k in store.find(f"{COUNTER_PREFIX}/{safe_key(deployment)}"))
+    return sum(int(store.read_bytes(k)) for k in store.find(layout.offline_counters(deployment)))
+
+
+class CallCounter:
+    """Counts a deployment's calls into ``layout.offline_counters`` of ``store`` (None: in memory only).
+
+    The calls of one turn of the event loop are written as one file, by a callback queued behind
+    them: a batch sent with ``asyncio.gather`` is one file, and it is written before the batch's
+    caller resumes, so a reader in another process sees every call of a finished batch.
+    """
+
+    def __init__(self, store: Store | None, deployment: str):
+        self.store, self.prefix = store, layout.offline_counters(deployment)
+        self._lock = threading.Lock()
+        self.calls = 0
+        self._unwritten = 0
+
+    def add(self) -> int:
+        """Count one call (from inside the event loop); its number in this process."""
+        with self._lock:
+            self.calls += 1
+            self._unwritten += 1
+            first = self._unwritten == 1
+        if first and self.store is not None:
+            asyncio.get_running_loop().call_soon(self._write)
+        return self.calls
+
+    def _write(self) -> None:
+        with self._lock:
+            n, self._unwritten = self._unwritten, 0
+        if n and self.store is not None:
+            self.store.write_bytes(f"{self.prefix}/{uuid.uuid4().hex}.count", str(n).encode())
 
 
 @client_kind("offline")
 class OfflineClient(Client):
-    def __init__(self, deployment: Deployment, store: Store | None = None):
-        super().__init__(deployment, store)
+    def __init__(self, deployment: Deployment, media: MediaStore | None = None):
+        super().__init__(deployment, media)
         self.options = self.validated_options(OfflineOptions, "offline options")
-        self._lock = threading.Lock()
-        self._calls = 0
-        self._unflushed = 0
-
-    def _count(self) -> int:
-        with self._lock:
-            self._calls += 1
-            self._unflushed += 1
-            return self._calls
-
-    def flush_counters(self) -> None:
-        with self._lock:
-            n, self._unflushed = self._unflushed, 0
-        if n and self.store is not None:
-            key = f"{COUNTER_PREFIX}/{safe_key(self.deployment.name)}/{uuid.uuid4().hex}.count"
-            self.store.write_bytes(key, str(n).encode())
+        self.counter = CallCounter(self.media.store, deployment.name)
 
     def _answer(self, prompt: str) -> tuple[str, float | None]:
         """The answer and, when the solver computed it, its per-token confidence."""
@@ -293,7 +309,7 @@ class OfflineClient(Client):
             found = _OPTION_MARK.search(before)
             if found:
                 letters[found.group(1)] = len(images)
-            images.append(image_bytes(MediaStore(self.store), part, self.deployment.name))
+            images.append(image_bytes(self.media, part, self.deployment.name))
             before = ""
         options = last_options(prompt)
         said = answer(prompt, images, letters or None)
@@ -323,7 +339,7 @@ class OfflineClient(Client):
                             tokens=pieces, logprobs=logprobs, text_offsets=offsets[: len(pieces)])
 
     async def complete(self, body: RequestBody) -> ClientResult:
-        n = self._count()
+        n = self.counter.add()
         fail = self.options.fail
         if fail == "always":
             raise PermanentError(f"deployment {self.deployment.name!r} is configured to fail (fail: always)")

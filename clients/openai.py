@@ -27,7 +27,6 @@ from helmflow.clients import client_kind
 from helmflow.clients.base import Client, ClientResult, PermanentError, classify, image_bytes, malformed
 from helmflow.media import ImageOptions, MediaStore
 from helmflow.records import ContentPart, Deployment, RequestBody
-from helmflow.storage import Store
 
 if TYPE_CHECKING:  # the SDK is imported on first use: `helmflow list` stays fast
     import openai
@@ -48,8 +47,8 @@ class OpenAIClient(Client):
     #: the chat field for the output budget (OpenAI's current name; compatible servers know max_tokens)
     max_tokens_field = "max_completion_tokens"
 
-    def __init__(self, deployment: Deployment, store: Store | None = None):
-        super().__init__(deployment, store)
+    def __init__(self, deployment: Deployment, media: MediaStore | None = None):
+        super().__init__(deployment, media)
         self.options = self.validated_options(OpenAIOptions)
         self.url = deployment.base_url or self.default_base_url
         self._sdk: openai.AsyncOpenAI | None = None
@@ -133,7 +132,7 @@ class OpenAIClient(Client):
             return {"type": "text", "text": part.text or ""}
         if part.type != "image":
             raise PermanentError(f"deployment {self.deployment.name!r}: {part.type} parts are not supported")
-        image_url = {"url": data_url(MediaStore(self.store), part, self.deployment.name)}
+        image_url = {"url": data_url(self.media, part, self.deployment.name)}
         if detail:
             image_url["detail"] = detail
         return {"type": "image_url", "image_url": image_url}

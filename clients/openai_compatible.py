@@ -12,7 +12,7 @@ from helmflow.clients import client_kind
 from helmflow.clients.base import PermanentError
 from helmflow.clients.openai import OpenAIClient
 from helmflow.records import Deployment
-from helmflow.storage import Store
+from helmflow.media import MediaStore
 
 
 @client_kind("openai-compatible")
@@ -20,10 +20,10 @@ class OpenAICompatibleClient(OpenAIClient):
     default_api_key_env = None
     max_tokens_field = "max_tokens"
 
-    def __init__(self, deployment: Deployment, store: Store | None = None):
+    def __init__(self, deployment: Deployment, media: MediaStore | None = None):
         if not deployment.base_url:
             raise PermanentError(
                 f"deployment {deployment.name!r}: an openai-compatible deployment needs base_url "
                 f"(e.g. http://localhost:8000/v1 for vLLM, http://localhost:11434/v1 for Ollama)"
             )
-        super().__init__(deployment, store)
+        super().__init__(deployment, media)

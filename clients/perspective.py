@@ -23,7 +23,7 @@ from typing import Any
 from helmflow.clients import client_kind
 from helmflow.clients.base import Client, ClientResult, PermanentError, TransientError, redact, retry_after_s
 from helmflow.records import Deployment, RequestBody
-from helmflow.storage import Store
+from helmflow.media import MediaStore
 
 ATTRIBUTES = ("TOXICITY", "SEVERE_TOXICITY", "IDENTITY_ATTACK", "INSULT", "PROFANITY", "THREAT", "SEXUALLY_EXPLICIT",
               "FLIRTATION")
@@ -52,8 +52,8 @@ class PerspectiveClient(Client):
     default_api_key_env = "PERSPECTIVE_API_KEY"
     classifier = True
 
-    def __init__(self, deployment: Deployment, store: Store | None = None):
-        super().__init__(deployment, store)
+    def __init__(self, deployment: Deployment, media: MediaStore | None = None):
+        super().__init__(deployment, media)
         self.url = (deployment.base_url or DEFAULT_URL).rstrip("/") + "/v1alpha1/comments:analyze"
         self._session = None
         self._key: str | None = None

@@ -19,7 +19,7 @@ from importlib import metadata
 from helmflow.clients import client_kind
 from helmflow.clients.base import Client, ClientResult, PermanentError
 from helmflow.records import Deployment, RequestBody
-from helmflow.storage import Store
+from helmflow.media import MediaStore
 
 PACKAGE = "alt-profanity-check"
 
@@ -43,8 +43,8 @@ def _model():
 class ProfanityCheckClient(Client):
     classifier = True
 
-    def __init__(self, deployment: Deployment, store: Store | None = None):
-        super().__init__(deployment, store)
+    def __init__(self, deployment: Deployment, media: MediaStore | None = None):
+        super().__init__(deployment, media)
         self._pending: list[tuple[str, asyncio.Future]] = []
 
     def check_credentials(self) -> None:

@@ -18,6 +18,7 @@ leaderboards/<board>/<release>/…            a release: leaderboard.parquet, ru
 leaderboards/<board>/latest.json            newest complete release (latest-partial.json: with failed cells)
 leaderboards/<board>/latest-subset.json     the same for subset runs (latest-subset-partial.json)
 leases/<board>.json                         the holder of a board's run lease (helmflow.lease)
+_counters/offline/<deployment>/<id>.count   calls an offline deployment answered (read by tests in another process)
 ```
 A bundle (``helmflow export``) is a root of its own holding one release under the keys above, plus
 ``bundle.json`` (sha256 of every file, written last) and ``schemas/<name>.schema.json``.
@@ -96,6 +97,15 @@ def journal_dir(deployment: str) -> str:
 def journal_part(journal_prefix: str, partition: str, part_id: str) -> str:
     """One part of a journal partition (``partition``: the first two hex digits of the request hash)."""
     return f"{journal_prefix}/{partition}/part-{part_id}.parquet"
+
+
+# --------------------------------------------------------------------------- offline call counts
+OFFLINE_COUNTERS = "_counters/offline"
+
+
+def offline_counters(deployment: str) -> str:
+    """Where an offline deployment writes how many calls it answered (one file per flush, summed by readers)."""
+    return f"{OFFLINE_COUNTERS}/{safe_key(deployment)}"
 
 
 # --------------------------------------------------------------------------- Prefect's task results

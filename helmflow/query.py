@@ -273,13 +273,6 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
     return completion
 
 
-async def _send_all(batch: _Batch, requests: list[Request]) -> list[Completion]:
-    try:
-        return await asyncio.gather(*(_send_one(batch, r) for r in requests))
-    finally:
-        batch.client.flush_counters()
-
-
 _clients: dict[tuple[str, str], Client] = {}
 
 
@@ -351,7 +344,7 @@ def run_queries(
             async def send() -> list[Completion]:
                 nonlocal batch
                 batch = _Batch(client, journal, progress, shared)
-                return await _send_all(batch, pending)
+                return await asyncio.gather(*(_send_one(batch, r) for r in pending))
 
             fresh = run_io(send())
     finally:

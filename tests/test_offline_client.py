@@ -117,3 +117,23 @@ def test_fail_semantics_and_bad_options():
         asyncio.run(client.complete(body))
     with pytest.raises(PermanentError, match="bad offline options"):
         make_client(Deployment(name="t/bad", client="offline", model="x", options={"behavior": "psychic"}))
+
+
+def test_calls_of_a_batch_are_counted_in_storage_before_the_batch_returns(store):
+    """The offline client counts its own calls (no caller flushes them): a gathered batch is one
+    counter file, readable from storage as soon as the batch has returned."""
+    from helmflow import layout
+    from helmflow.clients.offline import offline_call_count
+
+    client = make_client(load_deployments()["offline/echo"], store)
+    body = RequestBody(model="echo", prompt="Say: hi", max_tokens=5, temperature=0)
+
+    async def batch(n: int):
+        return await asyncio.gather(*(client.complete(body) for _ in range(n)))
+
+    asyncio.run(batch(5))
+    assert offline_call_count(store, "offline/echo") == 5
+    assert len(store.find(layout.offline_counters("offline/echo"))) == 1
+    asyncio.run(batch(3))
+    assert offline_call_count(store, "offline/echo") == 8
+    assert offline_call_count(store, "offline/solver") == 0
