@@ -9,6 +9,7 @@ named after the board (:func:`board_flow`), from the CLI and from its deployment
 
 from __future__ import annotations
 
+import inspect
 import os
 from datetime import UTC
 from typing import Any
@@ -17,7 +18,7 @@ from prefect import flow, get_run_logger
 from prefect.futures import PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from helmflow.board import prepare_once
+from helmflow.board import PLAN_PARAMETERS, handed_over, prepare_once
 from helmflow.errors import HelmflowError
 from helmflow.lease import note_run
 from helmflow.aggregate import point_release
@@ -100,17 +101,21 @@ def flow_run_name() -> str:
 
     from prefect.runtime import flow_run
 
-    board = flow_run.parameters.get("board") or flow_run.flow_name
-    if isinstance(board, dict):
-        board = board.get("name", flow_run.flow_name)
-    elif isinstance(board, str) and board.endswith((".yaml", ".yml")):
-        from helmflow.board import BoardError, load_board
+    return f"{board_label(flow_run.parameters, flow_run.flow_name)} {datetime.now(UTC):%Y-%m-%d %H:%M}"
 
-        try:
-            board = load_board(board).name
-        except BoardError:
-            board = os.path.splitext(os.path.basename(board))[0]
-    return f"{board} {datetime.now(UTC):%Y-%m-%d %H:%M}"
+
+def board_label(parameters: dict[str, Any], flow_name: str) -> str:
+    """The board's name from what the run was given, reading no file: a spec's ``name``, a board's
+    name, or for a board file the name in the plan ``helmflow run`` handed over. A worker given a
+    file has planned nothing yet when Prefect names the run: the file's stem then."""
+    board = parameters.get("board") or flow_name
+    if isinstance(board, dict):
+        return board.get("name", flow_name)
+    if isinstance(board, str) and board.endswith((".yaml", ".yml")):
+        signature = inspect.signature(evaluate.fn).parameters
+        plan = handed_over(**{k: parameters.get(k, signature[k].default) for k in PLAN_PARAMETERS})
+        return plan.spec.name if plan is not None else os.path.splitext(os.path.basename(board))[0]
+    return board
 
 
 def _name_lease_holder(root: str, board: str) -> None:

@@ -731,6 +731,9 @@ def with_prompts(board: str | dict[str, Any], path: str) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- planned once per command
 _PLANNED: dict[str, BoardPlan] = {}
+#: the flow parameters a plan is made from and handed over under (the others, storage and budget, do not change it)
+PLAN_PARAMETERS = ("board", "models", "scenarios", "max_instances", "models_file", "plugins", "judges", "no_judge",
+                   "toxicity")
 
 
 def _plan_key(**params: Any) -> str:
@@ -742,6 +745,11 @@ def hand_over(plan: BoardPlan, **params: Any) -> None:
     ``params`` (see :func:`prepare_once`), so a board is planned once per ``helmflow run``."""
     _PLANNED.clear()
     _PLANNED[_plan_key(**params)] = plan
+
+
+def handed_over(**params: Any) -> BoardPlan | None:
+    """The plan waiting for the flow started with ``params``, left in place (the flow takes it)."""
+    return _PLANNED.get(_plan_key(**params))
 
 
 def prepare_once(**params: Any) -> BoardPlan:

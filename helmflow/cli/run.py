@@ -105,17 +105,14 @@ def unverified_lines(plan) -> list[str]:
 
 def run_board(request: RunRequest) -> int:
     """Plan once; a dry run prints the estimate; else check credentials and storage, run the flow here."""
-    from helmflow.board import hand_over, prepare, with_prompts, with_variant
+    from helmflow.board import PLAN_PARAMETERS, hand_over, prepare, with_prompts, with_variant
 
     if request.judges and request.no_judge:
         raise UsageError("--judge and --no-judge exclude each other")
     board = with_variant(request.board, request.variant) if request.variant else request.board
     if request.prompts:
         board = with_prompts(board, request.prompts)
-    plan_params = {"board": board, "models": request.models, "scenarios": request.scenarios,
-                   "max_instances": request.max_instances, "models_file": request.models_file,
-                   "plugins": request.plugins, "judges": request.judges, "no_judge": request.no_judge,
-                   "toxicity": request.toxicity}
+    plan_params = {k: v for k, v in request.flow_parameters(board, "").items() if k in PLAN_PARAMETERS}
     plan = prepare(**plan_params)
     from rich.console import Console
 
