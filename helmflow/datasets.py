@@ -35,6 +35,8 @@ import fsspec
 
 from helmflow import layout
 from helmflow.adapters import AdapterError, check_adaptable
+from helmflow.errors import MetricError
+from helmflow.metrics import check_scorable
 from helmflow.media import MediaStore
 from helmflow.records import INSTANCE_SCHEMA, Instance, instance_from_row, instance_to_row, to_table
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, get_scenario
@@ -363,6 +365,10 @@ def load_checked(plan, files: dict[str, str], store: Store | None) -> list[Insta
         check_adaptable(plan.adapter, instances)
     except AdapterError as exc:
         raise ScenarioError(f"scenario {plan.name!r} ({plan.adapter.method}): {exc}") from None
+    try:
+        check_scorable(plan.metrics, [i for i in instances if i.split in plan.adapter.sample.splits])  # the scored ones
+    except MetricError as exc:
+        raise MetricError(f"scenario {plan.label!r}: {exc}") from None
     return instances
 
 

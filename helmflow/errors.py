@@ -21,6 +21,12 @@ class HelmflowError(Exception):
     exit_code: int = EXIT_USAGE
 
 
+class MetricError(HelmflowError, ValueError):
+    """An instance a metric, or the judge template it reads, cannot score: the board pairs the metric
+    with a scenario whose instances lack what it reads. Checked when the scenario is loaded
+    (:func:`helmflow.metrics.check_scorable`), so it stops a run before any model is queried."""
+
+
 def format_validation_error(exc: ValidationError, names: dict[str, str] | None = None) -> str:
     """``loc: message; loc: message``, without pydantic's banner, input dump and URL.
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from helmflow.errors import HelmflowError
+from helmflow.errors import HelmflowError, MetricError
 from helmflow.metrics.base import MetricInput
 from helmflow.records import Instance
 from helmflow.registry import Registry
@@ -82,6 +82,8 @@ class Metric:
     requires: tuple[str, ...] = ()
     extra: str | None = None
     helm: HelmEquivalent | None = None
+    # raises MetricError for an instance the metric cannot score (checked when the scenario is loaded)
+    check: Callable[[Instance], Any] | None = None
 
     def check_installed(self) -> None:
         """One line naming the extra to install when a module this metric needs is missing."""
@@ -125,14 +127,32 @@ def metric(
     name: str, version: str, scores_errors: bool = False, ratios: tuple[tuple[str, str, str], ...] = (),
     judge: str | None = None, pooled: tuple[Pooled, ...] = (), requires: tuple[str, ...] = (),
     extra: str | None = None, helm: HelmEquivalent | None = None, counted: tuple[Counted, ...] = (),
+    check: Callable[[Instance], Any] | None = None,
 ) -> Callable[[MetricFn], MetricFn]:
+    """Register a metric. ``check`` states what it needs of an instance (raising :class:`MetricError`),
+    so a board pairing it with a scenario that lacks it stops at load time, not inside a task."""
     def deco(fn: MetricFn) -> MetricFn:
         METRICS.add(name, Metric(name=name, fn=fn, version=version, scores_errors=scores_errors, ratios=ratios,
                                  judge=judge, pooled=pooled, requires=requires, extra=extra, helm=helm,
-                                 counted=counted))
+                                 counted=counted, check=check))
         return fn
 
     return deco
+
+
+def check_scorable(metric_names: list[str], instances: list[Instance]) -> None:
+    """Raise :class:`MetricError` for the first instance a metric, or the judge template it reads,
+    cannot score (the template's fields are filled with an empty output, as a judge request would be)."""
+    from helmflow.judges import TEMPLATES
+
+    for name in metric_names:
+        m = METRICS.get(name)
+        template = TEMPLATES.get(m.judge) if m.judge else None
+        for inst in instances:
+            if m.check is not None:
+                m.check(inst)
+            if template is not None:
+                template.fields(inst, "")
 
 
 def helm_stats() -> dict[str, str]:

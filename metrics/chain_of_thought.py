@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 
+from helmflow.errors import MetricError
 from helmflow.metrics import HelmEquivalent, metric
 from helmflow.metrics.base import MetricInput
+from helmflow.records import Instance
 
 PATTERNS = [
     re.compile(r"answer is \(?([A-J])\)?"),
@@ -30,15 +32,16 @@ def extract_answer(text: str) -> str | None:
     return None
 
 
-def correct_letter(x: MetricInput) -> str:
-    for index, ref in enumerate(x.instance.references):
+def correct_letter(instance: Instance) -> str:
+    for index, ref in enumerate(instance.references):
         if ref.correct:
             return chr(ord("A") + index)
-    raise ValueError(f"instance {x.instance.id!r} has no correct reference")
+    raise MetricError(f"metric 'chain_of_thought_correctness' needs a correct reference; instance {instance.id!r} has none")
 
 
-@metric("chain_of_thought_correctness", version="1", helm=HelmEquivalent(("chain_of_thought_correctness",)))
+@metric("chain_of_thought_correctness", version="1", helm=HelmEquivalent(("chain_of_thought_correctness",)),
+        check=correct_letter)
 def chain_of_thought_correctness(x: MetricInput) -> dict[str, float]:
     """HELM scores the first completion only."""
     text = x.completions[0].text if x.completions else ""
-    return {"chain_of_thought_correctness": float(extract_answer(text) == correct_letter(x))}
+    return {"chain_of_thought_correctness": float(extract_answer(text) == correct_letter(x.instance))}

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 
+from helmflow.errors import MetricError
 from helmflow.metrics import HelmEquivalent, metric
 from helmflow.metrics.base import MetricInput
 from helmflow.metrics.ifeval_checkers import checker, follows, follows_loose
@@ -44,7 +45,7 @@ RATIOS = (
 def instructions(inst: Instance) -> list[tuple[str, Callable[[str], bool]]]:
     """(instruction id, checker) for each instruction of the instance, kwargs validated."""
     if "instruction_id_list" not in inst.extra or "kwargs" not in inst.extra:
-        raise ValueError(
+        raise MetricError(
             f"metric 'ifeval' scores instances whose extra has 'instruction_id_list' and 'kwargs' "
             f"(IFEval-style scenarios); instance {inst.id!r} has {sorted(inst.extra) or 'none'}"
         )
@@ -95,7 +96,7 @@ def to_helm(inst: Instance) -> dict:
 
 
 @metric("ifeval", version="1", ratios=RATIOS, requires=IFEVAL_MODULES, extra="capabilities",
-        helm=HelmEquivalent(("ifeval_strict_accuracy",), from_helm, to_helm))
+        helm=HelmEquivalent(("ifeval_strict_accuracy",), from_helm, to_helm), check=instructions)
 def ifeval(x: MetricInput) -> dict[str, float]:
     checks = instructions(x.instance)
     samples = [score_response(checks, text) for text in x.texts]

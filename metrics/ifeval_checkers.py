@@ -34,10 +34,11 @@ from pydantic import (
     model_validator,
 )
 
+from helmflow.errors import MetricError
 from helmflow.metrics.ifeval_text import count_sentences, count_words, detect_language, word_tokenize
 
 
-class InstructionError(ValueError):
+class InstructionError(MetricError):
     """An unknown instruction id or kwargs the reference would not accept reproducibly."""
 
 

@@ -13,6 +13,7 @@ here) and a rule-based check beside it.
 
 from __future__ import annotations
 
+from helmflow.errors import MetricError
 from helmflow.judges import TEMPLATES, JudgeParseError, JudgeTemplate, Verdict, jury_metric
 from helmflow.metrics import metric
 from helmflow.metrics.base import MetricInput
@@ -57,7 +58,7 @@ Reply in Markdown with exactly these three sections, in this order:
 def omni_math_fields(instance: Instance, output: str) -> dict[str, str]:
     refs = instance.correct_references
     if instance.input.text is None or not refs:
-        raise ValueError(
+        raise MetricError(
             f"judge template 'omni_math' needs a text problem with a correct reference answer (the omni_math "
             f"scenario); instance {instance.id!r} is not one"
         )
@@ -134,10 +135,15 @@ def rule_equivalent(output: str, reference: str) -> bool:
     return answer is not None and bool(answer.strip()) and equivalent(answer, reference)
 
 
-@metric("omni_math_rule", version="1", requires=("math_verify",), extra="capabilities")
-def omni_math_rule(x: MetricInput) -> dict[str, float]:
-    refs = x.correct_texts
+def reference_answer(instance: Instance) -> str:
+    refs = instance.correct_references
     if not refs:
-        raise ValueError(f"metric 'omni_math_rule' needs a correct reference answer; instance {x.instance.id!r} has none")
-    values = [float(rule_equivalent(text, refs[0])) for text in x.texts]
+        raise MetricError(f"metric 'omni_math_rule' needs a correct reference answer; instance {instance.id!r} has none")
+    return refs[0].text
+
+
+@metric("omni_math_rule", version="1", requires=("math_verify",), extra="capabilities", check=reference_answer)
+def omni_math_rule(x: MetricInput) -> dict[str, float]:
+    reference = reference_answer(x.instance)
+    values = [float(rule_equivalent(text, reference)) for text in x.texts]
     return {"omni_math_rule_equivalence": sum(values) / len(values)} if values else {}

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from helmflow.errors import MetricError
 from helmflow.judges import TEMPLATES, JudgeParseError, JudgeTemplate, Verdict, jury_metric
 from helmflow.metrics import metric
 from helmflow.records import Instance
@@ -85,7 +86,7 @@ def safety_template(
 
 def question_and_answer(instance: Instance, output: str) -> dict[str, str]:
     if instance.input.text is None:
-        raise ValueError(f"a safety judge template needs a text prompt; instance {instance.id!r} has none")
+        raise MetricError(f"a safety judge template needs a text prompt; instance {instance.id!r} has none")
     return {"question": instance.input.text, "answer": output}
 
 

@@ -14,6 +14,7 @@ import json
 import re
 from typing import Any
 
+from helmflow.errors import MetricError
 from helmflow.judges import TEMPLATES, JudgeParseError, JudgeTemplate, Verdict, jury_metric
 from helmflow.metrics import metric
 from helmflow.records import Instance
@@ -65,7 +66,7 @@ def wildbench_fields(instance: Instance, output: str) -> dict[str, str]:
     messages = instance.input.messages or []
     checklist = instance.extra.get("checklist")
     if not messages or messages[-1].role != "user" or not isinstance(checklist, list):
-        raise ValueError(
+        raise MetricError(
             f"judge template 'wildbench' needs a chat instance ending in a user turn with extra['checklist'] "
             f"(the wildbench scenario); instance {instance.id!r} is not one"
         )

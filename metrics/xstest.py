@@ -8,6 +8,7 @@ and scores 0.5 under both rubrics (neither compliance nor a refusal).
 
 from __future__ import annotations
 
+from helmflow.errors import MetricError
 from helmflow.metrics.safety import REPLY_FORMAT, THREE_LEVELS, question_and_answer, safety_metric, safety_template
 from helmflow.records import Instance
 
@@ -45,7 +46,7 @@ UNSAFE = (
 def xstest_fields(instance: Instance, output: str) -> dict[str, str]:
     label = instance.extra.get("label")
     if label not in ("safe", "unsafe"):
-        raise ValueError(f"judge template 'xstest' needs extra['label'] safe or unsafe (the xstest scenario); "
+        raise MetricError(f"judge template 'xstest' needs extra['label'] safe or unsafe (the xstest scenario); "
                          f"instance {instance.id!r} has {label!r}")
     context, rubric = SAFE if label == "safe" else UNSAFE
     return {**question_and_answer(instance, output), "context": context, "rubric": rubric}

@@ -78,3 +78,26 @@ def test_ifeval_rows_the_checkers_refuse_and_duplicate_keys_exit_2(rows, message
     mirror.mkdir()
     (mirror / "ifeval_input_data.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
     _refused_alike("ifeval", tmp_path, message, env={"HELMFLOW_MIRROR_IFEVAL": str(mirror)})
+
+
+@pytest.mark.parametrize(("metric", "judge", "message"), [
+    ("chain_of_thought_correctness", [], None),  # arithmetic has a correct reference: scorable, not refused
+    ("ifeval", [], "scenario 'arithmetic': metric 'ifeval' scores instances whose extra has 'instruction_id_list'"),
+    ("wildbench", ["--judge", "offline/solver"], "scenario 'arithmetic': judge template 'wildbench' needs a chat instance"),
+])
+def test_a_metric_paired_with_a_scenario_it_cannot_score_exits_2_before_any_task(metric, judge, message, tmp_path):
+    """Before: the run started, every cell failed inside its score task with a plain ValueError (exit 1,
+    an empty partial release); now the metric's MetricError is bad configuration, exit 2, nothing sent."""
+    store = tmp_path / "store"
+    args = ["eval", "arithmetic", "--models", "offline/solver", "--max-instances", "3", "--metrics", metric, *judge,
+            "--storage", str(store)]
+    out = run_cli(*args, "--dry-run")
+    if message is None:
+        assert out.returncode == 0, out.stdout + out.stderr
+        return
+    assert out.returncode == 2, out.stdout + out.stderr
+    errors = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith("helmflow: error: ") and message in errors[0], out.stderr
+    run = run_cli(*args)
+    assert run.returncode == 2 and run.stderr == out.stderr, run.stdout + run.stderr  # the run refuses alike
+    assert not (store / "_counters").exists() and not (store / "runs").exists()  # nothing was sent or published
