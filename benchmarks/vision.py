@@ -79,8 +79,8 @@ def first_request(tmp: Path, url: str, rows_per_shard: int, kb: int) -> dict:
     from helmflow.board import BoardSpec, ScenarioEntry, plan_board
     from helmflow.pipeline import adapt_scenario, download_scenario
     from helmflow.query import run_queries
-    from helmflow.request_builder import build_requests
     from helmflow.records import Deployment, prompt_from_row
+    from helmflow.request_builder import build_requests
     from helmflow.scenarios import get_scenario
     from helmflow.storage import Store
 

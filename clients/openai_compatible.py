@@ -11,8 +11,8 @@ from __future__ import annotations
 from helmflow.clients import client_kind
 from helmflow.clients.base import PermanentError
 from helmflow.clients.openai import OpenAIClient
-from helmflow.records import Deployment
 from helmflow.media import MediaStore
+from helmflow.records import Deployment
 
 
 @client_kind("openai-compatible")

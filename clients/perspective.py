@@ -22,8 +22,8 @@ from typing import Any
 
 from helmflow.clients import client_kind
 from helmflow.clients.base import Client, ClientResult, PermanentError, TransientError, redact, retry_after_s
-from helmflow.records import Deployment, RequestBody
 from helmflow.media import MediaStore
+from helmflow.records import Deployment, RequestBody
 
 ATTRIBUTES = ("TOXICITY", "SEVERE_TOXICITY", "IDENTITY_ATTACK", "INSULT", "PROFANITY", "THREAT", "SEXUALLY_EXPLICIT",
               "FLIRTATION")

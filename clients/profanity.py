@@ -18,8 +18,8 @@ from importlib import metadata
 
 from helmflow.clients import client_kind
 from helmflow.clients.base import Client, ClientResult, PermanentError
-from helmflow.records import Deployment, RequestBody
 from helmflow.media import MediaStore
+from helmflow.records import Deployment, RequestBody
 
 PACKAGE = "alt-profanity-check"
 

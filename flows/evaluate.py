@@ -18,10 +18,10 @@ from prefect import flow, get_run_logger
 from prefect.futures import PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from helmflow.aggregate import point_release
 from helmflow.board import PLAN_PARAMETERS, handed_over, prepare_once
 from helmflow.errors import HelmflowError
 from helmflow.lease import note_run
-from helmflow.aggregate import point_release
 from helmflow.outcomes import FailedCell, RunOutcome
 from helmflow.pipeline import preflight, publication_problem
 from helmflow.progress import REPORTED, reporter

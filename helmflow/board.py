@@ -636,9 +636,8 @@ def prepare(
 ) -> BoardPlan:
     """Validate everything and plan the runs (no Prefect, no network): the CLI calls this first."""
     from helmflow.clients import load_deployments
-    from helmflow.registry import add_plugins
-
     from helmflow.datasets import hash_once
+    from helmflow.registry import add_plugins
 
     add_plugins(plugins or [])
     with hash_once():  # each source file is read once per plan

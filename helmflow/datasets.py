@@ -36,8 +36,8 @@ import fsspec
 from helmflow import layout
 from helmflow.adapters import AdapterError, check_adaptable
 from helmflow.errors import MetricError
-from helmflow.metrics import check_scorable
 from helmflow.media import MediaStore
+from helmflow.metrics import check_scorable
 from helmflow.records import INSTANCE_SCHEMA, Instance, instance_from_row, instance_to_row, to_table
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, get_scenario
 from helmflow.scenarios.base import UNPINNED, check_unique_ids

@@ -38,9 +38,8 @@ def load_instances(plan: ScenarioPlan) -> list[Instance]:
 
 def estimate(plan: BoardPlan) -> list[RunEstimate]:
     from helmflow.judges import worst_case
-    from helmflow.request_builder import build_requests, cost_usd, prompt_text
-
     from helmflow.perturbations import perturb_evaluated
+    from helmflow.request_builder import build_requests, cost_usd, prompt_text
 
     instances = {s.label: load_instances(s) for s in plan.scenarios}
     for s in plan.perturbed:  # a perturbed copy sends only the instances its perturbation changed

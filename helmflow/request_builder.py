@@ -76,7 +76,10 @@ def fit_messages(
     budget = deployment.context_window - max_tokens
     system = [m for m in messages[:1] if m.role == "system"]
     turns = messages[len(system):]
-    size = lambda ms: sum(tok.count(m.content) for m in ms)
+
+    def size(ms: list) -> int:
+        return sum(tok.count(m.content) for m in ms)
+
     fitted = list(turns)
     while len(fitted) > 1 and size(system + fitted) > budget:
         fitted.pop(0)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from helmflow.errors import HelmflowError, MetricError
+from helmflow.errors import HelmflowError
 from helmflow.metrics.base import MetricInput
 from helmflow.records import Instance
 from helmflow.registry import Registry

@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from typing import Literal
 
 import fsspec
-
 from pydantic import BaseModel, ConfigDict
 
 from helmflow.records import AdapterSpec, Input, Instance, Reference

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import Counter
 
 from helmflow.adapters import ADAPTERS, adapt, sample_train_examples
-from helmflow.request_builder import build_requests, fit_prompt
 from helmflow.records import AdapterSpec, ChatMessage, Deployment, GenerationParams, Input, Instance, Reference
+from helmflow.request_builder import build_requests, fit_prompt
 from helmflow.scenarios import get_scenario
 
 

@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
+from helmflow.aggregate import unavailable_reason
 from helmflow.metrics import METRICS
 from helmflow.metrics.base import MetricInput
 from helmflow.metrics.calibration import ece, equal_mass_bins, platt_scaled, selective_accuracies
-from helmflow.aggregate import unavailable_reason
 from helmflow.records import AdapterSpec, Completion, Input, Instance, Reference, Request, RequestBody
 from helmflow.scoring import score_instances, summarize
 

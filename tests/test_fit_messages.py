@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from helmflow.request_builder import fit_messages
 from helmflow.records import ChatMessage, Deployment
+from helmflow.request_builder import fit_messages
 
 
 def _dep(window: int) -> Deployment:

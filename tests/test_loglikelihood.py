@@ -17,8 +17,8 @@ from helmflow.clients import make_client
 from helmflow.metrics import METRICS
 from helmflow.metrics.base import MetricInput
 from helmflow.metrics.reference import continuation_logprob
-from helmflow.request_builder import build_requests
 from helmflow.records import AdapterSpec, Completion, Deployment, Input, Instance, Reference, RequestBody
+from helmflow.request_builder import build_requests
 from helmflow.versions import model_version, prompt_version, request_hash
 from tests.conftest import run_cli
 

@@ -19,8 +19,8 @@ def test_the_json_schemas_in_docs_are_current(name):
 
 
 def _published(tmp_path):
-    from helmflow.board import prepare
     from helmflow.aggregate import point_release, publish_release
+    from helmflow.board import prepare
     from helmflow.pipeline import adapt_scenario, download_scenario, publish_run, query_pair, score_pair
     from helmflow.storage import Store
 

@@ -11,7 +11,6 @@ from PIL import Image
 
 from helmflow.adapters import ADAPTERS, MEDIA_MARK
 from helmflow.media import ImageOptions, MediaError, MediaStore, image_options, inspect_image, prepare_image
-from helmflow.request_builder import build_requests
 from helmflow.records import (
     AdapterSpec,
     ContentPart,
@@ -22,6 +21,7 @@ from helmflow.records import (
     Reference,
     RequestBody,
 )
+from helmflow.request_builder import build_requests
 from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.storage import Store
 from helmflow.versions import request_hash

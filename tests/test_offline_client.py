@@ -10,8 +10,8 @@ import pytest
 from helmflow.adapters import adapt
 from helmflow.clients import PermanentError, load_deployments, make_client
 from helmflow.clients.offline import close_dyck, induce_rule, match_pattern, substitute_rule
-from helmflow.request_builder import build_requests
 from helmflow.records import Deployment, RequestBody
+from helmflow.request_builder import build_requests
 from helmflow.scenarios import get_scenario
 
 

@@ -12,10 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from helmflow import layout
+from helmflow.aggregate import leaderboard_rows
 from helmflow.board import BoardError, load_board, plan_board
 from helmflow.clients import load_deployments
 from helmflow.datasets import read_instances
-from helmflow.aggregate import leaderboard_rows
 from helmflow.pipeline import adapt_scenario, download_scenario
 from helmflow.records import prompt_from_row
 from helmflow.scenarios import ScenarioError
@@ -188,8 +188,8 @@ def test_a_okvqa_dialect_fairness_variant_on_the_fixtures(mirror, store, monkeyp
     the perturbation tests' made-up mapping here; flows/vhelm.yaml leaves it out until the file is."""
     import dataclasses
 
-    from helmflow.perturbations import PERTURBATIONS
     from helmflow.aggregate import perturbation_cells
+    from helmflow.perturbations import PERTURBATIONS
     from helmflow.pipeline import publish_run, query_pair, score_pair
 
     mapping = Path(__file__).parent / "data" / "dialect_fixture_mapping.json"

@@ -15,8 +15,8 @@ from PIL import Image
 from helmflow.adapters import adapt
 from helmflow.media import MediaStore
 from helmflow.query import run_queries
-from helmflow.request_builder import build_requests
 from helmflow.records import AdapterSpec, ContentPart, GenerationParams, Input, Instance, Reference
+from helmflow.request_builder import build_requests
 from helmflow.storage import Store
 from tests.devserver_fixture import dev_deployment, start_dev_server
 

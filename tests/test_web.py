@@ -28,7 +28,7 @@ from helmflow.web.plots import Point, cost_vs_score_svg, pareto_front
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
-import report_pages
+import report_pages  # noqa: E402 - benchmarks/report_pages.py, importable once benchmarks/ is on the path
 
 FLOW_RUN_ID = "0b6c3a52-7d1e-4c55-9a0e-5f1d2c3b4a59"
 
