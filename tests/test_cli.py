@@ -21,6 +21,18 @@ def test_fast_commands_do_not_import_prefect(args):
     assert out.returncode == 0, out.stderr
 
 
+def test_help_imports_no_pydantic_numpy_or_pyarrow():
+    """``helmflow --help`` builds every command's parser and nothing else: the run request model
+    (pydantic, about a third of the command's start-up) is imported when a command runs."""
+    code = (
+        "import sys; from helmflow.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'numpy', 'pyarrow', 'fsspec', 'prefect'}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
+
+
 def test_list_and_show_print_what_exists():
     assert "offline/solver" in run_cli("list", "models").stdout
     assert "arithmetic" in run_cli("list", "scenarios").stdout

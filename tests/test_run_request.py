@@ -9,7 +9,7 @@ import pytest
 
 from helmflow.cli import build_parser
 from helmflow.cli.options import UsageError
-from helmflow.cli.run import RunRequest, request_from, run_board
+from helmflow.cli.runner import RunRequest, request_from, run_board
 
 
 class _Started(Exception):

@@ -94,6 +94,6 @@ def board_spec(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from helmflow.cli.run import request_from, run_board
+    from helmflow.cli.runner import request_from, run_board
 
     return run_board(request_from(args, board=board_spec(args), scenarios=None, max_instances=None))  # in the spec

@@ -45,7 +45,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from helmflow.board import load_board, with_prompts
-    from helmflow.cli.run import request_from, run_board
+    from helmflow.cli.runner import request_from, run_board
 
     if args.judges and args.no_judge:
         raise UsageError("--judge and --no-judge exclude each other")

@@ -1,20 +1,8 @@
-"""``helmflow run``: one typed request and one function for every way to run a board.
-
-``run``, ``eval`` (an ad-hoc board spec) and ``reproduce`` (HELM's official spec) each build a
-:class:`RunRequest` and call :func:`run_board`: plan once, say what a dry run would send or check
-credentials and storage, then start the ``evaluate`` flow in this process with the chosen task
-runner and print the release.
-"""
+"""``helmflow run``: the command's options; the run itself is :func:`helmflow.cli.runner.run_board`."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-import time
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from helmflow.cli.options import (
     UsageError,
@@ -26,40 +14,6 @@ from helmflow.cli.options import (
     task_runner_arg,
     verbose_arg,
 )
-
-EXIT_PARTIAL = 1
-
-
-class RunRequest(BaseModel):
-    """Everything a run of a board needs from the command line (validated before any work)."""
-
-    model_config = ConfigDict(extra="forbid")
-    board: str | dict[str, Any]  # a board name, a YAML file, or the spec as data (eval, reproduce)
-    models: list[str] | None = None
-    scenarios: list[str] | None = None
-    max_instances: int | None = Field(None, ge=1)
-    storage: str | None = None
-    models_file: str | None = None
-    plugins: list[str] = Field(default_factory=list)
-    judges: list[str] | None = None
-    no_judge: bool = False
-    toxicity: str | None = None  # the toxicity scorer deployment; "none" drops the metric
-    budget_usd: float | None = Field(None, ge=0)
-    task_runner: Literal["thread", "dask"] | None = None
-    variant: Literal["v1", "v2"] | None = None
-    prompts: str | None = None  # a prompts file replacing wording (helmflow.prompts)
-    dry_run: bool = False
-    force_flow: bool = False  # run the flow even when the exact release is already published
-    verbose: bool = False
-    require_verified_data: bool = False  # reproduce: refuse a mirror that is not verified (exit 2)
-    wait: bool = False  # for another run of the board on the same storage (helmflow.lease)
-
-    def flow_parameters(self, board: str | dict[str, Any], storage: str) -> dict[str, Any]:
-        """The ``evaluate`` flow's parameters (JSON, so a deployment or a retry can replay them)."""
-        return {"board": board, "models": self.models, "scenarios": self.scenarios, "max_instances": self.max_instances,
-                "storage": storage, "models_file": self.models_file, "plugins": self.plugins,
-                "budget_usd": self.budget_usd, "judges": self.judges, "no_judge": self.no_judge,
-                "toxicity": self.toxicity}
 
 
 def add_parser(sub) -> None:
@@ -88,130 +42,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     board = args.board_file or args.board
     if not board:
         raise UsageError("name a board (see `helmflow list boards`) or pass --board-file")
+    from helmflow.cli.runner import request_from, run_board
+
     return run_board(request_from(args, board=board))
-
-
-def request_from(args: argparse.Namespace, **given: Any) -> RunRequest:
-    """The request from a command's parsed options (the ones it has), ``given`` taking precedence."""
-    values = {"plugins": args.plugin, **vars(args)}
-    fields = {k: v for k, v in values.items() if k in RunRequest.model_fields}
-    return RunRequest(**{**fields, **given})
-
-
-def unverified_lines(plan) -> list[str]:
-    """One line per source file whose bytes are not known to be the pinned data."""
-    return [f"{s.label}: {name}: {why}" for s in plan.scenarios for name, why in s.unverified.items()]
-
-
-def run_board(request: RunRequest) -> int:
-    """Plan once; a dry run prints the estimate; else check credentials and storage, run the flow here."""
-    from helmflow.board import PLAN_PARAMETERS, hand_over, prepare, with_prompts, with_variant
-
-    if request.judges and request.no_judge:
-        raise UsageError("--judge and --no-judge exclude each other")
-    board = with_variant(request.board, request.variant) if request.variant else request.board
-    if request.prompts:
-        board = with_prompts(board, request.prompts)
-    plan_params = {k: v for k, v in request.flow_parameters(board, "").items() if k in PLAN_PARAMETERS}
-    plan = prepare(**plan_params)
-    from rich.console import Console
-
-    console = Console()
-    if request.dry_run:
-        from helmflow.dryrun import estimate, print_estimate
-
-        print_estimate(console, estimate(plan))
-        return 0
-    from helmflow.check import missing_credentials
-
-    missing = missing_credentials(r.deployment for r in plan.runs)
-    if missing:  # before the flow starts, so no pair spends anything on a board that cannot finish
-        raise UsageError("; ".join(missing))
-    from helmflow.storage import Store
-
-    store = Store(request.storage)
-    store.check_writable()
-    from helmflow.datasets import check_stored_pins
-
-    check_stored_pins(store, plan.scenarios)  # data changed under this storage: bad input, before any work
-    unverified = unverified_lines(plan)
-    if unverified and request.require_verified_data:
-        raise UsageError("unverified data (reproduce needs the pinned data; pass --allow-unverified-data to run "
-                         "anyway): " + "; ".join(unverified))
-    from helmflow.pipeline import preflight
-
-    with console.status("checking scenario data"):
-        preflight(store, plan)  # bad data is bad input (exit 2), as in --dry-run, before Prefect starts
-    console.print(f"storage: {store.root}", soft_wrap=True, markup=False)  # a path never breaks across lines
-    for line in unverified:
-        console.print(f"UNVERIFIED data: {line}", style="yellow", markup=False)
-    perturbed = f" (+ {len(plan.perturbed)} perturbed copies)" if plan.perturbed else ""
-    console.print(f"board {plan.spec.name}: {len(plan.scenarios)} scenarios{perturbed} x {len(plan.spec.models)} models "
-                  f"= {len(plan.runs)} runs")
-    from helmflow.terminal import print_board
-
-    if not request.force_flow:
-        from helmflow.uptodate import published_release
-
-        found = published_release(store, plan)
-        if found is not None:  # nothing would execute: say so without starting Prefect
-            print_board(console, found)
-            console.print(f"release: {found['uri']} (unchanged: nothing written)", soft_wrap=True)
-            console.print("no Prefect flow run was started: every run and this release are already published "
-                          "(--force-flow starts one)", soft_wrap=True)
-            return 0
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    if not request.verbose:
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    started = time.perf_counter()
-    from helmflow.flows.evaluate import PartialRelease, evaluate, task_runner
-    from helmflow.progress import RichReporter, quiet_reported_failures, set_reporter
-
-    if not request.verbose:
-        quiet_reported_failures()
-    from helmflow.journal import flush_open_journals
-    from helmflow.stopping import guard_temporary_server, install_signal_handlers
-
-    # Ctrl-C and SIGTERM: nothing new is sent, then exit 130; the temporary server dies with us
-    restore = install_signal_handlers(flush_open_journals, lambda line: print(f"\n{line}", file=sys.stderr, flush=True))
-    # under the board's name: the flow its deployment runs (flows/<board>.py), so the UI keeps one history per board
-    options: dict[str, Any] = {"name": plan.spec.name}
-    if request.task_runner:
-        options["task_runner"] = task_runner(request.task_runner)
-    flow = evaluate.with_options(**options)
-    hand_over(plan, **plan_params)  # the flow, started here with the same parameters, does not plan again
-    from helmflow.lease import board_lease
-    from helmflow.prefect_runtime import settle, temporary_server
-
-    with temporary_server():
-        with board_lease(store, plan.spec.name, wait=request.wait), RichReporter(console) as rep:
-            set_reporter(rep)
-            try:
-                guard_temporary_server()  # started now, under helmflow's start-up timeout
-                state = flow(**request.flow_parameters(board, store.root), return_state=True)
-            finally:
-                set_reporter(None)
-                restore()
-        left = settle(state.state_details.flow_run_id)  # before the temporary server stops at exit
-        if left:
-            console.print(f"[yellow]Prefect has not yet recorded the final state of {left} task run(s)")
-    result: Any = state.result(raise_on_failure=False)
-    summary = result.release if isinstance(result, PartialRelease) else result
-    if not isinstance(summary, dict):
-        console.print(f"[red]flow run {state.state_details.flow_run_id} ended {state.type.value}: {result}")
-        return EXIT_PARTIAL
-    print_board(console, summary)
-    console.print(f"flow run: {state.state_details.flow_run_id} ({state.type.value.lower()}) in {time.perf_counter() - started:.1f} s")
-    console.print(f"release: {summary['uri']}" + ("" if summary["wrote"] else " (unchanged: nothing written)"),
-                  soft_wrap=True, markup=False)  # a path never breaks across lines
-    if summary.get("subset"):
-        chosen = "; ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in summary["subset"].items())
-        console.print(f"subset of the board ({chosen}): latest.json was not moved", markup=False)
-    if summary.get("pointer") and not summary["wrote"]:
-        console.print(f"{summary['pointer'].rsplit('/', 1)[-1]} now points at this release", markup=False)
-    if isinstance(result, PartialRelease):
-        from rich.markup import escape
-
-        console.print(f"[red]partial release: {escape(str(result))}")
-        return EXIT_PARTIAL
-    return 0
