@@ -4,15 +4,20 @@ Prefect starts it on first use and gives it 20 s (``server.ephemeral.startup_tim
 loaded 2-core machine its imports and database migrations took 60–90 s, and the run died with a
 30-line traceback. helmflow raises the default to :data:`STARTUP_TIMEOUT_S` unless the user set the
 setting (``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``, a profile or ``prefect.toml``), and a
-server that still does not start is one line.
+server that still does not start is one line. ``helmflow run``/``eval`` start it themselves
+(:class:`helmflow.stopping.TemporaryServer`), early, and wait for it here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from helmflow.errors import HelmflowError
+
+if TYPE_CHECKING:
+    from helmflow.stopping import TemporaryServer
 
 STARTUP_TIMEOUT_S = 180
 STARTUP_SETTING = "server.ephemeral.startup_timeout_seconds"
@@ -26,22 +31,43 @@ class PrefectUnavailable(HelmflowError):
 
 
 @contextmanager
-def temporary_server() -> Iterator[None]:
-    """Run Prefect work under helmflow's start-up default; a start-up failure becomes one line."""
-    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, temporary_settings
+def temporary_server(server: TemporaryServer | None = None) -> Iterator[None]:
+    """Run Prefect work under helmflow's start-up default; a start-up failure becomes one line.
+
+    With ``server`` (helmflow's own temporary server, spawned earlier), wait for it under that
+    timeout and point Prefect's API at it for the block; without, Prefect starts its own on first use.
+    """
+    from prefect.settings import (
+        PREFECT_API_URL,
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+        temporary_settings,
+    )
 
     with temporary_settings(set_defaults={STARTUP_SETTING: STARTUP_TIMEOUT_S}):
         timeout = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
+        unavailable = PrefectUnavailable(
+            f"Prefect's temporary server did not start within {timeout} s (a busy machine?): set "
+            f"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS higher, or start one with `prefect server start` "
+            f"and export PREFECT_API_URL"
+        )
+        if server is not None:
+            try:
+                url = server.wait(timeout)
+            except TimeoutError:
+                server.stop()
+                raise unavailable from None
+            except ChildProcessError as exc:
+                raise PrefectUnavailable(f"Prefect's temporary server {exc} before answering (its output is above): "
+                                         f"start one with `prefect server start` and export PREFECT_API_URL") from None
+            with temporary_settings(updates={PREFECT_API_URL: url}):
+                yield
+            return
         try:
             yield
         except RuntimeError as exc:
             if "ephemeral Prefect API server" not in str(exc):
                 raise
-            raise PrefectUnavailable(
-                f"Prefect's temporary server did not start within {timeout} s (a busy machine?): set "
-                f"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS higher, or start one with `prefect server start` "
-                f"and export PREFECT_API_URL"
-            ) from None
+            raise unavailable from None
 
 
 SETTLE_TIMEOUT_S = 120.0

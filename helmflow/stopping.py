@@ -9,7 +9,7 @@ run re-sends none of it.
 
 Prefect starts its temporary API server (no ``PREFECT_API_URL``) as a child in our process group,
 so a terminal's Ctrl-C killed it first and the run then hung on a dead API; and a killed run left it
-running. :func:`guard_temporary_server` starts it ourselves, from the main thread, in its own
+running. :class:`TemporaryServer` starts it ourselves, from the main thread, in its own
 session (a Ctrl-C to our group does not reach it) and with ``PR_SET_PDEATHSIG`` (the kernel stops
 it when we die, even by SIGKILL).
 """
@@ -159,32 +159,81 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-class _GuardedPopen:
-    """Stands in for the ``subprocess`` module inside Prefect's server module while it starts the
-    server: the same call, in a new session that dies with us."""
+class TemporaryServer:
+    """Prefect's temporary API server, started by helmflow instead of by Prefect's client.
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(subprocess, name)
+    The same command and environment Prefect's ``SubprocessASGIServer`` uses (uvicorn on
+    ``prefect.server.api.server:create_app``, UI off, its ephemeral flags), but spawned without
+    importing that module here: in the CLI process the import alone took 4–10 s (the whole server
+    app, measured under load 10), and the server child imports it again anyway. Spawned as early as
+    the CLI knows a flow will run, so the server's start-up overlaps the CLI's own imports and
+    planning on the second core; :meth:`wait` then waits only for what is left. In its own session
+    with ``PR_SET_PDEATHSIG`` (see the module doc); stopped at exit after Prefect's workers flush.
+    """
 
-    @staticmethod
-    def Popen(*args: Any, **kwargs: Any) -> subprocess.Popen:
-        return subprocess.Popen(*args, start_new_session=True, preexec_fn=_die_with_parent, **kwargs)  # noqa: PLW1509
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.proc = self._spawn()
+        atexit.register(self.stop)
+
+    def _spawn(self) -> subprocess.Popen:
+        import socket
+
+        import prefect
+        from prefect.settings import get_current_settings
+
+        with socket.socket() as sock:  # a free port (uvicorn exits 3 if someone takes it first: respawned)
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
+               **get_current_settings().to_environment_variables(exclude_unset=True)}
+        return subprocess.Popen(  # noqa: PLW1509 - preexec_fn only calls prctl
+            [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
+             "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(self.port),
+             "--log-level", "error", "--lifespan", "on"],
+            env=env, start_new_session=True, preexec_fn=_die_with_parent,
+        )
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api"
+
+    def wait(self, timeout_s: float) -> str:
+        """The API URL once ``/health`` answers; ``TimeoutError`` ``timeout_s`` after the spawn,
+        ``ChildProcessError`` if the server exits first."""
+        import httpx
+
+        deadline = self.started + timeout_s
+        with httpx.Client() as client:
+            while True:  # asked at least once: it may have come up while the CLI was busy
+                if self.proc.poll() == 3:  # the port was taken meanwhile
+                    self.proc = self._spawn()
+                try:
+                    if client.get(f"{self.api_url}/health", timeout=5).status_code == 200:
+                        return self.api_url
+                except httpx.HTTPError:
+                    pass
+                if self.proc.poll() not in (None, 3):
+                    raise ChildProcessError(f"exited with code {self.proc.returncode}")
+                if time.monotonic() >= deadline:
+                    raise TimeoutError("no answer")
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
 
 
-def guard_temporary_server() -> str | None:
-    """Start Prefect's temporary server now, guarded (see the module doc), when no API is configured;
-    returns its API URL (``None`` when a server is configured: nothing to guard)."""
+def start_temporary_server() -> TemporaryServer | None:
+    """Spawn Prefect's temporary server now, guarded, when no API is configured (``None`` when one
+    is, or off Linux, where Prefect starts its own on first use)."""
     from prefect.settings import get_current_settings
 
     if get_current_settings().api.url or not sys.platform.startswith("linux"):
         return None
-    import prefect.server.api.server as server_module
-
-    server = server_module.SubprocessASGIServer()  # the instance Prefect's clients will use
-    if not server.running:
-        server_module.subprocess = _GuardedPopen()  # type: ignore[assignment]
-        try:
-            server.start()
-        finally:
-            server_module.subprocess = subprocess
-    return server.api_url
+    return TemporaryServer()

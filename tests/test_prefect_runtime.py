@@ -43,6 +43,17 @@ def test_a_server_that_does_not_start_is_one_error():
         raise RuntimeError("something else")
 
 
+def test_a_server_that_exits_before_answering_is_one_error():
+    class Exited:  # what helmflow.stopping.TemporaryServer.wait raises when the server process died
+        def wait(self, timeout_s: float) -> str:
+            raise ChildProcessError("exited with code 1")
+
+    with pytest.raises(PrefectUnavailable, match=r"^Prefect's temporary server exited with code 1 before answering "
+                                                 r".*`prefect server start` and export PREFECT_API_URL$"), \
+            temporary_server(Exited()):  # type: ignore[arg-type]
+        pytest.fail("the block must not run without a server")
+
+
 def _temporary_server_env(home: Path, **extra: str) -> dict[str, str]:
     """No PREFECT_API_URL: the CLI starts Prefect's temporary server on a fresh PREFECT_HOME."""
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}

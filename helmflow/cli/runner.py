@@ -127,13 +127,15 @@ def run_board(request: RunRequest) -> int:
     if not request.verbose:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     started = time.perf_counter()
+    from helmflow.stopping import install_signal_handlers, start_temporary_server
+
+    server = start_temporary_server()  # starts up on the other core while this process imports the flow
     from helmflow.flows.evaluate import PartialRelease, evaluate, task_runner
     from helmflow.progress import RichReporter, quiet_reported_failures, set_reporter
 
     if not request.verbose:
         quiet_reported_failures()
     from helmflow.journal import flush_open_journals
-    from helmflow.stopping import guard_temporary_server, install_signal_handlers
 
     # Ctrl-C and SIGTERM: nothing new is sent, then exit 130; the temporary server dies with us
     restore = install_signal_handlers(flush_open_journals, lambda line: print(f"\n{line}", file=sys.stderr, flush=True))
@@ -146,11 +148,10 @@ def run_board(request: RunRequest) -> int:
     from helmflow.lease import board_lease
     from helmflow.prefect_runtime import settle, temporary_server
 
-    with temporary_server():
+    with temporary_server(server):  # waits for it, under helmflow's start-up timeout
         with board_lease(store, plan.spec.name, wait=request.wait), RichReporter(console) as rep:
             set_reporter(rep)
             try:
-                guard_temporary_server()  # started now, under helmflow's start-up timeout
                 state = flow(**request.flow_parameters(board, store.root), return_state=True)
             finally:
                 set_reporter(None)
@@ -158,7 +159,7 @@ def run_board(request: RunRequest) -> int:
         left = settle(state.state_details.flow_run_id)  # before the temporary server stops at exit
         if left:
             console.print(f"[yellow]Prefect has not yet recorded the final state of {left} task run(s)")
-    result: Any = state.result(raise_on_failure=False)
+        result: Any = state.result(raise_on_failure=False)
     summary = result.release if isinstance(result, PartialRelease) else result
     if not isinstance(summary, dict):
         console.print(f"[red]flow run {state.state_details.flow_run_id} ended {state.type.value}: {result}")
