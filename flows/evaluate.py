@@ -148,7 +148,7 @@ def evaluate(
     plan = prepare_once(board=board, models=models, scenarios=scenarios, max_instances=max_instances,
                         models_file=models_file, plugins=plugins, judges=judges, no_judge=no_judge,
                         toxicity=toxicity)
-    preflight(store, plan)  # a worker's run refuses bad data before any task, as `helmflow run` does
+    plan = preflight(store, plan)  # a worker's run refuses bad data before any task, as `helmflow run` does
     _name_lease_holder(store.root, plan.spec.name)
     tasks = configure(store.root)
     log.info("board %s (%d runs) on storage %s", plan.spec.name, len(plan.runs), store.root)

@@ -121,13 +121,17 @@ def group_cells(store: Store, board: BoardPlan, runs: list[RunOutcome], notes: G
 def perturbation_cells(store: Store, board: BoardPlan, runs: list[RunOutcome]) -> GroupCells:
     """HELM's robustness and fairness (``compute_worst_case_metrics``): per instance, the worst (lowest)
     main-metric value over the original and that kind's perturbations, then the mean with a bootstrap
-    interval. An instance a perturbation left unchanged was not re-run: its worst case is the original.
+    interval. An instance a perturbation left unchanged was not re-run: its worst case is the original;
+    a perturbation that changed no sampled instance has no run at all (``pipeline.preflight`` drops
+    it), so a kind whose perturbations all changed nothing shows the original's score, as HELM does.
     A cell is missing when the original or any of its perturbed runs is."""
+    from helmflow.perturbations import PERTURBATIONS
+
     published = {r.run_id for r in runs}
     by_cell = {(p.scenario.label, p.deployment.name): p for p in board.runs}
     out: GroupCells = {}
     for s in board.scenarios:
-        kinds: dict[str, list[ScenarioPlan]] = {}
+        kinds: dict[str, list[ScenarioPlan]] = {PERTURBATIONS.get(n).kind: [] for n in s.perturbations}
         for copy in board.perturbed:
             if copy.perturbation and copy.perturbation.label == s.label:
                 kinds.setdefault(copy.perturbation.kind, []).append(copy)

@@ -42,12 +42,17 @@ def estimate(plan: BoardPlan) -> list[RunEstimate]:
     from helmflow.request_builder import build_requests, cost_usd, prompt_text
 
     instances = {s.label: load_instances(s) for s in plan.scenarios}
+    unchanged = set()  # copies that change no sampled instance: the run leaves them out (pipeline.preflight)
     for s in plan.perturbed:  # a perturbed copy sends only the instances its perturbation changed
         assert s.perturbation is not None
         instances[s.label] = perturb_evaluated(s.perturbation.name, instances[s.perturbation.label], s.adapter.sample)
-    prompts = {s.label: adapt(s.adapter, instances[s.label]) for s in plan.all_scenarios}
+        if all(i.split == "train" for i in instances[s.label]):
+            unchanged.add(s.label)
+    prompts = {s.label: adapt(s.adapter, instances[s.label]) for s in plan.all_scenarios if s.label not in unchanged}
     out = []
     for run in plan.runs:
+        if run.scenario.label in unchanged:
+            continue
         dep = run.deployment
         requests = build_requests(prompts[run.scenario.label], run.scenario.adapter, dep)
         tok = get_tokenizer(dep.tokenizer)

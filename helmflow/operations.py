@@ -200,8 +200,10 @@ def retry_storage(parameters: dict[str, Any], labels: dict[str, Any], given: str
 
 
 def pairs_to_rerun(parameters: dict[str, Any], store: Store) -> list[str]:
-    """Cells whose ``run`` task will execute again: no persisted result for its key."""
+    """Cells whose ``run`` task will execute again: no persisted result for its key (a perturbed copy
+    whose stored instances show it changed no sampled instance is no cell: the flow leaves it out)."""
     from helmflow.board import cell_name, prepare
+    from helmflow.pipeline import perturbed_any
 
     plan = prepare(parameters.get("board", "demo"), parameters.get("models"), parameters.get("scenarios"),
                    parameters.get("max_instances"), parameters.get("models_file"), parameters.get("plugins"),
@@ -209,6 +211,9 @@ def pairs_to_rerun(parameters: dict[str, Any], store: Store) -> list[str]:
                    toxicity=parameters.get("toxicity"))
     rerun = []
     for r in plan.runs:
+        instances = layout.instances(r.scenario.key, r.scenario.scenario_version)
+        if r.scenario.perturbation and store.exists(instances) and not perturbed_any(store, instances):
+            continue
         if not store.exists(layout.result(layout.run_cache_key(r.run_id))):
             rerun.append(cell_name(r))
     return rerun

@@ -94,13 +94,33 @@ def perturb_scenario(store: Store, plan: ScenarioPlan) -> ScenarioData:
     return ScenarioData(instances_key=key, files=data.files)
 
 
-def preflight(store: Store, board: BoardPlan) -> None:
+def preflight(store: Store, board: BoardPlan) -> BoardPlan:
     """The download stage of every scenario, before any task: data a run cannot use (unreadable,
     malformed, empty, duplicate ids, rows the metrics refuse) is bad input, found before a model is
     queried. Idempotent: what is stored and verified is not fetched or loaded again, so the download
-    tasks that follow, and the next run's pre-flight, find it in place."""
+    tasks that follow, and the next run's pre-flight, find it in place.
+
+    Returns the plan without the perturbed copies that changed no sampled instance (fairness on
+    arithmetic questions: no names, no pronouns). Such a copy would be a prepare task and one empty
+    run per model; HELM skips unchanged perturbed instances too (``should_skip_unchanged_eval``), so
+    its worst case is the original's and :func:`helmflow.aggregate.perturbation_cells` shows the
+    unperturbed score for that kind. The other runs and their ids are unchanged."""
+    unchanged = set()
     for scenario in board.all_scenarios:
-        download_scenario(store, scenario)
+        data = download_scenario(store, scenario)
+        if scenario.perturbation is not None and not perturbed_any(store, data.instances_key):
+            unchanged.add(scenario.label)
+    if not unchanged:
+        return board
+    return board.model_copy(update={"perturbed": [s for s in board.perturbed if s.label not in unchanged],
+                                    "runs": [r for r in board.runs if r.scenario.label not in unchanged]})
+
+
+def perturbed_any(store: Store, instances_key: str) -> bool:
+    """Whether a perturbed copy's instances file holds an evaluation instance (it holds the train
+    instances as they are, then only the sampled instances its perturbation changed)."""
+    splits = store.read_parquet(instances_key, columns=["split"]).column("split")
+    return bool(pc.any(pc.not_equal(splits, "train")).as_py())
 
 
 def prompts_key(plan: ScenarioPlan) -> str:

@@ -333,9 +333,12 @@ def test_demo_board_through_a_local_checkpoint(tiny_model: Path, tmp_path: Path,
     tokenizer = Tokenizer.from_file(str(tiny_model / "tokenizer.json"))
     runs = sorted((storage / "runs").iterdir())
     from helmflow.board import prepare
+    from helmflow.pipeline import preflight
+    from helmflow.storage import Store
 
-    # one per demo scenario and perturbed copy (the robustness and fairness runs)
-    assert len(runs) == len(prepare("demo").all_scenarios) > len(load_board("demo").scenarios)
+    # one per demo scenario and perturbed copy that changed a sampled instance (the robustness runs)
+    plan = preflight(Store(str(storage)), prepare("demo", max_instances=5))
+    assert len(runs) == len(plan.all_scenarios) > len(load_board("demo").scenarios)
     truncated = 0
     for run in runs:
         completions = pq.read_table(run / "completions.parquet").to_pylist()

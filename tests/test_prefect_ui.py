@@ -87,14 +87,17 @@ def page(browser):
 
 def test_every_task_run_is_named_by_what_it_works_on(ui):
     from helmflow.board import prepare
+    from helmflow.pipeline import preflight
 
-    plan = prepare("demo", max_instances=3)  # the deployment run's parameters
+    # the deployment run's parameters; fairness copies change no arithmetic question: left out
+    plan = preflight(ui["store"], prepare("demo", max_instances=3))
     run = ui["flow_run"]
     assert re.fullmatch(r"demo \d{4}-\d{2}-\d{2} \d{2}:\d{2}", run.name), run.name  # not Prefect's random words
     task_runs = _task_runs(ui["server"], run.id, len(plan.all_scenarios) + len(plan.runs) + 1)
     names = sorted(tr.name for tr in task_runs)
-    # 8 scenarios + 6 perturbed copies, 32 + 24 runs, 1 release (was 113 before the prepare/run units)
-    assert len(names) == len(plan.all_scenarios) + len(plan.runs) + 1 == 71, names
+    # 8 scenarios + 2 perturbed copies (robustness), 32 + 8 runs, 1 release (was 113 before the
+    # prepare/run units, 71 while the 4 fairness copies that change nothing were prepared and run)
+    assert len(names) == len(plan.all_scenarios) + len(plan.runs) + 1 == 51, names
     assert sorted(n for n in names if n.startswith("prepare ")) == sorted(f"prepare {s.label}" for s in plan.all_scenarios)
     assert sorted(n for n in names if n.startswith("run ")) == sorted(
         f"run {r.scenario.label} x {r.deployment.name}" for r in plan.runs)
@@ -109,8 +112,10 @@ def test_artifacts_read_as_a_report(ui):
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
     from helmflow.board import prepare
+    from helmflow.pipeline import preflight
 
-    plan = prepare("demo", max_instances=3)  # the deployment run's parameters
+    # the deployment run's parameters; fairness copies change no arithmetic question: left out
+    plan = preflight(ui["store"], prepare("demo", max_instances=3))
     with ui["server"].client() as client:
         artifacts = client.read_artifacts(
             artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[ui["flow_run"].id])))
@@ -146,7 +151,7 @@ def test_ui_shows_names_graph_artifacts_and_events(ui, page):
     base = f"{ui['ui']}/runs/flow-run/{run.id}"
     page.goto(base)
     expect(page.get_by_text(run.name, exact=True).first).to_be_visible()
-    expect(page.get_by_text("71 Task runs").first).to_be_visible()
+    expect(page.get_by_text("51 Task runs").first).to_be_visible()
     page.wait_for_timeout(3000)  # the graph draws on a canvas: give it a moment
     _shot(page, "prefect-flow-run.png")
 
@@ -163,10 +168,10 @@ def test_ui_shows_names_graph_artifacts_and_events(ui, page):
     _shot(page, "prefect-flow-run-dependency.png")
 
     page.get_by_text("Task Runs", exact=True).first.click()
-    expect(page.get_by_text("release demo", exact=True).first).to_be_visible()  # 71 task runs: others page on
+    expect(page.get_by_text("release demo", exact=True).first).to_be_visible()  # 51 task runs: others page on
 
     page.get_by_text("Artifacts", exact=True).first.click()
-    # the release's three (the 56 per-run artifacts page past the first screen; the API test reads them)
+    # the release's three (the 40 per-run artifacts page past the first screen; the API test reads them)
     for key in ("demo-leaderboard", "demo-release", "demo-release-link"):
         expect(page.get_by_text(key, exact=True).first).to_be_visible()
     _shot(page, "prefect-flow-run-artifacts.png")
@@ -195,11 +200,11 @@ def test_v2_ui_shows_the_same_run(ui, page):
     run = ui["flow_run"]
     page.goto(f"{ui['ui']}/v2/runs/flow-run/{run.id}")
     expect(page.get_by_text(run.name, exact=True).first).to_be_visible()
-    expect(page.get_by_text("71 Task runs").first).to_be_visible()
+    expect(page.get_by_text("51 Task runs").first).to_be_visible()
     page.wait_for_timeout(15_000)  # V2 draws its graph later than V1
     _shot(page, "prefect-v2-flow-run.png")
     page.get_by_role("tab", name="Task Runs").click()
-    expect(page.get_by_text("release demo", exact=True).first).to_be_visible()  # 71 task runs: others page on
+    expect(page.get_by_text("release demo", exact=True).first).to_be_visible()  # 51 task runs: others page on
     page.get_by_role("tab", name="Artifacts").click()
     expect(page.get_by_text("demo-leaderboard").first).to_be_visible()  # per-run ones page past the first screen
     _shot(page, "prefect-v2-artifacts.png")

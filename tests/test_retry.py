@@ -34,6 +34,15 @@ def test_pairs_to_rerun_reads_the_given_store(tmp_path):
     assert pairs_to_rerun(params, Store(str(tmp_path / "empty"))) == [
         f"arithmetic-3{copy} x {model}" for copy in ("", "~mild_mix", "~gender", "~person_name")
         for model in ("offline/solver", "offline/echo")]
+    # once the flow's pre-flight stored the copies' instances, the fairness copies (no pronoun or name
+    # in an arithmetic question: nothing changed) are no cells: the flow leaves them out
+    from helmflow.board import prepare
+    from helmflow.pipeline import preflight
+
+    store = Store(str(tmp_path / "ran"))
+    preflight(store, prepare(**{k: v for k, v in params.items() if k != "board"}, board="demo"))
+    assert pairs_to_rerun(params, store) == [f"arithmetic-3{copy} x {model}" for copy in ("", "~mild_mix")
+                                             for model in ("offline/solver", "offline/echo")]
 
 
 def _ok(out: subprocess.CompletedProcess) -> subprocess.CompletedProcess:

@@ -77,6 +77,35 @@ def test_worst_case_is_the_per_instance_minimum_including_the_original(tmp_path)
     assert ("offline/solver", "arithmetic-3/robustness") not in perturbation_cells(store, plan, runs[:1] + runs[2:])
 
 
+def test_a_perturbed_copy_that_changes_no_sampled_instance_is_left_out_and_its_kind_shows_the_original(tmp_path):
+    """Fairness (gender, person_name) finds no pronoun or name in the demo's arithmetic questions:
+    pre-flight drops those copies (no prepare task, no empty runs), the other runs keep their ids,
+    and the fairness column is the original's score (HELM skips unchanged instances the same way)."""
+    from helmflow.aggregate import perturbation_cells
+    from helmflow.outcomes import RunOutcome
+    from helmflow.pipeline import preflight
+
+    store = Store(str(tmp_path / "store"))
+    planned = prepare("demo", models=["offline/solver"], scenarios=["arithmetic-3"], max_instances=4)
+    plan = preflight(store, planned)
+    assert [s.label for s in plan.perturbed] == ["arithmetic-3~mild_mix"]
+    assert [r.run_id for r in plan.runs] == [r.run_id for r in planned.runs if r.scenario.label in
+                                             ("arithmetic-3", "arithmetic-3~mild_mix")]
+    assert preflight(store, plan) == plan  # idempotent: the flow, handed this plan, prunes nothing more
+    assert plan.spec == planned.spec and plan.board_version == planned.board_version
+    values = {"arithmetic-3": {"a": 1, "b": 1, "c": 0, "d": 1}, "arithmetic-3~mild_mix": {"a": 0, "c": 1}}
+    runs = []
+    for r in plan.runs:
+        stats = [Stat(instance_id=i, split="test", name="exact_match", value=v) for i, v in values[r.scenario.label].items()]
+        store.write_parquet(layout.run_file(r.run_id, "stats.parquet"), models_to_table(stats, STAT_SCHEMA), {})
+        runs.append(RunOutcome(run_id=r.run_id, scenario=r.scenario.label, deployment="offline/solver", status="complete",
+                               uri="x", main_metric="exact_match", score=None, ci_low=None, ci_high=None, error_rate=0,
+                               cost_usd=0, prompt_tokens=0, output_tokens=0))
+    cells = perturbation_cells(store, plan, runs)
+    assert cells[("offline/solver", "arithmetic-3/robustness")][0] == 0.5
+    assert cells[("offline/solver", "arithmetic-3/fairness")][0] == 0.75  # the original's mean
+
+
 @pytest.mark.slow
 def test_adding_perturbations_to_a_cached_board_sends_only_the_perturbed_instances(prefect_server, dev_server, tmp_path):
     from helmflow.perturbations import PERTURBATIONS

@@ -104,13 +104,18 @@ def run_board(request: RunRequest) -> int:
     from helmflow.pipeline import preflight
 
     with console.status("checking scenario data"):
-        preflight(store, plan)  # bad data is bad input (exit 2), as in --dry-run, before Prefect starts
+        # bad data is bad input (exit 2), as in --dry-run, before Prefect starts; perturbed copies
+        # that changed no sampled instance leave the plan (the flow, handed this plan, agrees)
+        planned = len(plan.perturbed)
+        plan = preflight(store, plan)
     console.print(f"storage: {store.root}", soft_wrap=True, markup=False)  # a path never breaks across lines
     for line in unverified:
         console.print(f"UNVERIFIED data: {line}", style="yellow", markup=False)
-    perturbed = f" (+ {len(plan.perturbed)} perturbed copies)" if plan.perturbed else ""
+    dropped = planned - len(plan.perturbed)
+    copies = f"{len(plan.perturbed)} perturbed cop{'y' if len(plan.perturbed) == 1 else 'ies'}"
+    perturbed = f" (+ {copies}{f'; {dropped} left out, changing no instance' if dropped else ''})" if planned else ""
     console.print(f"board {plan.spec.name}: {len(plan.scenarios)} scenarios{perturbed} x {len(plan.spec.models)} models "
-                  f"= {len(plan.runs)} runs")
+                  f"= {len(plan.runs)} runs", soft_wrap=True)
     from helmflow.terminal import print_board
 
     if not request.force_flow:
