@@ -1,6 +1,7 @@
-"""Scale in runs: wall time and peak RSS of `helmflow run` as the number of runs grows.
+"""Scale in runs and in requests: wall time and peak RSS of `helmflow run` as a board grows.
 
     python benchmarks/scale.py [--runs 50,500,2000] [--max-instances 5] [--deployments-min 25]
+    python benchmarks/scale.py --requests 10000,100000 [--deployments 4]
 
 Each size is a board of D offline deployments × S of the demo scenarios (D ≥ 25, S ≤ 8, D × S =
 runs; generated models file, fresh storage), run through the real CLI three times:
@@ -9,8 +10,13 @@ runs; generated models file, fresh storage), run through the real CLI three time
   skip   the same board again without it: the CLI finds the release published, starts no flow.
 Printed per size and pass: seconds, seconds per run, and peak RSS of the `helmflow run` process
 (``wait4``'s ru_maxrss: the CLI process, not Prefect's temporary server, which is its own child).
-At --max-instances 5 almost all of it is overhead per run. A benchmark, not a test: numbers
-depend on the machine and its load (printed with them).
+At --max-instances 5 almost all of it is overhead per run.
+
+--requests: each size is a board of --deployments offline deployments × the demo's three
+synthetic-reasoning modes (HELM's 10,000-instance evaluation pool per mode) at the --max-instances
+that makes about that many requests, run cold and then warm (--force-flow: every task Cached).
+Printed: seconds, seconds per 1,000 requests and peak RSS, so growth with requests shows at a fixed
+number of runs. A benchmark, not a test: numbers depend on the machine and its load (printed with them).
 """
 
 from __future__ import annotations
@@ -66,18 +72,16 @@ def main() -> int:
     ap.add_argument("--deployments-min", type=int, default=25)
     ap.add_argument("--passes", default="cold,warm,skip", help="which passes to run (cold is always run first)")
     ap.add_argument("--keep", action="store_true", help="keep the storage roots (printed)")
+    ap.add_argument("--requests", default="", help="comma-separated board sizes in requests (instead of --runs)")
+    ap.add_argument("--deployments", type=int, default=4, help="deployments of a --requests board")
     opts = ap.parse_args()
+    if opts.requests:
+        return requests_mode(opts)
 
     from helmflow.board import load_board
 
     scenarios = [s.label for s in load_board("demo").scenarios]
-    env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", COLUMNS="120")
-    env.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
-    load = os.getloadavg()
-    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print("| runs | deployments × scenarios | pass | seconds | s/run | peak RSS MB | exit |")
-    print("|---|---|---|---|---|---|---|")
+    env = header("| runs | deployments × scenarios | pass | seconds | s/run | peak RSS MB | exit |")
     passes = [p for p in ("cold", "warm", "skip") if p in opts.passes.split(",") or p == "cold"]
     for runs in [int(r) for r in opts.runs.split(",")]:
         n_dep, n_scen = shape(runs, opts.deployments_min, len(scenarios))
@@ -91,6 +95,46 @@ def main() -> int:
             seconds, rss, code, tail = timed(args, env)
             print(f"| {n_dep * n_scen} | {n_dep} × {n_scen} | {name} | {seconds:.1f} | {seconds / (n_dep * n_scen):.3f} "
                   f"| {rss:.0f} | {code} |", flush=True)
+            if code != 0:
+                print(tail, file=sys.stderr)
+        if opts.keep:
+            print(f"# storage kept: {work}")
+        else:
+            subprocess.run(["rm", "-rf", str(work)], check=False)
+    return 0
+
+
+SR_MODES = ["sr-pattern-match", "sr-variable-substitution", "sr-induction"]
+SR_POOL = 10_000  # valid + test instances per synthetic-reasoning mode
+
+
+def header(columns: str) -> dict[str, str]:
+    env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", COLUMNS="120")
+    env.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+    load = os.getloadavg()
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(columns)
+    print("|" + "---|" * (columns.count("|") - 1))
+    return env
+
+
+def requests_mode(opts: argparse.Namespace) -> int:
+    env = header("| requests | deployments × scenarios × instances | pass | seconds | s per 1,000 requests | peak RSS MB | exit |")
+    for asked in [int(r) for r in opts.requests.split(",")]:
+        per_run = math.ceil(asked / (opts.deployments * len(SR_MODES)))
+        if per_run > SR_POOL:
+            raise SystemExit(f"{asked} requests need {per_run} instances per run; the pool has {SR_POOL}: add --deployments")
+        total = per_run * opts.deployments * len(SR_MODES)
+        work = Path(tempfile.mkdtemp(prefix=f"helmflow-requests-{asked}-"))
+        names = models_file(work / "models.yaml", opts.deployments)
+        base = [sys.executable, "-m", "helmflow.cli", "run", "demo", "--models-file", str(work / "models.yaml"),
+                "--models", ",".join(names), "--scenarios", ",".join(SR_MODES),
+                "--max-instances", str(per_run), "--storage", str(work / "store")]
+        for name in ("cold", "warm"):
+            seconds, rss, code, tail = timed(base + (["--force-flow"] if name == "warm" else []), env)
+            print(f"| {total} | {opts.deployments} × {len(SR_MODES)} × {per_run} | {name} | {seconds:.1f} "
+                  f"| {seconds / total * 1000:.2f} | {rss:.0f} | {code} |", flush=True)
             if code != 0:
                 print(tail, file=sys.stderr)
         if opts.keep:

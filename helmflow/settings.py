@@ -31,6 +31,10 @@ class Settings(BaseSettings):
     spool: str | None = None  # the journal's local spool folder (else <tmp>/helmflow-spool)
     task_runner: str = "thread"  # a worker's task runner: thread, dask or dask:<scheduler address>
     dask_workers: int = 2  # processes of the local Dask cluster
+    # task runs the thread runner executes at once (Prefect's default is unbounded: a thread per task
+    # run, so a 2,000-run board held 2,000 runs' work in memory at once); requests within a run fan out
+    # on their own, under each deployment's limiter
+    task_threads: int = Field(16, gt=0)
     report_url: str | None = None  # where `helmflow serve` answers: release-link artifacts point there
     test_fault: str | None = None  # test hooks: after-leaderboard, before-pointer crash release publication midway
 
