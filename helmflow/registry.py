@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from helmflow.errors import HelmflowError
-from helmflow.settings import settings
+from helmflow.settings import plugin_specs
 
 T = TypeVar("T")
 
@@ -80,7 +80,7 @@ def load_plugins() -> None:
     _import_once("builtins", _import_builtins)
     for group in _ENTRY_POINT_GROUPS:
         _import_once(f"ep:{group}", lambda g=group: _load_entry_points(g))
-    env = settings().plugin_list
+    env = plugin_specs()
     for spec in env + _extra_plugins:
         _import_once(f"plugin:{spec}", lambda s=spec: import_plugin(s))
 

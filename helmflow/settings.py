@@ -21,7 +21,7 @@ class Settings(BaseSettings):
     storage: str | None = None  # the storage root URL (else ./helmflow-store)
     storage_retry_s: str = ""  # seconds an object-store call retries through an outage (helmflow.storage checks it)
     models: str | None = None  # an extra deployments YAML file, like --models-file
-    plugins: str = ""  # plugin modules or .py files, os.pathsep-separated, like --plugin
+    plugins: str = ""  # plugin modules or .py files, os.pathsep-separated, like --plugin (read by plugin_specs)
     mirror: str | None = None  # a dataset mirror root: <root>/<scenario>/<revision>/<file>
     tiktoken_mirror: str | None = None  # a folder, s3:// or hf:// prefix holding tiktoken's BPE files
     github_raw: str = "https://raw.githubusercontent.com"  # the host of GitHub-pinned dataset files
@@ -38,14 +38,17 @@ class Settings(BaseSettings):
     report_url: str | None = None  # where `helmflow serve` answers: release-link artifacts point there
     test_fault: str | None = None  # test hooks: after-leaderboard, before-pointer crash release publication midway
 
-    @property
-    def plugin_list(self) -> list[str]:
-        return [s for s in self.plugins.split(os.pathsep) if s]
-
 
 def settings() -> Settings:
     """The variables as they are set now."""
     return Settings()
+
+
+def plugin_specs() -> list[str]:
+    """``$HELMFLOW_PLUGINS`` as it is set now, without building every setting: each registry lookup
+    asks (a plan of 2,000 runs makes tens of thousands), and :func:`settings` costs milliseconds."""
+    value = os.environ.get(f"{PREFIX}PLUGINS", "")
+    return [s for s in value.split(os.pathsep) if s]
 
 
 def scenario_mirror_var(scenario: str) -> str:
