@@ -55,10 +55,31 @@ def models_file(path: Path, count: int) -> list[str]:
     return names
 
 
+MAX_RSS_MB = 6000  # the machine is shared: a run past this is stopped and reported (its slope is the answer)
+
+
+def _guard(pid: int, limit_mb: float) -> None:
+    """Stop ``pid`` when its resident memory passes ``limit_mb`` (checked every second)."""
+    while True:
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                rss_kb = next((int(line.split()[1]) for line in fh if line.startswith("VmRSS:")), 0)
+        except (OSError, StopIteration):
+            return
+        if rss_kb / 1024 > limit_mb:
+            print(f"# stopped: RSS passed {limit_mb:.0f} MB", file=sys.stderr, flush=True)
+            os.kill(pid, 15)
+            return
+        time.sleep(1)
+
+
 def timed(args: list[str], env: dict[str, str]) -> tuple[float, float, int, str]:
     """(seconds, peak RSS in MB of the process, exit code, the output's tail)."""
+    import threading
+
     started = time.perf_counter()
     proc = subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    threading.Thread(target=_guard, args=(proc.pid, MAX_RSS_MB), daemon=True).start()
     out = proc.stdout.read() if proc.stdout else ""
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
