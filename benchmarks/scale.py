@@ -25,6 +25,7 @@ import argparse
 import math
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -108,9 +109,7 @@ def main() -> int:
         n_dep, n_scen = shape(runs, opts.deployments_min, len(scenarios))
         work = Path(tempfile.mkdtemp(prefix=f"helmflow-scale-{runs}-"))
         names = models_file(work / "models.yaml", n_dep)
-        base = [sys.executable, "-m", "helmflow.cli", "run", "demo", "--models-file", str(work / "models.yaml"),
-                "--models", ",".join(names), "--scenarios", ",".join(scenarios[:n_scen]),
-                "--max-instances", str(opts.max_instances), "--storage", str(work / "store")]
+        base = demo_command(work, names, scenarios[:n_scen], opts.max_instances)
         for name in passes:
             args = base + (["--force-flow"] if name == "warm" else [])
             seconds, rss, code, tail = timed(args, env)
@@ -118,15 +117,26 @@ def main() -> int:
                   f"| {rss:.0f} | {code} |", flush=True)
             if code != 0:
                 print(tail, file=sys.stderr)
-        if opts.keep:
-            print(f"# storage kept: {work}")
-        else:
-            subprocess.run(["rm", "-rf", str(work)], check=False)
+        clean_up(work, opts.keep)
     return 0
 
 
 SR_MODES = ["sr-pattern-match", "sr-variable-substitution", "sr-induction"]
 SR_POOL = 10_000  # valid + test instances per synthetic-reasoning mode
+
+
+def demo_command(work: Path, names: list[str], scenarios: list[str], max_instances: int) -> list[str]:
+    """`helmflow run demo` over the generated deployments in ``work``, with its storage there too."""
+    return [sys.executable, "-m", "helmflow.cli", "run", "demo", "--models-file", str(work / "models.yaml"),
+            "--models", ",".join(names), "--scenarios", ",".join(scenarios),
+            "--max-instances", str(max_instances), "--storage", str(work / "store")]
+
+
+def clean_up(work: Path, keep: bool) -> None:
+    if keep:
+        print(f"# storage kept: {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def header(columns: str) -> dict[str, str]:
@@ -149,19 +159,14 @@ def requests_mode(opts: argparse.Namespace) -> int:
         total = per_run * opts.deployments * len(SR_MODES)
         work = Path(tempfile.mkdtemp(prefix=f"helmflow-requests-{asked}-"))
         names = models_file(work / "models.yaml", opts.deployments)
-        base = [sys.executable, "-m", "helmflow.cli", "run", "demo", "--models-file", str(work / "models.yaml"),
-                "--models", ",".join(names), "--scenarios", ",".join(SR_MODES),
-                "--max-instances", str(per_run), "--storage", str(work / "store")]
+        base = demo_command(work, names, SR_MODES, per_run)
         for name in ("cold", "warm"):
             seconds, rss, code, tail = timed(base + (["--force-flow"] if name == "warm" else []), env)
             print(f"| {total} | {opts.deployments} × {len(SR_MODES)} × {per_run} | {name} | {seconds:.1f} "
                   f"| {seconds / total * 1000:.2f} | {rss:.0f} | {code} |", flush=True)
             if code != 0:
                 print(tail, file=sys.stderr)
-        if opts.keep:
-            print(f"# storage kept: {work}")
-        else:
-            subprocess.run(["rm", "-rf", str(work)], check=False)
+        clean_up(work, opts.keep)
     return 0
 
 
