@@ -220,13 +220,18 @@ class TemporaryServer:
                 time.sleep(0.1)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc, grace_s=5)
+
+
+def terminate(proc: subprocess.Popen, grace_s: float) -> None:
+    """Stop a child we started: SIGTERM, then SIGKILL if it has not exited after ``grace_s``; reaped either way."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def start_temporary_server() -> TemporaryServer | None:

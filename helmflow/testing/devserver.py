@@ -62,6 +62,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helmflow.stopping import terminate
+
 FAULT_KINDS = ("429", "500", "503", "reset", "hang", "badjson", "empty")
 
 Policy = Callable[[str, dict[str, Any]], str]
@@ -644,13 +646,7 @@ class DevServerHandle:
         self.configure(**DEFAULTS)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc, grace_s=10)
 
 
 @contextlib.contextmanager
