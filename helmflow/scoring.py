@@ -81,7 +81,7 @@ def pooled_values(stats: list[Stat]) -> list[MetricSummary]:
             ids = sorted({i for (sp, _, i) in value if sp == split and all((sp, n, i) in value for n in pooled.stats)})
             if ids:
                 mean, low, high = pooled_ci({n: [value[(split, n, i)] for i in ids] for n in pooled.stats}, pooled.fn,
-                                           rows=pooled.rows, bootstrap=pooled.bootstrap)
+                                           rows=pooled.rows, bootstrap=pooled.bootstrap, batched=pooled.batched)
                 out.append(MetricSummary(name=pooled.name, split=split, count=len(ids), mean=mean, ci_low=low, ci_high=high))
     return out
 

@@ -11,6 +11,7 @@ import numpy as np
 BOOTSTRAP_SAMPLES = 1000
 BOOTSTRAP_SEED = 0
 BLOCK_CELLS = 1 << 19  # resample indices drawn at once: 4 MB of int64, whatever the number of instances
+BATCH_CELLS = 1 << 16  # resampled values a batched statistic gets per call: its temporaries stay in cache
 
 
 def resamples(n: int, seed: int = BOOTSTRAP_SEED):
@@ -60,10 +61,12 @@ def ratio_ci(
 def pooled_ci(
     columns: dict[str, Sequence[float]], fn: Callable[[dict[str, Any], int], float], level: float = 0.95,
     seed: int = BOOTSTRAP_SEED, rows: bool = False, bootstrap: bool = True,
+    batched: Callable[[dict[str, np.ndarray], int], np.ndarray] | None = None,
 ) -> tuple[float, float, float]:
     """``fn(sums of each column, n)`` over all rows, and a percentile-bootstrap interval that resamples
     the rows (instances) together (fixed seed). ``rows``: ``fn`` gets the columns themselves (arrays);
-    ``bootstrap`` False: the value alone (NaN bounds)."""
+    ``batched`` (with ``rows``): ``fn`` of a whole block of resamples, each column as a (resamples, n)
+    array, one value per resample; ``bootstrap`` False: the value alone (NaN bounds)."""
     data = {k: np.asarray(v, dtype=float) for k, v in columns.items()}
     n = len(next(iter(data.values()))) if data else 0
     if n == 0:
@@ -75,7 +78,11 @@ def pooled_ci(
         return value, value, value
     draws_list: list[float] = []
     for idx in resamples(n, seed):
-        if rows:
+        if rows and batched is not None:
+            step = max(1, BATCH_CELLS // n)
+            for part in (idx[start:start + step] for start in range(0, len(idx), step)):
+                draws_list += list(batched({k: v[part] for k, v in data.items()}, n))
+        elif rows:
             draws_list += [fn({k: v[row] for k, v in data.items()}, n) for row in idx]
         else:
             sums = {k: v[idx].sum(axis=1) for k, v in data.items()}

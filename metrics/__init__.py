@@ -29,6 +29,9 @@ class Pooled:
     ``unavailable``: (a stat the metric always emits, why the number is missing when only that stat
     is there), so a board cell says "not available" and why, rather than looking like a failure.
     ``bootstrap`` False: no interval (NaN bounds), for numbers too costly to refit a thousand times.
+    ``batched`` (with ``rows``): ``fn`` of many resamples at once, each stat as a (resamples, instances)
+    array, one value per resample, exactly equal to ``fn`` row by row; the bootstrap then makes one
+    call per block of resamples instead of one per resample.
     A number that cannot be computed for a run is absent from its summary, never 0."""
 
     name: str
@@ -37,6 +40,7 @@ class Pooled:
     rows: bool = False
     unavailable: tuple[str, str] | None = None
     bootstrap: bool = True
+    batched: Callable[[dict[str, Any], int], Any] | None = None
 
 
 @dataclass(frozen=True)

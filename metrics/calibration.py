@@ -49,15 +49,20 @@ NO_LOGPROBS = "not available: the deployment returned no token logprobs"
 
 
 # --------------------------------------------------------------------------- the package's estimators
+def chunk_starts(n: int, num_bins: int) -> np.ndarray:
+    """Where each of ``np.array_split``'s chunks after the first begins (the first ``n % k`` are one
+    longer), for ``k = min(num_bins, n)`` chunks of ``n`` sorted confidences."""
+    k = min(num_bins, n)
+    sizes = np.full(k, n // k)
+    sizes[: n % k] += 1
+    return np.cumsum(sizes)[:-1]
+
+
 def equal_mass_bins(probs: np.ndarray, num_bins: int) -> np.ndarray:
-    """``get_equal_bins``: upper bin boundaries holding near-equal numbers of confidences (last 1.0).
-    Chunks are ``np.array_split``'s (the first ``n % k`` one longer); written with index arithmetic
-    because the bootstrap calls it a thousand times per run."""
+    """``get_equal_bins``: upper bin boundaries holding near-equal numbers of confidences (last 1.0),
+    at the midpoints between chunks, duplicates merged."""
     ordered = np.sort(probs)
-    k = min(num_bins, len(ordered))
-    sizes = np.full(k, len(ordered) // k)
-    sizes[: len(ordered) % k] += 1
-    starts = np.cumsum(sizes)[:-1]  # where each chunk after the first begins
+    starts = chunk_starts(len(ordered), num_bins)
     return np.unique(np.append((ordered[starts - 1] + ordered[starts]) / 2.0, 1.0))
 
 
@@ -80,6 +85,51 @@ def selective_accuracies(probs: np.ndarray, correct: np.ndarray) -> np.ndarray:
     """Accuracy of the k most confident answers, for k = 1..n (ties in the given order)."""
     order = np.argsort(-probs, kind="stable")
     return np.cumsum(correct[order]) / np.arange(1, len(order) + 1)
+
+
+# --------------------------------------------------------------------------- the same, per resample
+# The bootstrap needs each estimator on a thousand resamples of a run's instances. These compute it for
+# every row of a (resamples, instances) block at once, and return exactly what the functions above
+# return row by row (the same additions in the same order, so intervals are bit-identical; see
+# tests/test_calibration_batched.py): one Python call per resample cost more than the rest of scoring.
+def _row_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``values[r, :lengths[r]].sum()`` for each row r. Rows are summed in groups of one length:
+    numpy's pairwise sum of a row depends on its length, so padding zeros could change the rounding."""
+    out = np.empty(len(values))
+    for length in np.unique(lengths):
+        which = lengths == length
+        out[which] = values[which, :length].sum(axis=1)
+    return out
+
+
+def ece_rows(probs: np.ndarray, correct: np.ndarray, num_bins: int) -> np.ndarray:
+    """:func:`ece` of each row: the boundaries of :func:`equal_mass_bins`, sorted with ties marked
+    instead of removed, each confidence's bin = how many distinct boundaries lie below it (what
+    ``np.searchsorted`` left returns), and per-bin sums by one ``np.bincount`` over all rows (which
+    adds each row's values in order, as the per-row ``np.bincount`` does)."""
+    rows, n = probs.shape
+    if num_bins == 1:
+        bounds = np.ones((rows, 1))
+    else:
+        ordered = np.sort(probs, axis=1)
+        starts = chunk_starts(n, num_bins)
+        bounds = np.sort(np.column_stack([(ordered[:, starts - 1] + ordered[:, starts]) / 2.0, np.ones(rows)]), axis=1)
+    distinct = np.ones(bounds.shape, dtype=bool)
+    distinct[:, 1:] = bounds[:, 1:] != bounds[:, :-1]
+    which = np.zeros(probs.shape, dtype=np.intp)
+    for j in range(bounds.shape[1]):
+        which += distinct[:, j, None] & (bounds[:, j, None] < probs)
+    size = bounds.shape[1] + 1
+    flat = (which + size * np.arange(rows)[:, None]).ravel()
+    gap = (np.bincount(flat, weights=probs.ravel(), minlength=rows * size)
+           - np.bincount(flat, weights=correct.ravel(), minlength=rows * size)).reshape(rows, size)
+    return _row_sums(np.abs(gap), distinct.sum(axis=1) + 1) / n
+
+
+def selective_accuracies_rows(probs: np.ndarray, correct: np.ndarray) -> np.ndarray:
+    """:func:`selective_accuracies` of each row (a stable sort orders ties the same way in both)."""
+    order = np.argsort(-probs, axis=1, kind="stable")
+    return np.cumsum(np.take_along_axis(correct, order, axis=1), axis=1) / np.arange(1, probs.shape[1] + 1)
 
 
 def platt_scaled(probs: np.ndarray, correct: np.ndarray) -> np.ndarray:
@@ -115,15 +165,18 @@ def _platt_ece(num_bins: int):
     return fn
 
 
-def _pooled(name: str, fn, bootstrap: bool = True) -> Pooled:
-    return Pooled(name, (CONFIDENCE, CORRECT), fn, rows=True, unavailable=(AVAILABLE, NO_LOGPROBS), bootstrap=bootstrap)
+def _pooled(name: str, fn, batched=None, bootstrap: bool = True) -> Pooled:
+    return Pooled(name, (CONFIDENCE, CORRECT), fn, rows=True, unavailable=(AVAILABLE, NO_LOGPROBS), bootstrap=bootstrap,
+                  batched=batched)
 
 
 POOLED = (
-    _pooled("ece_10_bin", lambda c, n: ece(*_columns(c), 10)),
-    _pooled("ece_1_bin", lambda c, n: ece(*_columns(c), 1)),
-    _pooled("selective_cov_acc_area", lambda c, n: float(selective_accuracies(*_columns(c)).mean())),
-    _pooled("selective_acc@10", lambda c, n: float(selective_accuracies(*_columns(c))[int(0.1 * n)])),
+    _pooled("ece_10_bin", lambda c, n: ece(*_columns(c), 10), lambda c, n: ece_rows(*_columns(c), 10)),
+    _pooled("ece_1_bin", lambda c, n: ece(*_columns(c), 1), lambda c, n: ece_rows(*_columns(c), 1)),
+    _pooled("selective_cov_acc_area", lambda c, n: float(selective_accuracies(*_columns(c)).mean()),
+            lambda c, n: selective_accuracies_rows(*_columns(c)).mean(axis=1)),
+    _pooled("selective_acc@10", lambda c, n: float(selective_accuracies(*_columns(c))[int(0.1 * n)]),
+            lambda c, n: selective_accuracies_rows(*_columns(c))[:, int(0.1 * n)]),
     _pooled("platt_ece_10_bin", _platt_ece(10), bootstrap=False),
     _pooled("platt_ece_1_bin", _platt_ece(1), bootstrap=False),
 )
