@@ -29,7 +29,7 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import fsspec
 
@@ -43,6 +43,9 @@ from helmflow.scenarios import DataSource, Scenario, ScenarioError, get_scenario
 from helmflow.scenarios.base import UNPINNED, check_unique_ids
 from helmflow.settings import scenario_mirror, scenario_mirror_var, settings
 from helmflow.storage import Store
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 MIRROR_ENV = "HELMFLOW_MIRROR"  # read through helmflow.settings; named here for messages
 # Written by `helmflow mirror` next to the files it copied: the revision, and each file's sha256 as
@@ -396,13 +399,19 @@ def store_instances(store: Store, plan, instances: list[Instance]) -> str:
 def read_instances(store: Store, key: str, ids: set[str] | None = None) -> list[Instance]:
     """The scenario's instances in stored order; only those in ``ids`` when given (scoring 5 of
     11,000 instances builds 5 objects, not 11,000)."""
-    table = store.read_parquet(key)
-    if ids is not None:
-        import pyarrow as pa
-        import pyarrow.compute as pc
+    import pyarrow as pa
 
-        table = table.filter(pc.is_in(table["id"], value_set=pa.array(sorted(ids), pa.string())))
+    table = instances_table(store, key, None if ids is None else pa.array(sorted(ids), pa.string()))
     return [instance_from_row(r) for r in table.to_pylist()]
+
+
+def instances_table(store: Store, key: str, ids: pa.Array | None = None) -> pa.Table:
+    """The instances file as a table in stored order; only the rows whose id is in the Arrow array
+    ``ids`` when given."""
+    import pyarrow.compute as pc
+
+    table = store.read_parquet(key)
+    return table if ids is None else table.filter(pc.is_in(table["id"], value_set=ids))
 
 
 # --------------------------------------------------------------------------- helmflow mirror

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -24,9 +25,10 @@ import helmflow
 from helmflow import layout, versions
 from helmflow.adapters import adapt
 from helmflow.board import BoardPlan, RunPlan, ScenarioPlan
-from helmflow.datasets import mirror_sources, read_instances, store_instances, write_instances
+from helmflow.chunks import Rows, instance_chunks
+from helmflow.datasets import instances_table, mirror_sources, read_instances, store_instances, write_instances
 from helmflow.integrity import CorruptFile, read_manifest, sha256_hex, verify_files
-from helmflow.judges import annotate
+from helmflow.judges import Judged, annotate
 from helmflow.manifests import RunManifest
 from helmflow.outcomes import (
     PreparedScenario,
@@ -46,8 +48,10 @@ from helmflow.records import (
     RUN_ID_FIELDS,
     STAT_SCHEMA,
     SUMMARY_SCHEMA,
+    Annotation,
     Completion,
     MetricSummary,
+    instance_from_row,
     models_to_table,
     prompt_from_row,
     prompt_to_row,
@@ -56,8 +60,8 @@ from helmflow.records import (
     to_table,
 )
 from helmflow.request_builder import build_requests
-from helmflow.scoring import score_instances, summarize
-from helmflow.storage import Store, encode_parquet
+from helmflow.scoring import StatsBuilder, score_instances, summarize
+from helmflow.storage import Store, encode_parquet, parquet_writer
 
 
 def parquet_meta(**kv: Any) -> dict[str, str]:
@@ -154,8 +158,10 @@ def query_pair(
     result = run_queries(store, plan.deployment, requests, progress, shared)
     base = layout.query_dir(plan.query_key)
     meta = parquet_meta(query_key=plan.query_key, deployment=plan.deployment.name, model_version=plan.model_version)
-    store.write_parquet(f"{base}/requests.parquet", to_table([request_to_row(r) for r in requests], REQUEST_SCHEMA), meta)
-    store.write_parquet(f"{base}/completions.parquet", models_to_table(result.completions, COMPLETION_SCHEMA), meta)
+    store.write_parquet(f"{base}/requests.parquet", to_table([request_to_row(r) for r in requests], REQUEST_SCHEMA), meta,
+                        row_group_size=RUN_ROW_GROUP_ROWS)
+    store.write_parquet(f"{base}/completions.parquet", models_to_table(result.completions, COMPLETION_SCHEMA), meta,
+                        row_group_size=RUN_ROW_GROUP_ROWS)
     where = f"{plan.scenario.label} x {plan.deployment.name}"
     if result.permanent_error:
         raise QueryFailed(f"{where}: {result.permanent_error}")
@@ -180,26 +186,38 @@ def score_pair(
     store: Store, plan: RunPlan, data: ScenarioData, query: QueryOutcome, shared: BoardRun | None = None
 ) -> ScoreOutcome:
     """Judge (when the run has a jury), then score. Judge requests go through the query path (limiter,
-    retries, journal, the board run's budget), so scoring again re-sends nothing already judged."""
-    requests = [request_from_row(r) for r in store.read_parquet(query.requests_key).to_pylist()]
-    instances = read_instances(store, data.instances_key, {r.instance_id for r in requests})
-    completions = [Completion.model_validate(r) for r in store.read_parquet(query.completions_key).to_pylist()]
-    judged = None
-    if plan.judges:
-        judged = annotate(store, plan.judges, list(plan.judge_templates), instances, requests, completions, shared,
-                          plan.judge_texts)
-    if plan.scorer and plan.scorer_template:  # the toxicity scorer: its scores are annotations too
-        scored = annotate(store, [plan.scorer], [plan.scorer_template], instances, requests, completions, shared,
-                          plan.judge_texts)
-        judged = scored if judged is None else judged.merged(scored)
-    notes = judged.annotations if judged else None
-    stats = score_instances(instances, requests, completions, plan.scenario.adapter, plan.scenario.metrics, notes)
-    summary = summarize(stats)
+    retries, journal, the board run's budget), so scoring again re-sends nothing already judged.
+
+    Scoring holds one chunk of instances (:data:`helmflow.chunks.CHUNK_INSTANCES`) as objects at a
+    time; the stats come out as if the run were scored at once (the instances' stored order) and are
+    summarised from their compact columns. A jury still judges the whole run at once."""
     base = layout.score_dir(plan.score_key)
     meta = parquet_meta(score_key=plan.score_key, metric_version=plan.metric_version, metric_versions=plan.metric_versions,
                  judges=[j.name for j in plan.judges], judge_templates=plan.judge_templates,
                  toxicity_scorer=plan.scorer.name if plan.scorer else "")
-    store.write_parquet(f"{base}/stats.parquet", models_to_table(stats, STAT_SCHEMA), meta)
+    judged = judge_run(store, plan, data, query, shared)
+    notes: dict[str, list[Annotation]] = {}
+    for a in judged.annotations if judged else []:
+        notes.setdefault(a.instance_id, []).append(a)
+    request_ids = store.read_parquet(query.requests_key, columns=["instance_id"])["instance_id"]
+    instances = instances_table(store, data.instances_key, pc.unique(request_ids))
+    stats = StatsBuilder(instances["id"])
+    with Rows(store, query.requests_key, query.completions_key) as rows:
+        for chunk in instance_chunks(request_ids):
+            requests_rows, completions_rows = rows.read(chunk)
+            requests = [request_from_row(r) for r in requests_rows.to_pylist()]
+            completions = [Completion.model_validate(r) for r in completions_rows.to_pylist()]
+            ids = pc.unique(requests_rows["instance_id"])
+            place = np.sort(pc.drop_null(pc.index_in(ids, value_set=instances["id"])).to_numpy())
+            chunk_instances = [instance_from_row(r) for r in instances.take(pa.array(place)).to_pylist()]
+            scored = score_instances(chunk_instances, requests, completions, plan.scenario.adapter, plan.scenario.metrics,
+                                     [a for i in chunk_instances for a in notes.get(i.id, [])] if notes else None)
+            stats.add(scored, {inst.id: int(k) for inst, k in zip(chunk_instances, place, strict=True)})
+    columns = stats.columns()
+    with store.writing(f"{base}/stats.parquet") as fh, parquet_writer(fh, STAT_SCHEMA, meta) as writer:
+        for start in range(0, max(len(columns), 1), STATS_ROW_GROUP_ROWS):
+            writer.write_table(columns.table(start, start + STATS_ROW_GROUP_ROWS))
+    summary = summarize(columns)
     store.write_parquet(f"{base}/summary.parquet", models_to_table(summary, SUMMARY_SCHEMA), meta)
     judging: dict[str, Any] = {}
     if judged is not None:
@@ -226,6 +244,28 @@ def score_pair(
         ci_low=main.ci_low if main else None,
         ci_high=main.ci_high if main else None,
     )
+
+
+STATS_ROW_GROUP_ROWS = 1 << 17  # stats written from their columns a row group at a time (2.6 MB of Arrow)
+
+
+def judge_run(store: Store, plan: RunPlan, data: ScenarioData, query: QueryOutcome,
+              shared: BoardRun | None = None) -> Judged | None:
+    """The jury's and the toxicity scorer's verdicts on the whole run (None when it has neither)."""
+    if not plan.judges and not (plan.scorer and plan.scorer_template):
+        return None
+    requests = [request_from_row(r) for r in store.read_parquet(query.requests_key).to_pylist()]
+    instances = read_instances(store, data.instances_key, {r.instance_id for r in requests})
+    completions = [Completion.model_validate(r) for r in store.read_parquet(query.completions_key).to_pylist()]
+    judged = None
+    if plan.judges:
+        judged = annotate(store, plan.judges, list(plan.judge_templates), instances, requests, completions, shared,
+                          plan.judge_texts)
+    if plan.scorer and plan.scorer_template:  # the toxicity scorer: its scores are annotations too
+        scored = annotate(store, [plan.scorer], [plan.scorer_template], instances, requests, completions, shared,
+                          plan.judge_texts)
+        judged = scored if judged is None else judged.merged(scored)
+    return judged
 
 
 def main_summary(summary: list[MetricSummary], name: str) -> MetricSummary | None:

@@ -11,6 +11,7 @@ the root and the variable. Missing keys, denied access and bad input are never r
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
@@ -20,7 +21,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -251,6 +252,30 @@ class Store:
         else:
             self.fs.pipe_file(target, data)
 
+    @contextlib.contextmanager
+    def writing(self, key: str) -> Iterator[Any]:
+        """A binary file for ``key`` written piece by piece (e.g. Parquet row groups), atomic like
+        :meth:`write_bytes`: locally a temporary file, synced and renamed when the block ends without
+        an error (removed when it raises); on object stores a buffer put once at the end."""
+        if not self.is_local:
+            buf = io.BytesIO()
+            yield buf
+            self.write_bytes(key, buf.getvalue())
+            return
+        target = self.inside(key)
+        parent = os.path.dirname(target)
+        os.makedirs(parent, exist_ok=True)
+        tmp = os.path.join(parent, f"{TMP_PREFIX}{uuid.uuid4().hex}.{os.path.basename(target)}")
+        try:
+            with open(tmp, "wb") as fh:
+                yield fh
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
     def read_bytes(self, key: str) -> bytes:
         try:
             return self._retrying(self.fs.cat_file, self.inside(key))
@@ -297,6 +322,18 @@ class Store:
                 return pq.read_schema(fh).metadata or {}
 
         return {k.decode(): v.decode() for k, v in self._retrying(read, self.inside(key)).items()}
+
+
+@contextlib.contextmanager
+def parquet_writer(fh: Any, schema: pa.Schema, metadata: dict[str, str] | None = None) -> Iterator[pq.ParquetWriter]:
+    """A Parquet writer on ``fh`` with :func:`encode_parquet`'s settings: tables written to it with the
+    same row groups make the same bytes as one ``encode_parquet`` of their concatenation."""
+    if metadata:
+        existing = dict(schema.metadata or {})
+        existing.update({k.encode(): str(v).encode() for k, v in metadata.items()})
+        schema = schema.with_metadata(existing)
+    with pq.ParquetWriter(fh, schema, compression="zstd") as writer:
+        yield writer
 
 
 def encode_parquet(table: pa.Table, metadata: dict[str, str] | None = None, row_group_size: int | None = None) -> bytes:

@@ -1,0 +1,163 @@
+"""A run is scored in bounded chunks (issue 22, goal 7): the files are those of scoring it at once,
+and the memory it holds does not grow with its instances."""
+
+from __future__ import annotations
+
+import random
+import tracemalloc
+from collections import defaultdict
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from helmflow import chunks, pipeline
+from helmflow.board import load_board, plan_board
+from helmflow.clients import load_deployments
+from helmflow.datasets import read_instances
+from helmflow.metrics import METRICS
+from helmflow.records import (
+    STAT_SCHEMA,
+    SUMMARY_SCHEMA,
+    Completion,
+    MetricSummary,
+    Stat,
+    models_to_table,
+    request_from_row,
+)
+from helmflow.scoring import StatColumns, score_instances, summarize
+from helmflow.stats import counted_ci, mean_ci, pooled_ci, ratio_ci
+from helmflow.storage import Store
+
+
+# --------------------------------------------------------------------------- the summaries before streaming
+def summarize_objects(stats: list[Stat]) -> list[MetricSummary]:
+    """``scoring.summarize`` as it was over ``Stat`` objects (before issue 22 goal 7): the oracle."""
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    prefixes = tuple({c.prefix for m in METRICS.names() for c in METRICS.get(m).counted})
+    for s in stats:
+        if not (prefixes and s.name.startswith(prefixes)):
+            groups[(s.name, s.split)].append(s.value)
+    out = []
+    for (name, split), values in sorted(groups.items()):
+        mean, low, high = mean_ci(values)
+        out.append(MetricSummary(name=name, split=split, count=len(values), mean=mean, ci_low=low, ci_high=high))
+    value = {(s.split, s.name, s.instance_id): s.value for s in stats}
+    splits = sorted({s.split for s in stats})
+    for name, num, den in sorted({r for m in METRICS.names() for r in METRICS.get(m).ratios}):
+        for split in splits:
+            ids = sorted(i for (sp, n, i) in value if sp == split and n == den and (sp, num, i) in value)
+            if ids:
+                ratio, low, high = ratio_ci([value[(split, num, i)] for i in ids], [value[(split, den, i)] for i in ids])
+                out.append(MetricSummary(name=name, split=split, count=len(ids), mean=ratio, ci_low=low, ci_high=high))
+    for pooled in sorted({p for m in METRICS.names() for p in METRICS.get(m).pooled}, key=lambda p: p.name):
+        for split in splits:
+            ids = sorted({i for (sp, _, i) in value if sp == split and all((sp, n, i) in value for n in pooled.stats)})
+            if ids:
+                mean, low, high = pooled_ci({n: [value[(split, n, i)] for i in ids] for n in pooled.stats}, pooled.fn,
+                                           rows=pooled.rows, bootstrap=pooled.bootstrap, batched=pooled.batched)
+                out.append(MetricSummary(name=pooled.name, split=split, count=len(ids), mean=mean, ci_low=low, ci_high=high))
+    for counted in sorted({c for m in METRICS.names() for c in METRICS.get(m).counted}, key=lambda c: c.name):
+        for split in splits:
+            mine = [s for s in stats if s.split == split and s.name.startswith(counted.prefix)]
+            if not mine:
+                continue
+            ids = sorted({s.instance_id for s in mine})
+            keys = sorted({s.name for s in mine})
+            row, col = {i: k for k, i in enumerate(ids)}, {n: k for k, n in enumerate(keys)}
+            matrix = np.zeros((len(ids), len(keys)))
+            for s in mine:
+                matrix[row[s.instance_id], col[s.name]] += s.value
+            v, low, high = counted_ci(matrix, lambda sums, fn=counted.fn: fn(dict(zip(keys, sums, strict=True))))
+            if not np.isnan(v):
+                out.append(MetricSummary(name=counted.name, split=split, count=len(ids), mean=v, ci_low=low, ci_high=high))
+    return sorted(out, key=lambda m: (m.name, m.split))
+
+
+def summary_table(summary: list[MetricSummary]) -> list[dict]:
+    """Rows to compare (NaN as None: NaN equals nothing)."""
+    return [{k: None if isinstance(v, float) and np.isnan(v) else v for k, v in row.items()}
+            for row in models_to_table(summary, SUMMARY_SCHEMA).to_pylist()]
+
+
+def declared_stats(rng: random.Random, instance_id: str, split: str) -> list[Stat]:
+    """Stats under every name a metric pools, divides or counts, some missing, in shuffled order."""
+    names = {"exact_match", "latency_s"}
+    for m in map(METRICS.get, METRICS.names()):
+        names |= {n for r in m.ratios for n in r[1:]} | {n for p in m.pooled for n in p.stats}
+        names |= {f"{c.prefix}race:asian" for c in m.counted} | {f"{c.prefix}texts" for c in m.counted}
+    kept = [n for n in sorted(names) if rng.random() < 0.9]
+    rng.shuffle(kept)
+    return [Stat(instance_id=instance_id, split=split, name=n, value=float(rng.randint(0, 3) if "count" in n or "num" in n
+                                                                           else rng.random() < 0.5)) for n in kept]
+
+
+def test_summaries_from_columns_are_those_of_the_stat_objects():
+    rng = random.Random(7)
+    ids = [f"id-{rng.randrange(10**6):06d}" for _ in range(40)]  # not in id order: pooled numbers sort by id
+    stats = [s for i in ids for s in declared_stats(rng, i, rng.choice(["test", "valid"]))]
+    stats.append(stats[3].model_copy(update={"value": 2.0}))  # a repeated stat: means keep both, lookups the last
+    expected = summary_table(summarize_objects(stats))
+    assert {r["name"] for r in expected} >= {"ifeval_instruction_strict_accuracy", "ece_10_bin",
+                                             "bbq_metric_ambiguous_bias", "sacrebleu_corpus_bleu", "exact_match"}
+    assert summary_table(summarize(StatColumns.from_stats(stats))) == expected
+    assert summary_table(summarize(stats)) == expected
+    assert summarize([]) == summarize_objects([]) == []
+
+
+# --------------------------------------------------------------------------- a run scored in chunks
+def small_run(tmp_path, instances: int, adapter: dict | None = None, bias: bool = False):
+    """A query finished for one arithmetic run of ``instances`` (offline solver)."""
+    spec = {"name": "s", "version": "1", "models": ["offline/solver"], "max_instances": instances, "bias": bias,
+            "scenarios": [{"name": "arithmetic", "params": {"num_test": instances}, "adapter": adapter or {}}]}
+    (plan,) = plan_board(load_board(spec), load_deployments()).runs
+    store = Store(str(tmp_path / "store"))
+    data = pipeline.download_scenario(store, plan.scenario)
+    query = pipeline.query_pair(store, plan, pipeline.adapt_scenario(store, plan.scenario, data))
+    return store, plan, data, query
+
+
+def test_a_run_scored_in_chunks_writes_the_files_of_scoring_it_at_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(pipeline, "RUN_ROW_GROUP_ROWS", 7)  # chunks read across several row groups
+    monkeypatch.setattr(chunks, "CHUNK_INSTANCES", 3)
+    monkeypatch.setattr(pipeline, "STATS_ROW_GROUP_ROWS", 11)
+    # two trials (each a block of the requests file) of two samples: an instance's rows are apart
+    store, plan, data, query = small_run(tmp_path, 23, {"trials": 2, "num_outputs": 2, "temperature": 0.7}, bias=True)
+    score = pipeline.score_pair(store, plan, data, query)
+
+    requests = [request_from_row(r) for r in store.read_parquet(query.requests_key).to_pylist()]
+    completions = [Completion.model_validate(r) for r in store.read_parquet(query.completions_key).to_pylist()]
+    assert len(requests) == 23 * 4 and store.parquet_metadata(query.requests_key)
+    at_once = score_instances(read_instances(store, data.instances_key, {r.instance_id for r in requests}), requests,
+                              completions, plan.scenario.adapter, plan.scenario.metrics)
+    written = store.read_parquet(score.stats_key)
+    assert written.schema.equals(STAT_SCHEMA) and written.to_pylist() == models_to_table(at_once, STAT_SCHEMA).to_pylist()
+    assert {s.name for s in at_once} >= {"exact_match", "bias_count:texts"}
+    summary = [MetricSummary.model_validate(r) for r in store.read_parquet(score.summary_key).to_pylist()]
+    assert summary_table(summary) == summary_table(summarize_objects(at_once))
+    assert store.parquet_metadata(score.stats_key)["helmflow.score_key"] == plan.score_key
+
+
+def test_chunks_hold_whole_instances_in_order_of_first_appearance():
+    ids = pa.array(["b", "a", "c", "b", "a", "d", "c"])
+    assert [c.tolist() for c in chunks.instance_chunks(ids, 2)] == [[0, 1, 3, 4], [2, 5, 6]]
+    assert list(chunks.instance_chunks(pa.array([], pa.string()), 2)) == []
+
+
+def scoring_peak(tmp_path, instances: int) -> int:
+    """Bytes of Python objects held at most while scoring a run of ``instances`` (tracemalloc)."""
+    store, plan, data, query = small_run(tmp_path / str(instances), instances)
+    tracemalloc.start()
+    try:
+        pipeline.score_pair(store, plan, data, query)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.slow
+def test_scoring_memory_does_not_grow_with_the_instances(tmp_path, monkeypatch):
+    monkeypatch.setattr(chunks, "CHUNK_INSTANCES", 200)
+    small, large = scoring_peak(tmp_path, 600), scoring_peak(tmp_path, 2400)
+    # whole runs as objects held ~14 KB per instance (the issue's tracemalloc); the columns hold 20 bytes a stat
+    assert large - small < 1800 * 1024, (small, large)
