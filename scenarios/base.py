@@ -318,21 +318,22 @@ class LegacyDraws:
         self._buf: list[int] = []
         self._pos = 0
 
-    def _next32(self) -> int:
-        if self._pos == len(self._buf):
-            self._buf = self._rng.randint(0, 2**32, size=self.BLOCK, dtype=np.uint64).tolist()
-            self._pos = 0
-        self._pos += 1
-        return self._buf[self._pos - 1]
+    def _refill(self) -> None:
+        self._buf = self._rng.randint(0, 2**32, size=self.BLOCK, dtype=np.uint64).tolist()
+        self._pos = 0
 
     def interval(self, top: int) -> int:
         """A value in ``[0, top]`` (numpy's ``random_interval``; no draw when ``top`` is 0)."""
         if top == 0:
             return 0
         mask = (1 << top.bit_length()) - 1
-        while (value := self._next32() & mask) > top:
-            pass
-        return value
+        while True:  # the next 32-bit output, inlined: this runs about a million times for HELM's Dyck items
+            if self._pos == len(self._buf):
+                self._refill()
+            value = self._buf[self._pos] & mask
+            self._pos += 1
+            if value <= top:
+                return value
 
     def randint(self, low: int, high: int) -> int:
         """``RandomState.randint(low, high)`` (high exclusive)."""
