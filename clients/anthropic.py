@@ -40,6 +40,7 @@ class AnthropicOptions(BaseModel):
 class AnthropicClient(Client):
     default_api_key_env = "ANTHROPIC_API_KEY"
     default_base_url = "https://api.anthropic.com"
+    sdk_modules = ("httpx2", "anthropic")
 
     def __init__(self, deployment: Deployment, media: MediaStore | None = None):
         super().__init__(deployment, media)

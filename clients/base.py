@@ -172,6 +172,9 @@ class Client(ABC):
     default_api_key_env: str | None = None
     #: a classifier answers a JSON object of scores for the text it is sent (e.g. toxicity), not text
     classifier: bool = False
+    #: modules the client imports on its first request; the CLI imports them beforehand on a side
+    #: thread while it waits for Prefect (:func:`helmflow.clients.preload_sdks`), not on the I/O loop
+    sdk_modules: tuple[str, ...] = ()
 
     def credential_name(self) -> str | None:
         """Where the key comes from, by name only: ``$VAR`` or ``secret:<block>``."""

@@ -47,6 +47,8 @@ class OpenAIClient(Client):
     #: the chat field for the output budget (OpenAI's current name; compatible servers know max_tokens)
     max_tokens_field = "max_completion_tokens"
 
+    sdk_modules = ("httpx2", "openai")
+
     def __init__(self, deployment: Deployment, media: MediaStore | None = None):
         super().__init__(deployment, media)
         self.options = self.validated_options(OpenAIOptions)

@@ -135,6 +135,9 @@ def run_board(request: RunRequest) -> int:
     from helmflow.stopping import install_signal_handlers, start_temporary_server
 
     server = start_temporary_server()  # starts up on the other core while this process imports the flow
+    from helmflow.clients import preload_sdks
+
+    preload_sdks(r.deployment for r in plan.runs)  # while this thread waits for the server
     from helmflow.flows.evaluate import PartialRelease, evaluate, task_runner
     from helmflow.progress import RichReporter, quiet_reported_failures, set_reporter
 
