@@ -35,6 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from helmflow.testing import prefect_server  # noqa: E402
 from helmflow.testing.devserver import DevServerHandle, start_dev_server  # noqa: E402
 
 HELM_VENV = REPO / ".bench" / "helm-venv"
@@ -78,7 +79,13 @@ def helmflow_runs(server: DevServerHandle, workload: str, concurrency: int, work
             "--max-instances", str(n), "--storage", str(work / "store")]
     passes = {"cold": timed(server, base, env, REPO), "warm": timed(server, base, env, REPO),
               "warm through Prefect": timed(server, base + ["--force-flow"], env, REPO)}
-    return passes, du(work / "store")
+    stored = du(work / "store")
+    # the same cold run against a long-lived Prefect server (production's topology): no temporary
+    # server to start, so this is helmflow's cost and the flow's API traffic alone
+    with prefect_server.running(work / "prefect-home") as api_url:
+        fresh = [*base[:-1], str(work / "store-server")]
+        passes["cold, running server"] = timed(server, fresh, dict(env, PREFECT_API_URL=api_url), REPO)
+    return passes, stored
 
 
 # --------------------------------------------------------------------------- HELM
@@ -117,6 +124,7 @@ def helm_runs(server: DevServerHandle, workload: str, concurrency: int, work: Pa
 # --------------------------------------------------------------------------- main
 ROWS = [  # (label, helmflow pass, HELM pass, goal index)
     ("cold", "cold", "cold", 0),
+    ("cold, helmflow against a running `prefect server start`", "cold, running server", "cold", 0),
     ("warm (all cached)", "warm", "warm", 1),
     ("warm through Prefect / HELM's cache", "warm through Prefect", "warm", None),
     ("warm, both skip the finished run", "warm", "skip completed", None),

@@ -18,12 +18,15 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from helmflow.testing.prefect_server import start as spawn_prefect_server
+from helmflow.testing.prefect_server import stop as stop_process
+from helmflow.testing.prefect_server import wait_http
 
 REPO = Path(__file__).resolve().parent.parent
 pytest_plugins = ["tests.devserver_fixture"]
@@ -59,22 +62,6 @@ os.environ.pop("HELMFLOW_PLUGINS", None)
 PG_URL = os.environ.get("HELMFLOW_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
-def wait_http(url: str, timeout: float, proc: subprocess.Popen | None = None) -> None:
-    import httpx
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"process for {url} exited with {proc.returncode}")
-        try:
-            if httpx.get(url, timeout=2).status_code < 500:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    raise TimeoutError(f"{url} did not answer within {timeout:.0f} s")
-
-
 async def _pg(sql: str) -> None:
     import asyncpg
 
@@ -102,31 +89,8 @@ def pg_async_url(database: str) -> str:
 
 
 def start_prefect_server(port: int, home: Path, database: str | None, log: Path) -> subprocess.Popen:
-    env = dict(os.environ, PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false")
-    env.pop("PREFECT_API_URL", None)
-    # the UI's API URL comes from settings, not from --port (it would otherwise call :4200)
-    env["PREFECT_SERVER_UI_API_URL"] = f"http://127.0.0.1:{port}/api"
-    if database:
-        env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = pg_async_url(database)
-    return subprocess.Popen(
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-def stop_process(proc: subprocess.Popen, timeout: float = 15) -> None:
-    if proc.poll() is None:
-        import signal
-
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    """``prefect server start`` on the throwaway PostgreSQL ``database`` (SQLite under ``home`` if None)."""
+    return spawn_prefect_server(port, home, pg_async_url(database) if database else None, log)
 
 
 @pytest.fixture(scope="session")
