@@ -40,8 +40,13 @@ def temporary_server(server: TemporaryServer | None = None) -> Iterator[None]:
     from prefect.settings import (
         PREFECT_API_URL,
         PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+        get_current_settings,
         temporary_settings,
     )
+
+    if server is not None and get_current_settings().api.url:  # a profile names a server: use it
+        server.stop()
+        server = None
 
     with temporary_settings(set_defaults={STARTUP_SETTING: STARTUP_TIMEOUT_S}):
         timeout = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()

@@ -177,18 +177,20 @@ class TemporaryServer:
         atexit.register(self.stop)
 
     def _spawn(self) -> subprocess.Popen:
+        import importlib.util
         import socket
-
-        import prefect
-        from prefect.settings import get_current_settings
+        from pathlib import Path
 
         with socket.socket() as sock:  # a free port (uvicorn exits 3 if someone takes it first: respawned)
             sock.bind(("127.0.0.1", 0))
             self.port = sock.getsockname()[1]
-        env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
-               **get_current_settings().to_environment_variables(exclude_unset=True)}
+        # Prefect is not imported here (seconds: the child imports it anyway, at the same time). Its
+        # settings reach the child as they reach this process: environment, profile and prefect.toml.
+        spec = importlib.util.find_spec("prefect")
+        site = Path(spec.origin).parent.parent if spec and spec.origin else Path(sys.prefix)
+        env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
         return subprocess.Popen(  # noqa: PLW1509 - preexec_fn only calls prctl
-            [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
+            [sys.executable, "-m", "uvicorn", "--app-dir", str(site), "--factory",
              "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(self.port),
              "--log-level", "error", "--lifespan", "on"],
             env=env, start_new_session=True, preexec_fn=_die_with_parent,
@@ -235,10 +237,10 @@ def terminate(proc: subprocess.Popen, grace_s: float) -> None:
 
 
 def start_temporary_server() -> TemporaryServer | None:
-    """Spawn Prefect's temporary server now, guarded, when no API is configured (``None`` when one
-    is, or off Linux, where Prefect starts its own on first use)."""
-    from prefect.settings import get_current_settings
-
-    if get_current_settings().api.url or not sys.platform.startswith("linux"):
+    """Spawn Prefect's temporary server now, guarded, unless ``$PREFECT_API_URL`` names a server
+    (``None`` then, and off Linux, where Prefect starts its own on first use). An API URL set in a
+    Prefect profile or prefect.toml is only known once Prefect is imported:
+    :func:`helmflow.prefect_runtime.temporary_server` then stops this one unused."""
+    if os.environ.get("PREFECT_API_URL") or not sys.platform.startswith("linux"):
         return None
     return TemporaryServer()

@@ -44,14 +44,38 @@ def test_a_server_that_does_not_start_is_one_error():
 
 
 def test_a_server_that_exits_before_answering_is_one_error():
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
     class Exited:  # what helmflow.stopping.TemporaryServer.wait raises when the server process died
         def wait(self, timeout_s: float) -> str:
             raise ChildProcessError("exited with code 1")
 
-    with pytest.raises(PrefectUnavailable, match=r"^Prefect's temporary server exited with code 1 before answering "
-                                                 r".*`prefect server start` and export PREFECT_API_URL$"), \
+    with temporary_settings(restore_defaults={PREFECT_API_URL}), \
+            pytest.raises(PrefectUnavailable, match=r"^Prefect's temporary server exited with code 1 before answering "
+                                                    r".*`prefect server start` and export PREFECT_API_URL$"), \
             temporary_server(Exited()):  # type: ignore[arg-type]
         pytest.fail("the block must not run without a server")
+
+
+def test_a_server_named_in_a_profile_is_used_and_the_early_temporary_one_stopped():
+    """The CLI spawns the temporary server before Prefect is imported, seeing only $PREFECT_API_URL;
+    a URL set in a profile or prefect.toml shows once Prefect reads its settings."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    class Spawned:
+        stopped = False
+
+        def wait(self, timeout_s: float) -> str:
+            pytest.fail("a configured server must not wait for the temporary one")
+
+        def stop(self) -> None:
+            self.stopped = True
+
+    spawned = Spawned()
+    with temporary_settings(updates={PREFECT_API_URL: "http://127.0.0.1:9/api"}), \
+            temporary_server(spawned):  # type: ignore[arg-type]
+        assert PREFECT_API_URL.value() == "http://127.0.0.1:9/api"
+    assert spawned.stopped
 
 
 def _temporary_server_env(home: Path, **extra: str) -> dict[str, str]:

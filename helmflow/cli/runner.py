@@ -13,11 +13,14 @@ import argparse
 import os
 import sys
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from helmflow.cli.options import UsageError
+
+if TYPE_CHECKING:
+    from helmflow.stopping import TemporaryServer
 
 EXIT_PARTIAL = 1
 
@@ -66,12 +69,29 @@ def unverified_lines(plan) -> list[str]:
     return [f"{s.label}: {name}: {why}" for s in plan.scenarios for name, why in s.unverified.items()]
 
 
+def _start_prefect_early(verbose: bool) -> TemporaryServer | None:
+    """Spawn Prefect's temporary server before planning, on a guess that a flow will run.
+
+    Its start-up (importing Prefect's server app: about 5 s on an idle 2-core machine, far more on a
+    busy one) then overlaps this process's imports, planning and data checks on the other core. When
+    the board turns out to be published already, or the input is bad, the server is stopped at exit
+    having served nothing; a server costs nothing to the run then but a fork.
+    """
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    if not verbose:
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    from helmflow.stopping import start_temporary_server
+
+    return start_temporary_server()
+
+
 def run_board(request: RunRequest) -> int:
     """Plan once; a dry run prints the estimate; else check credentials and storage, run the flow here."""
     from helmflow.board import PLAN_PARAMETERS, hand_over, prepare, with_prompts, with_variant
 
     if request.judges and request.no_judge:
         raise UsageError("--judge and --no-judge exclude each other")
+    server = None if request.dry_run else _start_prefect_early(request.verbose)
     board = with_variant(request.board, request.variant) if request.variant else request.board
     if request.prompts:
         board = with_prompts(board, request.prompts)
@@ -128,18 +148,13 @@ def run_board(request: RunRequest) -> int:
             console.print("no Prefect flow run was started: every run and this release are already published "
                           "(--force-flow starts one)", soft_wrap=True)
             return 0
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    if not request.verbose:
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     started = time.perf_counter()
-    from helmflow.stopping import install_signal_handlers, start_temporary_server
-
-    server = start_temporary_server()  # starts up on the other core while this process imports the flow
     from helmflow.clients import preload_sdks
 
     preload_sdks(r.deployment for r in plan.runs)  # while this thread waits for the server
     from helmflow.flows.evaluate import PartialRelease, evaluate, task_runner
     from helmflow.progress import RichReporter, quiet_reported_failures, set_reporter
+    from helmflow.stopping import install_signal_handlers
 
     if not request.verbose:
         quiet_reported_failures()
