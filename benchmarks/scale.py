@@ -2,6 +2,7 @@
 
     python benchmarks/scale.py [--runs 50,500,2000] [--max-instances 5] [--deployments-min 25]
     python benchmarks/scale.py --requests 10000,100000 [--deployments 4]
+    python benchmarks/scale.py --runs 100 --passes cold --baseline /path/to/other/venv/bin/python [--rounds 3]
 
 Each size is a board of D offline deployments × S of the demo scenarios (D ≥ 25, S ≤ 8, D × S =
 runs; generated models file, fresh storage), run through the real CLI three times:
@@ -11,6 +12,12 @@ runs; generated models file, fresh storage), run through the real CLI three time
 Printed per size and pass: seconds, seconds per run, and peak RSS of the `helmflow run` process
 (``wait4``'s ru_maxrss: the CLI process, not Prefect's temporary server, which is its own child).
 At --max-instances 5 almost all of it is overhead per run.
+
+--baseline: the same boards also through another interpreter whose ``helmflow`` is the code to compare
+against (e.g. a venv with an editable install of a ``git worktree`` at an older commit), each with its
+own storage, the two alternating pass by pass (``--rounds`` times, fresh storage each round, the order
+swapped every round), so both see the same machine load. Printed per row: which code ran; at the end,
+per size and pass, the median seconds per run of each and their ratio.
 
 --requests: each size is a board of --deployments offline deployments × the demo's three
 synthetic-reasoning modes (HELM's 10,000-instance evaluation pool per mode) at the --max-instances
@@ -26,13 +33,13 @@ import math
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
 BEHAVIOURS = [("solver", "{behavior: solver, accuracy: 1.0}"), ("solver", "{behavior: solver, accuracy: 0.7}"),
               ("echo", "{behavior: echo}"), ("first-option", "{behavior: first_option}")]
 
@@ -74,17 +81,21 @@ def _guard(pid: int, limit_mb: float) -> None:
         time.sleep(1)
 
 
-def timed(args: list[str], env: dict[str, str]) -> tuple[float, float, int, str]:
-    """(seconds, peak RSS in MB of the process, exit code, the output's tail)."""
+def timed(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, float, int, str]:
+    """(seconds, CPU seconds, peak RSS in MB of the process, exit code, the output's tail). CPU: user +
+    system time of the process and the children it waited for (the temporary Prefect server), which
+    other helpers' load inflates less than wall time. ``cwd`` is the board's
+    work folder, never a checkout: ``python -m`` puts the current folder first on the import path."""
     import threading
 
     started = time.perf_counter()
-    proc = subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(args, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     threading.Thread(target=_guard, args=(proc.pid, MAX_RSS_MB), daemon=True).start()
     out = proc.stdout.read() if proc.stdout else ""
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return time.perf_counter() - started, usage.ru_maxrss / 1024, proc.returncode, out[-2000:]
+    cpu = usage.ru_utime + usage.ru_stime
+    return time.perf_counter() - started, cpu, usage.ru_maxrss / 1024, proc.returncode, out[-2000:]
 
 
 def main() -> int:
@@ -96,6 +107,8 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the storage roots (printed)")
     ap.add_argument("--requests", default="", help="comma-separated board sizes in requests (instead of --runs)")
     ap.add_argument("--deployments", type=int, default=4, help="deployments of a --requests board")
+    ap.add_argument("--baseline", default="", help="another Python whose helmflow to run side by side (--runs)")
+    ap.add_argument("--rounds", type=int, default=1, help="with --baseline: how many times to alternate the two")
     opts = ap.parse_args()
     if opts.requests:
         return requests_mode(opts)
@@ -103,31 +116,56 @@ def main() -> int:
     from helmflow.board import load_board
 
     scenarios = [s.label for s in load_board("demo").scenarios]
-    env = header("| runs | deployments × scenarios | pass | seconds | s/run | peak RSS MB | exit |")
+    codes = [("this", sys.executable)] + ([("baseline", opts.baseline)] if opts.baseline else [])
+    env = header("| runs | deployments × scenarios | pass | code | seconds | s/run | CPU s/run | peak RSS MB | exit |")
     passes = [p for p in ("cold", "warm", "skip") if p in opts.passes.split(",") or p == "cold"]
+    per_run: dict[tuple[int, str, str], list[tuple[float, float]]] = {}
     for runs in [int(r) for r in opts.runs.split(",")]:
         n_dep, n_scen = shape(runs, opts.deployments_min, len(scenarios))
-        work = Path(tempfile.mkdtemp(prefix=f"helmflow-scale-{runs}-"))
-        names = models_file(work / "models.yaml", n_dep)
-        base = demo_command(work, names, scenarios[:n_scen], opts.max_instances)
-        for name in passes:
-            args = base + (["--force-flow"] if name == "warm" else [])
-            seconds, rss, code, tail = timed(args, env)
-            print(f"| {n_dep * n_scen} | {n_dep} × {n_scen} | {name} | {seconds:.1f} | {seconds / (n_dep * n_scen):.3f} "
-                  f"| {rss:.0f} | {code} |", flush=True)
-            if code != 0:
-                print(tail, file=sys.stderr)
-        clean_up(work, opts.keep)
+        for round_ in range(opts.rounds if opts.baseline else 1):
+            order = codes[::-1] if round_ % 2 == 0 else codes  # the baseline first in even rounds
+            works = {label: Path(tempfile.mkdtemp(prefix=f"helmflow-scale-{runs}-{label}-")) for label, _ in order}
+            for name in passes:
+                for label, python in order:
+                    names = models_file(works[label] / "models.yaml", n_dep)
+                    args = demo_command(works[label], names, scenarios[:n_scen], opts.max_instances, python)
+                    seconds, cpu, rss, code, tail = timed(args + (["--force-flow"] if name == "warm" else []), env,
+                                                          works[label])
+                    per_run.setdefault((runs, name, label), []).append((seconds / runs, cpu / runs))
+                    print(f"| {n_dep * n_scen} | {n_dep} × {n_scen} | {name} | {label} | {seconds:.1f} "
+                          f"| {seconds / (n_dep * n_scen):.3f} | {cpu / (n_dep * n_scen):.3f} | {rss:.0f} | {code} |",
+                          flush=True)
+                    if code != 0:
+                        print(tail, file=sys.stderr)
+            for work in works.values():
+                clean_up(work, opts.keep)
+    if opts.baseline:
+        print_ratios(per_run)
     return 0
+
+
+def print_ratios(per_run: dict[tuple[int, str, str], list[tuple[float, float]]]) -> None:
+    """Median wall and CPU seconds per run of this code and the baseline, and this / baseline, per size and pass."""
+    load = os.getloadavg()
+    print(f"\n# medians, load average now {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print("| runs | pass | s/run this | baseline | this / baseline | CPU s/run this | baseline | this / baseline |")
+    print("|---|---|---|---|---|---|---|---|")
+    for runs, name in sorted({(r, n) for r, n, _ in per_run}):
+        this, base = per_run[(runs, name, "this")], per_run[(runs, name, "baseline")]
+        wall = statistics.median(w for w, _ in this), statistics.median(w for w, _ in base)
+        cpu = statistics.median(c for _, c in this), statistics.median(c for _, c in base)
+        print(f"| {runs} | {name} | {wall[0]:.3f} | {wall[1]:.3f} | {wall[0] / wall[1]:.2f} "
+              f"| {cpu[0]:.3f} | {cpu[1]:.3f} | {cpu[0] / cpu[1]:.2f} |", flush=True)
 
 
 SR_MODES = ["sr-pattern-match", "sr-variable-substitution", "sr-induction"]
 SR_POOL = 10_000  # valid + test instances per synthetic-reasoning mode
 
 
-def demo_command(work: Path, names: list[str], scenarios: list[str], max_instances: int) -> list[str]:
+def demo_command(work: Path, names: list[str], scenarios: list[str], max_instances: int,
+                 python: str = sys.executable) -> list[str]:
     """`helmflow run demo` over the generated deployments in ``work``, with its storage there too."""
-    return [sys.executable, "-m", "helmflow.cli", "run", "demo", "--models-file", str(work / "models.yaml"),
+    return [python, "-m", "helmflow.cli", "run", "demo", "--models-file", str(work / "models.yaml"),
             "--models", ",".join(names), "--scenarios", ",".join(scenarios),
             "--max-instances", str(max_instances), "--storage", str(work / "store")]
 
@@ -161,7 +199,7 @@ def requests_mode(opts: argparse.Namespace) -> int:
         names = models_file(work / "models.yaml", opts.deployments)
         base = demo_command(work, names, SR_MODES, per_run)
         for name in ("cold", "warm"):
-            seconds, rss, code, tail = timed(base + (["--force-flow"] if name == "warm" else []), env)
+            seconds, _, rss, code, tail = timed(base + (["--force-flow"] if name == "warm" else []), env, work)
             print(f"| {total} | {opts.deployments} × {len(SR_MODES)} × {per_run} | {name} | {seconds:.1f} "
                   f"| {seconds / total * 1000:.2f} | {rss:.0f} | {code} |", flush=True)
             if code != 0:
