@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+import time
 import uuid
 from typing import Any, Literal
 
 import anyio.to_thread
 from prefect.filesystems import WritableFileSystem
 from prefect.serializers import Serializer
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from helmflow import layout, outcomes
 from helmflow.storage import Store
@@ -100,6 +102,11 @@ def decode_record(content: bytes) -> BaseModel:
         raise UntrustedResult(f"result does not validate ({type(exc).__name__})") from None
 
 
+# A record checked this long ago is not read and checked again by the same thread (Prefect's exists-then-read).
+REREAD_S = 1.0
+_last_read = threading.local()
+
+
 class StaleResult(FileNotFoundError):
     """A cached outcome whose files are gone: Prefect's cache lookup sees no record, so the task reruns."""
 
@@ -116,11 +123,27 @@ class OutcomeStorage(WritableFileSystem):
     _description = "helmflow task results as JSON under <root>/prefect-results; refuses any other record"
 
     root: str
+    _root_store: Store | None = PrivateAttr(default=None)
 
     def _store(self) -> Store:
-        return Store(self.root)
+        """One :class:`Store` per block: every cached task run of a board reads through it."""
+        if self._root_store is None:
+            self._root_store = Store(self.root)
+        return self._root_store
 
     def read_path(self, path: str, _sync: bool | None = None) -> bytes:
+        """The record at ``path``, checked (see the class). Prefect reads a record twice for one cache
+        hit (``ResultStore.exists`` reads the whole record, then ``ResultStore.read`` reads it again), so
+        the same thread reading the same path again within :data:`REREAD_S` gets the bytes it just checked."""
+        last = getattr(_last_read, "record", None)
+        _last_read.record = None
+        if last is not None and last[0] == (self.root, path) and time.monotonic() - last[2] < REREAD_S:
+            return last[1]
+        content = self._checked_record(path)
+        _last_read.record = ((self.root, path), content, time.monotonic())
+        return content
+
+    def _checked_record(self, path: str) -> bytes:
         store = self._store()
         key = layout.result(path)
         content = store.read_bytes(key)
@@ -146,6 +169,7 @@ class OutcomeStorage(WritableFileSystem):
         return await anyio.to_thread.run_sync(self.read_path, path)
 
     def write_path(self, path: str, content: bytes, _sync: bool | None = None) -> str:
+        _last_read.record = None
         return self._store().write_bytes(layout.result(path), content)
 
     async def awrite_path(self, path: str, content: bytes) -> str:
