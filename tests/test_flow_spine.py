@@ -63,6 +63,11 @@ def test_warm_rerun_is_all_cached_and_writes_nothing(prefect_server, tmp_path):
     with get_client(sync_client=True) as client:  # one flow per board: the deployment's flow is named "demo" too
         run = client.read_flow_run(flow_run_id)
         assert client.read_flow(run.flow_id).name == "demo" and run.name.startswith("demo 20"), run.name
+    names = {tr.id: tr.name for tr in task_runs}
+    for tr in task_runs:  # the graph's edges: each run hangs off its scenario's prepare task run
+        if tr.name.startswith("run "):
+            scenario = tr.name.removeprefix("run ").split(" x ")[0]
+            assert {names[i.id] for i in tr.task_inputs["prepared"]} == {f"prepare {scenario}"}, tr.task_inputs
     assert {tr.state.name for tr in task_runs} == {"Cached"}, sorted((tr.name, tr.state.name) for tr in task_runs)
     assert _counts(store) == counts
     assert _mtimes(root, "runs") == runs_before

@@ -130,3 +130,31 @@ def test_planted_payload_at_every_key_the_next_run_reads_runs_nothing_and_recomp
     while len(task_runs := task_runs_of(flow_run_id)) < 6 and time.monotonic() < deadline:
         time.sleep(0.5)
     assert {tr.state.name for tr in task_runs} == {"Cached"}, sorted((tr.name, tr.state.name) for tr in task_runs)
+
+
+def test_a_cache_hit_reads_and_checks_its_record_once(tmp_path, monkeypatch):
+    """Prefect's cache lookup reads a record whole twice (``exists``, then ``read``): the block reads
+    and checks it once per lookup, and a later lookup reads storage again."""
+    from prefect._internal.result_records import ResultRecord, ResultRecordMetadata
+    from prefect.results import ResultStore
+
+    from helmflow.outcomes import FailedCell
+    from helmflow.tasks import results as results_module
+    from helmflow.tasks.results import OutcomeJSON, OutcomeStorage
+
+    cell = FailedCell(run_id="r", scenario="s", deployment="d", error="e")
+    block = OutcomeStorage(root=str(tmp_path))
+    block.write_path("k1", ResultRecord(metadata=ResultRecordMetadata(storage_key="k1", serializer=OutcomeJSON()),
+                                        result=cell).serialize())
+    results = ResultStore(result_storage=block, serializer=OutcomeJSON(), cache_result_in_memory=False)
+    reads: list[str] = []
+    read_bytes = Store.read_bytes
+    monkeypatch.setattr(Store, "read_bytes", lambda self, key: reads.append(key) or read_bytes(self, key))
+
+    assert results.exists("k1") and results.read("k1").result == cell
+    assert reads == ["prefect-results/k1"]
+    assert results.exists("k1") and len(reads) == 2  # the next lookup reads again
+
+    monkeypatch.setattr(results_module, "REREAD_S", 0.0)  # a record checked long ago is read and checked again
+    assert results.exists("k1") and results.read("k1").result == cell
+    assert len(reads) == 4
