@@ -1,4 +1,4 @@
-"""A run's rows a chunk of instances at a time: scoring holds one chunk as objects, never the run.
+"""A run's rows a chunk at a time: querying and scoring hold one chunk as objects, never the run.
 
 A run's requests file lists its instances in sampled order, each instance's requests together, or
 one block per trial. :func:`instance_chunks` cuts the rows into chunks of whole instances (in order
@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from helmflow.storage import Store
 
-CHUNK_INSTANCES = 1000  # instances scored at once (the row groups of the files are 1,000 rows too)
+CHUNK_INSTANCES = 1000  # prompts built, requests sent, instances scored at once (row groups are 1,000 rows too)
 
 
 def instance_chunks(instance_ids: pa.Array | pa.ChunkedArray, size: int = CHUNK_INSTANCES) -> Iterator[np.ndarray]:
@@ -34,13 +34,12 @@ def instance_chunks(instance_ids: pa.Array | pa.ChunkedArray, size: int = CHUNK_
 
 
 class Rows:
-    """Parquet files with the same rows (a run's requests and completions), read by row numbers."""
+    """Parquet files with the same rows (a run's requests and completions), read by row numbers
+    through the row groups that hold them (each file cut into row groups its own way)."""
 
     def __init__(self, store: Store, *keys: str):
         self._stack = ExitStack()
         self.files = [pq.ParquetFile(self._stack.enter_context(store.open(k))) for k in keys]
-        counts = [self.files[0].metadata.row_group(g).num_rows for g in range(self.files[0].num_row_groups)]
-        self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
     def __enter__(self) -> Rows:
         return self
@@ -50,11 +49,16 @@ class Rows:
 
     def read(self, rows: np.ndarray) -> list[pa.Table]:
         """Rows ``rows`` (ascending) of each file, in that order."""
-        if not len(rows):
-            return [f.schema_arrow.empty_table() for f in self.files]
-        groups = np.unique(np.searchsorted(self._starts, rows, side="right") - 1)
-        sizes = self._starts[groups + 1] - self._starts[groups]
-        offset = np.concatenate([[0], np.cumsum(sizes)[:-1]])  # where each group starts in what is read
-        group_of = np.searchsorted(groups, np.searchsorted(self._starts, rows, side="right") - 1)
-        local = pa.array(rows - self._starts[groups][group_of] + offset[group_of])
-        return [f.read_row_groups(groups.tolist()).take(local) for f in self.files]
+        return [_read_rows(f, rows) for f in self.files]
+
+
+def _read_rows(f: pq.ParquetFile, rows: np.ndarray) -> pa.Table:
+    if not len(rows):
+        return f.schema_arrow.empty_table()
+    counts = [f.metadata.row_group(g).num_rows for g in range(f.num_row_groups)]
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    group_of_row = np.searchsorted(starts, rows, side="right") - 1
+    groups = np.unique(group_of_row)
+    offset = np.concatenate([[0], np.cumsum(starts[groups + 1] - starts[groups])[:-1]])  # where each starts in what is read
+    where = np.searchsorted(groups, group_of_row)
+    return f.read_row_groups(groups.tolist()).take(pa.array(rows - starts[group_of_row] + offset[where]))

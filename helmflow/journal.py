@@ -30,7 +30,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TextIO, TypeVar
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
@@ -119,6 +121,10 @@ def spool_error(where: Path, why: str) -> SpoolFull:
 SPOOL_BYTES_PER_TOKEN = 64
 SPOOL_BYTES_PER_LINE = 4096
 
+#: spooled answers moved to storage at once, at most (also every ``flush_interval_s``): what a
+#: journal holds as objects, whatever the number of requests
+FLUSH_EVERY = 5000
+
 _open_journals: weakref.WeakSet[Journal] = weakref.WeakSet()
 
 
@@ -145,12 +151,12 @@ class Journal:
     """
 
     def __init__(
-        self, store: Store, deployment: str, flush_every: int = 5000, flush_interval_s: float = 5.0
+        self, store: Store, deployment: str, flush_every: int | None = None, flush_interval_s: float = 5.0
     ):
         self.store = store
         self.deployment = deployment
         self.prefix = layout.journal_dir(deployment)
-        self.flush_every = flush_every
+        self.flush_every = flush_every or FLUSH_EVERY
         self.flush_interval_s = flush_interval_s
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
@@ -195,7 +201,26 @@ class Journal:
 
     # ------------------------------------------------------------------ reading
     def lookup(self, hashes: set[str]) -> dict[str, Completion]:
-        """Journaled completions for the given request hashes (latest wins on duplicates).
+        """Journaled completions for the given request hashes (latest wins on duplicates)."""
+        found: dict[str, Completion] = {}
+        for part in self._parts(lambda key: self._read_part(key, hashes), hashes):
+            found.update(part)
+        return found
+
+    def lookup_table(self, hashes: set[str]) -> pa.Table:
+        """:meth:`lookup` as a :data:`COMPLETION_SCHEMA` table, one row per hash: a run's reused
+        responses held as Arrow columns, not objects, while its requests are sent a chunk at a time."""
+        def read(key: str) -> pa.Table:
+            return pa.Table.from_pylist([c.model_dump() for c in self._read_part(key, hashes).values()],
+                                        schema=COMPLETION_SCHEMA)
+
+        table = pa.concat_tables([COMPLETION_SCHEMA.empty_table(), *self._parts(read, hashes)])
+        latest_first = table.take(pa.array(np.arange(table.num_rows - 1, -1, -1, dtype=np.int64)))
+        keys = latest_first["request_hash"]
+        return latest_first.take(pc.index_in(pc.unique(keys), value_set=keys))
+
+    def _parts(self, read: Callable[[str], R], hashes: set[str]) -> list[R]:
+        """``read`` of every part in the partitions of ``hashes``, in key order.
 
         A concurrent compaction may delete a part between listing and reading; its rows are then in
         the merged part, so the listing is simply taken again. A corrupt part is quarantined and
@@ -205,16 +230,11 @@ class Journal:
         for attempt in range(5):
             keys = [k for k in self.store.find(self.prefix) if k.endswith(".parquet") and k.split("/")[-2] in prefixes]
             try:
-                parts = _parallel(lambda key: self._read_part(key, hashes), keys)
+                return _parallel(read, keys)
             except FileNotFoundError:
                 if attempt == 4:
                     raise
-                continue
-            found: dict[str, Completion] = {}
-            for part in parts:
-                found.update(part)
-            return found
-        return {}
+        return []
 
     def _read_part(self, key: str, hashes: set[str] | None = None) -> dict[str, Completion]:
         """A part's completions (see :func:`parse_part`); a corrupt part is quarantined and reads as empty."""

@@ -20,9 +20,10 @@ from typing import Any, Literal
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 import helmflow
-from helmflow import layout, versions
+from helmflow import chunks, layout, versions
 from helmflow.adapters import adapt
 from helmflow.board import BoardPlan, RunPlan, ScenarioPlan
 from helmflow.chunks import Rows, instance_chunks
@@ -38,7 +39,7 @@ from helmflow.outcomes import (
     ScenarioData,
     ScoreOutcome,
 )
-from helmflow.query import BoardRun, QueryFailed, run_queries
+from helmflow.query import BoardRun, QueryFailed, Sending
 from helmflow.records import (
     ANNOTATION_SCHEMA,
     COMPLETION_SCHEMA,
@@ -153,32 +154,62 @@ def query_pair(
     store: Store, plan: RunPlan, prompt_set: PromptSet, progress: Callable[[int], None] | None = None,
     shared: BoardRun | None = None,
 ) -> QueryOutcome:
-    prompts = [prompt_from_row(r) for r in store.read_parquet(prompt_set.prompts_key).to_pylist()]
-    requests = build_requests(prompts, plan.scenario.adapter, plan.deployment, store)
-    result = run_queries(store, plan.deployment, requests, progress, shared)
+    """Build the pair's requests a chunk of prompts at a time into the requests file, then send them a
+    chunk of requests at a time (:data:`helmflow.chunks.CHUNK_INSTANCES` each), writing each chunk's
+    completions as it comes back: a run holds one chunk as objects, never all of them. The journal
+    is read once and the spool's room checked once for the whole pair (:class:`Sending`)."""
     base = layout.query_dir(plan.query_key)
+    requests_key, completions_key = f"{base}/requests.parquet", f"{base}/completions.parquet"
     meta = parquet_meta(query_key=plan.query_key, deployment=plan.deployment.name, model_version=plan.model_version)
-    store.write_parquet(f"{base}/requests.parquet", to_table([request_to_row(r) for r in requests], REQUEST_SCHEMA), meta,
-                        row_group_size=RUN_ROW_GROUP_ROWS)
-    store.write_parquet(f"{base}/completions.parquet", models_to_table(result.completions, COMPLETION_SCHEMA), meta,
-                        row_group_size=RUN_ROW_GROUP_ROWS)
+    hashes, max_tokens = write_requests(store, plan, prompt_set, requests_key, meta)
+    sending = Sending(store, plan.deployment, hashes, max_tokens, progress, shared)
+    try:
+        with (store.open(requests_key) as fh, store.writing(completions_key) as out,
+              parquet_writer(out, COMPLETION_SCHEMA, meta) as writer):
+            for batch in pq.ParquetFile(fh).iter_batches(batch_size=chunks.CHUNK_INSTANCES):
+                completions = sending.send([request_from_row(r) for r in batch.to_pylist()])
+                writer.write_table(models_to_table(completions, COMPLETION_SCHEMA), row_group_size=RUN_ROW_GROUP_ROWS)
+            if not len(hashes):
+                writer.write_table(COMPLETION_SCHEMA.empty_table())
+    finally:
+        sending.close()
+    result = sending.result
     where = f"{plan.scenario.label} x {plan.deployment.name}"
     if result.permanent_error:
         raise QueryFailed(f"{where}: {result.permanent_error}")
-    if requests and result.errors / len(requests) > plan.deployment.max_error_rate:
+    if len(hashes) and result.errors / len(hashes) > plan.deployment.max_error_rate:
         raise QueryFailed(
-            f"{where}: {result.errors} of {len(requests)} requests failed (max_error_rate "
+            f"{where}: {result.errors} of {len(hashes)} requests failed (max_error_rate "
             f"{plan.deployment.max_error_rate:g}); first errors: {'; '.join(result.error_messages[:3])}"
         )
     return QueryOutcome(
         query_key=plan.query_key,
-        requests_key=f"{base}/requests.parquet",
-        completions_key=f"{base}/completions.parquet",
-        num_requests=len(requests),
+        requests_key=requests_key,
+        completions_key=completions_key,
+        num_requests=len(hashes),
         sent=result.sent,
         reused=result.reused,
         errors=result.errors,
     )
+
+
+def write_requests(store: Store, plan: RunPlan, prompt_set: PromptSet, key: str,
+                   meta: dict[str, str]) -> tuple[pa.ChunkedArray, np.ndarray]:
+    """The pair's requests file, built a chunk of prompts at a time; its request hashes and max tokens."""
+    hashes: list[pa.Array] = []
+    max_tokens: list[np.ndarray] = []
+    with (store.open(prompt_set.prompts_key) as fh, store.writing(key) as out,
+          parquet_writer(out, REQUEST_SCHEMA, meta) as writer):
+        for batch in pq.ParquetFile(fh).iter_batches(batch_size=chunks.CHUNK_INSTANCES):
+            prompts = [prompt_from_row(r) for r in batch.to_pylist()]
+            requests = build_requests(prompts, plan.scenario.adapter, plan.deployment, store)
+            writer.write_table(to_table([request_to_row(r) for r in requests], REQUEST_SCHEMA),
+                               row_group_size=RUN_ROW_GROUP_ROWS)
+            hashes.append(pa.array([r.request_hash for r in requests], pa.string()))
+            max_tokens.append(np.array([r.body.max_tokens for r in requests], np.int64))
+        if not hashes:
+            writer.write_table(REQUEST_SCHEMA.empty_table())
+    return pa.chunked_array(hashes, pa.string()), np.concatenate([np.zeros(0, np.int64), *max_tokens])
 
 
 # --------------------------------------------------------------------------- score

@@ -12,12 +12,16 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import dataclasses
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from helmflow.aio import limiter_for, run_io
@@ -33,7 +37,7 @@ from helmflow.clients.base import (
     Unreachable,
 )
 from helmflow.journal import Journal, SpoolFull
-from helmflow.records import Completion, Deployment, Request
+from helmflow.records import COMPLETION_SCHEMA, Completion, Deployment, Request
 from helmflow.request_builder import cost_usd, prompt_text
 from helmflow.stopping import InFlight, stop_requested
 from helmflow.storage import Store
@@ -299,12 +303,91 @@ def client_for(deployment: Deployment, store: Store) -> Client:
     return _clients[key]
 
 
-def _not_sent(requests: list[Request], error: str) -> QueryResult:
-    """Nothing sent: every request is an error, and ``error`` stops the pair."""
+def _not_sent(requests: list[Request], error: str) -> list[Completion]:
+    """Nothing sent: every request is an error."""
     now = datetime.now(UTC).isoformat()
-    completions = [Completion(request_hash=r.request_hash, instance_id=r.instance_id, sample_index=r.sample_index,
-                              error=f"not sent: {error}", attempts=0, created_at=now) for r in requests]
-    return QueryResult(completions=completions, errors=len(requests), permanent_error=error, error_messages=[error])
+    return [Completion(request_hash=r.request_hash, instance_id=r.instance_id, sample_index=r.sample_index,
+                       error=f"not sent: {error}", attempts=0, created_at=now) for r in requests]
+
+
+class Sending:
+    """A pair's requests sent a chunk at a time through one journal (opened here, compacted at
+    :meth:`close`): what the journal holds is reused, the rest is sent, and the counts add up in
+    :attr:`result` (whose ``completions`` stay empty: each chunk's are :meth:`send`'s answer).
+
+    ``hashes`` and ``max_tokens`` describe every request of the pair, so the journal is read once
+    (its reused rows kept as an Arrow table) and the spool's room checked once, as for one batch.
+    ``shared`` is the board run's budget and stopped deployments (default: this pair's own). A
+    missing credential is a :class:`PermanentError` before anything is sent or read; an error that
+    stops everything before sending (the journal cannot write) makes every request an error.
+    """
+
+    def __init__(self, store: Store, deployment: Deployment, hashes: pa.Array | pa.ChunkedArray, max_tokens: np.ndarray,
+                 progress: Progress | None = None, shared: BoardRun | None = None):
+        self.shared = shared = shared or BoardRun()
+        client = client_for(deployment, store)
+        client.check_credentials()
+        self.result = QueryResult(completions=[])
+        self.progress = progress
+        self.journal: Journal | None = None
+        self.reusable = COMPLETION_SCHEMA.empty_table()
+        self.stopped_by = shared.everything
+        if self.stopped_by:
+            return
+        try:
+            self.journal = Journal(store, deployment.name)
+        except SpoolFull as exc:
+            self.stopped_by = shared.stop_all(f"{type(exc).__name__}: {exc}")
+            return
+        self.batch = _Batch(client, self.journal, progress, shared)
+        try:
+            self.reusable = self.journal.lookup_table(set(hashes.to_pylist()))
+            pending = ~np.asarray(pc.is_in(hashes, value_set=self.reusable["request_hash"]), bool)
+            if pending.any():
+                self.journal.check_room(int(pending.sum()), int(max_tokens[pending].max()))
+        except SpoolFull as exc:
+            self.stopped_by = shared.stop_all(f"{type(exc).__name__}: {exc}")
+        except BaseException:
+            self.close()
+            raise
+
+    def send(self, requests: list[Request]) -> list[Completion]:
+        """Completions for ``requests`` in order: journaled ones reused, the rest sent now."""
+        out = self.result
+        if self.stopped_by:
+            out.errors += len(requests)
+            out.permanent_error, out.error_messages = self.stopped_by, [self.stopped_by]
+            return _not_sent(requests, self.stopped_by)
+        hashes = pa.array([r.request_hash for r in requests], pa.string())
+        found = self.reusable.take(pc.drop_null(pc.index_in(hashes, value_set=self.reusable["request_hash"])))
+        done = {c["request_hash"]: Completion.model_validate(c) for c in found.to_pylist()}
+        pending = [r for r in requests if r.request_hash not in done]
+        if self.progress and len(requests) - len(pending):
+            self.progress(len(requests) - len(pending))
+        fresh: list[Completion] = []
+        if pending:
+            async def send() -> list[Completion]:
+                return await asyncio.gather(*(_send_one(self.batch, r) for r in pending))
+
+            fresh = run_io(send())
+        by_hash = dict(done)
+        by_hash.update({c.request_hash: c for c in fresh})
+        completions = []
+        for r in requests:  # journaled rows carry no instance context of their own run: restamp it
+            c = by_hash[r.request_hash]
+            completions.append(c.model_copy(update={"instance_id": r.instance_id, "sample_index": r.sample_index}))
+        errors = [c for c in fresh if not c.ok]
+        out.sent += len(pending)
+        out.reused += len(requests) - len(pending)
+        out.errors += len(errors)
+        out.permanent_error = self.batch.permanent_error
+        out.error_messages = sorted(set(out.error_messages) | {c.error for c in errors if c.error})[:5]
+        out.cost_usd += sum(c.cost_usd for c in fresh)
+        return completions
+
+    def close(self) -> None:
+        if self.journal is not None:
+            self.journal.close()
 
 
 def run_queries(
@@ -314,54 +397,11 @@ def run_queries(
     progress: Progress | None = None,
     shared: BoardRun | None = None,
 ) -> QueryResult:
-    """Completions for ``requests`` in order: journaled ones reused, the rest sent now.
-
-    ``shared`` is the board run's budget and stopped deployments (default: this call's own).
-    A missing credential is a :class:`PermanentError` before anything is sent or read.
-    """
-    shared = shared or BoardRun()
-    client = client_for(deployment, store)
-    client.check_credentials()
-    if shared.everything:
-        return _not_sent(requests, shared.everything)
+    """Completions for ``requests`` in order, sent as one chunk (see :class:`Sending`)."""
+    sending = Sending(store, deployment, pa.array([r.request_hash for r in requests], pa.string()),
+                      np.array([r.body.max_tokens for r in requests], np.int64), progress, shared)
     try:
-        journal = Journal(store, deployment.name)
-    except SpoolFull as exc:
-        return _not_sent(requests, shared.stop_all(f"{type(exc).__name__}: {exc}"))
-    batch: _Batch | None = None
-    try:
-        done = journal.lookup({r.request_hash for r in requests})
-        pending = [r for r in requests if r.request_hash not in done]
-        if pending:
-            try:
-                journal.check_room(len(pending), max(r.body.max_tokens for r in pending))
-            except SpoolFull as exc:
-                return _not_sent(requests, shared.stop_all(f"{type(exc).__name__}: {exc}"))
-        if progress and len(requests) - len(pending):
-            progress(len(requests) - len(pending))
-        fresh: list[Completion] = []
-        if pending:
-            async def send() -> list[Completion]:
-                nonlocal batch
-                batch = _Batch(client, journal, progress, shared)
-                return await asyncio.gather(*(_send_one(batch, r) for r in pending))
-
-            fresh = run_io(send())
+        completions = sending.send(requests)
     finally:
-        journal.close()
-    by_hash = dict(done)
-    by_hash.update({c.request_hash: c for c in fresh})
-    completions = []
-    for r in requests:  # journaled rows carry no instance context of their own run: restamp it
-        c = by_hash[r.request_hash]
-        completions.append(c.model_copy(update={"instance_id": r.instance_id, "sample_index": r.sample_index}))
-    errors = [c for c in fresh if not c.ok]
-    return QueryResult(
-        completions=completions,
-        sent=len(pending),
-        reused=len(requests) - len(pending),
-        errors=len(errors),
-        permanent_error=batch.permanent_error if batch else None,
-        error_messages=sorted({c.error for c in errors if c.error})[:5],
-        cost_usd=sum(c.cost_usd for c in fresh),
-    )
+        sending.close()
+    return dataclasses.replace(sending.result, completions=completions)

@@ -1,5 +1,5 @@
-"""A run is scored in bounded chunks (issue 22, goal 7): the files are those of scoring it at once,
-and the memory it holds does not grow with its instances."""
+"""A run is queried and scored in bounded chunks (issue 22, goal 7): the files are those of doing it
+at once, and the memory it holds does not grow with its instances."""
 
 from __future__ import annotations
 
@@ -11,20 +11,28 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from helmflow import chunks, pipeline
+from helmflow import chunks, journal, layout, pipeline
 from helmflow.board import load_board, plan_board
 from helmflow.clients import load_deployments
 from helmflow.datasets import read_instances
 from helmflow.metrics import METRICS
+from helmflow.outcomes import PromptSet
+from helmflow.query import run_queries
 from helmflow.records import (
+    COMPLETION_SCHEMA,
+    REQUEST_SCHEMA,
     STAT_SCHEMA,
     SUMMARY_SCHEMA,
     Completion,
     MetricSummary,
     Stat,
     models_to_table,
+    prompt_from_row,
     request_from_row,
+    request_to_row,
+    to_table,
 )
+from helmflow.request_builder import build_requests
 from helmflow.scoring import StatColumns, score_instances, summarize
 from helmflow.stats import counted_ci, mean_ci, pooled_ci, ratio_ci
 from helmflow.storage import Store
@@ -144,20 +152,54 @@ def test_chunks_hold_whole_instances_in_order_of_first_appearance():
     assert list(chunks.instance_chunks(pa.array([], pa.string()), 2)) == []
 
 
-def scoring_peak(tmp_path, instances: int) -> int:
-    """Bytes of Python objects held at most while scoring a run of ``instances`` (tracemalloc)."""
-    store, plan, data, query = small_run(tmp_path / str(instances), instances)
+TIMING = ("latency_s", "created_at")  # of each answer: differ between two sends of the same request
+
+
+def test_a_run_queried_in_chunks_writes_the_files_of_querying_it_at_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(pipeline, "RUN_ROW_GROUP_ROWS", 4)
+    monkeypatch.setattr(chunks, "CHUNK_INSTANCES", 5)
+    store, plan, data, query = small_run(tmp_path, 17, {"trials": 2, "num_outputs": 2, "temperature": 0.7})
+    prompts = [prompt_from_row(r) for r in store.read_parquet(pipeline.prompts_key(plan.scenario)).to_pylist()]
+    at_once = build_requests(prompts, plan.scenario.adapter, plan.deployment, store)
+    assert len(at_once) == query.num_requests == query.sent == 17 * 4 and query.reused == query.errors == 0
+    assert store.read_parquet(query.requests_key).to_pylist() == to_table([request_to_row(r) for r in at_once],
+                                                                          REQUEST_SCHEMA).to_pylist()
+    answered = run_queries(Store(str(tmp_path / "other")), plan.deployment, at_once).completions
+    written = store.read_parquet(query.completions_key)
+    assert written.drop_columns(list(TIMING)).to_pylist() == \
+        models_to_table(answered, COMPLETION_SCHEMA).drop_columns(list(TIMING)).to_pylist()
+    # a rerun resends nothing: every answer comes from the journal, timings and all
+    store.delete(layout.query_dir(plan.query_key), recursive=True)
+    again = pipeline.query_pair(store, plan, PromptSet(prompts_key=pipeline.prompts_key(plan.scenario), num_prompts=34))
+    assert (again.sent, again.reused, again.errors) == (0, 68, 0)
+    assert store.read_parquet(again.completions_key).to_pylist() == written.to_pylist()
+
+
+def traced_peak(fn, *args):
+    """``fn(*args)`` and the bytes of Python objects it held at most (tracemalloc)."""
     tracemalloc.start()
     try:
-        pipeline.score_pair(store, plan, data, query)
-        return tracemalloc.get_traced_memory()[1]
+        return fn(*args), tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
 
 
+def peaks(tmp_path, instances: int) -> tuple[int, int]:
+    """The peaks of querying, then scoring, a run of ``instances``."""
+    store, plan, data, _ = small_run(tmp_path / str(instances), instances)
+    store.delete(layout.query_dir(plan.query_key), recursive=True)
+    store.delete(layout.journal_dir(plan.deployment.name), recursive=True)
+    prompts = PromptSet(prompts_key=pipeline.prompts_key(plan.scenario), num_prompts=instances)
+    query, query_peak = traced_peak(pipeline.query_pair, store, plan, prompts)
+    return query_peak, traced_peak(pipeline.score_pair, store, plan, data, query)[1]
+
+
 @pytest.mark.slow
-def test_scoring_memory_does_not_grow_with_the_instances(tmp_path, monkeypatch):
+def test_memory_does_not_grow_with_the_instances(tmp_path, monkeypatch):
     monkeypatch.setattr(chunks, "CHUNK_INSTANCES", 200)
-    small, large = scoring_peak(tmp_path, 600), scoring_peak(tmp_path, 2400)
-    # whole runs as objects held ~14 KB per instance (the issue's tracemalloc); the columns hold 20 bytes a stat
-    assert large - small < 1800 * 1024, (small, large)
+    monkeypatch.setattr(journal, "FLUSH_EVERY", 200)  # the spool's bound (5,000 answers), passed by both sizes
+    (query_small, score_small), (query_large, score_large) = peaks(tmp_path, 600), peaks(tmp_path, 2400)
+    # a whole run as objects held 8 KB (query) and 11 KB (score) per instance; 1,800 more instances
+    # now add their compact columns (stats: 20 bytes each; request hashes), well under 1 KB each
+    assert query_large - query_small < 1800 * 1024, (query_small, query_large)
+    assert score_large - score_small < 1800 * 1024, (score_small, score_large)
