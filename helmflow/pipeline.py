@@ -11,9 +11,10 @@ files that exist; ``runs/<run_id>/`` is written by publish only, ``run.json`` la
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -28,7 +29,7 @@ from helmflow.adapters import adapt
 from helmflow.board import BoardPlan, RunPlan, ScenarioPlan
 from helmflow.chunks import Rows, instance_chunks
 from helmflow.datasets import instances_table, mirror_sources, read_instances, store_instances, write_instances
-from helmflow.integrity import CorruptFile, read_manifest, sha256_hex, verify_files
+from helmflow.integrity import CorruptFile, read_manifest, verify_files
 from helmflow.judges import Judged, annotate
 from helmflow.manifests import RunManifest
 from helmflow.outcomes import (
@@ -62,7 +63,7 @@ from helmflow.records import (
 )
 from helmflow.request_builder import build_requests
 from helmflow.scoring import StatsBuilder, score_instances, summarize
-from helmflow.storage import Store, encode_parquet, parquet_writer
+from helmflow.storage import Store, parquet_writer
 
 
 def parquet_meta(**kv: Any) -> dict[str, str]:
@@ -385,20 +386,29 @@ def publish_run(
     ids = {"run_id": plan.run_id, "model": plan.deployment.name, "scenario": plan.scenario.label}
     digests: dict[str, str] = {}
 
-    def put(name: str, table: pa.Table, paged: bool) -> None:  # paged: one row per request, read a page at a time
-        data = encode_parquet(with_run_ids(table, ids), meta, RUN_ROW_GROUP_ROWS if paged else None)
-        store.write_bytes(layout.run_file(plan.run_id, name), data)
-        digests[name] = sha256_hex(data)
+    def put(name: str, tables: Iterable[pa.Table], schema: pa.Schema, rows_per_group: int) -> None:
+        """Write ``tables`` (with the run-id columns) in row groups of ``rows_per_group``, hashing the bytes."""
+        with store.writing(layout.run_file(plan.run_id, name)) as fh:
+            out = Hashing(fh)
+            with parquet_writer(out, with_run_ids(schema.empty_table(), ids).schema, meta) as writer:
+                for table in regrouped(tables, rows_per_group, schema):
+                    writer.write_table(with_run_ids(table, ids), row_group_size=rows_per_group)
+        digests[name] = out.hexdigest()
 
-    requests = store.read_parquet(query.requests_key)
+    def copy(name: str, key: str, paged: bool) -> None:  # paged: one row per request, read a page at a time
+        with store.open(key) as fh:
+            src = pq.ParquetFile(fh)
+            put(name, (src.read_row_group(g) for g in range(src.num_row_groups)), src.schema_arrow,
+                RUN_ROW_GROUP_ROWS if paged else STATS_ROW_GROUP_ROWS)
+
     for name, src in zip(layout.RUN_FILES, (query.requests_key, query.completions_key, score.stats_key, score.summary_key)):
-        put(name, requests if name == "requests.parquet" else store.read_parquet(src),
-            name in ("requests.parquet", "completions.parquet"))
-    put(layout.RUN_REFERENCES, references_table(store, layout.instances(plan.scenario.key, plan.scenario.scenario_version),
-                                          set(requests["instance_id"].to_pylist())), False)
+        copy(name, src, name in ("requests.parquet", "completions.parquet"))
+    request_ids = pc.unique(store.read_parquet(query.requests_key, columns=["instance_id"])["instance_id"])
+    references = references_table(store, layout.instances(plan.scenario.key, plan.scenario.scenario_version), request_ids)
+    put(layout.RUN_REFERENCES, [references], references.schema, STATS_ROW_GROUP_ROWS)
     files = [*layout.RUN_FILES, layout.RUN_REFERENCES]
     if score.annotations_key:
-        put(layout.RUN_ANNOTATIONS, store.read_parquet(score.annotations_key), True)
+        copy(layout.RUN_ANNOTATIONS, score.annotations_key, True)
         files.append(layout.RUN_ANNOTATIONS)
     run_json = RunManifest.model_validate({
         "run_id": plan.run_id,
@@ -454,16 +464,59 @@ def with_run_ids(table: pa.Table, ids: dict[str, str]) -> pa.Table:
     return table
 
 
-def references_table(store: Store, instances_key: str, instance_ids: set[str]) -> pa.Table:
+def references_table(store: Store, instances_key: str, instance_ids: pa.Array | pa.ChunkedArray) -> pa.Table:
     """The references of ``instance_ids`` in the scenario's instances file, one row per reference
-    (the run-id columns are added by the caller)."""
+    (the run-id columns are added by the caller), built as columns."""
     table = store.read_parquet(instances_key, columns=["id", "split", "references"])
-    table = table.filter(pc.is_in(table["id"], value_set=pa.array(sorted(instance_ids), pa.string())))
-    rows = [{"instance_id": row["id"], "split": row["split"], "reference_index": k, "text": ref["text"],
-             "correct": ref["correct"]}
-            for row in table.to_pylist() for k, ref in enumerate(row["references"] or [])]
+    table = table.filter(pc.is_in(table["id"], value_set=instance_ids))
+    refs = table["references"].combine_chunks()
+    parent = np.asarray(pc.list_parent_indices(refs), dtype=np.int64)
+    flat = pc.list_flatten(refs)
     fields = [f for f in REFERENCE_SCHEMA if f.name not in dict(RUN_ID_FIELDS)]
-    return to_table(rows, pa.schema(fields))
+    return pa.table([table["id"].take(parent), table["split"].take(parent),
+                     # the place of each reference in its instance's list (instances in order, so parents ascend)
+                     pa.array(np.arange(len(parent)) - np.searchsorted(parent, parent), pa.int32()),
+                     flat.field("text"), flat.field("correct")], schema=pa.schema(fields))
+
+
+class Hashing:
+    """A binary file that also hashes what is written to it (the sha256 that ``run.json`` records)."""
+
+    def __init__(self, fh: Any):
+        self._fh, self._sha = fh, hashlib.sha256()
+        self.closed = False
+
+    def write(self, data: bytes) -> int:
+        self._sha.update(data)
+        return self._fh.write(data)
+
+    def tell(self) -> int:
+        return self._fh.tell()
+
+    def flush(self) -> None:
+        self._fh.flush()
+
+    def close(self) -> None:  # the writer's close; the file is closed by its owner
+        self.closed = True
+
+    def hexdigest(self) -> str:
+        return self._sha.hexdigest()
+
+
+def regrouped(tables: Iterable[pa.Table], rows: int, schema: pa.Schema) -> Iterator[pa.Table]:
+    """``tables``' rows again, cut into tables of exactly ``rows`` (the last one fewer; one empty table
+    when there are none), so each becomes one row group where the file is cut its own way."""
+    held: list[pa.Table] = []
+    count, wrote = 0, False
+    for table in tables:
+        held.append(table)
+        count += table.num_rows
+        while count >= rows:
+            merged = pa.concat_tables(held)
+            yield merged.slice(0, rows)
+            held, count, wrote = [merged.slice(rows)], count - rows, True
+    if count or not wrote:
+        yield pa.concat_tables(held) if held else schema.empty_table()
 
 
 def publication_problem(store: Store, run_id: str) -> str | None:

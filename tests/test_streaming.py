@@ -9,18 +9,22 @@ from collections import defaultdict
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from helmflow import chunks, journal, layout, pipeline
 from helmflow.board import load_board, plan_board
 from helmflow.clients import load_deployments
 from helmflow.datasets import read_instances
+from helmflow.integrity import sha256_hex
+from helmflow.manifests import RunManifest
 from helmflow.metrics import METRICS
 from helmflow.outcomes import PromptSet
 from helmflow.query import run_queries
 from helmflow.records import (
     COMPLETION_SCHEMA,
     REQUEST_SCHEMA,
+    RUN_ID_FIELDS,
     STAT_SCHEMA,
     SUMMARY_SCHEMA,
     Completion,
@@ -35,7 +39,7 @@ from helmflow.records import (
 from helmflow.request_builder import build_requests
 from helmflow.scoring import StatColumns, score_instances, summarize
 from helmflow.stats import counted_ci, mean_ci, pooled_ci, ratio_ci
-from helmflow.storage import Store
+from helmflow.storage import Store, encode_parquet
 
 
 # --------------------------------------------------------------------------- the summaries before streaming
@@ -203,3 +207,28 @@ def test_memory_does_not_grow_with_the_instances(tmp_path, monkeypatch):
     # now add their compact columns (stats: 20 bytes each; request hashes), well under 1 KB each
     assert query_large - query_small < 1800 * 1024, (query_small, query_large)
     assert score_large - score_small < 1800 * 1024, (score_small, score_large)
+
+
+def test_a_run_published_in_row_groups_writes_the_bytes_of_publishing_it_at_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(pipeline, "RUN_ROW_GROUP_ROWS", 4)  # several row groups, cut unlike the work files'
+    monkeypatch.setattr(chunks, "CHUNK_INSTANCES", 3)
+    monkeypatch.setattr(pipeline, "STATS_ROW_GROUP_ROWS", 10)
+    store, plan, data, query = small_run(tmp_path, 13, {"num_outputs": 3, "temperature": 0.7}, bias=True)
+    score = pipeline.score_pair(store, plan, data, query)
+    pipeline.publish_run(store, plan, query, score)
+    ids = {"run_id": plan.run_id, "model": plan.deployment.name, "scenario": plan.scenario.label}
+    meta = pipeline.parquet_meta(**pipeline._version_fields(plan))
+    sources = {"requests.parquet": (query.requests_key, 4), "completions.parquet": (query.completions_key, 4),
+               "stats.parquet": (score.stats_key, 10), "summary.parquet": (score.summary_key, 10)}
+    manifest = RunManifest.model_validate(store.read_json(layout.run_json(plan.run_id)))
+    for name, (key, rows) in sources.items():  # what publishing the whole table at once wrote
+        expected = encode_parquet(pipeline.with_run_ids(store.read_parquet(key), ids), meta, rows)
+        assert store.read_bytes(layout.run_file(plan.run_id, name)) == expected, name
+        assert manifest.sha256[name] == sha256_hex(expected)
+    assert store.read_parquet(score.stats_key).num_rows > 10
+    instances = store.read_parquet(data.instances_key)
+    instances = instances.filter(pc.is_in(instances["id"], value_set=store.read_parquet(query.requests_key)["instance_id"]))
+    rows = [{"instance_id": row["id"], "split": row["split"], "reference_index": k, "text": ref["text"],
+             "correct": ref["correct"]} for row in instances.to_pylist() for k, ref in enumerate(row["references"])]
+    published = store.read_parquet(layout.run_file(plan.run_id, layout.RUN_REFERENCES))
+    assert published.drop_columns([n for n, _ in RUN_ID_FIELDS]).to_pylist() == rows and len(rows) == 13
