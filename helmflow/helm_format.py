@@ -480,7 +480,7 @@ def publish_imported(store: Store, run: Converted, source: str) -> bool:
         "completions.parquet": (models_to_table(run.completions, COMPLETION_SCHEMA), RUN_ROW_GROUP_ROWS),
         "stats.parquet": (models_to_table(run.stats, STAT_SCHEMA), None),
         "summary.parquet": (models_to_table(run.summary, SUMMARY_SCHEMA), None),
-        layout.RUN_REFERENCES: (references_table(store, instances_key, {r.instance_id for r in run.requests}), None),
+        layout.RUN_REFERENCES: (references_table(store, instances_key, pa.array(sorted({r.instance_id for r in run.requests}), pa.string())), None),
     }
     encoded = {name: encode_parquet(with_run_ids(table, ids), meta, rows_per_group)
                for name, (table, rows_per_group) in tables.items()}
