@@ -27,6 +27,18 @@ def test_parquet_metadata_round_trips(store):
     assert store.parquet_metadata("t.parquet")["helmflow.run_id"] == "abc"
 
 
+def test_parquet_reads_chosen_columns_and_refuse_a_column_the_file_lacks(store):
+    store.write_parquet("t.parquet", pa.table({"x": [1, 2], "y": [[{"z": "a"}], []]}), {"helmflow.run_id": "abc"})
+    assert store.read_parquet("t.parquet", columns=["y"]).to_pylist() == [{"y": [{"z": "a"}]}, {"y": []}]
+    assert store.read_parquet("t.parquet").schema.metadata[b"helmflow.run_id"] == b"abc"
+    with pytest.raises(pa.ArrowInvalid, match="no column w"):
+        store.read_parquet("t.parquet", columns=["x", "w"])
+    with pytest.raises(FileNotFoundError):
+        store.read_parquet("missing.parquet")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        store.read_bytes("missing.json")
+
+
 @pytest.mark.parametrize(
     ("name", "key"),
     [("openai/gpt-4o", "openai--gpt-4o"), ("../../etc/passwd", "--..--etc--passwd"), ("a b:c", "a_b_c")],
