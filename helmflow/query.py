@@ -370,6 +370,8 @@ class Sending:
                 return await asyncio.gather(*(_send_one(self.batch, r) for r in pending))
 
             fresh = run_io(send())
+            if self.journal is not None:  # the flusher thread alone can fall behind an instant server:
+                self.journal.flush()  # a chunk's answers reach storage before the next chunk is sent
         by_hash = dict(done)
         by_hash.update({c.request_hash: c for c in fresh})
         completions = []
