@@ -125,9 +125,10 @@ def main() -> int:
         for round_ in range(opts.rounds if opts.baseline else 1):
             order = codes[::-1] if round_ % 2 == 0 else codes  # the baseline first in even rounds
             works = {label: Path(tempfile.mkdtemp(prefix=f"helmflow-scale-{runs}-{label}-")) for label, _ in order}
+            for work in works.values():  # each code its own models file, with the same names
+                names = models_file(work / "models.yaml", n_dep)
             for name in passes:
                 for label, python in order:
-                    names = models_file(works[label] / "models.yaml", n_dep)
                     args = demo_command(works[label], names, scenarios[:n_scen], opts.max_instances, python)
                     seconds, cpu, rss, code, tail = timed(args + (["--force-flow"] if name == "warm" else []), env,
                                                           works[label])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -70,6 +71,11 @@ class StatColumns:
         builder.add(stats)
         return builder.columns()
 
+    @classmethod
+    def of(cls, stats: list[Stat] | StatColumns) -> StatColumns:
+        """``stats`` as columns (as they are when they already are)."""
+        return stats if isinstance(stats, StatColumns) else cls.from_stats(stats)
+
     def __len__(self) -> int:
         return len(self.value)
 
@@ -83,8 +89,10 @@ class StatColumns:
             "value": pa.array(self.value[rows], pa.float64()),
         }, schema=STAT_SCHEMA)
 
+    @cached_property
     def rank(self) -> np.ndarray:
-        """Each instance's place in id order (Python's string order is UTF-8 byte order, Arrow's)."""
+        """Each instance's place in id order (Python's string order is UTF-8 byte order, Arrow's);
+        sorted once, though every pooled number, ratio and count of each split orders its instances by it."""
         order = np.asarray(pa.compute.sort_indices(self.ids))
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
@@ -140,7 +148,7 @@ class StatsBuilder:
 
 # --------------------------------------------------------------------------- summaries
 def summarize(stats: list[Stat] | StatColumns) -> list[MetricSummary]:
-    cols = stats if isinstance(stats, StatColumns) else StatColumns.from_stats(stats)
+    cols = StatColumns.of(stats)
     prefixes = tuple({c.prefix for m in METRICS.names() for c in METRICS.get(m).counted})
     means = np.array([not (prefixes and n.startswith(prefixes)) for n in cols.names], dtype=bool)
     # group by (name, split) in string order; a group's values in the order of the stats
@@ -169,14 +177,14 @@ def _by_split(cols: StatColumns, names: tuple[str, ...]):
 
 
 def _in_id_order(cols: StatColumns, instances: set[int]) -> list[int]:
-    rank = cols.rank()
+    rank = cols.rank
     return sorted(instances, key=lambda i: rank[i])
 
 
 def pooled_ratios(stats: list[Stat] | StatColumns) -> list[MetricSummary]:
     """The ratios metrics declare (e.g. IFEval's instruction-level accuracy): sum(numerator) /
     sum(denominator) over the instances that have both stats, rather than a mean of per-instance values."""
-    cols = stats if isinstance(stats, StatColumns) else StatColumns.from_stats(stats)
+    cols = StatColumns.of(stats)
     out = []
     for name, num, den in sorted({r for m in METRICS.names() for r in METRICS.get(m).ratios}):
         for split, values in _by_split(cols, (num, den)):
@@ -190,7 +198,7 @@ def pooled_ratios(stats: list[Stat] | StatColumns) -> list[MetricSummary]:
 def pooled_values(stats: list[Stat] | StatColumns) -> list[MetricSummary]:
     """The pooled numbers metrics declare (:class:`helmflow.metrics.Pooled`), per split, over the
     instances that have every stat the number needs."""
-    cols = stats if isinstance(stats, StatColumns) else StatColumns.from_stats(stats)
+    cols = StatColumns.of(stats)
     out = []
     for pooled in sorted({p for m in METRICS.names() for p in METRICS.get(m).pooled}, key=lambda p: p.name):
         for split, values in _by_split(cols, tuple(pooled.stats)):
@@ -206,7 +214,7 @@ def counted_values(stats: list[Stat] | StatColumns) -> list[MetricSummary]:
     """The numbers metrics compute from summed sparse counts (:class:`helmflow.metrics.Counted`), per
     split, over the instances that recorded any count of that prefix; none when the number is undefined
     (HELM's bias scores with no demographic word in any output)."""
-    cols = stats if isinstance(stats, StatColumns) else StatColumns.from_stats(stats)
+    cols = StatColumns.of(stats)
     out = []
     for counted in sorted({c for m in METRICS.names() for c in METRICS.get(m).counted}, key=lambda c: c.name):
         names = np.array([n.startswith(counted.prefix) for n in cols.names], dtype=bool)

@@ -241,14 +241,8 @@ class Store:
     def _write(self, key: str, data: bytes) -> None:
         target = self.inside(key)
         if self.is_local:
-            parent = os.path.dirname(target)
-            os.makedirs(parent, exist_ok=True)
-            tmp = os.path.join(parent, f"{TMP_PREFIX}{uuid.uuid4().hex}.{os.path.basename(target)}")
-            with open(tmp, "wb") as fh:
+            with _atomic_local_file(target) as fh:
                 fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
         else:
             self.fs.pipe_file(target, data)
 
@@ -262,19 +256,8 @@ class Store:
             yield buf
             self.write_bytes(key, buf.getvalue())
             return
-        target = self.inside(key)
-        parent = os.path.dirname(target)
-        os.makedirs(parent, exist_ok=True)
-        tmp = os.path.join(parent, f"{TMP_PREFIX}{uuid.uuid4().hex}.{os.path.basename(target)}")
-        try:
-            with open(tmp, "wb") as fh:
-                yield fh
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        with _atomic_local_file(self.inside(key)) as fh:
+            yield fh
 
     def read_bytes(self, key: str) -> bytes:
         def read(path: str) -> bytes:
@@ -344,23 +327,44 @@ class Store:
 
 
 @contextlib.contextmanager
+def _atomic_local_file(target: str) -> Iterator[Any]:
+    """A binary file that appears at ``target`` whole or not at all: written as a temporary file
+    beside it, synced and renamed when the block ends without an error, removed when it raises."""
+    parent = os.path.dirname(target)
+    os.makedirs(parent, exist_ok=True)
+    tmp = os.path.join(parent, f"{TMP_PREFIX}{uuid.uuid4().hex}.{os.path.basename(target)}")
+    try:
+        with open(tmp, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _with_metadata(schema: pa.Schema, metadata: dict[str, str] | None) -> pa.Schema:
+    """``schema`` with ``metadata`` added to its own (values as strings)."""
+    if not metadata:
+        return schema
+    existing = dict(schema.metadata or {})
+    existing.update({k.encode(): str(v).encode() for k, v in metadata.items()})
+    return schema.with_metadata(existing)
+
+
+@contextlib.contextmanager
 def parquet_writer(fh: Any, schema: pa.Schema, metadata: dict[str, str] | None = None) -> Iterator[pq.ParquetWriter]:
     """A Parquet writer on ``fh`` with :func:`encode_parquet`'s settings: tables written to it with the
     same row groups make the same bytes as one ``encode_parquet`` of their concatenation."""
-    if metadata:
-        existing = dict(schema.metadata or {})
-        existing.update({k.encode(): str(v).encode() for k, v in metadata.items()})
-        schema = schema.with_metadata(existing)
-    with pq.ParquetWriter(fh, schema, compression="zstd") as writer:
+    with pq.ParquetWriter(fh, _with_metadata(schema, metadata), compression="zstd") as writer:
         yield writer
 
 
 def encode_parquet(table: pa.Table, metadata: dict[str, str] | None = None, row_group_size: int | None = None) -> bytes:
     """The Parquet bytes ``Store.write_parquet`` writes (zstd; ``metadata`` added to the schema's)."""
     if metadata:
-        existing = dict(table.schema.metadata or {})
-        existing.update({k.encode(): str(v).encode() for k, v in metadata.items()})
-        table = table.replace_schema_metadata(existing)
+        table = table.replace_schema_metadata(_with_metadata(table.schema, metadata).metadata)
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd", row_group_size=row_group_size)
     return buf.getvalue()
