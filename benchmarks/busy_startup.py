@@ -5,7 +5,7 @@
 Starts ``--burners`` processes that spin (``while True: pass``), then runs README command 1 with a
 fresh storage root and no ``PREFECT_API_URL`` (so Prefect starts its temporary server under the
 start-up timeout helmflow sets), and prints the exit code, the seconds, the load average before and
-after, and the last lines of the output when it failed. Issue 22 goal 4: it must complete; if the
+after, and the last lines of the output when it failed. It must complete; if the
 temporary server still cannot start, the error is one line with the fix.
 """
 

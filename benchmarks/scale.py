@@ -84,7 +84,7 @@ def _guard(pid: int, limit_mb: float) -> None:
 def timed(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, float, int, str]:
     """(seconds, CPU seconds, peak RSS in MB of the process, exit code, the output's tail). CPU: user +
     system time of the process and the children it waited for (the temporary Prefect server), which
-    other helpers' load inflates less than wall time. ``cwd`` is the board's
+    other processes' load inflates less than wall time. ``cwd`` is the board's
     work folder, never a checkout: ``python -m`` puts the current folder first on the import path."""
     import threading
 

@@ -3,7 +3,7 @@
     python benchmarks/vs_helm.py [--latency-ms 50] [--concurrency 32] [--workloads dyck,sr]
     python benchmarks/vs_helm.py --install-helm      # first creates .bench/helm-venv with crfm-helm 0.5.16
 
-Workloads (issue 22's table): Dyck with 3 bracket pairs, 500 requests; synthetic reasoning
+Workloads: Dyck with 3 bracket pairs, 500 requests; synthetic reasoning
 (pattern match), 5,000 requests. Each runs cold (fresh storage, empty HELM cache) and warm (again:
 everything cached) through
   helmflow  `helmflow eval <scenario> --models bench/dev` (the real CLI, its Prefect flow; warm

@@ -18,7 +18,7 @@ import asyncio
 import base64
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from helmflow.clients import client_kind
 from helmflow.clients.base import Client, ClientResult, PermanentError, classify, image_bytes, malformed
@@ -33,7 +33,8 @@ _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
 class AnthropicOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    images: ImageOptions | None = None
+    images: ImageOptions | None = Field(None, description="what the endpoint accepts of images (default: the "
+                                                          "API's 8000 px a side and 5 MB)")
 
 
 @client_kind("anthropic")

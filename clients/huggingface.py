@@ -67,13 +67,15 @@ INSTALL_HINT = (
 class HuggingFaceOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    device: str = "auto"
-    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "float32"
-    max_batch_size: int = Field(8, ge=1)
-    batch_wait_ms: float = Field(10.0, ge=0)
-    seed: int = 0
-    trust_remote_code: bool = False
-    images: ImageOptions | None = None  # read by the query step (limits, tokens_per_image); validated here
+    device: str = Field("auto", description="`auto` (CUDA, then MPS, then CPU) or a torch device")
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = Field(
+        "float32", description="the weights' dtype (`auto`: the checkpoint's)")
+    max_batch_size: int = Field(8, ge=1, description="greedy requests generated together in one batch")
+    batch_wait_ms: float = Field(10.0, ge=0, description="how long a batch waits for more requests")
+    seed: int = Field(0, description="seeds sampling (temperature > 0) together with the request")
+    trust_remote_code: bool = Field(False, description="let transformers run the checkpoint's own code")
+    # read by the query step (limits, tokens_per_image); validated here
+    images: ImageOptions | None = Field(None, description="image limits and tokens per image (vision checkpoints)")
 
 
 # --------------------------------------------------------------------------- loading (once per process)

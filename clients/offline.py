@@ -64,12 +64,14 @@ _CLOSER = {v: k for k, v in _DYCK.items()}
 
 class OfflineOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    behavior: Literal["solver", "echo", "constant", "first_option", "vision"] = "solver"
-    accuracy: float = Field(1.0, ge=0, le=1)
-    answer: str = ""
-    latency_ms: float = Field(0.0, ge=0)
-    fail: str | None = None
-    images: ImageOptions | None = None
+    behavior: Literal["solver", "echo", "constant", "first_option", "vision"] = Field(
+        "solver", description="`solver` (a rule-based symbolic solver), `echo` (HELM's simple model), `constant` "
+                              "(always `answer`), `first_option` (always A), `vision` (reads the pixels)")
+    accuracy: float = Field(1.0, ge=0, le=1, description="the solver is right on this seeded share of instances")
+    answer: str = Field("", description="what `constant` answers")
+    latency_ms: float = Field(0.0, ge=0, description="a delay per request")
+    fail: str | None = Field(None, description="inject failures: `always`, `rate:<p>` or `after:<n>`")
+    images: ImageOptions | None = Field(None, description="image limits, as for a real endpoint")
 
     @field_validator("fail")
     @classmethod

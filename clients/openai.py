@@ -34,10 +34,11 @@ if TYPE_CHECKING:  # the SDK is imported on first use: `helmflow list` stays fas
 
 class OpenAIOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    endpoint: Literal["chat", "completions"] = "chat"
-    top_logprobs: int = Field(0, ge=0, le=20)
-    organization: str | None = None
-    images: ImageOptions | None = None
+    endpoint: Literal["chat", "completions"] = Field("chat", description="`/v1/chat/completions`, or "
+                                                                         "`/v1/completions` for raw prompts")
+    top_logprobs: int = Field(0, ge=0, le=20, description="alternatives per token to ask logprobs for")
+    organization: str | None = Field(None, description="the OpenAI organization header")
+    images: ImageOptions | None = Field(None, description="what the endpoint accepts of images (OpenAI: 20 MB)")
 
 
 @client_kind("openai")

@@ -28,24 +28,32 @@ class BoardError(HelmflowError, ValueError):
 
 class ScenarioEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str
-    params: dict[str, Any] = Field(default_factory=dict)
-    adapter: dict[str, Any] = Field(default_factory=dict)
-    main_metric: str | None = None
-    metrics: list[str] | None = None
-    label: str | None = None
-    group: str | None = None  # a leaderboard column averaging several entries (HELM's run group, e.g. 30 MMMU subjects)
+    name: str = Field(description="the scenario's registered name (`helmflow list scenarios`)")
+    params: dict[str, Any] = Field(default_factory=dict, description="the scenario's parameters (part of its version), "
+                                                                     "e.g. `{subject: anatomy}`")
+    adapter: dict[str, Any] = Field(default_factory=dict, description="adapter fields replacing the scenario's "
+                                                                      "defaults (see Adapter fields below)")
+    main_metric: str | None = Field(None, description="the stat shown in the board's cell (default: the scenario's)")
+    metrics: list[str] | None = Field(None, description="the metrics computed (default: the scenario's)")
+    label: str | None = Field(None, description="the board's name for this entry (default: the spec string "
+                                                "`name:k=v,…`); its leaderboard column")
+    group: str | None = Field(None, description="a leaderboard column averaging several entries (HELM's run group, "
+                                                "e.g. 30 MMMU subjects)")
     # perturbation sets or names (helmflow.perturbations): ``robustness``, ``fairness`` or a list. Each
     # perturbation is its own run of the perturbed instances; the board gets robustness/fairness columns
-    perturbations: str | list[str] | None = None
+    perturbations: str | list[str] | None = Field(None, description="perturbation sets or names (`robustness`, "
+                                                                    "`fairness`, or a list): each is a run of the "
+                                                                    "perturbed instances, giving robustness and "
+                                                                    "fairness columns")
 
 
 class GroupColumn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    scenario: str  # a scenario entry's label, or a group (the unweighted mean over its entries' runs, HELM's cell)
-    metric: str  # a stat of that scenario's runs (its summary), e.g. safety_score, toxic_fraction
-    lower_is_better: bool = False
-    description: str = ""  # one line the report shows with the column (what it measures)
+    scenario: str = Field(description="a scenario entry's label, or a group (the unweighted mean over its entries' "
+                                      "runs, HELM's cell)")
+    metric: str = Field(description="a stat of that scenario's runs, e.g. `safety_score`, `toxic_fraction`")
+    lower_is_better: bool = Field(False, description="the column ranks lower values first (marked ↓)")
+    description: str = Field("", description="one line the report shows with the column (what it measures)")
 
     @property
     def key(self) -> str:
@@ -57,33 +65,47 @@ class MetricGroup(BaseModel):
     """A set of leaderboard columns shown together (HELM's metric groups), with its own mean win rate."""
 
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
-    description: str = ""
-    columns: list[GroupColumn] = Field(min_length=1)
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="the group's name (lower case, digits, `_`)")
+    description: str = Field("", description="one line the report shows with the group")
+    columns: list[GroupColumn] = Field(min_length=1, description="the group's columns")
 
 
 class BoardSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str
-    version: str
-    description: str = ""
-    models: list[str]
-    scenarios: list[ScenarioEntry]
-    max_instances: int | None = Field(None, ge=1)
-    aggregation: list[Literal["mean", "win_rate"]] = Field(default_factory=lambda: ["mean", "win_rate"])
-    judges: list[str] = Field(default_factory=list)  # the jury (deployment names) for judge-backed metrics
+    name: str = Field(description="the board's name: its flow, its folder under `leaderboards/`")
+    version: str = Field(description="bump it when you change the board")
+    description: str = Field("", description="one line shown by `helmflow list boards` and `show`")
+    models: list[str] = Field(description="deployment names run by default (`--models` replaces them)")
+    scenarios: list[ScenarioEntry] = Field(description="the board's scenario entries")
+    max_instances: int | None = Field(None, ge=1, description="at most this many instances per scenario "
+                                                             "(HELM's seeded sample)")
+    aggregation: list[Literal["mean", "win_rate"]] = Field(
+        default_factory=lambda: ["mean", "win_rate"],
+        description="the board's summary columns: mean score (HELM Capabilities), mean win rate (HELM Classic)")
+    judges: list[str] = Field(default_factory=list, description="the jury (deployment names) for LLM-judged "
+                                                                "metrics (`--judge` replaces it)")
     # HELM's aspects (VHELM: perception, reasoning, ...): aspect -> the groups (or labels) it ranks
-    aspects: dict[str, list[str]] = Field(default_factory=dict)
+    aspects: dict[str, list[str]] = Field(default_factory=dict, description="HELM's aspects (VHELM: perception, "
+                                                                            "reasoning, ...): aspect → the groups "
+                                                                            "or labels it ranks")
     # the deployment that scores toxicity on the generation scenarios (None: no toxicity metric)
-    toxicity: str | None = None
+    toxicity: str | None = Field(None, description="the deployment that scores the toxicity of the generation "
+                                                   "scenarios' replies (null: no toxicity metric)")
     # HELM's demographic bias metrics on every generation scenario's outputs (a "bias" metric group)
-    bias: bool = False
-    metric_groups: list[MetricGroup] = Field(default_factory=list)
-    helm_jury: list[str] = Field(default_factory=list)  # the judges HELM published this board with (for reproduce)
+    bias: bool = Field(False, description="HELM's demographic bias metrics on every generation scenario's "
+                                          "outputs (a `bias` metric group)")
+    metric_groups: list[MetricGroup] = Field(default_factory=list, description="sets of columns shown together, "
+                                                                               "each with its own mean win rate")
+    helm_jury: list[str] = Field(default_factory=list, description="the judges HELM published this board with "
+                                                                   "(`helmflow reproduce`)")
     # what this board does differently from HELM's published setup, one sentence each (``reproduce --explain``)
-    helm_differences: list[str] = Field(default_factory=list)
+    helm_differences: list[str] = Field(default_factory=list, description="what this board does differently from "
+                                                                          "HELM's published setup, one sentence "
+                                                                          "each (`reproduce --explain`)")
     # prompt wording replaced: ``<scenario>.<text>`` or ``judge.<template>`` -> text (helmflow.prompts)
-    prompts: dict[str, str] = Field(default_factory=dict)
+    prompts: dict[str, str] = Field(default_factory=dict, description="prompt wording replaced: "
+                                                                      "`<scenario>.<text>` or `judge.<template>` "
+                                                                      "→ text (`helmflow prompts` lists the keys)")
 
     def version_data(self) -> dict[str, Any]:
         """What the board version hashes: fields added later count only when used (old versions stay put)."""

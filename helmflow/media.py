@@ -170,13 +170,16 @@ class ImageOptions(BaseModel):
     """``options.images`` of a deployment: what its endpoint accepts and how images are sent."""
 
     model_config = ConfigDict(extra="forbid")
-    max_side: int | None = Field(None, ge=1)
-    max_pixels: int | None = Field(None, ge=1)
-    max_bytes: int | None = Field(None, ge=1)
-    resize: Literal["fit", "error"] = "fit"
-    reencode: Literal["jpeg"] | None = None
-    detail: Literal["auto", "low", "high"] | None = None  # OpenAI's image_url detail
-    tokens_per_image: int = Field(0, ge=0)  # counted per image when fitting a prompt to the window
+    max_side: int | None = Field(None, ge=1, description="the longest side in pixels the endpoint accepts")
+    max_pixels: int | None = Field(None, ge=1, description="the most pixels per image")
+    max_bytes: int | None = Field(None, ge=1, description="the largest encoded image in bytes")
+    resize: Literal["fit", "error"] = Field("fit", description="`fit` shrinks a larger image (aspect kept) to a new "
+                                                               "stored image; `error` refuses it")
+    reencode: Literal["jpeg"] | None = Field(None, description="`jpeg` re-encodes every image first, as HELM does "
+                                                               "(else images go in their original format)")
+    detail: Literal["auto", "low", "high"] | None = Field(None, description="OpenAI's `image_url` detail")
+    tokens_per_image: int = Field(0, ge=0, description="tokens one image takes in the window, counted when "
+                                                       "fitting a prompt (e.g. 576 for LLaVA-1.5)")
 
 
 #: Limits a client kind's provider enforces (used unless the deployment declares its own).

@@ -104,37 +104,42 @@ class Prompt(Record):
 
 # --------------------------------------------------------------------------- adapter spec
 class GenerationParams(Record):
-    max_tokens: int = Field(100, ge=1)
-    temperature: float = Field(0.0, ge=0.0)
-    stop: list[str] = Field(default_factory=list)
-    num_outputs: int = Field(1, ge=1)
+    max_tokens: int = Field(100, ge=1, description="the most output tokens a request asks for")
+    temperature: float = Field(0.0, ge=0.0, description="sampling temperature; 0 is greedy decoding")
+    stop: list[str] = Field(default_factory=list, description="stop sequences, cut from the output as HELM does")
+    num_outputs: int = Field(1, ge=1, description="completions asked for per request")
 
 
 class EvalSample(Record):
     """Which instances are evaluated: HELM's seeded, monotone sample of the eval splits (HELM pools valid + test)."""
 
-    max_eval_instances: int | None = Field(None, ge=1)
-    splits: list[Split] = Field(default_factory=lambda: ["valid", "test"])
-    seed: int = 0
-    trials: int = Field(1, ge=1)
+    max_eval_instances: int | None = Field(
+        None, ge=1, description="at most this many instances, HELM's seeded sample (a prefix of any larger one)")
+    splits: list[Split] = Field(default_factory=lambda: ["valid", "test"],
+                                description="the splits evaluated, pooled before sampling")
+    seed: int = Field(0, description="the sample's seed")
+    trials: int = Field(1, ge=1, description="times each instance is evaluated")
 
 
 class AdapterSpec(Record):
-    method: str = "generation"
-    global_prefix: str = ""
-    instructions: str = ""
-    input_prefix: str = "Input: "
-    input_suffix: str = "\n"
-    reference_prefix: str = "A. "
-    reference_suffix: str = "\n"
-    output_prefix: str = "Output: "
-    output_suffix: str = "\n"
-    instance_prefix: str = "\n"
-    global_suffix: str = ""
-    max_train_instances: int = Field(5, ge=0)
-    train_seed: int = 0
-    generation: GenerationParams = Field(default_factory=GenerationParams)
-    sample: EvalSample = Field(default_factory=EvalSample)
+    method: str = Field("generation", description=(
+        "the adapter method: generation, chat, multiple_choice_joint, multiple_choice_joint_chain_of_thought, "
+        "multiple_choice_separate_original (log-likelihood of each option), or one a plugin registers"))
+    global_prefix: str = Field("", description="text before everything else in the prompt")
+    instructions: str = Field("", description="instructions before the in-context examples")
+    input_prefix: str = Field("Input: ", description="text before each instance's input")
+    input_suffix: str = Field("\n", description="text after each instance's input")
+    reference_prefix: str = Field("A. ", description="text before the first option of a multiple-choice instance "
+                                                      "(the letter advances per option)")
+    reference_suffix: str = Field("\n", description="text after each option")
+    output_prefix: str = Field("Output: ", description="text before each output (the model continues after it)")
+    output_suffix: str = Field("\n", description="text after each in-context example's output")
+    instance_prefix: str = Field("\n", description="text between in-context examples")
+    global_suffix: str = Field("", description="text after everything else in the prompt")
+    max_train_instances: int = Field(5, ge=0, description="in-context examples, drawn by HELM's seeded, class-balanced draw")
+    train_seed: int = Field(0, description="the in-context examples' seed")
+    generation: GenerationParams = Field(default_factory=GenerationParams, description="decoding parameters")
+    sample: EvalSample = Field(default_factory=EvalSample, description="which instances are evaluated")
 
     def override(self, **changes: Any) -> AdapterSpec:
         """A copy with dotted or nested overrides (``generation.max_tokens=5`` or ``max_tokens=5``)."""
@@ -156,37 +161,45 @@ class AdapterSpec(Record):
 
 # --------------------------------------------------------------------------- deployments
 class RetrySettings(Record):
-    attempts: int = Field(16, ge=1)  # 30% transient faults over 10,000 requests lose none (0.3**16 * 1e4 < 1e-4)
-    base_s: float = Field(0.5, ge=0)
-    cap_s: float = Field(30.0, ge=0)
-    timeout_s: float = Field(120.0, gt=0)
+    # 30% transient faults over 10,000 requests lose none (0.3**16 * 1e4 < 1e-4)
+    attempts: int = Field(16, ge=1, description="tries per request through transient errors (429, 408, 5xx, resets, "
+                                                "timeouts, truncated bodies)")
+    base_s: float = Field(0.5, ge=0, description="the first backoff, doubled per try, with jitter; Retry-After wins")
+    cap_s: float = Field(30.0, ge=0, description="the longest backoff")
+    timeout_s: float = Field(120.0, gt=0, description="seconds one attempt may take")
 
 
 class Deployment(Record):
     """A concrete model endpoint. Holds the *name* of a credential, never its value."""
 
-    name: str
-    client: str
-    model: str
-    revision: str = ""
-    base_url: str | None = None
-    api_key_env: str | None = None
-    api_key_secret: str | None = None
-    tokenizer: str = "whitespace"
-    context_window: int = Field(8192, ge=16)
-    max_output_tokens: int | None = None
+    name: str = Field(description="the deployment's name, as `--models` and board files give it (e.g. `openai/gpt-4o`)")
+    client: str = Field(description="the client kind that talks to it (see the table of client kinds below)")
+    model: str = Field(description="the provider's model name, or a checkpoint folder or Hub repo id (`huggingface`)")
+    revision: str = Field("", description="what exactly is served (a commit, a tag, your label); part of model_version. "
+                                          "A Hub repo id needs a commit here")
+    base_url: str | None = Field(None, description="the endpoint (`openai-compatible`: e.g. http://localhost:8000/v1)")
+    api_key_env: str | None = Field(None, description="the *name* of the environment variable holding the key "
+                                                      "(`openai`, `anthropic` default to OPENAI_API_KEY, ANTHROPIC_API_KEY)")
+    api_key_secret: str | None = Field(None, description="the name of a Prefect Secret block holding the key")
+    tokenizer: str = Field("whitespace", description="fits prompts to the window and counts tokens: `whitespace`, "
+                                                     "`hf:<path-or-url>`, `tiktoken:<encoding>` or a plugin's kind; "
+                                                     "part of model_version")
+    context_window: int = Field(8192, ge=16, description="tokens of prompt plus output the model takes")
+    max_output_tokens: int | None = Field(None, description="a cap on any request's output tokens")
     # ask the provider for each output token's logprob (OpenAI and compatible servers send them only
     # when asked): what calibration reads. Offline and local Hugging Face models always return them.
-    logprobs: bool = False
-    price_input_per_mtok: float = 0.0
-    price_output_per_mtok: float = 0.0
-    max_concurrency: int = Field(16, ge=1)
-    requests_per_minute: float | None = None
-    tokens_per_minute: float | None = None
-    max_error_rate: float = Field(0.5, ge=0, le=1)
-    retry: RetrySettings = Field(default_factory=RetrySettings)
-    options: dict[str, Any] = Field(default_factory=dict)
-    description: str = ""
+    logprobs: bool = Field(False, description="ask for each output token's logprob (what calibration reads); "
+                                              "part of model_version")
+    price_input_per_mtok: float = Field(0.0, description="USD per million prompt tokens (costs, `--budget-usd`)")
+    price_output_per_mtok: float = Field(0.0, description="USD per million output tokens")
+    max_concurrency: int = Field(16, ge=1, description="requests in flight at once, per process")
+    requests_per_minute: float | None = Field(None, description="a request-rate limit, per process")
+    tokens_per_minute: float | None = Field(None, description="a token-rate limit, per process")
+    max_error_rate: float = Field(0.5, ge=0, le=1, description="a run whose share of errored requests passes this "
+                                                               "fails (the release is partial)")
+    retry: RetrySettings = Field(default_factory=RetrySettings, description="retries of transient errors")
+    options: dict[str, Any] = Field(default_factory=dict, description="the client kind's own options (below)")
+    description: str = Field("", description="free text shown by `helmflow list models`")
 
 
 # --------------------------------------------------------------------------- requests / completions

@@ -1,7 +1,8 @@
 """Every ``HELMFLOW_*`` environment variable, read in one place (pydantic-settings).
 
 :func:`settings` reads the environment when it is called, not when a module is imported: a worker,
-a test or the CLI may set a variable after helmflow was imported. The README lists the variables.
+a test or the CLI may set a variable after helmflow was imported. The documentation's configuration
+reference lists them, generated from the fields' descriptions.
 """
 
 from __future__ import annotations
@@ -18,26 +19,35 @@ PREFIX = "HELMFLOW_"
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=PREFIX, extra="ignore")
 
-    storage: str | None = None  # the storage root URL (else ./helmflow-store)
-    storage_retry_s: str = ""  # seconds an object-store call retries through an outage (helmflow.storage checks it)
-    models: str | None = None  # an extra deployments YAML file, like --models-file
-    plugins: str = ""  # plugin modules or .py files, os.pathsep-separated, like --plugin (read by plugin_specs)
-    mirror: str | None = None  # a dataset mirror root: <root>/<scenario>/<revision>/<file>
-    tiktoken_mirror: str | None = None  # a folder, s3:// or hf:// prefix holding tiktoken's BPE files
-    github_raw: str = "https://raw.githubusercontent.com"  # the host of GitHub-pinned dataset files
-    lease_ttl_s: float = Field(60.0, gt=0)  # an S3 run lease unrenewed this long is stale (its holder died)
-    # a host serving web sources at /<original host>/<original path>: an artifact proxy, or a local server in tests
-    source_host: str | None = None
-    spool: str | None = None  # the journal's local spool folder (else <tmp>/helmflow-spool)
-    task_runner: str = "thread"  # a worker's task runner: thread, dask or dask:<scheduler address>
-    dask_workers: int = 2  # processes of the local Dask cluster
-    # task runs the thread runner executes at once (Prefect's default is unbounded: a thread per task
-    # run, so a 2,000-run board held 2,000 runs' work in memory at once); requests within a run fan out
-    # on their own, under each deployment's limiter
-    task_threads: int = Field(16, gt=0)
-    report_url: str | None = None  # where `helmflow serve` answers: release-link artifacts point there
-    test_fault: str | None = None  # test hooks: after-leaderboard, before-pointer crash release publication midway
-
+    storage: str | None = Field(None, description="the storage root URL: a folder or `s3://bucket/prefix` "
+                                                  "(`--storage` wins; else ./helmflow-store)")
+    storage_retry_s: str = Field("", description="seconds an object-store call retries through an outage "
+                                                 "(default 300; helmflow.storage checks the value)")
+    models: str | None = Field(None, description="an extra deployments YAML file, like `--models-file`")
+    plugins: str = Field("", description="plugin modules or .py files, `:`-separated, like `--plugin`")
+    mirror: str | None = Field(None, description="a dataset mirror root: file F of scenario S at revision R is "
+                                                 "read from `<root>/S/R/F`")
+    tiktoken_mirror: str | None = Field(None, description="a folder, `s3://` or `hf://` prefix holding tiktoken's "
+                                                          "BPE files (offline machines)")
+    github_raw: str = Field("https://raw.githubusercontent.com",
+                            description="the host of GitHub-pinned dataset files (a proxy or a test server)")
+    lease_ttl_s: float = Field(60.0, gt=0, description="an S3 board lease not renewed for this many seconds is "
+                                                       "stale: its holder died (renewed every quarter of it)")
+    source_host: str | None = Field(None, description="a host serving web dataset sources (https files, archives) "
+                                                      "at `/<original host>/<original path>`: an artifact proxy, "
+                                                      "or a local server in tests")
+    spool: str | None = Field(None, description="the request journal's local spool folder (else "
+                                                "`<tmp>/helmflow-spool`)")
+    task_runner: str = Field("thread", description="a worker's task runner: `thread`, `dask` or "
+                                                   "`dask:<scheduler address>` (`--task-runner` wins)")
+    dask_workers: int = Field(2, description="processes of the local Dask cluster")
+    # Prefect's default is unbounded: a thread per task run, so a 2,000-run board held 2,000 runs' work in memory
+    task_threads: int = Field(16, gt=0, description="task runs the thread runner executes at once (requests within "
+                                                    "a run fan out on their own, under each deployment's limiter)")
+    report_url: str | None = Field(None, description="where `helmflow serve` answers: the release-link artifacts "
+                                                     "in the Prefect UI point there")
+    test_fault: str | None = Field(None, description="test hooks: `after-leaderboard` or `before-pointer` crash "
+                                                     "release publication midway")
 
 def settings() -> Settings:
     """The variables as they are set now."""

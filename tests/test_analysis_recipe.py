@@ -1,4 +1,4 @@
-"""docs/analysis.md's recipe, run as written over a storage root of two real runs (issue 14): every
+"""docs/analysis.md's recipe, run as written over a storage root of two real runs: every
 per-run Parquet file carries run_id, model and scenario, and the gold answers are in the run folder."""
 
 from __future__ import annotations

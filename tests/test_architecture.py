@@ -1,4 +1,4 @@
-"""The shape of the code (issue 15): the core names no benchmark; a benchmark owns its knowledge.
+"""The shape of the code: the core names no benchmark; a benchmark owns its knowledge.
 
 A judged benchmark is one scenario module, one metric module (with its judge template) and the
 registry lines; nothing under ``helmflow/`` (the core) may name one in code. Docstrings, comments

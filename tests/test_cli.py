@@ -49,7 +49,7 @@ def test_list_and_show_print_what_exists():
         (["run", "demo", "--models-file", "/nonexistent/models.yaml"], "does not exist"),
         (["run", "demo", "--storage", "/proc/helmflow-store"], "not writable"),
         (["run"], "name a board"),
-        # issue 14 item 10: each said nothing about the flag (a pydantic dump) or was accepted silently
+        # each said nothing about the flag (a pydantic dump) or was accepted silently
         (["run", "demo", "--max-instances", "0"], "--max-instances: must be 1 or more, got 0"),
         (["run", "demo", "--max-instances", "-5", "--dry-run"], "--max-instances: must be 1 or more, got -5"),
         (["eval", "dyck_language:num_parenthesis_pairs=2", "--models", "offline/echo", "--max-instances", "0"],

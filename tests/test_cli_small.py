@@ -1,4 +1,4 @@
-"""Small things a user hits (issue 14): `serve` says it serves only once it does, `eval` specs take
+"""Small things a user hits: `serve` says it serves only once it does, `eval` specs take
 `label=`, and a custom file's `split` column is read without being mapped."""
 
 from __future__ import annotations

@@ -142,7 +142,7 @@ def test_board_file_with_a_custom_scenario_runs_through_the_flow(prefect_server,
 
 
 def test_data_the_adapter_cannot_use_is_bad_input_before_any_work(tmp_path):
-    """Issue 15: an instance the adapter refuses (27 options to letter) was a ValueError inside the
+    """An instance the adapter refuses (27 options to letter) was a ValueError inside the
     adapt task (a traceback, or exit 1 and an empty partial release); it is now exit 2 with one line,
     from --dry-run and from a real run alike, before Prefect starts."""
     path = tmp_path / "wide.jsonl"

@@ -194,7 +194,7 @@ def test_s3_mirror_and_mirror_command_to_s3(tmp_path, s3_root, cli, monkeypatch)
         mirror_sources(Store(str(tmp_path / "store2")), plan)
 
 
-# --------------------------------------------------------------------------- issue 14 items 4-5: verified data, Hub layout
+# --------------------------------------------------------------------------- verified data, Hub layout
 def test_a_mirror_in_the_hub_repository_layout_is_read(tmp_path, monkeypatch):
     """Reproduced first: ``data/test-00000-of-00001.parquet`` (huggingface-cli's --local-dir) "does not exist"."""
     files = mmlu_pro_files(n_test=30)

@@ -1,4 +1,4 @@
-"""Coming from HELM (issue 20): ``import-helm``, ``export`` (bundle and ``--format helm``) and ``import``, through the CLI.
+"""Coming from HELM: ``import-helm``, ``export`` (bundle and ``--format helm``) and ``import``, through the CLI.
 
 The HELM trees are written by ``tests/helm_fixtures.py`` in HELM's JSON schema, with HELM's numbers
 worked out by hand, so "reproduced" means helmflow's metrics agree with values it did not produce.

@@ -1,4 +1,4 @@
-"""Corruption is found and named (issue 14, items 7-8): published files carry their sha256.
+"""Corruption is found and named: published files carry their sha256.
 
 Reproduced first: a byte-flipped ``completions.parquet`` read back silently as garbage in serve and
 report; a truncated file gave a bare 500; one unreadable ``release.json`` took the home page down.

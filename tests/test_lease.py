@@ -1,5 +1,5 @@
 """The board's run lease on S3 (moto_server): a conditional create, a heartbeat, expiry when its
-holder dies, counted at the dev server with two real `helmflow run` processes (issue 13, item 3).
+holder dies, counted at the dev server with two real `helmflow run` processes.
 The local-disk lease (flock) is tested in tests/test_crash_safety.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Prefect's temporary server under helmflow (issue 14 items 11 and 12).
+"""Prefect's temporary server under helmflow.
 
 Reproduced first, on this 2-core machine under load: `helmflow run demo --max-instances 5` died twice
 in a row with Prefect's "Timed out while attempting to connect to ephemeral Prefect API server" (its

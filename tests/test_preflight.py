@@ -1,4 +1,4 @@
-"""Scenario data a run cannot use is bad input found before any task (issue 14 item 9).
+"""Scenario data a run cannot use is bad input found before any task.
 
 Reproduced first: each case below made `helmflow run` start the flow, fail inside the download
 task (exit 1) and publish an empty partial release, while `--dry-run` passed the duplicate ids.

@@ -1,4 +1,4 @@
-"""Prompt wording as declared, versioned data (issue 20), through the ``helmflow`` command.
+"""Prompt wording as declared, versioned data, through the ``helmflow`` command.
 
 A prompts file replaces a scenario's framing sentence: the prompt bytes sent change, prompt_version
 changes, and only that scenario is queried again (the dev server counts the requests it receives;

@@ -1,4 +1,4 @@
-"""A board is planned once per `helmflow run` (issue 15): a custom scenario's file, served over HTTP by
+"""A board is planned once per `helmflow run`: a custom scenario's file, served over HTTP by
 a server that counts every GET, is read twice by a first run (pinned by its sha256 at plan time, then
 copied into the store) and once by a rerun (pinned again: it may have changed). It was read 3 times
 per first run: planning hashed it twice (as the scenario's revision and as its checksum)."""

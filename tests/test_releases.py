@@ -1,4 +1,4 @@
-"""Releases and their pointers (issue 14, items 1-3), with the pipeline's own stages (no Prefect).
+"""Releases and their pointers, with the pipeline's own stages (no Prefect).
 
 Each case reproduced a bug before its fix: a subset run took the board's ``latest.json``; a rerun
 after a kill between ``release.json`` and ``latest.json`` never moved the pointer; a cached run

@@ -1,4 +1,4 @@
-"""``helmflow retry``: it reads the store the flow run wrote to (issue 14 item 13), and a bad id is one line."""
+"""``helmflow retry``: it reads the store the flow run wrote to, and a bad id is one line."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Behaviour unchanged by refactoring: the demo and Capabilities boards plan to the run ids recorded
-on main before the structural redesign (issue 15). A run id changes only when what makes a number
+before the code was restructured. A run id changes only when what makes a number
 changes (scenario data, prompt, model, metrics, judges): a move of code must not change one.
 
 If you change a scenario, template or metric VERSION on purpose, re-record the list in the same commit.

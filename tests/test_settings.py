@@ -1,4 +1,4 @@
-"""Every HELMFLOW_* variable is read through helmflow.settings, at call time, and listed in the README."""
+"""Every HELMFLOW_* variable is read through helmflow.settings, at call time, and listed in the configuration reference."""
 
 from __future__ import annotations
 
@@ -36,9 +36,15 @@ def test_no_product_module_reads_a_helmflow_variable_from_the_environment_itself
     assert found == []
 
 
-def test_the_readme_lists_every_variable():
-    readme = (REPO / "README.md").read_text()
-    listed = set(re.findall(r"`(HELMFLOW_[A-Z_]+)`", readme))
+def test_the_configuration_reference_lists_every_variable():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_reference", REPO / "scripts" / "gen_reference.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    page = gen.config_markdown()
+    listed = set(re.findall(r"`(HELMFLOW_[A-Z_]+)`", page))
     for field in Settings.model_fields:
         assert f"HELMFLOW_{field.upper()}" in listed, field
-    assert "HELMFLOW_MIRROR_<NAME>" in readme
+        assert Settings.model_fields[field].description, field
+    assert "HELMFLOW_MIRROR_<NAME>" in page

@@ -1,4 +1,4 @@
-"""A run is queried and scored in bounded chunks (issue 22, goal 7): the files are those of doing it
+"""A run is queried and scored in bounded chunks: the files are those of doing it
 at once, and the memory it holds does not grow with its instances."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from helmflow.storage import Store, encode_parquet
 
 # --------------------------------------------------------------------------- the summaries before streaming
 def summarize_objects(stats: list[Stat]) -> list[MetricSummary]:
-    """``scoring.summarize`` as it was over ``Stat`` objects (before issue 22 goal 7): the oracle."""
+    """``scoring.summarize`` as it was over ``Stat`` objects (before streaming): the oracle."""
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
     prefixes = tuple({c.prefix for m in METRICS.names() for c in METRICS.get(m).counted})
     for s in stats:

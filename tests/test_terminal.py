@@ -1,4 +1,4 @@
-"""The board table at 80 columns (CI, pipes, nightly logs): names whole, paths unbroken (issue 14).
+"""The board table at 80 columns (CI, pipes, nightly logs): names whole, paths unbroken.
 
 Reproduced first: at COLUMNS=80 the demo board printed `offline/so` over `lver` (overflow="fold").
 """
