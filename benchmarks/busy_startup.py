@@ -2,7 +2,8 @@
 
     python benchmarks/busy_startup.py [--burners 2] [--max-instances N]
 
-Starts ``--burners`` processes that spin (``while True: pass``), then runs README command 1 with a
+Starts ``--burners`` processes that spin (``while True: pass``), then runs
+`helmflow run demo` (the README's first command) with a
 fresh storage root and no ``PREFECT_API_URL`` (so Prefect starts its temporary server under the
 start-up timeout helmflow sets), and prints the exit code, the seconds, the load average before and
 after, and the last lines of the output when it failed. It must complete; if the

@@ -1,4 +1,5 @@
-"""HELM Lite in the Prefect UI at full size: README's screenshots of the lite flow run and its leaderboard artifact.
+"""HELM Lite in the Prefect UI at full size: the documentation's screenshots of the lite flow run and its
+leaderboard artifact.
 
     python benchmarks/lite_ui_screenshots.py [--models offline/first-option,offline/echo,offline/solver]
 

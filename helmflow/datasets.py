@@ -276,7 +276,7 @@ def unverified_reason(scen: Scenario, source: DataSource, sha256: str) -> str | 
         return None
     if source.sha256_unknown:
         return (f"{source.filename} has no declared sha256 (upstream pins nothing): the run reads whatever "
-                f"{source.url.rpartition('::')[2]} serves; pin it (README: filling in a pin)")
+                f"{source.url.rpartition('::')[2]} serves; pin it (docs/datasets.md: filling in a pin)")
     revision = scen.dataset_revision()
     folder = mirror_folder(scen.name, revision)
     if folder is None:
@@ -465,7 +465,8 @@ def mirror_scenario(scen: Scenario, to: str) -> list[tuple[str, str, str]]:
             expected = hashlib.sha256(data).hexdigest()
         elif expected is None:
             raise ScenarioError(f"scenario {scen.name!r}: {source.filename} has no declared sha256 and no Hub revision "
-                                f"to verify it against; declare its sha256 in the scenario (see README: filling in a pin)")
+                                f"to verify it against; declare its sha256 in the scenario "
+                                f"(see docs/datasets.md: filling in a pin)")
         else:
             data = fetch_verified(scen.name, url, expected)
         key = f"{scen.name}/{revision}/{source.filename}"

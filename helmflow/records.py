@@ -136,7 +136,8 @@ class AdapterSpec(Record):
     output_suffix: str = Field("\n", description="text after each in-context example's output")
     instance_prefix: str = Field("\n", description="text between in-context examples")
     global_suffix: str = Field("", description="text after everything else in the prompt")
-    max_train_instances: int = Field(5, ge=0, description="in-context examples, drawn by HELM's seeded, class-balanced draw")
+    max_train_instances: int = Field(5, ge=0, description="in-context examples, drawn by HELM's seeded, "
+                                                          "class-balanced draw")
     train_seed: int = Field(0, description="the in-context examples' seed")
     generation: GenerationParams = Field(default_factory=GenerationParams, description="decoding parameters")
     sample: EvalSample = Field(default_factory=EvalSample, description="which instances are evaluated")
@@ -175,11 +176,12 @@ class Deployment(Record):
     name: str = Field(description="the deployment's name, as `--models` and board files give it (e.g. `openai/gpt-4o`)")
     client: str = Field(description="the client kind that talks to it (see the table of client kinds below)")
     model: str = Field(description="the provider's model name, or a checkpoint folder or Hub repo id (`huggingface`)")
-    revision: str = Field("", description="what exactly is served (a commit, a tag, your label); part of model_version. "
-                                          "A Hub repo id needs a commit here")
+    revision: str = Field("", description="what exactly is served (a commit, a tag, your label); part of "
+                                          "model_version. A Hub repo id needs a commit here")
     base_url: str | None = Field(None, description="the endpoint (`openai-compatible`: e.g. http://localhost:8000/v1)")
     api_key_env: str | None = Field(None, description="the *name* of the environment variable holding the key "
-                                                      "(`openai`, `anthropic` default to OPENAI_API_KEY, ANTHROPIC_API_KEY)")
+                                                      "(`openai`, `anthropic` default to OPENAI_API_KEY, "
+                                                      "ANTHROPIC_API_KEY)")
     api_key_secret: str | None = Field(None, description="the name of a Prefect Secret block holding the key")
     tokenizer: str = Field("whitespace", description="fits prompts to the window and counts tokens: `whitespace`, "
                                                      "`hf:<path-or-url>`, `tiktoken:<encoding>` or a plugin's kind; "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# What HELM Capabilities v1 was published with (HELM's run entries and annotators; see the README).
+# What HELM Capabilities v1 was published with (HELM's run entries and annotators; see docs/boards/capabilities.md).
 HELM_V1_JURY = ["openai/gpt-4o-2024-05-13", "together/llama-3.1-405b-instruct-turbo", "anthropic/claude-3-5-sonnet-20241022"]
 HELM_HEAD_JURY = ["openai/gpt-4o-2024-05-13"]
 MAX_INSTANCES = 1000

@@ -3,7 +3,7 @@
 As HELM's ``AOKVQAScenario``: the validation split (HELM's ``valid``; the test split has no
 answers), the image then the question, the ``choices`` as options and ``correct_choice_idx`` as the
 correct one, scored with HELM's multiple-choice-joint spec (quasi-prefix exact match on the mapped
-option). The AAE-dialect fairness variant is not here yet (see the README: HELM's SAE->AAE mapping is
+option). The AAE-dialect fairness variant is not here yet (see docs/boards/vhelm.md: HELM's SAE->AAE mapping is
 fetched from a bucket this machine cannot reach).
 """
 

@@ -5,7 +5,7 @@ and ``Data/Main/test.jsonl`` (test) and ignores dev. Instances in HELM's order (
 rows, file order), ids ``id<i>`` as HELM numbers them; references are the four choices in order, the
 one at ``answerKey`` correct. Multiple choice joint, five in-context examples (HELM's class-balanced
 draw), exact match of the chosen option. Upstream publishes no checksum: the pins are recorded at
-first fetch (``sha256_unknown``, see the README).
+first fetch (``sha256_unknown``, see docs/boards/lite.md).
 """
 
 from __future__ import annotations

@@ -70,8 +70,8 @@ def _command_section(parser: argparse.ArgumentParser, path: str, summary: str | 
         lines += [parser.description, ""]
     usage = parser.format_usage().removeprefix("usage: ").rstrip()
     lines += ["```text", usage, "```", ""]
-    rows = [a for a in parser._actions
-            if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) and a.help is not argparse.SUPPRESS]
+    skip = (argparse._HelpAction, argparse._SubParsersAction)
+    rows = [a for a in parser._actions if not isinstance(a, skip) and a.help is not argparse.SUPPRESS]
     if rows:
         lines += ["| argument | default | what it does |", "|---|---|---|"]
         for action in rows:

@@ -5,7 +5,7 @@ prefect.yaml's demo deployment, a process worker, and the full demo board (every
 model) triggered from that deployment. What is asserted comes from the server's API (task-run names,
 artifacts, asset events) and from the pages in Chromium (Playwright), in the default UI (V1 at
 ``/``) and the V2 UI Prefect 3.9 ships (``/v2``). Screenshots go to test-artifacts/, and to
-docs/screenshots/ with ``HELMFLOW_UPDATE_SCREENSHOTS=1`` (README's copies).
+docs/screenshots/ with ``HELMFLOW_UPDATE_SCREENSHOTS=1`` (the documentation's copies).
 
 A browser that cannot start fails these tests (never skips them).
 """

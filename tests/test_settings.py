@@ -1,4 +1,5 @@
-"""Every HELMFLOW_* variable is read through helmflow.settings, at call time, and listed in the configuration reference."""
+"""Every HELMFLOW_* variable is read through helmflow.settings, at call time, and described for the configuration
+reference."""
 
 from __future__ import annotations
 

@@ -87,7 +87,8 @@ def exported(storage):
 
 
 def screenshot(page, name: str, tmp_dir: Path) -> None:
-    """Saved with the test run; ``HELMFLOW_UPDATE_SCREENSHOTS=1`` also refreshes docs/screenshots/ for the README."""
+    """Saved with the test run; ``HELMFLOW_UPDATE_SCREENSHOTS=1`` also refreshes docs/screenshots/ (the
+    documentation's)."""
     targets = [tmp_dir / name]
     if os.environ.get("HELMFLOW_UPDATE_SCREENSHOTS") == "1":
         targets.append(REPO / "docs" / "screenshots" / name)
