@@ -59,7 +59,7 @@ def test_budget_stops_before_passing_and_the_rerun_pays_only_the_rest(prefect_se
 
 @pytest.mark.parametrize("bad", ["nan", "-1", "inf", "-inf", "ten"])
 def test_a_budget_that_cannot_cap_is_bad_input_before_any_work(dev_server, tmp_path, bad):
-    """The probe: ``nan`` disabled the cap (it compares false) and ``-1`` failed inside the flow."""
+    """Before: ``nan`` disabled the cap (it compares false) and ``-1`` failed inside the flow."""
     out = run_cli(*_board(tmp_path, dev_server), f"--budget-usd={bad}", timeout=60)
     assert out.returncode == 2, out.stdout + out.stderr
     [line] = out.stderr.strip().splitlines()[-1:]

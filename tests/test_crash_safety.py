@@ -146,7 +146,7 @@ def interrupt_and_measure(dev_server, proc: subprocess.Popen, send) -> dict:
 
 
 def test_sigint_stops_sending_journals_what_finished_and_exits_130(prefect_server, dev_server, tmp_path):
-    """The probe: SIGINT let 1,700 more requests out before exit 130, 44 s later."""
+    """Before: SIGINT let 1,700 more requests out before exit 130, 44 s later."""
     args = board_args(tmp_path, dev_server)
     spool = Path(os.environ["HELMFLOW_SPOOL"])
     dev_server.configure(latency_ms=40)
@@ -169,7 +169,7 @@ def test_sigint_stops_sending_journals_what_finished_and_exits_130(prefect_serve
 
 
 def test_ctrl_c_to_the_process_group_with_the_temporary_prefect_server(dev_server, tmp_path):
-    """The probe: a terminal's Ctrl-C killed Prefect's temporary server first; helmflow then sent
+    """Before: a terminal's Ctrl-C killed Prefect's temporary server first; helmflow then sent
     everything and hung for over 120 s until a second Ctrl-C."""
     args = board_args(tmp_path, dev_server)
     dev_server.configure(latency_ms=40)
@@ -190,7 +190,7 @@ def test_ctrl_c_to_the_process_group_with_the_temporary_prefect_server(dev_serve
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 def test_the_temporary_prefect_server_dies_with_helmflow(dev_server, tmp_path, sig):
-    """The probe: after SIGKILL/SIGTERM the temporary server (250 MB) was alive 26 minutes later."""
+    """Before: after SIGKILL/SIGTERM the temporary server (250 MB) was alive 26 minutes later."""
     args = board_args(tmp_path, dev_server)
     dev_server.configure(latency_ms=40)
     proc = start_isolated(args, without_prefect_api())
@@ -209,7 +209,7 @@ def test_the_temporary_prefect_server_dies_with_helmflow(dev_server, tmp_path, s
 
 # --------------------------------------------------------------------------- a full spool disk
 def test_a_full_spool_stops_every_pair_at_once_and_pays_nothing_twice(prefect_server, dev_server, tmp_path):
-    """The probe: a full spool disk paid 699 requests twice, pairs kept sending after failing, and
+    """Before: a full spool disk paid 699 requests twice, pairs kept sending after failing, and
     the error did not name the spool."""
     args = board_args(tmp_path, dev_server)
     spool = tmp_path / "spool"
@@ -258,7 +258,7 @@ def test_too_little_room_in_the_spool_is_said_before_sending(dev_server, tmp_pat
 
 # --------------------------------------------------------------------------- two runs of one board
 def test_a_second_run_of_the_board_on_the_same_storage_exits_naming_the_first(prefect_server, dev_server, tmp_path):
-    """The probe: two concurrent runs of one board each sent every request (3,988 for 2,000)."""
+    """Before: two concurrent runs of one board each sent every request (3,988 for 2,000)."""
     args = board_args(tmp_path, dev_server)
     dev_server.configure(latency_ms=20)
     first = start_cli(args)

@@ -18,7 +18,7 @@ def _refused_url() -> str:
 
 
 def test_connection_refused_is_named_and_retried_a_few_times_at_most(store):
-    """The probe: a refused port passed for timeouts, retried 16 times per request (332 s for 40)."""
+    """Before: a refused port passed for timeouts, retried 16 times per request (332 s for 40)."""
     from helmflow.records import Deployment
 
     url = _refused_url()
@@ -73,7 +73,7 @@ def test_a_permanent_error_stops_every_pair_of_the_deployment_in_the_process(dev
 @pytest.mark.parametrize("model,status", [("forbidden-model", 403), ("unknown-model", 404), ("m", 401)])
 def test_a_board_run_stops_the_deployment_at_its_first_permanent_error(prefect_server, dev_server, tmp_path,
                                                                        model, status):
-    """The probe: 122-128 requests and 221 lines with 9 tracebacks before 8 pairs stopped."""
+    """Before: 122-128 requests and 221 lines with 9 tracebacks before 8 pairs stopped."""
     from tests.test_crash_safety import CONCURRENCY, board_args
 
     extra = {"client": "openai", "api_key_env": "HELMFLOW_WRONG_KEY"} if status == 401 else {}
@@ -118,7 +118,7 @@ def test_check_says_connection_refused(tmp_path):
 
 @pytest.mark.slow
 def test_a_lone_surrogate_in_an_answer_is_replaced_counted_and_loses_nothing(store):
-    """The probe: one such answer failed the pair, all 40 answers lost and re-sent on every rerun."""
+    """Before: one such answer failed the pair, all 40 answers lost and re-sent on every rerun."""
     from tests.devserver_fixture import start_dev_server
 
     with start_dev_server("--policy", "fn:tests.surrogate_policy:lone_surrogate") as server:

@@ -177,7 +177,7 @@ def test_concurrent_journals_never_take_each_others_live_spools(store):
 def test_journals_opened_together_all_see_the_rows_a_killed_run_spooled(store, monkeypatch):
     """The resumed run's query tasks open their journals at once: while the first moves the orphan
     spool to storage, the others must wait for it, not skip the spool as "a live writer's" and look
-    up an empty journal (the probe: 49 of 81 spooled requests re-sent)."""
+    up an empty journal (before: 49 of 81 spooled requests re-sent)."""
     import concurrent.futures
 
     killed = Journal(store, "m", flush_interval_s=3600)

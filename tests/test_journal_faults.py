@@ -80,7 +80,7 @@ def test_compact_survives_a_corrupt_part_and_merges_the_rest(store, cli):
 
 
 def test_compact_never_crashes_on_temporaries_vanishing_under_it(store, monkeypatch):
-    """The probe: ``compact`` during a run crashed when a writer's temporary was renamed between the
+    """Before: ``compact`` during a run crashed when a writer's temporary was renamed between the
     listing and the age check. Here every temporary the listing returns is gone when it is looked at."""
     _journal(store, [[1], [1]])
     real_find = store.fs.find

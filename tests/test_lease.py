@@ -60,7 +60,7 @@ def test_an_s3_lease_is_renewed_while_its_holder_lives_and_expires_when_it_dies(
 
 
 def test_two_runs_of_a_board_on_s3_pay_once(prefect_server, dev_server, s3_root, tmp_path):
-    """The probe: two concurrent runs of one 2,000-request board sent 3,988 requests."""
+    """Before: two concurrent runs of one 2,000-request board sent 3,988 requests."""
     total = BIG_SCENARIOS * BIG_PER_SCENARIO
     args = s3_board_args(tmp_path, dev_server, s3_root, scenarios=BIG_SCENARIOS, per_scenario=BIG_PER_SCENARIO)
     dev_server.configure(latency_ms=20)

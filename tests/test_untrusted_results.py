@@ -1,6 +1,6 @@
 """Stored task results are data: a record planted in ``prefect-results/`` never runs code.
 
-Prefect reads a result record with the serializer the record names, so the probe's planted
+Prefect reads a result record with the serializer the record names, so a planted
 cloudpickle record (and a record naming Prefect's JSON serializer with a hostile decoder) ran code
 on the next ``helmflow run``. These tests plant both at the exact keys the next run reads.
 """
@@ -31,7 +31,7 @@ class Payload:
 
 
 def pickle_record(key: str, marker: str) -> bytes:
-    """What the probe planted: a genuine Prefect result record whose cloudpickle payload runs a command."""
+    """What an attacker plants: a genuine Prefect result record whose cloudpickle payload runs a command."""
     from prefect._internal.result_records import ResultRecord, ResultRecordMetadata
     from prefect.serializers import PickleSerializer
 
