@@ -235,7 +235,7 @@ def config_markdown() -> str:
     options = _client_options()
     lines += ["| client kind | options |", "|---|---|"]
     for kind, model in options:
-        lines.append(f"| `{kind}` | {type_name(model) if model else 'none'} |")
+        lines.append(f"| `{kind}` | {type_name(model) if model else 'none: it reads no options'} |")
     lines.append("")
     seen: set[type[BaseModel]] = set()
     for _kind, model in options:
