@@ -11,6 +11,7 @@ turns into a failed build.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -62,7 +63,6 @@ def _default_cell(action: argparse.Action) -> str:
 
 
 def _command_section(parser: argparse.ArgumentParser, path: str, summary: str | None) -> list[str]:
-    os.environ["COLUMNS"] = str(WIDTH)
     lines = [f"## `{path}`", ""]
     if summary:
         lines += [summary[0].upper() + summary[1:] + ("" if summary.endswith(".") else "."), ""]
@@ -88,7 +88,27 @@ def _command_section(parser: argparse.ArgumentParser, path: str, summary: str | 
     return lines
 
 
+@contextlib.contextmanager
+def _usage_width():
+    """argparse wraps usage to ``$COLUMNS``: fixed while the page is written, then put back (a test
+    process that writes the page must not hand a narrow terminal to the commands it runs later)."""
+    before = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = str(WIDTH)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = before
+
+
 def cli_markdown() -> str:
+    with _usage_width():
+        return _cli_markdown()
+
+
+def _cli_markdown() -> str:
     from helmflow.cli import build_parser
 
     parser = build_parser()
@@ -107,7 +127,6 @@ def cli_markdown() -> str:
     ]
     lines += [f"| [`helmflow {name}`](#helmflow-{name}) | {cell(helps.get(name) or '')} |" for name in sub.choices]
     lines.append("")
-    os.environ["COLUMNS"] = str(WIDTH)
     lines += ["## `helmflow`", "", parser.description or "", "", "```text",
               parser.format_usage().removeprefix("usage: ").rstrip(), "```", "",
               "| argument | default | what it does |", "|---|---|---|"]

@@ -205,3 +205,12 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_writing_the_cli_reference_leaves_the_terminal_width_alone(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    generator().cli_markdown()
+    assert os.environ["COLUMNS"] == "200"
+    monkeypatch.delenv("COLUMNS")
+    generator().cli_markdown()
+    assert "COLUMNS" not in os.environ
