@@ -146,7 +146,12 @@ def test_the_worked_example_loads_plans_and_refuses_a_misspelt_parameter(tmp_pat
     assert bad.returncode == 2 and "lenght" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
 
 
-def test_the_worked_example_metric_gives_credit_per_word_in_place(tmp_path):
+def test_the_worked_example_metric_gives_credit_per_word_in_place(tmp_path, monkeypatch):
+    from helmflow.metrics import METRICS
+    from helmflow.scenarios import SCENARIOS
+
+    for registry in (SCENARIOS, METRICS):  # the example registers in copies, dropped after the test
+        monkeypatch.setattr(registry, "_items", dict(registry._items))
     files = example_files(tmp_path)
     spec = importlib.util.spec_from_file_location("reverse_words_example", files["reverse_words.py"])
     module = importlib.util.module_from_spec(spec)
@@ -171,6 +176,7 @@ def test_the_worked_example_metric_gives_credit_per_word_in_place(tmp_path):
     assert score(" ".join(words[::-1][:2] + ["x", "y"])) == 0.5
     assert score(" ".join(words)) == 0.0  # no word of a 4-word sentence stays in place when reversed
     assert score("") == 0.0
+    assert "reverse_words" in SCENARIOS and "word_order_accuracy" in METRICS
 
 
 @pytest.mark.slow  # a Prefect flow run and a dev server
