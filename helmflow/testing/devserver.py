@@ -1,4 +1,5 @@
-"""A wire-compatible model server on 127.0.0.1 for tests and benchmarks (never for evaluations).
+"""A wire-compatible model server on 127.0.0.1 for trying boards without keys, tests and benchmarks (never for
+evaluations: its answers are canned).
 
 It answers OpenAI ``/v1/chat/completions`` and ``/v1/completions`` and Anthropic ``/v1/messages``
 with the real JSON shapes (usage, finish reasons, logprobs), so the real SDKs talk to it over real
@@ -704,8 +705,9 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(subparsers) -> None:
     """The ``helmflow dev-server`` command."""
     p = subparsers.add_parser(
-        "dev-server", help="serve OpenAI/Anthropic-compatible endpoints on 127.0.0.1 for tests and benchmarks",
-        description="A wire-compatible model server with latency and fault injection (see helmflow/testing/devserver.py).",
+        "dev-server", help="serve OpenAI/Anthropic-compatible endpoints on 127.0.0.1: try a board without keys",
+        description="A wire-compatible model server with latency and fault injection: point a deployment's "
+                    "base_url at it to try a board without keys or money (docs/models.md: the dev server).",
     )
     add_arguments(p)
     p.set_defaults(func=run)
