@@ -35,8 +35,9 @@ def measure(runs: int, max_instances: int, deployments_min: int) -> dict[str, fl
     import importlib.util
 
     from helmflow.aggregate import publish_release
-    from helmflow.board import load_board, prepare_once
     from helmflow.pipeline import evaluate_run, preflight, prepare_scenario
+    from helmflow.plan.compile import prepare_once
+    from helmflow.plan.spec import load_board
     from helmflow.storage import Store
 
     spec = importlib.util.spec_from_file_location("scale", SCALE)

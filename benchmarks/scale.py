@@ -113,7 +113,7 @@ def main() -> int:
     if opts.requests:
         return requests_mode(opts)
 
-    from helmflow.board import load_board
+    from helmflow.plan.spec import load_board
 
     scenarios = [s.label for s in load_board("demo").scenarios]
     codes = [("this", sys.executable)] + ([("baseline", opts.baseline)] if opts.baseline else [])

@@ -76,8 +76,9 @@ def first_request(tmp: Path, url: str, rows_per_shard: int, kb: int) -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from helmflow.board import BoardSpec, ScenarioEntry, plan_board
     from helmflow.pipeline import adapt_scenario, download_scenario
+    from helmflow.plan.compile import plan_board
+    from helmflow.plan.spec import BoardSpec, ScenarioEntry
     from helmflow.query import run_queries
     from helmflow.records import Deployment, prompt_from_row
     from helmflow.request_builder import build_requests

@@ -20,11 +20,12 @@ from prefect.futures import PrefectConcurrentFuture, PrefectFuture, as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from helmflow.aggregate import point_release
-from helmflow.board import PLAN_PARAMETERS, RunPlan, handed_over, prepare_once
 from helmflow.errors import HelmflowError
 from helmflow.lease import note_run
 from helmflow.outcomes import FailedCell, RunOutcome
 from helmflow.pipeline import preflight, publication_problem
+from helmflow.plan.compile import PLAN_PARAMETERS, handed_over, prepare_once
+from helmflow.plan.records import RunPlan
 from helmflow.progress import REPORTED, reporter
 from helmflow.settings import settings
 from helmflow.storage import Store

@@ -15,11 +15,11 @@ import pyarrow as pa
 
 import helmflow
 from helmflow import layout, releases, versions
-from helmflow.board import BoardPlan, ScenarioPlan
 from helmflow.integrity import sha256_hex
 from helmflow.manifests import ReleaseManifest
 from helmflow.outcomes import FailedCell, ReleaseOutcome, RunOutcome
 from helmflow.pipeline import finite, main_summary, parquet_meta
+from helmflow.plan.records import BoardPlan, ScenarioPlan
 from helmflow.records import SUMMARY_SCHEMA, MetricSummary
 from helmflow.settings import settings
 from helmflow.stats import mean_ci, mean_scores, win_rates

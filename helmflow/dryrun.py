@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from helmflow.adapters import adapt
-from helmflow.board import BoardPlan, ScenarioPlan
+from helmflow.plan.records import BoardPlan, ScenarioPlan
 from helmflow.records import Instance
 from helmflow.tokenizers import get_tokenizer
 

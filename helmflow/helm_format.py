@@ -36,12 +36,12 @@ from pydantic import ValidationError
 import helmflow
 from helmflow import layout, releases, versions
 from helmflow.aggregate import RUNS_SCHEMA, leaderboard_schema
-from helmflow.board import board_names
 from helmflow.errors import HelmflowError
 from helmflow.integrity import sha256_hex
 from helmflow.manifests import HelmCheck, ReleaseManifest, RunManifest
 from helmflow.metrics import METRICS, MissingExtra, helm_stats
 from helmflow.pipeline import RUN_ROW_GROUP_ROWS, main_summary, references_table, with_run_ids
+from helmflow.plan.spec import board_names
 from helmflow.records import (
     COMPLETION_SCHEMA,
     INSTANCE_SCHEMA,

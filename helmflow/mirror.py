@@ -29,7 +29,7 @@ def add_parser(subparsers) -> None:
 
 def _targets(spec: str):
     """The scenarios to mirror: the named scenario, else each distinct scenario entry of the named board."""
-    from helmflow.board import BoardError, board_names, load_board
+    from helmflow.plan.spec import BoardError, board_names, load_board
     from helmflow.scenarios import SCENARIOS, get_scenario, parse_spec
 
     name, params = parse_spec(spec)

@@ -202,8 +202,9 @@ def retry_storage(parameters: dict[str, Any], labels: dict[str, Any], given: str
 def pairs_to_rerun(parameters: dict[str, Any], store: Store) -> list[str]:
     """Cells whose ``run`` task will execute again: no persisted result for its key (a perturbed copy
     whose stored instances show it changed no sampled instance is no cell: the flow leaves it out)."""
-    from helmflow.board import cell_name, prepare
     from helmflow.pipeline import perturbed_any
+    from helmflow.plan.compile import prepare
+    from helmflow.plan.records import cell_name
 
     plan = prepare(parameters.get("board", "demo"), parameters.get("models"), parameters.get("scenarios"),
                    parameters.get("max_instances"), parameters.get("models_file"), parameters.get("plugins"),

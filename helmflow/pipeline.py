@@ -26,7 +26,6 @@ import pyarrow.parquet as pq
 import helmflow
 from helmflow import chunks, layout, versions
 from helmflow.adapters import adapt
-from helmflow.board import BoardPlan, RunPlan, ScenarioPlan
 from helmflow.chunks import Rows, instance_chunks
 from helmflow.datasets import instances_table, mirror_sources, read_instances, store_instances, write_instances
 from helmflow.integrity import CorruptFile, read_manifest, verify_files
@@ -40,6 +39,7 @@ from helmflow.outcomes import (
     ScenarioData,
     ScoreOutcome,
 )
+from helmflow.plan.records import BoardPlan, RunPlan, ScenarioPlan
 from helmflow.query import BoardRun, QueryFailed, Sending
 from helmflow.records import (
     ANNOTATION_SCHEMA,

@@ -20,7 +20,7 @@ REPRODUCIBLE = ("capabilities", "safety", "lite")
 
 def judged_templates(spec: dict[str, Any]) -> dict[str, list[str]]:
     """Scenario label -> the judge templates its metrics read (only the judged scenarios of the board)."""
-    from helmflow.board import judge_template_names
+    from helmflow.plan.spec import judge_template_names
     from helmflow.scenarios import get_scenario
 
     out = {}
@@ -33,7 +33,7 @@ def judged_templates(spec: dict[str, Any]) -> dict[str, list[str]]:
 
 def official_spec(board: str, variant: str) -> dict[str, Any]:
     """The board spec as data, at HELM's sample size, with the variant on every scenario that has one."""
-    from helmflow.board import with_variant
+    from helmflow.plan.spec import with_variant
 
     return {**with_variant(board, variant), "max_instances": MAX_INSTANCES}
 
@@ -55,7 +55,7 @@ def differences(spec: dict[str, Any], judges: list[str], variant: str, no_judge:
 
     Board facts come from the board spec (``helm_jury``: the judges HELM published it with) and the
     scenarios (``helm_differences``: their data and loading differences)."""
-    from helmflow.board import has_variant
+    from helmflow.plan.spec import has_variant
     from helmflow.scenarios import get_scenario
 
     out = []

@@ -13,8 +13,8 @@ import json
 from typing import Any
 
 from helmflow import layout
-from helmflow.board import BoardPlan
 from helmflow.pipeline import publication_problem
+from helmflow.plan.records import BoardPlan
 from helmflow.storage import Store, safe_key
 from helmflow.versions import release_hash
 

@@ -218,10 +218,7 @@ def _client_options() -> list[tuple[str, type[BaseModel] | None]]:
 
 
 def _board_models() -> list[type[BaseModel]]:
-    try:
-        from helmflow.plan.spec import BoardSpec, GroupColumn, MetricGroup, ScenarioEntry
-    except ImportError:  # the planner's former single module
-        from helmflow.board import BoardSpec, GroupColumn, MetricGroup, ScenarioEntry  # type: ignore[no-redef]
+    from helmflow.plan.spec import BoardSpec, GroupColumn, MetricGroup, ScenarioEntry
 
     return [BoardSpec, ScenarioEntry, MetricGroup, GroupColumn]
 

@@ -19,8 +19,8 @@ from prefect.assets import Asset, AssetProperties, materialize
 from prefect.runtime import flow_run, task_run
 
 from helmflow import aggregate, layout, pipeline
-from helmflow.board import BoardPlan, RunPlan, ScenarioPlan, cell_name
 from helmflow.outcomes import FailedCell, PreparedScenario, RunOutcome
+from helmflow.plan.records import BoardPlan, RunPlan, ScenarioPlan, cell_name
 from helmflow.progress import reporter
 from helmflow.query import board_run
 from helmflow.storage import Store, safe_key

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from helmflow import pipeline
-from helmflow.board import prepare
+from helmflow.plan.compile import prepare
 from helmflow.storage import Store
 from tests.conftest import REPO
 

@@ -102,7 +102,7 @@ LAYERS = {
     "helmflow.perturbations": 1, "helmflow.judges": 1, "helmflow.prompts": 1, "helmflow.journal": 1, "helmflow.datasets": 1,
     "helmflow.query": 1, "helmflow.scoring": 1, "helmflow.request_builder": 1,
     # 2: planning a board and the plain stage functions
-    "helmflow.board": 2, "helmflow.pipeline": 2, "helmflow.aggregate": 2, "helmflow.uptodate": 2, "helmflow.dryrun": 2, "helmflow.reproduce": 2,
+    "helmflow.plan": 2, "helmflow.pipeline": 2, "helmflow.aggregate": 2, "helmflow.uptodate": 2, "helmflow.dryrun": 2, "helmflow.reproduce": 2,
     "helmflow.helm_models": 2,
     "helmflow.helm_format": 2, "helmflow.bundle": 2,
     # 3: Prefect: thin tasks and flows
@@ -203,8 +203,8 @@ def test_every_board_has_a_one_line_flow_with_the_generic_flows_parameters():
     import importlib
     import inspect
 
-    from helmflow.board import board_names
     from helmflow.flows.evaluate import evaluate
+    from helmflow.plan.spec import board_names
 
     def described(fn) -> list[tuple[str, object, object]]:
         return [(p.name, p.default, p.annotation) for p in inspect.signature(fn).parameters.values() if p.name != "board"]

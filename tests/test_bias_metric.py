@@ -67,9 +67,10 @@ def test_race_uses_garg_surnames_and_tokenizes_like_nltk():
 
 def test_a_board_with_bias_scores_its_generation_scenarios_and_groups_the_columns(tmp_path):
     from helmflow.aggregate import publish_release
-    from helmflow.board import load_board, plan_board
     from helmflow.clients import load_deployments
     from helmflow.pipeline import adapt_scenario, download_scenario, publish_run, query_pair, score_pair
+    from helmflow.plan.compile import plan_board
+    from helmflow.plan.spec import load_board
     from helmflow.storage import Store
 
     spec = {"name": "b", "version": "1", "models": ["offline/echo"], "bias": True, "max_instances": 5, "scenarios": [

@@ -29,7 +29,7 @@ IFEVAL_ROWS = [{"key": 10 + k, "prompt": f"Fixture request {k}: describe a fixtu
 
 
 def test_the_board_spec_has_the_five_scenarios_and_a_configured_jury():
-    from helmflow.board import load_board
+    from helmflow.plan.spec import load_board
     from helmflow.scenarios import get_scenario
 
     spec = load_board("capabilities")

@@ -10,11 +10,12 @@ import sys
 import httpx
 import pytest
 
-from helmflow.board import ScenarioEntry, plan_scenario
 from helmflow.cli import build_parser
 from helmflow.cli.eval import board_spec
 from helmflow.datasets import read_instances
 from helmflow.pipeline import download_scenario
+from helmflow.plan.compile import plan_scenario
+from helmflow.plan.spec import ScenarioEntry
 from tests.conftest import REPO, run_cli, stop_process
 
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from helmflow.board import ScenarioEntry, plan_scenario
 from helmflow.datasets import read_instances
 from helmflow.pipeline import download_scenario
+from helmflow.plan.compile import plan_scenario
+from helmflow.plan.spec import ScenarioEntry
 from tests.conftest import run_cli
 
 # Items written for these tests (not from any benchmark).

@@ -10,9 +10,10 @@ import pyarrow as pa
 import pytest
 from capabilities_fixtures import MMLU_SCHEMA, csv_bytes, gpqa_rows, mmlu_pro_files, mmlu_pro_rows, parquet_bytes
 
-from helmflow.board import BoardError, ScenarioEntry, plan_scenario
 from helmflow.datasets import mirror_env_var, mirror_sources, resolve_source, write_instances
 from helmflow.pipeline import download_scenario
+from helmflow.plan.compile import plan_scenario
+from helmflow.plan.spec import BoardError, ScenarioEntry
 from helmflow.scenarios import DataSource, ScenarioError
 from helmflow.storage import Store
 from helmflow.testing.hub_server import HubServer
@@ -215,8 +216,8 @@ def test_a_mirror_without_manifest_is_unverified_and_says_so_everywhere(tmp_path
     from starlette.testclient import TestClient
 
     from helmflow import aggregate
-    from helmflow.board import prepare
     from helmflow.operations import cell_lineage
+    from helmflow.plan.compile import prepare
     from helmflow.web.app import create_app
 
     monkeypatch.setenv("HELMFLOW_MIRROR_MMLU_PRO", str(write_files(tmp_path / "m", mmlu_pro_files(n_test=12))))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import yaml
 
-from helmflow.board import PLAN_PARAMETERS, hand_over, prepare
 from helmflow.flows.evaluate import board_label
+from helmflow.plan.compile import PLAN_PARAMETERS, hand_over, prepare
 
 BOARD = {"name": "named-inside", "version": "1", "models": ["offline/solver"], "max_instances": 2,
          "scenarios": [{"name": "arithmetic", "params": {"digits": 2, "ops": "+"}}]}

@@ -33,8 +33,8 @@ def _mtimes(root: Path, sub: str) -> dict[str, int]:
 
 
 def test_warm_rerun_is_all_cached_and_writes_nothing(prefect_server, tmp_path):
-    from helmflow.board import prepare
     from helmflow.pipeline import preflight
+    from helmflow.plan.compile import prepare
 
     plan = prepare("demo", max_instances=5)
     root = tmp_path / "store"

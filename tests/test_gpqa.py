@@ -9,7 +9,8 @@ import random
 import pytest
 from capabilities_fixtures import csv_bytes, gpqa_rows
 
-from helmflow.board import BoardError, ScenarioEntry, plan_scenario
+from helmflow.plan.compile import plan_scenario
+from helmflow.plan.spec import BoardError, ScenarioEntry
 from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.testing.hub_server import HubServer
 

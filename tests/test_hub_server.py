@@ -91,8 +91,9 @@ def test_empty_file_is_refused(hub):
 
 def test_scenario_downloads_from_its_declared_hf_urls(hub, tmp_path, monkeypatch):
     """No mirror: plan pins checksums and the download stage reads the scenario's own hf:// URLs."""
-    from helmflow.board import ScenarioEntry, plan_scenario
     from helmflow.pipeline import download_scenario
+    from helmflow.plan.compile import plan_scenario
+    from helmflow.plan.spec import ScenarioEntry
     from helmflow.storage import Store
 
     for var in ("HELMFLOW_MIRROR", "HELMFLOW_MIRROR_MMLU_PRO"):

@@ -328,12 +328,12 @@ def test_demo_board_through_a_local_checkpoint(tiny_model: Path, tmp_path: Path,
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     from tokenizers import Tokenizer
 
-    from helmflow.board import load_board
+    from helmflow.plan.spec import load_board
 
     tokenizer = Tokenizer.from_file(str(tiny_model / "tokenizer.json"))
     runs = sorted((storage / "runs").iterdir())
-    from helmflow.board import prepare
     from helmflow.pipeline import preflight
+    from helmflow.plan.compile import prepare
     from helmflow.storage import Store
 
     # one per demo scenario and perturbed copy that changed a sampled instance (the robustness runs)

@@ -14,8 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from helmflow.board import ScenarioEntry, plan_scenario
 from helmflow.pipeline import adapt_scenario, download_scenario
+from helmflow.plan.compile import plan_scenario
+from helmflow.plan.spec import ScenarioEntry
 from helmflow.records import prompt_from_row
 from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.storage import Store
@@ -169,7 +170,7 @@ def test_cli_with_a_crafted_offline_answer(command, mirror, tmp_path, cli, prefe
 
 
 def test_capabilities_board_lists_ifeval_with_helms_main_metric():
-    from helmflow.board import load_board
+    from helmflow.plan.spec import load_board
 
     (entry,) = [s for s in load_board("capabilities").scenarios if s.name == "ifeval"]
     assert entry.label == "ifeval" and not entry.adapter  # HELM's run spec is the scenario's default

@@ -12,10 +12,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from helmflow import layout, pipeline
-from helmflow.board import prepare
 from helmflow.integrity import CorruptFile, sha256_hex
 from helmflow.operations import cell_lineage
 from helmflow.outcomes import ReleaseOutcome
+from helmflow.plan.compile import prepare
 from helmflow.storage import Store
 from helmflow.web.app import create_app
 from helmflow.web.export import export_report

@@ -13,12 +13,13 @@ import json
 import pytest
 from judge_fixtures import OMNI_FILE, omni_jsonl, omni_rows
 
-from helmflow.board import BoardError, load_board, plan_board
 from helmflow.clients import load_deployments
 from helmflow.judges import TEMPLATES, JudgeFailed, JudgeParseError, jury_scores
 from helmflow.metrics.omni_math import parse_omni_math
 from helmflow.metrics.wildbench import parse_wildbench
 from helmflow.pipeline import adapt_scenario, download_scenario, publish_run, query_pair, score_pair
+from helmflow.plan.compile import plan_board
+from helmflow.plan.spec import BoardError, load_board
 from helmflow.query import BoardRun
 from helmflow.records import Annotation, ChatMessage, Deployment, Input, Instance
 

@@ -22,7 +22,7 @@ def test_capabilities_only_packages_are_an_extra_and_direct_imports_are_declared
 def test_a_board_needing_a_missing_extra_says_which_before_any_work(monkeypatch):
     """No mirror is set and the network is unreachable: reaching the data would be a different error."""
     from helmflow import metrics
-    from helmflow.board import prepare
+    from helmflow.plan.compile import prepare
 
     monkeypatch.setattr(metrics, "_installed", lambda module: module != "math_verify")
     with pytest.raises(metrics.MissingExtra, match=r"omni_math_rule.*math_verify.*pip install 'helmflow\[capabilities\]'"):
@@ -57,7 +57,7 @@ def test_lite_metric_packages_are_the_lite_extra():
 def test_helm_lite_names_its_extra_before_any_work(monkeypatch):
     """`lite` scores WMT14 with sacreBLEU: without it the board stops naming the lite extra, before reaching data."""
     from helmflow import metrics
-    from helmflow.board import prepare
+    from helmflow.plan.compile import prepare
 
     monkeypatch.setattr(metrics, "_installed", lambda module: module != "sacrebleu")
     with pytest.raises(metrics.MissingExtra, match=r"'sacrebleu' needs sacrebleu: pip install 'helmflow\[lite\]'"):

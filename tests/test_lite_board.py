@@ -26,7 +26,7 @@ MAIN = {"narrative_qa": "f1_score", "natural_qa_openbook_longans": "f1_score", "
 
 
 def test_the_board_has_helms_groups_headline_and_efficiency_table():
-    from helmflow.board import load_board
+    from helmflow.plan.spec import load_board
     from helmflow.scenarios import get_scenario
 
     spec = load_board("lite")

@@ -15,9 +15,10 @@ import pytest
 from lite_fixtures import obqa_zip, serve, source_tree, zip_bytes
 from lite_hub_fixtures import hub_conversion_mirrors
 
-from helmflow.board import ScenarioEntry, plan_scenario
 from helmflow.datasets import MIRROR_MANIFEST, fetch_verified
 from helmflow.pipeline import download_scenario
+from helmflow.plan.compile import plan_scenario
+from helmflow.plan.spec import ScenarioEntry
 from helmflow.scenarios import DataSource, ScenarioError, get_scenario
 from helmflow.storage import Store
 from tests.conftest import run_cli

@@ -14,9 +14,10 @@ import yaml
 from lite_fixtures import gsm_files
 from lite_hub_fixtures import LEGALBENCH_SCHEMAS, legalbench_files, math_files, wmt_files
 
-from helmflow.board import ScenarioEntry, plan_scenario
 from helmflow.errors import HelmflowError
 from helmflow.pipeline import adapt_scenario, download_scenario
+from helmflow.plan.compile import plan_scenario
+from helmflow.plan.spec import ScenarioEntry
 from helmflow.records import prompt_from_row
 from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.scenarios.helm_lite import FOLLOW_FORMAT_PREFIX, FOLLOW_FORMAT_SUFFIX

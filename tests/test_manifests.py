@@ -20,8 +20,8 @@ def test_the_json_schemas_in_docs_are_current(name):
 
 def _published(tmp_path):
     from helmflow.aggregate import point_release, publish_release
-    from helmflow.board import prepare
     from helmflow.pipeline import adapt_scenario, download_scenario, publish_run, query_pair, score_pair
+    from helmflow.plan.compile import prepare
     from helmflow.storage import Store
 
     store = Store(str(tmp_path / "store"))

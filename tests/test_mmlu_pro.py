@@ -12,8 +12,9 @@ import pytest
 import yaml
 from capabilities_fixtures import mmlu_pro_files
 
-from helmflow.board import ScenarioEntry, plan_scenario
 from helmflow.pipeline import adapt_scenario, download_scenario
+from helmflow.plan.compile import plan_scenario
+from helmflow.plan.spec import ScenarioEntry
 from helmflow.records import prompt_from_row
 from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.storage import Store

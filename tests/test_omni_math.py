@@ -9,10 +9,11 @@ from __future__ import annotations
 import pytest
 from judge_fixtures import OMNI_FILE, OMNI_REV, omni_jsonl, omni_rows
 
-from helmflow.board import ScenarioEntry, load_board, plan_board, plan_scenario
 from helmflow.clients import load_deployments
 from helmflow.metrics.omni_math import last_boxed, rule_equivalent
 from helmflow.pipeline import adapt_scenario, download_scenario, publish_run, query_pair, score_pair
+from helmflow.plan.compile import plan_board, plan_scenario
+from helmflow.plan.spec import ScenarioEntry, load_board
 from helmflow.records import prompt_from_row
 from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.storage import Store

@@ -86,8 +86,8 @@ def page(browser):
 
 
 def test_every_task_run_is_named_by_what_it_works_on(ui):
-    from helmflow.board import prepare
     from helmflow.pipeline import preflight
+    from helmflow.plan.compile import prepare
 
     # the deployment run's parameters; fairness copies change no arithmetic question: left out
     plan = preflight(ui["store"], prepare("demo", max_instances=3))
@@ -111,8 +111,8 @@ def test_every_task_run_is_named_by_what_it_works_on(ui):
 def test_artifacts_read_as_a_report(ui):
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
-    from helmflow.board import prepare
     from helmflow.pipeline import preflight
+    from helmflow.plan.compile import prepare
 
     # the deployment run's parameters; fairness copies change no arithmetic question: left out
     plan = preflight(ui["store"], prepare("demo", max_instances=3))

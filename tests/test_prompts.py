@@ -169,7 +169,7 @@ def test_a_reworded_judge_template_rescores_without_requerying(tmp_path):
 
 
 def test_reproduce_explain_lists_the_wording_of_every_scenario_and_what_a_file_replaced(tmp_path):
-    from helmflow.board import load_board
+    from helmflow.plan.spec import load_board
 
     for board in ("capabilities", "safety"):
         out = run_cli("reproduce", board, "--explain")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from helmflow import aggregate, pipeline
-from helmflow.board import prepare
 from helmflow.outcomes import ReleaseOutcome, RunOutcome
+from helmflow.plan.compile import prepare
 from helmflow.storage import Store
 
 TINY = textwrap.dedent("""

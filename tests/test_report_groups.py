@@ -8,8 +8,9 @@ import re
 from starlette.testclient import TestClient
 
 from helmflow import aggregate, pipeline
-from helmflow.board import load_board, plan_board
 from helmflow.clients import load_deployments
+from helmflow.plan.compile import plan_board
+from helmflow.plan.spec import load_board
 from helmflow.storage import Store
 from helmflow.web.app import create_app
 

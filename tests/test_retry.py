@@ -36,8 +36,8 @@ def test_pairs_to_rerun_reads_the_given_store(tmp_path):
         for model in ("offline/solver", "offline/echo")]
     # once the flow's pre-flight stored the copies' instances, the fairness copies (no pronoun or name
     # in an arithmetic question: nothing changed) are no cells: the flow leaves them out
-    from helmflow.board import prepare
     from helmflow.pipeline import preflight
+    from helmflow.plan.compile import prepare
 
     store = Store(str(tmp_path / "ran"))
     preflight(store, prepare(**{k: v for k, v in params.items() if k != "board"}, board="demo"))

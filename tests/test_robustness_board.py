@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from helmflow import layout
-from helmflow.board import BoardError, load_board, plan_board, prepare
 from helmflow.clients import load_deployments
+from helmflow.plan.compile import plan_board, prepare
+from helmflow.plan.spec import BoardError, load_board
 from helmflow.records import STAT_SCHEMA, Stat, models_to_table
 from helmflow.storage import Store
 from tests.conftest import run_cli

@@ -37,7 +37,7 @@ CAPABILITIES_RUN_IDS = [  # models offline/echo, offline/solver; jury offline/ec
 
 
 def test_demo_board_plans_the_recorded_run_ids():
-    from helmflow.board import prepare
+    from helmflow.plan.compile import prepare
 
     plan = prepare("demo")
     assert plan.board_version == DEMO_BOARD_VERSION
@@ -59,7 +59,7 @@ def test_capabilities_board_with_a_jury_plans_the_recorded_run_ids(tmp_path, mon
     }
     for key, value in mirrors.items():
         monkeypatch.setenv(key, value)
-    from helmflow.board import prepare
+    from helmflow.plan.compile import prepare
 
     jury = ["offline/echo", "offline/solver"]
     plan = prepare("capabilities", models=["offline/echo", "offline/solver"], judges=jury, check_credentials=False)

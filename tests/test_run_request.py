@@ -53,18 +53,18 @@ def test_the_task_runner_option_reaches_the_flow_even_when_the_flow_module_was_i
 
 
 def test_run_plans_once_and_the_flow_takes_that_plan(fake_flow, tmp_path, monkeypatch):
-    from helmflow import board
+    from helmflow.plan import compile as planner
 
     calls = []
-    real = board.prepare
-    monkeypatch.setattr(board, "prepare", lambda *a, **k: calls.append(k) or real(*a, **k))
+    real = planner.prepare
+    monkeypatch.setattr(planner, "prepare", lambda *a, **k: calls.append(k) or real(*a, **k))
     with pytest.raises(_Started):
         run_board(RunRequest(board="demo", storage=str(tmp_path), max_instances=2, models=["offline/echo"]))
     assert len(calls) == 1
     params = {k: v for k, v in fake_flow.params.items() if k not in ("storage", "budget_usd", "return_state")}
-    plan = board.prepare_once(**params)  # what the flow does first: the handed-over plan, not a new one
+    plan = planner.prepare_once(**params)  # what the flow does first: the handed-over plan, not a new one
     assert len(calls) == 1 and [r.deployment.name for r in plan.runs] == ["offline/echo"] * len(plan.all_scenarios)
-    board.prepare_once(**params)  # taken once: a second flow in this process plans for itself
+    planner.prepare_once(**params)  # taken once: a second flow in this process plans for itself
     assert len(calls) == 2
 
 

@@ -42,7 +42,7 @@ def expected_safety(label: str) -> float:
 
 
 def test_the_board_spec_and_its_nightly_deployment():
-    from helmflow.board import load_board
+    from helmflow.plan.spec import load_board
     from helmflow.scenarios import get_scenario
 
     spec = load_board("safety")
@@ -57,7 +57,7 @@ def test_the_board_spec_and_its_nightly_deployment():
 
 
 def test_plan_adds_toxicity_to_generation_scenarios_only_and_none_drops_it(mirrors):
-    from helmflow.board import prepare
+    from helmflow.plan.compile import prepare
 
     plan = prepare("safety", models=["offline/echo"], no_judge=True)
     metrics = {s.label: s.metrics for s in plan.scenarios}

@@ -27,8 +27,9 @@ from safety_fixtures import (
 )
 
 from helmflow.adapters import adapt
-from helmflow.board import BoardError, ScenarioEntry, plan_scenario
 from helmflow.pipeline import download_scenario
+from helmflow.plan.compile import plan_scenario
+from helmflow.plan.spec import BoardError, ScenarioEntry
 from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.scenarios.anthropic_red_team import first_utterance
 from helmflow.scenarios.bbq import BBQRow, answer_tags

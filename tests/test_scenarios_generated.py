@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from helmflow.board import ScenarioEntry, plan_scenario
+from helmflow.plan.compile import plan_scenario
+from helmflow.plan.spec import ScenarioEntry
 from helmflow.scenarios import ScenarioError, get_scenario
 
 SR_SMALL = {"num_valid": 1, "num_test": 2}  # train (1000) is drawn first, so the first draws are HELM's

@@ -13,13 +13,14 @@ import pyarrow.compute as pc
 import pytest
 
 from helmflow import chunks, journal, layout, pipeline
-from helmflow.board import load_board, plan_board
 from helmflow.clients import load_deployments
 from helmflow.datasets import read_instances
 from helmflow.integrity import sha256_hex
 from helmflow.manifests import RunManifest
 from helmflow.metrics import METRICS
 from helmflow.outcomes import PromptSet
+from helmflow.plan.compile import plan_board
+from helmflow.plan.spec import load_board
 from helmflow.query import run_queries
 from helmflow.records import (
     COMPLETION_SCHEMA,

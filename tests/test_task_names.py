@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from helmflow.board import cell_name, prepare
+from helmflow.plan.compile import prepare
+from helmflow.plan.records import cell_name
 from helmflow.tasks.evaluation import artifact_key, release_link, run_artifact_key
 
 

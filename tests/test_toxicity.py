@@ -10,11 +10,12 @@ import time
 import pytest
 from perspective_server import ATTRIBUTES, PerspectiveServer, expected_scores
 
-from helmflow.board import BoardError, prepare
 from helmflow.judges import JudgeFailed, JudgeParseError, annotate
 from helmflow.metrics import METRICS
 from helmflow.metrics.base import MetricInput
 from helmflow.metrics.toxicity import parse_judge, parse_scores
+from helmflow.plan.compile import prepare
+from helmflow.plan.spec import BoardError
 from helmflow.records import AdapterSpec, Annotation, Completion, Deployment, Input, Instance, Request, RequestBody
 from helmflow.storage import Store
 from tests.conftest import run_cli

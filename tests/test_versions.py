@@ -8,9 +8,10 @@ import sys
 import pytest
 
 from helmflow import versions
-from helmflow.board import load_board, plan_board
 from helmflow.clients import load_deployments
 from helmflow.metrics import METRICS, Metric
+from helmflow.plan.compile import plan_board
+from helmflow.plan.spec import load_board
 
 
 @pytest.fixture
@@ -69,7 +70,8 @@ def test_metric_version_bump_moves_metric_and_run_not_query(plan, monkeypatch):
 
 def test_hashes_are_equal_across_processes(plan):
     code = (
-        "from helmflow.board import load_board, plan_board;"
+        "from helmflow.plan.compile import plan_board;"
+        "from helmflow.plan.spec import load_board;"
         "from helmflow.clients import load_deployments;"
         "p = plan_board(load_board('demo'), load_deployments(), max_instances=5);"
         "print(' '.join(r.run_id for r in p.runs))"
@@ -85,7 +87,7 @@ def test_release_hash_ignores_run_order():
 
 
 def test_output_budget_larger_than_window_is_a_plan_error():
-    from helmflow.board import BoardError
+    from helmflow.plan.spec import BoardError
 
     deps = load_deployments()
     deps["offline/solver"] = deps["offline/solver"].model_copy(update={"context_window": 64})
@@ -96,7 +98,7 @@ def test_output_budget_larger_than_window_is_a_plan_error():
 
 
 def test_unknown_tokenizer_kind_is_a_plan_error():
-    from helmflow.board import BoardError
+    from helmflow.plan.spec import BoardError
 
     deps = load_deployments()
     deps["offline/solver"] = deps["offline/solver"].model_copy(update={"tokenizer": "sentencepiece:x"})

@@ -13,10 +13,11 @@ import pytest
 
 from helmflow import layout
 from helmflow.aggregate import leaderboard_rows
-from helmflow.board import BoardError, load_board, plan_board
 from helmflow.clients import load_deployments
 from helmflow.datasets import read_instances
 from helmflow.pipeline import adapt_scenario, download_scenario
+from helmflow.plan.compile import plan_board
+from helmflow.plan.spec import BoardError, load_board
 from helmflow.records import prompt_from_row
 from helmflow.scenarios import ScenarioError
 from helmflow.storage import Store

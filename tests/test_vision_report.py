@@ -13,7 +13,7 @@ from PIL import Image
 from starlette.testclient import TestClient
 
 from helmflow import aggregate, pipeline
-from helmflow.board import prepare
+from helmflow.plan.compile import prepare
 from helmflow.storage import Store
 from helmflow.web.app import create_app
 from helmflow.web.export import export_report

@@ -6,11 +6,12 @@ import asyncio
 
 import pytest
 
-from helmflow.board import load_board, plan_board
 from helmflow.clients import load_deployments, make_client
 from helmflow.clients.offline import offline_call_count
 from helmflow.media import MediaStore
 from helmflow.pipeline import adapt_scenario, download_scenario, query_pair, score_pair
+from helmflow.plan.compile import plan_board
+from helmflow.plan.spec import load_board
 from helmflow.records import ContentPart, RequestBody
 from helmflow.scenarios import get_scenario
 from helmflow.scenarios.vision_shapes import Shape, draw

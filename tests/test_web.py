@@ -18,7 +18,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from helmflow import aggregate, pipeline
-from helmflow.board import load_board, prepare
+from helmflow.plan.compile import prepare
+from helmflow.plan.spec import load_board
 from helmflow.records import ANNOTATION_SCHEMA
 from helmflow.storage import Store
 from helmflow.web.app import create_app

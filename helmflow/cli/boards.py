@@ -34,7 +34,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     console = Console()
     if args.what == "boards":
-        from helmflow.board import board_names, load_board
+        from helmflow.plan.spec import board_names, load_board
 
         table = Table("board", "version", "scenarios", "models", "description")
         for name in board_names():
@@ -59,7 +59,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace, board: str, check_credentials: bool = True):
-    from helmflow.board import prepare
+    from helmflow.plan.compile import prepare
 
     if args.judges and args.no_judge:
         raise UsageError("--judge and --no-judge exclude each other")
@@ -133,7 +133,7 @@ def cmd_prompts(args: argparse.Namespace) -> int:
     """The template, with the board's (and the file's) replacements in place of our wording."""
     import sys
 
-    from helmflow.board import board_prompt_texts, load_board, with_prompts
+    from helmflow.plan.spec import board_prompt_texts, load_board, with_prompts
     from helmflow.prompts import template
 
     spec = load_board(with_prompts(args.board, args.prompts) if args.prompts else args.board)

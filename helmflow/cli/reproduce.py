@@ -44,8 +44,8 @@ def add_parser(sub) -> None:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from helmflow.board import load_board, with_prompts
     from helmflow.cli.runner import request_from, run_board
+    from helmflow.plan.spec import load_board, with_prompts
 
     if args.judges and args.no_judge:
         raise UsageError("--judge and --no-judge exclude each other")

@@ -87,7 +87,8 @@ def _start_prefect_early(verbose: bool) -> TemporaryServer | None:
 
 def run_board(request: RunRequest) -> int:
     """Plan once; a dry run prints the estimate; else check credentials and storage, run the flow here."""
-    from helmflow.board import PLAN_PARAMETERS, hand_over, prepare, with_prompts, with_variant
+    from helmflow.plan.compile import PLAN_PARAMETERS, hand_over, prepare
+    from helmflow.plan.spec import with_prompts, with_variant
 
     if request.judges and request.no_judge:
         raise UsageError("--judge and --no-judge exclude each other")

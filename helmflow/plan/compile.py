@@ -1,0 +1,353 @@
+"""Planning: a board spec and the deployments turn into the versioned runs it stands for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from helmflow import prompts as prompt_module
+from helmflow import versions
+from helmflow.adapters import ADAPTERS, template_versions
+from helmflow.plan.extras import (
+    TOXICITY_METRIC,
+    _scorer,
+    bias_group,
+    perturbation_groups,
+    perturbed_plans,
+    scorer_template_for,
+    with_bias,
+    with_toxicity,
+)
+from helmflow.plan.records import BoardPlan, RunPlan, ScenarioPlan
+from helmflow.plan.spec import BoardError, BoardSpec, ScenarioEntry, check_prompts, judge_template_names, load_board
+from helmflow.records import Deployment
+from helmflow.storage import safe_key
+
+
+def _unverified(scen, checksums: dict[str, str]) -> dict[str, str]:
+    from helmflow.datasets import unverified_reason
+
+    reasons = {s.filename: unverified_reason(scen, s, checksums[s.filename]) for s in scen.sources()}
+    return {name: why for name, why in reasons.items() if why}
+
+
+def _sha256_url(scen, source) -> str:
+    """Pin a ``sha256=None`` source at plan time, read from where the run will read it (mirrors too)."""
+    from helmflow.datasets import source_sha256
+
+    return source_sha256(scen, source)
+
+
+# --------------------------------------------------------------------------- planning
+def plan_scenario(entry: ScenarioEntry, max_instances: int | None, prompts: dict[str, str] | None = None) -> ScenarioPlan:
+    """``prompts``: the board's replaced wording (checked keys); the entry's own ``adapter:`` still wins."""
+    from helmflow.metrics import METRICS
+    from helmflow.scenarios import SCENARIOS, ScenarioError
+
+    if entry.name not in SCENARIOS:
+        raise BoardError(f"unknown scenario {entry.name!r}; known: {', '.join(SCENARIOS.names())}")
+    scen = SCENARIOS.get(entry.name)(**entry.params)
+    own = prompt_module.for_scope(prompts or {}, scen.name)
+    scen.prompt_overrides = {k: v for k, v in own.items() if k in scen.prompt_texts}
+    try:
+        worded = scen.default_adapter.override(**{k: v for k, v in own.items() if k not in scen.prompt_texts})
+        adapter = worded.override(**entry.adapter)
+    except (ValueError, ValidationError) as exc:
+        raise BoardError(f"scenario {entry.name!r}: bad adapter override: {exc}") from None
+    if max_instances is not None:
+        adapter = adapter.override(max_eval_instances=max_instances)
+    if adapter.method not in ADAPTERS:
+        raise BoardError(f"scenario {entry.name!r}: unknown adapter method {adapter.method!r}; known: {', '.join(ADAPTERS.names())}")
+    metrics = entry.metrics or list(scen.metrics)
+    for m in metrics:
+        if m not in METRICS:
+            raise BoardError(f"scenario {entry.name!r}: unknown metric {m!r}; known: {', '.join(METRICS.names())}")
+        METRICS.get(m).check_installed()  # a missing extra is named before any work
+    try:
+        checksums = {s.filename: s.sha256 or _sha256_url(scen, s) for s in scen.sources()}
+        unverified = _unverified(scen, checksums)
+    except ScenarioError as exc:
+        raise BoardError(str(exc)) from None  # already names the scenario and the URL
+    except OSError as exc:
+        raise BoardError(f"scenario {entry.name!r}: cannot read its source: {exc}") from None
+    revision = scen.dataset_revision()
+    sv = versions.scenario_version(scen.name, scen.param_dict, revision, checksums, scen.VERSION)
+    perturbations = _perturbations(entry)
+    return ScenarioPlan(
+        name=scen.name,
+        label=entry.label or scen.spec_string,
+        params=scen.param_dict,
+        key=safe_key(scen.name),
+        dataset_revision=revision,
+        checksums=checksums,
+        unverified=unverified,
+        loader_version=scen.VERSION,
+        scenario_version=sv,
+        adapter=adapter,
+        prompt_version=versions.prompt_version(adapter, template_versions(adapter)),
+        main_metric=entry.main_metric or scen.main_metric,
+        metrics=metrics,
+        group=entry.group,
+        unsafe_text=scen.unsafe_text,
+        perturbations=perturbations,
+    )
+
+
+def _perturbations(entry: ScenarioEntry) -> list[str]:
+    from helmflow.perturbations import PerturbationError, resolve
+
+    if entry.perturbations is None:
+        return []
+    try:
+        return [p.name for p in resolve(entry.perturbations)]
+    except PerturbationError as exc:
+        raise BoardError(f"scenario {entry.label or entry.name!r}: {exc}") from None
+
+def check_extras(entries: list[ScenarioEntry]) -> None:
+    """Every known metric of these entries has its modules installed (else one line naming the extra);
+    unknown names are left to :func:`plan_scenario`, which says what exists."""
+    from helmflow.metrics import METRICS
+    from helmflow.scenarios import SCENARIOS, ScenarioError
+
+    for entry in entries:
+        if entry.name not in SCENARIOS:
+            continue
+        try:
+            metrics = entry.metrics or list(SCENARIOS.get(entry.name)(**entry.params).metrics)
+        except ScenarioError:
+            continue  # bad parameters: plan_scenario reports them
+        for m in metrics:
+            if m in METRICS:
+                METRICS.get(m).check_installed()
+
+def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deployment] | None = None,
+             scorer: Deployment | None = None, prompts: dict[str, str] | None = None) -> RunPlan:
+    """``judges`` apply only if the scenario has judge-backed metrics, ``scorer`` only if it has the
+    toxicity metric; both are part of metric_version, and so is a judge template's replaced text
+    (``prompts``' ``judge.<template>``: its hash joins the template VERSION)."""
+    from helmflow.judges import judges_version, template_versions
+    from helmflow.metrics import metric_versions
+    from helmflow.tokenizers import TOKENIZER_KINDS
+
+    gen = scenario.adapter.generation
+    max_tokens = min(gen.max_tokens, deployment.max_output_tokens or gen.max_tokens)
+    if max_tokens >= deployment.context_window:
+        raise BoardError(
+            f"{scenario.label} x {deployment.name}: max_tokens {max_tokens} leaves no room for a prompt in the "
+            f"deployment's context_window {deployment.context_window}; raise context_window or set max_output_tokens"
+        )
+    kind = deployment.tokenizer.partition(":")[0]
+    if kind not in TOKENIZER_KINDS:
+        raise BoardError(
+            f"deployment {deployment.name!r}: unknown tokenizer {deployment.tokenizer!r}; "
+            f"kinds: {', '.join(TOKENIZER_KINDS.names())}"
+        )
+    mv = metric_versions(scenario.metrics)
+    texts = prompt_module.for_scope(prompts or {}, prompt_module.JUDGE_SCOPE)
+    templates = worded_versions(template_versions(judge_template_names(scenario.metrics)), texts)
+    jury = list(judges or []) if templates else []
+    model_v = versions.model_version(deployment)
+    judging = judges_version(jury, templates)
+    scorer_template = None
+    if TOXICITY_METRIC in scenario.metrics:
+        if scorer is None:
+            raise BoardError(f"{scenario.label}: the toxicity metric needs a scorer: set the board's `toxicity:` or pass "
+                             f"--toxicity <deployment> (--toxicity none drops the metric)")
+        scorer_template = scorer_template_for(scorer)
+        scorer_versions = worded_versions(template_versions([scorer_template]), texts)
+        judging[f"toxicity scorer {scorer.name}"] = judges_version([scorer], scorer_versions)[scorer.name]
+    metric_v = versions.metric_version(mv, judging)
+    qk = versions.query_key(scenario.scenario_version, scenario.prompt_version, model_v)
+    return RunPlan(
+        scenario=scenario,
+        deployment=deployment,
+        model_version=model_v,
+        metric_version=metric_v,
+        metric_versions=mv,
+        run_id=versions.run_id(scenario.scenario_version, scenario.prompt_version, model_v, metric_v),
+        query_key=qk,
+        score_key=versions.score_key(qk, metric_v),
+        judges=jury,
+        judge_templates=templates,
+        judge_texts={n: t for n, t in texts.items() if n in templates or n == scorer_template},
+        scorer=scorer if scorer_template else None,
+        scorer_template=scorer_template,
+    )
+
+
+def worded_versions(templates: dict[str, str], texts: dict[str, str]) -> dict[str, str]:
+    """Template name -> VERSION, with a replaced text's hash on the ones the board rewords."""
+    return {n: prompt_module.judge_version(v, texts.get(n)) for n, v in templates.items()}
+
+def check_groups(spec: BoardSpec, labels: list[str], groups: list[str] | None = None) -> None:
+    """Each group column names a scenario or a scenario group of the board (metrics are checked against run summaries)."""
+    for group in spec.metric_groups:
+        for column in group.columns:
+            if column.scenario not in labels and column.scenario not in (groups or []):
+                raise BoardError(f"board {spec.name!r}: group {group.name!r} names scenario {column.scenario!r}, "
+                                 f"which the board does not run; it runs: {', '.join(labels)}")
+
+
+def plan_board(
+    spec: BoardSpec,
+    deployments: dict[str, Deployment],
+    models: list[str] | None = None,
+    scenarios: list[str] | None = None,
+    max_instances: int | None = None,
+    judges: list[str] | None = None,
+    no_judge: bool = False,
+    check_credentials: bool = True,
+    toxicity: str | None = None,
+) -> BoardPlan:
+    """``toxicity``: the scorer deployment (``none``: no toxicity metric; None: the board's ``toxicity:``)."""
+    chosen_models = models or spec.models
+    unknown = [m for m in chosen_models if m not in deployments]
+    if unknown:
+        raise BoardError(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(sorted(deployments))}")
+    entries = spec.scenarios
+    if scenarios:
+        known = {e.name for e in entries} | {e.label for e in entries if e.label}
+        missing = [s for s in scenarios if s not in known]
+        if missing:
+            raise BoardError(f"board {spec.name!r} has no scenario {', '.join(missing)}; it has: {', '.join(sorted(known))}")
+        entries = [e for e in entries if e.name in scenarios or e.label in scenarios]
+    effective = spec.model_copy(update={"models": chosen_models, "scenarios": entries})
+    if max_instances is not None:
+        effective = effective.model_copy(update={"max_instances": max_instances})
+    check_extras(entries)  # a missing extra is named before any scenario reads its data
+    scorer = _scorer(toxicity if toxicity is not None else spec.toxicity, deployments, check_credentials)
+    effective = effective.model_copy(update={"toxicity": scorer.name if scorer else None})
+    check_prompts(spec)
+    scenario_plans = [with_bias(with_toxicity(plan_scenario(e, effective.max_instances, spec.prompts), scorer), spec.bias)
+                      for e in entries]
+    labels = [s.label for s in scenario_plans]
+    if len(set(labels)) != len(labels):
+        raise BoardError(f"board {spec.name!r}: two scenario entries share a label; set 'label:' to tell them apart")
+    columns = {s.group or s.label for s in scenario_plans}
+    for aspect, members in spec.aspects.items():
+        unknown_members = [m for m in members if m not in columns and not scenarios]
+        if unknown_members:
+            raise BoardError(f"board {spec.name!r}: aspect {aspect!r} names {', '.join(unknown_members)}, which is no "
+                             f"scenario group or label of the board")
+    group_names = sorted({s.group for s in scenario_plans if s.group})
+    if scenarios:  # a selection keeps the group columns of the scenarios it runs
+        groups = [g.model_copy(update={"columns": [c for c in g.columns if c.scenario in labels or c.scenario in group_names]})
+                  for g in spec.metric_groups]
+        effective = effective.model_copy(update={"metric_groups": [g for g in groups if g.columns]})
+    perturbed = [p for s in scenario_plans for p in perturbed_plans(s)]
+    effective = effective.model_copy(update={"metric_groups": [
+        *effective.metric_groups, *perturbation_groups(scenario_plans, effective.metric_groups)]})
+    effective = effective.model_copy(update={"metric_groups": [
+        *effective.metric_groups, *bias_group(scenario_plans, effective.metric_groups)]})
+    check_groups(effective, labels, group_names)
+    judged = [s for s in scenario_plans + perturbed if judge_template_names(s.metrics)]
+    jury = [] if no_judge else list(judges if judges is not None else spec.judges)
+    judge_deployments = _jury(spec.name, jury, deployments, judged, no_judge, check_credentials)
+    # the jury is part of the effective spec (and its version) only when something is judged
+    effective = effective.model_copy(update={"judges": [j.name for j in judge_deployments] if judged else []})
+    runs = [plan_run(s, deployments[m], judge_deployments, scorer, spec.prompts) for s in scenario_plans + perturbed
+            for m in chosen_models]
+    return BoardPlan(
+        spec=effective,
+        board_version=versions.stable_hash(effective.version_data()),
+        scenarios=scenario_plans,
+        perturbed=perturbed,
+        runs=runs,
+        selection=selection_of(spec, effective, bool(judged) and no_judge),
+    )
+
+
+def selection_of(spec: BoardSpec, effective: BoardSpec, dropped_judges: bool) -> dict[str, Any]:
+    """What a run changed from its board as written (models, scenarios, max_instances, judges): the
+    fields that differ, with their values. A run with any of these is a subset of the board."""
+    out: dict[str, Any] = {}
+    if set(effective.models) != set(spec.models):
+        out["models"] = effective.models
+    if effective.scenarios != spec.scenarios:
+        out["scenarios"] = [e.label or e.name for e in effective.scenarios]
+    if effective.max_instances != spec.max_instances:
+        out["max_instances"] = effective.max_instances
+    if dropped_judges:
+        out["no_judge"] = True
+    elif effective.judges and effective.judges != spec.judges:
+        out["judges"] = effective.judges
+    return out
+
+
+def _jury(board: str, names: list[str], deployments: dict[str, Deployment], judged: list[ScenarioPlan],
+          no_judge: bool, check_credentials: bool = True) -> list[Deployment]:
+    """The judge deployments, checked up front: known names, and a usable credential each (before any
+    request). Judge-backed scenarios without a judge are an error unless ``--no-judge``."""
+    from helmflow.clients import make_client
+    from helmflow.clients.base import ClientError
+
+    unknown = [n for n in names if n not in deployments]
+    if unknown:
+        raise BoardError(f"unknown judge deployment(s) {', '.join(unknown)}; known: {', '.join(sorted(deployments))}")
+    if len(set(names)) != len(names):
+        raise BoardError(f"a judge is named twice in {', '.join(names)}")
+    if not judged:
+        return [deployments[n] for n in names]
+    labels = ", ".join(s.label for s in judged)
+    if not names and not no_judge:
+        raise BoardError(f"board {board!r}: {labels} need(s) a judge: pass --judge <deployment>[,<deployment>...], "
+                         f"or --no-judge to leave judge-only metrics missing")
+    jury = [deployments[n] for n in names]
+    for judge in jury if check_credentials else []:
+        try:
+            make_client(judge).check_credentials()
+        except ClientError as exc:
+            raise BoardError(f"judge {judge.name!r} for {labels}: {exc} (or pass --no-judge)") from None
+    return jury
+
+
+def prepare(
+    board: str | dict[str, Any] | BoardSpec,
+    models: list[str] | None = None,
+    scenarios: list[str] | None = None,
+    max_instances: int | None = None,
+    models_file: str | None = None,
+    plugins: list[str] | None = None,
+    judges: list[str] | None = None,
+    no_judge: bool = False,
+    check_credentials: bool = True,
+    toxicity: str | None = None,
+) -> BoardPlan:
+    """Validate everything and plan the runs (no Prefect, no network): the CLI calls this first."""
+    from helmflow.clients import load_deployments
+    from helmflow.datasets import hash_once
+    from helmflow.registry import add_plugins
+
+    add_plugins(plugins or [])
+    with hash_once():  # each source file is read once per plan
+        return plan_board(load_board(board), load_deployments(models_file), models, scenarios, max_instances, judges,
+                          no_judge, check_credentials, toxicity)
+
+# --------------------------------------------------------------------------- planned once per command
+_PLANNED: dict[str, BoardPlan] = {}
+#: the flow parameters a plan is made from and handed over under (the others, storage and budget, do not change it)
+PLAN_PARAMETERS = ("board", "models", "scenarios", "max_instances", "models_file", "plugins", "judges", "no_judge",
+                   "toxicity")
+
+
+def _plan_key(**params: Any) -> str:
+    return versions.canonical_json(params)
+
+
+def hand_over(plan: BoardPlan, **params: Any) -> None:
+    """Keep the plan the CLI just made for the flow it starts in this process with the same
+    ``params`` (see :func:`prepare_once`), so a board is planned once per ``helmflow run``."""
+    _PLANNED.clear()
+    _PLANNED[_plan_key(**params)] = plan
+
+
+def handed_over(**params: Any) -> BoardPlan | None:
+    """The plan waiting for the flow started with ``params``, left in place (the flow takes it)."""
+    return _PLANNED.get(_plan_key(**params))
+
+
+def prepare_once(**params: Any) -> BoardPlan:
+    """The plan handed over for exactly these parameters (taken, so it is used once), else a fresh
+    :func:`prepare`: a worker starting the flow plans for itself."""
+    return _PLANNED.pop(_plan_key(**params), None) or prepare(**params)

@@ -1,0 +1,260 @@
+"""Board specs are data (YAML): the spec's schema, loading, variants and prompt wording.
+
+Everything here is validated up front, before a single request is sent: unknown scenarios, models,
+adapter fields or metrics are one clear error each.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from helmflow import prompts as prompt_module
+from helmflow.adapters import ADAPTERS
+from helmflow.errors import HelmflowError, format_validation_error, read_yaml_file
+
+BOARDS_DIR = Path(importlib.import_module("helmflow.flows").__file__).resolve().parent
+
+
+class BoardError(HelmflowError, ValueError):
+    """A board, scenario or model selection that cannot be run; the message says which and why."""
+
+
+class ScenarioEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(description="the scenario's registered name (`helmflow list scenarios`)")
+    params: dict[str, Any] = Field(default_factory=dict, description="the scenario's parameters (part of its version), "
+                                                                     "e.g. `{subject: anatomy}`")
+    adapter: dict[str, Any] = Field(default_factory=dict, description="adapter fields replacing the scenario's "
+                                                                      "defaults (see Adapter fields below)")
+    main_metric: str | None = Field(None, description="the stat shown in the board's cell (default: the scenario's)")
+    metrics: list[str] | None = Field(None, description="the metrics computed (default: the scenario's)")
+    label: str | None = Field(None, description="the board's name for this entry (default: the spec string "
+                                                "`name:k=v,…`); its leaderboard column")
+    group: str | None = Field(None, description="a leaderboard column averaging several entries (HELM's run group, "
+                                                "e.g. 30 MMMU subjects)")
+    # perturbation sets or names (helmflow.perturbations): ``robustness``, ``fairness`` or a list. Each
+    # perturbation is its own run of the perturbed instances; the board gets robustness/fairness columns
+    perturbations: str | list[str] | None = Field(None, description="perturbation sets or names (`robustness`, "
+                                                                    "`fairness`, or a list): each is a run of the "
+                                                                    "perturbed instances, giving robustness and "
+                                                                    "fairness columns")
+
+
+class GroupColumn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    scenario: str = Field(description="a scenario entry's label, or a group (the unweighted mean over its entries' "
+                                      "runs, HELM's cell)")
+    metric: str = Field(description="a stat of that scenario's runs, e.g. `safety_score`, `toxic_fraction`")
+    lower_is_better: bool = Field(False, description="the column ranks lower values first (marked ↓)")
+    description: str = Field("", description="one line the report shows with the column (what it measures)")
+
+    @property
+    def key(self) -> str:
+        """The leaderboard column: ``<scenario label>/<metric>``."""
+        return f"{self.scenario}/{self.metric}"
+
+
+class MetricGroup(BaseModel):
+    """A set of leaderboard columns shown together (HELM's metric groups), with its own mean win rate."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="the group's name (lower case, digits, `_`)")
+    description: str = Field("", description="one line the report shows with the group")
+    columns: list[GroupColumn] = Field(min_length=1, description="the group's columns")
+
+
+class BoardSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(description="the board's name: its flow, its folder under `leaderboards/`")
+    version: str = Field(description="bump it when you change the board")
+    description: str = Field("", description="one line shown by `helmflow list boards` and `show`")
+    models: list[str] = Field(description="deployment names run by default (`--models` replaces them)")
+    scenarios: list[ScenarioEntry] = Field(description="the board's scenario entries")
+    max_instances: int | None = Field(None, ge=1, description="at most this many instances per scenario "
+                                                             "(HELM's seeded sample)")
+    aggregation: list[Literal["mean", "win_rate"]] = Field(
+        default_factory=lambda: ["mean", "win_rate"],
+        description="the board's summary columns: mean score (HELM Capabilities), mean win rate (HELM Classic)")
+    judges: list[str] = Field(default_factory=list, description="the jury (deployment names) for LLM-judged "
+                                                                "metrics (`--judge` replaces it)")
+    # HELM's aspects (VHELM: perception, reasoning, ...): aspect -> the groups (or labels) it ranks
+    aspects: dict[str, list[str]] = Field(default_factory=dict, description="HELM's aspects (VHELM: perception, "
+                                                                            "reasoning, ...): aspect → the groups "
+                                                                            "or labels it ranks")
+    # the deployment that scores toxicity on the generation scenarios (None: no toxicity metric)
+    toxicity: str | None = Field(None, description="the deployment that scores the toxicity of the generation "
+                                                   "scenarios' replies (null: no toxicity metric)")
+    # HELM's demographic bias metrics on every generation scenario's outputs (a "bias" metric group)
+    bias: bool = Field(False, description="HELM's demographic bias metrics on every generation scenario's "
+                                          "outputs (a `bias` metric group)")
+    metric_groups: list[MetricGroup] = Field(default_factory=list, description="sets of columns shown together, "
+                                                                               "each with its own mean win rate")
+    helm_jury: list[str] = Field(default_factory=list, description="the judges HELM published this board with "
+                                                                   "(`helmflow reproduce`)")
+    # what this board does differently from HELM's published setup, one sentence each (``reproduce --explain``)
+    helm_differences: list[str] = Field(default_factory=list, description="what this board does differently from "
+                                                                          "HELM's published setup, one sentence "
+                                                                          "each (`reproduce --explain`)")
+    # prompt wording replaced: ``<scenario>.<text>`` or ``judge.<template>`` -> text (helmflow.prompts)
+    prompts: dict[str, str] = Field(default_factory=dict, description="prompt wording replaced: "
+                                                                      "`<scenario>.<text>` or `judge.<template>` "
+                                                                      "→ text (`helmflow prompts` lists the keys)")
+
+    def version_data(self) -> dict[str, Any]:
+        """What the board version hashes: fields added later count only when used (old versions stay put)."""
+        data = self.model_dump(mode="json")
+        for key in ("aspects", "toxicity", "metric_groups", "helm_jury", "helm_differences", "prompts", "bias"):
+            if not data[key]:
+                del data[key]
+        for entry in data["scenarios"]:
+            for key in ("group", "perturbations"):
+                if entry[key] is None:
+                    del entry[key]
+        for group in data.get("metric_groups", []):
+            for column in group["columns"]:
+                if not column["description"]:
+                    del column["description"]
+        return data
+
+
+# --------------------------------------------------------------------------- loading
+def board_names() -> list[str]:
+    return sorted(p.stem for p in BOARDS_DIR.glob("*.yaml"))
+
+
+def load_board(board: str | dict[str, Any] | BoardSpec) -> BoardSpec:
+    """A board spec from a name (``flows/<name>.yaml``), a YAML file path, or the spec itself as data
+    (``helmflow eval`` builds one; a dict keeps the flow parameter JSON)."""
+    if isinstance(board, BoardSpec):
+        return board
+    if isinstance(board, dict):
+        return _validate(board, "board spec")
+    path = Path(board)
+    if path.suffix in (".yaml", ".yml"):
+        if not path.is_file():
+            raise BoardError(f"board file {path} does not exist")
+    else:
+        path = BOARDS_DIR / f"{board}.yaml"
+        if not path.exists():
+            raise BoardError(f"unknown board {board!r}; known: {', '.join(board_names())}")
+    return _validate(read_yaml_file(path, "board file", BoardError), f"board file {path}")
+
+
+def _validate(data: Any, where: str) -> BoardSpec:
+    try:
+        return BoardSpec.model_validate(data)
+    except ValidationError as exc:
+        raise BoardError(f"{where}: {format_validation_error(exc)}") from None
+
+
+def judge_template_names(metrics: list[str]) -> list[str]:
+    """The judge templates a scenario's metrics read (none for rule-scored scenarios)."""
+    from helmflow.metrics import METRICS
+
+    return sorted({METRICS.get(m).judge for m in metrics if METRICS.get(m).judge})
+
+
+# --------------------------------------------------------------------------- prompt wording
+def scenario_prompt_texts(name: str, params: dict[str, Any], adapter: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """The declared texts of one scenario entry (default wording, what it is); see helmflow.prompts."""
+    from helmflow.scenarios import SCENARIOS
+
+    scen = SCENARIOS.get(name)(**params)
+    method = adapter.get("method", scen.default_adapter.method)
+    texts = ADAPTERS.get(method).texts if method in ADAPTERS else ()
+    return prompt_module.scenario_texts(scen, texts)
+
+
+def judge_template_texts() -> dict[str, tuple[str, str]]:
+    """``template -> (text, what it is)`` for every registered judge template that renders a prompt."""
+    from helmflow.judges import TEMPLATES
+
+    out = {}
+    for name in TEMPLATES.names():
+        t = TEMPLATES.get(name)
+        fields = sorted(set(prompt_module.PLACEHOLDER.findall(t.text)))
+        if t.text.strip() != "{$answer}":  # a classifier is sent the output as it is: no wording to replace
+            out[name] = (t.text, f"judge prompt; placeholders: {', '.join('{$' + f + '}' for f in fields)}")
+    return out
+
+
+def board_prompt_texts(spec: BoardSpec, everything: bool = False) -> list[tuple[str, dict[str, tuple[str, str]]]]:
+    """Scope -> declared texts: the board's scenarios (with their parameters) and the judge templates
+    they use; with ``everything``, every registered scenario and judge template too (a prompts file may
+    serve several boards)."""
+    from helmflow.scenarios import SCENARIOS, ScenarioError
+
+    out: dict[str, dict[str, tuple[str, str]]] = {}
+    for entry in spec.scenarios:
+        if entry.name in SCENARIOS:
+            out.setdefault(entry.name, {}).update(scenario_prompt_texts(entry.name, entry.params, entry.adapter))
+    for name in SCENARIOS.names() if everything else []:
+        if name not in out:
+            try:
+                out[name] = scenario_prompt_texts(name, {}, {})
+            except ScenarioError:
+                continue  # needs parameters (a file-backed scenario): its keys are known when a board runs it
+    judged = judge_template_texts()
+    if not everything:
+        used: set[str] = set()
+        for entry in spec.scenarios:
+            if entry.name in SCENARIOS:
+                try:
+                    used.update(judge_template_names(entry.metrics or list(SCENARIOS.get(entry.name)(**entry.params).metrics)))
+                except HelmflowError:
+                    continue  # unknown metrics or bad parameters: planning names them
+        judged = {n: t for n, t in judged.items() if n in used}
+    sections = [(scope, texts) for scope, texts in out.items() if texts]
+    return sections + ([(prompt_module.JUDGE_SCOPE, judged)] if judged else [])
+
+
+def check_prompts(spec: BoardSpec, source: str | None = None) -> None:
+    """Every key of the board's ``prompts:`` is a declared text; a judge template keeps its placeholders."""
+    if not spec.prompts:
+        return
+    where = source or f"board {spec.name!r}"
+    sections = dict(board_prompt_texts(spec, everything=True))
+    try:
+        prompt_module.check(spec.prompts, sections, where)
+        for name, text in prompt_module.for_scope(spec.prompts, prompt_module.JUDGE_SCOPE).items():
+            prompt_module.check_judge_text(name, sections[prompt_module.JUDGE_SCOPE][name][0], text, where)
+    except prompt_module.PromptError as exc:
+        raise BoardError(str(exc)) from None
+
+
+def with_prompts(board: str | dict[str, Any], path: str) -> dict[str, Any]:
+    """The board spec as data with a prompts file's texts over its ``prompts:`` (the file wins per key),
+    checked now. Like a variant, it is its own board (``<name>-<file stem>``), so its releases never
+    mix with the board's own wording."""
+    from helmflow.storage import safe_key
+
+    texts = prompt_module.read_file(path)
+    spec = load_board(board)
+    data = spec.model_dump(mode="json")
+    data["prompts"] = {**spec.prompts, **texts}
+    data["name"] = f"{spec.name}-{safe_key(Path(path).stem)}"
+    check_prompts(load_board(data), f"prompts file {path}")
+    return data
+
+# --------------------------------------------------------------------------- variants
+def has_variant(scenario: str) -> bool:
+    """Whether a scenario's parameters include ``variant`` (HELM entries whose prompt/budget it changes)."""
+    from helmflow.scenarios import SCENARIOS
+
+    return "variant" in SCENARIOS.get(scenario).Params.model_fields
+
+
+def with_variant(board: str | dict[str, Any], variant: str) -> dict[str, Any]:
+    """The board spec as data with ``variant`` on every scenario that has one. A non-default variant
+    is its own board (``<name>-<variant>``), so its releases never mix with v1's."""
+    spec = load_board(board).model_dump(mode="json")
+    for entry in spec["scenarios"]:
+        if has_variant(entry["name"]):
+            entry["params"] = {**entry["params"], "variant": variant}
+    if variant != "v1" and not spec["name"].endswith(f"-{variant}"):  # idempotent: reproduce then run
+        spec["name"] = f"{spec['name']}-{variant}"
+    return spec
