@@ -12,6 +12,7 @@ from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from helmflow.metrics import METRICS, MetricInput
 from helmflow.records import STAT_SCHEMA, AdapterSpec, Annotation, Completion, Instance, MetricSummary, Request, Stat
@@ -93,7 +94,7 @@ class StatColumns:
     def rank(self) -> np.ndarray:
         """Each instance's place in id order (Python's string order is UTF-8 byte order, Arrow's);
         sorted once, though every pooled number, ratio and count of each split orders its instances by it."""
-        order = np.asarray(pa.compute.sort_indices(self.ids))
+        order = np.asarray(pc.sort_indices(self.ids))
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         return rank
