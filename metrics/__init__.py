@@ -72,6 +72,31 @@ class Counted:
 
 
 @dataclass(frozen=True)
+class HookColumn:
+    """A leaderboard column a board-wide metric adds for every scenario it scores."""
+
+    metric: str  # the stat (a run summary)
+    description: str
+    lower_is_better: bool = False
+
+
+@dataclass(frozen=True)
+class BoardWide:
+    """How a metric joins every scenario of a board that turns it on (HELM: "a metric any generation
+    scenario can use"), declared on ``@metric`` the way a scenario declares its adapter: the adapter
+    methods whose outputs it reads, whether it reads a scorer deployment (and which judge template a
+    scorer is sent, by whether the scorer's client is a classifier), and the metric group it adds."""
+
+    methods: tuple[str, ...] = ("generation", "chat")
+    scorer: bool = False
+    template_for: Callable[[bool], str] | None = None
+    group: str | None = None  # the group's name; ``group_fallback`` when the board already has one by that name
+    group_fallback: str | None = None
+    group_description: str = ""
+    columns: tuple[HookColumn, ...] = ()
+
+
+@dataclass(frozen=True)
 class Metric:
     name: str
     fn: MetricFn
@@ -88,6 +113,7 @@ class Metric:
     helm: HelmEquivalent | None = None
     # raises MetricError for an instance the metric cannot score (checked when the scenario is loaded)
     check: Callable[[Instance], Any] | None = None
+    board_wide: BoardWide | None = None  # set: a board can add this metric to every scenario it fits
 
     def check_installed(self) -> None:
         """One line naming the extra to install when a module this metric needs is missing."""
@@ -131,14 +157,14 @@ def metric(
     name: str, version: str, scores_errors: bool = False, ratios: tuple[tuple[str, str, str], ...] = (),
     judge: str | None = None, pooled: tuple[Pooled, ...] = (), requires: tuple[str, ...] = (),
     extra: str | None = None, helm: HelmEquivalent | None = None, counted: tuple[Counted, ...] = (),
-    check: Callable[[Instance], Any] | None = None,
+    check: Callable[[Instance], Any] | None = None, board_wide: BoardWide | None = None,
 ) -> Callable[[MetricFn], MetricFn]:
     """Register a metric. ``check`` states what it needs of an instance (raising :class:`MetricError`),
     so a board pairing it with a scenario that lacks it stops at load time, not inside a task."""
     def deco(fn: MetricFn) -> MetricFn:
         METRICS.add(name, Metric(name=name, fn=fn, version=version, scores_errors=scores_errors, ratios=ratios,
                                  judge=judge, pooled=pooled, requires=requires, extra=extra, helm=helm,
-                                 counted=counted, check=check))
+                                 counted=counted, check=check, board_wide=board_wide))
         return fn
 
     return deco

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from helmflow.metrics import Counted, MetricInput, metric
+from helmflow.metrics import BoardWide, Counted, HookColumn, MetricInput, metric
 
 WORD_LISTS = Path(__file__).resolve().parent / "data" / "bias_word_lists.json"
 PREFIX = "bias_count:"
@@ -102,6 +102,20 @@ COUNTED = tuple(
 )
 
 
-@metric("bias", version="1", counted=COUNTED, requires=("nltk", "punkt"), extra="capabilities")
+# HELM Classic's bias group: associations with professions and representation, for race and gender
+_DISTANCE = "(total-variation distance from uniform, 0 = even)"
+BOARD_WIDE = BoardWide(
+    group="bias", group_fallback="demographic_bias",  # e.g. Safety's BBQ scores are its "bias" group
+    group_description="demographic bias in the outputs (HELM's bias metrics); lower is better",
+    columns=tuple(HookColumn(stat_name(d, t), f"{why} {_DISTANCE}", lower_is_better=True) for d, t, why in (
+        ("race", "profession", "how unevenly Asian, Hispanic and White surnames co-occur with each profession word"),
+        ("gender", "profession", "how unevenly female and male words co-occur with each profession word"),
+        ("race", None, "how unevenly Asian, Hispanic and White surnames appear in the outputs"),
+        ("gender", None, "how unevenly female and male words appear in the outputs"),
+    )),
+)
+
+
+@metric("bias", version="1", counted=COUNTED, requires=("nltk", "punkt"), extra="capabilities", board_wide=BOARD_WIDE)
 def bias(x: MetricInput) -> dict[str, float]:
     return instance_counts([c.text for c in x.completions if c.ok])

@@ -25,7 +25,7 @@ import json
 import math
 
 from helmflow.judges import TEMPLATES, JudgeParseError, JudgeTemplate, Verdict
-from helmflow.metrics import metric
+from helmflow.metrics import BoardWide, metric
 from helmflow.metrics.base import MetricInput
 from helmflow.metrics.safety import FIVE_LEVELS, REPLY_FORMAT, parse_safety
 from helmflow.records import Instance
@@ -90,7 +90,7 @@ def template_for(classifier: bool) -> str:
     return CLASSIFIER if classifier else JUDGE
 
 
-@metric("toxicity", version="1")
+@metric("toxicity", version="1", board_wide=BoardWide(scorer=True, template_for=template_for))
 def toxicity(x: MetricInput) -> dict[str, float]:
     per_sample: dict[int, list[dict[str, float]]] = {}
     for a in x.annotations:

@@ -10,14 +10,13 @@ from helmflow import prompts as prompt_module
 from helmflow import versions
 from helmflow.adapters import ADAPTERS, template_versions
 from helmflow.plan.extras import (
-    TOXICITY_METRIC,
-    _scorer,
-    bias_group,
+    board_wide_groups,
     perturbation_groups,
     perturbed_plans,
+    scored_by_scorer,
+    scorer_for,
     scorer_template_for,
-    with_bias,
-    with_toxicity,
+    with_board_wide,
 )
 from helmflow.plan.records import BoardPlan, RunPlan, ScenarioPlan
 from helmflow.plan.spec import BoardError, BoardSpec, ScenarioEntry, check_prompts, judge_template_names, load_board
@@ -150,13 +149,13 @@ def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deploy
     model_v = versions.model_version(deployment)
     judging = judges_version(jury, templates)
     scorer_template = None
-    if TOXICITY_METRIC in scenario.metrics:
+    for scored in scored_by_scorer(scenario.metrics):
         if scorer is None:
-            raise BoardError(f"{scenario.label}: the toxicity metric needs a scorer: set the board's `toxicity:` or pass "
-                             f"--toxicity <deployment> (--toxicity none drops the metric)")
-        scorer_template = scorer_template_for(scorer)
+            raise BoardError(f"{scenario.label}: the {scored} metric needs a scorer: set the board's `{scored}:` or pass "
+                             f"--{scored} <deployment> (--{scored} none drops the metric)")
+        scorer_template = scorer_template_for(scored, scorer)
         scorer_versions = worded_versions(template_versions([scorer_template]), texts)
-        judging[f"toxicity scorer {scorer.name}"] = judges_version([scorer], scorer_versions)[scorer.name]
+        judging[f"{scored} scorer {scorer.name}"] = judges_version([scorer], scorer_versions)[scorer.name]
     metric_v = versions.metric_version(mv, judging)
     qk = versions.query_key(scenario.scenario_version, scenario.prompt_version, model_v)
     return RunPlan(
@@ -216,11 +215,12 @@ def plan_board(
     if max_instances is not None:
         effective = effective.model_copy(update={"max_instances": max_instances})
     check_extras(entries)  # a missing extra is named before any scenario reads its data
-    scorer = _scorer(toxicity if toxicity is not None else spec.toxicity, deployments, check_credentials)
+    scorer = scorer_for("toxicity", toxicity if toxicity is not None else spec.toxicity, deployments, check_credentials)
+    # the board-wide metrics this board turns on, in the order they join each scenario's metrics
+    extras = [*(["toxicity"] if scorer else []), *(["bias"] if spec.bias else [])]
     effective = effective.model_copy(update={"toxicity": scorer.name if scorer else None})
     check_prompts(spec)
-    scenario_plans = [with_bias(with_toxicity(plan_scenario(e, effective.max_instances, spec.prompts), scorer), spec.bias)
-                      for e in entries]
+    scenario_plans = [with_board_wide(plan_scenario(e, effective.max_instances, spec.prompts), extras) for e in entries]
     labels = [s.label for s in scenario_plans]
     if len(set(labels)) != len(labels):
         raise BoardError(f"board {spec.name!r}: two scenario entries share a label; set 'label:' to tell them apart")
@@ -239,7 +239,7 @@ def plan_board(
     effective = effective.model_copy(update={"metric_groups": [
         *effective.metric_groups, *perturbation_groups(scenario_plans, effective.metric_groups)]})
     effective = effective.model_copy(update={"metric_groups": [
-        *effective.metric_groups, *bias_group(scenario_plans, effective.metric_groups)]})
+        *effective.metric_groups, *board_wide_groups(scenario_plans, extras, effective.metric_groups)]})
     check_groups(effective, labels, group_names)
     judged = [s for s in scenario_plans + perturbed if judge_template_names(s.metrics)]
     jury = [] if no_judge else list(judges if judges is not None else spec.judges)

@@ -53,78 +53,77 @@ def perturbation_groups(scenarios: list[ScenarioPlan], existing: list[MetricGrou
                                       columns=columns))
     return groups
 
-TOXICITY_METRIC = "toxicity"
-GENERATION_METHODS = ("generation", "chat")  # the adapters whose outputs are free text a scorer can read
-
-
-def scorer_template_for(scorer: Deployment) -> str:
-    """Classifier kinds (Perspective, profanity-check) are sent the output as it is; an LLM gets our template."""
-    from helmflow.clients import CLIENTS
-    from helmflow.metrics.toxicity import template_for
-
-    return template_for(CLIENTS.get(scorer.client).classifier)
-
-
-def with_toxicity(scenario: ScenarioPlan, scorer: Deployment | None) -> ScenarioPlan:
-    """A generation scenario gets the toxicity metric when the board has a scorer (HELM's toxicity is
-    "a metric any generation scenario can use"); multiple-choice scenarios answer letters."""
-    if scorer is None or scenario.adapter.method not in GENERATION_METHODS or TOXICITY_METRIC in scenario.metrics:
-        return scenario
-    return scenario.model_copy(update={"metrics": [*scenario.metrics, TOXICITY_METRIC]})
-
-
-BIAS_METRIC = "bias"
-# HELM Classic's bias group: associations with professions and representation, for race and gender
-BIAS_COLUMNS = (
-    ("race", "profession", "how unevenly Asian, Hispanic and White surnames co-occur with each profession word"),
-    ("gender", "profession", "how unevenly female and male words co-occur with each profession word"),
-    ("race", None, "how unevenly Asian, Hispanic and White surnames appear in the outputs"),
-    ("gender", None, "how unevenly female and male words appear in the outputs"),
-)
-
-
-def with_bias(scenario: ScenarioPlan, on: bool) -> ScenarioPlan:
-    """A generation scenario gets HELM's demographic bias metric when the board asks (``bias: true``)."""
+def board_wide(name: str):
+    """A metric's board-wide hook (:class:`helmflow.metrics.BoardWide`); a BoardError when it has none."""
     from helmflow.metrics import METRICS
 
-    if not on or scenario.adapter.method not in GENERATION_METHODS or BIAS_METRIC in scenario.metrics:
-        return scenario
-    METRICS.get(BIAS_METRIC).check_installed()  # a missing extra is named before any request
-    return scenario.model_copy(update={"metrics": [*scenario.metrics, BIAS_METRIC]})
+    hook = METRICS.get(name).board_wide if name in METRICS else None
+    if hook is None:
+        raise BoardError(f"metric {name!r} is not a board-wide metric")
+    return hook
 
 
-def bias_group(scenarios: list[ScenarioPlan], existing: list[MetricGroup]) -> list[MetricGroup]:
-    """The bias metric group (``demographic_bias`` when the board already has a ``bias`` group, e.g.
-    Safety's BBQ scores): HELM Classic's four columns for each scenario scored with the bias metric."""
-    from helmflow.metrics.bias import stat_name
+def scorer_template_for(metric: str, scorer: Deployment) -> str:
+    """The judge template a board-wide metric's scorer is sent: by whether its client is a classifier
+    (Perspective, profanity-check are sent the output as it is; an LLM gets the metric's template)."""
+    from helmflow.clients import CLIENTS
 
-    columns = [GroupColumn(scenario=s.label, metric=stat_name(d, t), lower_is_better=True,
-                           description=f"{why} (total-variation distance from uniform, 0 = even)")
-               for s in scenarios if BIAS_METRIC in s.metrics for d, t, why in BIAS_COLUMNS]
-    if not columns:
-        return []
-    taken = {g.name for g in existing}
-    name = "bias" if "bias" not in taken else "demographic_bias"
-    if name in taken:
-        return []
-    return [MetricGroup(name=name, description="demographic bias in the outputs (HELM's bias metrics); lower is better",
-                        columns=columns)]
+    return board_wide(metric).template_for(CLIENTS.get(scorer.client).classifier)
 
 
-def _scorer(name: str | None, deployments: dict[str, Deployment], check_credentials: bool) -> Deployment | None:
-    """The toxicity scorer deployment, checked up front (known name, usable credential: a missing
-    Perspective key stops the plan here, before any request)."""
+def scored_by_scorer(metrics: list[str]) -> list[str]:
+    """The scenario's metrics whose board-wide hook reads a scorer deployment."""
+    from helmflow.metrics import METRICS
+
+    return [m for m in metrics if m in METRICS and (h := METRICS.get(m).board_wide) is not None and h.scorer]
+
+
+def with_board_wide(scenario: ScenarioPlan, names: list[str]) -> ScenarioPlan:
+    """The scenario with each board-wide metric of ``names`` (in that order) whose hook attaches to its
+    adapter method; a missing extra is named before any request."""
+    from helmflow.metrics import METRICS
+
+    added = []
+    for name in names:
+        if scenario.adapter.method in board_wide(name).methods and name not in scenario.metrics:
+            METRICS.get(name).check_installed()
+            added.append(name)
+    return scenario.model_copy(update={"metrics": [*scenario.metrics, *added]}) if added else scenario
+
+
+def board_wide_groups(scenarios: list[ScenarioPlan], names: list[str], existing: list[MetricGroup]) -> list[MetricGroup]:
+    """The metric group each board-wide metric of ``names`` declares: its columns for every scenario it
+    scores, under the group's name, or its fallback name when the board already has a group so named."""
+    groups: list[MetricGroup] = []
+    for name in names:
+        hook = board_wide(name)
+        columns = [GroupColumn(scenario=s.label, metric=c.metric, lower_is_better=c.lower_is_better,
+                               description=c.description)
+                   for s in scenarios if name in s.metrics for c in hook.columns]
+        if not hook.group or not columns:
+            continue
+        taken = {g.name for g in [*existing, *groups]}
+        group = hook.group if hook.group not in taken else hook.group_fallback
+        if group and group not in taken:
+            groups.append(MetricGroup(name=group, description=hook.group_description, columns=columns))
+    return groups
+
+
+def scorer_for(metric: str, name: str | None, deployments: dict[str, Deployment],
+               check_credentials: bool) -> Deployment | None:
+    """A board-wide metric's scorer deployment, checked up front (known name, usable credential: a
+    missing Perspective key stops the plan here, before any request); ``none``: no scorer."""
     from helmflow.clients import make_client
     from helmflow.clients.base import ClientError
 
     if name is None or name == "none":
         return None
     if name not in deployments:
-        raise BoardError(f"unknown toxicity scorer {name!r}; known deployments: {', '.join(sorted(deployments))}")
+        raise BoardError(f"unknown {metric} scorer {name!r}; known deployments: {', '.join(sorted(deployments))}")
     scorer = deployments[name]
     if check_credentials:
         try:
             make_client(scorer).check_credentials()
         except ClientError as exc:
-            raise BoardError(f"toxicity scorer {name!r}: {exc} (or pass --toxicity none)") from None
+            raise BoardError(f"{metric} scorer {name!r}: {exc} (or pass --{metric} none)") from None
     return scorer
