@@ -8,7 +8,7 @@ client with a ``base_url``) onto :class:`~helmflow.records.Deployment` entries, 
 could not map: whole entries (other clients) and single fields.
 
 Credentials are names only. ``credentials.conf`` is scanned for its key *names* (its values are
-skipped, never kept or printed): HELM gives a client the key ``<host>ApiKey`` of its deployment's
+skipped, never kept or printed; a line the scanner cannot read is reported by its number only): HELM gives a client the key ``<host>ApiKey`` of its deployment's
 host organization (``openai/…`` -> ``openaiApiKey``) or a per-deployment key under ``deployments``;
 here each deployment names the environment variable its client reads (``api_key_env``), and the
 report says which variable stands for which HELM key.
@@ -61,64 +61,222 @@ def env_name(text: str) -> str:
 
 
 # --------------------------------------------------------------------------- credentials.conf: names only
-def credential_names(text: str) -> tuple[set[str], set[str]]:
-    """The top-level key names of a HOCON ``credentials.conf`` and the deployment names under its
-    ``deployments`` object. Values are skipped as they are scanned: nothing of them is returned."""
-    keys: set[str] = set()
-    deployments: set[str] = set()
-    path: list[str] = []
-    i, n = 0, len(text)
+KEY_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")  # the shape of HELM's key names (openaiApiKey, huggingfaceToken)
+UNQUOTED_STOP = set(' \t\r\n:={}[],"#$+`^?!@*&\\')
 
-    def read_token(i: int) -> tuple[str, int]:
-        if text[i] == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            return text[i + 1:j], j + 1
-        j = i
-        while j < n and text[j] not in ' \t\r\n:={}",#':
-            j += 1
-        return text[i:j], j
 
-    def skip_value(i: int) -> int:
-        """Past a scalar value (quoted, or up to the end of line, a comma or a closing brace)."""
-        if i < n and text[i] == '"':
-            return read_token(i)[1]
-        while i < n and text[i] not in "\n,}":
-            i += 1
+class _Unparsed(Exception):
+    """A token the scanner cannot read; ``line`` is 1-based. Carries no text of the file."""
+
+    def __init__(self, line: int, rest_of_file: bool = False) -> None:
+        super().__init__(f"unparsed line {line}")
+        self.line, self.rest_of_file = line, rest_of_file
+
+
+@dataclass
+class Credentials:
+    """What ``credentials.conf`` says, by name only: top-level keys, the deployments under
+    ``deployments``, and the lines the scanner could not read (by number: their text is never kept)."""
+
+    keys: set[str] = field(default_factory=set)
+    deployments: set[str] = field(default_factory=set)
+    unparsed: list[int] = field(default_factory=list)
+    odd_names: list[int] = field(default_factory=list)  # lines of keys not shaped like a key name: not echoed
+
+
+def read_credentials(text: str) -> Credentials:
+    """Scan a HOCON ``credentials.conf`` for its key *names*. Values, in any form HOCON gives them (quoted,
+    triple-quoted over lines, unquoted, on the line after their key, concatenated, substitutions, lists,
+    objects), are skipped as they are scanned and nothing of them is returned. Whatever the scanner cannot read
+    is reported as its line number only, so a value it misreads can never be taken for a key and echoed."""
+    out = Credentials()
+    n = len(text)
+    pos = 0
+
+    def line_of(i: int) -> int:
+        return text.count("\n", 0, i) + 1
+
+    def skip_space(i: int, newlines: bool) -> int:
+        while i < n:
+            c = text[i]
+            if c in " \t\r\ufeff" or (newlines and c == "\n"):
+                i += 1
+            elif c == "#" or text.startswith("//", i):
+                while i < n and text[i] != "\n":
+                    i += 1
+            else:
+                break
         return i
 
-    while i < n:
-        c = text[i]
-        if c in " \t\r\n,":
-            i += 1
-        elif c == "#" or text.startswith("//", i):
-            while i < n and text[i] != "\n":
-                i += 1
-        elif c == "}":
-            path = path[:-1]
-            i += 1
-        else:
-            key, i = read_token(i)
-            if not key:
-                i += 1
-                continue
-            while i < n and text[i] in " \t":
-                i += 1
-            if path == ["deployments"]:
-                deployments.add(key)
-            elif not path and key != "deployments":
-                keys.add(key)
-            if i < n and text[i] in ":=":
-                i += 1
-                while i < n and text[i] in " \t":
-                    i += 1
-            if i < n and text[i] == "{":
-                path = [*path, key]
-                i += 1
+    def quoted(i: int) -> int:
+        """Past a "..." string starting at i (one line, backslash escapes)."""
+        j = i + 1
+        while j < n and text[j] not in '"\n':
+            j += 2 if text[j] == "\\" else 1
+        if j >= n or text[j] != '"':
+            raise _Unparsed(line_of(i))
+        return j + 1
+
+    def triple(i: int) -> int:
+        end = text.find('"""', i + 3)
+        if end < 0:
+            raise _Unparsed(line_of(i), rest_of_file=True)
+        end += 3
+        while end < n and text[end] == '"':  # HOCON: extra quotes at the end belong to the string
+            end += 1
+        return end
+
+    def key_path(i: int) -> tuple[list[str], int]:
+        """A key: unquoted parts (split at dots) and quoted parts (kept whole), HOCON's path expression."""
+        path: list[str] = []
+        start = i
+        while i < n:
+            if text.startswith('"""', i):
+                raise _Unparsed(line_of(i))
+            if text[i] == '"':
+                j = quoted(i)
+                path.append(text[i + 1:j - 1])
             else:
-                i = skip_value(i)
-    return keys, deployments
+                j = i
+                while j < n and text[j] not in UNQUOTED_STOP and not text.startswith("//", j):
+                    j += 1
+                if j == i:
+                    break
+                path += [part for part in text[i:j].split(".") if part]
+            i = j
+        if i == start or not path:
+            raise _Unparsed(line_of(start))
+        return path, i
+
+    def array(i: int) -> int:
+        """Past a [...] starting at i, strings and nesting included."""
+        depth, j = 0, i
+        while j < n:
+            j = skip_space(j, newlines=True)
+            if j >= n:
+                break
+            c = text[j]
+            if text.startswith('"""', j):
+                j = triple(j)
+            elif c == '"':
+                j = quoted(j)
+            elif c in "[{":
+                depth += 1
+                j += 1
+            elif c in "]}":
+                depth -= 1
+                j += 1
+                if depth == 0:
+                    return j
+            else:
+                j += 1
+        raise _Unparsed(line_of(i), rest_of_file=True)
+
+    def value(i: int) -> int:
+        """Past one value (with HOCON's concatenation of values on one line), not past its end of line."""
+        i = skip_space(i, newlines=True)  # a value may start on the line after its separator
+        if i >= n:
+            raise _Unparsed(line_of(i - 1))
+        first = True
+        while i < n:
+            c = text[i]
+            if text.startswith('"""', i):
+                i = triple(i)
+            elif c == '"':
+                i = quoted(i)
+            elif text.startswith("${", i):
+                end = text.find("}", i)
+                if end < 0 or "\n" in text[i:end]:
+                    raise _Unparsed(line_of(i))
+                i = end + 1
+            elif c == "[":
+                i = array(i)
+            elif c == "{":
+                if not first:
+                    raise _Unparsed(line_of(i))
+                return i  # an object: the caller descends
+            elif c in "\n,}]#" or text.startswith("//", i):
+                if first:
+                    raise _Unparsed(line_of(i))
+                return i
+            elif c in " \t\r":
+                i += 1
+            else:  # unquoted text: up to a character that ends it
+                j = i
+                while j < n and text[j] not in '\n,}]"#[' and not text.startswith("//", j) \
+                        and not text.startswith("${", j):
+                    j += 1
+                i = j
+            first = False
+        return i
+
+    path: list[list[str]] = []
+    pos = skip_space(pos, newlines=True)
+    if pos < n and text[pos] == "{":  # a root object in braces
+        pos += 1
+        path.append([])
+    while True:
+        pos = skip_space(pos, newlines=True)
+        if pos >= n:
+            break
+        start = pos
+        try:
+            c = text[pos]
+            if c == ",":
+                pos += 1
+                continue
+            if c == "}":
+                if not path:
+                    raise _Unparsed(line_of(pos))
+                path.pop()
+                pos += 1
+                continue
+            keys, pos = key_path(pos)
+            if keys == ["include"] and text[pos:pos + 1] in " \t":
+                raise _Unparsed(line_of(start))
+            pos = skip_space(pos, newlines=False)
+            if text.startswith("+=", pos):
+                pos += 2
+            elif pos < n and text[pos] in ":=":
+                pos += 1
+            elif not (pos < n and text[pos] == "{"):
+                raise _Unparsed(line_of(start))  # a key needs a separator or an object
+            pos = value(pos)
+            full = [k for p in path for k in p] + keys
+            if full[0] == "deployments":
+                if len(full) >= 2:
+                    out.deployments.add(".".join(full[1:]))
+            elif KEY_NAME.fullmatch(full[0]):
+                out.keys.add(full[0])
+            else:
+                out.odd_names.append(line_of(start))
+            if pos < n and text[pos] == "{":
+                path.append(keys)
+                pos += 1
+                continue
+            pos = skip_space(pos, newlines=False)
+            if pos < n and text[pos] not in "\n,}":
+                raise _Unparsed(line_of(pos))
+        except _Unparsed as bad:
+            out.unparsed.append(bad.line)
+            if bad.rest_of_file:
+                break
+            next_line = 0
+            for _ in range(bad.line):  # on at the start of the line after the unreadable one
+                next_line = text.find("\n", next_line) + 1
+                if next_line == 0:
+                    next_line = n
+                    break
+            pos = max(next_line, start + 1)
+    out.unparsed = sorted(set(out.unparsed))
+    return out
+
+
+def credential_names(text: str) -> tuple[set[str], set[str]]:
+    """The top-level key names of a HOCON ``credentials.conf`` and the deployment names under its
+    ``deployments`` object (see :func:`read_credentials`)."""
+    found = read_credentials(text)
+    return found.keys, found.deployments
 
 
 # --------------------------------------------------------------------------- the YAML files
@@ -157,7 +315,8 @@ def convert(folder: str | Path) -> Imported:
     metadata = {e["name"]: e for e in _entries(root, "model_metadata.yaml", "models")}
     configs = {e["name"]: e for e in _entries(root, "tokenizer_configs.yaml", "tokenizer_configs")}
     conf = root / "credentials.conf"
-    keys, per_deployment = credential_names(conf.read_text(encoding="utf-8-sig")) if conf.exists() else (set(), set())
+    creds = read_credentials(conf.read_text(encoding="utf-8-sig", errors="replace")) if conf.exists() else Credentials()
+    keys, per_deployment = creds.keys, creds.deployments
 
     out = Imported()
     used: dict[str, tuple[str, list[str]]] = {}  # HELM key -> (env var, deployments)
@@ -228,6 +387,10 @@ def convert(folder: str | Path) -> Imported:
     for key in sorted(keys - set(used)):
         out.credentials.append(f"{key}: used by no imported deployment"
                                + (" (google/perspective reads $PERSPECTIVE_API_KEY)" if key == "perspectiveApiKey" else ""))
+    for line in creds.odd_names:
+        out.credentials.append(f"credentials.conf line {line}: a key not shaped like a key name (not shown)")
+    for line in creds.unparsed:
+        out.credentials.append(f"credentials.conf: unparsed line {line} (not read; nothing of it is shown)")
     deployed = {str(e.get("model_name") or e["name"]) for e in deployments}
     for model in sorted(set(metadata) - deployed):
         out.metadata_only.append(model)

@@ -126,3 +126,64 @@ def test_bad_prod_env_is_one_clear_error(tmp_path):
     (bad / "model_deployments.yaml").write_text("model_deployments: [\n")
     out = run_cli("import-helm-models", str(bad))
     assert out.returncode == 2 and "is not valid YAML" in out.stderr
+
+
+# Every form HELM's credentials.conf (HOCON, read by pyhocon) takes, each holding its own sentinel value. The key
+# names are reported, the values never: not in the output, nor the models file, nor anything written beside it.
+CONF_FORMS = [
+    ('openaiApiKey: "sk-QUOTED-SENTINEL"', "openaiApiKey"),
+    ('anthropicApiKey: """sk-TRIPLE-SENTINEL"""', "anthropicApiKey"),
+    ('cohereApiKey = """sk-TRIPLE-MULTI-SENTINEL\nsecond-line-MULTI-SENTINEL"""', "cohereApiKey"),
+    ("togetherApiKey: sk-UNQUOTED-SENTINEL", "togetherApiKey"),
+    ("ai21ApiKey:\n    sk-NEXTLINE-SENTINEL", "ai21ApiKey"),
+    ('googleApiKey =\n  "sk-NEXTLINE-QUOTED-SENTINEL"', "googleApiKey"),
+    ("mistralaiApiKey = sk-EQUALS-SENTINEL", "mistralaiApiKey"),
+    ("writerApiKey=sk-NOSPACE-SENTINEL # a comment sk-COMMENT-SENTINEL", "writerApiKey"),
+    ("// sk-SLASHCOMMENT-SENTINEL", None),
+    ('perspectiveApiKey: "sk-A-SENTINEL" "sk-CONCAT-SENTINEL"', "perspectiveApiKey"),
+    ("huggingfaceToken: ${?HF_TOKEN-SENTINEL}", "huggingfaceToken"),
+    ('nvidiaApiKey: ["sk-LIST-SENTINEL",\n  sk-LIST2-SENTINEL]', "nvidiaApiKey"),
+    ('yandexApiKey { key: "sk-NESTED-SENTINEL" }', "yandexApiKey"),
+    ('"quotedKeyApiKey": "sk-QUOTEDKEY-SENTINEL"', "quotedKeyApiKey"),
+    ('deployments {\n  "myorg/custom": """sk-DEPLOY-SENTINEL"""\n  other/x: sk-DEPLOY2-SENTINEL\n}', None),
+]
+UNREADABLE = [  # lines the scanner cannot read: reported by number, never echoed
+    'brokenApiKey: "sk-UNTERMINATED-SENTINEL',
+    "sk-BARE-TOKEN-SENTINEL",
+    'include "sk-INCLUDE-SENTINEL.conf"',
+]
+
+
+def test_credentials_conf_in_every_hocon_form_never_echoes_a_value(tmp_path):
+    prod_env = tmp_path / "prod_env"
+    prod_env.mkdir()
+    (prod_env / "model_deployments.yaml").write_text(yaml.safe_dump({"model_deployments": [
+        {"name": "openai/gpt-fixture", "model_name": "openai/gpt-fixture",
+         "client_spec": {"class_name": "helm.clients.openai_client.OpenAIClient"}}]}))
+    lines = ["# HELM credentials"]
+    for text, _ in CONF_FORMS:
+        lines.append(text)
+    first_bad = len("\n".join(lines).splitlines()) + 1
+    lines += UNREADABLE
+    lines.append('lastApiKey: "sk-LAST-SENTINEL"')  # read after the unreadable lines
+    (prod_env / "credentials.conf").write_text("\n".join(lines) + "\n")
+    out_file = tmp_path / "out" / "models.yaml"
+    out_file.parent.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    out = run_cli("import-helm-models", str(prod_env), "--to", str(out_file),
+                  env={"HOME": str(home), "PREFECT_HOME": str(home / "prefect")})
+    assert out.returncode == 0, out.stdout + out.stderr
+    written = "".join(p.read_text(errors="replace") for p in tmp_path.rglob("*")
+                      if p.is_file() and p.name != "credentials.conf")
+    for where in (out.stdout, out.stderr, written):
+        assert "SENTINEL" not in where, where
+    err = " ".join(out.stderr.split())
+    assert "openaiApiKey -> $OPENAI_API_KEY (found in credentials.conf; used by openai/gpt-fixture)" in err
+    for _, key in CONF_FORMS[1:]:
+        if key:
+            assert f"{key}: used by no imported deployment" in err, (key, err)
+    assert "lastApiKey: used by no imported deployment" in err
+    for n in range(first_bad, first_bad + len(UNREADABLE)):
+        assert f"unparsed line {n}" in err, (n, err)
+    assert "Traceback" not in out.stderr
