@@ -10,6 +10,12 @@ into another storage root reproduces the same leaderboard, byte for byte in the 
 Importing checks every file against bundle.json before writing anything, then writes in commit
 order: instances, each run's files then its run.json, the release's Parquet, release.json, and the
 board's pointer.
+
+Run ids, instance keys and image keys are content addresses, and a bundle is untrusted: a run.json
+whose content cannot have its id (the hashes the id is made of, recomputed) is refused, and so is
+an image whose bytes are not its name's sha256. A key the target store already holds with other
+bytes is never replaced unless ``--overwrite`` is given: a bundle whose hashes were rewritten to
+match forged content cannot quietly take the place of a run the store has.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import helmflow
-from helmflow import layout, releases
+from helmflow import layout, releases, versions
 from helmflow.errors import HelmflowError
 from helmflow.integrity import CorruptFile, sha256_hex, verify_files
 from helmflow.manifests import ReleaseManifest, RunManifest, schema_text
@@ -157,7 +163,49 @@ def read_bundle(bundle: Store) -> tuple[BundleManifest, dict[str, bytes]]:
     return manifest, files
 
 
-def import_bundle(bundle: Store, store: Store) -> BundleOutcome:
+def identity_problem(key: str, manifest: RunManifest) -> str | None:
+    """Why a run.json at ``key`` cannot be the run its id names (None: it can). The id is recomputed
+    from what it is made of: the four versions (and the query and score keys made of them) for a run
+    made here, HELM's run name and the source files' sha256 for an imported run."""
+    v = manifest.versions
+    if key != layout.run_json(manifest.run_id) or v.run_id != manifest.run_id:
+        return f"{key}: records run id {manifest.run_id!r} (versions: {v.run_id!r})"
+    if manifest.imported is not None:
+        name = manifest.imported.run_spec.get("name")
+        expected = versions.imported_run_id(name, manifest.imported.sha256) if isinstance(name, str) else None
+    else:
+        expected = versions.run_id(v.scenario_version, v.prompt_version, v.model_version, v.metric_version)
+        query = versions.query_key(v.scenario_version, v.prompt_version, v.model_version)
+        if manifest.lineage.query_key != query or manifest.lineage.score_key != versions.score_key(query, v.metric_version):
+            return f"{key}: its query and score keys are not the ones its versions make"
+    if expected != manifest.run_id:
+        return f"{key}: its content cannot have run id {manifest.run_id} (recomputed: {expected})"
+    return None
+
+
+def _check_content(files: dict[str, bytes], run_jsons: list[str], bundle: Store) -> None:
+    for key in run_jsons:
+        try:
+            manifest = RunManifest.model_validate(json.loads(files[key]))
+        except (ValueError, ValidationError) as exc:
+            raise HelmflowError(f"bundle {bundle.root}: {key} is not a run.json: "
+                                f"{' '.join(str(exc).split())[:200]}; nothing imported") from None
+        problem = identity_problem(key, manifest)
+        if problem is None:
+            run_dir = layout.run_dir(manifest.run_id)
+            wrong = [n for n, digest in manifest.sha256.items()
+                     if f"{run_dir}/{n}" not in files or sha256_hex(files[f"{run_dir}/{n}"]) != digest]
+            if wrong:
+                problem = f"{run_dir}/{wrong[0]}: not the bytes its run.json records"
+        if problem:
+            raise HelmflowError(f"bundle {bundle.root}: {problem}; nothing imported")
+    for key in files:
+        media = parse_media_key(key)
+        if media and sha256_hex(files[key]) != media[0]:
+            raise HelmflowError(f"bundle {bundle.root}: {key}: its bytes are not the sha256 its name is; nothing imported")
+
+
+def import_bundle(bundle: Store, store: Store, overwrite: bool = False) -> BundleOutcome:
     manifest, files = read_bundle(bundle)
     name = safe_key(manifest.board)
     release_key = layout.release_json(name, safe_key(manifest.release_id))
@@ -176,9 +224,19 @@ def import_bundle(bundle: Store, store: Store) -> BundleOutcome:
     release_prefix = layout.release_dir(name, info.release_id) + "/"
     ordered = sorted(k for k in files if k not in markers and not k.startswith(release_prefix))  # instances, run files
     ordered += run_jsons + sorted(k for k in files if k.startswith(release_prefix) and k != release_key) + [release_key]
+    _check_content(files, run_jsons, bundle)
+    held = {key for key in ordered if store.exists(key)}
+    same = {key for key in held if sha256_hex(store.read_bytes(key)) == sha256_hex(files[key])}
+    differ = [key for key in ordered if key in held - same]
+    if differ and not overwrite:
+        raise HelmflowError(
+            f"{store.url(differ[0])} already holds other bytes than the bundle's"
+            + (f" (and {len(differ) - 1} more file(s))" if len(differ) > 1 else "")
+            + "; run ids and instance keys are content addresses, so one of the two is not what its key says; "
+              "nothing imported (--overwrite replaces the store's files with the bundle's)")
     total = 0
     for key in ordered:
-        if store.exists(key) and sha256_hex(store.read_bytes(key)) == sha256_hex(files[key]):
+        if key in same:
             continue
         store.write_bytes(key, files[key])
         total += len(files[key])

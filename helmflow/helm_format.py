@@ -361,7 +361,7 @@ def convert(raw: dict[str, bytes], source: str) -> Converted:
     digests = {n: sha256_hex(b) for n, b in sorted(raw.items())}
     model = str(helm_adapter.get("model_deployment") or helm_adapter.get("model") or model or "unknown")
     return Converted(
-        run_id=versions.stable_hash({"format": CLIENT, "run": run_spec["name"], "sha256": digests}),
+        run_id=versions.imported_run_id(run_spec["name"], digests),
         scenario=scenario, label=label, params=params, deployment=model,
         model=str(helm_adapter.get("model") or model), run_spec=run_spec, adapter=adapter,
         instances=list(instances.values()), requests=requests, completions=completions, stats=stats,

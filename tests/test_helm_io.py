@@ -389,3 +389,69 @@ def test_log_likelihood_multiple_choice_exports_one_helm_request_state_per_optio
     out = run_cli("import-helm", str(out_dir), "--storage", str(back))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "1/1 of HELM's numbers reproduced" in out.stdout  # exact match from the options' logprobs, not the echoed text
+
+
+def _forge_completions(bundle: Path) -> tuple[str, Path]:
+    """Change one run's completions and update its hashes in run.json and bundle.json to match."""
+    import pyarrow as pa
+
+    victim = sorted(bundle.glob("runs/*/completions.parquet"))[0]
+    run_json = victim.parent / "run.json"
+    table = pq.read_table(victim)
+    column = table.column_names.index("text")
+    table = table.set_column(column, "text", pa.array(["FORGED"] * table.num_rows, table.schema.field("text").type))
+    pq.write_table(table, victim)
+    info = json.loads(run_json.read_text())
+    info["sha256"]["completions.parquet"] = hashlib.sha256(victim.read_bytes()).hexdigest()
+    run_json.write_text(json.dumps(info))
+    manifest = json.loads((bundle / "bundle.json").read_text())
+    for path in (victim, run_json):
+        manifest["files"][str(path.relative_to(bundle))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (bundle / "bundle.json").write_text(json.dumps(manifest))
+    return info["run_id"], victim
+
+
+def test_a_forged_bundle_never_replaces_a_run_already_held(tmp_path: Path):
+    suite = tmp_path / "suite"
+    mcqa_run(suite)
+    genuine, target, bundle = tmp_path / "genuine", tmp_path / "target", tmp_path / "bundle"
+    assert run_cli("import-helm", str(suite), "--storage", str(genuine), "--board", "b").returncode == 0
+    assert run_cli("export", "b", "--to", str(bundle), "--storage", str(genuine)).returncode == 0
+    assert run_cli("import", str(bundle), "--storage", str(target)).returncode == 0
+    assert run_cli("import", str(bundle), "--storage", str(target)).returncode == 0  # the same bytes again: fine
+    before = {str(p.relative_to(target)): p.read_bytes() for p in target.rglob("*") if p.is_file()}
+
+    run_id, victim = _forge_completions(bundle)
+    out = run_cli("import", str(bundle), "--storage", str(target))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and f"runs/{run_id}/completions.parquet" in out.stderr
+    assert "--overwrite" in out.stderr
+    after = {str(p.relative_to(target)): p.read_bytes() for p in target.rglob("*") if p.is_file()}
+    assert after == before  # nothing written, the pointer not moved
+    assert b"FORGED" not in (target / "runs" / run_id / "completions.parquet").read_bytes()
+
+    out = run_cli("import", str(bundle), "--storage", str(target), "--overwrite")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (target / "runs" / run_id / "completions.parquet").read_bytes() == victim.read_bytes()
+
+
+def test_a_run_whose_content_cannot_have_its_id_is_refused(tmp_path: Path):
+    suite = tmp_path / "suite"
+    mcqa_run(suite)
+    genuine, bundle = tmp_path / "genuine", tmp_path / "bundle"
+    assert run_cli("import-helm", str(suite), "--storage", str(genuine), "--board", "b").returncode == 0
+    assert run_cli("export", "b", "--to", str(bundle), "--storage", str(genuine)).returncode == 0
+    run_json = next(bundle.glob("runs/*/run.json"))
+    info = json.loads(run_json.read_text())
+    info["imported"]["sha256"]["scenario_state.json"] = "0" * 64  # another source than the id was made from
+    run_json.write_text(json.dumps(info))
+    manifest = json.loads((bundle / "bundle.json").read_text())
+    manifest["files"][str(run_json.relative_to(bundle))] = hashlib.sha256(run_json.read_bytes()).hexdigest()
+    (bundle / "bundle.json").write_text(json.dumps(manifest))
+    for target in (tmp_path / "fresh", tmp_path / "fresh2"):
+        args = ["import", str(bundle), "--storage", str(target)] + (["--overwrite"] if target.name == "fresh2" else [])
+        out = run_cli(*args)
+        assert out.returncode == 2, out.stdout + out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1 and f"runs/{info['run_id']}/run.json" in out.stderr
+        assert "cannot have run id" in out.stderr
+        assert not (target / "runs").exists() and not (target / "leaderboards").exists()

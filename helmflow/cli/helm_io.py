@@ -71,7 +71,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     store = Store(args.storage)
     store.check_writable()
-    out = import_bundle(Store(args.bundle), store)
+    out = import_bundle(Store(args.bundle), store, overwrite=args.overwrite)
     print(f"imported {out.board} {out.release_id}: {out.runs} run(s), {out.bytes:,} bytes written into {out.uri}")
     return 0
 
@@ -106,5 +106,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          description="Checks every file against the bundle's sha256 first, then writes runs before "
                                      "the release and the release before the board's pointer.")
     imp.add_argument("bundle", help="the bundle's folder or URL")
+    imp.add_argument("--overwrite", action="store_true",
+                     help="replace files this storage root already holds with other bytes (default: refuse, naming "
+                          "the file: a run id or instance key is a content address)")
     storage_arg(imp)
     imp.set_defaults(func=cmd_import)
