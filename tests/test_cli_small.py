@@ -80,3 +80,10 @@ def test_custom_without_a_split_column_is_all_test(tmp_path, store):
     path.write_text("question,answer\nOne?,1\nTwo?,2\n", encoding="utf-8")
     plan = plan_scenario(ScenarioEntry(name="custom", params={"path": str(path)}), None)
     assert {i.split for i in read_instances(store, download_scenario(store, plan).instances_key)} == {"test"}
+
+
+def test_a_list_option_naming_nothing_is_an_error_not_the_default(tmp_path):
+    for flag in ("--models", "--scenarios"):
+        out = run_cli("run", "demo", flag, ",", "--dry-run", "--storage", str(tmp_path / "s"))
+        assert out.returncode == 2, out.stdout + out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1 and "names nothing" in out.stderr and out.stdout == ""

@@ -18,6 +18,8 @@ class UsageError(HelmflowError):
 def csv_list(value: str) -> list[str]:
     """``a,b,c``; a name given twice is a mistake (it would run or judge the same thing twice)."""
     items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:  # `--models ,` names nothing: never read as "the default"
+        raise argparse.ArgumentTypeError(f"{value!r} names nothing")
     twice = sorted({v for v in items if items.count(v) > 1})
     if twice:
         raise argparse.ArgumentTypeError(f"{', '.join(twice)} given twice in {value!r}")
