@@ -201,7 +201,7 @@ class Client(ABC):
 
             try:
                 # _sync: also called on the I/O loop, where Prefect would otherwise hand back a coroutine
-                return Secret.load(d.api_key_secret, _sync=True).get()
+                return Secret.load(d.api_key_secret, _sync=True).get()  # type: ignore[call-arg,union-attr]
             except Exception as exc:  # noqa: BLE001 - any lookup failure is a missing credential
                 raise PermanentError(
                     f"deployment {d.name!r}: Prefect Secret block {d.api_key_secret!r} could not be loaded "

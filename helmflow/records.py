@@ -110,12 +110,16 @@ class GenerationParams(Record):
     num_outputs: int = Field(1, ge=1, description="completions asked for per request")
 
 
+#: The splits HELM evaluates, pooled before sampling.
+EVAL_SPLITS: tuple[Split, ...] = ("valid", "test")
+
+
 class EvalSample(Record):
     """Which instances are evaluated: HELM's seeded, monotone sample of the eval splits (HELM pools valid + test)."""
 
     max_eval_instances: int | None = Field(
         None, ge=1, description="at most this many instances, HELM's seeded sample (a prefix of any larger one)")
-    splits: list[Split] = Field(default_factory=lambda: ["valid", "test"],
+    splits: list[Split] = Field(default_factory=lambda: list(EVAL_SPLITS),
                                 description="the splits evaluated, pooled before sampling")
     seed: int = Field(0, description="the sample's seed")
     trials: int = Field(1, ge=1, description="times each instance is evaluated")

@@ -9,7 +9,7 @@ fetched from a bucket this machine cannot reach).
 
 from __future__ import annotations
 
-from helmflow.records import AdapterSpec, ContentPart, Input, Instance, Reference
+from helmflow.records import ContentPart, Input, Instance, Reference
 from helmflow.scenarios import DataSource, scenario
 from helmflow.scenarios.base import ScenarioError, read_parquet_source
 from helmflow.scenarios.vision_language import UNPINNED, HubVisionScenario, multiple_choice_spec
@@ -23,7 +23,7 @@ class AOKVQA(HubVisionScenario):
     HUB_REPO = "HuggingFaceM4/A-OKVQA"
     HUB_REVISION = UNPINNED  # no revision could be verified offline: runs from a mirror only
     description = "A-OKVQA: knowledge-requiring visual questions, four choices (validation split)."
-    default_adapter: AdapterSpec = multiple_choice_spec()
+    default_adapter = multiple_choice_spec()
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=FILE, url=self.hub_url(FILE))]

@@ -52,7 +52,7 @@ def _options(rng: random.Random, answer: int, count: int) -> tuple[list[str], in
 
 
 @scenario("arithmetic")
-class Arithmetic(Scenario):
+class Arithmetic(Scenario[ArithmeticParams]):
     VERSION = "1"
     Params = ArithmeticParams
     description = "Multi-digit integer arithmetic (a op b) with a single exact answer."
@@ -60,8 +60,8 @@ class Arithmetic(Scenario):
     metrics = ["exact_match", "efficiency"]
 
     @property
-    def default_adapter(self) -> AdapterSpec:  # type: ignore[override]
-        if not self.params.choices:  # type: ignore[attr-defined]
+    def default_adapter(self) -> AdapterSpec:
+        if not self.params.choices:
             return _FREE_ANSWER
         return AdapterSpec(
             method="multiple_choice_joint",
@@ -73,7 +73,7 @@ class Arithmetic(Scenario):
         )
 
     def load(self, files: dict[str, str]) -> list[Instance]:
-        p: ArithmeticParams = self.params  # type: ignore[assignment]
+        p: ArithmeticParams = self.params
         rng = random.Random(p.seed)
         low, high = 10 ** (p.digits - 1) if p.digits > 1 else 0, 10**p.digits - 1
         out: list[Instance] = []

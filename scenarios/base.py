@@ -7,7 +7,7 @@ import io
 import json
 import re
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import fsspec
 import numpy as np
@@ -64,7 +64,10 @@ class ScenarioError(HelmflowError, ValueError):
     """Bad scenario input (parameters, data, schema): one sentence naming what and where."""
 
 
-class Scenario:
+P = TypeVar("P", bound=BaseModel, covariant=True)
+
+
+class Scenario(Generic[P]):
     """Subclass, set the class attributes, implement :meth:`load`, and register with ``@scenario``.
 
     ``VERSION`` is the loader's declared version: bump it whenever the instances it produces can change.
@@ -81,7 +84,6 @@ class Scenario:
     description: ClassVar[str] = ""
     main_metric: ClassVar[str] = "exact_match"
     metrics: ClassVar[list[str]] = ["exact_match"]
-    default_adapter: ClassVar[AdapterSpec] = AdapterSpec()
     # May the instances' text leave the machine (static exports)? False when the dataset asks that its
     # questions are never published in plain text; those exports carry ids and scores only.
     publish_text: ClassVar[bool] = True
@@ -106,10 +108,20 @@ class Scenario:
 
     def __init__(self, **params: Any):
         try:
-            self.params = self.Params(**params)
+            self._params = cast(P, self.Params(**params))
         except ValidationError as exc:
             raise ScenarioError(f"scenario {self.name!r}: bad parameters: {format_validation_error(exc)}") from None
         self.prompt_overrides: dict[str, str] = {}  # name -> replacement text (a board's ``prompts:``)
+
+    @property
+    def default_adapter(self) -> AdapterSpec:
+        """The adapter a board starts from; a class attribute in most scenarios."""
+        return AdapterSpec()
+
+    @property
+    def params(self) -> P:
+        """The validated parameters, typed by the scenario's ``Scenario[...]`` base."""
+        return self._params
 
     def text(self, name: str) -> str:
         """One of :attr:`prompt_texts`: the board's replacement if it has one, else our wording."""

@@ -64,7 +64,7 @@ def helm_order(rows: list[dict]) -> list[dict]:
 
 
 @scenario("math")
-class CompetitionMATH(Scenario):
+class CompetitionMATH(Scenario[MATHParams]):
     VERSION = "1"
     HUB_REPO = REPO
     HUB_REVISION = UNPINNED  # taken off the Hub: runs from a mirror of the Parquet conversion only
@@ -74,13 +74,13 @@ class CompetitionMATH(Scenario):
     metrics = ["math_equiv_chain_of_thought", "math_verify_chain_of_thought", "efficiency"]
 
     @property
-    def default_adapter(self) -> AdapterSpec:  # type: ignore[override]
+    def default_adapter(self) -> AdapterSpec:
         spec = AdapterSpec(
             method="generation", instructions=INSTRUCTIONS, input_prefix="Problem: ", input_suffix="\n",
             output_prefix="Answer: ", output_suffix="\n", instance_prefix="###\n", max_train_instances=8,
             generation=GenerationParams(max_tokens=400, temperature=0.0, stop=["###"], num_outputs=1),
         )
-        return with_follow_format(spec) if self.params.follow_format else spec  # type: ignore[attr-defined]
+        return with_follow_format(spec) if self.params.follow_format else spec
     helm_wording = ("HELM's instruction sentence, Problem:/Answer: labels, ### between examples and eight same-subject worked "
                     "examples, byte for byte; with follow_format, the opening and closing requests are helmflow's own wording "
                     "of HELM's instruction-following prefix and suffix")
@@ -94,7 +94,7 @@ class CompetitionMATH(Scenario):
         return [DataSource(filename=name, url=self.hub_url(path)) for name, (path, _) in FILES.items()]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
-        subject, level = SUBJECTS[self.params.subject], f"Level {self.params.level}"  # type: ignore[attr-defined]
+        subject, level = SUBJECTS[self.params.subject], f"Level {self.params.level}"
         out: list[Instance] = []
         for name, (_, split) in FILES.items():
             rows = read_parquet_source(self.name, files[name], COLUMNS).to_pylist()
@@ -102,10 +102,10 @@ class CompetitionMATH(Scenario):
                 if row["type"] == subject and row["level"] == level:
                     out.append(Instance(
                         id=f"id{len(out)}",
-                        split=split,  # type: ignore[arg-type]
+                        split=split,
                         input=Input(text=row["problem"]),
                         references=[Reference(text=row["solution"], correct=True)],
-                        extra={"subject": self.params.subject, "level": self.params.level},  # type: ignore[attr-defined]
+                        extra={"subject": self.params.subject, "level": self.params.level},
                     ))  # fmt: skip
         if not any(i.split == "test" for i in out):
             raise ScenarioError(f"scenario {self.name!r}: no test problem has type {subject!r} and level {level!r}")

@@ -57,7 +57,7 @@ class CustomParams(BaseModel):
             ext = posixpath.splitext(self.path.split("?")[0])[1].lower()
             if ext not in (".csv", ".jsonl"):
                 raise ValueError(f"cannot tell the format of {self.path!r} from its extension; pass format=csv or format=jsonl")
-            self.format = ext[1:]  # type: ignore[assignment]
+            self.format = "csv" if ext == ".csv" else "jsonl"
         return self
 
     @property
@@ -72,7 +72,7 @@ def _digest(url: str) -> str:
 
 
 @scenario("custom")
-class Custom(Scenario):
+class Custom(Scenario[CustomParams]):
     VERSION = "2"  # 2: a column named `split` is read without being mapped
     Params = CustomParams
     description = "Your own CSV/JSONL file with a column mapping (question, choices, answer, id); no code."
@@ -85,14 +85,14 @@ class Custom(Scenario):
 
     @property
     def p(self) -> CustomParams:
-        return self.params  # type: ignore[return-value]
+        return self.params
 
     @property
     def filename(self) -> str:
         return posixpath.basename(self.p.path.rstrip("/")) or "data"
 
     @property
-    def default_adapter(self) -> AdapterSpec:  # type: ignore[override]
+    def default_adapter(self) -> AdapterSpec:
         if self.p.choices:
             return AdapterSpec(
                 method="multiple_choice_joint",
@@ -232,4 +232,4 @@ class Custom(Scenario):
                     f"scenario 'custom': {self.p.path}: line {line}, column {column!r}: {split!r} is not one of train, valid, test"
                 )
         ident = self._text(line, row, self.p.id) if self.p.id else f"line{line}"
-        return Instance(id=ident, split=split, input=Input(text=question), references=references)  # type: ignore[arg-type]
+        return Instance(id=ident, split=split, input=Input(text=question), references=references)

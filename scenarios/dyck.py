@@ -121,7 +121,7 @@ class _Generator:
 
 
 @scenario("dyck_language")
-class DyckLanguage(Scenario):
+class DyckLanguage(Scenario[DyckParams]):
     VERSION = "1"
     Params = DyckParams
     description = "HELM Dyck-n completion: output the closing brackets a prefix still needs."
@@ -140,12 +140,12 @@ class DyckLanguage(Scenario):
     )
 
     def load(self, files: dict[str, str]) -> list[Instance]:
-        p: DyckParams = self.params  # type: ignore[assignment]
+        p: DyckParams = self.params
         gen = _Generator(p)
         train = gen.corpus(p.num_train, p.min_seq_train_length, p.max_seq_train_length, set())
         test = gen.corpus(p.num_test, p.min_seq_test_length, p.max_seq_test_length, {s for s, _ in train})
         rows = [("train", s, t) for s, t in train] + [("test", s, t) for s, t in test]
         return [
-            Instance(id=f"id{i}", split=split, input=Input(text=source), references=[Reference(text=target, correct=True)])  # type: ignore[arg-type]
+            Instance(id=f"id{i}", split=split, input=Input(text=source), references=[Reference(text=target, correct=True)])
             for i, (split, source, target) in enumerate(rows)
         ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from helmflow.records import AdapterSpec, Input, Instance, Reference
+from helmflow.records import Input, Instance, Reference
 from helmflow.scenarios import DataSource, scenario
 from helmflow.scenarios.base import read_parquet_source
 from helmflow.scenarios.vision_language import SNAPSHOT_PIN, HubVisionScenario, generation_spec
@@ -28,21 +28,21 @@ class ExamsVParams(BaseModel):
 
 
 @scenario("exams_v")
-class ExamsV(HubVisionScenario):
+class ExamsV(HubVisionScenario[ExamsVParams]):
     VERSION = "1"
     HUB_REPO = "Rocktim/EXAMS-V"
     HUB_REVISION = "e9488045cbad16c973f031c7a8f7466b5dcc3794"
     pin_unverified = SNAPSHOT_PIN
     Params = ExamsVParams
     description = "EXAMS-V: multilingual school exam questions rendered in the image (answer A-D)."
-    default_adapter: AdapterSpec = generation_spec(INSTRUCTIONS, max_tokens=20)
+    default_adapter = generation_spec(INSTRUCTIONS, max_tokens=20)
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=f, url=self.hub_url(f)) for f in FILES]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
-        language = self.params.language.replace("_", " ")  # type: ignore[attr-defined]
-        group = self.params.subject_grouped.replace("_", " ")  # type: ignore[attr-defined]
+        language = self.params.language.replace("_", " ")
+        group = self.params.subject_grouped.replace("_", " ")
         out = []
         for filename in FILES:
             table = read_parquet_source(self.name, files[filename], {

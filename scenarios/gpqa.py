@@ -42,7 +42,7 @@ class GPQAParams(BaseModel):
 
 
 @scenario("gpqa")
-class GPQA(Scenario):
+class GPQA(Scenario[GPQAParams]):
     VERSION = "1"
     HUB_REPO = REPO
     HUB_REVISION = REVISION
@@ -55,19 +55,19 @@ class GPQA(Scenario):
     metrics = ["chain_of_thought_correctness", "efficiency"]
 
     @property
-    def default_adapter(self) -> AdapterSpec:  # type: ignore[override]
-        return capabilities_cot_spec("(A) ", self.params.variant, self.text)  # type: ignore[attr-defined]
+    def default_adapter(self) -> AdapterSpec:
+        return capabilities_cot_spec("(A) ", self.params.variant, self.text)
 
     @property
     def filename(self) -> str:
-        return f"gpqa_{self.params.subset}.csv"  # type: ignore[attr-defined]
+        return f"gpqa_{self.params.subset}.csv"
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=self.filename, url=self.hub_url(self.filename))]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         rows = read_csv_source(self.name, files[self.filename], COLUMNS)
-        held_out = TRAIN_INDICES[self.params.subset]  # type: ignore[attr-defined]
+        held_out = TRAIN_INDICES[self.params.subset]
         rng = random.Random(SEED)  # the same stream as HELM's global random.seed(42)
         out: list[Instance] = []
         for index, row in enumerate(rows):

@@ -45,7 +45,7 @@ def helm_reference(answer: str) -> str:
 
 
 @scenario("gsm")
-class GSM8K(Scenario):
+class GSM8K(Scenario[GSM8KParams]):
     VERSION = "1"
     SOURCE_REVISION = "master"  # HELM reads the master branch; the pins are the two files' sha256s
     Params = GSM8KParams
@@ -59,8 +59,8 @@ class GSM8K(Scenario):
     )
 
     @property
-    def default_adapter(self) -> AdapterSpec:  # type: ignore[override]
-        return generation_spec("Q: ", "A", 400, ["\n\n"], follow_format=self.params.follow_format)  # type: ignore[attr-defined]
+    def default_adapter(self) -> AdapterSpec:
+        return generation_spec("Q: ", "A", 400, ["\n\n"], follow_format=self.params.follow_format)
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=name, url=self.web_url(f"{BASE_URL}/{name}"), sha256_unknown=True) for name, _ in FILES]
@@ -71,6 +71,6 @@ class GSM8K(Scenario):
             url = files[name]
             for number, line in read_jsonl_lines(self.name, url):
                 row = parse_jsonl_row(f"scenario {self.name!r}: {url} line {number}", line, GSM8KRow)
-                out.append(Instance(id=f"id{len(out)}", split=split, input=Input(text=row.question),  # type: ignore[arg-type]
+                out.append(Instance(id=f"id{len(out)}", split=split, input=Input(text=row.question),
                                     references=[Reference(text=helm_reference(row.answer), correct=True)]))
         return out

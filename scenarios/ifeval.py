@@ -25,7 +25,7 @@ REVISION = "966cd89545d6b6acfd7638bc708b98261ca58e84"
 FILENAME = "ifeval_input_data.jsonl"
 
 
-class IFEvalRow(BaseModel):
+class IFEvalRow(BaseModel):  # type: ignore[no-redef]  # pydantic plugin: a field named kwargs
     model_config = ConfigDict(extra="ignore")
     key: StrictInt
     prompt: StrictStr

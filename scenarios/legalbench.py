@@ -86,7 +86,7 @@ class LegalBenchParams(BaseModel):
 
 
 @scenario("legalbench")
-class LegalBench(Scenario):
+class LegalBench(Scenario[LegalBenchParams]):
     VERSION = "1"
     HUB_REPO = REPO
     HUB_REVISION = UNPINNED  # the Parquet conversion's commit is not verified: runs from a mirror only
@@ -104,19 +104,19 @@ class LegalBench(Scenario):
     )
 
     @property
-    def default_adapter(self) -> AdapterSpec:  # type: ignore[override]
-        _, noun, instructions = SETTINGS[self.params.subset]  # type: ignore[attr-defined]
-        return generation_spec("", noun, 30, ["\n"], instructions=instructions, follow_format=self.params.follow_format)  # type: ignore[attr-defined]
+    def default_adapter(self) -> AdapterSpec:
+        _, noun, instructions = SETTINGS[self.params.subset]
+        return generation_spec("", noun, 30, ["\n"], instructions=instructions, follow_format=self.params.follow_format)
 
     def _files(self) -> dict[str, tuple[str, str]]:
-        subset = self.params.subset  # type: ignore[attr-defined]
+        subset = self.params.subset
         return {f"{subset}-{split}.parquet": (f"{subset}/{split}/0000.parquet", split) for split in ("train", "test")}
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=name, url=self.hub_url(path)) for name, (path, _) in self._files().items()]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
-        fields, _, _ = SETTINGS[self.params.subset]  # type: ignore[attr-defined]
+        fields, _, _ = SETTINGS[self.params.subset]
         columns = {column: "string" for _, column in fields} | {LABEL: "string"}
         out: list[Instance] = []
         for name, (_, split) in self._files().items():
@@ -125,7 +125,7 @@ class LegalBench(Scenario):
                     raise ScenarioError(f"scenario {self.name!r}: {files[name]}: row {number} has no {LABEL!r}")
                 out.append(Instance(
                     id=f"id{len(out)}",
-                    split=split,  # type: ignore[arg-type]
+                    split=split,
                     input=Input(text="\n".join(f"{label}: {row[column]}" for label, column in fields)),
                     references=[Reference(text=row[LABEL], correct=True)],
                 ))  # fmt: skip

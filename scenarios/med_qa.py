@@ -64,5 +64,5 @@ class MedQA(Scenario):
                     raise ScenarioError(f"{where}: expected 4 options and an answer_idx among their keys, "
                                         f"got {sorted(row.options)} and {row.answer_idx!r}")
                 refs = [Reference(text=text.rstrip('"').rstrip(), correct=key == row.answer_idx) for key, text in row.options.items()]
-                out.append(Instance(id=f"id{len(out)}", split=split, input=Input(text=row.question), references=refs))  # type: ignore[arg-type]
+                out.append(Instance(id=f"id{len(out)}", split=split, input=Input(text=row.question), references=refs))
         return out

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from helmflow.records import AdapterSpec, ContentPart, Input, Instance, Reference
+from helmflow.records import ContentPart, Input, Instance, Reference
 from helmflow.scenarios import DataSource, scenario
 from helmflow.scenarios.base import read_parquet_source
 from helmflow.scenarios.vision_language import LETTER_ONLY, SNAPSHOT_PIN, HubVisionScenario, generation_spec
@@ -31,18 +31,18 @@ CATEGORIES = {
 
 class MMStarParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    category: Literal[tuple(CATEGORIES)] = "coarse_perception"  # type: ignore[valid-type]
+    category: Literal[tuple(CATEGORIES)] = "coarse_perception"  # type: ignore[valid-type]  # the keys above
 
 
 @scenario("mm_star")
-class MMStar(HubVisionScenario):
+class MMStar(HubVisionScenario[MMStarParams]):
     VERSION = "1"
     HUB_REPO = "Lin-Chen/MMStar"
     HUB_REVISION = "a9beb0910fc57358ee4a25d2f0dbad93a155fad0"  # the commit adding mmstar.parquet
     pin_unverified = SNAPSHOT_PIN
     Params = MMStarParams
     description = "MM-Star: vision-indispensable multiple-choice questions (letter answer), one category."
-    default_adapter: AdapterSpec = generation_spec(LETTER_ONLY, max_tokens=1)
+    default_adapter = generation_spec(LETTER_ONLY, max_tokens=1)
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=FILE, url=self.hub_url(FILE))]
@@ -50,7 +50,7 @@ class MMStar(HubVisionScenario):
     def load(self, files: dict[str, str]) -> list[Instance]:
         table = read_parquet_source(self.name, files[FILE], {
             "index": "integer", "question": "string", "image": "image", "answer": "string", "category": "string"})
-        wanted = CATEGORIES[self.params.category]  # type: ignore[attr-defined]
+        wanted = CATEGORIES[self.params.category]
         out = []
         for i, row in enumerate(table.to_pylist()):
             if row["category"] != wanted:

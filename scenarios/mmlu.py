@@ -53,7 +53,7 @@ class MMLUParams(BaseModel):
 
 
 @scenario("mmlu")
-class MMLU(Scenario):
+class MMLU(Scenario[MMLUParams]):
     VERSION = "1"
     SOURCE_REVISION = "hendrycks-test-data"
     Params = MMLUParams
@@ -66,10 +66,10 @@ class MMLU(Scenario):
 
     @property
     def subject(self) -> str:
-        return self.params.subject  # type: ignore[attr-defined]
+        return self.params.subject
 
     @property
-    def default_adapter(self) -> AdapterSpec:  # type: ignore[override]
+    def default_adapter(self) -> AdapterSpec:
         return multiple_choice_spec(self.subject.replace("_", " "))
 
     def filename(self, folder: str) -> str:
@@ -96,6 +96,6 @@ class MMLU(Scenario):
                 if keyed is None:
                     raise ScenarioError(f"scenario {self.name!r}: {url} row {number}: answer {letter!r} names none of its "
                                         f"{len(options)} options")
-                out.append(Instance(id=f"id{len(out)}", split=split, input=Input(text=question),  # type: ignore[arg-type]
+                out.append(Instance(id=f"id{len(out)}", split=split, input=Input(text=question),
                                     references=[Reference(text=o, correct=o == keyed) for o in options]))
         return out

@@ -41,7 +41,7 @@ class MMLUProParams(BaseModel):
 
 
 @scenario("mmlu_pro")
-class MMLUPro(Scenario):
+class MMLUPro(Scenario[MMLUProParams]):
     VERSION = "1"
     HUB_REPO = REPO
     HUB_REVISION = REVISION
@@ -53,14 +53,14 @@ class MMLUPro(Scenario):
     metrics = ["chain_of_thought_correctness", "efficiency"]
 
     @property
-    def default_adapter(self) -> AdapterSpec:  # type: ignore[override]
-        return capabilities_cot_spec("A. ", self.params.variant, self.text)  # type: ignore[attr-defined]
+    def default_adapter(self) -> AdapterSpec:
+        return capabilities_cot_spec("A. ", self.params.variant, self.text)
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=name, url=self.hub_url(path)) for name, (path, _) in FILES.items()]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
-        subject = self.params.subject  # type: ignore[attr-defined]
+        subject = self.params.subject
         wanted = {subject, subject.replace("_", " ")}
         out: list[Instance] = []
         for name, (_, split) in FILES.items():
@@ -82,7 +82,7 @@ class MMLUPro(Scenario):
         correct = options[LETTERS.index(letter)]
         return Instance(
             id=f"id{qid}",
-            split=split,  # type: ignore[arg-type]
+            split=split,
             input=Input(text=row["question"]),
             references=[Reference(text=o, correct=o == correct) for o in options],
             extra={"category": row["category"], "answer": letter},

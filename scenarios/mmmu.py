@@ -34,12 +34,12 @@ _TAG = re.compile(r"<image (\d+)>")
 
 class MMMUParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    subject: Literal[SUBJECTS] = "Accounting"  # type: ignore[valid-type]
+    subject: Literal[SUBJECTS] = "Accounting"  # type: ignore[valid-type]  # the subjects tuple above
     question_type: Literal["multiple-choice"] = "multiple-choice"
 
 
 @scenario("mmmu")
-class MMMU(HubVisionScenario):
+class MMMU(HubVisionScenario[MMMUParams]):
     VERSION = "1"
     HUB_REPO = "MMMU/MMMU"
     HUB_REVISION = UNPINNED  # no revision could be verified offline: runs from a mirror only
@@ -49,7 +49,7 @@ class MMMU(HubVisionScenario):
 
     @property
     def filename(self) -> str:
-        return f"{self.params.subject}/validation-00000-of-00001.parquet"  # type: ignore[attr-defined]
+        return f"{self.params.subject}/validation-00000-of-00001.parquet"
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=self.filename, url=self.hub_url(self.filename))]
@@ -60,7 +60,7 @@ class MMMU(HubVisionScenario):
         table = read_parquet_source(self.name, files[self.filename], columns)
         out = []
         for i, row in enumerate(table.to_pylist()):
-            if row["question_type"] != self.params.question_type:  # type: ignore[attr-defined]
+            if row["question_type"] != self.params.question_type:
                 continue
             where = self.where(self.filename, i)
             images: dict[int, ContentPart] = {}

@@ -42,7 +42,7 @@ def one_question_per_document(rows: list[dict[str, str]], rng: random.Random) ->
 
 
 @scenario("narrative_qa")
-class NarrativeQA(Scenario):
+class NarrativeQA(Scenario[LiteParams]):
     VERSION = "1"
     SOURCE_REVISION = "narrativeqa-master"
     Params = LiteParams
@@ -54,8 +54,8 @@ class NarrativeQA(Scenario):
                         "(recorded at first fetch); HELM reads whatever the branch holds",)
 
     @property
-    def default_adapter(self) -> AdapterSpec:  # type: ignore[override]
-        return generation_spec("Passage: ", "Answer", 100, ["\n"], follow_format=self.params.follow_format)  # type: ignore[attr-defined]
+    def default_adapter(self) -> AdapterSpec:
+        return generation_spec("Passage: ", "Answer", 100, ["\n"], follow_format=self.params.follow_format)
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=name, url=self.archive_url(ZIP_URL, member), sha256_unknown=True)
@@ -75,7 +75,7 @@ class NarrativeQA(Scenario):
                 question = row["question"].strip()
                 question += "" if question.endswith("?") else "?"
                 out.append(Instance(
-                    id=f"id{len(out)}", split=split,  # type: ignore[arg-type]
+                    id=f"id{len(out)}", split=split,
                     input=Input(text=f"{summary[row['document_id']].strip()}\nQuestion: {question}"),
                     references=[Reference(text=row["answer1"], correct=True), Reference(text=row["answer2"], correct=True)],
                     extra={"document_id": row["document_id"]},

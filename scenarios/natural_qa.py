@@ -64,7 +64,7 @@ def answer_index(rng: random.Random, n: int) -> int:
 
 
 @scenario("natural_qa")
-class NaturalQA(Scenario):
+class NaturalQA(Scenario[NaturalQAParams]):
     VERSION = "1"
     SOURCE_REVISION = "v1.0-dev"
     Params = NaturalQAParams
@@ -77,12 +77,12 @@ class NaturalQA(Scenario):
 
     @property
     def mode(self) -> str:
-        return self.params.mode  # type: ignore[attr-defined]
+        return self.params.mode
 
     @property
-    def default_adapter(self) -> AdapterSpec:  # type: ignore[override]
+    def default_adapter(self) -> AdapterSpec:
         prefix = "" if self.mode == "openbook_longans" else "Question: "
-        return generation_spec(prefix, "Answer", 300, ["\n"], follow_format=self.params.follow_format)  # type: ignore[attr-defined]
+        return generation_spec(prefix, "Answer", 300, ["\n"], follow_format=self.params.follow_format)
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=f, url=self.web_url(f"{BASE_URL}/{f}"), sha256_unknown=True) for f in FILES]
@@ -129,5 +129,5 @@ class NaturalQA(Scenario):
         question += "" if question.endswith("?") else "?"
         text = question if self.mode == "closedbook" else f"Passage: {longs[pick]}\n\nQuestion: {question}"
         answers = shorts[pick:pick + 1] if split == "train" else list(dict.fromkeys(shorts))
-        return Instance(id=f"id{index}", split=split, input=Input(text=text),  # type: ignore[arg-type]
+        return Instance(id=f"id{index}", split=split, input=Input(text=text),
                         references=[Reference(text=a, correct=True) for a in answers])

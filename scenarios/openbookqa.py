@@ -66,7 +66,7 @@ class OpenbookQA(Scenario):
                 if len(texts) != 4 or row.answerKey not in LETTERS or row.question.choices[LETTERS.index(row.answerKey)].label != row.answerKey:
                     raise ScenarioError(f"{where} (id {row.id}): expected 4 choices labelled A-D and an answerKey among them")
                 correct = texts[LETTERS.index(row.answerKey)]
-                out.append(Instance(id=f"id{len(out)}", split=split, input=Input(text=row.question.stem),  # type: ignore[arg-type]
+                out.append(Instance(id=f"id{len(out)}", split=split, input=Input(text=row.question.stem),
                                     references=[Reference(text=t, correct=t == correct) for t in texts],
                                     extra={"source_id": row.id}))
         return out

@@ -7,7 +7,7 @@ is ``test`` and HELM's seeded sample keeps at most 1,000.
 
 from __future__ import annotations
 
-from helmflow.records import AdapterSpec, ContentPart, Input, Instance, Reference
+from helmflow.records import ContentPart, Input, Instance, Reference
 from helmflow.scenarios import DataSource, scenario
 from helmflow.scenarios.base import ScenarioError, read_parquet_source
 from helmflow.scenarios.vision_language import SNAPSHOT_PIN, HubVisionScenario, multiple_choice_spec
@@ -22,7 +22,7 @@ class POPE(HubVisionScenario):
     HUB_REVISION = "271684cad5ffaa68ebd8fcf73c4c21bc9a4c0d12"  # the first data upload
     pin_unverified = SNAPSHOT_PIN
     description = "POPE: does the object appear in the image? (Yes/No multiple choice)"
-    default_adapter: AdapterSpec = multiple_choice_spec()
+    default_adapter = multiple_choice_spec()
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=f, url=self.hub_url(f)) for f in FILES]

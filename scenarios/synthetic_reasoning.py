@@ -86,7 +86,7 @@ class _Generator:
 
 
 @scenario("synthetic_reasoning")
-class SyntheticReasoning(Scenario):
+class SyntheticReasoning(Scenario[SyntheticReasoningParams]):
     VERSION = "1"
     Params = SyntheticReasoningParams
     description = "HELM synthetic reasoning (LIME-style): pattern matching, variable substitution, induction."
@@ -106,7 +106,7 @@ class SyntheticReasoning(Scenario):
     )
 
     def load(self, files: dict[str, str]) -> list[Instance]:
-        p: SyntheticReasoningParams = self.params  # type: ignore[assignment]
+        p: SyntheticReasoningParams = self.params
         gen = _Generator(p.seed)
         splits = ["train"] * p.num_train + ["valid"] * p.num_valid + ["test"] * p.num_test
         out: list[Instance] = []
@@ -115,7 +115,7 @@ class SyntheticReasoning(Scenario):
             out.append(
                 Instance(
                     id=f"id{i}",
-                    split=split,  # type: ignore[arg-type]
+                    split=split,
                     input=Input(text=source),
                     references=[Reference(text=target, correct=True)],
                 )

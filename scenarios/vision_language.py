@@ -15,7 +15,7 @@ Both specs are zero-shot with ``temperature=0``, ``instance_prefix="\\n"`` and n
 from __future__ import annotations
 
 from helmflow.records import AdapterSpec, GenerationParams
-from helmflow.scenarios.base import UNPINNED, Scenario
+from helmflow.scenarios.base import UNPINNED, P, Scenario
 
 __all__ = ["SNAPSHOT_PIN", "UNPINNED", "HubVisionScenario", "generation_spec", "multiple_choice_spec"]
 #: Where the reference's candidate revisions come from (reference §A.8): not checked against the Hub.
@@ -43,7 +43,7 @@ def generation_spec(instructions: str, max_tokens: int) -> AdapterSpec:
     )
 
 
-class HubVisionScenario(Scenario):
+class HubVisionScenario(Scenario[P]):
     """A VHELM scenario read from Parquet files of a pinned Hub revision, images embedded."""
 
     main_metric = "quasi_prefix_exact_match"

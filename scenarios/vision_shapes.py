@@ -100,7 +100,7 @@ def question(rng: random.Random, shapes: list[Shape]) -> tuple[str, str, list[st
 
 
 @scenario("vision_shapes")
-class VisionShapes(Scenario):
+class VisionShapes(Scenario[VisionShapesParams]):
     VERSION = "1"
     Params = VisionShapesParams
     description = "Seeded synthetic images (shapes, colours, counts, positions) with exact answers; offline."
@@ -108,8 +108,8 @@ class VisionShapes(Scenario):
     metrics: ClassVar[list[str]] = ["exact_match", "quasi_exact_match", "quasi_prefix_exact_match", "efficiency"]
 
     @property
-    def default_adapter(self) -> AdapterSpec:  # type: ignore[override]
-        mc = self.params.format != "generation"  # type: ignore[attr-defined]
+    def default_adapter(self) -> AdapterSpec:
+        mc = self.params.format != "generation"
         return AdapterSpec(
             method="multiple_choice_joint" if mc else "generation",
             instructions="Answer with only the letter." if mc else "Answer with a single word, number or position.",
@@ -122,17 +122,17 @@ class VisionShapes(Scenario):
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         p = self.params
-        out = [self._instance(random.Random(f"{p.seed}-test-{i}"), f"id{i}", "test", i)  # type: ignore[attr-defined]
-               for i in range(p.num_test)]  # type: ignore[attr-defined]
-        out += [self._instance(random.Random(f"{p.seed}-train-{i}"), f"train{i}", "train", i)  # type: ignore[attr-defined]
-                for i in range(p.num_train)]  # type: ignore[attr-defined]
+        out = [self._instance(random.Random(f"{p.seed}-test-{i}"), f"id{i}", "test", i)
+               for i in range(p.num_test)]
+        out += [self._instance(random.Random(f"{p.seed}-train-{i}"), f"train{i}", "train", i)
+                for i in range(p.num_train)]
         return out
 
     def _image(self, shapes: list[Shape], where: str) -> ContentPart:
         return self.image(draw(shapes), where)
 
     def _instance(self, rng: random.Random, iid: str, split: Literal["train", "test"], index: int) -> Instance:
-        fmt = self.params.format  # type: ignore[attr-defined]
+        fmt = self.params.format
         where = f"generated {split} instance {index}"
         if fmt == "image_choice":
             target = Shape(kind=rng.choice(SHAPES), color=rng.choice(sorted(COLORS)), cell=rng.randrange(9))

@@ -41,7 +41,7 @@ def _is_conversation(t: pa.DataType) -> bool:
 
 
 @scenario("wildbench")
-class WildBench(Scenario):
+class WildBench(Scenario[WildBenchParams]):
     VERSION = "1"
     HUB_REPO = REPO
     HUB_REVISION = REVISION
@@ -59,7 +59,7 @@ class WildBench(Scenario):
     )
 
     def sources(self) -> list[DataSource]:
-        subset = self.params.subset  # type: ignore[attr-defined]
+        subset = self.params.subset
         return [DataSource(filename=FILENAME, url=self.hub_url(f"{subset}/{FILENAME}"))]
 
     def load(self, files: dict[str, str]) -> list[Instance]:

@@ -64,7 +64,7 @@ def dedupe_targets(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 @scenario("wmt_14")
-class WMT14(Scenario):
+class WMT14(Scenario[WMT14Params]):
     VERSION = "1"
     HUB_REPO = REPO
     HUB_REVISION = UNPINNED  # the Parquet conversion's commit is not verified: runs from a mirror only
@@ -91,17 +91,17 @@ class WMT14(Scenario):
 
     @property
     def source_language(self) -> str:
-        return self.params.language_pair.split("-")[0]  # type: ignore[attr-defined]
+        return self.params.language_pair.split("-")[0]
 
     @property
-    def default_adapter(self) -> AdapterSpec:  # type: ignore[override]
+    def default_adapter(self) -> AdapterSpec:
         language = LANGUAGES[self.source_language]
         return generation_spec(f"{language}: ", "English", 100, ["\n\n"], max_train_instances=1,
                                instructions=f"Translate the following sentences from {language} to English.",
-                               follow_format=self.params.follow_format)  # type: ignore[attr-defined]
+                               follow_format=self.params.follow_format)
 
     def _files(self) -> dict[str, tuple[str, str, str]]:
-        pair = self.params.language_pair  # type: ignore[attr-defined]
+        pair = self.params.language_pair
         return {f"{pair}-{name}.parquet": (f"{pair}/{name}/0000.parquet", name, split) for name, split in SPLITS}
 
     def sources(self) -> list[DataSource]:
@@ -133,7 +133,7 @@ class WMT14(Scenario):
             for source, target in self._pairs(files[name], train=file_split == "train"):
                 out.append(Instance(
                     id=f"id{len(out)}",
-                    split=split,  # type: ignore[arg-type]
+                    split=split,
                     input=Input(text=source),
                     references=[Reference(text=target, correct=True)],
                 ))  # fmt: skip
