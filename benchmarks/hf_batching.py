@@ -19,13 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.tiny_hf
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
 
 from helmflow.query import run_queries  # noqa: E402
 from helmflow.records import Deployment, Request, RequestBody  # noqa: E402
 from helmflow.storage import Store  # noqa: E402
 from helmflow.versions import request_hash  # noqa: E402
-from tests.tiny_hf import POSITIONS, build_tiny_model  # noqa: E402
+from tests.support.tiny_hf import POSITIONS, build_tiny_model  # noqa: E402
 
 
 def requests_for(model: str, n: int, max_tokens: int) -> list[Request]:

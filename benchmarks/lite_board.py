@@ -2,8 +2,8 @@
 
     python benchmarks/lite_board.py [--models offline/first-option,offline/echo] [--max-instances 50]
 
-Builds every Lite source as fixture files (tests/lite_fixtures.py: the web archives, served on 127.0.0.1 and
-mirrored with `helmflow mirror lite`; tests/lite_hub_fixtures.py: MATH, LegalBench and WMT14's Parquet
+Builds every Lite source as fixture files (tests/support/lite_fixtures.py: the web archives, served on 127.0.0.1 and
+mirrored with `helmflow mirror lite`; tests/support/lite_hub_fixtures.py: MATH, LegalBench and WMT14's Parquet
 conversions as per-scenario mirrors), writes a board file with HELM Lite's 28 run entries (flows/lite.yaml's
 entries plus MATH x 7, LegalBench x 5, WMT14 x 5, and GSM8K when its scenario is registered), and runs it
 through the real CLI twice: cold (fresh storage) and warm (`--force-flow`: every task a cache hit). Prints
@@ -27,7 +27,7 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))  # tests.support
 
 MATH_SUBJECTS = ["algebra", "counting_and_probability", "geometry", "intermediate_algebra", "number_theory",
                  "prealgebra", "precalculus"]
@@ -36,7 +36,7 @@ PAIRS = ["cs-en", "de-en", "fr-en", "hi-en", "ru-en"]
 
 
 def hub_mirrors(root: Path) -> dict[str, str]:
-    from lite_hub_fixtures import legalbench_files, math_files, wmt_files
+    from tests.support.lite_hub_fixtures import legalbench_files, math_files, wmt_files
 
     folders = {"HELMFLOW_MIRROR_MATH": {**math_files(200, 150)},
                "HELMFLOW_MIRROR_LEGALBENCH": {k: v for s in LEGALBENCH for k, v in legalbench_files(s).items()},
@@ -86,7 +86,7 @@ def main() -> None:
     parser.add_argument("--models", default="offline/first-option,offline/echo")
     parser.add_argument("--max-instances", type=int, default=None, help="cap per run (default: the board's 1,000)")
     args = parser.parse_args()
-    from lite_fixtures import serve, source_tree
+    from tests.support.lite_fixtures import serve, source_tree
 
     work = Path(tempfile.mkdtemp(prefix="lite-bench-"))
     env = dict(os.environ, COLUMNS="200")

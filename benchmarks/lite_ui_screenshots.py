@@ -3,9 +3,9 @@ leaderboard artifact.
 
     python benchmarks/lite_ui_screenshots.py [--models offline/first-option,offline/echo,offline/solver]
 
-Builds every Lite source as fixture files (tests/lite_fixtures.py, served on 127.0.0.1 and mirrored with
-`helmflow mirror lite`; tests/lite_hub_fixtures.py for MATH, LegalBench and WMT14), starts its own
-`prefect server start` (tests/prefect_servers.py: SQLite, throwaway PREFECT_HOME), runs `helmflow run lite`
+Builds every Lite source as fixture files (tests/support/lite_fixtures.py, served on 127.0.0.1 and mirrored with
+`helmflow mirror lite`; tests/support/lite_hub_fixtures.py for MATH, LegalBench and WMT14), starts its own
+`prefect server start` (tests/support/prefect_server.py: SQLite, throwaway PREFECT_HOME), runs `helmflow run lite`
 through the real CLI against it (flows/lite.yaml: 28 runs per model), then drives headless Chromium
 (/usr/bin/chromium, Playwright) at 1600x1400 over the flow run page and the `lite-leaderboard` artifact.
 Writes docs/screenshots/prefect-lite-flow-run.png and prefect-lite-artifact.png and prints the task-run
@@ -25,7 +25,6 @@ from pathlib import Path
 from uuid import UUID
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 DOCS = REPO / "docs" / "screenshots"
 CHROMIUM = "/usr/bin/chromium"
@@ -45,12 +44,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="offline/first-option,offline/echo,offline/solver")
     args = parser.parse_args()
-    from lite_fixtures import serve, source_tree
-    from lite_hub_fixtures import hub_conversion_mirrors
     from playwright.sync_api import sync_playwright
 
-    from tests.conftest import CHROMIUM_ARGS
-    from tests.prefect_servers import dedicated_prefect_server
+    from tests.support.browser import CHROMIUM_ARGS
+    from tests.support.lite_fixtures import serve, source_tree
+    from tests.support.lite_hub_fixtures import hub_conversion_mirrors
+    from tests.support.prefect_server import dedicated_prefect_server
 
     work = Path(tempfile.mkdtemp(prefix="lite-ui-"))
     root = source_tree(work / "src", small=True)

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from helmflow.testing.devserver import start_dev_server
+from helmflow.devserver import start_dev_server
 
 BODY = {"model": "bench", "messages": [{"role": "user", "content": "Question?\nanswer is here"}], "max_tokens": 6,
         "temperature": 0.0}

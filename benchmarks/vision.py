@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from helmflow.testing.devserver import start_dev_server  # noqa: E402
+from helmflow.devserver import start_dev_server  # noqa: E402
 
 
 def noisy_png(seed: int, kb: int) -> bytes:

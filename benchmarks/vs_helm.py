@@ -37,8 +37,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from helmflow.testing import prefect_server  # noqa: E402
-from helmflow.testing.devserver import DevServerHandle, start_dev_server  # noqa: E402
+from helmflow.devserver import DevServerHandle, start_dev_server  # noqa: E402
+from tests.support import prefect_server  # noqa: E402
 
 HELM_VENV = REPO / ".bench" / "helm-venv"
 HELM_VERSION = "0.5.16"

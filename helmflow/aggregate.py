@@ -21,7 +21,6 @@ from helmflow.outcomes import FailedCell, ReleaseOutcome, RunOutcome
 from helmflow.pipeline import finite, main_summary, parquet_meta
 from helmflow.plan.records import BoardPlan, ScenarioPlan
 from helmflow.records import SUMMARY_SCHEMA, MetricSummary
-from helmflow.settings import settings
 from helmflow.stats import mean_ci, mean_scores, win_rates
 from helmflow.storage import Store, encode_parquet, safe_key
 
@@ -244,9 +243,6 @@ def labelled(board: BoardPlan, runs: list[RunOutcome]) -> list[RunOutcome]:
             for r in runs]
 
 
-FAULT_ENV = "HELMFLOW_TEST_FAULT"
-
-
 def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], failed: list[FailedCell]) -> ReleaseOutcome:
     """Aggregate the runs into a release; the same run set reuses its existing release and writes nothing.
 
@@ -276,8 +272,6 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
                                 group_columns(board))
     board_bytes = encode_parquet(pa.Table.from_pylist(rows, schema=schema), meta)
     store.write_bytes(layout.release_file(name, release_id, "leaderboard.parquet"), board_bytes)
-    if settings().test_fault == "after-leaderboard":  # documented test hook: a crash mid-publication
-        raise RuntimeError(f"{FAULT_ENV}=after-leaderboard: simulated crash after leaderboard.parquet")
     run_rows = [
         {**r.model_dump(include=set(RUNS_SCHEMA.names)), "error": None} for r in runs
     ] + [
@@ -320,8 +314,6 @@ def point_release(store: Store, board: BoardPlan, release: ReleaseOutcome) -> Re
     """Move the board's pointer for this kind of release (full or subset, complete or partial) to it,
     unless it is there already. Runs after every publication, cached or not, so a kill between
     ``release.json`` and the pointer is finished by the next run."""
-    if settings().test_fault == "before-pointer":  # documented test hook: killed after release.json
-        raise RuntimeError(f"{FAULT_ENV}=before-pointer: simulated crash between release.json and its pointer")
     info = ReleaseManifest.model_validate(store.read_json(layout.release_json(safe_key(board.spec.name), release.release_id)))
     moved = releases.point(store, safe_key(board.spec.name), info, release.uri)
     return release.model_copy(update={"pointer": moved})

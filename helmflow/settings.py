@@ -46,8 +46,6 @@ class Settings(BaseSettings):
                                                     "a run fan out on their own, under each deployment's limiter)")
     report_url: str | None = Field(None, description="where `helmflow serve` answers: the release-link artifacts "
                                                      "in the Prefect UI point there")
-    test_fault: str | None = Field(None, description="test hooks: `after-leaderboard` or `before-pointer` crash "
-                                                     "release publication midway")
 
 def settings() -> Settings:
     """The variables as they are set now."""

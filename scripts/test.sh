@@ -18,7 +18,7 @@ $PY -m pip install -q torch==2.13.0
 $PY -m pip install -q -e ".[test,hf,capabilities,lite,safety]"
 
 set +e
-$PY -m pytest "$@"
+$PY -m pytest --durations=25 "$@"
 rc=$?
 set -e
 if [ "$rc" = 5 ]; then

@@ -1,20 +1,20 @@
-"""Shared test harness.
+"""Shared test harness: every fixture lives here; helpers are imported from ``tests.support.*``.
 
 - Prefect never touches a developer's profile: PREFECT_HOME is a throwaway folder, and
-  PREFECT_API_URL points at ONE session-wide ``prefect server start`` (on a throwaway PostgreSQL
-  database) that the ``prefect_server`` fixture starts on first use. Set at import time, before any
-  test module imports Prefect, because Prefect reads its settings once.
-- ``moto_s3``: one ``moto_server`` on 127.0.0.1 for the session (the S3 double s3fs's own tests use);
+  PREFECT_API_URL points at ONE ``prefect server start`` per pytest process (each pytest-xdist worker
+  has its own, on its own throwaway PostgreSQL database) that the ``prefect_server`` fixture starts on
+  first use. Set at import time, before any test module imports Prefect, because Prefect reads its
+  settings once.
+- ``moto_s3``: one ``moto_server`` on 127.0.0.1 per pytest process (the S3 double s3fs's own tests use);
   ``s3_root`` gives each test a fresh bucket.
-- ``run_cli``: the real ``helmflow`` command in a subprocess with this environment.
+- ``dev_server``: one ``helmflow dev-server`` per pytest process, reset for each test.
+- ``cli``: the real ``helmflow`` command in a subprocess with this environment (``tests.support.cli.run_cli``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,24 +24,16 @@ from pathlib import Path
 
 import pytest
 
-from helmflow.testing.prefect_server import start as spawn_prefect_server
-from helmflow.testing.prefect_server import stop as stop_process
-from helmflow.testing.prefect_server import wait_http
+from helmflow.devserver import DevServerHandle, start_dev_server
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.support.cli import run_cli
+from tests.support.pg import create_pg_database, drop_pg_database
+from tests.support.prefect_server import start_prefect_server
+from tests.support.processes import free_port, stop_process, wait_http
 
-REPO = Path(__file__).resolve().parent.parent
-pytest_plugins = ["tests.devserver_fixture"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-# Idempotent: this module may be imported twice (as pytest's conftest and as ``tests.conftest``).
-_PREFECT_PORT = int(os.environ.setdefault("HELMFLOW_TEST_PREFECT_PORT", str(free_port())))
-_SESSION_DIR = Path(os.environ.get("HELMFLOW_TEST_SESSION_DIR") or tempfile.mkdtemp(prefix="helmflow-tests-"))
-os.environ["HELMFLOW_TEST_SESSION_DIR"] = str(_SESSION_DIR)
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")  # gw0, gw1, ... under pytest-xdist
+_PREFECT_PORT = free_port()
+_SESSION_DIR = Path(tempfile.mkdtemp(prefix=f"helmflow-tests-{_WORKER}-"))
 os.environ.update(
     {
         "PREFECT_HOME": str(_SESSION_DIR / "prefect-home"),
@@ -55,47 +47,13 @@ os.environ.update(
         "AWS_DEFAULT_REGION": "us-east-1",
     }
 )
-os.environ.pop("HELMFLOW_STORAGE", None)
-os.environ.pop("HELMFLOW_MODELS", None)
-os.environ.pop("HELMFLOW_PLUGINS", None)
-
-PG_URL = os.environ.get("HELMFLOW_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
-
-
-async def _pg(sql: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(PG_URL)
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
-def create_pg_database(prefix: str = "helmflow_test") -> str:
-    """A throwaway PostgreSQL database; returns its name (drop it with :func:`drop_pg_database`)."""
-    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
-    asyncio.run(_pg(f'CREATE DATABASE "{name}"'))
-    return name
-
-
-def drop_pg_database(name: str) -> None:
-    asyncio.run(_pg(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-
-
-def pg_async_url(database: str) -> str:
-    base = PG_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
-    return f"{base}/{database}"
-
-
-def start_prefect_server(port: int, home: Path, database: str | None, log: Path) -> subprocess.Popen:
-    """``prefect server start`` on the throwaway PostgreSQL ``database`` (SQLite under ``home`` if None)."""
-    return spawn_prefect_server(port, home, pg_async_url(database) if database else None, log)
+for _name in ("HELMFLOW_STORAGE", "HELMFLOW_MODELS", "HELMFLOW_PLUGINS", "AWS_ENDPOINT_URL"):
+    os.environ.pop(_name, None)
 
 
 @pytest.fixture(scope="session")
 def prefect_server() -> Iterator[str]:
-    """The session's Prefect API URL (server on a throwaway PostgreSQL database)."""
+    """This process's Prefect API URL (a server on a throwaway PostgreSQL database)."""
     database = create_pg_database("helmflow_prefect")
     log = _SESSION_DIR / "prefect-server.log"
     proc = start_prefect_server(_PREFECT_PORT, _SESSION_DIR / "prefect-home", database, log)
@@ -113,7 +71,7 @@ def prefect_server() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def moto_s3() -> Iterator[str]:
-    """Endpoint URL of a session-wide moto S3 server on 127.0.0.1."""
+    """Endpoint URL of this process's moto S3 server on 127.0.0.1."""
     port = free_port()
     log = _SESSION_DIR / "moto.log"
     proc = subprocess.Popen(
@@ -147,58 +105,26 @@ def store(tmp_path: Path):
     return Store(str(tmp_path / "store"))
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """The real ``helmflow`` command (same interpreter) in a subprocess."""
-    full_env = dict(os.environ, **(env or {}))
-    full_env.setdefault("COLUMNS", "200")
-    return subprocess.run(
-        [sys.executable, "-m", "helmflow.cli", *args],
-        env=full_env,
-        cwd=str(cwd or REPO),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
 @pytest.fixture
 def cli():
     return run_cli
 
 
-# --------------------------------------------------------------------------- Prefect API helpers
-def flow_run_id_from(out: subprocess.CompletedProcess):
-    """The flow-run id that ``helmflow run`` prints."""
-    import re
-    from uuid import UUID
-
-    match = re.search(r"flow run: ([0-9a-f-]{36})", out.stdout)
-    assert match, out.stdout + out.stderr
-    return UUID(match.group(1))
+# --------------------------------------------------------------------------- dev server
+@pytest.fixture(scope="session")
+def _dev_server_session() -> Iterator[DevServerHandle]:
+    with start_dev_server() as handle:
+        yield handle
 
 
-def task_runs_of(flow_run_id):
-    """Every task run of a flow run, read back through the Prefect API."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
-    with get_client(sync_client=True) as client:
-        return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
-
-
-def read_flow_run(flow_run_id):
-    from prefect.client.orchestration import get_client
-
-    with get_client(sync_client=True) as client:
-        return client.read_flow_run(flow_run_id)
+@pytest.fixture
+def dev_server(_dev_server_session: DevServerHandle) -> DevServerHandle:
+    """This process's dev server, reset: no faults, no latency, counts at zero."""
+    _dev_server_session.reset()
+    return _dev_server_session
 
 
 # --------------------------------------------------------------------------- browser
-CHROMIUM = "/usr/bin/chromium"  # Debian's; `playwright install` cannot download browsers here
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-
-
 @pytest.fixture(scope="module")
 def browser():
     """Headless Chromium driven by Playwright, per module (Playwright's sync API holds an event loop

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from helmflow import pipeline
 from helmflow.plan.compile import prepare
 from helmflow.storage import Store
-from tests.conftest import REPO
+from tests.support.cli import REPO
 
 BOARD = textwrap.dedent("""
     name: two-runs

@@ -11,7 +11,7 @@ import ast
 import re
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.support.cli import REPO
 
 BENCHMARKS = re.compile(r"gpqa|wildbench|omni_math|mmlu_pro|ifeval", re.IGNORECASE)
 HELP_KEYWORDS = {"help", "description"}
@@ -109,7 +109,7 @@ LAYERS = {
     "helmflow.tasks": 3, "helmflow.flows": 3,
     # 4: commands and the web report
     "helmflow.cli": 4, "helmflow.check": 4, "helmflow.operations": 4,
-    "helmflow.mirror": 4, "helmflow.web": 4, "helmflow.testing": 4,
+    "helmflow.mirror": 4, "helmflow.web": 4, "helmflow.devserver": 4,
     "helmflow.__main__": 4, "helmflow.prefect_runtime": 4, "helmflow.terminal": 4,
     "helmflow": 0,  # the package itself: __version__ only
 }

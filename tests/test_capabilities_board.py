@@ -12,11 +12,19 @@ import json
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from capabilities_fixtures import csv_bytes, gpqa_rows, mirror_folder, mmlu_pro_files
-from judge_fixtures import OMNI_FILE, WILDBENCH_FILE, omni_jsonl, omni_rows, wildbench_parquet, wildbench_rows
 
-from tests.conftest import REPO, run_cli
-from tests.devserver_fixture import FAST_RETRY, start_dev_server
+from helmflow.devserver import start_dev_server
+from tests.support.capabilities_fixtures import csv_bytes, gpqa_rows, mirror_folder, mmlu_pro_files
+from tests.support.cli import REPO, run_cli
+from tests.support.devserver import FAST_RETRY
+from tests.support.judge_fixtures import (
+    OMNI_FILE,
+    WILDBENCH_FILE,
+    omni_jsonl,
+    omni_rows,
+    wildbench_parquet,
+    wildbench_rows,
+)
 
 LABELS = ["mmlu_pro", "gpqa", "ifeval", "wildbench", "omni_math"]
 JUDGED = {"wildbench", "omni_math"}
@@ -115,7 +123,7 @@ def _latest(storage) -> tuple[list[dict], dict]:
 @pytest.mark.slow
 def test_full_board_offline_then_a_new_judge_then_no_judge(mirrors, tmp_path, prefect_server):
     storage = tmp_path / "store"
-    with start_dev_server("--policy", "fn:judge_fixtures:policy", env={"PYTHONPATH": f"{REPO / 'tests'}"}) as server:
+    with start_dev_server("--policy", "fn:tests.support.judge_fixtures:policy", env={"PYTHONPATH": str(REPO)}) as server:
         def dep(name, model, price=0.0):
             return {"name": name, "client": "openai-compatible", "model": model, "base_url": server.openai_url,
                     "retry": FAST_RETRY, "max_concurrency": 16, "price_input_per_mtok": price, "price_output_per_mtok": price}
@@ -183,7 +191,7 @@ def test_full_board_offline_then_a_new_judge_then_no_judge(mirrors, tmp_path, pr
 @pytest.mark.slow
 def test_reproduce_runs_the_pinned_configuration(mirrors, tmp_path, prefect_server):
     storage = tmp_path / "store"
-    with start_dev_server("--policy", "fn:judge_fixtures:policy", env={"PYTHONPATH": f"{REPO / 'tests'}"}) as server:
+    with start_dev_server("--policy", "fn:tests.support.judge_fixtures:policy", env={"PYTHONPATH": str(REPO)}) as server:
         models = tmp_path / "models.yaml"
         models.write_text(yaml.safe_dump({"deployments": [
             {"name": n, "client": "openai-compatible", "model": m, "base_url": server.openai_url, "retry": FAST_RETRY,
@@ -210,7 +218,7 @@ def test_budget_covers_judge_requests_through_the_flow(mirrors, tmp_path, prefec
     """A free model and a priced judge: a budget too small for one judge request stops the judged cell
     (partial release) but not the rule-scored one; a larger budget then judges without re-asking the model."""
     storage = tmp_path / "store"
-    with start_dev_server("--policy", "fn:judge_fixtures:policy", env={"PYTHONPATH": f"{REPO / 'tests'}"}) as server:
+    with start_dev_server("--policy", "fn:tests.support.judge_fixtures:policy", env={"PYTHONPATH": str(REPO)}) as server:
         models = tmp_path / "models.yaml"
         models.write_text(yaml.safe_dump({"deployments": [
             {"name": "dev/model", "client": "openai-compatible", "model": "model-x", "base_url": server.openai_url,

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 
 @pytest.mark.parametrize("args", [["--help"], ["list", "boards"], ["list", "scenarios"], ["list", "models"], ["show", "demo"]])

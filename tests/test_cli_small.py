@@ -16,7 +16,8 @@ from helmflow.datasets import read_instances
 from helmflow.pipeline import download_scenario
 from helmflow.plan.compile import plan_scenario
 from helmflow.plan.spec import ScenarioEntry
-from tests.conftest import REPO, run_cli, stop_process
+from tests.support.cli import REPO, run_cli
+from tests.support.processes import stop_process
 
 
 def test_serve_on_a_taken_port_is_one_line(tmp_path):

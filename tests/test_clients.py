@@ -14,10 +14,11 @@ import time
 import pytest
 
 from helmflow.clients.base import PermanentError, classify, redact, retry_after_s
+from helmflow.devserver import start_dev_server
 from helmflow.query import BoardRun, Budget, run_queries
 from helmflow.records import ChatMessage, Deployment, Request, RequestBody
 from helmflow.versions import request_hash
-from tests.devserver_fixture import dev_deployment, make_requests, start_dev_server
+from tests.support.devserver import dev_deployment, make_requests
 
 KINDS = [("openai", {}), ("openai-compatible", {}), ("openai-compatible", {"endpoint": "completions"}), ("anthropic", {})]
 

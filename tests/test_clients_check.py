@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from helmflow.check import EXIT_BOTH, EXIT_CREDENTIALS, EXIT_ENDPOINTS
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 pytestmark = pytest.mark.slow
 

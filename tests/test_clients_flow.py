@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 pytestmark = pytest.mark.slow
 

@@ -13,48 +13,19 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.conftest import REPO
+from tests.support.cli import REPO
+from tests.support.paid_board import (
+    CONCURRENCY,
+    PER_SCENARIO,
+    SCENARIOS,
+    board_args,
+    run_cli_text,
+    start_cli,
+    wait_for_requests,
+)
 
 pytestmark = pytest.mark.slow
-
-SCENARIOS, PER_SCENARIO, CONCURRENCY = 4, 100, 4
-
-
-def board_args(tmp_path: Path, dev_server, scenarios: int = SCENARIOS, per_scenario: int = PER_SCENARIO,
-               **deployment) -> list[str]:
-    """A board of ``scenarios`` arithmetic scenarios x one dev-server deployment: as many query
-    tasks of one deployment as scenarios, in parallel, as a real board has."""
-    models = tmp_path / "models.yaml"
-    models.write_text(yaml.safe_dump({"deployments": [
-        {"name": "dev/paid", "client": "openai-compatible", "model": "m", "base_url": dev_server.openai_url,
-         "max_concurrency": CONCURRENCY, "retry": {"attempts": 4, "base_s": 0.05, "cap_s": 0.5, "timeout_s": 30},
-         **deployment},
-    ]}))
-    board = tmp_path / "board.yaml"
-    board.write_text(yaml.safe_dump({
-        "name": "paid", "version": "1", "models": ["dev/paid"],
-        "scenarios": [{"name": "arithmetic", "params": {"digits": 3, "num_test": per_scenario, "seed": k},
-                       "label": f"arith-{k}"} for k in range(scenarios)],
-    }))
-    return ["run", "--board-file", str(board), "--models-file", str(models), "--storage", str(tmp_path / "store")]
-
-
-def start_cli(args: list[str], env: dict[str, str] | None = None, **popen) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "helmflow.cli", *args], cwd=str(REPO),
-                            env=dict(os.environ, COLUMNS="200", **(env or {})),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
-
-
-def wait_for_requests(dev_server, at_least: int, proc: subprocess.Popen, timeout: float = 240) -> None:
-    deadline = time.monotonic() + timeout
-    while dev_server.stats()["requests"] < at_least:
-        if proc.poll() is not None:
-            raise AssertionError(f"run ended before {at_least} requests: {proc.stdout.read()}")
-        assert time.monotonic() < deadline, f"fewer than {at_least} requests within {timeout} s"
-        time.sleep(0.05)
-
 
 def journaled(store: Path, spool: Path) -> set[str]:
     """Request hashes the journal holds: parts in storage plus rows still in spool files."""
@@ -215,7 +186,7 @@ def test_a_full_spool_stops_every_pair_at_once_and_pays_nothing_twice(prefect_se
     spool = tmp_path / "spool"
     dev_server.configure(latency_ms=20)
     full = {"HELMFLOW_SPOOL": str(spool), "HELMFLOW_TEST_SPOOL_BYTES": "60000"}  # room for ~100 answers
-    out = run_cli_text("--plugin", str(REPO / "tests" / "full_disk.py"), *args, env=full)
+    out = run_cli_text("--plugin", str(REPO / "tests" / "support" / "full_disk.py"), *args, env=full)
     assert out.returncode == 1, out.stdout
     text = out.stdout
     assert "cannot be written (No space left on device)" in text and "HELMFLOW_SPOOL" in text, text
@@ -232,18 +203,13 @@ def test_a_full_spool_stops_every_pair_at_once_and_pays_nothing_twice(prefect_se
     assert final["unique"] == SCENARIOS * PER_SCENARIO and final["repeats"] <= unjournaled
 
 
-def run_cli_text(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "helmflow.cli", *args], cwd=str(REPO), timeout=600, text=True, check=False,
-                          env=dict(os.environ, COLUMNS="400", **env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-
-
 def test_too_little_room_in_the_spool_is_said_before_sending(dev_server, tmp_path, monkeypatch):
     import shutil as shutil_module
     from collections import namedtuple
 
     from helmflow.query import BoardRun, run_queries
     from helmflow.storage import Store
-    from tests.devserver_fixture import dev_deployment, make_requests
+    from tests.support.devserver import dev_deployment, make_requests
 
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil_module, "disk_usage", lambda path: usage(10**9, 10**9 - 50_000, 50_000))

@@ -14,7 +14,7 @@ from helmflow.datasets import read_instances
 from helmflow.pipeline import download_scenario
 from helmflow.plan.compile import plan_scenario
 from helmflow.plan.spec import ScenarioEntry
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 # Items written for these tests (not from any benchmark).
 CSV = (

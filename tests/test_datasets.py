@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from capabilities_fixtures import MMLU_SCHEMA, csv_bytes, gpqa_rows, mmlu_pro_files, mmlu_pro_rows, parquet_bytes
 
 from helmflow.datasets import mirror_env_var, mirror_sources, resolve_source, write_instances
 from helmflow.pipeline import download_scenario
@@ -16,7 +15,16 @@ from helmflow.plan.compile import plan_scenario
 from helmflow.plan.spec import BoardError, ScenarioEntry
 from helmflow.scenarios import DataSource, ScenarioError
 from helmflow.storage import Store
-from helmflow.testing.hub_server import HubServer
+from tests.support.capabilities_fixtures import (
+    GPQA_HEADER,
+    MMLU_SCHEMA,
+    csv_bytes,
+    gpqa_rows,
+    mmlu_pro_files,
+    mmlu_pro_rows,
+    parquet_bytes,
+)
+from tests.support.hub_server import HubServer
 
 MMLU_REV = "3373e0b32277875b8db2aa555a333b78a08477ea"
 GPQA_REV = "90b8e5be2b1d3d2dbfe016cdab47981150600c4a"
@@ -144,7 +152,7 @@ def test_schema_mismatch_names_scenario_url_and_column(tmp_path, monkeypatch, sc
 
 def test_csv_schema_mismatch_never_shows_row_text(tmp_path, monkeypatch):
     rows = [{k: v for k, v in r.items() if k != "Incorrect Answer 2"} for r in gpqa_rows(10)]
-    header = [h for h in __import__("capabilities_fixtures").GPQA_HEADER if h != "Incorrect Answer 2"]
+    header = [h for h in GPQA_HEADER if h != "Incorrect Answer 2"]
     write_files(tmp_path / "m", {"gpqa_main.csv": csv_bytes(rows, header)})
     monkeypatch.setenv("HELMFLOW_MIRROR_GPQA", str(tmp_path / "m"))
     plan = plan_scenario(ScenarioEntry(name="gpqa"), None)

@@ -23,8 +23,10 @@ import yaml
 
 from helmflow.clients.offline import offline_call_count
 from helmflow.storage import Store
-from tests.conftest import REPO, create_pg_database, drop_pg_database, stop_process
-from tests.prefect_servers import ARTIFACTS, PrefectServer, dedicated_prefect_server
+from tests.support.cli import REPO
+from tests.support.pg import create_pg_database, drop_pg_database
+from tests.support.prefect_server import ARTIFACTS, PrefectServer, dedicated_prefect_server
+from tests.support.processes import stop_process
 
 POOL = "helmflow"  # prefect.yaml's work pool
 MODELS = ["offline/solver", "offline/solver-noisy", "offline/echo"]

@@ -8,8 +8,7 @@ import time
 import httpx
 import pytest
 
-from helmflow.testing.devserver import echo, generate, load_policy, parse_faults
-from tests.devserver_fixture import start_dev_server
+from helmflow.devserver import echo, generate, load_policy, parse_faults, start_dev_server
 
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "Q?\nalpha beta gamma"}], "max_tokens": 2}
 
@@ -26,7 +25,7 @@ def test_policies_are_checked_at_start(tmp_path):
     rules.write_text(json.dumps([{"contains": "2+2", "reply": "4"}]))
     policy = load_policy(f"script:{rules}")
     assert policy("What is 2+2?", {}) == "4" and policy("x\nhello", {}) == "hello"
-    assert load_policy("fn:helmflow.testing.devserver:echo") is echo
+    assert load_policy("fn:helmflow.devserver:echo") is echo
     with pytest.raises(ValueError, match="unknown policy"):
         load_policy("magic")
     with pytest.raises(ValueError, match="unknown fault kinds"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 
 def _total(stdout: str) -> list[str]:

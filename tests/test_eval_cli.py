@@ -10,7 +10,7 @@ import pytest
 
 from helmflow.clients.offline import offline_call_count
 from helmflow.storage import Store
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,9 @@ import pytest
 import yaml
 
 from helmflow.query import BoardRun, run_queries
-from tests.conftest import free_port, run_cli
-from tests.devserver_fixture import dev_deployment, make_requests
+from tests.support.cli import run_cli
+from tests.support.devserver import dev_deployment, make_requests
+from tests.support.processes import free_port
 
 
 def _refused_url() -> str:
@@ -74,7 +75,7 @@ def test_a_permanent_error_stops_every_pair_of_the_deployment_in_the_process(dev
 def test_a_board_run_stops_the_deployment_at_its_first_permanent_error(prefect_server, dev_server, tmp_path,
                                                                        model, status):
     """Before: 122-128 requests and 221 lines with 9 tracebacks before 8 pairs stopped."""
-    from tests.test_crash_safety import CONCURRENCY, board_args
+    from tests.support.paid_board import CONCURRENCY, board_args
 
     extra = {"client": "openai", "api_key_env": "HELMFLOW_WRONG_KEY"} if status == 401 else {}
     args = board_args(tmp_path, dev_server, scenarios=8, per_scenario=40, **extra)
@@ -85,7 +86,7 @@ def test_a_board_run_stops_the_deployment_at_its_first_permanent_error(prefect_s
     dev_server.configure(latency_ms=50)
     with_server_key = {"HELMFLOW_WRONG_KEY": "sk-wrong"} if status == 401 else {}
     if status == 401:
-        from tests.devserver_fixture import start_dev_server
+        from helmflow.devserver import start_dev_server
 
         with start_dev_server("--api-key-env", "HELMFLOW_RIGHT_KEY", env={"HELMFLOW_RIGHT_KEY": "sk-right"}) as keyed:
             spec["deployments"][0]["base_url"] = keyed.openai_url
@@ -119,9 +120,9 @@ def test_check_says_connection_refused(tmp_path):
 @pytest.mark.slow
 def test_a_lone_surrogate_in_an_answer_is_replaced_counted_and_loses_nothing(store):
     """Before: one such answer failed the pair, all 40 answers lost and re-sent on every rerun."""
-    from tests.devserver_fixture import start_dev_server
+    from helmflow.devserver import start_dev_server
 
-    with start_dev_server("--policy", "fn:tests.surrogate_policy:lone_surrogate") as server:
+    with start_dev_server("--policy", "fn:tests.support.surrogate_policy:lone_surrogate") as server:
         dep = dev_deployment(server)
         result = run_queries(store, dep, make_requests(40, max_tokens=20))
         assert result.errors == 0 and server.requests == 40

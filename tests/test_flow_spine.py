@@ -17,7 +17,7 @@ import pytest
 
 from helmflow.clients.offline import offline_call_count
 from helmflow.storage import Store
-from tests.conftest import REPO, flow_run_id_from, read_flow_run, run_cli, task_runs_of
+from tests.support.cli import REPO, flow_run_id_from, read_flow_run, run_cli, task_runs_of
 
 pytestmark = pytest.mark.slow
 

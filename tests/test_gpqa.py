@@ -7,12 +7,12 @@ import hashlib
 import random
 
 import pytest
-from capabilities_fixtures import csv_bytes, gpqa_rows
 
 from helmflow.plan.compile import plan_scenario
 from helmflow.plan.spec import BoardError, ScenarioEntry
 from helmflow.scenarios import ScenarioError, get_scenario
-from helmflow.testing.hub_server import HubServer
+from tests.support.capabilities_fixtures import csv_bytes, gpqa_rows
+from tests.support.hub_server import HubServer
 
 REV = "90b8e5be2b1d3d2dbfe016cdab47981150600c4a"
 
@@ -95,7 +95,8 @@ def test_capabilities_board_runs_both_scenarios(tmp_path, cli, prefect_server, g
 
     import numpy as np
     import pyarrow.parquet as pq
-    from capabilities_fixtures import mmlu_pro_files
+
+    from tests.support.capabilities_fixtures import mmlu_pro_files
 
     mmlu = tmp_path / "mmlu"
     mmlu.mkdir()

@@ -13,8 +13,18 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import run_cli
-from tests.helm_fixtures import BLEU_1, CLAUDE, GPT, ROUGE_L, broken_runs, good_suite, lite_suite, mcqa_run, wmt_run
+from tests.support.cli import run_cli
+from tests.support.helm_fixtures import (
+    BLEU_1,
+    CLAUDE,
+    GPT,
+    ROUGE_L,
+    broken_runs,
+    good_suite,
+    lite_suite,
+    mcqa_run,
+    wmt_run,
+)
 
 MCQA = "toy_mcqa:method=multiple_choice_joint"
 BBQ = "bbq:subject=all,method=multiple_choice_joint"
@@ -304,7 +314,7 @@ def test_import_helm_over_http(tmp_path: Path):
     import subprocess
     import sys
 
-    from tests.conftest import free_port, stop_process, wait_http
+    from tests.support.processes import free_port, stop_process, wait_http
 
     suite = good_suite(tmp_path)
     broken_runs(suite)

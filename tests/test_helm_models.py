@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import yaml
 
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 SECRET = "VALUE-must-not-leak"
 

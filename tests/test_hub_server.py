@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from capabilities_fixtures import mmlu_pro_files
 
 from helmflow.datasets import fetch, sha256_of
 from helmflow.scenarios import ScenarioError
-from helmflow.testing.hub_server import HubServer
+from tests.support.capabilities_fixtures import mmlu_pro_files
+from tests.support.hub_server import HubServer
 
 MMLU_REV = "3373e0b32277875b8db2aa555a333b78a08477ea"
 GPQA_REV = "90b8e5be2b1d3d2dbfe016cdab47981150600c4a"

@@ -21,8 +21,8 @@ pytest.importorskip("transformers", reason="pip install -e '.[hf]'")
 
 from helmflow.clients import ClientResult, PermanentError, load_deployments, make_client  # noqa: E402
 from helmflow.records import ChatMessage, Deployment, RequestBody  # noqa: E402
-from tests.conftest import REPO, run_cli  # noqa: E402
-from tests.tiny_hf import POSITIONS, build_tiny_model  # noqa: E402
+from tests.support.cli import REPO, run_cli  # noqa: E402
+from tests.support.tiny_hf import POSITIONS, build_tiny_model  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -26,8 +26,8 @@ from helmflow.clients import ClientResult, PermanentError, make_client  # noqa: 
 from helmflow.media import MediaStore  # noqa: E402
 from helmflow.records import ContentPart, Deployment, RequestBody  # noqa: E402
 from helmflow.storage import Store  # noqa: E402
-from tests.conftest import run_cli  # noqa: E402
-from tests.tiny_hf import POSITIONS, build_tiny_model, build_tiny_vlm  # noqa: E402
+from tests.support.cli import run_cli  # noqa: E402
+from tests.support.tiny_hf import POSITIONS, build_tiny_model, build_tiny_vlm  # noqa: E402
 
 
 @pytest.fixture(scope="module")

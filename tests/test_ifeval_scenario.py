@@ -20,7 +20,7 @@ from helmflow.plan.spec import ScenarioEntry
 from helmflow.records import prompt_from_row
 from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.storage import Store
-from helmflow.testing.hub_server import HubServer
+from tests.support.hub_server import HubServer
 
 REV = "966cd89545d6b6acfd7638bc708b98261ca58e84"
 FILE = "ifeval_input_data.jsonl"

@@ -19,7 +19,7 @@ from helmflow.plan.compile import prepare
 from helmflow.storage import Store
 from helmflow.web.app import create_app
 from helmflow.web.export import export_report
-from tests.test_releases import TINY, release, run_board
+from tests.support.tiny_board import TINY, release, run_board
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from helmflow.journal import Journal, spool_dir
 from helmflow.query import run_queries
 from helmflow.records import Completion
 from helmflow.storage import Store
-from tests.conftest import REPO
-from tests.devserver_fixture import dev_deployment, make_requests
+from tests.support.cli import REPO
+from tests.support.devserver import dev_deployment, make_requests
 
 
 def _ok(i: int) -> Completion:
@@ -108,7 +108,8 @@ def test_compaction_merges_and_deduplicates(store):
 # --------------------------------------------------------------------------- SIGKILL a real run
 DRIVER = """
 import json, sys
-from tests.devserver_fixture import dev_deployment, make_requests, DevServerHandle
+from helmflow.devserver import DevServerHandle
+from tests.support.devserver import dev_deployment, make_requests
 from helmflow.query import run_queries
 from helmflow.storage import Store
 url, root, n, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]

@@ -13,7 +13,7 @@ from helmflow.operations import compact_store
 from helmflow.query import run_queries
 from helmflow.records import Completion
 from helmflow.storage import TMP_PREFIX, Store
-from tests.devserver_fixture import dev_deployment, make_requests
+from tests.support.devserver import dev_deployment, make_requests
 
 
 def _ok(i: int) -> Completion:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from judge_fixtures import OMNI_FILE, omni_jsonl, omni_rows
 
 from helmflow.clients import load_deployments
 from helmflow.judges import TEMPLATES, JudgeFailed, JudgeParseError, jury_scores
@@ -22,6 +21,7 @@ from helmflow.plan.compile import plan_board
 from helmflow.plan.spec import BoardError, load_board
 from helmflow.query import BoardRun
 from helmflow.records import Annotation, ChatMessage, Deployment, Input, Instance
+from tests.support.judge_fixtures import OMNI_FILE, omni_jsonl, omni_rows
 
 WB_JSON = '{{"strengths": "clear and on topic", "weaknesses": "a bit short", "score": {}}}'
 

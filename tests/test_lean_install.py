@@ -6,7 +6,7 @@ import tomllib
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support.cli import REPO
 
 
 def test_capabilities_only_packages_are_an_extra_and_direct_imports_are_declared():

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from tests.conftest import REPO
-from tests.test_crash_safety import board_args, run_cli_text, start_cli, wait_for_requests
+from tests.support.cli import REPO
+from tests.support.paid_board import board_args, run_cli_text, start_cli, wait_for_requests
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.conftest import REPO
+from tests.support.cli import REPO
 
 
 def test_ruff_finds_nothing():

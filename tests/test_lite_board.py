@@ -10,12 +10,13 @@ import time
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from lite_fixtures import serve, source_tree
-from lite_hub_fixtures import hub_conversion_mirrors
 
+from helmflow.devserver import start_dev_server
 from helmflow.scenarios.mmlu import LITE_SUBJECTS
-from tests.conftest import flow_run_id_from, run_cli, task_runs_of
-from tests.devserver_fixture import FAST_RETRY, start_dev_server
+from tests.support.cli import flow_run_id_from, run_cli, task_runs_of
+from tests.support.devserver import FAST_RETRY
+from tests.support.lite_fixtures import serve, source_tree
+from tests.support.lite_hub_fixtures import hub_conversion_mirrors
 
 COLUMNS = ["narrative_qa", "natural_qa_openbook_longans", "natural_qa_closedbook", "openbookqa", "mmlu",
            "math_chain_of_thought", "gsm", "legalbench", "med_qa", "wmt_14"]  # HELM's ten, in schema_lite's order

@@ -12,8 +12,6 @@ import json
 import zipfile
 
 import pytest
-from lite_fixtures import obqa_zip, serve, source_tree, zip_bytes
-from lite_hub_fixtures import hub_conversion_mirrors
 
 from helmflow.datasets import MIRROR_MANIFEST, fetch_verified
 from helmflow.pipeline import download_scenario
@@ -21,7 +19,9 @@ from helmflow.plan.compile import plan_scenario
 from helmflow.plan.spec import ScenarioEntry
 from helmflow.scenarios import DataSource, ScenarioError, get_scenario
 from helmflow.storage import Store
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
+from tests.support.lite_fixtures import obqa_zip, serve, source_tree, zip_bytes
+from tests.support.lite_hub_fixtures import hub_conversion_mirrors
 
 OBQA = "ai2-public-datasets.s3.amazonaws.com/open-book-qa/OpenBookQA-V1-Sep2018.zip"
 OBQA_MEMBER = "OpenBookQA-V1-Sep2018/Data/Main/test.jsonl"
@@ -141,7 +141,7 @@ def test_mirror_lite_fetches_every_source_records_unknown_pins_and_feeds_runs(tm
 def test_mirror_records_the_files_of_a_scenario_that_runs_from_a_mirror_only(tmp_path):
     """MATH's Parquet conversion has no verifiable revision: `helmflow mirror` copies what the current mirror
     holds, records its hashes (not verified) and prints the pins, so `helmflow mirror lite` covers it too."""
-    from lite_hub_fixtures import math_files
+    from tests.support.lite_hub_fixtures import math_files
 
     source = tmp_path / "handmade"
     source.mkdir()

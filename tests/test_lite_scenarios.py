@@ -11,8 +11,6 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from lite_fixtures import gsm_files
-from lite_hub_fixtures import LEGALBENCH_SCHEMAS, legalbench_files, math_files, wmt_files
 
 from helmflow.errors import HelmflowError
 from helmflow.pipeline import adapt_scenario, download_scenario
@@ -22,6 +20,8 @@ from helmflow.records import prompt_from_row
 from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.scenarios.helm_lite import FOLLOW_FORMAT_PREFIX, FOLLOW_FORMAT_SUFFIX
 from helmflow.storage import Store
+from tests.support.lite_fixtures import gsm_files
+from tests.support.lite_hub_fixtures import LEGALBENCH_SCHEMAS, legalbench_files, math_files, wmt_files
 
 
 def write_mirror(folder, files: dict[str, bytes]):

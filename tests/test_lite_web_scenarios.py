@@ -24,10 +24,10 @@ from itertools import cycle
 
 import numpy as np
 import pytest
-from lite_fixtures import medqa_zip, mmlu_tar, narrativeqa_members, nq_files, obqa_zip
 
 from helmflow.adapters import adapt
 from helmflow.scenarios import ScenarioError, get_scenario
+from tests.support.lite_fixtures import medqa_zip, mmlu_tar, narrativeqa_members, nq_files, obqa_zip
 
 
 # --------------------------------------------------------------------------- HELM's procedures, re-implemented

@@ -20,7 +20,7 @@ from helmflow.metrics.reference import continuation_logprob
 from helmflow.records import AdapterSpec, Completion, Deployment, Input, Instance, Reference, RequestBody
 from helmflow.request_builder import build_requests
 from helmflow.versions import model_version, prompt_version, request_hash
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 SPEC = AdapterSpec(method="multiple_choice_separate_original", input_prefix="Question: ", input_suffix="\nAnswer:",
                    max_train_instances=0)
@@ -187,7 +187,7 @@ def test_a_board_scores_options_by_log_likelihood_through_the_cli(prefect_server
 def test_a_local_checkpoint_scores_its_prompt_in_one_forward_pass(tmp_path):
     torch = pytest.importorskip("torch", reason="the huggingface client needs torch")
     pytest.importorskip("transformers")
-    from tests.tiny_hf import POSITIONS, build_tiny_model
+    from tests.support.tiny_hf import POSITIONS, build_tiny_model
 
     folder = build_tiny_model(tmp_path / "tiny")
     client = make_client(Deployment(name="tiny", client="huggingface", model=str(folder), tokenizer=f"hf:{folder}",

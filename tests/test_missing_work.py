@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from helmflow.storage import Store
-from tests.conftest import flow_run_id_from, run_cli, task_runs_of
+from tests.support.cli import flow_run_id_from, run_cli, task_runs_of
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,6 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from capabilities_fixtures import mmlu_pro_files
 
 from helmflow.pipeline import adapt_scenario, download_scenario
 from helmflow.plan.compile import plan_scenario
@@ -18,6 +17,7 @@ from helmflow.plan.spec import ScenarioEntry
 from helmflow.records import prompt_from_row
 from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.storage import Store
+from tests.support.capabilities_fixtures import mmlu_pro_files
 
 REV = "3373e0b32277875b8db2aa555a333b78a08477ea"
 

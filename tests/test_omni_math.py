@@ -7,9 +7,9 @@ Fixture rows are written here in the dataset's schema (judge_fixtures.py); none 
 from __future__ import annotations
 
 import pytest
-from judge_fixtures import OMNI_FILE, OMNI_REV, omni_jsonl, omni_rows
 
 from helmflow.clients import load_deployments
+from helmflow.devserver import start_dev_server
 from helmflow.metrics.omni_math import last_boxed, rule_equivalent
 from helmflow.pipeline import adapt_scenario, download_scenario, publish_run, query_pair, score_pair
 from helmflow.plan.compile import plan_board, plan_scenario
@@ -17,8 +17,9 @@ from helmflow.plan.spec import ScenarioEntry, load_board
 from helmflow.records import prompt_from_row
 from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.storage import Store
-from tests.conftest import REPO
-from tests.devserver_fixture import dev_deployment, start_dev_server
+from tests.support.cli import REPO
+from tests.support.devserver import dev_deployment
+from tests.support.judge_fixtures import OMNI_FILE, OMNI_REV, omni_jsonl, omni_rows
 
 MARKERS = [
     "[ans:right] [judge-a:TRUE]",
@@ -108,7 +109,7 @@ def test_bad_rows_are_refused(tmp_path):
 
 @pytest.mark.slow
 def test_judged_on_the_dev_server_with_the_rule_beside_it(mirror, tmp_path):
-    with start_dev_server("--policy", "fn:judge_fixtures:policy", env={"PYTHONPATH": f"{REPO / 'tests'}"}) as server:
+    with start_dev_server("--policy", "fn:tests.support.judge_fixtures:policy", env={"PYTHONPATH": str(REPO)}) as server:
         deps = load_deployments()
         deps["dev/model"] = dev_deployment(server, name="dev/model", model="model-x")
         deps["dev/judge-a"] = dev_deployment(server, name="dev/judge-a", model="judge-a")

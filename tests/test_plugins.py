@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 PLUGIN = '''
 """A user's plugin: one scenario, one metric; nothing of helmflow is edited."""

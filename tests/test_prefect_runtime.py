@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from helmflow.prefect_runtime import STARTUP_TIMEOUT_S, PrefectUnavailable, temporary_server
-from tests.conftest import stop_process
+from tests.support.processes import stop_process
 
 FINAL = ("COMPLETED", "FAILED", "CANCELLED", "CRASHED")
 

@@ -24,8 +24,8 @@ import pytest
 
 from helmflow.clients.offline import offline_call_count
 from helmflow.storage import Store
-from tests.conftest import REPO
-from tests.prefect_servers import ARTIFACTS, PrefectServer, dedicated_prefect_server
+from tests.support.cli import REPO
+from tests.support.prefect_server import ARTIFACTS, PrefectServer, dedicated_prefect_server
 
 pytestmark = pytest.mark.slow
 

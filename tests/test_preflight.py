@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 HEADER = "id,question,a,b,c,answer,split\n"
 GOOD = "q1,Which is a colour?,blue,seven,run,A,test\n"  # written for this test

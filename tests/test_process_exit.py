@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support.cli import REPO
 
 PLUGIN = '''
 import atexit, ctypes, os

@@ -21,7 +21,8 @@ import pytest
 
 from helmflow.clients.offline import offline_call_count
 from helmflow.storage import TMP_PREFIX, Store
-from tests.conftest import flow_run_id_from, run_cli, task_runs_of
+from tests.support import release_faults
+from tests.support.cli import flow_run_id_from, run_cli, task_runs_of
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +60,7 @@ def test_crash_between_leaderboard_and_latest_keeps_previous_release(prefect_ser
     before = store.read_json("leaderboards/demo/latest-subset.json")
 
     crashed = run_cli(*base, "--models", "offline/solver,offline/echo", cwd=tmp_path,
-                      env={"HELMFLOW_TEST_FAULT": "after-leaderboard"})
+                      env=release_faults.fault_env("after-leaderboard"))
     assert crashed.returncode != 0
     assert store.read_json("leaderboards/demo/latest-subset.json") == before
     prefix = before["uri"].removeprefix(s3_root + "/")

@@ -13,10 +13,10 @@ import re
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from capabilities_fixtures import csv_bytes, gpqa_rows, mirror_folder, mmlu_pro_files
 
-from tests.conftest import run_cli
-from tests.devserver_fixture import FAST_RETRY
+from tests.support.capabilities_fixtures import csv_bytes, gpqa_rows, mirror_folder, mmlu_pro_files
+from tests.support.cli import run_cli
+from tests.support.devserver import FAST_RETRY
 
 N = 6  # instances per scenario
 IFEVAL_ROWS = [{"key": 10 + k, "prompt": f"Fixture request {k}: describe a fixture without commas.",
@@ -147,7 +147,7 @@ def test_a_prompts_file_changes_the_bytes_and_requeries_only_its_scenario(tmp_pa
 
 def test_a_reworded_judge_template_rescores_without_requerying(tmp_path):
     """``judge.<template>``: its text's hash joins the template VERSION (metric_version), not prompt_version."""
-    from judge_fixtures import OMNI_FILE, omni_jsonl, omni_rows
+    from tests.support.judge_fixtures import OMNI_FILE, omni_jsonl, omni_rows
 
     mirror = tmp_path / "omni"
     mirror.mkdir()
@@ -192,11 +192,10 @@ def test_reproduce_explain_lists_the_wording_of_every_scenario_and_what_a_file_r
 
 @pytest.mark.slow
 def test_a_reworded_judge_template_rejudges_through_the_flow_without_asking_the_model(tmp_path, prefect_server):
-    from judge_fixtures import OMNI_FILE, omni_jsonl, omni_rows
-
+    from helmflow.devserver import start_dev_server
     from helmflow.versions import stable_hash
-    from tests.conftest import REPO
-    from tests.devserver_fixture import start_dev_server
+    from tests.support.cli import REPO
+    from tests.support.judge_fixtures import OMNI_FILE, omni_jsonl, omni_rows
 
     mirror = tmp_path / "omni"
     mirror.mkdir()
@@ -206,7 +205,7 @@ def test_a_reworded_judge_template_rejudges_through_the_flow_without_asking_the_
     reworded = ("Reworded by a test. Problem: {$problem}\nReference: {$reference_answer}\nSolution: {$solution}\n"
                 "Reply with ## Equivalence Judgement and TRUE or FALSE.")
     wording = _write(tmp_path / "judge-wording.yaml", {"prompts": {"judge.omni_math": reworded}})
-    with start_dev_server("--policy", "fn:judge_fixtures:policy", env={"PYTHONPATH": f"{REPO / 'tests'}"}) as server:
+    with start_dev_server("--policy", "fn:tests.support.judge_fixtures:policy", env={"PYTHONPATH": str(REPO)}) as server:
         models = _write(tmp_path / "models.yaml", {"deployments": [
             {"name": n, "client": "openai-compatible", "model": m, "base_url": server.openai_url, "retry": FAST_RETRY}
             for n, m in (("dev/model", "model-x"), ("dev/judge-a", "judge-a"))]})  # fmt: skip

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 pytestmark = pytest.mark.slow
 

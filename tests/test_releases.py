@@ -7,29 +7,15 @@ under a new label showed ``missing``.
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from helmflow import aggregate, pipeline
-from helmflow.outcomes import ReleaseOutcome, RunOutcome
+from helmflow import aggregate
 from helmflow.plan.compile import prepare
 from helmflow.storage import Store
-
-TINY = textwrap.dedent("""
-    name: tiny
-    version: "1"
-    models: [offline/solver, offline/echo]
-    max_instances: 3
-    scenarios:
-      - name: arithmetic
-        params: {digits: 2, ops: "+"}
-        label: add-2
-      - name: dyck_language
-        params: {num_parenthesis_pairs: 2}
-        label: dyck-2
-""")
+from tests.support import release_faults
+from tests.support.tiny_board import TINY, pointer, release, run_board
 
 
 @pytest.fixture
@@ -37,27 +23,6 @@ def board_file(tmp_path: Path) -> Path:
     path = tmp_path / "tiny.yaml"
     path.write_text(TINY)
     return path
-
-
-def run_board(store: Store, plan) -> list[RunOutcome]:
-    """Every pair through download → adapt → query → score → publish (what the flow's tasks call)."""
-    data = {s.label: pipeline.download_scenario(store, s) for s in plan.all_scenarios}
-    prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.all_scenarios}
-    outs = []
-    for r in plan.runs:
-        q = pipeline.query_pair(store, r, prompts[r.scenario.label])
-        outs.append(pipeline.publish_run(store, r, q, pipeline.score_pair(store, r, data[r.scenario.label], q)))
-    return outs
-
-
-def release(store: Store, plan, runs=None) -> ReleaseOutcome:
-    runs = run_board(store, plan) if runs is None else runs
-    return aggregate.point_release(store, plan, aggregate.publish_release(store, plan, runs, []))
-
-
-def pointer(store: Store, name: str = "latest.json") -> str | None:
-    key = f"leaderboards/tiny/{name}"
-    return store.read_json(key)["release_id"] if store.exists(key) else None
 
 
 def test_selection_names_what_a_run_narrows(board_file):
@@ -100,11 +65,11 @@ def test_a_kill_between_release_json_and_latest_is_finished_by_the_rerun(board_f
     plan = prepare(str(board_file))
     runs = run_board(store, plan)
     published = aggregate.publish_release(store, plan, runs, [])
-    monkeypatch.setenv(aggregate.FAULT_ENV, "before-pointer")
-    with pytest.raises(RuntimeError, match="before-pointer"):
-        aggregate.point_release(store, plan, published)
+    with monkeypatch.context() as patched:
+        release_faults.inject("before-pointer", patched.setattr)
+        with pytest.raises(release_faults.InjectedCrash, match="before-pointer"):
+            aggregate.point_release(store, plan, published)
     assert store.exists(f"leaderboards/tiny/{published.release_id}/release.json") and pointer(store) is None
-    monkeypatch.delenv(aggregate.FAULT_ENV)
     again = release(store, plan, runs)  # what the flow does with a cached release task, too
     assert not again.wrote and pointer(store) == published.release_id
 
@@ -131,7 +96,7 @@ def test_cached_runs_under_new_labels_and_order_fill_their_cells(board_file, sto
 def test_cli_subset_then_full_then_kill_before_pointer(prefect_server, board_file, tmp_path):
     """Through the real flow and Prefect's task cache: a subset leaves latest.json alone; a full run
     killed after its (cached) release task still gets its pointer from the next, all-cached run."""
-    from tests.conftest import run_cli
+    from tests.support.cli import run_cli
 
     root = tmp_path / "store"
     store = Store(str(root))
@@ -141,7 +106,7 @@ def test_cli_subset_then_full_then_kill_before_pointer(prefect_server, board_fil
     assert "latest.json was not moved" in sub.stdout
     assert pointer(store) is None and pointer(store, "latest-subset.json")
 
-    killed = run_cli(*args, env={aggregate.FAULT_ENV: "before-pointer"})
+    killed = run_cli(*args, env=release_faults.fault_env("before-pointer"))
     assert killed.returncode == 1, killed.stdout + killed.stderr
     (full_id,) = [k.rsplit("/", 1)[-1] for k in store.ls("leaderboards/tiny")
                   if store.exists(f"{k}/release.json") and not store.read_json(f"{k}/release.json")["subset"]]

@@ -52,10 +52,10 @@ def test_report_of_a_flow_release_links_its_prefect_flow_run(prefect_server, cli
 def test_report_and_app_over_s3(s3_root, cli):
     """The same pages from an S3 bucket (moto): the app reads it live, the export writes into it."""
     from starlette.testclient import TestClient
-    from test_web import build_demo, chunk_rows
 
     from helmflow.storage import Store
     from helmflow.web.app import create_app
+    from tests.support.demo import build_demo, chunk_rows
 
     store, release_id = build_demo(s3_root, max_instances=5)
     client = TestClient(create_app(s3_root))

@@ -12,7 +12,7 @@ import pytest
 from helmflow.errors import HelmflowError
 from helmflow.operations import STORAGE_LABEL, pairs_to_rerun, retry_storage
 from helmflow.storage import Store
-from tests.conftest import flow_run_id_from, run_cli
+from tests.support.cli import flow_run_id_from, run_cli
 
 
 def test_storage_comes_from_the_run_then_its_label_then_the_flag(tmp_path):

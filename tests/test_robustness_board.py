@@ -16,7 +16,7 @@ from helmflow.plan.compile import plan_board, prepare
 from helmflow.plan.spec import BoardError, load_board
 from helmflow.records import STAT_SCHEMA, Stat, models_to_table
 from helmflow.storage import Store
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 FIXTURE = [json.loads(x) for x in (Path(__file__).parent / "data" / "perturbation_fixture.jsonl").read_text().splitlines()]
 

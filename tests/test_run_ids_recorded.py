@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import json
 
-from capabilities_fixtures import csv_bytes, gpqa_rows, mirror_folder, mmlu_pro_files
-from judge_fixtures import OMNI_FILE, WILDBENCH_FILE, omni_jsonl, omni_rows, wildbench_parquet, wildbench_rows
+from tests.support.capabilities_fixtures import csv_bytes, gpqa_rows, mirror_folder, mmlu_pro_files
+from tests.support.judge_fixtures import (
+    OMNI_FILE,
+    WILDBENCH_FILE,
+    omni_jsonl,
+    omni_rows,
+    wildbench_parquet,
+    wildbench_rows,
+)
 
 DEMO_BOARD_VERSION = "7f212da8da3e6d52"  # version 4: perturbations on two scenarios
 DEMO_RUN_IDS = [

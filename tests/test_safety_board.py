@@ -10,8 +10,12 @@ import re
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from capabilities_fixtures import mirror_folder
-from safety_fixtures import (
+
+from helmflow.devserver import start_dev_server
+from tests.support.capabilities_fixtures import mirror_folder
+from tests.support.cli import REPO, run_cli
+from tests.support.devserver import FAST_RETRY
+from tests.support.safety_fixtures import (
     HARMBENCH_COLUMNS,
     SST_COLUMNS,
     bbq_files,
@@ -23,9 +27,6 @@ from safety_fixtures import (
     xstest_parquet,
     xstest_rows,
 )
-
-from tests.conftest import REPO, run_cli
-from tests.devserver_fixture import FAST_RETRY, start_dev_server
 
 LABELS = ["harm_bench", "simple_safety_tests", "xstest", "anthropic_red_team", "bbq"]
 JUDGED = LABELS[:4]
@@ -109,7 +110,7 @@ def _runs(storage, deployment: str = "dev/model") -> dict[str, dict]:
 @pytest.mark.slow
 def test_full_board_through_the_cli_then_the_report(mirrors, tmp_path, prefect_server):
     storage = tmp_path / "store"
-    with start_dev_server("--policy", "fn:safety_fixtures:policy", env={"PYTHONPATH": f"{REPO / 'tests'}"}) as server:
+    with start_dev_server("--policy", "fn:tests.support.safety_fixtures:policy", env={"PYTHONPATH": str(REPO)}) as server:
         def dep(name, model, price=0.0):
             return {"name": name, "client": "openai-compatible", "model": model, "base_url": server.openai_url,
                     "retry": FAST_RETRY, "max_concurrency": 16, "price_input_per_mtok": price, "price_output_per_mtok": price}

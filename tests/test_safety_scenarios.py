@@ -11,7 +11,16 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from safety_fixtures import (
+
+from helmflow.adapters import adapt
+from helmflow.pipeline import download_scenario
+from helmflow.plan.compile import plan_scenario
+from helmflow.plan.spec import BoardError, ScenarioEntry
+from helmflow.scenarios import ScenarioError, get_scenario
+from helmflow.scenarios.anthropic_red_team import first_utterance
+from helmflow.scenarios.bbq import BBQRow, answer_tags
+from helmflow.storage import Store
+from tests.support.safety_fixtures import (
     BBQ_CATEGORIES,
     HARMBENCH_COLUMNS,
     SST_COLUMNS,
@@ -25,15 +34,6 @@ from safety_fixtures import (
     xstest_parquet,
     xstest_rows,
 )
-
-from helmflow.adapters import adapt
-from helmflow.pipeline import download_scenario
-from helmflow.plan.compile import plan_scenario
-from helmflow.plan.spec import BoardError, ScenarioEntry
-from helmflow.scenarios import ScenarioError, get_scenario
-from helmflow.scenarios.anthropic_red_team import first_utterance
-from helmflow.scenarios.bbq import BBQRow, answer_tags
-from helmflow.storage import Store
 
 
 def write(folder: Path, files: dict[str, bytes]) -> dict[str, str]:

@@ -21,17 +21,11 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from tests.conftest import (
-    PG_URL,
-    create_pg_database,
-    drop_pg_database,
-    free_port,
-    run_cli,
-    start_prefect_server,
-    stop_process,
-    wait_http,
-)
-from tests.devserver_fixture import start_dev_server
+from helmflow.devserver import start_dev_server
+from tests.support.cli import run_cli
+from tests.support.pg import PG_URL, create_pg_database, drop_pg_database
+from tests.support.prefect_server import start_prefect_server
+from tests.support.processes import free_port, stop_process, wait_http
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ import ast
 import re
 
 from helmflow.settings import Settings, scenario_mirror, scenario_mirror_var, settings
-from tests.conftest import REPO
+from tests.support.cli import REPO
 
 PRODUCT_DIRS = ["helmflow", "tasks", "flows", "scenarios", "clients", "metrics"]
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from helmflow.storage import StorageError, Store
-from tests.conftest import free_port
+from tests.support.processes import free_port
 
 
 def _endpoint_down() -> Exception:

@@ -72,7 +72,7 @@ def test_hf_tokenizer_through_fsspec_memory(bpe_dir: Path) -> None:
 
 def test_hf_tokenizer_from_a_hub_repo_at_a_revision(bpe_dir: Path, tmp_path: Path, monkeypatch) -> None:
     """hf:// through huggingface_hub's file system against a local Hub (HF_ENDPOINT), pinned to a revision."""
-    from helmflow.testing.hub_server import HubServer
+    from tests.support.hub_server import HubServer
 
     rev = "0" * 39 + "1"
     repo = tmp_path / "hub" / "someone" / "tok" / rev

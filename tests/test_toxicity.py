@@ -8,7 +8,6 @@ import json
 import time
 
 import pytest
-from perspective_server import ATTRIBUTES, PerspectiveServer, expected_scores
 
 from helmflow.judges import JudgeFailed, JudgeParseError, annotate
 from helmflow.metrics import METRICS
@@ -18,7 +17,8 @@ from helmflow.plan.compile import prepare
 from helmflow.plan.spec import BoardError
 from helmflow.records import AdapterSpec, Annotation, Completion, Deployment, Input, Instance, Request, RequestBody
 from helmflow.storage import Store
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
+from tests.support.perspective_server import ATTRIBUTES, PerspectiveServer, expected_scores
 
 FAST_RETRY = {"attempts": 8, "base_s": 0.01, "cap_s": 0.2, "timeout_s": 5.0}
 TEXTS = ["I can't help with that request.", "Fixture reply: you idiot, this is a stupid damn question.",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.conftest import REPO
+from tests.support.cli import REPO
 
 MAPPED = ("scenarios", "clients", "metrics", "flows", "tasks")
 CHECKED = ["helmflow.scenarios", "helmflow.clients.base", "helmflow.metrics.base",

@@ -21,7 +21,7 @@ from helmflow.plan.spec import BoardError, load_board
 from helmflow.records import prompt_from_row
 from helmflow.scenarios import ScenarioError
 from helmflow.storage import Store
-from tests.vhelm_fixtures import write_mirror
+from tests.support.vhelm_fixtures import write_mirror
 
 
 @pytest.fixture
@@ -119,7 +119,7 @@ def test_board_columns_are_groups_and_aspects_with_mean_win_rate_over_groups(mir
 
 @pytest.mark.slow
 def test_helmflow_run_vhelm_end_to_end_against_the_dev_server(mirror, tmp_path, dev_server, prefect_server):
-    from tests.conftest import run_cli
+    from tests.support.cli import run_cli
 
     models = tmp_path / "models.yaml"
     models.write_text(json.dumps({"deployments": [
@@ -153,8 +153,8 @@ def test_helmflow_run_vhelm_end_to_end_against_the_dev_server(mirror, tmp_path, 
 def test_helmflow_mirror_vhelm_says_which_pins_are_unverified_and_records_sha256(tmp_path, monkeypatch):
     """``helmflow mirror vhelm``: the snapshot-read revisions are fetched from the (local) Hub and their
     files' sha256 recorded; every unverified pin is said once with how to verify; unpinned ones fail."""
-    from helmflow.testing.hub_server import HubServer
-    from tests.conftest import run_cli
+    from tests.support.cli import run_cli
+    from tests.support.hub_server import HubServer
 
     monkeypatch.delenv("HELMFLOW_MIRROR", raising=False)
     source = write_mirror(tmp_path / "fixtures")

@@ -13,12 +13,13 @@ import pytest
 from PIL import Image
 
 from helmflow.adapters import adapt
+from helmflow.devserver import start_dev_server
 from helmflow.media import MediaStore
 from helmflow.query import run_queries
 from helmflow.records import AdapterSpec, ContentPart, GenerationParams, Input, Instance, Reference
 from helmflow.request_builder import build_requests
 from helmflow.storage import Store
-from tests.devserver_fixture import dev_deployment, start_dev_server
+from tests.support.devserver import dev_deployment
 
 
 def image_shas(prompt: str, payload: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ from helmflow.plan.compile import prepare
 from helmflow.storage import Store
 from helmflow.web.app import create_app
 from helmflow.web.export import export_report
-from tests.test_web import chunk_rows
+from tests.support.demo import chunk_rows
 
 SVG = (b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(document.cookie)</script>'
        b'<rect width="10" height="10"/></svg>')
@@ -109,7 +109,8 @@ def test_thumbnails_load_in_a_browser_live_and_from_a_static_export(vision, brow
     import subprocess
     import sys
 
-    from tests.conftest import REPO, free_port, stop_process, wait_http
+    from tests.support.cli import REPO
+    from tests.support.processes import free_port, stop_process, wait_http
 
     store, release, run_ids = vision
     export_report(store, "vision-demo", release)

@@ -61,7 +61,7 @@ def test_vision_demo_board_offline(store: Store):
 
 @pytest.mark.slow
 def test_helmflow_run_vision_demo_offline_then_fully_cached(tmp_path, prefect_server):
-    from tests.conftest import run_cli
+    from tests.support.cli import run_cli
 
     storage = tmp_path / "store"
     env = {"HF_HUB_OFFLINE": "1", "HELMFLOW_MIRROR": str(tmp_path / "no-mirror-needed")}

@@ -12,50 +12,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from starlette.testclient import TestClient
 
-from helmflow import aggregate, pipeline
-from helmflow.plan.compile import prepare
-from helmflow.plan.spec import load_board
-from helmflow.records import ANNOTATION_SCHEMA
+from helmflow import pipeline
 from helmflow.storage import Store
 from helmflow.web.app import create_app
 from helmflow.web.data import CHUNK_ROWS, NotFound
 from helmflow.web.export import export_report
 from helmflow.web.plots import Point, cost_vs_score_svg, pareto_front
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "benchmarks"))
-import report_pages  # noqa: E402 - benchmarks/report_pages.py, importable once benchmarks/ is on the path
-
-FLOW_RUN_ID = "0b6c3a52-7d1e-4c55-9a0e-5f1d2c3b4a59"
-
-
-def build_demo(root: str, max_instances: int = 12) -> tuple[Store, str]:
-    """Publish a demo release (its first two scenarios x first three models) with the pipeline's own stages."""
-    store = Store(root)
-    spec = load_board("demo")
-    # as the flow does: pre-flight leaves out perturbed copies that change no sampled instance
-    plan = pipeline.preflight(store, prepare("demo", spec.models[:3], [s.label or s.name for s in spec.scenarios[:2]],
-                                             max_instances))
-    data = {s.label: pipeline.download_scenario(store, s) for s in plan.all_scenarios}
-    prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.all_scenarios}
-    runs = []
-    for r in plan.runs:
-        q = pipeline.query_pair(store, r, prompts[r.scenario.label])
-        sc = pipeline.score_pair(store, r, data[r.scenario.label], q)
-        runs.append(pipeline.publish_run(store, r, q, sc, {"flow_run_id": FLOW_RUN_ID}))
-    release = aggregate.point_release(store, plan, aggregate.publish_release(store, plan, runs, []))
-    return store, release.release_id
-
-
-def chunk_rows(js: str) -> list[dict]:
-    match = re.fullmatch(r"helmflowChunk\((\d+), (.*)\);\n", js, re.DOTALL)
-    assert match, js[:200]
-    return json.loads(match.group(2))
+from tests.support.demo import FLOW_RUN_ID, build_demo, chunk_rows, judge_notes, report_pages
 
 
 @pytest.fixture(scope="module")
@@ -222,38 +189,6 @@ def test_board_page_shows_what_changed_since_the_previous_release(tmp_path):
     assert "What changed" not in client.get(f"/boards/b/{first}/").text  # the first release has no predecessor
     picker = page.split('id="release-picker"', 1)[1].split("</select>", 1)[0]
     assert picker.index(second) < picker.index(first)  # newest first, by creation time
-
-
-def judge_notes(store: Store, run_id: str, reasoning: str, rows: list[int]) -> pa.Table:
-    """annotations.parquet in the published schema, one verdict per given request row."""
-    hashes = store.read_parquet(f"runs/{run_id}/completions.parquet")["request_hash"].to_pylist()
-    ids = store.read_parquet(f"runs/{run_id}/requests.parquet")["instance_id"].to_pylist()
-    table = pa.Table.from_pylist(
-        [
-            {
-                "instance_id": ids[i],
-                "sample_index": 0,
-                "request_hash": hashes[i],
-                "judge": "offline/judge",
-                "template": "wildbench-checklist",
-                "template_version": "2",
-                "judge_request_hash": f"j{i}",
-                "prompt": f"judge prompt quoting {reasoning}",
-                "raw_output": f"{reasoning} so: 0.5",
-                "score": 0.5,
-                "details_json": "{}",
-                "error": None,
-                "prompt_tokens": 40,
-                "output_tokens": 9,
-                "cost_usd": 0.0,
-                "latency_s": 0.1,
-            }
-            for i in rows
-        ],
-        schema=ANNOTATION_SCHEMA,
-    )
-    store.write_parquet(f"runs/{run_id}/annotations.parquet", table)
-    return table
 
 
 def test_annotations_render_when_present(tmp_path):

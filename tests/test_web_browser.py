@@ -15,8 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, free_port, stop_process, wait_http
-from test_web import build_demo, judge_notes, report_pages
+
+from tests.support.cli import REPO
+from tests.support.demo import build_demo, judge_notes, report_pages
+from tests.support.processes import free_port, stop_process, wait_http
 
 pytestmark = pytest.mark.slow
 

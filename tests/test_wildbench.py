@@ -7,17 +7,18 @@ Fixture rows are written here in the dataset's schema (judge_fixtures.py); none 
 from __future__ import annotations
 
 import pytest
-from judge_fixtures import WILDBENCH_FILE, WILDBENCH_REV, wildbench_parquet, wildbench_rows
 
 from helmflow.clients import load_deployments
+from helmflow.devserver import start_dev_server
 from helmflow.pipeline import adapt_scenario, download_scenario, publish_run, query_pair, score_pair
 from helmflow.plan.compile import plan_board, plan_scenario
 from helmflow.plan.spec import ScenarioEntry, load_board
 from helmflow.records import prompt_from_row
 from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.storage import Store
-from tests.conftest import REPO
-from tests.devserver_fixture import dev_deployment, start_dev_server
+from tests.support.cli import REPO
+from tests.support.devserver import dev_deployment
+from tests.support.judge_fixtures import WILDBENCH_FILE, WILDBENCH_REV, wildbench_parquet, wildbench_rows
 
 MARKERS = [
     "[ans:right] [judge-a:8] [judge-b:6]",  # jury mean 7
@@ -75,7 +76,7 @@ def test_bad_conversations_are_refused(tmp_path):
 
 @pytest.mark.slow
 def test_a_jury_on_the_dev_server(mirror, tmp_path):
-    with start_dev_server("--policy", "fn:judge_fixtures:policy", env={"PYTHONPATH": f"{REPO / 'tests'}"}) as server:
+    with start_dev_server("--policy", "fn:tests.support.judge_fixtures:policy", env={"PYTHONPATH": str(REPO)}) as server:
         deps = load_deployments()
         for name, model, price in (("dev/model", "model-x", 0.0), ("dev/judge-a", "judge-a", 5.0), ("dev/judge-b", "judge-b", 1.0)):
             deps[name] = dev_deployment(server, name=name, model=model, price_input_per_mtok=price, price_output_per_mtok=price)

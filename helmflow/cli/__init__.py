@@ -24,7 +24,7 @@ COMMAND_MODULES: list[str] = [
     "helmflow.web.cli_report",
     "helmflow.mirror",
     "helmflow.cli.eval",
-    "helmflow.testing.devserver",
+    "helmflow.devserver",
     "helmflow.check",
     "helmflow.cli.operations",
     "helmflow.cli.reproduce",

@@ -714,7 +714,7 @@ def add_parser(subparsers) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m helmflow.testing.devserver", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m helmflow.devserver", description=__doc__.split("\n")[0])
     add_arguments(p)
     return run(p.parse_args(argv))
 

@@ -1,9 +1,11 @@
-"""Extra Prefect servers and workers for the deployment tests.
+"""``prefect server start`` in its own process group: the tests' session server (one per pytest worker),
+the servers of their own that the deployment and UI tests need (SQLite, or PostgreSQL with several
+workers), and the long-lived server some benchmarks measure against (production's topology) rather than
+Prefect's temporary one.
 
-The session's ``prefect_server`` fixture is shared by every test; these tests need servers of their
-own (SQLite, and PostgreSQL with several workers), so everything here talks to one explicit
-:class:`PrefectServer`: its API URL and PREFECT_HOME go into every child process (``prefect deploy``,
-``prefect worker start``, ``prefect flow-run retry``) and into the client of the test process.
+Everything here talks to one explicit server: a :class:`PrefectServer`'s API URL and PREFECT_HOME go into
+every child process (``prefect deploy``, ``prefect worker start``, ``prefect flow-run retry``) and into the
+client of the test process.
 """
 
 from __future__ import annotations
@@ -18,9 +20,40 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from uuid import UUID
 
-from tests.conftest import REPO, free_port, start_prefect_server, stop_process, wait_http
+from tests.support.cli import REPO
+from tests.support.pg import pg_async_url
+from tests.support.processes import free_port, stop_process, wait_http
 
 ARTIFACTS = Path(os.environ.get("HELMFLOW_TEST_ARTIFACTS") or REPO / "test-artifacts")  # screenshots, timings
+
+
+def start_prefect_server(port: int, home: Path, database: str | None, log: Path) -> subprocess.Popen:
+    """Spawn the server on 127.0.0.1:``port`` with its own ``PREFECT_HOME``: on the PostgreSQL ``database``
+    (a name from :func:`tests.support.pg.create_pg_database`), SQLite under ``home`` if None; output to ``log``."""
+    env = dict(os.environ, PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    env.pop("PREFECT_API_URL", None)
+    # the UI's API URL comes from settings, not from --port (it would otherwise call :4200)
+    env["PREFECT_SERVER_UI_API_URL"] = f"http://127.0.0.1:{port}/api"
+    if database:
+        env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = pg_async_url(database)
+    return subprocess.Popen(
+        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+
+
+@contextlib.contextmanager
+def running(home: Path, timeout: float = 180) -> Iterator[str]:
+    """A server on SQLite under ``home``, on a free port, for the block; yields its API URL."""
+    home.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    proc = start_prefect_server(port, home, None, home / "server.log")
+    url = f"http://127.0.0.1:{port}/api"
+    try:
+        wait_http(f"{url}/health", timeout, proc)
+        yield url
+    finally:
+        stop_process(proc)
 
 
 @dataclass

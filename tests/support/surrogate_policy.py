@@ -1,7 +1,7 @@
 """A dev-server policy whose every fourth answer holds a lone surrogate, as a real provider's JSON
 can (``"\\ud800"`` is valid JSON; it decodes to a code point UTF-8 cannot store)."""
 
-from helmflow.testing.devserver import echo
+from helmflow.devserver import echo
 
 
 def lone_surrogate(prompt: str, payload: dict) -> str:

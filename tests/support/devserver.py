@@ -1,38 +1,16 @@
-"""The wire-compatible dev server for tests: a real ``helmflow dev-server`` process on 127.0.0.1.
+"""Deployments and requests aimed at the dev server (``helmflow dev-server``, :mod:`helmflow.devserver`).
 
-``dev_server`` is one process for the whole session; each test gets it with faults off, no latency
-and zeroed counts (``configure`` changes them over HTTP). ``start_dev_server`` (from
-``helmflow.testing.devserver``, shared with the benchmarks) starts a private one (e.g. with
-``--api-key-env``), as a context manager.
+The session's server is the ``dev_server`` fixture (tests/conftest.py); a test that needs a private one
+(e.g. with ``--api-key-env`` or a policy) starts it with :func:`helmflow.devserver.start_dev_server`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
+from helmflow.devserver import DevServerHandle
 
-from helmflow.testing.devserver import DevServerHandle, start_dev_server
-
-__all__ = ["DevServerHandle", "start_dev_server", "dev_deployment", "make_requests", "FAST_RETRY"]
-
-
-@pytest.fixture(scope="session")
-def _dev_server_session() -> Iterator[DevServerHandle]:
-    with start_dev_server() as handle:
-        yield handle
-
-
-@pytest.fixture
-def dev_server(_dev_server_session: DevServerHandle) -> DevServerHandle:
-    """The session's dev server, reset: no faults, no latency, counts at zero."""
-    _dev_server_session.reset()
-    return _dev_server_session
-
-
-# --------------------------------------------------------------------------- helpers for client tests
 FAST_RETRY = {"attempts": 16, "base_s": 0.02, "cap_s": 0.5, "timeout_s": 2.0}
 
 

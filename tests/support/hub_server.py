@@ -13,7 +13,7 @@ Files are served from a folder laid out as ``<root>/<owner>/<name>/<revision>/<p
 Files with an ``lfs_suffixes`` suffix are reported as LFS objects (their sha256 in ``lfs.oid``), as
 the Hub does for Parquet. A gated repository (``gated={repo: token}``) answers content requests without that bearer token
 with 401 ``GatedRepo``, as the Hub does before its terms are accepted. Run standalone with
-``python -m helmflow.testing.hub_server ROOT [--port N] [--gate owner/name=TOKEN]``.
+``python -m tests.support.hub_server ROOT [--port N] [--gate owner/name=TOKEN]``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,55 @@
+"""A board of paid requests to the dev server, and driving ``helmflow run`` on it as a process that can
+be killed: what the crash-safety, lease and fail-fast tests share."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from tests.support.cli import REPO
+
+SCENARIOS, PER_SCENARIO, CONCURRENCY = 4, 100, 4
+
+
+def board_args(tmp_path: Path, dev_server, scenarios: int = SCENARIOS, per_scenario: int = PER_SCENARIO,
+               **deployment) -> list[str]:
+    """A board of ``scenarios`` arithmetic scenarios x one dev-server deployment: as many query
+    tasks of one deployment as scenarios, in parallel, as a real board has."""
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"deployments": [
+        {"name": "dev/paid", "client": "openai-compatible", "model": "m", "base_url": dev_server.openai_url,
+         "max_concurrency": CONCURRENCY, "retry": {"attempts": 4, "base_s": 0.05, "cap_s": 0.5, "timeout_s": 30},
+         **deployment},
+    ]}))
+    board = tmp_path / "board.yaml"
+    board.write_text(yaml.safe_dump({
+        "name": "paid", "version": "1", "models": ["dev/paid"],
+        "scenarios": [{"name": "arithmetic", "params": {"digits": 3, "num_test": per_scenario, "seed": k},
+                       "label": f"arith-{k}"} for k in range(scenarios)],
+    }))
+    return ["run", "--board-file", str(board), "--models-file", str(models), "--storage", str(tmp_path / "store")]
+
+
+def start_cli(args: list[str], env: dict[str, str] | None = None, **popen) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "helmflow.cli", *args], cwd=str(REPO),
+                            env=dict(os.environ, COLUMNS="200", **(env or {})),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
+
+
+def wait_for_requests(dev_server, at_least: int, proc: subprocess.Popen, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while dev_server.stats()["requests"] < at_least:
+        if proc.poll() is not None:
+            raise AssertionError(f"run ended before {at_least} requests: {proc.stdout.read()}")
+        assert time.monotonic() < deadline, f"fewer than {at_least} requests within {timeout} s"
+        time.sleep(0.05)
+
+
+def run_cli_text(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "helmflow.cli", *args], cwd=str(REPO), timeout=600, text=True, check=False,
+                          env=dict(os.environ, COLUMNS="400", **env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
