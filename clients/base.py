@@ -175,6 +175,16 @@ class Client(ABC):
     #: modules the client imports on its first request; the CLI imports them beforehand on a side
     #: thread while it waits for Prefect (:func:`helmflow.clients.preload_sdks`), not on the I/O loop
     sdk_modules: tuple[str, ...] = ()
+    #: modules beyond the base install the client needs, and the extra that installs them
+    requires: tuple[str, ...] = ()
+    extra: str | None = None
+
+    @classmethod
+    def missing_modules(cls) -> list[str]:
+        """The modules of :attr:`requires` that are not installed (found without importing them)."""
+        import importlib.util
+
+        return [m for m in cls.requires if importlib.util.find_spec(m) is None]
 
     def credential_name(self) -> str | None:
         """Where the key comes from, by name only: ``$VAR`` or ``secret:<block>``."""

@@ -402,6 +402,9 @@ class _Pending:
 
 @client_kind("huggingface")
 class HuggingFaceClient(Client):
+    requires = ("transformers",)  # and PyTorch, which the user installs for their hardware (INSTALL_HINT)
+    extra = "hf"
+
     def __init__(self, deployment: Deployment, media: MediaStore | None = None):
         super().__init__(deployment, media)
         self.options = self.validated_options(HuggingFaceOptions)

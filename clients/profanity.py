@@ -42,6 +42,8 @@ def _model():
 @client_kind("profanity-check")
 class ProfanityCheckClient(Client):
     classifier = True
+    requires = ("profanity_check",)
+    extra = "safety"
 
     def __init__(self, deployment: Deployment, media: MediaStore | None = None):
         super().__init__(deployment, media)

@@ -35,7 +35,7 @@ import fsspec
 
 from helmflow import layout
 from helmflow.adapters import AdapterError, check_adaptable
-from helmflow.errors import MetricError
+from helmflow.errors import MetricError, host_of, probe, unreachable
 from helmflow.media import MediaStore
 from helmflow.metrics import check_scorable
 from helmflow.records import INSTANCE_SCHEMA, Instance, instance_from_row, instance_to_row, to_table
@@ -154,9 +154,18 @@ def _explain(scenario: str, url: str, exc: BaseException) -> ScenarioError:
         )
     remote = url.startswith(("hf://", "http://", "https://")) or "::simplecache::http" in url
     hint = f"; offline? point {mirror_env_var(scenario)} or {MIRROR_ENV} at a mirror" if remote else ""
+    # a host that never answered is not a file that does not exist (fsspec's HTTP and simplecache
+    # file systems raise FileNotFoundError for both; the cause, or one connection attempt, tells)
+    why = unreachable(exc) if remote else None
+    if remote and why is None and isinstance(exc, FileNotFoundError) and exc.__cause__ is None:
+        why = probe(url)
+    if why:
+        return ScenarioError(f"scenario {scenario!r}: cannot reach {host_of(url)} ({why}) to read {url}: offline? "
+                             f"mirror with `helmflow mirror {scenario} --to DIR` where the network is, then "
+                             f"export {MIRROR_ENV}=DIR")
     if isinstance(exc, FileNotFoundError):
         detail = str(exc).split("\n")[0]
-        if "::" in url:  # fsspec says "not found" for an unreachable archive host too
+        if "::" in url:  # the archive host answered, but not with the archive (or it lacks the member)
             return ScenarioError(f"{where} does not exist or its archive could not be fetched ({detail}){hint}")
         return ScenarioError(f"{where} does not exist ({detail})")
     first_line = str(exc).splitlines()[0] if str(exc) else ""
@@ -218,7 +227,10 @@ def hash_once() -> Iterator[None]:
 
 
 def sha256_of(scenario: str, url: str) -> str:
-    """The sha256 plan time pins for a ``sha256=None`` source: the Hub's LFS id, else streamed."""
+    """The sha256 plan time pins for a ``sha256=None`` source: the Hub's LFS id, else streamed
+    (:data:`UNDECLARED` for a remote file inside :func:`declared_pins`: it is not read)."""
+    if _DECLARED_ONLY.get() and not is_local(url):
+        return UNDECLARED
     memo = _HASHED.get()
     if memo is not None and (scenario, url) in memo:
         return memo[(scenario, url)]
@@ -250,7 +262,62 @@ def source_sha256(scen: Scenario, source: DataSource) -> str:
     """The checksum a plan pins: the declared one, else the resolved file's (mirror or source)."""
     if source.sha256:
         return source.sha256
+    if _DECLARED_ONLY.get():
+        url, absent = whereabouts(scen, source)
+        return UNDECLARED if absent else sha256_of(scen.name, url)
     return sha256_of(scen.name, resolve_source(scen.name, scen.dataset_revision(), source))
+
+
+# --------------------------------------------------------------------------- planning from the declared pins
+# The checksum a plan inside declared_pins() records for a file that declares no sha256 and is not on
+# this machine: a run reads the file and pins its real hash, so that plan's scenario_version is its own.
+UNDECLARED = "undeclared"
+_DECLARED_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("declared_only", default=False)
+_LOCAL_PROTOCOLS = ("file", "local", "memory")
+
+
+@contextmanager
+def declared_pins() -> Iterator[None]:
+    """Within the block planning reads no remote data (``helmflow show``): a source's checksum is its
+    declared sha256; one without is hashed only where a copy is on this machine (a local mirror, a
+    local file), else it is :data:`UNDECLARED`. Mirror manifests on this machine are still read."""
+    token = _DECLARED_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _DECLARED_ONLY.reset(token)
+
+
+def is_local(url: str) -> bool:
+    """Whether reading ``url`` stays on this machine (a path, ``file://``, ``memory://``; for a chained
+    URL, its innermost file: ``zip://m::simplecache::https://...`` is remote)."""
+    protocol = fsspec.core.split_protocol(url.rpartition("::")[2])[0]
+    return protocol is None or protocol in _LOCAL_PROTOCOLS
+
+
+def _exists_here(url: str) -> bool:
+    fs, path = fsspec.core.url_to_fs(url)
+    return fs.exists(path)
+
+
+def whereabouts(scen: Scenario, source: DataSource) -> tuple[str, str | None]:
+    """Where a run reads ``source`` and, found without reading remote data, why it is not on this
+    machine (None when it is): not mirrored (a run downloads it), missing from the mirror, or in a
+    remote mirror (not looked at)."""
+    revision = scen.dataset_revision()
+    folder = mirror_folder(scen.name, revision)
+    if folder is None:
+        if revision == UNPINNED:
+            return "", f"not mirrored: no revision is pinned, it runs from a mirror only ({MIRROR_ENV})"
+        if not is_local(source.url):
+            return source.url, f"not mirrored: read from {host_of(source.url)}"
+        return source.url, None if _exists_here(source.url) else f"missing: {source.url}"
+    if not is_local(folder):
+        return _join(folder, source.filename), f"in the remote mirror {folder} (not looked at)"
+    for name in mirror_names(source):
+        if _exists_here(_join(folder, name)):
+            return _join(folder, name), None
+    return _join(folder, source.filename), f"not mirrored: {folder} has no {' or '.join(mirror_names(source))}"
 
 
 def fetch_verified(scenario: str, url: str, expected: str) -> bytes:
@@ -277,6 +344,8 @@ def unverified_reason(scen: Scenario, source: DataSource, sha256: str) -> str | 
     if source.sha256_unknown:
         return (f"{source.filename} has no declared sha256 (upstream pins nothing): the run reads whatever "
                 f"{source.url.rpartition('::')[2]} serves; pin it (docs/datasets.md: filling in a pin)")
+    if sha256 == UNDECLARED:  # not read (declared_pins): nothing is known against the mirror's record
+        return None
     revision = scen.dataset_revision()
     folder = mirror_folder(scen.name, revision)
     if folder is None:

@@ -59,3 +59,70 @@ def read_yaml_file(path: str | Path, what: str, error: type[Exception] = Helmflo
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise error(f"{what} {path} is not valid YAML: {' '.join(str(exc).split())}") from None
+
+
+# --------------------------------------------------------------------------- an unreachable host
+# Exceptions (by class name, so no network library is imported to ask) that mean the request never
+# got an answer: the host's name did not resolve, the connection was refused, reset or timed out.
+_UNREACHABLE_NAMES = frozenset({
+    "ConnectError", "ConnectTimeout", "ClientConnectorError", "ClientConnectorDNSError", "ServerTimeoutError",
+    "EndpointConnectionError", "ConnectTimeoutError", "NewConnectionError", "NameResolutionError",
+    "OfflineModeIsEnabled",
+})
+
+
+def host_of(url: str) -> str:
+    """The host a URL is read from: the remote end of an fsspec chain (``zip://m::simplecache::https://h/x``),
+    ``huggingface.co`` (or ``$HF_ENDPOINT``'s host) for ``hf://``, else the URL's own host."""
+    import os
+    from urllib.parse import urlsplit
+
+    last = url.rpartition("::")[2]
+    if last.startswith("hf://"):
+        last = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    return urlsplit(last).netloc or last
+
+
+def unreachable(exc: BaseException) -> str | None:
+    """Why no answer came back, when ``exc`` (or anything in its chain) says the host was not reached
+    (a name that does not resolve, a refused, reset or timed-out connection, the Hub's offline mode);
+    None when the host answered, e.g. with 404: only then may a file be said not to exist."""
+    import socket
+
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not c for c in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    if any(getattr(getattr(c, "response", None), "status_code", None) or isinstance(getattr(c, "status", None), int)
+           for c in chain):
+        return None  # an HTTP answer (404, 403, ...) somewhere in the chain: the host was reached
+    if any(type(c).__name__ == "OfflineModeIsEnabled" for c in chain):
+        return "HF_HUB_OFFLINE is set"
+    if not any(isinstance(c, (ConnectionError, TimeoutError, socket.gaierror, socket.herror))
+               or type(c).__name__ in _UNREACHABLE_NAMES for c in chain):
+        return None
+    reasons = [c.strerror for c in chain if isinstance(c, OSError) and c.strerror]
+    reason = reasons[-1] if reasons else next((str(c) for c in chain if str(c)), type(exc).__name__)
+    return " ".join(reason.split())
+
+
+def probe(url: str, timeout: float = 3.0) -> str | None:
+    """Why the host of ``url`` cannot be reached (its name does not resolve, nothing accepts a
+    connection), None when it accepts one. For errors that lost their cause (fsspec's simplecache
+    says "not found" for an archive host it never reached); opens one TCP connection, sends nothing."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url.rpartition("::")[2])
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except OSError as exc:
+        return " ".join(str(exc.strerror or exc or type(exc).__name__).split())
+    return None

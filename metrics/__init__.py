@@ -3,10 +3,12 @@ registered with a declared VERSION (part of metric_version). One module per fami
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import importlib
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,15 +117,40 @@ class Metric:
     check: Callable[[Instance], Any] | None = None
     board_wide: BoardWide | None = None  # set: a board can add this metric to every scenario it fits
 
+    def missing_modules(self) -> list[str]:
+        """The modules this metric needs that are not installed (found without importing them)."""
+        return [m for m in self.requires if not _installed(m)]
+
     def check_installed(self) -> None:
-        """One line naming the extra to install when a module this metric needs is missing."""
-        missing = [m for m in self.requires if not _installed(m)]
-        if missing:
+        """One line naming the extra to install when a module this metric needs is missing (inside
+        :func:`tolerate_missing_extras`, the metric is noted there instead)."""
+        missing = self.missing_modules()
+        if not missing:
+            return
+        noted = _TOLERATED.get()
+        if noted is None:
             raise MissingExtra(f"metric {self.name!r} needs {', '.join(missing)}: pip install 'helmflow[{self.extra}]'")
+        noted[self.name] = self
 
 
 class MissingExtra(HelmflowError):
     """A metric whose modules are not installed (an optional extra of the lean base install)."""
+
+
+_TOLERATED: contextvars.ContextVar[dict[str, Metric] | None] = contextvars.ContextVar("tolerated", default=None)
+
+
+@contextlib.contextmanager
+def tolerate_missing_extras() -> Iterator[dict[str, Metric]]:
+    """Within the block a metric whose extra is missing does not stop planning: it is noted in the
+    yielded ``{name: metric}`` (``helmflow show`` describes a board on the base install and names
+    the extras a run of it needs)."""
+    noted: dict[str, Metric] = {}
+    token = _TOLERATED.set(noted)
+    try:
+        yield noted
+    finally:
+        _TOLERATED.reset(token)
 
 
 @functools.cache

@@ -67,31 +67,103 @@ def _plan(args: argparse.Namespace, board: str, check_credentials: bool = True):
                    args.judges, args.no_judge, check_credentials, args.toxicity)
 
 
-def data_files(console, plan) -> None:
-    """Every source file a mirror must hold (its flat name, or its Hub repository path) and whether the
-    file a run would read is verified against the pinned data."""
-    from rich.table import Table
+DECLARED_MARK = " (declared)"  # a scenario_version computed from declared pins, not from data on this machine
+INCOMPLETE_MARK = " (declared, incomplete)"  # ... where some file declares no sha256: a run's version differs
 
-    from helmflow.datasets import mirror_names
+
+def scenario_data(plan) -> dict[str, list[tuple[object, str, str | None]]]:
+    """Scenario label -> (source, where a run reads it, why it is not on this machine or None) per file,
+    found without reading remote data."""
+    from helmflow.datasets import whereabouts
     from helmflow.scenarios import get_scenario
 
-    dt = Table("scenario", "mirror file names", "revision", "data")
+    out = {}
+    for s in plan.scenarios:
+        scen = get_scenario(s.name, s.params)
+        out[s.label] = [(source, *whereabouts(scen, source)) for source in scen.sources()]
+    return out
+
+
+def version_mark(scenario, files: list[tuple[object, str, str | None]]) -> str:
+    """How far the shown scenario_version is known: from the data here (no mark), from the declared
+    pins (the data is not here), or incomplete (a file without a declared sha256 was not read)."""
+    from helmflow.datasets import UNDECLARED
+
+    if UNDECLARED in scenario.checksums.values():
+        return INCOMPLETE_MARK
+    return DECLARED_MARK if any(absent for _, _, absent in files) else ""
+
+
+def data_files(console, plan, files: dict[str, list[tuple[object, str, str | None]]]) -> int:
+    """Every source file a mirror must hold (its flat name, or its Hub repository path), where it is
+    (on this machine, or not mirrored) and whether the file a run would read is verified against the
+    pinned data. Returns how many files are not on this machine."""
+    from rich.table import Table
+
+    from helmflow.datasets import UNDECLARED, mirror_names
+    from helmflow.scenarios import get_scenario
+
+    dt = Table("scenario", "mirror file names", "revision", "here", "data")
+    absent_count = 0
     for s in plan.scenarios:
         scen = get_scenario(s.name, s.params)
         revision = s.dataset_revision + (" (pin unverified: see helmflow mirror)" if scen.pin_unverified else "")
-        for source in scen.sources():
+        for source, url, absent in files[s.label]:
+            absent_count += bool(absent)
             why = s.unverified.get(source.filename)
-            dt.add_row(s.label, " or ".join(mirror_names(source)), revision,
-                       f"UNVERIFIED: {why}" if why else "verified")
+            if why:
+                data = f"UNVERIFIED: {why}"
+            elif s.checksums.get(source.filename) == UNDECLARED:
+                data = "no sha256 declared"
+            else:
+                data = "verified" if not absent else "sha256 declared"
+            dt.add_row(s.label, " or ".join(mirror_names(source)), revision, absent or url, data)
     if dt.row_count:
         console.print(dt)
+    return absent_count
+
+
+def missing_extras(console, plan, noted: dict) -> None:
+    """One line per extra a run of the board needs and this install lacks: which modules, which
+    metrics and scenarios, or which deployments (models, judges, the toxicity scorer)."""
+    from helmflow.clients import CLIENTS
+
+    deployments = {d.name: d for r in plan.runs for d in [r.deployment, *r.judges, *([r.scorer] if r.scorer else [])]}
+    clients: dict[str, list[str]] = {}
+    for name, d in sorted(deployments.items()):
+        kind = CLIENTS.get(d.client)
+        if kind.missing_modules():
+            clients.setdefault(kind.extra or "?", []).append(name)
+    for extra, names in sorted(clients.items()):
+        modules = sorted({m for n in names for m in CLIENTS.get(deployments[n].client).missing_modules()})
+        console.print(f"missing extra helmflow[{extra}]: {', '.join(modules)} not installed, needed by deployment(s) "
+                      f"{', '.join(names)}; a run with them stops until you pip install 'helmflow[{extra}]'",
+                      soft_wrap=True, markup=False, highlight=False)
+    by_extra: dict[str, list] = {}
+    for metric in noted.values():
+        by_extra.setdefault(metric.extra or "?", []).append(metric)
+    for extra, metrics in sorted(by_extra.items()):
+        names = {m.name for m in metrics}
+        modules = sorted({mod for m in metrics for mod in m.missing_modules()})
+        labels = [s.label for s in plan.scenarios if names & set(s.metrics)]
+        console.print(f"missing extra helmflow[{extra}]: {', '.join(modules)} not installed, needed by metric(s) "
+                      f"{', '.join(sorted(names))} of {len(labels)} scenario(s) ({', '.join(labels)}); a run of them "
+                      f"stops until you pip install 'helmflow[{extra}]'", soft_wrap=True, markup=False, highlight=False)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    """The board as a run would plan it, from what is declared and what is on this machine: no
+    download, no key, and no extra needed (the missing ones are named)."""
     from rich.console import Console
     from rich.table import Table
 
-    plan = _plan(args, args.board, check_credentials=False)  # showing a board needs no judge key
+    from helmflow.plan.spec import board_names
+    from helmflow.datasets import MIRROR_ENV, declared_pins
+    from helmflow.metrics import tolerate_missing_extras
+
+    with declared_pins(), tolerate_missing_extras() as noted:
+        plan = _plan(args, args.board, check_credentials=False)  # showing a board needs no judge key
+    files = scenario_data(plan)
     console = Console()
     console.print(f"[bold]{plan.spec.name}[/] version {plan.spec.version} (board version {plan.board_version})")
     if plan.spec.description:
@@ -100,10 +172,20 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print(f"prompt wording replaced (`helmflow prompts` shows the texts): {', '.join(sorted(plan.spec.prompts))}",
                       markup=False)
     st = Table("scenario", "method", "main metric", "max instances", "scenario_version", "prompt_version")
+    marks = set()
     for s in plan.scenarios:
+        mark = version_mark(s, files[s.label])
+        marks.add(mark)
         st.add_row(s.label, s.adapter.method, s.main_metric, str(s.adapter.sample.max_eval_instances or "all"),
-                   s.scenario_version, s.prompt_version)
+                   s.scenario_version + mark, s.prompt_version)
     console.print(st)
+    if DECLARED_MARK in marks:
+        console.print(f"{DECLARED_MARK.strip()}: computed from the scenario's declared pins (revision, sha256), "
+                      f"not from data on this machine", soft_wrap=True, markup=False, highlight=False)
+    if INCOMPLETE_MARK in marks:
+        console.print(f"{INCOMPLETE_MARK.strip()}: some files declare no sha256 and are not on this machine; a run "
+                      f"pins the hash of the file it reads, so its scenario_version differs from the one shown",
+                      soft_wrap=True, markup=False, highlight=False)
     mt = Table("model", "client", "model id", "model_version")
     seen = set()
     for r in plan.runs:
@@ -111,7 +193,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             seen.add(r.deployment.name)
             mt.add_row(r.deployment.name, r.deployment.client, r.deployment.model, r.model_version)
     console.print(mt)
-    data_files(console, plan)
+    absent = data_files(console, plan, files)
     judged = {(r.scenario.label, tuple(j.name for j in r.judges), tuple(r.judge_templates.items())) for r in plan.runs
               if r.judge_templates}
     if judged:
@@ -125,6 +207,13 @@ def cmd_show(args: argparse.Namespace) -> int:
         for label, name, template in scored:
             tt.add_row(label, name, template or "")
         console.print(tt)
+    missing_extras(console, plan, noted)
+    if absent:
+        target = args.board if args.board in board_names() else "<scenario>"
+        console.print(f"not mirrored: {absent} data file(s) are not on this machine (the `here` column says why); "
+                      f"mirror them with `helmflow mirror {target} --to DIR` where the network is, then export "
+                      f"{MIRROR_ENV}=DIR",
+                      soft_wrap=True, markup=False, highlight=False)
     console.print(f"{len(plan.runs)} runs")
     return 0
 
