@@ -87,7 +87,8 @@ def test_archive_members_are_fetched_over_http_pinned_by_content_and_checked(tmp
         # a missing member is one error naming the member and the archive (a fresh process: this one's
         # simplecache keeps the archive it fetched)
         (root / OBQA).write_bytes(zip_bytes({"OpenBookQA-V1-Sep2018/README": b"x"}))
-        out = run_cli("show", "lite", "--scenarios", "openbookqa", env={"HELMFLOW_SOURCE_HOST": server.url})
+        out = run_cli("run", "lite", "--scenarios", "openbookqa", "--models", "offline/echo", "--storage",
+                      str(tmp_path / "planned"), env={"HELMFLOW_SOURCE_HOST": server.url})
     assert out.returncode == 2 and "Data/Main/train.jsonl" in out.stderr and "OpenBookQA-V1-Sep2018.zip" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
 

@@ -157,9 +157,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from helmflow.plan.spec import board_names
     from helmflow.datasets import MIRROR_ENV, declared_pins
     from helmflow.metrics import tolerate_missing_extras
+    from helmflow.plan.spec import board_names
 
     with declared_pins(), tolerate_missing_extras() as noted:
         plan = _plan(args, args.board, check_credentials=False)  # showing a board needs no judge key
