@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, free_port, run_cli
+from tests.support.cli import REPO, run_cli
+from tests.support.processes import free_port
 
 # the modules of the optional extras (capabilities, lite, safety, hf): hidden from the subprocess
 EXTRA_MODULES = ("nltk", "punkt", "rouge_score", "langdetect", "math_verify", "sacrebleu", "profanity_check",
@@ -168,7 +169,7 @@ def test_a_file_the_host_lacks_still_does_not_exist(tmp_path):
     """The host answered 404: that file does not exist (unreachable is said only when nothing answered)."""
     from helmflow.datasets import fetch
     from helmflow.scenarios import ScenarioError
-    from tests.lite_fixtures import serve
+    from tests.support.lite_fixtures import serve
 
     (tmp_path / "site").mkdir()
     with serve(tmp_path / "site") as server:
