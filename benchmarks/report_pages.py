@@ -22,9 +22,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from helmflow.aggregate import RUNS_SCHEMA, leaderboard_schema
+from helmflow.aggregate import leaderboard_schema
 from helmflow.manifests import LatestPointer, ReleaseManifest, RunManifest
 from helmflow.pipeline import RUN_ROW_GROUP_ROWS
+from helmflow.publish import RUNS_SCHEMA
 from helmflow.records import COMPLETION_SCHEMA, INSTANCE_SCHEMA, REQUEST_SCHEMA, STAT_SCHEMA, SUMMARY_SCHEMA
 from helmflow.storage import Store, safe_key
 

@@ -8,6 +8,7 @@ existing release with the same hash is reused, so an unchanged run set writes no
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -15,34 +16,15 @@ import pyarrow as pa
 
 import helmflow
 from helmflow import layout, releases, versions
-from helmflow.integrity import sha256_hex
-from helmflow.manifests import ReleaseManifest
+from helmflow.manifests import FailedCellRecord, MetricGroupRecord, ReleaseManifest
 from helmflow.outcomes import FailedCell, ReleaseOutcome, RunOutcome
-from helmflow.pipeline import finite, main_summary, parquet_meta
+from helmflow.pipeline import main_summary
 from helmflow.plan.records import BoardPlan, ScenarioPlan
+from helmflow.plan.spec import MetricGroup
+from helmflow.publish import ReleaseWriter, existing_release, finite, parquet_meta, release_id
 from helmflow.records import SUMMARY_SCHEMA, MetricSummary
 from helmflow.stats import mean_ci, mean_scores, win_rates
-from helmflow.storage import Store, encode_parquet, safe_key
-
-RUNS_SCHEMA = pa.schema(
-    [
-        ("deployment", pa.string()),
-        ("scenario", pa.string()),
-        ("run_id", pa.string()),
-        ("status", pa.string()),
-        ("main_metric", pa.string()),
-        ("score", pa.float64()),
-        ("ci_low", pa.float64()),
-        ("ci_high", pa.float64()),
-        ("error_rate", pa.float64()),
-        ("cost_usd", pa.float64()),
-        ("prompt_tokens", pa.int64()),
-        ("output_tokens", pa.int64()),
-        ("judge_cost_usd", pa.float64()),
-        ("error", pa.string()),
-        ("uri", pa.string()),
-    ]
-)
+from helmflow.storage import Store, safe_key
 
 
 def group_columns(board: BoardPlan) -> list[str]:
@@ -181,32 +163,50 @@ def _group_mean(values: list[float | None]) -> float | None:
 
 def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome], metric_cells: GroupCells | None = None,
                      notes: GroupNotes | None = None) -> list[dict[str, Any]]:
-    """One row per model. A grouped board (VHELM) ranks its groups, HELM's way: each group is the mean
-    of its entries, the mean win rate is over groups, and each aspect gets its own win rate. Cells are
-    joined by run id, never by label: a cached run's outcome carries the label it was first published
-    under, and a board may relabel or reorder its scenarios. Each metric group (Safety's accuracy,
-    safety, bias, toxicity) shows its columns with their own mean win rate (``metric_cells``: the
-    runs' summary values; ``notes``: why a cell has none, e.g. no logprobs for calibration); the
-    headline stays the board's."""
-    labels = [s.label for s in board.scenarios]
+    """One row per model of the board (:func:`rank`). Cells are joined by run id, never by label: a
+    cached run's outcome carries the label it was first published under, and a board may relabel or
+    reorder its scenarios. A model's perturbed runs count towards what it cost."""
     by_id = {r.run_id: r for r in runs}
     cells = {(p.deployment.name, p.scenario.label): by_id[p.run_id] for p in board.runs if p.run_id in by_id}
-    table = {m: {lab: finite(cells[(m, lab)].score) if (m, lab) in cells else None for lab in labels} for m in board.spec.models}
-    groups = board_groups(board)
+    perturbed: dict[str, list[RunOutcome]] = {}
+    for p in board.runs:
+        if p.scenario.perturbation and p.run_id in by_id:
+            perturbed.setdefault(p.deployment.name, []).append(by_id[p.run_id])
+    return rank(board.spec.models, [s.label for s in board.scenarios], cells, aggregation=board.spec.aggregation,
+                groups=board_groups(board), aspects=board.spec.aspects, metric_groups=board.spec.metric_groups,
+                metric_cells=metric_cells, notes=notes, also_spent=perturbed)
+
+
+def rank(models: Sequence[str], labels: Sequence[str], cells: dict[tuple[str, str], RunOutcome], *,
+         aggregation: Sequence[str] = ("mean", "win_rate"), groups: dict[str, list[str]] | None = None,
+         aspects: dict[str, list[str]] | None = None, metric_groups: Sequence[MetricGroup] = (),
+         metric_cells: GroupCells | None = None, notes: GroupNotes | None = None,
+         also_spent: dict[str, list[RunOutcome]] | None = None) -> list[dict[str, Any]]:
+    """The leaderboard's rows (``leaderboard_schema``), one per model, best first: each scenario's
+    score and interval (``cells``: (model, label) -> its run), the mean score and mean win rate
+    (``aggregation``), tokens and cost (with ``also_spent``: further runs per model, e.g. perturbed ones).
+
+    A grouped board (VHELM) ranks its ``groups``, HELM's way: each group is the mean of its entries,
+    the mean win rate is over groups, and each of ``aspects`` gets its own win rate. Each metric
+    group (Safety's accuracy, safety, bias, toxicity) shows its columns with their own mean win rate
+    (``metric_cells``: the runs' summary values; ``notes``: why a cell has none, e.g. no logprobs for
+    calibration); the headline stays the board's."""
+    groups, aspects, metric_cells = groups or {}, aspects or {}, metric_cells or {}
+    table = {m: {lab: finite(cells[(m, lab)].score) if (m, lab) in cells else None for lab in labels} for m in models}
     ranked = {m: {g: _group_mean([table[m][lab] for lab in members]) for g, members in groups.items()}
-              for m in board.spec.models} if groups else table
-    means = mean_scores(ranked) if "mean" in board.spec.aggregation else {}
-    wins = win_rates(ranked) if "win_rate" in board.spec.aggregation else {}
-    aspect_wins = {a: win_rates({m: {g: ranked[m].get(g) for g in members} for m in board.spec.models})
-                   for a, members in board.spec.aspects.items()}
-    metric_cells = metric_cells or {}
+              for m in models} if groups else table
+    means = mean_scores(ranked) if "mean" in aggregation else {}
+    wins = win_rates(ranked) if "win_rate" in aggregation else {}
+    aspect_wins = {a: win_rates({m: {g: ranked[m].get(g) for g in members} for m in models})
+                   for a, members in aspects.items()}
     group_wins = {
-        g.name: win_rates({m: {c.key: metric_cells.get((m, c.key), (None,))[0] for c in g.columns} for m in board.spec.models},
+        g.name: win_rates({m: {c.key: metric_cells.get((m, c.key), (None,))[0] for c in g.columns} for m in models},
                           {c.key for c in g.columns if c.lower_is_better})
-        for g in board.spec.metric_groups
+        for g in metric_groups
     }
+    columns = list(dict.fromkeys(c.key for g in metric_groups for c in g.columns))
     rows = []
-    for m in board.spec.models:
+    for m in models:
         row: dict[str, Any] = {"deployment": m, "mean_score": means.get(m), "mean_win_rate": wins.get(m)}
         for g in groups:
             row[f"group:{g}"] = ranked[m][g]
@@ -214,12 +214,11 @@ def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome], metric_cells: Gro
             row[f"aspect:{a}"] = by_model.get(m)
         for name, rates in group_wins.items():
             row[f"{name} mean_win_rate"] = rates.get(m)
-        for key in group_columns(board):
+        for key in columns:
             row[key], row[f"{key} ci_low"], row[f"{key} ci_high"] = metric_cells.get((m, key), (None, None, None))
             row[f"{key} note"] = (notes or {}).get((m, key))
         mine = [cells[(m, lab)] for lab in labels if (m, lab) in cells]
-        spent = mine + [by_id[p.run_id] for p in board.runs  # perturbed runs cost too
-                        if p.scenario.perturbation and p.deployment.name == m and p.run_id in by_id]
+        spent = mine + (also_spent or {}).get(m, [])
         for lab in labels:
             cell = cells.get((m, lab))
             row[lab] = table[m][lab]
@@ -231,7 +230,7 @@ def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome], metric_cells: Gro
         row["judge_cost_usd"] = sum(c.judge_cost_usd for c in spent)
         row["missing"] = len(labels) - len(mine)
         rows.append(row)
-    key = "mean_score" if "mean" in board.spec.aggregation else "mean_win_rate"
+    key = "mean_score" if "mean" in aggregation else "mean_win_rate"
     rows.sort(key=lambda r: (r[key] is None, -(r[key] or 0.0), r["deployment"]))
     return rows
 
@@ -256,58 +255,45 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
     notes: GroupNotes = {}
     rows = leaderboard_rows(board, runs, group_cells(store, board, runs, notes) | perturbation_cells(store, board, runs),
                             notes)
-    for existing in store.ls(layout.board_dir(name)):
-        rid = existing.rsplit("/", 1)[-1]
-        if rid.endswith(f"-{digest}") and store.exists(layout.release_json(name, rid)):
-            return ReleaseOutcome(release_id=rid, uri=store.url(existing), status=status, wrote=False, table=rows,
-                                  subset=board.subset)
+    if (rid := existing_release(store, name, digest)) is not None:
+        return ReleaseOutcome(release_id=rid, uri=store.url(layout.release_dir(name, rid)), status=status, wrote=False,
+                              table=rows, subset=board.subset)
     now = datetime.now(UTC)
-    release_id = f"{now:%Y-%m-%d}-{digest}"
-    prefix = layout.release_dir(name, release_id)
     labels = [s.label for s in board.scenarios]
-    meta = parquet_meta(board=board.spec.name, board_version=board.board_version, release_id=release_id,
-                 created_at=now.isoformat(), status=status, subset=board.subset)
+    rid = release_id(digest, now)
+    writer = ReleaseWriter(store, name, rid, parquet_meta(board=board.spec.name, board_version=board.board_version,
+                                                          release_id=rid, created_at=now.isoformat(), status=status,
+                                                          subset=board.subset))
     groups = board_groups(board)
-    schema = leaderboard_schema(labels, list(groups), list(board.spec.aspects), [g.name for g in board.spec.metric_groups],
-                                group_columns(board))
-    board_bytes = encode_parquet(pa.Table.from_pylist(rows, schema=schema), meta)
-    store.write_bytes(layout.release_file(name, release_id, "leaderboard.parquet"), board_bytes)
-    run_rows = [
-        {**r.model_dump(include=set(RUNS_SCHEMA.names)), "error": None} for r in runs
-    ] + [
-        {"deployment": f.deployment, "scenario": f.scenario, "run_id": f.run_id, "status": "missing", "error": f.error}
-        for f in failed
-    ]
-    runs_bytes = encode_parquet(pa.Table.from_pylist(run_rows, schema=RUNS_SCHEMA), meta)
-    store.write_bytes(layout.release_file(name, release_id, "runs.parquet"), runs_bytes)
-    release = ReleaseManifest.model_validate({
-        "board": board.spec.name,
-        "board_version": board.board_version,
-        "declared_version": board.spec.version,
-        "release_id": release_id,
-        "created_at": now.isoformat(),
-        "helmflow_version": helmflow.__version__,
-        "git_commit": versions.git_commit(),
-        "status": status,
-        "subset": board.subset,
-        "selection": board.selection,
-        "unverified_data": {s.label: s.unverified for s in board.scenarios if s.unverified},
-        "scenarios": labels,
-        **({"groups": groups, "aspects": board.spec.aspects} if groups else {}),
-        "models": board.spec.models,
-        "run_ids": run_ids,
-        "failed": [f.model_dump() for f in failed],
-        "judges": board.spec.judges,
-        "toxicity_scorer": board.spec.toxicity,
-        "content_warning": any(s.unsafe_text for s in board.scenarios),
-        "metric_groups": [g.model_dump(mode="json") for g in board.spec.metric_groups],
-        "cost_usd": sum(r.cost_usd for r in runs),
-        "judge_cost_usd": sum(r.judge_cost_usd for r in runs),
-        "sha256": {"leaderboard.parquet": sha256_hex(board_bytes), "runs.parquet": sha256_hex(runs_bytes)},
-    })
-    store.write_json(layout.release_json(name, release_id), release.to_json())
-    return ReleaseOutcome(release_id=release_id, uri=store.url(prefix), status=status, wrote=True, table=rows,
-                          subset=board.subset)
+    writer.leaderboard(rows, leaderboard_schema(labels, list(groups), list(board.spec.aspects),
+                                                [g.name for g in board.spec.metric_groups], group_columns(board)))
+    writer.runs(runs, failed)
+    writer.commit(ReleaseManifest(
+        board=board.spec.name,
+        board_version=board.board_version,
+        declared_version=board.spec.version,
+        release_id=rid,
+        created_at=now.isoformat(),
+        helmflow_version=helmflow.__version__,
+        git_commit=versions.git_commit(),
+        status=status,
+        subset=board.subset,
+        selection=board.selection,
+        unverified_data={s.label: s.unverified for s in board.scenarios if s.unverified},
+        scenarios=labels,
+        groups=groups,
+        aspects=board.spec.aspects if groups else {},
+        models=board.spec.models,
+        run_ids=run_ids,
+        failed=[FailedCellRecord(**f.model_dump()) for f in failed],
+        judges=board.spec.judges,
+        toxicity_scorer=board.spec.toxicity,
+        content_warning=any(s.unsafe_text for s in board.scenarios),
+        metric_groups=[MetricGroupRecord(**g.model_dump(mode="json")) for g in board.spec.metric_groups],
+        cost_usd=sum(r.cost_usd for r in runs),
+        judge_cost_usd=sum(r.judge_cost_usd for r in runs),
+    ))
+    return ReleaseOutcome(release_id=rid, uri=writer.uri, status=status, wrote=True, table=rows, subset=board.subset)
 
 
 def point_release(store: Store, board: BoardPlan, release: ReleaseOutcome) -> ReleaseOutcome:

@@ -11,11 +11,7 @@ files that exist; ``runs/<run_id>/`` is written by publish only, ``run.json`` la
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
-from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, datetime
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -23,14 +19,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-import helmflow
-from helmflow import chunks, layout, versions
+from helmflow import chunks, layout
 from helmflow.adapters import adapt
 from helmflow.chunks import Rows, instance_chunks
 from helmflow.datasets import instances_table, mirror_sources, read_instances, store_instances, write_instances
 from helmflow.integrity import CorruptFile, read_manifest, verify_files
 from helmflow.judges import Judged, annotate
-from helmflow.manifests import RunManifest
+from helmflow.manifests import (
+    RunCounts,
+    RunDataset,
+    RunDeployment,
+    RunJudges,
+    RunManifest,
+    RunScenario,
+    RunScorer,
+    RunVersions,
+    Tokens,
+)
 from helmflow.outcomes import (
     PreparedScenario,
     PromptSet,
@@ -40,6 +45,8 @@ from helmflow.outcomes import (
     ScoreOutcome,
 )
 from helmflow.plan.records import BoardPlan, RunPlan, ScenarioPlan
+from helmflow.publish import RunWriter, finite, parquet_meta
+from helmflow.publish import lineage as publish_lineage
 from helmflow.query import BoardRun, QueryFailed, Sending
 from helmflow.records import (
     ANNOTATION_SCHEMA,
@@ -64,13 +71,6 @@ from helmflow.records import (
 from helmflow.request_builder import build_requests
 from helmflow.scoring import StatsBuilder, score_instances, summarize
 from helmflow.storage import Store, parquet_writer
-
-
-def parquet_meta(**kv: Any) -> dict[str, str]:
-    """Parquet key-value metadata: the helmflow version plus ``helmflow.<k>`` for each of ``kv``."""
-    base = {"helmflow.version": helmflow.__version__}
-    base.update({f"helmflow.{k}": v if isinstance(v, str) else json.dumps(v, sort_keys=True) for k, v in kv.items()})
-    return base
 
 
 # --------------------------------------------------------------------------- download / adapt
@@ -379,89 +379,49 @@ def publish_run(
         output_tokens=output_tokens,
         judge_cost_usd=score.judge_cost_usd,
     )
-    marker = layout.run_json(plan.run_id)
     if status == "complete" and _published_intact(store, plan.run_id):
         return outcome.model_copy(update={"wrote": False})  # already published, intact: rewrite nothing
-    meta = parquet_meta(**_version_fields(plan))
-    ids = {"run_id": plan.run_id, "model": plan.deployment.name, "scenario": plan.scenario.label}
-    digests: dict[str, str] = {}
-
-    def put(name: str, tables: Iterable[pa.Table], schema: pa.Schema, rows_per_group: int) -> None:
-        """Write ``tables`` (with the run-id columns) in row groups of ``rows_per_group``, hashing the bytes."""
-        with store.writing(layout.run_file(plan.run_id, name)) as fh:
-            out = Hashing(fh)
-            with parquet_writer(out, with_run_ids(schema.empty_table(), ids).schema, meta) as writer:
-                for table in regrouped(tables, rows_per_group, schema):
-                    writer.write_table(with_run_ids(table, ids), row_group_size=rows_per_group)
-        digests[name] = out.hexdigest()
-
-    def copy(name: str, key: str, paged: bool) -> None:  # paged: one row per request, read a page at a time
-        with store.open(key) as fh:
-            src = pq.ParquetFile(fh)
-            put(name, (src.read_row_group(g) for g in range(src.num_row_groups)), src.schema_arrow,
-                RUN_ROW_GROUP_ROWS if paged else STATS_ROW_GROUP_ROWS)
-
+    writer = RunWriter(store, plan.run_id, plan.deployment.name, plan.scenario.label, parquet_meta(**_version_fields(plan)))
     for name, src in zip(layout.RUN_FILES, (query.requests_key, query.completions_key, score.stats_key, score.summary_key)):
-        copy(name, src, name in ("requests.parquet", "completions.parquet"))
+        writer.copy(name, src, RUN_ROW_GROUP_ROWS if name in ("requests.parquet", "completions.parquet") else STATS_ROW_GROUP_ROWS)
     request_ids = pc.unique(store.read_parquet(query.requests_key, columns=["instance_id"])["instance_id"])
     references = references_table(store, layout.instances(plan.scenario.key, plan.scenario.scenario_version), request_ids)
-    put(layout.RUN_REFERENCES, [references], references.schema, STATS_ROW_GROUP_ROWS)
-    files = [*layout.RUN_FILES, layout.RUN_REFERENCES]
+    writer.write(layout.RUN_REFERENCES, [references], references.schema, STATS_ROW_GROUP_ROWS)
     if score.annotations_key:
-        copy(layout.RUN_ANNOTATIONS, score.annotations_key, True)
-        files.append(layout.RUN_ANNOTATIONS)
-    run_json = RunManifest.model_validate({
-        "run_id": plan.run_id,
-        "status": status,
-        "scenario": {"name": plan.scenario.name, "label": plan.scenario.label, "params": plan.scenario.params},
-        "deployment": plan.deployment.model_dump(mode="json", include={"name", "client", "model", "revision", "tokenizer", "context_window"}),
-        "adapter": plan.scenario.adapter.model_dump(mode="json"),
-        "metrics": plan.metric_versions,
-        "main_metric": score.main_metric,
-        "score": finite(score.score),
-        "ci": [finite(score.ci_low), finite(score.ci_high)],
-        "counts": {"requests": query.num_requests, "sent": query.sent, "reused": query.reused, "errors": query.errors},
-        "error_rate": outcome.error_rate,
-        "cost_usd": cost,
-        "tokens": {"prompt": prompt_tokens, "output": output_tokens},
-        "judge_cost_usd": score.judge_cost_usd,
-        "judges": {
-            "deployments": [j.model_dump(mode="json", include={"name", "client", "model", "revision"}) for j in plan.judges],
-            "templates": plan.judge_templates,
-            "toxicity_scorer": (plan.scorer.model_dump(mode="json", include={"name", "client", "model", "revision"})
-                                | {"template": plan.scorer_template}) if plan.scorer else None,
-            "sent": score.judge_sent,
-            "reused": score.judge_reused,
-            "request_errors": score.judge_errors,
-            "parse_errors": score.judge_parse_errors,
-            "tokens": {"prompt": score.judge_prompt_tokens, "output": score.judge_output_tokens},
-        },
-        "versions": _version_fields(plan),
-        "dataset": {"revision": plan.scenario.dataset_revision, "checksums": plan.scenario.checksums,
-                    "unverified": plan.scenario.unverified},
-        "lineage": {
-            "helmflow_version": helmflow.__version__,
-            "git_commit": versions.git_commit(),
-            "query_key": plan.query_key,
-            "score_key": plan.score_key,
-            "published_at": datetime.now(UTC).isoformat(),
-            **(lineage or {}),
-        },
-        "files": [layout.run_file(plan.run_id, n) for n in files],
-        "sha256": digests,
-    })
-    store.write_json(marker, run_json.to_json())
+        writer.copy(layout.RUN_ANNOTATIONS, score.annotations_key, RUN_ROW_GROUP_ROWS)
+    published = ("name", "client", "model", "revision")
+    writer.commit(RunManifest(
+        run_id=plan.run_id,
+        status=status,
+        scenario=RunScenario(name=plan.scenario.name, label=plan.scenario.label, params=plan.scenario.params),
+        deployment=RunDeployment(**plan.deployment.model_dump(mode="json", include={*published, "tokenizer", "context_window"})),
+        adapter=plan.scenario.adapter.model_dump(mode="json"),
+        metrics=plan.metric_versions,
+        main_metric=score.main_metric,
+        score=finite(score.score),
+        ci=(finite(score.ci_low), finite(score.ci_high)),
+        counts=RunCounts(requests=query.num_requests, sent=query.sent, reused=query.reused, errors=query.errors),
+        error_rate=outcome.error_rate,
+        cost_usd=cost,
+        tokens=Tokens(prompt=prompt_tokens, output=output_tokens),
+        judge_cost_usd=score.judge_cost_usd,
+        judges=RunJudges(
+            deployments=[RunDeployment(**j.model_dump(mode="json", include=set(published))) for j in plan.judges],
+            templates=plan.judge_templates,
+            toxicity_scorer=RunScorer(**plan.scorer.model_dump(mode="json", include=set(published)),
+                                      template=plan.scorer_template) if plan.scorer else None,
+            sent=score.judge_sent,
+            reused=score.judge_reused,
+            request_errors=score.judge_errors,
+            parse_errors=score.judge_parse_errors,
+            tokens=Tokens(prompt=score.judge_prompt_tokens, output=score.judge_output_tokens),
+        ),
+        versions=RunVersions(**_version_fields(plan)),
+        dataset=RunDataset(revision=plan.scenario.dataset_revision, checksums=plan.scenario.checksums,
+                           unverified=plan.scenario.unverified),
+        lineage=publish_lineage(plan.query_key, plan.score_key, **(lineage or {})),
+    ))
     return outcome
-
-
-def with_run_ids(table: pa.Table, ids: dict[str, str]) -> pa.Table:
-    """``table`` with the run's id, model and scenario as its first columns (``records.RUN_ID_FIELDS``):
-    a reader of ``runs/*/<file>`` across runs (pyarrow.dataset, duckdb) needs no join to know whose row it is.
-    A table that has them already (republishing) keeps them."""
-    for i, (name, type_) in enumerate(RUN_ID_FIELDS):
-        if name not in table.column_names:
-            table = table.add_column(i, pa.field(name, type_), pa.array([ids[name]] * table.num_rows, type_))
-    return table
 
 
 def references_table(store: Store, instances_key: str, instance_ids: pa.Array | pa.ChunkedArray) -> pa.Table:
@@ -477,46 +437,6 @@ def references_table(store: Store, instances_key: str, instance_ids: pa.Array | 
                      # the place of each reference in its instance's list (instances in order, so parents ascend)
                      pa.array(np.arange(len(parent)) - np.searchsorted(parent, parent), pa.int32()),
                      flat.field("text"), flat.field("correct")], schema=pa.schema(fields))
-
-
-class Hashing:
-    """A binary file that also hashes what is written to it (the sha256 that ``run.json`` records)."""
-
-    def __init__(self, fh: Any):
-        self._fh, self._sha = fh, hashlib.sha256()
-        self.closed = False
-
-    def write(self, data: bytes) -> int:
-        self._sha.update(data)
-        return self._fh.write(data)
-
-    def tell(self) -> int:
-        return self._fh.tell()
-
-    def flush(self) -> None:
-        self._fh.flush()
-
-    def close(self) -> None:  # the writer's close; the file is closed by its owner
-        self.closed = True
-
-    def hexdigest(self) -> str:
-        return self._sha.hexdigest()
-
-
-def regrouped(tables: Iterable[pa.Table], rows: int, schema: pa.Schema) -> Iterator[pa.Table]:
-    """``tables``' rows again, cut into tables of exactly ``rows`` (the last one fewer; one empty table
-    when there are none), so each becomes one row group where the file is cut its own way."""
-    held: list[pa.Table] = []
-    count, wrote = 0, False
-    for table in tables:
-        held.append(table)
-        count += table.num_rows
-        while count >= rows:
-            merged = pa.concat_tables(held)
-            yield merged.slice(0, rows)
-            held, count, wrote = [merged.slice(rows)], count - rows, True
-    if count or not wrote:
-        yield pa.concat_tables(held) if held else schema.empty_table()
 
 
 def publication_problem(store: Store, run_id: str) -> str | None:
@@ -552,8 +472,3 @@ def _version_fields(plan: RunPlan) -> dict[str, str]:
         "metric_version": plan.metric_version,
         "run_id": plan.run_id,
     }
-
-
-def finite(x: float | None) -> float | None:
-    """NaN (no value) as None, for JSON and Parquet readers."""
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from helmflow import chunks, journal, layout, pipeline
+from helmflow import chunks, journal, layout, pipeline, publish
 from helmflow.clients import load_deployments
 from helmflow.datasets import read_instances
 from helmflow.integrity import sha256_hex
@@ -218,12 +218,12 @@ def test_a_run_published_in_row_groups_writes_the_bytes_of_publishing_it_at_once
     score = pipeline.score_pair(store, plan, data, query)
     pipeline.publish_run(store, plan, query, score)
     ids = {"run_id": plan.run_id, "model": plan.deployment.name, "scenario": plan.scenario.label}
-    meta = pipeline.parquet_meta(**pipeline._version_fields(plan))
+    meta = publish.parquet_meta(**pipeline._version_fields(plan))
     sources = {"requests.parquet": (query.requests_key, 4), "completions.parquet": (query.completions_key, 4),
                "stats.parquet": (score.stats_key, 10), "summary.parquet": (score.summary_key, 10)}
     manifest = RunManifest.model_validate(store.read_json(layout.run_json(plan.run_id)))
     for name, (key, rows) in sources.items():  # what publishing the whole table at once wrote
-        expected = encode_parquet(pipeline.with_run_ids(store.read_parquet(key), ids), meta, rows)
+        expected = encode_parquet(publish.with_run_ids(store.read_parquet(key), ids), meta, rows)
         assert store.read_bytes(layout.run_file(plan.run_id, name)) == expected, name
         assert manifest.sha256[name] == sha256_hex(expected)
     assert store.read_parquet(score.stats_key).num_rows > 10

@@ -1,6 +1,6 @@
 """``helmflow import-helm``, ``export`` and ``import``: bringing runs across from HELM and between stores.
 
-The work is in :mod:`helmflow.helm_format` and :mod:`helmflow.bundle`, imported when a command
+The work is in :mod:`helmflow.helm` and :mod:`helmflow.bundle`, imported when a command
 runs (``helmflow --help`` loads no Parquet code).
 
 Exit codes: 0 done; 1 ``import-helm`` skipped a run folder or found a number it does not
@@ -17,7 +17,7 @@ EXIT_INCOMPLETE = 1
 
 
 def cmd_import_helm(args: argparse.Namespace) -> int:
-    from helmflow.helm_format import import_tree
+    from helmflow.helm.importer import import_tree
     from helmflow.storage import Store
 
     store = Store(args.storage)
@@ -44,7 +44,7 @@ def cmd_import_helm(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from helmflow.bundle import export_bundle, pick_release, release_runs
-    from helmflow.helm_format import export_helm
+    from helmflow.helm.export import export_helm
     from helmflow.storage import Store
 
     store, dest = Store(args.storage), Store(args.to)

@@ -1,5 +1,5 @@
 """``helmflow import-helm-models prod_env/ [--to FILE]``: HELM's model configuration as a models file
-(the mapping is :mod:`helmflow.helm_models`). The models file goes to ``--to`` or stdout, the report
+(the mapping is :mod:`helmflow.helm.models`). The models file goes to ``--to`` or stdout, the report
 (what could not be mapped, which variable holds which HELM key) to stderr."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def add_parser(sub) -> None:
 def cmd_import_helm_models(args: argparse.Namespace) -> int:
     import yaml
 
-    from helmflow.helm_models import convert
+    from helmflow.helm.models import convert
     from helmflow.records import Deployment
 
     result = convert(args.prod_env)

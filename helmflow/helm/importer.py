@@ -1,0 +1,478 @@
+"""``helmflow import-helm``: HELM's run folders (:mod:`helmflow.helm.tree`) as runs of our storage contract.
+
+Importing turns each folder into a run (instances, requests, completions, stats, summary,
+``run.json`` last, written by :class:`helmflow.publish.RunWriter`) whose versions are marked
+``imported-…`` and whose ``run.json`` keeps HELM's run spec verbatim, the source folder and the
+sha256 of every file read (``RunManifest.imported``). HELM's numbers are kept as HELM computed them;
+where a helmflow metric reproduces one of them (``HelmEquivalent`` in ``metrics/``), the importer
+recomputes it on the imported completions and records whether both agree.
+
+A folder is converted entirely in memory before anything is written, and ``run.json`` is written
+last, so a malformed folder (a missing file, truncated JSON, no metric helmflow knows) is skipped
+whole and never leaves a half run. Perturbed request states (robustness/fairness variants) are
+counted, not imported: our records have no perturbation axis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from urllib.parse import unquote
+
+import pyarrow as pa
+from fsspec.core import url_to_fs
+from pydantic import ValidationError
+
+import helmflow
+from helmflow import layout, releases, versions
+from helmflow.aggregate import leaderboard_schema, rank
+from helmflow.errors import HelmflowError
+from helmflow.helm.tree import (
+    CLIENT,
+    IMPORTED,
+    INSTANCES,
+    PER_INSTANCE_STATS,
+    RUN_SPEC,
+    SCENARIO_STATE,
+    STATS,
+    BadRun,
+    helm_instance,
+    number,
+    our_adapter,
+    parse_json,
+    read_folder,
+    run_folders,
+    run_label,
+    stat_name,
+)
+from helmflow.integrity import sha256_hex
+from helmflow.manifests import (
+    HelmCheck,
+    ReleaseManifest,
+    RunCounts,
+    RunDataset,
+    RunDeployment,
+    RunManifest,
+    RunScenario,
+    RunVersions,
+    Tokens,
+)
+from helmflow.manifests import ImportedRun as ImportSource
+from helmflow.metrics import METRICS, MissingExtra, helm_stats
+from helmflow.pipeline import RUN_ROW_GROUP_ROWS, main_summary, references_table
+from helmflow.plan.spec import board_names
+from helmflow.publish import (
+    ReleaseWriter,
+    RunWriter,
+    existing_release,
+    finite,
+    lineage,
+    parquet_meta,
+    release_id,
+    run_outcome,
+)
+from helmflow.records import (
+    COMPLETION_SCHEMA,
+    INSTANCE_SCHEMA,
+    REQUEST_SCHEMA,
+    STAT_SCHEMA,
+    SUMMARY_SCHEMA,
+    AdapterSpec,
+    ChatMessage,
+    Completion,
+    Instance,
+    MetricSummary,
+    Request,
+    RequestBody,
+    Stat,
+    instance_to_row,
+    models_to_table,
+    request_to_row,
+    to_table,
+)
+from helmflow.scoring import score_instances, summarize
+from helmflow.stats import mean_ci
+from helmflow.storage import Store, safe_key
+
+TOLERANCE = 1e-9  # HELM's numbers and ours are both float64 means of the same values
+# HELM's reference metrics: a run is ranked on one of these only when no other known metric is present
+REFERENCE_METRICS = ("exact_match", "quasi_exact_match", "prefix_exact_match", "quasi_prefix_exact_match", "f1_score")
+
+
+@dataclass
+class Skipped:
+    where: str
+    why: str
+
+
+@dataclass
+class ImportedRun:
+    run_id: str
+    label: str
+    deployment: str
+    main_metric: str
+    score: float | None
+    source: str
+    wrote: bool
+    checks: list[HelmCheck]
+    unchecked: list[str]
+    perturbed: int
+
+    @property
+    def mismatches(self) -> list[HelmCheck]:
+        return [c for c in self.checks if not c.equal]
+
+
+@dataclass
+class ImportReport:
+    runs: list[ImportedRun] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    release_id: str | None = None
+    release_uri: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.skipped and not any(r.mismatches for r in self.runs)
+
+
+
+@dataclass
+class Converted:
+    """One HELM run folder as our records, before anything is written."""
+
+    run_id: str
+    scenario: str
+    label: str
+    params: dict[str, str]
+    deployment: str
+    model: str
+    run_spec: dict
+    adapter: AdapterSpec
+    instances: list[Instance]
+    requests: list[Request]
+    completions: list[Completion]
+    stats: list[Stat]
+    summary: list[MetricSummary]
+    main_metric: str
+    digests: dict[str, str]
+    perturbed: int
+    checks: list[HelmCheck] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
+
+
+def convert(raw: dict[str, bytes], source: str) -> Converted:
+    run_spec = parse_json(RUN_SPEC, raw[RUN_SPEC], dict)
+    state = parse_json(SCENARIO_STATE, raw[SCENARIO_STATE], dict)
+    helm_stats_list = parse_json(STATS, raw[STATS], list)
+    per_instance = parse_json(PER_INSTANCE_STATS, raw[PER_INSTANCE_STATS], list) if PER_INSTANCE_STATS in raw else []
+    listed = parse_json(INSTANCES, raw[INSTANCES], list) if INSTANCES in raw else []
+    if not isinstance(run_spec.get("name"), str) or not run_spec["name"]:
+        raise BadRun(f"{RUN_SPEC}: no run name")
+    helm_adapter = run_spec.get("adapter_spec") or state.get("adapter_spec") or {}
+    if not isinstance(helm_adapter, dict):
+        raise BadRun(f"{RUN_SPEC}: adapter_spec is not an object")
+    scenario, label, params = run_label(run_spec["name"])
+    try:
+        adapter = our_adapter(helm_adapter)
+        instances: dict[str, Instance] = {}
+        for i, item in enumerate(listed):
+            if isinstance(item, dict) and not item.get("perturbation"):
+                inst = helm_instance(item, f"{INSTANCES} item {i}")
+                instances.setdefault(inst.id, inst)
+        requests, completions, perturbed, model = [], [], 0, ""
+        states = state.get("request_states")
+        if not isinstance(states, list):
+            raise BadRun(f"{SCENARIO_STATE}: no request_states list")
+        for i, rs in enumerate(states):
+            where = f"{SCENARIO_STATE} request state {i}"
+            if not isinstance(rs, dict) or not isinstance(rs.get("instance"), dict) or not isinstance(rs.get("request"), dict):
+                raise BadRun(f"{where}: not a request state (instance, request, result)")
+            if rs["instance"].get("perturbation") or rs.get("request_mode") == "calibration":
+                perturbed += 1  # a perturbed instance, or the answer-only request of HELM's calibrated method
+                continue
+            inst = instances.setdefault(str(rs["instance"].get("id")), helm_instance(rs["instance"], where))
+            req, res = rs["request"], rs.get("result") or {}
+            model = model or str(req.get("model_deployment") or req.get("model") or "")
+            n = max(int(req.get("num_completions") or 1), 1)
+            messages = req.get("messages")
+            echo = bool(req.get("echo_prompt"))
+            body = RequestBody(
+                model=str(req.get("model") or ""),
+                prompt=None if messages else str(req.get("prompt") or ""),
+                messages=[ChatMessage(role=m["role"], content=m["content"]) for m in messages] if messages else None,
+                max_tokens=max(int(req.get("max_tokens") or 0), 0),
+                temperature=float(req.get("temperature") or 0.0),
+                stop=list(req.get("stop_sequences") or []),
+                logprobs=echo,
+                echo=True if echo else None,
+            )
+            # HELM's separate multiple choice: one request per option, the option appended to the prompt
+            option = rs.get("reference_index")
+            continuation = inst.references[option].text if isinstance(option, int) and 0 <= option < len(inst.references) else None
+            got = res.get("completions") or []
+            for k in range(n):
+                sample = int(rs.get("train_trial_index") or 0) * n + k
+                digest = versions.request_hash(body, sample)
+                requests.append(Request(
+                    request_hash=digest, instance_id=inst.id, split=inst.split, sample_index=sample, body=body,
+                    num_train_instances=int(rs.get("num_train_instances") or 0),
+                    prompt_truncated=bool(rs.get("prompt_truncated")), output_mapping=rs.get("output_mapping") or {},
+                    continuation=continuation,
+                ))
+                completions.append(_completion(digest, inst.id, sample, res, got[k] if k < len(got) else None))
+    except ValidationError as exc:
+        raise BadRun(f"{SCENARIO_STATE}: {' '.join(str(exc).split())[:300]}") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, BadRun):
+            raise
+        raise BadRun(f"{SCENARIO_STATE}: unexpected shape ({type(exc).__name__}: {exc})") from None
+    if not requests:
+        raise BadRun(f"{SCENARIO_STATE}: no request states to import")
+
+    summary, per_values = _summaries(helm_stats_list, per_instance)
+    known = helm_stats()
+    names = list(dict.fromkeys(s.name for s in summary))
+    usable = [n for n in names if n in known]
+    if not usable:
+        raise BadRun(f"{STATS}: no metric helmflow knows (found {', '.join(names[:8]) or 'none'}"
+                     f"{', …' if len(names) > 8 else ''}; known: {', '.join(sorted(known))})")
+    main = _main_metric(scenario, usable)
+    stats = [Stat(instance_id=i, split=sp, name=n, value=sum(v) / len(v)) for (i, sp, n), v in per_values.items()]
+    digests = {n: sha256_hex(b) for n, b in sorted(raw.items())}
+    model = str(helm_adapter.get("model_deployment") or helm_adapter.get("model") or model or "unknown")
+    return Converted(
+        run_id=versions.imported_run_id(run_spec["name"], digests),
+        scenario=scenario, label=label, params=params, deployment=model,
+        model=str(helm_adapter.get("model") or model), run_spec=run_spec, adapter=adapter,
+        instances=list(instances.values()), requests=requests, completions=completions, stats=stats,
+        summary=summary, main_metric=main, digests=digests, perturbed=perturbed,
+    )
+
+
+def _completion(digest: str, instance_id: str, sample: int, res: dict, got: dict | None) -> Completion:
+    ok = res.get("success", True) and got is not None
+    tokens = (got or {}).get("tokens") or []
+    reason = (got or {}).get("finish_reason")
+    return Completion(
+        request_hash=digest, instance_id=instance_id, sample_index=sample,
+        text=str((got or {}).get("text") or ""),
+        finish_reason=str(reason.get("reason", "")) if isinstance(reason, dict) else str(reason or ""),
+        output_tokens=len(tokens), latency_s=float(res.get("request_time") or 0.0),
+        tokens=[str(t.get("text", "")) for t in tokens], logprobs=[float(t.get("logprob") or 0.0) for t in tokens],
+        error=None if ok else str(res.get("error") or "HELM recorded no completion"),
+    )
+
+
+def _summaries(entries: list, per_instance: list) -> tuple[list[MetricSummary], dict[tuple[str, str, str], list[float]]]:
+    """HELM's run-level stats (unperturbed, whole split) as summaries, with intervals from its
+    per-instance values where it has them; and those per-instance values (averaged over trials)."""
+    per_values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for i, item in enumerate(per_instance):
+        where = f"{PER_INSTANCE_STATS} item {i}"
+        if not isinstance(item, dict) or not isinstance(item.get("stats"), list) or "instance_id" not in item:
+            raise BadRun(f"{where}: expected instance_id and stats")
+        if item.get("perturbation"):
+            continue
+        for entry in item["stats"]:
+            metric, split, plain = stat_name(entry, where)
+            mean = number(entry, "mean", where)
+            if plain and mean is not None:
+                per_values[(str(item["instance_id"]), split, metric)].append(mean)
+    by_stat: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for (_, split, metric), values in per_values.items():
+        by_stat[(metric, split)].append(sum(values) / len(values))
+    out = []
+    for i, entry in enumerate(entries):
+        where = f"{STATS} item {i}"
+        metric, split, plain = stat_name(entry, where)
+        mean, count = number(entry, "mean", where), number(entry, "count", where)
+        if not plain or mean is None or not count:
+            continue
+        values = by_stat.get((metric, split), [])
+        _, low, high = mean_ci(values) if len(values) == int(count) else (None, math.nan, math.nan)
+        out.append(MetricSummary(name=metric, split=split, count=int(count), mean=mean, ci_low=low, ci_high=high))
+    return out, per_values
+
+
+def _main_metric(scenario: str, usable: list[str]) -> str:
+    """The scenario's own main metric when helmflow has that scenario, else the first known metric
+    that is not plain reference matching, else the first known one."""
+    from helmflow.scenarios import SCENARIOS
+
+    if scenario in SCENARIOS and SCENARIOS.get(scenario).main_metric in usable:
+        return SCENARIOS.get(scenario).main_metric
+    return next((n for n in usable if n not in REFERENCE_METRICS), usable[0])
+
+
+def check(run: Converted) -> None:
+    """Recompute every HELM number a helmflow metric reproduces; record agreement per (metric, split)."""
+    known = helm_stats()
+    wanted = [s for s in run.summary if s.name in known]
+    run.unchecked = sorted({s.name for s in run.summary if s.name not in known})
+    metric_names = sorted({known[s.name] for s in wanted})
+    runnable = []
+    for name in metric_names:
+        try:
+            METRICS.get(name).check_installed()
+            runnable.append(name)
+        except MissingExtra as exc:
+            run.unchecked += [f"{s} ({exc})" for s in METRICS.get(name).helm.stats]
+    try:
+        ours = summarize(score_instances(run.instances, run.requests, run.completions, run.adapter, runnable))
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        run.checks = [HelmCheck(metric=s.name, split=s.split, helm=s.mean, helmflow=None, equal=False) for s in wanted]
+        run.unchecked.append(f"recomputation failed: {type(exc).__name__}: {exc}")
+        return
+    mine = {(s.name, s.split): s.mean for s in ours}
+    run.checks = []
+    for s in wanted:
+        if known[s.name] not in runnable:
+            continue
+        value = mine.get((s.name, s.split))
+        equal = value is not None and math.isclose(value, s.mean, rel_tol=TOLERANCE, abs_tol=TOLERANCE)
+        run.checks.append(HelmCheck(metric=s.name, split=s.split, helm=s.mean, helmflow=value, equal=equal))
+
+
+# --------------------------------------------------------------------------- writing an imported run
+def publish_imported(store: Store, run: Converted, source: str) -> bool:
+    """Write the run's files, then ``run.json`` (:class:`~helmflow.publish.RunWriter`); False when this
+    exact import is already published."""
+    if store.exists(layout.run_json(run.run_id)):
+        try:
+            existing = RunManifest.model_validate(store.read_json(layout.run_json(run.run_id)))
+            if existing.imported and existing.imported.sha256 == run.digests:
+                return False
+        except (ValueError, ValidationError):
+            pass  # an unreadable run.json is replaced
+    rows = [instance_to_row(i) for i in run.instances]
+    scenario_version = f"{IMPORTED}-{versions.stable_hash(rows)}"
+    meta = parquet_meta(run_id=run.run_id, scenario_version=scenario_version, imported=CLIENT)
+    instances_key = layout.instances(safe_key(run.scenario), scenario_version)
+    if not store.exists(instances_key):
+        store.write_parquet(instances_key, to_table(rows, INSTANCE_SCHEMA), meta)
+    writer = RunWriter(store, run.run_id, run.deployment, run.label, meta)
+    writer.write("requests.parquet", to_table([request_to_row(r) for r in run.requests], REQUEST_SCHEMA), rows_per_group=RUN_ROW_GROUP_ROWS)
+    writer.write("completions.parquet", models_to_table(run.completions, COMPLETION_SCHEMA), rows_per_group=RUN_ROW_GROUP_ROWS)
+    writer.write("stats.parquet", models_to_table(run.stats, STAT_SCHEMA))
+    writer.write("summary.parquet", models_to_table(run.summary, SUMMARY_SCHEMA))
+    ids = pa.array(sorted({r.instance_id for r in run.requests}), pa.string())
+    writer.write(layout.RUN_REFERENCES, references_table(store, instances_key, ids))
+    main = main_summary(run.summary, run.main_metric)
+    errors = sum(1 for c in run.completions if not c.ok)
+    writer.commit(RunManifest(
+        run_id=run.run_id,
+        status="errors" if errors else "complete",
+        scenario=RunScenario(name=safe_key(run.scenario), label=run.label, params=run.params),
+        deployment=RunDeployment(name=run.deployment, client=CLIENT, model=run.model),
+        adapter=run.adapter.model_dump(mode="json"),
+        metrics={s.name: IMPORTED for s in run.summary if s.name in helm_stats()},
+        main_metric=run.main_metric,
+        score=main.mean if main else None,
+        ci=(finite(main.ci_low), finite(main.ci_high)) if main else (None, None),
+        counts=RunCounts(requests=len(run.requests), errors=errors),
+        error_rate=errors / len(run.completions),
+        tokens=Tokens(prompt=0, output=sum(c.output_tokens for c in run.completions)),
+        versions=RunVersions(
+            scenario_version=scenario_version,
+            prompt_version=f"{IMPORTED}-{versions.stable_hash(run.run_spec.get('adapter_spec') or {})}",
+            model_version=f"{IMPORTED}-{versions.stable_hash(run.deployment)}",
+            metric_version=f"{IMPORTED}-{versions.stable_hash(run.run_spec.get('metric_specs') or [])}",
+            run_id=run.run_id,
+        ),
+        dataset=RunDataset(revision=IMPORTED),
+        lineage=lineage(IMPORTED, IMPORTED),
+        imported=ImportSource(source=source, run_spec=run.run_spec, sha256=run.digests, checks=run.checks,
+                              unchecked=run.unchecked, skipped_request_states=run.perturbed),
+    ))
+    return True
+
+
+def import_tree(store: Store, url: str, board: str | None = None) -> ImportReport:
+    """Import every whole run folder under ``url``; with ``board``, publish them as a release of it."""
+    if board:
+        check_board(store, board)  # before any work
+    fs, folders = run_folders(url)
+    report = ImportReport()
+    base = url.rstrip("/")
+    single = folders == [url_to_fs(url)[1].rstrip("/")]  # the URL is one run folder
+    for folder in folders:
+        name = folder.rsplit("/", 1)[-1]
+        source = base if single else f"{base}/{name}"
+        name = unquote(name)
+        try:
+            run = convert(read_folder(fs, folder), source)
+        except BadRun as exc:
+            report.skipped.append(Skipped(name, str(exc)))
+            continue
+        check(run)
+        wrote = publish_imported(store, run, source)
+        main = main_summary(run.summary, run.main_metric)
+        report.runs.append(ImportedRun(
+            run_id=run.run_id, label=run.label, deployment=run.deployment, main_metric=run.main_metric,
+            score=main.mean if main else None, source=source, wrote=wrote, checks=run.checks,
+            unchecked=run.unchecked, perturbed=run.perturbed,
+        ))
+    if board and report.runs:
+        report.release_id, report.release_uri = publish_imported_board(store, board, [r.run_id for r in report.runs], base)
+    return report
+
+
+# --------------------------------------------------------------------------- an imported board
+BOARD_VERSION = f"{IMPORTED}-{CLIENT}"
+
+
+def check_board(store: Store, board: str) -> ReleaseManifest | None:
+    """The imported board's current release (None for a new board); a board of runs made here is refused."""
+    name = safe_key(board)
+    refusal = (f"import HELM's runs into a board of their own (--board helm-{name}) so they show beside it, "
+               f"labelled as imported")
+    if name in board_names():
+        raise HelmflowError(f"{board!r} is a helmflow board; {refusal}")
+    current = releases.latest_release_id(store, name)
+    if not current:
+        return None
+    info = ReleaseManifest.model_validate(store.read_json(layout.release_json(name, current)))
+    if not info.imported_from:
+        raise HelmflowError(f"board {board!r} holds runs made by helmflow; {refusal}")
+    return info
+
+
+def publish_imported_board(store: Store, board: str, run_ids: list[str], source: str) -> tuple[str, str]:
+    """A release of ``board`` over these runs and those of its current release (imports accumulate).
+
+    A board that holds runs made here is refused: imported numbers are shown beside ours on a board
+    of their own, never mixed into one."""
+    name = safe_key(board)
+    sources = [source]
+    current = check_board(store, board)
+    if current:
+        run_ids = [*current.run_ids, *run_ids]
+        sources = [*current.imported_from, *(s for s in sources if s not in current.imported_from)]
+    manifests = {rid: RunManifest.model_validate(store.read_json(layout.run_json(rid))) for rid in dict.fromkeys(run_ids)}
+    # one cell per (label, deployment): a later import of the same cell replaces the earlier one
+    cells = {(m.scenario.label, m.deployment.name): run_outcome(store, m) for m in manifests.values()}
+    ids = sorted(c.run_id for c in cells.values())
+    digest = versions.release_hash(BOARD_VERSION, ids)
+    if (rid := existing_release(store, name, digest)) is not None:
+        info = ReleaseManifest.model_validate(store.read_json(layout.release_json(name, rid)))
+        uri = store.url(layout.release_dir(name, rid))
+        releases.point(store, name, info, uri)
+        return rid, uri
+    labels = list(dict.fromkeys(label for label, _ in cells))
+    models = sorted({d for _, d in cells})
+    rows = rank(models, labels, {(d, label): c for (label, d), c in cells.items()})
+    now = datetime.now(UTC)
+    rid = release_id(digest, now)
+    writer = ReleaseWriter(store, name, rid, parquet_meta(board=board, board_version=BOARD_VERSION, release_id=rid,
+                                                          created_at=now.isoformat(), status="complete", imported=CLIENT))
+    writer.leaderboard(rows, leaderboard_schema(labels))
+    writer.runs(sorted(cells.values(), key=lambda c: c.run_id))
+    release = writer.commit(ReleaseManifest(
+        board=board, board_version=BOARD_VERSION, release_id=rid, created_at=now.isoformat(),
+        helmflow_version=helmflow.__version__, git_commit=versions.git_commit(), status="complete",
+        scenarios=labels, models=models, run_ids=ids, imported_from=sources,
+    ))
+    releases.point(store, name, release, writer.uri)
+    return rid, writer.uri

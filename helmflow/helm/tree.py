@@ -1,0 +1,192 @@
+"""HELM's output tree: its files, how to find and read run folders, and its records as ours and back.
+
+HELM writes one folder per run under ``benchmark_output/runs/<suite>/`` (``run_spec.json``,
+``scenario_state.json``, ``stats.json``, ``per_instance_stats.json``; ``instances.json`` after
+``helm-summarize``). :mod:`helmflow.helm.importer` reads such folders into runs of our storage
+contract, :mod:`helmflow.helm.export` writes our runs as such folders; the mappings both use
+(instances, adapter specs, stat names) live here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import unquote
+
+from fsspec.core import url_to_fs
+
+from helmflow.errors import HelmflowError
+from helmflow.metrics import METRICS
+from helmflow.records import (
+    AdapterSpec,
+    ChatMessage,
+    EvalSample,
+    GenerationParams,
+    Input,
+    Instance,
+    Reference,
+)
+
+RUN_SPEC = "run_spec.json"
+SCENARIO_STATE = "scenario_state.json"
+STATS = "stats.json"
+PER_INSTANCE_STATS = "per_instance_stats.json"
+INSTANCES = "instances.json"
+HELM_FILES = (RUN_SPEC, SCENARIO_STATE, STATS, PER_INSTANCE_STATS, INSTANCES)
+REQUIRED = (RUN_SPEC, SCENARIO_STATE, STATS)
+CORRECT_TAG = "correct"
+IMPORTED = "imported"
+CLIENT = "helm"  # the deployment "client" of an imported run: it was queried by HELM, not by us
+MODEL_ARGS = ("model", "model_deployment")
+
+
+class BadRun(ValueError):
+    """A HELM run folder that cannot be imported whole: the reason names the file and what is wrong."""
+
+
+# --------------------------------------------------------------------------- reading a HELM tree
+def run_folders(url: str) -> tuple[Any, list[str]]:
+    """The run folders under ``url`` (a suite folder, or one run folder), as fsspec paths.
+
+    A folder with any of HELM's run files is a run folder (the suite's ``groups/`` from
+    helm-summarize has none and is ignored)."""
+    try:
+        fs, base = url_to_fs(url)
+    except (ImportError, ValueError) as exc:
+        raise HelmflowError(f"cannot open {url}: {exc}") from None
+    base = base.rstrip("/")
+    if not fs.exists(base):
+        raise HelmflowError(f"{url} does not exist")
+    entries = _listing(fs, base)
+    if (not entries and not fs.isdir(base)) or (entries and all(e["name"].rstrip("/") == base and e.get("type") == "file"
+                                                              for e in entries)):
+        raise HelmflowError(f"{url} is not a folder; give a HELM suite folder (benchmark_output/runs/<suite>) or one run folder")
+    if {_basename(e["name"]) for e in entries} & set(HELM_FILES):
+        return fs, [base]
+    folders = []
+    for entry in sorted(entries, key=lambda e: e["name"]):
+        if entry.get("type") == "directory" and {_basename(e["name"]) for e in _listing(fs, entry["name"])} & set(HELM_FILES):
+            folders.append(entry["name"].rstrip("/"))
+    if not folders:
+        raise HelmflowError(f"{url} holds no HELM run folder (none has {', '.join(REQUIRED)})")
+    return fs, folders
+
+
+def _basename(path: str) -> str:
+    """The last segment of a listed path (HTTP listings give percent-encoded URLs)."""
+    return unquote(path.rstrip("/").rsplit("/", 1)[-1])
+
+
+def _listing(fs: Any, path: str) -> list[dict]:
+    try:
+        return fs.ls(path, detail=True)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def read_folder(fs: Any, folder: str) -> dict[str, bytes]:
+    """The bytes of the HELM files present in ``folder``; a missing required file is a :class:`BadRun`."""
+    present = {_basename(e["name"]) for e in _listing(fs, folder)}
+    missing = [n for n in REQUIRED if n not in present]
+    if missing:
+        raise BadRun(f"no {' or '.join(missing)}")
+    return {n: fs.cat_file(f"{folder}/{n}") for n in HELM_FILES if n in present}
+
+
+def parse_json(name: str, data: bytes, kind: type) -> Any:
+    try:
+        value = json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise BadRun(f"{name} is not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise BadRun(f"{name} is not valid JSON (truncated?): {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    if not isinstance(value, kind):
+        raise BadRun(f"{name}: expected a JSON {'object' if kind is dict else 'list'}, found {type(value).__name__}")
+    return value
+
+
+def run_label(run_name: str) -> tuple[str, str, dict[str, str]]:
+    """(scenario, label, params) from a HELM run name: the model arguments are the deployment, not the cell."""
+    head, _, args = run_name.partition(":")
+    kept = [a for a in args.split(",") if a and a.split("=", 1)[0] not in MODEL_ARGS]
+    params = dict(a.split("=", 1) if "=" in a else (a, "") for a in kept)
+    return head, head + (":" + ",".join(kept) if kept else ""), params
+
+
+def helm_instance(raw: dict, where: str) -> Instance:
+    """Our instance from HELM's; the metrics' ``from_helm`` hooks add what they read to ``extra``."""
+    inp = raw.get("input") or {}
+    if inp.get("messages"):
+        our_input = Input(messages=[ChatMessage(role=m["role"], content=m["content"]) for m in inp["messages"]])
+    elif isinstance(inp.get("text"), str):
+        our_input = Input(text=inp["text"])
+    else:
+        raise BadRun(f"{where}: an instance input without text or messages (multimedia is not imported)")
+    if not raw.get("id"):
+        raise BadRun(f"{where}: an instance without an id")
+    extra = dict(raw.get("extra_data") or {})
+    for name in METRICS.names():
+        equivalent = METRICS.get(name).helm
+        if equivalent and equivalent.from_helm:
+            extra.update(equivalent.from_helm(raw))
+    return Instance(
+        id=str(raw["id"]),
+        input=our_input,
+        references=[Reference(text=(r.get("output") or {}).get("text", ""), correct=CORRECT_TAG in (r.get("tags") or []))
+                    for r in raw.get("references") or []],
+        split=raw.get("split") or "test",
+        sub_split=raw.get("sub_split"),
+        extra=extra,
+    )
+
+
+def our_adapter(h: dict) -> AdapterSpec:
+    """HELM's adapter spec as ours (the verbatim spec stays in run.json's ``imported.run_spec``)."""
+    texts = ("method", "global_prefix", "instructions", "input_prefix", "input_suffix", "reference_prefix",
+             "reference_suffix", "output_prefix", "output_suffix", "instance_prefix", "global_suffix")
+    return AdapterSpec(
+        **{k: h[k] for k in texts if isinstance(h.get(k), str)},
+        max_train_instances=max(int(h.get("max_train_instances") or 0), 0),
+        generation=GenerationParams(max_tokens=max(int(h.get("max_tokens") or 1), 1),
+                                    temperature=float(h.get("temperature") or 0.0),
+                                    stop=list(h.get("stop_sequences") or []),
+                                    num_outputs=max(int(h.get("num_outputs") or 1), 1)),
+        sample=EvalSample(max_eval_instances=h.get("max_eval_instances") or None,
+                          trials=max(int(h.get("num_train_trials") or 1), 1)),
+    )
+
+
+def stat_name(entry: Any, where: str) -> tuple[str, str, bool]:
+    """(metric, split, plain) of a HELM Stat; ``plain``: no perturbation and no sub-split."""
+    name = entry.get("name") if isinstance(entry, dict) else None
+    if not isinstance(name, dict) or not isinstance(name.get("name"), str) or not name["name"]:
+        raise BadRun(f"{where}: a stat without a metric name")
+    return name["name"], str(name.get("split") or ""), not name.get("perturbation") and not name.get("sub_split")
+
+
+def number(entry: dict, key: str, where: str) -> float | None:
+    value = entry.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadRun(f"{where}: {key} is {value!r}, not a number")
+    return float(value)
+
+
+def to_helm_instance(inst: Instance) -> dict:
+    """HELM's instance from ours; the metrics' ``to_helm`` hooks put back what they read."""
+    extra = dict(inst.extra)
+    tags = [[CORRECT_TAG] if r.correct else [] for r in inst.references]
+    for name in METRICS.names():
+        equivalent = METRICS.get(name).helm
+        if equivalent and equivalent.to_helm:
+            added = equivalent.to_helm(inst)
+            extra.update(added.get("extra_data") or {})
+            tags = added.get("tags") or tags
+    if inst.input.messages is not None:
+        inp: dict[str, Any] = {"text": "", "messages": [m.model_dump() for m in inst.input.messages]}
+    else:
+        inp = {"text": inst.input.text if inst.input.text is not None else
+               "".join(p.text or "" for p in inst.input.parts or [])}
+    return {"input": inp, "references": [{"output": {"text": r.text}, "tags": t} for r, t in zip(inst.references, tags)],
+            "split": inst.split, "sub_split": inst.sub_split, "id": inst.id, "extra_data": extra or None}
