@@ -32,10 +32,10 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _LETTER = re.compile(r"^\(?([A-Z])\)?(?:[.:)\]]|\s|$)")
 
 
-def normalize_text(text: str) -> str:
+def normalize_text(text: str, remove_articles: bool = True) -> str:
     """HELM's (QuAC's) normalization: lowercase, drop punctuation, drop articles, collapse spaces."""
     text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
-    return " ".join(_ARTICLES.sub(" ", text).split())
+    return " ".join((_ARTICLES.sub(" ", text) if remove_articles else text).split())
 
 
 def exact_match_score(gold: str, pred: str) -> float:
@@ -44,6 +44,11 @@ def exact_match_score(gold: str, pred: str) -> float:
 
 def quasi_exact_match_score(gold: str, pred: str) -> float:
     return float(bool(pred) and normalize_text(gold) == normalize_text(pred))
+
+
+def quasi_leave_articles_exact_match_score(gold: str, pred: str) -> float:
+    """Quasi exact match that keeps the articles ("a cat" != "cat")."""
+    return float(bool(pred) and normalize_text(gold, False) == normalize_text(pred, False))
 
 
 def prefix_exact_match_score(gold: str, pred: str) -> float:
@@ -84,6 +89,51 @@ def final_number(text: str) -> str:
 def final_number_exact_match_score(gold: str, pred: str) -> float:
     """HELM's ``final_number_exact_match``: exact match of the two final numbers (no number -> 0)."""
     return exact_match_score(final_number(gold), final_number(pred))
+
+
+def extract_set(text: str) -> set[str]:
+    """HELM's ``extract_set_from_text``: "Nothing." is the empty set; otherwise periods are dropped
+    and what follows the last " is " is split on " and " (so "" is the set of one empty string)."""
+    if text == "Nothing.":
+        return set()
+    return set(text.replace(".", "").split(" is ")[-1].split(" and "))
+
+
+def _sets(gold: str, pred: str) -> tuple[set[str], set[str]]:
+    return extract_set(gold), extract_set(pred.split("\n")[0])  # the prediction's first line only
+
+
+def exact_set_match_score(gold: str, pred: str) -> float:
+    gold_set, pred_set = _sets(gold, pred)
+    return float(gold_set == pred_set)
+
+
+def iou_set_match_score(gold: str, pred: str) -> float:
+    """Intersection over union of the two sets; an empty gold set scores whether the prediction's is empty."""
+    gold_set, pred_set = _sets(gold, pred)
+    if not gold_set:
+        return float(gold_set == pred_set)
+    return len(gold_set & pred_set) / len(gold_set | pred_set)
+
+
+def f1_set_match_score(gold: str, pred: str) -> float:
+    gold_set, pred_set = _sets(gold, pred)
+    if not gold_set:
+        return float(gold_set == pred_set)
+    return 2 * len(gold_set & pred_set) / (len(gold_set) + len(pred_set))
+
+
+def _int_or_zero(text: str) -> float:
+    try:
+        return int(text.replace(",", ""))
+    except ValueError:
+        return 0.0
+
+
+def absolute_value_difference_score(gold: str, pred: str) -> float:
+    """HELM's: |gold - pred| as integers (commas ignored), an unparsable side counting as 0. HELM takes
+    the max over references and samples like for every reference metric, although lower is better."""
+    return float(abs(_int_or_zero(gold) - _int_or_zero(pred)))
 
 
 def continuation_logprob(request: Request, completion: Completion) -> tuple[float, int] | None:
@@ -155,11 +205,16 @@ def _register(name: str, fn: MatchFn, version: str = "1") -> None:
 
 _register("exact_match", exact_match_score, version="2")
 _register("quasi_exact_match", quasi_exact_match_score)
+_register("quasi_leave_articles_exact_match", quasi_leave_articles_exact_match_score)
 _register("prefix_exact_match", prefix_exact_match_score)
 _register("quasi_prefix_exact_match", quasi_prefix_exact_match_score)
 _register("f1_score", f1_score_value)
 _register("exact_match_indicator", exact_match_indicator_score)
 _register("final_number_exact_match", final_number_exact_match_score)
+_register("exact_set_match", exact_set_match_score)
+_register("iou_set_match", iou_set_match_score)
+_register("f1_set_match", f1_set_match_score)
+_register("absolute_value_difference", absolute_value_difference_score)
 
 
 def chosen_option(text: str, mapping: dict[str, str]) -> str | None:

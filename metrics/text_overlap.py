@@ -81,11 +81,19 @@ def bleu_4_score(gold: str, pred: str) -> float:
 def _rouge():
     from rouge_score.rouge_scorer import RougeScorer
 
-    return RougeScorer(["rougeL"], use_stemmer=True)
+    return {kind: RougeScorer([kind], use_stemmer=True) for kind in ("rouge1", "rouge2", "rougeL")}
 
 
 def rouge_l_score(gold: str, pred: str) -> float:
-    return float(_rouge().score(gold, pred)["rougeL"].fmeasure)
+    return float(_rouge()["rougeL"].score(gold, pred)["rougeL"].fmeasure)
+
+
+def rouge_1_score(gold: str, pred: str) -> float:
+    return float(_rouge()["rouge1"].score(gold, pred)["rouge1"].fmeasure)
+
+
+def rouge_2_score(gold: str, pred: str) -> float:
+    return float(_rouge()["rouge2"].score(gold, pred)["rouge2"].fmeasure)
 
 
 @metric("bleu_1", version="1", requires=NLTK_MODULES, extra="lite", helm=HelmEquivalent(("bleu_1",)))
@@ -101,6 +109,16 @@ def bleu_4(x: MetricInput) -> dict[str, float]:
 @metric("rouge_l", version="1", requires=("rouge_score",), extra="lite", helm=HelmEquivalent(("rouge_l",)))
 def rouge_l(x: MetricInput) -> dict[str, float]:
     return reference_stats("rouge_l", x, rouge_l_score)
+
+
+@metric("rouge_1", version="1", requires=("rouge_score",), extra="lite", helm=HelmEquivalent(("rouge_1",)))
+def rouge_1(x: MetricInput) -> dict[str, float]:
+    return reference_stats("rouge_1", x, rouge_1_score)
+
+
+@metric("rouge_2", version="1", requires=("rouge_score",), extra="lite", helm=HelmEquivalent(("rouge_2",)))
+def rouge_2(x: MetricInput) -> dict[str, float]:
+    return reference_stats("rouge_2", x, rouge_2_score)
 
 
 # --------------------------------------------------------------------------- sacreBLEU corpus BLEU

@@ -138,6 +138,12 @@ def test_word_tokenize_is_nltks():
         ("rouge_l", "The cats were running", "the cat runs", 6 / 7),
         ("rouge_l", "abc", "xyz", 0.0),
         ("rouge_l", "abc", "", 0.0),
+        # same stems: 3 shared unigrams of 4 and 3 -> 6/7; bigrams the-cat shared of 3 and 2 -> P 1/2, R 1/3 -> 2/5
+        ("rouge_1", "The cats were running", "the cat runs", 6 / 7),
+        ("rouge_2", "The cats were running", "the cat runs", 2 / 5),
+        ("rouge_1", "abc", "", 0.0),
+        ("rouge_2", "abc", "abc", 0.0),  # one token: no bigram on either side, rouge-score gives 0
+        ("rouge_2", "A b, c!", "a B c", 1.0),  # lower-cased, punctuation is not a token
     ],
 )
 def test_overlap_metrics(name, gold, output, expected):
@@ -147,6 +153,7 @@ def test_overlap_metrics(name, gold, output, expected):
 def test_overlap_metrics_take_the_best_reference():
     assert run("bleu_4", ["completely different words here", "the cat sat on the mat"], "the cat sat on the mat") == {"bleu_4": 1.0}
     assert run("f1_score", ["New York City", "NYC"], "nyc.") == {"f1_score": 1.0}
+    assert run("rouge_2", ["x y z", "the cat sat"], "the cat sat") == {"rouge_2": 1.0}
 
 
 def test_corpus_bleu_pools_counts_over_instances_and_differs_from_helms_bleu_4():

@@ -110,3 +110,42 @@ def test_efficiency_means_over_samples_and_sums_cost():
     failed = [completions[0], Completion(request_hash="1", error="TransientError: x")]
     stats = METRICS.get("efficiency").fn(MetricInput(instance, requests, failed, AdapterSpec()))
     assert stats["error"] == 1.0 and stats["latency_s"] == 0.5 and stats["cost_usd"] == 0.25
+
+
+@pytest.mark.parametrize(
+    "name, golds, output, expected",
+    [
+        # articles kept: "a cat" and "cat" differ; case, punctuation and spaces still normalised
+        ("quasi_leave_articles_exact_match", ["A cat!"], "a  cat", 1.0),
+        ("quasi_leave_articles_exact_match", ["a cat"], "cat", 0.0),
+        ("quasi_leave_articles_exact_match", [""], "", 0.0),            # empty prediction never matches
+        ("quasi_leave_articles_exact_match", ["dog", "The Cat."], "the cat", 1.0),  # best reference
+        # sets: the last " is ", periods dropped, " and " between elements; "Nothing." is the empty set
+        ("exact_set_match", ["The answer is x and y."], "So it is y and x.", 1.0),
+        ("exact_set_match", ["The answer is x and y."], "it is x and y\nand z", 1.0),  # first line only
+        ("exact_set_match", ["Nothing."], "Nothing.", 1.0),
+        ("exact_set_match", ["Nothing."], "", 0.0),                     # "" is {""}, not the empty set
+        ("exact_set_match", ["nothing"], "nothing.", 1.0),              # only "Nothing." exactly is empty
+        ("iou_set_match", ["It is a and b and c."], "It is a and d.", 1 / 4),  # {a} / {a, b, c, d}
+        ("iou_set_match", ["Nothing."], "It is a.", 0.0),
+        ("iou_set_match", ["Nothing."], "Nothing.", 1.0),
+        ("iou_set_match", ["It is a."], "", 0.0),
+        ("f1_set_match", ["It is a and b and c."], "It is a and d.", 2 * 1 / (3 + 2)),
+        ("f1_set_match", ["It is q.", "It is a and b."], "It is b.", 2 / 3),  # max over references
+        ("f1_set_match", ["Nothing."], "Nothing.", 1.0),
+        # |gold - pred| of integers with commas ignored; an unparsable side counts as 0
+        ("absolute_value_difference", ["1,000"], "998", 2.0),
+        ("absolute_value_difference", ["12"], "twelve", 12.0),
+        ("absolute_value_difference", ["12"], "", 12.0),
+        ("absolute_value_difference", ["3.5"], "5", 5.0),               # not an int: 0
+        ("absolute_value_difference", ["10", "1"], "4", 6.0),           # HELM's max over references
+    ],
+)
+def test_helm_set_and_number_metrics(name, golds, output, expected):
+    assert run(name, golds, [output]) == pytest.approx({name: expected})
+
+
+def test_new_reference_metrics_declare_their_helm_stat():
+    for name in ("quasi_leave_articles_exact_match", "exact_set_match", "iou_set_match", "f1_set_match",
+                 "absolute_value_difference", "rouge_1", "rouge_2"):
+        assert METRICS.get(name).helm.stats == (name,)
