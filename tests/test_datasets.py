@@ -25,6 +25,7 @@ from tests.support.capabilities_fixtures import (
     parquet_bytes,
 )
 from tests.support.hub_server import HubServer
+from tests.support.tiny_board import run_board
 
 MMLU_REV = "3373e0b32277875b8db2aa555a333b78a08477ea"
 GPQA_REV = "90b8e5be2b1d3d2dbfe016cdab47981150600c4a"
@@ -236,7 +237,7 @@ def test_a_mirror_without_manifest_is_unverified_and_says_so_everywhere(tmp_path
     assert set(plan.scenarios[0].unverified) == {"test.parquet", "validation.parquet"}
     assert "has no helmflow-mirror.json" in plan.scenarios[0].unverified["test.parquet"]
     store = Store(str(tmp_path / "store"))
-    out = aggregate.point_release(store, plan, aggregate.publish_release(store, plan, _run_all(store, plan), []))
+    out = aggregate.point_release(store, plan, aggregate.publish_release(store, plan, run_board(store, plan), []))
     run_json = store.read_json(f"runs/{plan.runs[0].run_id}/run.json")
     assert set(run_json["dataset"]["unverified"]) == {"test.parquet", "validation.parquet"}
     release_json = store.read_json(f"leaderboards/b/{out.release_id}/release.json")
@@ -245,18 +246,6 @@ def test_a_mirror_without_manifest_is_unverified_and_says_so_everywhere(tmp_path
     assert 'id="unverified-data"' in page.text and "has no helmflow-mirror.json" in page.text
     (cell,) = cell_lineage(store, "b")
     assert "test.parquet" in cell["unverified"]
-
-
-def _run_all(store, plan):
-    from helmflow import pipeline
-
-    data = {s.label: pipeline.download_scenario(store, s) for s in plan.all_scenarios}
-    prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.all_scenarios}
-    outs = []
-    for r in plan.runs:
-        q = pipeline.query_pair(store, r, prompts[r.scenario.label])
-        outs.append(pipeline.publish_run(store, r, q, pipeline.score_pair(store, r, data[r.scenario.label], q)))
-    return outs
 
 
 def test_mirror_verifies_against_the_hub_lfs_hash_and_writes_a_manifest(tmp_path, monkeypatch):
