@@ -133,6 +133,7 @@ def load_model(
             where = {"revision": revision} if revision else {}
             code = {"trust_remote_code": trust_remote_code}
             processor = None
+            auto_model: Any
             if type(AutoConfig.from_pretrained(source, **code, **where)) in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING:
                 processor = AutoProcessor.from_pretrained(source, **code, **where)
                 tokenizer, auto_model = processor.tokenizer, AutoModelForImageTextToText
@@ -177,7 +178,7 @@ def prompt_of(lm: LocalModel, body: RequestBody) -> tuple[str, bool]:
         if not token:
             raise PermanentError("the model's processor has neither a chat template nor an image token: "
                                  "there is no way to place the images in the prompt")
-        return "".join(token if c["type"] == "image" else c["text"] for c in content), True
+        return "".join(token if c["type"] == "image" else (c["text"] or "") for c in content), True
     if body.messages is None:
         return body.prompt or "", True
     messages = [
@@ -310,18 +311,19 @@ def generate(
 
     for rows in kinds.values():
         group: list[tuple[int, Row]] = []
-        for i, row in rows + [(-1, None)]:  # a sentinel flushes the last group
+        flushed: list[tuple[int, Row | None]] = [*rows, (-1, None)]
+        for k, nxt in flushed:  # a sentinel flushes the last group
             if group and (
-                row is None
-                or (limit and max([len(row.ids)] + [len(r.ids) for _, r in group])
-                    + max([bodies[i].max_tokens] + [bodies[j].max_tokens for j, _ in group]) > limit)
+                nxt is None
+                or (limit and max([len(nxt.ids)] + [len(r.ids) for _, r in group])
+                    + max([bodies[k].max_tokens] + [bodies[j].max_tokens for j, _ in group]) > limit)
             ):
                 done = _generate_rows(lm, [bodies[j] for j, _ in group], [r for _, r in group], seed)
                 for (j, _), result in zip(group, done):
                     out[j] = result
                 group = []
-            if row is not None:
-                group.append((i, row))
+            if nxt is not None:
+                group.append((k, nxt))
     return out  # type: ignore[return-value]
 
 

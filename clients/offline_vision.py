@@ -30,7 +30,7 @@ class Seen:
     position: str
 
 
-def _nearest_color(rgb: tuple[int, int, int]) -> str:
+def _nearest_color(rgb: tuple[int, ...]) -> str:
     return min(COLORS, key=lambda c: sum((a - b) ** 2 for a, b in zip(COLORS[c], rgb, strict=True)))
 
 

@@ -43,7 +43,7 @@ class OpenAIOptions(BaseModel):
 
 @client_kind("openai")
 class OpenAIClient(Client):
-    default_api_key_env = "OPENAI_API_KEY"
+    default_api_key_env: str | None = "OPENAI_API_KEY"
     default_base_url = "https://api.openai.com/v1"
     #: the chat field for the output budget (OpenAI's current name; compatible servers know max_tokens)
     max_tokens_field = "max_completion_tokens"
@@ -95,6 +95,7 @@ class OpenAIClient(Client):
             # of the typed parameters (a third of the SDK's CPU per request): our body is already
             # plain JSON, exactly what the request hash covers. Auth, HTTP, errors and the typed
             # response are the SDK's own.
+            resp: ChatCompletion | Completion
             if chat:
                 resp = await sdk.post("/chat/completions", body=kwargs, cast_to=ChatCompletion)
             else:

@@ -17,7 +17,7 @@ from helmflow.records import Deployment
 
 @client_kind("openai-compatible")
 class OpenAICompatibleClient(OpenAIClient):
-    default_api_key_env = None
+    default_api_key_env: str | None = None
     max_tokens_field = "max_tokens"
 
     def __init__(self, deployment: Deployment, media: MediaStore | None = None):

@@ -18,7 +18,7 @@ tests).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helmflow.clients import client_kind
 from helmflow.clients.base import Client, ClientResult, PermanentError, TransientError, redact, retry_after_s
@@ -29,6 +29,9 @@ ATTRIBUTES = ("TOXICITY", "SEVERE_TOXICITY", "IDENTITY_ATTACK", "INSULT", "PROFA
               "FLIRTATION")
 MAX_TEXT_CHARS = 20_480
 DEFAULT_URL = "https://commentanalyzer.googleapis.com"
+
+if TYPE_CHECKING:
+    import aiohttp
 
 
 def analyze_body(text: str) -> dict[str, Any]:
@@ -55,7 +58,7 @@ class PerspectiveClient(Client):
     def __init__(self, deployment: Deployment, media: MediaStore | None = None):
         super().__init__(deployment, media)
         self.url = (deployment.base_url or DEFAULT_URL).rstrip("/") + "/v1alpha1/comments:analyze"
-        self._session = None
+        self._session: aiohttp.ClientSession | None = None
         self._key: str | None = None
 
     async def complete(self, body: RequestBody) -> ClientResult:

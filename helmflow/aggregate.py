@@ -122,8 +122,9 @@ def perturbation_cells(store: Store, board: BoardPlan, runs: list[RunOutcome]) -
                 continue
             base = _main_values(store, original.run_id, s.main_metric)
             for kind, copies in kinds.items():
-                plans = [by_cell.get((c.label, m)) for c in copies]
-                if any(p is None or p.run_id not in published for p in plans):
+                found = [by_cell.get((c.label, m)) for c in copies]
+                plans = [p for p in found if p is not None and p.run_id in published]
+                if len(plans) != len(found):
                     continue
                 worst = dict(base)
                 for p in plans:

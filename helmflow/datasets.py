@@ -29,7 +29,7 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import fsspec
 
@@ -525,7 +525,7 @@ def mirror_scenario(scen: Scenario, to: str) -> list[tuple[str, str, str]]:
     revision = scen.dataset_revision()
     dest = Store(to)
     done: list[tuple[str, str, str]] = []
-    files: dict[str, dict[str, str]] = {}
+    files: dict[str, dict[str, str | None]] = {}
     for source in scen.sources():
         url = resolve_source(scen.name, revision, source)
         expected, how = _pinned_sha256(scen, source)
@@ -538,6 +538,7 @@ def mirror_scenario(scen: Scenario, to: str) -> list[tuple[str, str, str]]:
                                 f"(see docs/datasets.md: filling in a pin)")
         else:
             data = fetch_verified(scen.name, url, expected)
+        assert expected is not None  # hashed on a first fetch, declared otherwise (checked above)
         key = f"{scen.name}/{revision}/{source.filename}"
         target = dest.url(key)
         try:
@@ -555,7 +556,7 @@ def mirror_scenario(scen: Scenario, to: str) -> list[tuple[str, str, str]]:
         scen.media = MediaStore(None)  # decode every image (a bad one shows here), store none
         scen.load({filename: url for filename, _, url in done})
         manifest_key = f"{scen.name}/{revision}/{MIRROR_MANIFEST}"
-        manifest = {"scenario": scen.name, "revision": revision, "params": [], "files": {}}
+        manifest: dict[str, Any] = {"scenario": scen.name, "revision": revision, "params": [], "files": {}}
         if dest.exists(manifest_key):
             old = dest.read_json(manifest_key)
             if old.get("revision") == revision:

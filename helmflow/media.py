@@ -242,7 +242,7 @@ def prepare_image(media: MediaStore, part: ContentPart, opts: ImageOptions, wher
         if not why and not (opts.reencode and part.mime != "image/jpeg"):
             return part, None
         if why and opts.resize == "error":
-            raise MediaError(f"{where}: image {part.sha256[:12]} is over the deployment's limits ({'; '.join(why)}) "
+            raise MediaError(f"{where}: image {(part.sha256 or '')[:12]} is over the deployment's limits ({'; '.join(why)}) "
                              f"and options.images.resize is 'error'")
         scale = 1.0
         if opts.max_side:
@@ -261,6 +261,6 @@ def prepare_image(media: MediaStore, part: ContentPart, opts: ImageOptions, wher
     what = "re-encoded as JPEG" if fmt == "JPEG" and part.mime != "image/jpeg" else ""
     if size != (width, height):
         what = (what + ", " if what else "") + f"resized {width}x{height} -> {size[0]}x{size[1]}"
-    note = f"{part.sha256[:12]} ({len(data)} B) -> {new.sha256[:12]} ({len(encoded)} B): {what}" + (
+    note = f"{(part.sha256 or '')[:12]} ({len(data)} B) -> {(new.sha256 or '')[:12]} ({len(encoded)} B): {what}" + (
         f" ({'; '.join(why)})" if why else "")
     return new, note

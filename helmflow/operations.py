@@ -166,14 +166,14 @@ def read_finished_flow_run(flow_run_id: str) -> Any:
     from prefect.exceptions import ObjectNotFound
 
     try:
-        UUID(flow_run_id)
+        run_uuid = UUID(flow_run_id)
     except ValueError:
         raise HelmflowError(f"{flow_run_id!r} is not a flow run id (a UUID, as `helmflow run` prints it)") from None
     from helmflow.prefect_runtime import temporary_server
 
     with temporary_server(), get_client(sync_client=True) as client:
         try:
-            run = client.read_flow_run(flow_run_id)
+            run = client.read_flow_run(run_uuid)
         except ObjectNotFound:
             raise HelmflowError(f"no flow run {flow_run_id} on the Prefect server at {client.api_url}") from None
     if not (run.state and run.state.is_final()):

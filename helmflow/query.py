@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity.stop import stop_base
 
 from helmflow.aio import limiter_for, run_io
 from helmflow.clients import make_client
@@ -177,10 +178,15 @@ class _Batch:
             self.permanent_error = error
 
 
-def _give_up(state) -> bool:
+class _GiveUpUnreachable(stop_base):
     """Unreachable hosts get a few attempts, whatever the deployment's retry budget."""
-    exc = state.outcome.exception() if state.outcome else None
-    return isinstance(exc, Unreachable) and state.attempt_number >= Unreachable.max_attempts
+
+    def __call__(self, retry_state) -> bool:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        return isinstance(exc, Unreachable) and retry_state.attempt_number >= Unreachable.max_attempts
+
+
+_give_up = _GiveUpUnreachable()
 
 
 async def _send_one(batch: _Batch, req: Request) -> Completion:

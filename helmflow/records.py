@@ -7,6 +7,7 @@ shape of what is published is written down in one place.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import pyarrow as pa
@@ -542,5 +543,5 @@ def to_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
-def models_to_table(records: list[BaseModel], schema: pa.Schema) -> pa.Table:
+def models_to_table(records: Sequence[BaseModel], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist([r.model_dump() for r in records], schema=schema)

@@ -6,6 +6,7 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -79,10 +80,10 @@ def load_plugins() -> None:
     """Import built-ins, entry points, $HELMFLOW_PLUGINS and --plugin specs, once each."""
     _import_once("builtins", _import_builtins)
     for group in _ENTRY_POINT_GROUPS:
-        _import_once(f"ep:{group}", lambda g=group: _load_entry_points(g))
+        _import_once(f"ep:{group}", partial(_load_entry_points, group))
     env = plugin_specs()
     for spec in env + _extra_plugins:
-        _import_once(f"plugin:{spec}", lambda s=spec: import_plugin(s))
+        _import_once(f"plugin:{spec}", partial(import_plugin, spec))
 
 
 def _import_once(key: str, fn: Callable[[], None]) -> None:

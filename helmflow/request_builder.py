@@ -107,7 +107,8 @@ def build_requests(
         if prompt.continuations:
             requests += continuation_requests(prompt, deployment)
             continue
-        messages, parts, notes = prompt.messages, None, []
+        notes: list[str] = []
+        messages, parts = prompt.messages, None
         if messages is not None:
             text, n_train = None, 0
             messages, truncated = fit_messages(messages, deployment, max_tokens)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -17,6 +18,11 @@ import pyarrow.compute as pc
 from helmflow.metrics import METRICS, MetricInput
 from helmflow.records import STAT_SCHEMA, AdapterSpec, Annotation, Completion, Instance, MetricSummary, Request, Stat
 from helmflow.stats import counted_ci, mean_ci, pooled_ci, ratio_ci
+
+
+def _apply_counted(fn: Any, keys: list[str], sums: np.ndarray) -> float | None:
+    """A counted metric's formula on one bootstrap sample's column sums."""
+    return fn(dict(zip(keys, sums, strict=True)))
 
 
 def score_instances(
@@ -220,7 +226,8 @@ def counted_values(stats: list[Stat] | StatColumns) -> list[MetricSummary]:
     for counted in sorted({c for m in METRICS.names() for c in METRICS.get(m).counted}, key=lambda c: c.name):
         names = np.array([n.startswith(counted.prefix) for n in cols.names], dtype=bool)
         for split in sorted(cols.splits):
-            mine = np.flatnonzero((cols.split == cols.splits.index(split)) & names[cols.name]) if len(cols) else []
+            mine = (np.flatnonzero((cols.split == cols.splits.index(split)) & names[cols.name]) if len(cols)
+                    else np.array([], dtype=np.int64))
             if not len(mine):
                 continue
             ids = _in_id_order(cols, set(cols.instance[mine].tolist()))
@@ -229,7 +236,7 @@ def counted_values(stats: list[Stat] | StatColumns) -> list[MetricSummary]:
             matrix = np.zeros((len(ids), len(keys)))
             for i, n, v in zip(cols.instance[mine].tolist(), cols.name[mine].tolist(), cols.value[mine].tolist(), strict=True):
                 matrix[row[i], col[cols.names[n]]] += v
-            value, low, high = counted_ci(matrix, lambda sums, fn=counted.fn: fn(dict(zip(keys, sums, strict=True))))
+            value, low, high = counted_ci(matrix, partial(_apply_counted, counted.fn, keys))
             if not np.isnan(value):
                 out.append(MetricSummary(name=counted.name, split=split, count=len(ids), mean=value, ci_low=low, ci_high=high))
     return out

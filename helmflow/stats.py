@@ -26,7 +26,7 @@ def resamples(n: int, seed: int = BOOTSTRAP_SEED):
         yield rng.integers(0, n, size=(min(rows, BOOTSTRAP_SAMPLES - start), n))
 
 
-def mean_ci(values: Sequence[float], level: float = 0.95, seed: int = BOOTSTRAP_SEED) -> tuple[float, float, float]:
+def mean_ci(values: Sequence[float] | np.ndarray, level: float = 0.95, seed: int = BOOTSTRAP_SEED) -> tuple[float, float, float]:
     """Mean and a percentile-bootstrap interval (fixed seed, so the same data gives the same bounds)."""
     x = np.asarray(values, dtype=float)
     if x.size == 0:
@@ -127,7 +127,7 @@ def win_rates(table: dict[str, dict[str, float | None]], lower_is_better: set[st
     columns = sorted({c for row in table.values() for c in row})
     per_model: dict[str, list[float]] = {m: [] for m in table}
     for col in columns:
-        vals = {m: row.get(col) for m, row in table.items() if row.get(col) is not None and not math.isnan(row[col])}
+        vals: dict[str, float] = {m: v for m, row in table.items() if (v := row.get(col)) is not None and not math.isnan(v)}
         if len(vals) < 2:
             continue
         sign = -1 if col in lower_is_better else 1

@@ -109,7 +109,7 @@ _outage_lock = threading.Lock()
 _outage_warned_at: dict[str, float] = {}
 
 
-def _warn_outage(root: str, exc: BaseException, window: float) -> None:
+def _warn_outage(root: str, exc: BaseException | None, window: float) -> None:
     """One line per root every ``OUTAGE_WARNING_EVERY_S`` (an outage fails many calls at once)."""
     now = time.monotonic()
     with _outage_lock:
@@ -160,7 +160,7 @@ class Store:
             stop=stop_after_delay(self.retry_s),
             wait=wait_exponential_jitter(multiplier=0.5, max=15.0, jitter=0.5),
             retry=retry_if_exception(transient),
-            before_sleep=lambda state: _warn_outage(self.root, state.outcome.exception(), self.retry_s),
+            before_sleep=lambda state: _warn_outage(self.root, state.outcome.exception() if state.outcome else None, self.retry_s),
         )
         try:
             return retrying(fn, *args)

@@ -179,7 +179,7 @@ class CapitalFrequencyKw(Kwargs):
 class Instruction:
     id: str
     kwargs: type[Kwargs]
-    check: Callable[[str, Any], bool]
+    check: Callable[..., bool]  # (response, kw=kwargs)
 
 
 INSTRUCTIONS: dict[str, Instruction] = {}

@@ -31,6 +31,8 @@ from nltk.tokenize.punkt import PunktLanguageVars, PunktToken
 
 
 class PunktLanguageVars381(PunktLanguageVars):
+    _re_word_tokenizer: re.Pattern
+    _re_period_context: re.Pattern
     re_boundary_realignment = re.compile(r'["\')\]}]+?(?:\s+|(?=--)|$)', re.MULTILINE)
 
     @property

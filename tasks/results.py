@@ -31,19 +31,19 @@ from typing import Any, Literal
 import anyio.to_thread
 from prefect.filesystems import WritableFileSystem
 from prefect.serializers import Serializer
-from pydantic import BaseModel, PrivateAttr, ValidationError
+from pydantic import PrivateAttr, ValidationError
 
 from helmflow import layout, outcomes
 from helmflow.storage import Store
 
-SERIALIZER_TYPE = "helmflow-outcome-json"
+SERIALIZER_TYPE: Literal["helmflow-outcome-json"] = "helmflow-outcome-json"
 log = logging.getLogger("helmflow")
 
 
-def outcome_classes() -> dict[str, type[BaseModel]]:
+def outcome_classes() -> dict[str, type[outcomes.Outcome]]:
     """Every model a board task may return, by class name: the ``Outcome`` subclasses of ``helmflow.outcomes``."""
-    found: dict[str, type[BaseModel]] = {}
-    todo: list[type[BaseModel]] = [outcomes.Outcome]
+    found: dict[str, type[outcomes.Outcome]] = {}
+    todo: list[type[outcomes.Outcome]] = [outcomes.Outcome]
     while todo:
         cls = todo.pop()
         for sub in cls.__subclasses__():
@@ -79,7 +79,7 @@ class OutcomeJSON(Serializer):
         return cls.model_validate(doc["data"])
 
 
-def decode_record(content: bytes) -> BaseModel:
+def decode_record(content: bytes) -> outcomes.Outcome:
     """The outcome in a record :class:`OutcomeJSON` wrote; :class:`UntrustedResult` for anything else.
 
     Parsed as plain JSON (never through Prefect's record model, which would decode the payload).
@@ -131,7 +131,7 @@ class OutcomeStorage(WritableFileSystem):
             self._root_store = Store(self.root)
         return self._root_store
 
-    def read_path(self, path: str, _sync: bool | None = None) -> bytes:
+    def read_path(self, path: str, _sync: bool | None = None) -> bytes:  # type: ignore[override]  # Prefect's sync/async dual
         """The record at ``path``, checked (see the class). Prefect reads a record twice for one cache
         hit (``ResultStore.exists`` reads the whole record, then ``ResultStore.read`` reads it again), so
         the same thread reading the same path again within :data:`REREAD_S` gets the bytes it just checked."""
@@ -168,7 +168,7 @@ class OutcomeStorage(WritableFileSystem):
     async def aread_path(self, path: str) -> bytes:
         return await anyio.to_thread.run_sync(self.read_path, path)
 
-    def write_path(self, path: str, content: bytes, _sync: bool | None = None) -> str:
+    def write_path(self, path: str, content: bytes, _sync: bool | None = None) -> str:  # type: ignore[override]  # as read_path
         _last_read.record = None
         return self._store().write_bytes(layout.result(path), content)
 

@@ -1,4 +1,4 @@
-"""mypy passes over the plugin API: every scenario, the client and metric bases (the @metric registry) and records.
+"""mypy passes over the whole package: the plugin API (scenarios, clients, @metric, records) and the core.
 
 clients/, scenarios/, metrics/, flows/ and tasks/ install as helmflow.* (pyproject package-dir), which an
 editable install does with an import hook that mypy cannot follow; the test lays the same tree out of
@@ -10,13 +10,35 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.cli import REPO
 
 MAPPED = ("scenarios", "clients", "metrics", "flows", "tasks")
-CHECKED = ["helmflow.scenarios", "helmflow.clients.base", "helmflow.metrics.base",
-           "helmflow.records"]
+#: modules not yet clean under mypy, each checked once its annotations are fixed
+NOT_YET = {"helmflow.plan.spec", "helmflow.metrics.toxicity", "helmflow.metrics.calibration",
+           "helmflow.helm.importer", "helmflow.flows.evaluate"}
 
 
+def modules() -> list[str]:
+    found = []
+    for root, prefix in [(REPO / "helmflow", "helmflow")] + [(REPO / m, f"helmflow.{m}") for m in MAPPED]:
+        for path in sorted(root.rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            name = ".".join((prefix, *parts)).removesuffix(".__init__")
+            if name not in NOT_YET:
+                found.append(name)
+    return found
+
+
+def test_the_package_is_walked():
+    names = modules()
+    assert {"helmflow.records", "helmflow.scenarios.base", "helmflow.clients.base", "helmflow.pipeline",
+            "helmflow.cli.runner", "helmflow.tasks.results"} <= set(names)
+    assert len(names) > 100
+
+
+@pytest.mark.slow
 def test_mypy_finds_nothing(tmp_path):
     tree = tmp_path / "tree" / "helmflow"
     tree.mkdir(parents=True)
@@ -26,7 +48,7 @@ def test_mypy_finds_nothing(tmp_path):
         (tree / name).symlink_to(REPO / name)
     args = [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"),
             "--cache-dir", str(tmp_path / "cache")]
-    for module in CHECKED:
-        args += ["-p", module]
-    out = subprocess.run(args, capture_output=True, text=True, cwd=tree.parent, timeout=600)
+    for module in modules():
+        args += ["-m", module]
+    out = subprocess.run(args, capture_output=True, text=True, cwd=tree.parent, timeout=900)
     assert out.returncode == 0, out.stdout + out.stderr

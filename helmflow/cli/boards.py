@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from helmflow.cli.options import UsageError, models_file_arg, prompts_arg, selection_args
+
+if TYPE_CHECKING:
+    from helmflow.scenarios.base import DataSource
 
 
 def add_parser(sub) -> None:
@@ -71,7 +75,7 @@ DECLARED_MARK = " (declared)"  # a scenario_version computed from declared pins,
 INCOMPLETE_MARK = " (declared, incomplete)"  # ... where some file declares no sha256: a run's version differs
 
 
-def scenario_data(plan) -> dict[str, list[tuple[object, str, str | None]]]:
+def scenario_data(plan) -> dict[str, list[tuple[DataSource, str, str | None]]]:
     """Scenario label -> (source, where a run reads it, why it is not on this machine or None) per file,
     found without reading remote data."""
     from helmflow.datasets import whereabouts
@@ -84,7 +88,7 @@ def scenario_data(plan) -> dict[str, list[tuple[object, str, str | None]]]:
     return out
 
 
-def version_mark(scenario, files: list[tuple[object, str, str | None]]) -> str:
+def version_mark(scenario, files: list[tuple[DataSource, str, str | None]]) -> str:
     """How far the shown scenario_version is known: from the data here (no mark), from the declared
     pins (the data is not here), or incomplete (a file without a declared sha256 was not read)."""
     from helmflow.datasets import UNDECLARED
@@ -94,7 +98,7 @@ def version_mark(scenario, files: list[tuple[object, str, str | None]]) -> str:
     return DECLARED_MARK if any(absent for _, _, absent in files) else ""
 
 
-def data_files(console, plan, files: dict[str, list[tuple[object, str, str | None]]]) -> int:
+def data_files(console, plan, files: dict[str, list[tuple[DataSource, str, str | None]]]) -> int:
     """Every source file a mirror must hold (its flat name, or its Hub repository path), where it is
     (on this machine, or not mirrored) and whether the file a run would read is verified against the
     pinned data. Returns how many files are not on this machine."""
@@ -143,11 +147,11 @@ def missing_extras(console, plan, noted: dict) -> None:
     for metric in noted.values():
         by_extra.setdefault(metric.extra or "?", []).append(metric)
     for extra, metrics in sorted(by_extra.items()):
-        names = {m.name for m in metrics}
+        metric_names = {m.name for m in metrics}
         modules = sorted({mod for m in metrics for mod in m.missing_modules()})
-        labels = [s.label for s in plan.scenarios if names & set(s.metrics)]
+        labels = [s.label for s in plan.scenarios if metric_names & set(s.metrics)]
         console.print(f"missing extra helmflow[{extra}]: {', '.join(modules)} not installed, needed by metric(s) "
-                      f"{', '.join(sorted(names))} of {len(labels)} scenario(s) ({', '.join(labels)}); a run of them "
+                      f"{', '.join(sorted(metric_names))} of {len(labels)} scenario(s) ({', '.join(labels)}); a run of them "
                       f"stops until you pip install 'helmflow[{extra}]'", soft_wrap=True, markup=False, highlight=False)
 
 

@@ -72,9 +72,9 @@ def board_spec(args: argparse.Namespace) -> dict[str, Any]:
     if not args.models:
         raise UsageError("eval needs --models (see `helmflow list models`)")
     entries = []
-    for spec in args.scenario:
-        name, params = parse_spec(spec)
-        label = params.pop("label", None) or spec  # `label=` names the board row; it is not a scenario parameter
+    for given in args.scenario:
+        name, params = parse_spec(given)
+        label = params.pop("label", None) or given  # `label=` names the board row; it is not a scenario parameter
         entry: dict[str, Any] = {"name": name, "params": params, "adapter": dict(args.adapter), "label": label}
         if args.metrics:
             entry["metrics"] = args.metrics

@@ -5,7 +5,6 @@ whose usage errors are one line and exit 2, and the argument groups several comm
 from __future__ import annotations
 
 import argparse
-import functools
 import math
 
 from helmflow.errors import EXIT_USAGE, HelmflowError
@@ -37,9 +36,13 @@ def positive_int(value: str) -> int:
     return number
 
 
-@functools.cache
+_ONCE: dict[type[argparse.Action], type[argparse.Action]] = {}
+
+
 def _once(action_class: type[argparse.Action]) -> type[argparse.Action]:
-    """``action_class`` that refuses a second occurrence (argparse keeps the last one silently)."""
+    """``action_class`` that refuses a second occurrence (argparse keeps the last one silently); one class per action class."""
+    if action_class in _ONCE:
+        return _ONCE[action_class]
 
     class Once(action_class):  # type: ignore[misc, valid-type]
         def __call__(self, parser, namespace, values, option_string=None):
@@ -49,6 +52,7 @@ def _once(action_class: type[argparse.Action]) -> type[argparse.Action]:
             seen.add(self.dest)
             super().__call__(parser, namespace, values, option_string)
 
+    _ONCE[action_class] = Once
     return Once
 
 
@@ -68,7 +72,7 @@ def forbid_repeats(parser: argparse.ArgumentParser) -> None:
 class Parser(argparse.ArgumentParser):
     """Usage errors are one line (the flag and what is wrong) and exit 2, like every bad input."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 

@@ -109,7 +109,7 @@ def run_label(run_name: str) -> tuple[str, str, dict[str, str]]:
     """(scenario, label, params) from a HELM run name: the model arguments are the deployment, not the cell."""
     head, _, args = run_name.partition(":")
     kept = [a for a in args.split(",") if a and a.split("=", 1)[0] not in MODEL_ARGS]
-    params = dict(a.split("=", 1) if "=" in a else (a, "") for a in kept)
+    params = dict(a.split("=", 1) if "=" in a else [a, ""] for a in kept)
     return head, head + (":" + ",".join(kept) if kept else ""), params
 
 

@@ -179,7 +179,7 @@ def contraction() -> TextFn:
 
     def cont(m: re.Match) -> str:
         word = m.group(1)
-        return match_case(word, reverse.get(word, reverse.get(word.lower()))) + " "
+        return match_case(word, reverse.get(word) or reverse[word.lower()]) + " "
 
     return lambda text, rng: pattern.sub(cont, text)
 
@@ -190,7 +190,7 @@ def expansion() -> TextFn:
 
     def expand(m: re.Match) -> str:
         word = m.group(0)
-        return match_case(word, cmap.get(word, cmap.get(word.lower())))
+        return match_case(word, cmap.get(word) or cmap[word.lower()])
 
     return lambda text, rng: pattern.sub(expand, text)
 

@@ -16,7 +16,7 @@ from helmflow import prompts as prompt_module
 from helmflow.adapters import ADAPTERS
 from helmflow.errors import HelmflowError, format_validation_error, read_yaml_file
 
-BOARDS_DIR = Path(importlib.import_module("helmflow.flows").__file__).resolve().parent
+BOARDS_DIR = Path(importlib.import_module("helmflow.flows").__file__ or "").resolve().parent
 
 
 class BoardError(HelmflowError, ValueError):
@@ -77,7 +77,7 @@ class BoardSpec(BaseModel):
     max_instances: int | None = Field(None, ge=1, description="at most this many instances per scenario "
                                                              "(HELM's seeded sample)")
     aggregation: list[Literal["mean", "win_rate"]] = Field(
-        default_factory=lambda: ["mean", "win_rate"],
+        default_factory=lambda: ["mean", "win_rate"],  # type: ignore[arg-type]  # mypy reads the literals as str
         description="the board's summary columns: mean score (HELM Capabilities), mean win rate (HELM Classic)")
     judges: list[str] = Field(default_factory=list, description="the jury (deployment names) for LLM-judged "
                                                                 "metrics (`--judge` replaces it)")
