@@ -20,7 +20,7 @@ from helmflow.errors import HelmflowError
 from helmflow.integrity import CorruptFile, read_manifest, verify_files
 from helmflow.manifests import ReleaseManifest, RunManifest, RunVersions
 from helmflow.releases import latest_release_id
-from helmflow.storage import TMP_PREFIX, Store, resolve_root, safe_key
+from helmflow.storage import TMP_PREFIX, OutsideRoot, Store, remove_abandoned_temporary, resolve_root, safe_key
 
 
 # --------------------------------------------------------------------------- lineage
@@ -129,10 +129,14 @@ def compact_store(store: Store, older_than_s: float = 3600.0) -> dict[str, int]:
             continue
         try:  # a live run renames its temporaries: one listed a moment ago may be gone now
             modified = store.fs.modified(path).timestamp() if hasattr(store.fs, "modified") else 0
-            if now - modified >= older_than_s:
+            if now - modified < older_than_s:
+                continue
+            if store.is_local:  # a live writer holds its temporary's lock, however long it has been writing
+                removed += remove_abandoned_temporary(store.inside(path.removeprefix(base)))
+            else:  # object stores write with one PUT: a temporary there is a probe or a leftover
                 store.delete(path.removeprefix(base))
                 removed += 1
-        except FileNotFoundError:
+        except (FileNotFoundError, OutsideRoot):  # gone, or a planted link out of the root: never followed
             continue
     merged = 0
     from helmflow.journal import Journal

@@ -12,6 +12,7 @@ the root and the variable. Missing keys, denied access and bad input are never r
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import io
 import json
 import logging
@@ -229,7 +230,8 @@ class Store:
         probe = f"{TMP_PREFIX}probe-{uuid.uuid4().hex}"
         try:  # not retried: a wrong endpoint or bucket is reported now, not after the outage window
             self._write(probe, b"ok")
-            self.fs.rm(self.inside(probe))
+            with contextlib.suppress(FileNotFoundError):  # `compact --older-than 0` may have removed it
+                self.fs.rm(self.inside(probe))
         except Exception as exc:
             raise StorageError(f"storage {self.root} is not writable: {type(exc).__name__}: {exc}") from exc
 
@@ -329,19 +331,59 @@ class Store:
 @contextlib.contextmanager
 def _atomic_local_file(target: str) -> Iterator[Any]:
     """A binary file that appears at ``target`` whole or not at all: written as a temporary file
-    beside it, synced and renamed when the block ends without an error, removed when it raises."""
+    beside it, synced and renamed when the block ends without an error, removed when it raises.
+
+    The temporary is ``flock``-ed from its creation until after the rename, so ``helmflow compact``
+    (:func:`remove_abandoned_temporary`) can tell a live writer's temporary, however old, from one a
+    killed writer left: the kernel drops the lock with its holder."""
     parent = os.path.dirname(target)
     os.makedirs(parent, exist_ok=True)
-    tmp = os.path.join(parent, f"{TMP_PREFIX}{uuid.uuid4().hex}.{os.path.basename(target)}")
+    tmp, fh = _locked_temporary(parent, os.path.basename(target))
     try:
-        with open(tmp, "wb") as fh:
+        with fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
+            os.replace(tmp, target)  # still locked: compact never sees it unlocked under its temporary name
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _locked_temporary(parent: str, name: str) -> tuple[str, Any]:
+    """A new temporary beside ``name`` in ``parent``, open for writing and ``flock``-ed. Compact may
+    remove it between its creation and the lock: then the name holds no file, or another one, and a
+    fresh temporary is taken."""
+    while True:
+        tmp = os.path.join(parent, f"{TMP_PREFIX}{uuid.uuid4().hex}.{name}")
+        fh = open(tmp, "xb")  # noqa: SIM115 - returned to the caller, who closes it
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            if os.stat(tmp).st_ino == os.fstat(fh.fileno()).st_ino:
+                return tmp, fh
+        except FileNotFoundError:
+            pass
+        fh.close()
+
+
+def remove_abandoned_temporary(path: str) -> bool:
+    """Remove the local temporary ``path`` unless a live writer holds it (its ``flock``); True when removed."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115
+    except (FileNotFoundError, IsADirectoryError):
+        return False
+    with fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # a live writer's
+        try:  # renamed into place (or replaced) since it was opened: not ours to remove
+            if os.stat(path).st_ino != os.fstat(fh.fileno()).st_ino:
+                return False
+        except FileNotFoundError:
+            return False
+        os.unlink(path)  # under the lock: a writer that opened it meanwhile sees the name gone and takes another
+        return True
 
 
 def _with_metadata(schema: pa.Schema, metadata: dict[str, str] | None) -> pa.Schema:

@@ -258,3 +258,22 @@ def test_the_lease_ends_with_its_holder(tmp_path):
     holder.wait()
     with board_lease(Store(str(tmp_path)), "b"):
         pass
+
+
+# --------------------------------------------------------------------------- compact during a run
+def test_compact_older_than_0_during_a_run_breaks_no_pair_and_pays_nothing_twice(prefect_server, dev_server, tmp_path):
+    """Before: `compact --older-than 0` during a run removed the pairs' open temporaries (a pair
+    streams its completions into one for the whole pair): 8 of 10 pairs failed."""
+    args = board_args(tmp_path, dev_server)
+    dev_server.configure(latency_ms=20)
+    proc = start_cli(args)
+    wait_for_requests(dev_server, 20, proc)
+    compacts = []
+    while proc.poll() is None:
+        compacts.append(run_cli_text("compact", "--storage", str(tmp_path / "store"), "--older-than", "0", env={}))
+    out = proc.communicate()[0]
+    assert proc.returncode == 0, out
+    assert compacts and all(c.returncode == 0 for c in compacts), [c.stdout for c in compacts]
+    stats = dev_server.stats()
+    print(f"{len(compacts)} compactions during the run; {stats['requests']} sent, {stats['repeats']} repeats")
+    assert stats["unique"] == SCENARIOS * PER_SCENARIO and stats["repeats"] == 0, stats

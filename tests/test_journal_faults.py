@@ -129,3 +129,23 @@ def test_only_the_corrupt_parts_requests_are_resent_counted_at_the_server(dev_se
 
     third = run_queries(store, dep, requests)  # and the journal is whole again
     assert third.sent == 0 and dev_server.requests - 300 == len(lost)
+
+
+def test_compact_older_than_0_leaves_a_live_writers_temporary_alone(store, cli):
+    """Before: a run streams a pair's completions into one temporary for the whole pair, and
+    ``compact --older-than 0`` removed it mid-write: the pair failed at the rename."""
+    import os
+
+    old = store.path("runs/old")
+    os.makedirs(old)
+    abandoned = f"{old}/{TMP_PREFIX}dead.completions.parquet"  # a killed writer's: no lock holds it
+    with open(abandoned, "wb") as fh:
+        fh.write(b"half")
+    with store.writing("queries/q/completions.parquet") as fh:
+        fh.write(b"first chunk")
+        out = cli("compact", "--storage", store.root, "--older-than", "0")
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert out.stdout.splitlines() == ["removed 1 temporaries; compacted 0 journal partitions"], out.stdout
+        fh.write(b", second chunk")
+    assert store.read_bytes("queries/q/completions.parquet") == b"first chunk, second chunk"
+    assert not os.path.exists(abandoned)
