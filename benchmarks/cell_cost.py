@@ -36,7 +36,7 @@ def measure(runs: int, max_instances: int, deployments_min: int) -> dict[str, fl
 
     from helmflow.aggregate import publish_release
     from helmflow.pipeline import evaluate_run, preflight, prepare_scenario
-    from helmflow.plan.compile import prepare_once
+    from helmflow.plan.compile import prepare
     from helmflow.plan.spec import load_board
     from helmflow.storage import Store
 
@@ -48,8 +48,8 @@ def measure(runs: int, max_instances: int, deployments_min: int) -> dict[str, fl
     with tempfile.TemporaryDirectory(prefix="helmflow-cells-") as work:
         names = scale.models_file(Path(work) / "models.yaml", n_dep)
         store = Store(f"{work}/store")
-        plan = prepare_once(board="demo", models=names, scenarios=scenarios[:n_scen], max_instances=max_instances,
-                            models_file=f"{work}/models.yaml")
+        plan = prepare(board="demo", models=names, scenarios=scenarios[:n_scen], max_instances=max_instances,
+                        models_file=f"{work}/models.yaml")
         plan = preflight(store, plan)
         prepared = {s.label: prepare_scenario(store, s) for s in plan.all_scenarios}
         wall, cpu = time.perf_counter(), time.process_time()

@@ -23,8 +23,8 @@ from helmflow.aggregate import point_release
 from helmflow.errors import HelmflowError
 from helmflow.lease import note_run
 from helmflow.outcomes import FailedCell, RunOutcome
-from helmflow.pipeline import preflight, publication_problem
-from helmflow.plan.compile import PLAN_PARAMETERS, handed_over, prepare_once
+from helmflow.pipeline import publication_problem
+from helmflow.plan.launch import PLAN_PARAMETERS, launch_for, launch_key, prepare_launch
 from helmflow.plan.records import RunPlan
 from helmflow.progress import REPORTED, reporter
 from helmflow.settings import settings
@@ -150,8 +150,9 @@ def board_label(parameters: dict[str, Any], flow_name: str) -> str:
         return board.get("name", flow_name)
     if isinstance(board, str) and board.endswith((".yaml", ".yml")):
         signature = inspect.signature(evaluate.fn).parameters
-        plan = handed_over(**{k: parameters.get(k, signature[k].default) for k in PLAN_PARAMETERS})
-        return plan.spec.name if plan is not None else os.path.splitext(os.path.basename(board))[0]
+        given = {k: parameters.get(k, signature[k].default) for k in PLAN_PARAMETERS if k != "board"}
+        launch = launch_for(launch_key(board, parameters.get("storage"), **given))
+        return launch.plan.spec.name if launch is not None else os.path.splitext(os.path.basename(board))[0]
     return board
 
 
@@ -179,13 +180,15 @@ def evaluate(
     toxicity: str | None = None,
 ) -> dict[str, Any]:
     log = get_run_logger()
-    store = Store(storage)
-    store.check_writable()
+    given = {"models": models, "scenarios": scenarios, "max_instances": max_instances, "models_file": models_file,
+             "plugins": plugins, "judges": judges, "no_judge": no_judge, "toxicity": toxicity}
+    # what `helmflow run` prepared for this flow, else the same checks here: a worker's run refuses
+    # bad data before any task, as the CLI does (a missing key fails its cells, not the board)
+    launch = launch_for(launch_key(board, storage, **given)) or prepare_launch(
+        board, storage, credentials=False, look_up_release=False, **given)
+    store: Store = launch.store
+    plan = launch.plan
     _label_storage(store.root)
-    plan = prepare_once(board=board, models=models, scenarios=scenarios, max_instances=max_instances,
-                        models_file=models_file, plugins=plugins, judges=judges, no_judge=no_judge,
-                        toxicity=toxicity)
-    plan = preflight(store, plan)  # a worker's run refuses bad data before any task, as `helmflow run` does
     _name_lease_holder(store.root, plan.spec.name)
     tasks = configure(store.root)
     log.info("board %s (%d runs) on storage %s", plan.spec.name, len(plan.runs), store.root)

@@ -60,20 +60,6 @@ async def _probe(deployment, timeout_s: float) -> CheckResult:
     return CheckResult(deployment.name, credential, True, f"ok ({(time.perf_counter() - started) * 1000:.0f} ms)", True)
 
 
-def missing_credentials(deployments) -> list[str]:
-    """One message per deployment whose credential is not there (by name), before any work."""
-    from helmflow.clients import make_client
-    from helmflow.clients.base import ClientError
-
-    problems = []
-    for d in {d.name: d for d in deployments}.values():
-        try:
-            make_client(d).check_credentials()
-        except ClientError as exc:
-            problems.append(str(exc))
-    return problems
-
-
 def check(deployments, timeout_s: float = 30.0) -> list[CheckResult]:
     from helmflow.aio import run_io
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import yaml
 
 from helmflow.flows.evaluate import board_label
-from helmflow.plan.compile import PLAN_PARAMETERS, hand_over, prepare
+from helmflow.plan.launch import PLAN_PARAMETERS, handing_over, launch_key, prepare_launch
 
 BOARD = {"name": "named-inside", "version": "1", "models": ["offline/solver"], "max_instances": 2,
          "scenarios": [{"name": "arithmetic", "params": {"digits": 2, "ops": "+"}}]}
@@ -14,10 +14,13 @@ BOARD = {"name": "named-inside", "version": "1", "models": ["offline/solver"], "
 def test_a_board_files_run_is_named_from_the_plan_handed_over(tmp_path):
     path = tmp_path / "file-stem.yaml"
     path.write_text(yaml.safe_dump(BOARD))
-    params = {k: None for k in PLAN_PARAMETERS} | {"board": str(path), "no_judge": False}
-    hand_over(prepare(**params), **params)  # what `helmflow run <file>` does before it starts the flow
+    params = {k: None for k in PLAN_PARAMETERS if k != "board"} | {"no_judge": False}
+    storage = str(tmp_path / "store")
+    launch = prepare_launch(str(path), storage, **params)
     path.unlink()  # a second read would fail now, and fall back to the file's stem
-    assert board_label({"board": str(path), "storage": "/anywhere", "budget_usd": 3.0}, "named-inside") == "named-inside"
+    with handing_over(launch, launch_key(str(path), storage, **params)):  # what `helmflow run <file>` does
+        assert board_label({"board": str(path), "storage": storage, "budget_usd": 3.0}, "named-inside") == "named-inside"
+    assert board_label({"board": str(path), "storage": storage}, "named-inside") == "file-stem"  # not handed over
 
 
 def test_without_a_plan_the_name_is_what_was_passed(tmp_path):

@@ -22,6 +22,7 @@ class _FakeFlow:
     def __init__(self):
         self.options: dict = {}
         self.params: dict = {}
+        self.on_call = None
 
     def with_options(self, **options):
         self.options = options
@@ -29,6 +30,8 @@ class _FakeFlow:
 
     def __call__(self, **params):
         self.params = params
+        if self.on_call:
+            self.on_call(params)
         raise _Started
 
 
@@ -52,20 +55,29 @@ def test_the_task_runner_option_reaches_the_flow_even_when_the_flow_module_was_i
     assert fake_flow.params["board"] == "demo" and fake_flow.params["max_instances"] == 2
 
 
-def test_run_plans_once_and_the_flow_takes_that_plan(fake_flow, tmp_path, monkeypatch):
+def test_run_plans_once_and_the_flow_takes_that_launch(fake_flow, tmp_path, monkeypatch):
     from helmflow.plan import compile as planner
+    from helmflow.plan import launch as launcher
 
     calls = []
     real = planner.prepare
     monkeypatch.setattr(planner, "prepare", lambda *a, **k: calls.append(k) or real(*a, **k))
+    taken = []
+    fake_flow.on_call = lambda params: taken.append(launcher.launch_for(launcher.launch_key(
+        params["board"], params["storage"],
+        **{k: params[k] for k in launcher.PLAN_PARAMETERS if k != "board"})))  # what the flow does first
     with pytest.raises(_Started):
         run_board(RunRequest(board="demo", storage=str(tmp_path), max_instances=2, models=["offline/echo"]))
     assert len(calls) == 1
-    params = {k: v for k, v in fake_flow.params.items() if k not in ("storage", "budget_usd", "return_state")}
-    plan = planner.prepare_once(**params)  # what the flow does first: the handed-over plan, not a new one
-    assert len(calls) == 1 and [r.deployment.name for r in plan.runs] == ["offline/echo"] * len(plan.all_scenarios)
-    planner.prepare_once(**params)  # taken once: a second flow in this process plans for itself
-    assert len(calls) == 2
+    (launch,) = taken
+    assert launch is not None and launch.store.root == str(tmp_path)
+    assert [r.deployment.name for r in launch.plan.runs] == ["offline/echo"] * len(launch.plan.all_scenarios)
+    params = {k: v for k, v in fake_flow.params.items() if k in launcher.PLAN_PARAMETERS and k != "board"}
+    # handed over for that call only: a flow started later in this process prepares for itself
+    assert launcher.launch_for(launcher.launch_key("demo", str(tmp_path), **params)) is None
+    # a flow started with other parameters (another sample) is not handed this launch
+    other = {**params, "max_instances": 3}
+    assert launcher.launch_key("demo", str(tmp_path), **other) != launcher.launch_key("demo", str(tmp_path), **params)
 
 
 def test_run_eval_and_reproduce_build_the_same_request_type():

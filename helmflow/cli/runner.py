@@ -64,11 +64,6 @@ def request_from(args: argparse.Namespace, **given: Any) -> RunRequest:
     return RunRequest(**{**fields, **given})
 
 
-def unverified_lines(plan) -> list[str]:
-    """One line per source file whose bytes are not known to be the pinned data."""
-    return [f"{s.label}: {name}: {why}" for s in plan.scenarios for name, why in s.unverified.items()]
-
-
 def _start_prefect_early(verbose: bool) -> TemporaryServer | None:
     """Spawn Prefect's temporary server before planning, on a guess that a flow will run.
 
@@ -87,7 +82,7 @@ def _start_prefect_early(verbose: bool) -> TemporaryServer | None:
 
 def run_board(request: RunRequest) -> int:
     """Plan once; a dry run prints the estimate; else check credentials and storage, run the flow here."""
-    from helmflow.plan.compile import PLAN_PARAMETERS, hand_over, prepare
+    from helmflow.plan.launch import PLAN_PARAMETERS, handing_over, launch_key, prepare_launch
     from helmflow.plan.spec import with_prompts, with_variant
 
     if request.judges and request.no_judge:
@@ -97,58 +92,34 @@ def run_board(request: RunRequest) -> int:
     if request.prompts:
         board = with_prompts(board, request.prompts)
     plan_params = {k: v for k, v in request.flow_parameters(board, "").items() if k in PLAN_PARAMETERS}
-    plan = prepare(**plan_params)
     from rich.console import Console
 
     console = Console()
     if request.dry_run:
         from helmflow.dryrun import estimate, print_estimate
+        from helmflow.plan.compile import prepare
 
-        print_estimate(console, estimate(plan))
+        print_estimate(console, estimate(prepare(**plan_params)))
         return 0
-    from helmflow.check import missing_credentials
-
-    missing = missing_credentials(r.deployment for r in plan.runs)
-    if missing:  # before the flow starts, so no pair spends anything on a board that cannot finish
-        raise UsageError("; ".join(missing))
-    from helmflow.storage import Store
-
-    store = Store(request.storage)
-    store.check_writable()
-    from helmflow.datasets import check_stored_pins
-
-    check_stored_pins(store, plan.scenarios)  # data changed under this storage: bad input, before any work
-    unverified = unverified_lines(plan)
-    if unverified and request.require_verified_data:
-        raise UsageError("unverified data (reproduce needs the pinned data; pass --allow-unverified-data to run "
-                         "anyway): " + "; ".join(unverified))
-    from helmflow.pipeline import preflight
-
-    with console.status("checking scenario data"):
-        # bad data is bad input (exit 2), as in --dry-run, before Prefect starts; perturbed copies
-        # that changed no sampled instance leave the plan (the flow, handed this plan, agrees)
-        planned = len(plan.perturbed)
-        plan = preflight(store, plan)
+    launch = prepare_launch(storage=request.storage, require_verified_data=request.require_verified_data,
+                            look_up_release=not request.force_flow, status=console.status, **plan_params)
+    plan, store = launch.plan, launch.store
     console.print(f"storage: {store.root}", soft_wrap=True, markup=False)  # a path never breaks across lines
-    for line in unverified:
+    for line in launch.unverified:
         console.print(f"UNVERIFIED data: {line}", style="yellow", markup=False)
-    dropped = planned - len(plan.perturbed)
+    planned, dropped = len(plan.perturbed) + launch.dropped, launch.dropped
     copies = f"{len(plan.perturbed)} perturbed cop{'y' if len(plan.perturbed) == 1 else 'ies'}"
     perturbed = f" (+ {copies}{f'; {dropped} left out, changing no instance' if dropped else ''})" if planned else ""
     console.print(f"board {plan.spec.name}: {len(plan.scenarios)} scenarios{perturbed} x {len(plan.spec.models)} models "
                   f"= {len(plan.runs)} runs", soft_wrap=True)
     from helmflow.terminal import print_board
 
-    if not request.force_flow:
-        from helmflow.uptodate import published_release
-
-        found = published_release(store, plan)
-        if found is not None:  # nothing would execute: say so without starting Prefect
-            print_board(console, found)
-            console.print(f"release: {found['uri']} (unchanged: nothing written)", soft_wrap=True)
-            console.print("no Prefect flow run was started: every run and this release are already published "
-                          "(--force-flow starts one)", soft_wrap=True)
-            return 0
+    if launch.published is not None:  # nothing would execute: say so without starting Prefect
+        print_board(console, launch.published)
+        console.print(f"release: {launch.published['uri']} (unchanged: nothing written)", soft_wrap=True)
+        console.print("no Prefect flow run was started: every run and this release are already published "
+                      "(--force-flow starts one)", soft_wrap=True)
+        return 0
     started = time.perf_counter()
     from helmflow.clients import preload_sdks
 
@@ -168,15 +139,17 @@ def run_board(request: RunRequest) -> int:
     if request.task_runner:
         options["task_runner"] = task_runner(request.task_runner)
     flow = evaluate.with_options(**options)
-    hand_over(plan, **plan_params)  # the flow, started here with the same parameters, does not plan again
+    parameters = request.flow_parameters(board, store.root)
+    key = launch_key(board, store.root, **{k: v for k, v in plan_params.items() if k != "board"})
     from helmflow.lease import board_lease
     from helmflow.prefect_runtime import settle, temporary_server
 
     with temporary_server(server):  # waits for it, under helmflow's start-up timeout
         with board_lease(store, plan.spec.name, wait=request.wait), RichReporter(console) as rep:
             set_reporter(rep)
-            try:
-                state = flow(**request.flow_parameters(board, store.root), return_state=True)
+            try:  # the flow, started here with the same parameters, takes this launch: no second plan
+                with handing_over(launch, key):
+                    state = flow(**parameters, return_state=True)
             finally:
                 set_reporter(None)
                 restore()

@@ -323,31 +323,3 @@ def prepare(
     with hash_once():  # each source file is read once per plan
         return plan_board(load_board(board), load_deployments(models_file), models, scenarios, max_instances, judges,
                           no_judge, check_credentials, toxicity)
-
-# --------------------------------------------------------------------------- planned once per command
-_PLANNED: dict[str, BoardPlan] = {}
-#: the flow parameters a plan is made from and handed over under (the others, storage and budget, do not change it)
-PLAN_PARAMETERS = ("board", "models", "scenarios", "max_instances", "models_file", "plugins", "judges", "no_judge",
-                   "toxicity")
-
-
-def _plan_key(**params: Any) -> str:
-    return versions.canonical_json(params)
-
-
-def hand_over(plan: BoardPlan, **params: Any) -> None:
-    """Keep the plan the CLI just made for the flow it starts in this process with the same
-    ``params`` (see :func:`prepare_once`), so a board is planned once per ``helmflow run``."""
-    _PLANNED.clear()
-    _PLANNED[_plan_key(**params)] = plan
-
-
-def handed_over(**params: Any) -> BoardPlan | None:
-    """The plan waiting for the flow started with ``params``, left in place (the flow takes it)."""
-    return _PLANNED.get(_plan_key(**params))
-
-
-def prepare_once(**params: Any) -> BoardPlan:
-    """The plan handed over for exactly these parameters (taken, so it is used once), else a fresh
-    :func:`prepare`: a worker starting the flow plans for itself."""
-    return _PLANNED.pop(_plan_key(**params), None) or prepare(**params)
