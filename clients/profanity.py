@@ -18,6 +18,7 @@ from importlib import metadata
 
 from helmflow.clients import client_kind
 from helmflow.clients.base import Client, ClientResult, PermanentError
+from helmflow.errors import install_command
 from helmflow.media import MediaStore
 from helmflow.records import Deployment, RequestBody
 
@@ -35,7 +36,7 @@ def _model():
     try:
         from profanity_check import predict_prob
     except ImportError:
-        raise PermanentError(f"the offline toxicity scorer needs {PACKAGE}: pip install 'helmflow[safety]'") from None
+        raise PermanentError(f"the offline toxicity scorer needs {PACKAGE}: {install_command('safety')}") from None
     return predict_prob
 
 

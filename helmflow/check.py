@@ -83,6 +83,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from helmflow.clients import load_deployments
+    from helmflow.terminal import print_table
 
     known = load_deployments(args.models_file)
     names = args.models or list(known)
@@ -95,7 +96,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         cred = r.credential if r.credential_ok else f"[red]{escape(r.credential)}[/]"
         end = escape(r.endpoint) if r.endpoint_ok is not False else f"[red]{escape(r.endpoint)}[/]"
         table.add_row(escape(r.deployment), cred, end)
-    Console().print(table)
+    print_table(Console(), table)
     return exit_code(results)
 
 

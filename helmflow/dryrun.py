@@ -74,6 +74,8 @@ def estimate(plan: BoardPlan) -> list[RunEstimate]:
 def print_estimate(console, rows: list[RunEstimate]) -> None:
     from rich.table import Table
 
+    from helmflow.terminal import print_table
+
     table = Table(title="dry run: nothing sent, nothing written")
     for col in ("scenario", "model", "requests", "prompt tokens", "max output tokens", "worst-case $"):
         table.add_column(col, justify="left" if col in ("scenario", "model") else "right", overflow="fold")
@@ -82,4 +84,4 @@ def print_estimate(console, rows: list[RunEstimate]) -> None:
                       f"{r.worst_case_usd:.6f}")
     table.add_row("total", "", str(sum(r.requests for r in rows)), str(sum(r.prompt_tokens for r in rows)),
                   str(sum(r.max_output_tokens for r in rows)), f"{sum(r.worst_case_usd for r in rows):.6f}", style="bold")
-    console.print(table)
+    print_table(console, table, names=(0, 1))

@@ -126,3 +126,13 @@ def probe(url: str, timeout: float = 3.0) -> str | None:
     except OSError as exc:
         return " ".join(str(exc.strerror or exc or type(exc).__name__).split())
     return None
+
+
+def install_command(extra: str) -> str:
+    """The pip command that adds ``extra`` to this install: ``pip install 'helmflow[extra]'`` from an index,
+    ``pip install -e '.[extra]'`` (or the checkout's path) when helmflow runs from a source checkout."""
+    checkout = Path(__file__).resolve().parents[1]
+    if (checkout / "pyproject.toml").is_file() and (checkout / "helmflow" / "__init__.py").is_file():
+        where = "." if checkout == Path.cwd().resolve() else str(checkout)
+        return f"pip install -e '{where}[{extra}]'"
+    return f"pip install 'helmflow[{extra}]'"

@@ -79,6 +79,7 @@ def cmd_mirror(args: argparse.Namespace) -> int:
     from helmflow.errors import HelmflowError
     from helmflow.scenarios.base import UNPINNED
     from helmflow.storage import resolve_root
+    from helmflow.terminal import print_table
 
     targets = _targets(args.scenario)
     root = resolve_root(args.to)
@@ -106,7 +107,7 @@ def cmd_mirror(args: argparse.Namespace) -> int:
             table.add_row(filename + (" (recorded)" if filename in unknown else ""), digest, url)
             if filename in unknown:
                 to_pin.append(pin_line(scen, unknown[filename], digest))
-        console.print(table)
+        print_table(console, table, names=(0, 1, 2))
         total += len(rows)
     verified = total - len(to_pin)
     console.print(f"verified {verified} file(s), recorded {len(to_pin)} at first fetch; use it with: export {MIRROR_ENV}={root}",

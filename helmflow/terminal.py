@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 HEADERS = ("full", "split", "numbered")
 
@@ -93,3 +94,63 @@ def print_board(console: Console, summary: dict[str, Any]) -> None:
         console.print(line, soft_wrap=True, highlight=False, markup=False)
     if not with_ci:
         console.print("95% intervals: see leaderboard.parquet or `helmflow serve`")
+
+
+
+SHORT_VALUE = 24  # a record's values up to this long share one line; longer ones get a line each
+
+
+def _measure(console: Console, renderable: Any) -> Measurement:
+    if isinstance(renderable, str):
+        renderable = console.render_str(renderable)
+    return Measurement.get(console, console.options.update_width(10_000), renderable)
+
+
+def _fill(lows: list[int], highs: list[int], room: int) -> list[int] | None:
+    """Widths between each column's longest word and its natural width that use at most ``room``: the
+    columns nearest to whole are made whole first. None when even the longest words do not fit."""
+    widths = list(lows)
+    left = room - sum(widths)
+    if left < 0:
+        return None
+    for i in sorted(range(len(lows)), key=lambda i: highs[i] - lows[i]):
+        grow = min(highs[i] - widths[i], left)
+        widths[i] += grow
+        left -= grow
+    return widths
+
+
+def print_table(console: Console, table: Table, names: tuple[int, ...] = (0,)) -> None:
+    """``table`` at ``console.width`` with the columns in ``names`` (values a user types: deployments,
+    scenarios, boards) never cut or broken. The other columns wrap between words; if even that cannot fit,
+    each row is printed as a record (its names on one line, then ``column: value`` lines), so nothing is
+    lost at any width."""
+    columns = table.columns
+    sizes = [[_measure(console, r) for r in (c.header, *c._cells)] for c in columns]
+    lows = [max(m.minimum for m in col) for col in sizes]
+    highs = [max(m.maximum for m in col) for col in sizes]
+    pad = 2 if table.padding else 0
+    extra = (len(columns) - 1 + (2 if table.show_edge else 0)) if table.box else 0
+    others = [i for i in range(len(columns)) if i not in names]
+    room = console.width - extra - pad * len(columns) - sum(highs[i] for i in names)
+    widths = _fill([lows[i] for i in others], [highs[i] for i in others], room)
+    if widths is not None:
+        for i in names:
+            columns[i].width, columns[i].no_wrap, columns[i].overflow = highs[i], True, "ignore"
+        for i, width in zip(others, widths, strict=True):
+            columns[i].width, columns[i].overflow = width, "fold"
+        console.print(table)
+        return
+    if table.title:
+        console.print(table.title, soft_wrap=True, highlight=False)
+    headers = [console.render_str(c.header).plain if isinstance(c.header, str) else str(c.header) for c in columns]
+    for r in range(table.row_count):
+        text = [console.render_str(v).plain if isinstance(v, str) else str(v) for v in (c._cells[r] for c in columns)]
+        console.print("  ".join(text[i] for i in names if text[i]), soft_wrap=True, markup=False, highlight=False,
+                      style="bold")
+        short = [f"{headers[i]}: {text[i]}" for i in others if text[i] and len(text[i]) <= SHORT_VALUE]
+        if short:
+            console.print(Text("  " + " · ".join(short)))
+        for i in others:
+            if len(text[i]) > SHORT_VALUE:
+                console.print(Text(f"  {headers[i]}: {text[i]}"))

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from helmflow.errors import HelmflowError
+from helmflow.errors import HelmflowError, install_command
 from helmflow.metrics.base import MetricInput
 from helmflow.records import Instance
 from helmflow.registry import Registry
@@ -129,7 +129,7 @@ class Metric:
             return
         noted = _TOLERATED.get()
         if noted is None:
-            raise MissingExtra(f"metric {self.name!r} needs {', '.join(missing)}: pip install 'helmflow[{self.extra}]'")
+            raise MissingExtra(f"metric {self.name!r} needs {', '.join(missing)}: {install_command(self.extra or '?')}")
         noted[self.name] = self
 
 

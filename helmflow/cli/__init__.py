@@ -16,7 +16,7 @@ import sys
 from helmflow.cli.options import Parser, forbid_repeats
 from helmflow.errors import EXIT_USAGE, HelmflowError, format_validation_error
 
-# The commands, in --help order. Add yours here.
+# The modules that register commands. Add yours here.
 COMMAND_MODULES: list[str] = [
     "helmflow.cli.run",
     "helmflow.cli.boards",
@@ -32,6 +32,10 @@ COMMAND_MODULES: list[str] = [
     "helmflow.cli.helm_io",
 ]
 
+# --help lists commands in the order a user reaches for them; commands not named here follow, as registered
+HELP_ORDER = ("run", "eval", "list", "show", "serve", "report", "retry", "lineage", "check", "prompts", "mirror",
+              "dev-server", "compact", "reproduce", "import-helm-models", "import-helm", "export", "import")
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(
@@ -43,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMAND_MODULES:
         importlib.import_module(module).add_parser(sub)
+    rank = {name: i for i, name in enumerate(HELP_ORDER)}
+    sub._choices_actions.sort(key=lambda a: rank.get(a.dest, len(rank)))  # stable: unnamed ones keep their order
     forbid_repeats(p)
     return p
 

@@ -11,9 +11,12 @@ if TYPE_CHECKING:
     from helmflow.scenarios.base import DataSource
 
 
+LISTED = ("boards", "scenarios", "models")
+
+
 def add_parser(sub) -> None:
-    ls = sub.add_parser("list", help="list boards, scenarios or models")
-    ls.add_argument("what", choices=["boards", "scenarios", "models"])
+    ls = sub.add_parser("list", help="list boards, scenarios and models (or one kind)")
+    ls.add_argument("what", nargs="?", choices=LISTED, help="one kind only (default: all three)")
     models_file_arg(ls)
     ls.set_defaults(func=cmd_list)
 
@@ -32,19 +35,17 @@ def add_parser(sub) -> None:
     pr.set_defaults(func=cmd_prompts)
 
 
-def cmd_list(args: argparse.Namespace) -> int:
-    from rich.console import Console
+def _listing(what: str, models_file: str | None):
     from rich.table import Table
 
-    console = Console()
-    if args.what == "boards":
+    if what == "boards":
         from helmflow.plan.spec import board_names, load_board
 
         table = Table("board", "version", "scenarios", "models", "description")
         for name in board_names():
             b = load_board(name)
             table.add_row(name, b.version, str(len(b.scenarios)), str(len(b.models)), b.description)
-    elif args.what == "scenarios":
+    elif what == "scenarios":
         from helmflow.scenarios import SCENARIOS
 
         table = Table("scenario", "version", "main metric", "description")
@@ -55,10 +56,23 @@ def cmd_list(args: argparse.Namespace) -> int:
         from helmflow.clients import load_deployments
 
         table = Table("deployment", "client", "model", "context", "$/M in", "$/M out", "description")
-        for d in load_deployments(args.models_file).values():
+        for d in load_deployments(models_file).values():
             table.add_row(d.name, d.client, d.model, str(d.context_window), f"{d.price_input_per_mtok:g}",
                           f"{d.price_output_per_mtok:g}", d.description)
-    console.print(table)
+    return table
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from helmflow.terminal import print_table
+
+    console = Console()
+    kinds = [args.what] if args.what else list(LISTED)
+    for kind in kinds:
+        if len(kinds) > 1:
+            console.print(f"[bold]{kind}[/] (helmflow list {kind})")
+        print_table(console, _listing(kind, args.models_file))
     return 0
 
 
@@ -106,6 +120,7 @@ def data_files(console, plan, files: dict[str, list[tuple[DataSource, str, str |
 
     from helmflow.datasets import UNDECLARED, mirror_names
     from helmflow.scenarios import get_scenario
+    from helmflow.terminal import print_table
 
     dt = Table("scenario", "mirror file names", "revision", "here", "data")
     absent_count = 0
@@ -123,7 +138,7 @@ def data_files(console, plan, files: dict[str, list[tuple[DataSource, str, str |
                 data = "verified" if not absent else "sha256 declared"
             dt.add_row(s.label, " or ".join(mirror_names(source)), revision, absent or url, data)
     if dt.row_count:
-        console.print(dt)
+        print_table(console, dt)
     return absent_count
 
 
@@ -131,6 +146,7 @@ def missing_extras(console, plan, noted: dict) -> None:
     """One line per extra a run of the board needs and this install lacks: which modules, which
     metrics and scenarios, or which deployments (models, judges, the toxicity scorer)."""
     from helmflow.clients import CLIENTS
+    from helmflow.errors import install_command
 
     deployments = {d.name: d for r in plan.runs for d in [r.deployment, *r.judges, *([r.scorer] if r.scorer else [])]}
     clients: dict[str, list[str]] = {}
@@ -141,7 +157,7 @@ def missing_extras(console, plan, noted: dict) -> None:
     for extra, names in sorted(clients.items()):
         modules = sorted({m for n in names for m in CLIENTS.get(deployments[n].client).missing_modules()})
         console.print(f"missing extra helmflow[{extra}]: {', '.join(modules)} not installed, needed by deployment(s) "
-                      f"{', '.join(names)}; a run with them stops until you pip install 'helmflow[{extra}]'",
+                      f"{', '.join(names)}; a run with them stops until you {install_command(extra)}",
                       soft_wrap=True, markup=False, highlight=False)
     by_extra: dict[str, list] = {}
     for metric in noted.values():
@@ -152,7 +168,7 @@ def missing_extras(console, plan, noted: dict) -> None:
         labels = [s.label for s in plan.scenarios if metric_names & set(s.metrics)]
         console.print(f"missing extra helmflow[{extra}]: {', '.join(modules)} not installed, needed by metric(s) "
                       f"{', '.join(sorted(metric_names))} of {len(labels)} scenario(s) ({', '.join(labels)}); a run of them "
-                      f"stops until you pip install 'helmflow[{extra}]'", soft_wrap=True, markup=False, highlight=False)
+                      f"stops until you {install_command(extra)}", soft_wrap=True, markup=False, highlight=False)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -164,6 +180,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from helmflow.datasets import MIRROR_ENV, declared_pins
     from helmflow.metrics import tolerate_missing_extras
     from helmflow.plan.spec import board_names
+    from helmflow.terminal import print_table
 
     with declared_pins(), tolerate_missing_extras() as noted:
         plan = _plan(args, args.board, check_credentials=False)  # showing a board needs no judge key
@@ -182,7 +199,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         marks.add(mark)
         st.add_row(s.label, s.adapter.method, s.main_metric, str(s.adapter.sample.max_eval_instances or "all"),
                    s.scenario_version + mark, s.prompt_version)
-    console.print(st)
+    print_table(console, st)
     if DECLARED_MARK in marks:
         console.print(f"{DECLARED_MARK.strip()}: computed from the scenario's declared pins (revision, sha256), "
                       f"not from data on this machine", soft_wrap=True, markup=False, highlight=False)
@@ -196,7 +213,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         if r.deployment.name not in seen:
             seen.add(r.deployment.name)
             mt.add_row(r.deployment.name, r.deployment.client, r.deployment.model, r.model_version)
-    console.print(mt)
+    print_table(console, mt)
     absent = data_files(console, plan, files)
     judged = {(r.scenario.label, tuple(j.name for j in r.judges), tuple(r.judge_templates.items())) for r in plan.runs
               if r.judge_templates}
@@ -204,13 +221,13 @@ def cmd_show(args: argparse.Namespace) -> int:
         jt = Table("judged scenario", "judges", "templates")
         for label, names, templates in sorted(judged):
             jt.add_row(label, ", ".join(names) or "none (--no-judge)", ", ".join(f"{n} v{v}" for n, v in templates))
-        console.print(jt)
+        print_table(console, jt)
     scored = sorted({(r.scenario.label, r.scorer.name, r.scorer_template) for r in plan.runs if r.scorer})
     if scored:
         tt = Table("toxicity scored", "scorer", "template")
         for label, name, template in scored:
             tt.add_row(label, name, template or "")
-        console.print(tt)
+        print_table(console, tt)
     missing_extras(console, plan, noted)
     if absent:
         target = args.board if args.board in board_names() else "<scenario>"

@@ -1,0 +1,64 @@
+"""A name a user types (a deployment, a scenario label, a board) is printed whole in every table, at any width:
+tables whose names and longest words fit keep their layout, the rest print each row as a record."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from helmflow.cli import main
+from helmflow.clients import load_deployments
+from helmflow.plan.spec import board_names, load_board
+
+WIDTHS = (60, 80, 200)
+
+
+def whole(name: str, out: str) -> bool:
+    """``name`` appears with nothing glued to it: not cut (``offline/…``), not broken across lines."""
+    return re.search(rf"(?<![\w/.-]){re.escape(name)}(?![\w/.-])", out) is not None
+
+
+def run(capsys, monkeypatch, width: int, *argv: str) -> str:
+    monkeypatch.setenv("COLUMNS", str(width))
+    capsys.readouterr()
+    assert main(list(argv)) == 0
+    out = capsys.readouterr().out
+    assert out.strip()
+    return out
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_list_models_prints_every_deployment_whole(capsys, monkeypatch, width):
+    out = run(capsys, monkeypatch, width, "list", "models")
+    names = list(load_deployments(None))
+    assert names and [n for n in names if not whole(n, out)] == []
+    assert max(len(line) for line in out.splitlines()) <= width
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_list_boards_and_scenarios_print_names_whole(capsys, monkeypatch, width):
+    out = run(capsys, monkeypatch, width, "list", "boards")
+    assert [b for b in board_names() if not whole(b, out)] == []
+    from helmflow.scenarios import SCENARIOS
+
+    out = run(capsys, monkeypatch, width, "list", "scenarios")
+    assert [s for s in SCENARIOS.names() if not whole(s, out)] == []
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_show_and_dry_run_print_labels_and_models_whole(capsys, monkeypatch, width):
+    board = load_board("demo")
+    labels = [s.label for s in board.scenarios]
+    out = run(capsys, monkeypatch, width, "show", "demo")
+    assert [x for x in labels + board.models if not whole(x, out)] == []
+    out = run(capsys, monkeypatch, width, "run", "demo", "--dry-run")
+    assert [x for x in labels + board.models if not whole(x, out)] == []
+    assert max(len(line) for line in out.splitlines()) <= width
+
+
+def test_a_wide_terminal_keeps_the_table_and_a_narrow_one_gets_records(capsys, monkeypatch):
+    wide = run(capsys, monkeypatch, 200, "list", "models")
+    narrow = run(capsys, monkeypatch, 60, "list", "models")
+    assert "┃ deployment" in wide and "client: offline" not in wide
+    assert "┃" not in narrow and "client: offline" in narrow
