@@ -157,7 +157,9 @@ class StatsBuilder:
 def summarize(stats: list[Stat] | StatColumns) -> list[MetricSummary]:
     cols = StatColumns.of(stats)
     prefixes = tuple({c.prefix for m in METRICS.names() for c in METRICS.get(m).counted})
-    means = np.array([not (prefixes and n.startswith(prefixes)) for n in cols.names], dtype=bool)
+    ratio_names = {r[0] for m in METRICS.names() for r in METRICS.get(m).ratios}  # a ratio replaces the mean
+    means = np.array([not (prefixes and n.startswith(prefixes)) and n not in ratio_names for n in cols.names],
+                     dtype=bool)
     # group by (name, split) in string order; a group's values in the order of the stats
     name_rank = np.argsort(np.argsort(np.array(cols.names, dtype=object))) if cols.names else np.zeros(0, np.int64)
     split_rank = np.argsort(np.argsort(np.array(cols.splits, dtype=object))) if cols.splits else np.zeros(0, np.int64)

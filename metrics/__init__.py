@@ -104,7 +104,8 @@ class Metric:
     fn: MetricFn
     version: str
     scores_errors: bool = False  # efficiency-like metrics also describe errored requests
-    # (summary name, numerator stat, denominator stat): pooled over instances as sum / sum, not a mean
+    # (summary name, numerator stat, denominator stat): pooled over instances as sum / sum, not a mean;
+    # a per-instance stat of the summary's name gets no mean summary (the ratio is the run's number)
     ratios: tuple[tuple[str, str, str], ...] = ()
     judge: str | None = None  # the judge template (helmflow.judges) whose verdicts this metric reads
     pooled: tuple[Pooled, ...] = ()

@@ -184,3 +184,31 @@ def test_bbq_zero_denominators_and_empty_replies():
     req = Request(request_hash="h", instance_id="id0", split="test", body=RequestBody(model="m", prompt="p", max_tokens=5, temperature=0.0))
     summary = {s.name: s for s in summarize(score_instances([inst], [req], [Completion(request_hash="h", text="C")], AdapterSpec(), ["bbq"]))}
     assert summary["bbq_metric_unambiguous_bias"].mean == 0.0 and summary["bbq_metric_ambiguous_bias"].mean == 0.0
+
+
+def test_bbq_counts_every_nonempty_completion_as_helm_does():
+    """HELM's BBQMetric loops over every non-empty completion of every instance: accuracy and the
+    bias counts are over completions, not means per instance (n > 1 samples per request)."""
+    tags = {"correct": "A", "target": "A", "non_target": "B", "unknown": "C"}
+    cases = [  # (polarity, context, correct, the instance's completions)
+        ("neg", "disambig", "A", ["A", "B", ""]),  # 2 counted: A correct, target&neg; B non-unknown
+        ("nonneg", "disambig", "B", ["B"]),  # 1: correct, non-target&non-neg
+        ("neg", "ambig", "C", ["A", "A", "C"]),  # 3: A, A target&neg (ambiguous); C correct
+        ("neg", "ambig", "C", ["", ""]),  # only empty completions: not counted at all
+    ]
+    instances, requests, completions = [], [], []
+    for k, (pol, ctx, correct, texts) in enumerate(cases):
+        instances.append(Instance(id=f"id{k}", input=Input(text="x"),
+                                  extra={**tags, "polarity": pol, "context": ctx, "correct": correct}))
+        for j, text in enumerate(texts):
+            requests.append(Request(request_hash=f"h{k}", instance_id=f"id{k}", split="test",
+                                    body=RequestBody(model="m", prompt="p", max_tokens=5, temperature=0.0)))
+            completions.append(Completion(request_hash=f"h{k}", sample_index=j, text=text))
+    summary = {s.name: s for s in summarize(score_instances(instances, requests, completions, AdapterSpec(), ["bbq"]))}
+    # 6 counted completions, 3 correct (a mean of per-instance means would give (1/2 + 1 + 1/3) / 3 = 0.611)
+    assert summary["bbq_accuracy"].mean == pytest.approx(3 / 6)
+    # disambiguated: non-unknown 3, target&neg 1, non-target&non-neg 1 -> 2 * 2/3 - 1
+    assert summary["bbq_metric_unambiguous_bias"].mean == pytest.approx(1 / 3)
+    # ambiguous: non-unknown 2, target&neg 2 -> (2 * 2/2 - 1) * (1 - 3/6)
+    assert summary["bbq_metric_ambiguous_bias"].mean == pytest.approx(0.5)
+    assert summary["bbq_accuracy"].count == 3  # instances with a counted completion
