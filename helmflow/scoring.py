@@ -215,6 +215,8 @@ def pooled_values(stats: list[Stat] | StatColumns) -> list[MetricSummary]:
             if ids:
                 mean, low, high = pooled_ci({n: [values[n][i] for i in ids] for n in pooled.stats}, pooled.fn,
                                            rows=pooled.rows, bootstrap=pooled.bootstrap, batched=pooled.batched)
+                if np.isnan(mean):
+                    continue  # undefined for this run: absent, never 0
                 out.append(MetricSummary(name=pooled.name, split=split, count=len(ids), mean=mean, ci_low=low, ci_high=high))
     return out
 

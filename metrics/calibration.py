@@ -26,7 +26,12 @@ Per run (pooled over the instances that have both, :class:`helmflow.metrics.Pool
 - ``platt_ece_10_bin`` / ``platt_ece_1_bin``: the same after Platt scaling (a logistic regression of
   correctness on logit(confidence), fitted on the run itself by maximum likelihood, as HELM's
   ``LogisticRegression(C=1e10)``); 0 when every answer is right or every answer is wrong, as in HELM.
-  No interval: refitting on a thousand resamples would cost more than all the rest of scoring.
+  No interval: refitting on a thousand resamples would cost more than all the rest of scoring;
+- ``platt_coef`` / ``platt_intercept``: that fit's weights, on logit(confidence) with confidences
+  clipped to [1e-12, 1 - 1e-12] (HELM's ``clf.coef_[0][0]``, ``clf.intercept_[0]``); absent when every
+  answer is right or every answer is wrong, where HELM records neither. No interval.
+
+A confidence of exactly 0 (a logprob of -inf) is kept with probability 0, as HELM keeps it.
 
 HELM notes that a 10-bin ECE needs about 300 instances to be reliable; intervals are bootstrapped
 over instances like every other number.
@@ -132,9 +137,11 @@ def selective_accuracies_rows(probs: np.ndarray, correct: np.ndarray) -> np.ndar
     return np.cumsum(np.take_along_axis(correct, order, axis=1), axis=1) / np.arange(1, probs.shape[1] + 1)
 
 
-def platt_scaled(probs: np.ndarray, correct: np.ndarray) -> np.ndarray:
-    """Confidences recalibrated by a logistic fit of correctness on logit(confidence) (Newton's method on
-    the unregularised log-likelihood: HELM's C=1e10 makes sklearn's penalty negligible)."""
+def platt_fit(probs: np.ndarray, correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A logistic fit of correctness on logit(confidence), confidences clipped to [1e-12, 1 - 1e-12] as
+    the calibration package does (Newton's method on the unregularised log-likelihood: HELM's C=1e10
+    makes sklearn's penalty negligible): the weights (coefficient, intercept) and the recalibrated
+    confidences."""
     p = np.clip(probs, 1e-12, 1 - 1e-12)
     x = np.log(p / (1 - p))
     features = np.stack([x, np.ones_like(x)], axis=1)
@@ -147,7 +154,12 @@ def platt_scaled(probs: np.ndarray, correct: np.ndarray) -> np.ndarray:
         w += step
         if np.abs(step).max() < 1e-9:
             break
-    return 1 / (1 + np.exp(-features @ w))
+    return w, 1 / (1 + np.exp(-features @ w))
+
+
+def platt_scaled(probs: np.ndarray, correct: np.ndarray) -> np.ndarray:
+    """Confidences recalibrated by :func:`platt_fit`."""
+    return platt_fit(probs, correct)[1]
 
 
 def _columns(columns: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -161,6 +173,19 @@ def _platt_ece(num_bins: int):
             return 0.0  # HELM: the fit has nothing to separate
         with np.errstate(over="ignore"):  # separable data drive the fit's weights up, as in sklearn
             return ece(platt_scaled(probs, correct), correct, num_bins)
+
+    return fn
+
+
+def _platt_weight(index: int):
+    """HELM's ``platt_coef`` (0) or ``platt_intercept`` (1): absent (NaN) when every answer is right or
+    every answer is wrong, where HELM fits nothing and records neither."""
+    def fn(columns: dict[str, np.ndarray], n: int) -> float:
+        probs, correct = _columns(columns)
+        if correct.sum() in (0, len(correct)):
+            return math.nan
+        with np.errstate(over="ignore"):
+            return float(platt_fit(probs, correct)[0][index])
 
     return fn
 
@@ -179,13 +204,16 @@ POOLED = (
             lambda c, n: selective_accuracies_rows(*_columns(c))[:, int(0.1 * n)]),
     _pooled("platt_ece_10_bin", _platt_ece(10), bootstrap=False),
     _pooled("platt_ece_1_bin", _platt_ece(1), bootstrap=False),
+    _pooled("platt_coef", _platt_weight(0), bootstrap=False),
+    _pooled("platt_intercept", _platt_weight(1), bootstrap=False),
 )
 
 
 # --------------------------------------------------------------------------- per instance
 def sequence_prob(logprobs: list[float], tokens: list[str]) -> float | None:
-    """exp(sum of the token logprobs); None when the deployment returned none for some token."""
-    if not logprobs or len(logprobs) < len(tokens) or any(not math.isfinite(v) for v in logprobs):
+    """exp(sum of the token logprobs); None when the deployment returned none for some token (or a
+    NaN or +inf). A logprob of -inf is a probability of 0, kept as HELM's ``np.exp`` keeps it."""
+    if not logprobs or len(logprobs) < len(tokens) or any(math.isnan(v) or v == math.inf for v in logprobs):
         return None
     return min(math.exp(sum(logprobs)), 1.0)
 
@@ -204,7 +232,7 @@ def separate_calibration(x: MetricInput) -> dict[str, float]:
     return {AVAILABLE: 1.0, CONFIDENCE: fmean(probs), CORRECT: float(int(fmean(correct)))}
 
 
-@metric("calibration", version="1", pooled=POOLED)
+@metric("calibration", version="2", pooled=POOLED)
 def calibration(x: MetricInput) -> dict[str, float]:
     """Confidence and correctness of the first sample of each trial (means over trials)."""
     if is_separate(x):

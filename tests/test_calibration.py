@@ -117,3 +117,46 @@ def test_platt_ece_is_zero_when_every_answer_is_right_as_in_helm():
     _, summary = _score([("A", [math.log(0.9)]), ("A", [math.log(0.5)])])
     assert summary["platt_ece_10_bin"].mean == 0.0 and summary["ece_1_bin"].mean == pytest.approx(0.3)
     assert math.isnan(summary["platt_ece_10_bin"].ci_low)  # no interval: a refit per resample costs too much
+
+
+def test_a_confidence_of_zero_is_kept_with_probability_zero_as_in_helm():
+    """HELM's max_prob is exp(the completion's logprob): a logprob of -inf gives 0, and the instance
+    stays in every calibration number (it is not a deployment without logprobs)."""
+    stats, summary = _score([("A", [math.log(0.9)]), ("B", [-math.inf]), ("A", [math.log(0.6)]),
+                             ("B", [math.log(0.3)])])
+    assert [s.value for s in stats if s.name == "max_prob"] == pytest.approx([0.9, 0.0, 0.6, 0.3])
+    assert summary["logprobs_available"].mean == 1.0 and summary["ece_1_bin"].count == 4
+    assert summary["ece_1_bin"].mean == pytest.approx(abs(1.8 / 4 - 0.5))  # mean confidence 0.45, accuracy 0.5
+    # least confident last: the 0 sorts below 0.3
+    assert summary["selective_cov_acc_area"].mean == pytest.approx((1 + 1 + 2 / 3 + 2 / 4) / 4)
+
+
+def test_platt_coef_and_intercept_as_in_helm():
+    """Two confidence levels: the maximum-likelihood logistic fit goes through each level's accuracy,
+    so logit(accuracy) = coef * logit(confidence) + intercept at both, by hand. A confidence of 0 is
+    clipped to 1e-12 before the logit, as in the calibration package HELM calls."""
+    logit = lambda p: math.log(p / (1 - p))  # noqa: E731
+    # 0.5 twice (1 right) and 0.8 four times (3 right): 0 = coef * 0 + b, logit(3/4) = coef * logit(0.8) + b
+    answers = [("A", [math.log(0.5)]), ("B", [math.log(0.5)])] + [("A", [math.log(0.8)])] * 3 + [("B", [math.log(0.8)])]
+    _, summary = _score(answers)
+    assert summary["platt_coef"].mean == pytest.approx(math.log(3) / math.log(4), abs=1e-9)
+    assert summary["platt_intercept"].mean == pytest.approx(0.0, abs=1e-9)
+    assert summary["platt_ece_1_bin"].mean == pytest.approx(0.0, abs=1e-9)  # the fit hits both accuracies
+    assert math.isnan(summary["platt_coef"].ci_low)  # no interval, like the Platt ECEs
+    # confidence 0 twice (1 right) and 0.8 four times (3 right)
+    answers = [("A", [-math.inf]), ("B", [-math.inf])] + answers[2:]
+    _, summary = _score(answers)
+    x0 = logit(1e-12)
+    coef = math.log(3) / (math.log(4) - x0)
+    assert summary["platt_coef"].mean == pytest.approx(coef, rel=1e-9)
+    assert summary["platt_intercept"].mean == pytest.approx(-coef * x0, rel=1e-9)
+    from sklearn import linear_model as sklearn  # HELM's own fit: LogisticRegression(C=1e10, solver="lbfgs")
+    x = np.array([x0, x0] + [logit(0.8)] * 4)[:, None]
+    clf = sklearn.LogisticRegression(C=1e10, solver="lbfgs").fit(x, [1, 0, 1, 1, 1, 0])
+    assert summary["platt_coef"].mean == pytest.approx(clf.coef_[0][0], rel=1e-3)
+    assert summary["platt_intercept"].mean == pytest.approx(clf.intercept_[0], rel=1e-3)
+
+
+def test_no_platt_coef_when_every_answer_is_right_as_in_helm():
+    _, summary = _score([("A", [math.log(0.9)]), ("A", [math.log(0.5)])])
+    assert summary["platt_ece_1_bin"].mean == 0.0 and not {"platt_coef", "platt_intercept"} & set(summary)

@@ -22,19 +22,19 @@ from tests.support.judge_fixtures import (
 DEMO_BOARD_VERSION = "7f212da8da3e6d52"  # version 4: perturbations on two scenarios
 DEMO_RUN_IDS = [
     "e66df003fc848473", "dcc7e2663dc5b29e", "dc565f36524bc4fc", "71f0d9b433825ad1", "9e834d30d7875516", "ecac2c7f280e92c8",
-    "6f091efb20001191", "e57dacd9de2d92e0", "952805e223316860", "284dbfeb3273f2f6", "12f8f0be47ceefe8", "0e77a08c8eb1df26",
+    "6f091efb20001191", "e57dacd9de2d92e0", "38301917aa4e74b5", "fc6600919b5ba368", "dbb14b80846cacca", "7f21358020a3248c",
     "9e91aaf5126e0df2", "f1f60f8363a7f77b", "9dd4aecf4cdaef26", "69f262f6eb25e0cb", "656ec716d3783067", "25a38461ffe1d67e",
     "49c3ea7bf2a70cd8", "4c540d468b8a168b", "90918afe99e75903", "e76447c0396a4ddd", "d343faebb189f518", "b5c6711cd4b550db",
     "fda86fd0769bc9ec", "424d2fdf24982cc6", "788c49d62d6fe6f1", "e03b8cbebd4abf77", "ec645d4c9b41278d", "53472b313d8ff941",
     "92e7112597181a26", "f244c04d11c6a4fe",
 ]
 # the perturbed copies (mild_mix, gender, person_name of arithmetic-3 and arithmetic-mc): adding them left
-# every original run id above unchanged
+# every original run id above unchanged (arithmetic-mc's four and its copies changed with calibration VERSION 2)
 DEMO_PERTURBED_RUN_IDS = [
     "16f319e446c7a56f", "f24d7a8e97553ab7", "1e2267ccb57b2f3a", "5704c1567f731fc1", "d578b2e19af2c98e", "e92b63918e3b6074",
     "f301faa9e3e5a340", "c694d5a2d4216e7c", "6daddac5950ec956", "f8a2761404aa70bb", "4adf087ee5341c4e", "86e1ed87d99d1d22",
-    "01a6ce062f3dbccd", "d374bf5c5cb438a7", "059eb9869b6688ba", "0a77f65ea2a1cd48", "b3129c90f61e8b25", "d951244aff0ed7cc",
-    "6cf6f3a19cdec85d", "010455f254064f98", "b016f453b84c6c8d", "6976f74a662cffb1", "dfec5fb81c9737e1", "6f578c0acc24b331",
+    "a30705bf5666b8dd", "f631562cfeb5e916", "ea77b106ba0a50d6", "46961a2f6dde1753", "8751fb8ea3bb9f5c", "d95a37e20a040a24",
+    "33524edd29dff02a", "e2dc1cc5ba08b773", "b4ec734fea1403c2", "3109c5653c6a58fb", "71f8c84d31320141", "b8763fafecc7e0e7",
 ]
 CAPABILITIES_BOARD_VERSION = "5a3a66bb6098077c"
 CAPABILITIES_RUN_IDS = [  # models offline/echo, offline/solver; jury offline/echo, offline/solver
