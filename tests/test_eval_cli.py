@@ -66,3 +66,23 @@ def test_eval_runs_an_ad_hoc_board_through_the_flow(prefect_server, tmp_path: Pa
     assert other.returncode == 0, other.stdout + other.stderr
     assert len(list(root.glob("leaderboards/eval-synthetic_reasoning-*"))) == 2
     assert json.loads((board_dir / "latest.json").read_text()) == latest
+
+
+def _board(*argv: str) -> dict:
+    from helmflow.cli import build_parser
+    from helmflow.cli.eval import board_spec
+
+    return board_spec(build_parser().parse_args(["eval", *argv]))
+
+
+def test_a_file_scenario_is_named_after_its_file():
+    spec = _board("custom:path=/data/exams/quiz.jsonl,answer=answer,id=id", "--models", "offline/solver")
+    (entry,) = spec["scenarios"]
+    assert entry["label"] == "quiz" and spec["name"].startswith("eval-quiz-")
+    assert entry["params"]["path"] == "/data/exams/quiz.jsonl"  # the full spec stays in the run's parameters
+    both = _board("custom:path=/a/quiz.csv", "custom:path=s3://b/quiz.csv?versionId=3", "--models", "offline/solver")
+    assert [e["label"] for e in both["scenarios"]] == ["custom:path=/a/quiz.csv", "custom:path=s3://b/quiz.csv?versionId=3"]
+    named = _board("custom:path=/a/quiz.csv,label=Quiz A", "--models", "offline/solver")
+    assert named["scenarios"][0]["label"] == "Quiz A"
+    plain = _board("arithmetic:choices=3", "--models", "offline/solver")
+    assert plain["scenarios"][0]["label"] == "arithmetic:choices=3" and plain["name"].startswith("eval-arithmetic-")

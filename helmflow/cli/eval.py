@@ -63,6 +63,14 @@ def add_parser(sub) -> None:
     p.set_defaults(func=cmd_eval)
 
 
+def _file_stem(params: dict[str, Any]) -> str | None:
+    """``quiz`` for a spec reading ``path=/data/quiz.jsonl``; None for a spec without a file."""
+    from pathlib import PurePosixPath
+
+    path = params.get("path")
+    return (PurePosixPath(str(path).split("?")[0].rstrip("/")).stem or None) if path else None
+
+
 def board_spec(args: argparse.Namespace) -> dict[str, Any]:
     """The ad-hoc board spec: JSON data, so it is a valid flow parameter and its hash is stable."""
     from helmflow.scenarios import parse_spec
@@ -72,9 +80,12 @@ def board_spec(args: argparse.Namespace) -> dict[str, Any]:
     if not args.models:
         raise UsageError("eval needs --models (see `helmflow list models`)")
     entries = []
-    for given in args.scenario:
-        name, params = parse_spec(given)
-        label = params.pop("label", None) or given  # `label=` names the board row; it is not a scenario parameter
+    parsed = [parse_spec(given) for given in args.scenario]
+    stems = [_file_stem(params) for _, params in parsed]
+    for given, (name, params), stem in zip(args.scenario, parsed, stems, strict=True):
+        # `label=` names the board row (it is not a scenario parameter); by default a file's stem, unless two
+        # specs share it, else the spec itself. The full spec stays in the run's parameters either way.
+        label = params.pop("label", None) or (stem if stem and stems.count(stem) == 1 else given)
         entry: dict[str, Any] = {"name": name, "params": params, "adapter": dict(args.adapter), "label": label}
         if args.metrics:
             entry["metrics"] = args.metrics
@@ -89,7 +100,7 @@ def board_spec(args: argparse.Namespace) -> dict[str, Any]:
         "max_instances": args.max_instances,  # part of the ad-hoc board, not a subset of it
     }
     # Distinct evaluations are distinct boards, so one never moves another's latest.json.
-    default = f"eval-{safe_key(parse_spec(args.scenario[0])[0])}-{stable_hash(spec, 8)}"
+    default = f"eval-{safe_key(entries[0]['label'] if stems[0] else parsed[0][0])[:40]}-{stable_hash(spec, 8)}"
     return {"name": args.name or default, **spec}
 
 
