@@ -80,7 +80,16 @@ def test_import_helm_keeps_helms_numbers_and_reproduces_them(tmp_path: Path):
     assert mcqa["deployment"]["client"] == "helm"
     # the perturbed stat (robustness) is not the run's exact match: HELM's unperturbed 2/3 is
     summary = {(r["name"], r["split"]): r for r in pq.read_table(root / "runs" / mcqa["run_id"] / "summary.parquet").to_pylist()}
-    assert summary[("exact_match", "test")]["mean"] == pytest.approx(2 / 3) and summary[("exact_match", "test")]["count"] == 3
+    # HELM's count is the number of train trials (1); the interval is our bootstrap over its per-instance values
+    assert summary[("exact_match", "test")]["mean"] == pytest.approx(2 / 3) and summary[("exact_match", "test")]["count"] == 1
+    assert (summary[("exact_match", "test")]["ci_low"], summary[("exact_match", "test")]["ci_high"]) == (0.0, 1.0)
+    assert summary[("num_prompt_tokens", "test")]["ci_low"] == summary[("num_prompt_tokens", "test")]["ci_high"] == 12.0
+    for info in runs.values():
+        rows = pq.read_table(root / "runs" / info["run_id"] / "summary.parquet").to_pylist()
+        per_instance = {r["name"] for r in pq.read_table(root / "runs" / info["run_id"] / "stats.parquet").to_pylist()}
+        for r in rows:  # every stat HELM has per-instance values for gets an interval around HELM's mean
+            assert (r["name"] not in per_instance) or r["ci_low"] <= r["mean"] <= r["ci_high"], (info["scenario"], r)
+        assert info["ci"][0] is not None and info["ci"][0] <= info["score"] <= info["ci"][1]
     completions = pq.read_table(root / "runs" / mcqa["run_id"] / "completions.parquet").to_pylist()
     assert [c["text"] for c in completions] == ["A", " B", "B"]
     assert {(c["run_id"], c["model"], c["scenario"]) for c in completions} == {(mcqa["run_id"], GPT, MCQA)}
@@ -90,6 +99,7 @@ def test_import_helm_keeps_helms_numbers_and_reproduces_them(tmp_path: Path):
     # the board: HELM's numbers on our leaderboard, labelled as imported
     board = _leaderboard(root, "helm-toy")
     assert board[GPT][MCQA] == pytest.approx(2 / 3) and board[CLAUDE][BBQ] == 0.5 and board[GPT][BBQ] is None
+    assert (board[GPT][f"{MCQA} ci_low"], board[GPT][f"{MCQA} ci_high"]) == (0.0, 1.0)
     release = json.loads(next(root.glob("leaderboards/helm-toy/*/release.json")).read_text())
     assert release["imported_from"] == [str(suite)] and set(release["models"]) == {GPT, CLAUDE}
     report = run_cli("report", "helm-toy", "--storage", str(root))
@@ -151,9 +161,13 @@ def test_import_helm_recomputes_helm_lites_generation_metrics(tmp_path: Path):
     recomputed on HELM's completions and agree with HELM's numbers (worked out by hand in the fixtures)."""
     suite = lite_suite(tmp_path)
     root = tmp_path / "store"
-    out = run_cli("import-helm", str(suite), "--storage", str(root), "--board", "helm-lite-toy")
+    out = run_cli("import-helm", str(suite), "--storage", str(root), "--board", "helm-lite-toy", "-v")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "3 run(s) imported" in out.stdout and "MISMATCH" not in out.stdout
+    # -v: one line per recomputed stat, with both numbers
+    matched = [line.strip() for line in out.stdout.splitlines() if line.startswith("  MATCH ")]
+    assert len(matched) == 6, out.stdout
+    assert "MATCH math_equiv_chain_of_thought [test]: HELM 0.75, helmflow 0.75" in matched
     runs = _runs(root)
 
     def checks(key: tuple[str, str]) -> dict[str, tuple[float, float, bool]]:
@@ -181,6 +195,7 @@ def test_a_bleu_helmflow_does_not_reproduce_is_reported(tmp_path: Path):
     out = run_cli("import-helm", str(suite), "--storage", str(root))
     assert out.returncode == 1, out.stdout + out.stderr
     assert "MISMATCH bleu_4 [test]: HELM 0.21, helmflow 0.444" in out.stdout
+    assert "  MATCH " not in out.stdout  # without -v only the mismatches are listed
     (info,) = _runs(root).values()
     assert [(c["metric"], c["equal"]) for c in info["imported"]["checks"]] == [("bleu_1", True), ("bleu_4", False),
                                                                               ("rouge_l", True)]

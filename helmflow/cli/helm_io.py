@@ -29,9 +29,9 @@ def cmd_import_helm(args: argparse.Namespace) -> int:
         extra = f"; {run.perturbed} perturbed request states not imported" if run.perturbed else ""
         state = "imported" if run.wrote else "already imported"
         print(f"{state}  {run.label} x {run.deployment}: {run.main_metric}={score} (run {run.run_id}; {verdict}{extra})")
-        for c in run.mismatches:
+        for c in run.checks if args.verbose else run.mismatches:
             ours = "none" if c.helmflow is None else repr(c.helmflow)
-            print(f"  MISMATCH {c.metric} [{c.split}]: HELM {c.helm!r}, helmflow {ours}")
+            print(f"  {'MATCH' if c.equal else 'MISMATCH'} {c.metric} [{c.split}]: HELM {c.helm!r}, helmflow {ours}")
     for s in report.skipped:
         print(f"skipped   {s.where}: {s.why}")
     if report.release_id:
@@ -86,6 +86,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     helm.add_argument("source", help="a HELM suite folder (benchmark_output/runs/SUITE), one run folder, or an fsspec URL "
                                      "(s3://, gs://, https://) to one")
     helm.add_argument("--board", help="also publish the imported runs as a release of this board (imports accumulate)")
+    helm.add_argument("-v", "--verbose", action="store_true",
+                      help="one line per recomputed stat: MATCH or MISMATCH with HELM's number and helmflow's "
+                           "(without it, only the mismatches)")
     storage_arg(helm)
     helm.set_defaults(func=cmd_import_helm)
 

@@ -266,8 +266,11 @@ def _completion(digest: str, instance_id: str, sample: int, res: dict, got: dict
 
 
 def _summaries(entries: list, per_instance: list) -> tuple[list[MetricSummary], dict[tuple[str, str, str], list[float]]]:
-    """HELM's run-level stats (unperturbed, whole split) as summaries, with intervals from its
-    per-instance values where it has them; and those per-instance values (averaged over trials)."""
+    """HELM's run-level stats (unperturbed, whole split) as summaries, and its per-instance values
+    (averaged over train trials). Each summary keeps HELM's mean and ``count`` (in ``stats.json`` the
+    number of train trials, not of instances) and gets the interval our own runs get: the bootstrap
+    (:func:`helmflow.stats.mean_ci`) over the per-instance values; a stat HELM has no per-instance
+    values for (one derived from the whole run) has none."""
     per_values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for i, item in enumerate(per_instance):
         where = f"{PER_INSTANCE_STATS} item {i}"
@@ -291,7 +294,7 @@ def _summaries(entries: list, per_instance: list) -> tuple[list[MetricSummary], 
         if not plain or mean is None or not count:
             continue
         values = by_stat.get((metric, split), [])
-        _, low, high = mean_ci(values) if len(values) == int(count) else (None, math.nan, math.nan)
+        _, low, high = mean_ci(values) if values else (None, math.nan, math.nan)
         out.append(MetricSummary(name=metric, split=split, count=int(count), mean=mean, ci_low=low, ci_high=high))
     return out, per_values
 
@@ -325,14 +328,18 @@ def check(run: Converted) -> None:
         run.checks = [HelmCheck(metric=s.name, split=s.split, helm=s.mean, helmflow=None, equal=False) for s in wanted]
         run.unchecked.append(f"recomputation failed: {type(exc).__name__}: {exc}")
         return
-    mine = {(s.name, s.split): s.mean for s in ours}
+    mine = {(s.name, s.split): s for s in ours}
     run.checks = []
     for s in wanted:
         if known[s.name] not in runnable:
             continue
-        value = mine.get((s.name, s.split))
+        found = mine.get((s.name, s.split))
+        value = found.mean if found else None
         equal = value is not None and math.isclose(value, s.mean, rel_tol=TOLERANCE, abs_tol=TOLERANCE)
         run.checks.append(HelmCheck(metric=s.name, split=s.split, helm=s.mean, helmflow=value, equal=equal))
+        if equal and found and math.isnan(s.ci_low):
+            # a stat HELM computes over the whole run (BBQ's accuracy): the interval of our equal recomputation
+            s.ci_low, s.ci_high = found.ci_low, found.ci_high
 
 
 # --------------------------------------------------------------------------- writing an imported run

@@ -14,13 +14,19 @@ from typing import Any
 
 
 def stat(name: str, values: list[float], split: str = "test", **name_fields: Any) -> dict:
-    """A HELM ``Stat`` over ``values``."""
+    """A HELM ``Stat`` over ``values`` (a per-instance stat is one value)."""
     n = len(values)
     mean = sum(values) / n
     variance = sum(v * v for v in values) / n - mean * mean
     return {"name": {"name": name, "split": split, **name_fields}, "count": n, "sum": sum(values),
             "sum_squared": sum(v * v for v in values), "min": min(values), "max": max(values), "mean": mean,
             "variance": variance, "stddev": max(variance, 0.0) ** 0.5}
+
+
+def run_stat(name: str, values: list[float], split: str = "test", **name_fields: Any) -> dict:
+    """A ``stats.json`` entry as HELM writes it for one train trial: the trial's mean over the instances'
+    ``values`` taken as one value (``Stat.take_mean``), so ``count`` is 1 (the number of train trials)."""
+    return stat(name, [sum(values) / len(values)], split, **name_fields)
 
 
 def instance(iid: str, text: str, refs: list[tuple[str, list[str]]], extra: dict | None = None) -> dict:
@@ -102,10 +108,10 @@ def mcqa_run(suite: Path, model: str = GPT, exact_match_mean: float | None = Non
     values = {"id1": 1.0, "id2": 1.0, "id3": 0.0}
     per = _per_instance({iid: {"exact_match": v, "quasi_exact_match": v, "num_prompt_tokens": 12.0} for iid, v in values.items()})
     em = [*values.values()]
-    stats = [stat("num_prompt_tokens", [12.0] * 3), stat("exact_match", em), stat("quasi_exact_match", em),
-             stat("exact_match", [1.0], perturbation={"name": "typos", "robustness": True, "fairness": False,
+    stats = [run_stat("num_prompt_tokens", [12.0] * 3), run_stat("exact_match", em), run_stat("quasi_exact_match", em),
+             run_stat("exact_match", [1.0], perturbation={"name": "typos", "robustness": True, "fairness": False,
                                                       "computed_on": "perturbed"}),
-             stat("inference_runtime", [0.25] * 3)]
+             run_stat("inference_runtime", [0.25] * 3)]
     if exact_match_mean is not None:
         stats[1]["mean"] = exact_match_mean
     return write_run(suite, f"toy_mcqa:method=multiple_choice_joint,model={model}", "multiple_choice_joint", model, rows,
@@ -120,7 +126,7 @@ def qa_run(suite: Path, model: str = GPT) -> Path:
     ]
     per = _per_instance({"q1": {"exact_match": 0.0, "quasi_exact_match": 1.0, "f1_score": 1.0},
                          "q2": {"exact_match": 0.0, "quasi_exact_match": 0.0, "f1_score": 0.5}})
-    stats = [stat("exact_match", [0.0, 0.0]), stat("quasi_exact_match", [1.0, 0.0]), stat("f1_score", [1.0, 0.5])]
+    stats = [run_stat("exact_match", [0.0, 0.0]), run_stat("quasi_exact_match", [1.0, 0.0]), run_stat("f1_score", [1.0, 0.5])]
     return write_run(suite, f"toy_qa:model={model}", "generation", model, rows, stats, per, with_instances=False)
 
 
@@ -132,7 +138,7 @@ def cot_run(suite: Path, model: str = GPT) -> Path:
         (instance("c2", "Which toy block is green?", refs), "Hmm. I believe the correct answer is B", None),
     ]
     per = _per_instance({"c1": {"chain_of_thought_correctness": 1.0}, "c2": {"chain_of_thought_correctness": 0.0}})
-    stats = [stat("chain_of_thought_correctness", [1.0, 0.0])]
+    stats = [run_stat("chain_of_thought_correctness", [1.0, 0.0])]
     return write_run(suite, f"toy_cot:subset=main,model={model}", "multiple_choice_joint_chain_of_thought", model, rows,
                      stats, per)
 
@@ -152,7 +158,7 @@ def instruction_run(suite: Path, model: str = CLAUDE) -> Path:
     ]
     per = _per_instance({"f1": {"ifeval_strict_accuracy": 1.0}, "f2": {"ifeval_strict_accuracy": 0.0},
                          "f3": {"ifeval_strict_accuracy": 0.5}})
-    stats = [stat("ifeval_strict_accuracy", [1.0, 0.0, 0.5])]
+    stats = [run_stat("ifeval_strict_accuracy", [1.0, 0.0, 0.5])]
     return write_run(suite, f"ifeval:model={model}", "generation", model, rows, stats, per)
 
 
@@ -178,8 +184,8 @@ def bbq_run(suite: Path, model: str = CLAUDE) -> Path:
             for inst, out in zip(items, outputs)]
     em = [0.0, 1.0, 1.0, 0.0]
     per = _per_instance({i["id"]: {"exact_match": v} for i, v in zip(items, em)})
-    stats = [stat("exact_match", em), stat("bbq_accuracy", em), stat("bbq_metric_ambiguous_bias", [0.5]),
-             stat("bbq_metric_unambiguous_bias", [0.0])]
+    stats = [run_stat("exact_match", em), run_stat("bbq_accuracy", em), run_stat("bbq_metric_ambiguous_bias", [0.5]),
+             run_stat("bbq_metric_unambiguous_bias", [0.0])]
     return write_run(suite, f"bbq:subject=all,method=multiple_choice_joint,model={model}", "multiple_choice_joint", model,
                      rows, stats, per)
 
@@ -203,7 +209,7 @@ def gsm_run(suite: Path, model: str = GPT) -> Path:
     per = _per_instance({"g1": {"final_number_exact_match": 1.0, "exact_match_indicator": 1.0},
                          "g2": {"final_number_exact_match": 1.0, "exact_match_indicator": 0.0},
                          "g3": {"final_number_exact_match": 0.0, "exact_match_indicator": 0.0}})
-    stats = [stat("final_number_exact_match", [1.0, 1.0, 0.0]), stat("exact_match_indicator", [1.0, 0.0, 0.0])]
+    stats = [run_stat("final_number_exact_match", [1.0, 1.0, 0.0]), run_stat("exact_match_indicator", [1.0, 0.0, 0.0])]
     return write_run(suite, f"gsm:model={model}", "generation", model, rows, stats, per)
 
 
@@ -225,7 +231,7 @@ def math_run(suite: Path, model: str = GPT) -> Path:
     ]
     per = _per_instance({"m1": {"math_equiv_chain_of_thought": 1.0}, "m2": {"math_equiv_chain_of_thought": 1.0},
                          "m3": {"math_equiv_chain_of_thought": 0.0}, "m4": {"math_equiv_chain_of_thought": 1.0}})
-    stats = [stat("math_equiv_chain_of_thought", [1.0, 1.0, 0.0, 1.0])]
+    stats = [run_stat("math_equiv_chain_of_thought", [1.0, 1.0, 0.0, 1.0])]
     return write_run(suite, f"math:subject=algebra,level=1,use_official_examples=False,use_chain_of_thought=True,model={model}",
                      "generation", model, rows, stats, per)
 
@@ -255,7 +261,7 @@ def wmt_run(suite: Path, model: str = CLAUDE, bleu_4_mean: float | None = None) 
     ids = ["t1", "t2", "t3"]
     per = _per_instance({i: {"bleu_1": b1, "bleu_4": b4, "rouge_l": r}
                          for i, b1, b4, r in zip(ids, BLEU_1, BLEU_4, ROUGE_L)})
-    stats = [stat("bleu_1", BLEU_1), stat("bleu_4", BLEU_4), stat("rouge_l", ROUGE_L)]
+    stats = [run_stat("bleu_1", BLEU_1), run_stat("bleu_4", BLEU_4), run_stat("rouge_l", ROUGE_L)]
     if bleu_4_mean is not None:
         stats[1]["mean"] = bleu_4_mean
     return write_run(suite, f"wmt_14:language_pair=de-en,model={model}", "generation", model, rows, stats, per)
@@ -286,6 +292,6 @@ def broken_runs(suite: Path) -> dict[str, str]:
     data = (truncated / "scenario_state.json").read_bytes()
     (truncated / "scenario_state.json").write_bytes(data[: len(data) // 2])
     unknown = qa_run(suite, "openai/gpt-unknown")
-    (unknown / "stats.json").write_text(json.dumps([stat("toy_rouge_z", [0.5, 0.5]), stat("toy_bleu_9", [0.1, 0.2])]))
+    (unknown / "stats.json").write_text(json.dumps([run_stat("toy_rouge_z", [0.5, 0.5]), run_stat("toy_bleu_9", [0.1, 0.2])]))
     return {partial.name: "no stats.json", truncated.name: "scenario_state.json is not valid JSON",
             unknown.name: "no metric helmflow knows"}
