@@ -121,7 +121,10 @@ class ImportedRun(Manifest):
     sha256: dict[str, str] = Field(default_factory=dict)  # source file name -> sha256 of its bytes
     checks: list[HelmCheck] = Field(default_factory=list)
     unchecked: list[str] = Field(default_factory=list)  # HELM stat names no helmflow metric reproduces
-    skipped_request_states: int = 0  # perturbed instances (robustness/fairness) are not imported
+    skipped_request_states: int = 0  # perturbed request states: their stats are imported, not their requests
+    # the perturbations the run's ``<metric>~<perturbation>~<computed_on>`` stats name: our name -> HELM's
+    # PerturbationDescription as it wrote it, without computed_on (so export writes HELM's stats back)
+    perturbations: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 class RunManifest(Manifest):

@@ -480,3 +480,91 @@ def test_a_run_whose_content_cannot_have_its_id_is_refused(tmp_path: Path):
         assert len(out.stderr.strip().splitlines()) == 1 and f"runs/{info['run_id']}/run.json" in out.stderr
         assert "cannot have run id" in out.stderr
         assert not (target / "runs").exists() and not (target / "leaderboards").exists()
+
+
+# --------------------------------------------------------------------------- a tree HELM itself wrote
+REAL = Path(__file__).parent / "data" / "helm_tree" / "real"  # tests/data/helm_tree/make_tree.sh
+TYPOS_QA = "simple_short_answer_qa:data_augmentation=typo0.5"
+SIMPLE1 = "simple1:max_eval_instances=3"
+
+
+def _helm_stats(folder: Path) -> dict[str, dict]:
+    """HELM's stats.json entries by their whole name (metric, split, perturbation and its parameters); an
+    empty stat (count 0, no mean: HELM's training costs of a model it has no figures for) holds no number."""
+    return {json.dumps(e["name"], sort_keys=True): e for e in json.loads((folder / "stats.json").read_text())
+            if e["count"]}
+
+
+def _summary(root: Path, info: dict) -> dict[str, dict]:
+    return {r["name"]: r for r in pq.read_table(root / "runs" / info["run_id"] / "summary.parquet").to_pylist()}
+
+
+def test_a_real_helm_tree_imports_with_intervals_and_helms_worst_cases(tmp_path: Path):
+    root = tmp_path / "store"
+    out = run_cli("import-helm", str(REAL), "--storage", str(root), "--board", "helm-real", "-v")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "2 run(s) imported" in out.stdout and "0 skipped" in out.stdout and "MISMATCH" not in out.stdout
+    assert "no accuracy metric (HELM's generic statistics)" in out.stdout  # simple1: three trials, no accuracy
+    runs = {label: info for (label, _), info in _runs(root).items()}
+    assert set(runs) == {TYPOS_QA, SIMPLE1}
+    helm = _helm_stats(REAL / "simple_short_answer_qa:model=simple_model1,data_augmentation=typo0.5")
+    qa = _summary(root, runs[TYPOS_QA])
+    assert len(qa) == len(helm)  # every stat HELM wrote, perturbed ones included
+    # every summary row has an interval around HELM's number
+    for label, info in runs.items():
+        for name, row in _summary(root, info).items():
+            assert row["ci_low"] <= row["mean"] + 1e-12 and row["mean"] <= row["ci_high"] + 1e-12, (label, row)
+    assert _summary(root, runs[SIMPLE1])["num_instances"]["count"] == 3  # HELM's count: its three train trials
+    assert runs[SIMPLE1]["main_metric"] == "" and runs[SIMPLE1]["score"] is None
+    # the perturbation stats are HELM's numbers, named <metric>~<perturbation>~<computed_on>
+    for entry in helm.values():
+        p = entry["name"].get("perturbation")
+        name = entry["name"]["name"] + (f"~{p['name']}~{p['computed_on']}" if p else "")
+        assert qa[name]["mean"] == entry["mean"] and qa[name]["count"] == entry["count"], name
+    main = runs[TYPOS_QA]["main_metric"]
+    worst = helm[json.dumps({"name": main, "split": "test", "perturbation": {
+        "name": "robustness", "robustness": True, "fairness": False, "computed_on": "worst"}}, sort_keys=True)]["mean"]
+    assert worst < runs[TYPOS_QA]["score"]  # typos cost the echo model its right answers
+    info = runs[TYPOS_QA]["imported"]
+    assert info["perturbations"]["typos"] == {"name": "typos", "robustness": True, "fairness": False, "prob": 0.5}
+    assert f"{main}~typos~worst" not in info["unchecked"]
+    # per-instance perturbed rows, as HELM wrote them
+    rows = pq.read_table(root / "runs" / runs[TYPOS_QA]["run_id"] / "stats.parquet").to_pylist()
+    perturbed = {r["instance_id"]: r["value"] for r in rows if r["name"] == f"{main}~typos~perturbed"}
+    per_instance = json.loads((REAL / "simple_short_answer_qa:model=simple_model1,data_augmentation=typo0.5"
+                               / "per_instance_stats.json").read_text())
+    assert perturbed == {p["instance_id"]: s["mean"] for p in per_instance if p.get("perturbation")
+                         for s in p["stats"] if s["name"]["name"] == main}
+    # the board: the robustness column our own perturbation runs get, with HELM's worst case and its interval
+    board = _leaderboard(root, "helm-real")["simple/model1"]
+    assert board[f"{TYPOS_QA}/robustness"] == worst
+    assert board[f"{TYPOS_QA}/robustness ci_low"] <= worst <= board[f"{TYPOS_QA}/robustness ci_high"]
+    assert board[TYPOS_QA] == runs[TYPOS_QA]["score"] and board[SIMPLE1] is None
+    release = json.loads(next(root.glob("leaderboards/helm-real/*/release.json")).read_text())
+    assert [g["name"] for g in release["metric_groups"]] == ["robustness", "fairness"]
+    matched = [line for line in out.stdout.splitlines() if line.startswith("  MATCH ")]
+    assert matched and all("HELM " in line and ", helmflow " in line for line in matched)
+
+
+def test_a_real_helm_tree_exports_as_helm_and_imports_back_losing_no_stat(tmp_path: Path):
+    first, out_dir, back = tmp_path / "a", tmp_path / "helm-out", tmp_path / "b"
+    assert run_cli("import-helm", str(REAL), "--storage", str(first), "--board", "helm-real").returncode == 0
+    out = run_cli("export", "helm-real", "--format", "helm", "--to", str(out_dir), "--storage", str(first))
+    assert out.returncode == 0, out.stdout + out.stderr
+    for folder in REAL.iterdir():
+        original, exported = _helm_stats(folder), _helm_stats(out_dir / folder.name)
+        assert set(exported) == set(original), folder.name
+        for key, entry in original.items():
+            assert exported[key]["count"] == entry["count"], key
+            assert exported[key]["mean"] == pytest.approx(entry["mean"]), key
+        per_instance = json.loads((out_dir / folder.name / "per_instance_stats.json").read_text())
+        assert any(p.get("perturbation") for p in per_instance) == ("typo" in folder.name)
+    out = run_cli("import-helm", str(out_dir), "--storage", str(back), "--board", "helm-real")
+    assert out.returncode == 0, out.stdout + out.stderr
+    for key, info in _runs(first).items():
+        again = _runs(back)[key]
+        assert again["imported"]["perturbations"] == info["imported"]["perturbations"]
+        a, b = _summary(first, info), _summary(back, again)
+        assert {n: (r["count"], r["mean"]) for n, r in a.items()} == {n: (r["count"], pytest.approx(r["mean"]))
+                                                                      for n, r in b.items()}
+    assert _leaderboard(back, "helm-real") == _leaderboard(first, "helm-real")

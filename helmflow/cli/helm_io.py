@@ -26,9 +26,10 @@ def cmd_import_helm(args: argparse.Namespace) -> int:
     for run in report.runs:
         score = "n/a" if run.score is None else f"{run.score:.4f}"
         verdict = f"{len(run.checks) - len(run.mismatches)}/{len(run.checks)} of HELM's numbers reproduced"
-        extra = f"; {run.perturbed} perturbed request states not imported" if run.perturbed else ""
+        extra = f"; {run.perturbed} perturbed request states not imported (their stats are)" if run.perturbed else ""
         state = "imported" if run.wrote else "already imported"
-        print(f"{state}  {run.label} x {run.deployment}: {run.main_metric}={score} (run {run.run_id}; {verdict}{extra})")
+        headline = f"{run.main_metric}={score}" if run.main_metric else "no accuracy metric (HELM's generic statistics)"
+        print(f"{state}  {run.label} x {run.deployment}: {headline} (run {run.run_id}; {verdict}{extra})")
         for c in run.checks if args.verbose else run.mismatches:
             ours = "none" if c.helmflow is None else repr(c.helmflow)
             print(f"  {'MATCH' if c.equal else 'MISMATCH'} {c.metric} [{c.split}]: HELM {c.helm!r}, helmflow {ours}")

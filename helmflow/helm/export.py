@@ -20,6 +20,7 @@ from helmflow.helm.tree import (
     SCENARIO_STATE,
     STATS,
     our_adapter,
+    split_perturbed,
     to_helm_instance,
 )
 from helmflow.manifests import RunManifest
@@ -39,13 +40,21 @@ from helmflow.records import (
 from helmflow.storage import Store, safe_key
 
 
-def _helm_stat(name: str, split: str, values: list[float], count: int | None = None, mean: float | None = None) -> dict:
+def _helm_stat(name: str, split: str, values: list[float], count: int | None = None, mean: float | None = None,
+               perturbations: dict[str, dict] | None = None) -> dict:
+    """HELM's ``Stat``; a ``<metric>~<perturbation>~<computed_on>`` name gets HELM's perturbation back
+    (the description the import kept in ``perturbations``)."""
     n = count if count is not None else len(values)
     mean = mean if mean is not None else (sum(values) / len(values) if values else 0.0)
     total = mean * n
     squares = sum(v * v for v in values) if values and len(values) == n else mean * mean * n
     variance = max(squares / n - mean * mean, 0.0) if n else 0.0
-    return {"name": {"name": name, "split": split}, "count": n, "sum": total, "sum_squared": squares,
+    helm_name: dict[str, Any] = {"name": name, "split": split}
+    if (parts := split_perturbed(name)) and parts[1] in (perturbations or {}):
+        metric, perturbation, on = parts
+        helm_name = {"name": metric, "split": split, "perturbation": {**(perturbations or {})[perturbation],
+                                                                       "computed_on": on}}
+    return {"name": helm_name, "count": n, "sum": total, "sum_squared": squares,
             "min": min(values) if values else mean, "max": max(values) if values else mean, "mean": mean,
             "variance": variance, "stddev": math.sqrt(variance)}
 
@@ -119,12 +128,20 @@ def helm_files(store: Store, manifest: RunManifest) -> dict[str, bytes]:
             "prompt_truncated": first.prompt_truncated,
         })
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
-    by_instance: dict[str, list[dict]] = defaultdict(list)
+    perturbations = manifest.imported.perturbations if manifest.imported else {}
+    # one HELM PerInstanceStats per instance, and per (instance, perturbation) for its perturbed values
+    by_instance: dict[tuple[str, str | None], list[dict]] = defaultdict(list)
     for s in stats:
         values[(s.name, s.split)].append(s.value)
-        by_instance[s.instance_id].append(_helm_stat(s.name, s.split, [s.value]))
-    helm_stats_out = [_helm_stat(s.name, s.split, values.get((s.name, s.split), []), s.count, s.mean) for s in summary]
-    per_instance = [{"instance_id": i, "train_trial_index": 0, "stats": v} for i, v in by_instance.items()]
+        parts = split_perturbed(s.name)
+        perturbation = parts[1] if parts and parts[1] in perturbations else None
+        by_instance[(s.instance_id, perturbation)].append(
+            _helm_stat(s.name, s.split, [s.value], perturbations=perturbations))
+    helm_stats_out = [_helm_stat(s.name, s.split, values.get((s.name, s.split), []), s.count, s.mean, perturbations)
+                      for s in summary]
+    per_instance = [{"instance_id": i,
+                     **({"perturbation": {**perturbations[p], "computed_on": "perturbed"}} if p else {}),
+                     "train_trial_index": 0, "stats": v} for (i, p), v in by_instance.items()]
     return {RUN_SPEC: _dump(run_spec),
             SCENARIO_STATE: _dump({"adapter_spec": run_spec.get("adapter_spec"), "request_states": states}),
             STATS: _dump(helm_stats_out), PER_INSTANCE_STATS: _dump(per_instance),

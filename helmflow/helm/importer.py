@@ -9,14 +9,17 @@ recomputes it on the imported completions and records whether both agree.
 
 A folder is converted entirely in memory before anything is written, and ``run.json`` is written
 last, so a malformed folder (a missing file, truncated JSON, no metric helmflow knows) is skipped
-whole and never leaves a half run. Perturbed request states (robustness/fairness variants) are
-counted, not imported: our records have no perturbation axis.
+whole and never leaves a half run. HELM's perturbation stats (a ``data_augmentation`` run's
+robustness/fairness numbers) are imported as stats named ``<metric>~<perturbation>~<computed_on>``,
+per instance and in the summary, and give an imported board its ``<label>/robustness`` and
+``<label>/fairness`` columns; the perturbed request states themselves are counted, not imported.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from urllib.parse import unquote
@@ -27,29 +30,37 @@ from pydantic import ValidationError
 
 import helmflow
 from helmflow import layout, releases, versions
-from helmflow.aggregate import leaderboard_schema, rank
+from helmflow.aggregate import GroupCells, leaderboard_schema, rank
 from helmflow.errors import HelmflowError
 from helmflow.helm.tree import (
     CLIENT,
     IMPORTED,
     INSTANCES,
+    KINDS,
     PER_INSTANCE_STATS,
+    PERTURBED_MARK,
     RUN_SPEC,
     SCENARIO_STATE,
     STATS,
     BadRun,
+    generic_stat,
     helm_instance,
     number,
     our_adapter,
     parse_json,
+    perturbation_key,
+    perturbation_of,
+    perturbed_stat,
     read_folder,
     run_folders,
     run_label,
+    split_perturbed,
     stat_name,
 )
 from helmflow.integrity import sha256_hex
 from helmflow.manifests import (
     HelmCheck,
+    MetricGroupRecord,
     ReleaseManifest,
     RunCounts,
     RunDataset,
@@ -62,7 +73,7 @@ from helmflow.manifests import (
 from helmflow.manifests import ImportedRun as ImportSource
 from helmflow.metrics import METRICS, MissingExtra, helm_stats
 from helmflow.pipeline import RUN_ROW_GROUP_ROWS, main_summary, references_table
-from helmflow.plan.spec import board_names
+from helmflow.plan.spec import GroupColumn, MetricGroup, board_names
 from helmflow.publish import (
     ReleaseWriter,
     RunWriter,
@@ -93,7 +104,7 @@ from helmflow.records import (
     to_table,
 )
 from helmflow.scoring import score_instances, summarize
-from helmflow.stats import mean_ci
+from helmflow.stats import mean_ci, ratio_ci
 from helmflow.storage import Store, safe_key
 
 TOLERANCE = 1e-9  # HELM's numbers and ours are both float64 means of the same values
@@ -158,6 +169,7 @@ class Converted:
     main_metric: str
     digests: dict[str, str]
     perturbed: int
+    perturbations: dict[str, dict] = field(default_factory=dict)
     checks: list[HelmCheck] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)
 
@@ -231,14 +243,16 @@ def convert(raw: dict[str, bytes], source: str) -> Converted:
     if not requests:
         raise BadRun(f"{SCENARIO_STATE}: no request states to import")
 
-    summary, per_values = _summaries(helm_stats_list, per_instance)
+    helm = _summaries(helm_stats_list, per_instance)
+    summary, per_values = helm.summary, helm.per_values
     known = helm_stats()
     names = list(dict.fromkeys(s.name for s in summary))
     usable = [n for n in names if n in known]
-    if not usable:
+    if not usable and not any(generic_stat(n) for n in names):
         raise BadRun(f"{STATS}: no metric helmflow knows (found {', '.join(names[:8]) or 'none'}"
                      f"{', …' if len(names) > 8 else ''}; known: {', '.join(sorted(known))})")
-    main = _main_metric(scenario, usable)
+    # a run with only HELM's generic and efficiency statistics (simple1) has no main metric and no score
+    main = _main_metric(scenario, usable) if usable else ""
     stats = [Stat(instance_id=i, split=sp, name=n, value=sum(v) / len(v)) for (i, sp, n), v in per_values.items()]
     digests = {n: sha256_hex(b) for n, b in sorted(raw.items())}
     model = str(helm_adapter.get("model_deployment") or helm_adapter.get("model") or model or "unknown")
@@ -247,7 +261,7 @@ def convert(raw: dict[str, bytes], source: str) -> Converted:
         scenario=scenario, label=label, params=params, deployment=model,
         model=str(helm_adapter.get("model") or model), run_spec=run_spec, adapter=adapter,
         instances=list(instances.values()), requests=requests, completions=completions, stats=stats,
-        summary=summary, main_metric=main, digests=digests, perturbed=perturbed,
+        summary=summary, main_metric=main, digests=digests, perturbed=perturbed, perturbations=helm.perturbations,
     )
 
 
@@ -265,38 +279,160 @@ def _completion(digest: str, instance_id: str, sample: int, res: dict, got: dict
     )
 
 
-def _summaries(entries: list, per_instance: list) -> tuple[list[MetricSummary], dict[tuple[str, str, str], list[float]]]:
-    """HELM's run-level stats (unperturbed, whole split) as summaries, and its per-instance values
-    (averaged over train trials). Each summary keeps HELM's mean and ``count`` (in ``stats.json`` the
-    number of train trials, not of instances) and gets the interval our own runs get: the bootstrap
+Values = dict[tuple[str, int], dict[tuple[str, str, str | None], float]]  # (instance, trial) -> (split, metric, key)
+Pick = Callable[[dict[tuple[str, str, str | None], float]], float | None]  # one (instance, trial)'s value
+
+
+@dataclass
+class HelmStats:
+    """A HELM run's numbers as ours: summaries (HELM's ``stats.json``), per-instance values averaged over
+    train trials (HELM's ``per_instance_stats.json``), and the perturbations they name (our name ->
+    HELM's description without ``computed_on``)."""
+
+    summary: list[MetricSummary]
+    per_values: dict[tuple[str, str, str], list[float]]
+    perturbations: dict[str, dict]
+
+
+def _summaries(entries: list, per_instance: list) -> HelmStats:
+    """HELM's run-level stats (whole split) as summaries, and its per-instance values (averaged over
+    train trials). Each summary keeps HELM's mean and ``count`` (in ``stats.json`` the number of train
+    trials, not of instances) and gets the interval our own runs get: the bootstrap
     (:func:`helmflow.stats.mean_ci`) over the per-instance values; a stat HELM has no per-instance
-    values for (one derived from the whole run) has none."""
-    per_values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    values for (one derived from the whole run) has none.
+
+    A stat with a ``perturbation`` (a ``data_augmentation`` run) is named ``<metric>~<perturbation>~<computed_on>``
+    (:func:`~helmflow.helm.tree.perturbed_stat`): each perturbation's value on the perturbed instances, on the
+    same instances unperturbed, and the per-instance worst of the two; ``<metric>~robustness~worst`` and
+    ``<metric>~fairness~worst`` are HELM's worst case over every perturbation of that kind and the original.
+    Their intervals are the bootstrap over the same per-instance values HELM aggregated."""
+    raw: Values = defaultdict(dict)
+    descs: dict[str, dict] = {}  # perturbation key -> description without computed_on
+    instance_keys: set[str] = set()  # perturbations with per-instance values (not the kind aggregates)
     for i, item in enumerate(per_instance):
         where = f"{PER_INSTANCE_STATS} item {i}"
         if not isinstance(item, dict) or not isinstance(item.get("stats"), list) or "instance_id" not in item:
             raise BadRun(f"{where}: expected instance_id and stats")
-        if item.get("perturbation"):
-            continue
+        trial = int(item.get("train_trial_index") or 0)
         for entry in item["stats"]:
-            metric, split, plain = stat_name(entry, where)
+            metric, split, _ = stat_name(entry, where)
+            desc = perturbation_of(entry, where) or (perturbation_of({"name": item}, where)
+                                                     if item.get("perturbation") else None)
             mean = number(entry, "mean", where)
-            if plain and mean is not None:
-                per_values[(str(item["instance_id"]), split, metric)].append(mean)
-    by_stat: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for (_, split, metric), values in per_values.items():
-        by_stat[(metric, split)].append(sum(values) / len(values))
+            if entry["name"].get("sub_split") or mean is None:
+                continue
+            key = None
+            if desc is not None:
+                key = perturbation_key(desc)
+                descs.setdefault(key, {k: v for k, v in desc.items() if k != "computed_on"})
+                instance_keys.add(key)
+            raw[(str(item["instance_id"]), trial)][(split, metric, key)] = mean
+    for i, entry in enumerate(entries):
+        desc = perturbation_of(entry, f"{STATS} item {i}") if isinstance(entry, dict) else None
+        if desc is not None:
+            descs.setdefault(perturbation_key(desc), {k: v for k, v in desc.items() if k != "computed_on"})
+    short = _short_names(descs)
+    per_values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for (iid, _), by_key in raw.items():
+        for (split, metric, key), v in by_key.items():
+            name = metric if key is None else perturbed_stat(metric, short[key], "perturbed")
+            per_values[(iid, split, name)].append(v)
     out = []
     for i, entry in enumerate(entries):
         where = f"{STATS} item {i}"
-        metric, split, plain = stat_name(entry, where)
+        metric, split, _ = stat_name(entry, where)
         mean, count = number(entry, "mean", where), number(entry, "count", where)
-        if not plain or mean is None or not count:
+        if entry["name"].get("sub_split") or mean is None or not count:
             continue
-        values = by_stat.get((metric, split), [])
+        desc = perturbation_of(entry, where)
+        if desc is None:
+            name, values = metric, _instance_values(raw, _plain(split, metric))
+        else:
+            key, on = perturbation_key(desc), desc.get("computed_on", "perturbed")
+            name = perturbed_stat(metric, short[key], on)
+            if key in instance_keys:
+                values = _instance_values(raw, _pick(split, metric, key, on))
+            else:  # a kind's aggregate: every instance, the worst of the original and that kind's perturbations
+                kind = str(desc["name"])
+                members = [k for k in instance_keys if descs[k].get(kind)]
+                values = _instance_values(raw, _worst_of(split, metric, members))
         _, low, high = mean_ci(values) if values else (None, math.nan, math.nan)
-        out.append(MetricSummary(name=metric, split=split, count=int(count), mean=mean, ci_low=low, ci_high=high))
-    return out, per_values
+        if not values and metric in PER_TOKEN and (desc is None or desc.get("computed_on", "perturbed") == "perturbed"):
+            low, high = _per_token_interval(raw, split, metric, None if desc is None else perturbation_key(desc))
+        elif not values and generic_stat(metric) and number(entry, "min", where) == number(entry, "max", where):
+            low = high = mean  # a count HELM takes over the whole split (num_instances), the same in every trial
+        out.append(MetricSummary(name=name, split=split, count=int(count), mean=mean, ci_low=low, ci_high=high))
+    return HelmStats(out, per_values, {short[k]: d for k, d in descs.items()})
+
+
+# HELM's ``compute_perplexity_metrics``: ratios of per-instance sums, derived per split (and perturbation)
+PER_TOKEN = {"perplexity": "num_perplexity_tokens", "logprob_per_byte": "num_bytes", "bits_per_byte": "num_bytes"}
+
+
+def _per_token_interval(raw: Values, split: str, metric: str, key: str | None) -> tuple[float, float]:
+    """The interval of a per-token number by our pooled-ratio bootstrap (:func:`helmflow.stats.ratio_ci`) over
+    the per-instance ``logprob`` and its denominator, mapped through HELM's formula (monotone)."""
+    pairs = [(v[(split, "logprob", key)], v[(split, PER_TOKEN[metric], key)]) for v in raw.values()
+             if (split, "logprob", key) in v and (split, PER_TOKEN[metric], key) in v]
+    if not pairs:
+        return math.nan, math.nan
+    _, low, high = ratio_ci([p[0] for p in pairs], [p[1] for p in pairs])
+    if metric == "perplexity":
+        return math.exp(-high), math.exp(-low)
+    if metric == "bits_per_byte":
+        return -high / math.log(2), -low / math.log(2)
+    return low, high
+
+
+def _short_names(descs: dict[str, dict]) -> dict[str, str]:
+    """Each perturbation's name in our stat names: HELM's name, with its parameters when two perturbations
+    of the run share a name (``misspelling_sweep``: ``misspellings,prob=0.05``)."""
+    names = [d["name"] for d in descs.values()]
+    out = {}
+    for key, d in descs.items():
+        params = ",".join(f"{k}={v}" for k, v in sorted(d.items()) if k not in ("name", "robustness", "fairness"))
+        out[key] = d["name"] if names.count(d["name"]) == 1 or not params else f"{d['name']},{params}"
+        out[key] = out[key].replace(PERTURBED_MARK, "-")
+    return out
+
+
+def _instance_values(raw: Values, pick: Pick) -> list[float]:
+    """One value per instance (``pick`` per (instance, trial), None where it has none), averaged over trials."""
+    by_instance: dict[str, list[float]] = defaultdict(list)
+    for (iid, _), values in raw.items():
+        v = pick(values)
+        if v is not None:
+            by_instance[iid].append(v)
+    return [sum(v) / len(v) for v in by_instance.values()]
+
+
+def _plain(split: str, metric: str) -> Pick:
+    def pick(values: dict[tuple[str, str, str | None], float]) -> float | None:
+        return values.get((split, metric, None))
+    return pick
+
+
+def _pick(split: str, metric: str, key: str, on: str) -> Pick:
+    """HELM's value of one perturbation on one (instance, trial): perturbed, original (only where the
+    perturbation changed the instance) or the worst of the two."""
+    def pick(values: dict[tuple[str, str, str | None], float]) -> float | None:
+        perturbed, original = values.get((split, metric, key)), values.get((split, metric, None))
+        if perturbed is None:
+            return None
+        if on == "perturbed":
+            return perturbed
+        if on == "original":
+            return original
+        return perturbed if original is None else min(perturbed, original)
+    return pick
+
+
+def _worst_of(split: str, metric: str, keys: list[str]) -> Pick:
+    """HELM's ``compute_worst_case_metrics`` for a kind: the minimum over the original and its perturbations."""
+    def pick(values: dict[tuple[str, str, str | None], float]) -> float | None:
+        found = [v for k in (None, *keys) if (v := values.get((split, metric, k))) is not None]
+        return min(found) if found else None
+    return pick
 
 
 def _main_metric(scenario: str, usable: list[str]) -> str:
@@ -313,7 +449,7 @@ def check(run: Converted) -> None:
     """Recompute every HELM number a helmflow metric reproduces; record agreement per (metric, split)."""
     known = helm_stats()
     wanted = [s for s in run.summary if s.name in known]
-    run.unchecked = sorted({s.name for s in run.summary if s.name not in known})
+    run.unchecked = sorted({s.name for s in run.summary if s.name not in known and not split_perturbed(s.name)})
     metric_names = sorted({known[s.name] for s in wanted})
     runnable = []
     for name in metric_names:
@@ -391,7 +527,8 @@ def publish_imported(store: Store, run: Converted, source: str) -> bool:
         dataset=RunDataset(revision=IMPORTED),
         lineage=lineage(IMPORTED, IMPORTED),
         imported=ImportSource(source=source, run_spec=run.run_spec, sha256=run.digests, checks=run.checks,
-                              unchecked=run.unchecked, skipped_request_states=run.perturbed),
+                              unchecked=run.unchecked, skipped_request_states=run.perturbed,
+                              perturbations=run.perturbations),
     ))
     return True
 
@@ -469,17 +606,48 @@ def publish_imported_board(store: Store, board: str, run_ids: list[str], source:
         return rid, uri
     labels = list(dict.fromkeys(label for label, _ in cells))
     models = sorted({d for _, d in cells})
-    rows = rank(models, labels, {(d, label): c for (label, d), c in cells.items()})
+    by_cell = {(m.scenario.label, m.deployment.name): m for m in manifests.values()}
+    groups, metric_cells = perturbation_columns(store, [by_cell[c] for c in cells])
+    rows = rank(models, labels, {(d, label): c for (label, d), c in cells.items()}, metric_groups=groups,
+                metric_cells=metric_cells)
     now = datetime.now(UTC)
     rid = release_id(digest, now)
     writer = ReleaseWriter(store, name, rid, parquet_meta(board=board, board_version=BOARD_VERSION, release_id=rid,
                                                           created_at=now.isoformat(), status="complete", imported=CLIENT))
-    writer.leaderboard(rows, leaderboard_schema(labels))
+    writer.leaderboard(rows, leaderboard_schema(labels, metric_groups=[g.name for g in groups],
+                                                columns=[c.key for g in groups for c in g.columns]))
     writer.runs(sorted(cells.values(), key=lambda c: c.run_id))
     release = writer.commit(ReleaseManifest(
         board=board, board_version=BOARD_VERSION, release_id=rid, created_at=now.isoformat(),
         helmflow_version=helmflow.__version__, git_commit=versions.git_commit(), status="complete",
         scenarios=labels, models=models, run_ids=ids, imported_from=sources,
+        metric_groups=[MetricGroupRecord(**g.model_dump(mode="json")) for g in groups],
     ))
     releases.point(store, name, release, writer.uri)
     return rid, writer.uri
+
+
+def perturbation_columns(store: Store, manifests: list[RunManifest]) -> tuple[list[MetricGroup], GroupCells]:
+    """The robustness and fairness columns our own perturbation runs give a board (``<label>/robustness``,
+    ``<label>/fairness``, :func:`helmflow.plan.extras.perturbation_groups`), from HELM's worst case of each
+    imported run's main metric (``<main>~robustness~worst``), with its interval."""
+    columns: dict[str, list[GroupColumn]] = {kind: [] for kind in KINDS}
+    cells: GroupCells = {}
+    for m in manifests:
+        if not m.imported or not m.imported.perturbations or not m.main_metric:
+            continue
+        table = store.read_parquet(layout.run_file(m.run_id, "summary.parquet"), columns=list(SUMMARY_SCHEMA.names))
+        rows = [MetricSummary.model_validate(r) for r in table.to_pylist()]
+        for kind in KINDS:
+            found = main_summary(rows, perturbed_stat(m.main_metric, kind, "worst"))
+            if found is None:
+                continue
+            column = GroupColumn(scenario=m.scenario.label, metric=kind, description=(
+                f"{m.main_metric}, HELM's worst case per instance over the original and its {kind} perturbations "
+                f"({', '.join(p for p, d in m.imported.perturbations.items() if d.get(kind))}), then the mean"))
+            if column.key not in {c.key for c in columns[kind]}:
+                columns[kind].append(column)
+            cells[(m.deployment.name, column.key)] = (finite(found.mean), finite(found.ci_low), finite(found.ci_high))
+    groups = [MetricGroup(name=kind, description=f"the main metric under HELM's {kind} perturbations; higher is better",
+                          columns=cols) for kind, cols in columns.items() if cols]
+    return groups, cells

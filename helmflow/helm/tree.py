@@ -17,6 +17,7 @@ from fsspec.core import url_to_fs
 
 from helmflow.errors import HelmflowError
 from helmflow.metrics import METRICS
+from helmflow.plan.extras import PERTURBED_MARK
 from helmflow.records import (
     AdapterSpec,
     ChatMessage,
@@ -162,6 +163,58 @@ def stat_name(entry: Any, where: str) -> tuple[str, str, bool]:
     if not isinstance(name, dict) or not isinstance(name.get("name"), str) or not name["name"]:
         raise BadRun(f"{where}: a stat without a metric name")
     return name["name"], str(name.get("split") or ""), not name.get("perturbation") and not name.get("sub_split")
+
+
+# HELM's generic statistics (``basic_metrics``: counts per split, truncation, finish reasons) and its
+# efficiency ones (``efficiency_metrics``): every run has them, helmflow recomputes none of them
+HELM_GENERIC = frozenset({
+    "num_instances", "num_references", "num_train_trials", "num_train_instances", "prompt_truncated", "max_prob",
+    "num_prompt_tokens", "num_completion_tokens", "num_output_tokens", "batch_size", "inference_runtime",
+    "inference_denoised_runtime", "inference_idealized_runtime", "training_co2_cost", "training_energy_cost",
+})
+
+
+def generic_stat(name: str) -> bool:
+    return name in HELM_GENERIC or name.startswith("finish_reason_")
+
+
+# --------------------------------------------------------------------------- HELM's perturbation stats
+# HELM's ``PerturbationDescription.computed_on``: the perturbed instances, the same instances unperturbed,
+# or the per-instance minimum of the two (the robustness/fairness aggregates are always "worst")
+COMPUTED_ON = ("perturbed", "original", "worst")
+KINDS = ("robustness", "fairness")  # HELM's worst-case aggregates over every perturbation of that kind
+
+
+def perturbed_stat(metric: str, perturbation: str, computed_on: str) -> str:
+    """Our stat name for one of HELM's perturbation stats: ``<metric>~<perturbation>~<computed_on>``
+    (``~`` as in a perturbed copy's label), e.g. ``exact_match~robustness~worst``."""
+    return f"{metric}{PERTURBED_MARK}{perturbation}{PERTURBED_MARK}{computed_on}"
+
+
+def split_perturbed(name: str) -> tuple[str, str, str] | None:
+    """(metric, perturbation, computed_on) of a name :func:`perturbed_stat` made; None for a plain stat."""
+    parts = name.rsplit(PERTURBED_MARK, 2)
+    return (parts[0], parts[1], parts[2]) if len(parts) == 3 and parts[2] in COMPUTED_ON and parts[0] else None
+
+
+def perturbation_of(entry: dict, where: str) -> dict | None:
+    """A HELM stat's perturbation description (name, robustness, fairness, computed_on, its parameters)."""
+    name = entry.get("name") or {}
+    desc = name.get("perturbation") if isinstance(name, dict) else None
+    if desc is None:
+        return None
+    if not isinstance(desc, dict) or not isinstance(desc.get("name"), str) or not desc["name"]:
+        raise BadRun(f"{where}: a perturbation without a name")
+    if PERTURBED_MARK in desc["name"]:
+        raise BadRun(f"{where}: perturbation name {desc['name']!r} has {PERTURBED_MARK!r}")
+    if desc.get("computed_on", "perturbed") not in COMPUTED_ON:
+        raise BadRun(f"{where}: perturbation computed_on {desc.get('computed_on')!r} is not one of {COMPUTED_ON}")
+    return desc
+
+
+def perturbation_key(desc: dict) -> str:
+    """What identifies a perturbation across its three ``computed_on`` stats: its description without it."""
+    return json.dumps({k: v for k, v in desc.items() if k != "computed_on"}, sort_keys=True)
 
 
 def number(entry: dict, key: str, where: str) -> float | None:
