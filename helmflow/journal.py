@@ -4,7 +4,8 @@ Successes are appended to a local spool file (one line each, flushed) and moved 
 ``responses/<deployment>/<xx>/part-<uuid>.parquet`` (``xx`` = first two hex digits of the request
 hash). A process killed at any moment loses at most what was in flight: its spool is recovered
 (under an exclusive lock, so a live writer's spool is never taken) by the next journal on the same
-storage. Reads deduplicate on request hash; ``compact`` merges each touched partition.
+storage; a live (or paused) writer's spooled rows are read, never moved, by lookups on the same
+machine. Reads deduplicate on request hash; ``compact`` merges each touched partition.
 
 Parts are validated as they are read: one that does not parse, or whose rows are not completions,
 is moved to ``quarantine/responses/…`` with one warning, and its requests count as unanswered (the
@@ -205,6 +206,29 @@ class Journal:
         found: dict[str, Completion] = {}
         for part in self._parts(lambda key: self._read_part(key, hashes), hashes):
             found.update(part)
+        found.update(self._spooled(hashes))
+        return found
+
+    def _spooled(self, hashes: set[str]) -> dict[str, Completion]:
+        """Completions in ``hashes`` that other journals on this machine have spooled and not yet
+        moved to storage: a live or paused writer's (read, never moved: its writer flushes them) or a
+        spool being recovered. A run that took over a paused holder's lease reuses what the holder
+        had finished instead of paying for it again."""
+        found: dict[str, Completion] = {}
+        for path in sorted(self._dir.glob("spool-*.jsonl")):
+            if path == getattr(self, "_spool_path", None):
+                continue
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except (FileNotFoundError, IsADirectoryError):
+                continue  # moved to storage meanwhile: the parts now hold its rows
+            for line in text.splitlines():
+                try:
+                    row = json.loads(line)
+                    if row.get("request_hash") in hashes:
+                        found[row["request_hash"]] = Completion.model_validate(row)
+                except (ValueError, TypeError, AttributeError):
+                    continue  # the line its writer is writing
         return found
 
     def lookup_table(self, hashes: set[str]) -> pa.Table:
@@ -214,7 +238,8 @@ class Journal:
             return pa.Table.from_pylist([c.model_dump() for c in self._read_part(key, hashes).values()],
                                         schema=COMPLETION_SCHEMA)
 
-        table = pa.concat_tables([COMPLETION_SCHEMA.empty_table(), *self._parts(read, hashes)])
+        spooled = pa.Table.from_pylist([c.model_dump() for c in self._spooled(hashes).values()], schema=COMPLETION_SCHEMA)
+        table = pa.concat_tables([COMPLETION_SCHEMA.empty_table(), *self._parts(read, hashes), spooled])
         latest_first = table.take(pa.array(np.arange(table.num_rows - 1, -1, -1, dtype=np.int64)))
         keys = latest_first["request_hash"]
         return latest_first.take(pc.index_in(pc.unique(keys), value_set=keys))

@@ -22,6 +22,12 @@ that line (exit 75, "try again later"); ``--wait`` makes it wait for the lease i
   so clocks of different hosts never matter. A stale lease is taken over with a PUT conditional on
   the stale ETag: of several waiters exactly one wins. A holder whose renewal finds another's lease
   (it stalled for longer than the time to live) stops sending at once, as on Ctrl-C.
+  A holder that was paused (SIGSTOP, a suspended VM) or could not renew for the time to live cannot
+  wait for its heartbeat to find that out: the requests would go out first. So every request checks,
+  just before the wire (:func:`lapsed`), that the last successful renewal began less than the time to
+  live ago by this process's monotonic clock. Since that renewal's ``LastModified`` is no earlier
+  than its start, a waiter can only have judged the lease stale after this check fails: a holder that
+  may have lost its lease sends nothing more; it journals what it holds and exits 75.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import contextlib
 import fcntl
 import json
 import logging
+import math
 import os
 import socket
 import threading
@@ -86,6 +93,17 @@ def describe(text: str | bytes) -> str:
 
 
 _held: dict[tuple[str, str], Holder] = {}  # (root, board) -> the holder in this process
+_renewed: set[_ObjectLease] = set()  # the S3 leases this process holds: each must be fresh to send
+
+
+def lapsed() -> bool:
+    """True when a lease this process holds on S3 may have been taken over: its last successful
+    renewal began a time to live ago or more (checked before each request goes out). The first
+    finding stops the run with one line (exit 75) as on Ctrl-C: nothing new is sent."""
+    for lease in list(_renewed):
+        if lease.lapsed():
+            return True
+    return False
 
 
 def note_run(root: str, board: str, run: str) -> None:
@@ -180,9 +198,12 @@ class _ObjectLease:
         self.etag: str | None = None
         self.lock = threading.Lock()  # one conditional write at a time (heartbeat vs note_run)
         self.stopped = threading.Event()
+        self.renewed_at = -math.inf  # time.monotonic() when the last successful write began
+        self.said = False
 
     def _put(self, **condition: str) -> bool:
         """Write our record under ``condition``; False when another's write stands in its way."""
+        began = time.monotonic()  # before the request: the server's LastModified is no earlier
         try:
             out = self.store._retrying(lambda: self.store.fs.call_s3(
                 "put_object", Bucket=self.bucket, Key=self.key, Body=self.holder.body(),
@@ -192,6 +213,23 @@ class _ObjectLease:
                 return False
             raise
         self.etag = out["ETag"]
+        self.renewed_at = began
+        return True
+
+    def lapsed(self) -> bool:
+        """No successful renewal began within the time to live (see the module doc); says so once."""
+        since = time.monotonic() - self.renewed_at
+        if since < self.ttl_s and not self.stopped.is_set():
+            return False
+        if not self.said:
+            self.said = True
+            from helmflow.stopping import halt
+
+            why = "the lease was taken over" if self.stopped.is_set() else (
+                f"no renewal of it succeeded for {since:.0f} s (HELMFLOW_LEASE_TTL_S={self.ttl_s:g}): this run was "
+                "paused or could not reach storage, and another run may hold it now")
+            halt(f"helmflow: lease {self.store.url(self.layout_key)}: {why}; sending no new requests, journaling "
+                 "what finished and exiting", EXIT_BUSY)
         return True
 
     def _read(self) -> tuple[bytes, str, float] | None:
@@ -232,6 +270,7 @@ class _ObjectLease:
         return False  # another waiter took it over first
 
     def _start_heartbeat(self) -> None:
+        _renewed.add(self)
         threading.Thread(target=self._beat, name="helmflow-lease", daemon=True).start()
 
     def _beat(self) -> None:
@@ -249,13 +288,12 @@ class _ObjectLease:
             if not self._put(IfMatch=self.etag):
                 self.stopped.set()
                 found = self._read()
-                from helmflow.stopping import request_stop
-
-                request_stop()
                 log.error("lease %s lost to %s (this run stalled for more than HELMFLOW_LEASE_TTL_S=%g s); "
                           "sending no new requests", self.key, describe(found[0]) if found else "nobody", self.ttl_s)
+                self.lapsed()
 
     def release(self) -> None:
+        _renewed.discard(self)
         with self.lock:
             self.stopped.set()
             found = self._read()

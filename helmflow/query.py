@@ -38,6 +38,7 @@ from helmflow.clients.base import (
     Unreachable,
 )
 from helmflow.journal import Journal, SpoolFull
+from helmflow.lease import lapsed as lease_lapsed
 from helmflow.records import COMPLETION_SCHEMA, Completion, Deployment, Request
 from helmflow.request_builder import cost_usd, prompt_text
 from helmflow.stopping import InFlight, stop_requested
@@ -207,8 +208,8 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
                 await limiter.admit(tok.count(prompt_text(req.body)) + req.body.max_tokens)
             elif limiter.requests is not None:
                 await limiter.admit(0)
-            if stop_requested():  # checked last before the wire: after a Ctrl-C nothing new starts
-                raise Interrupted("not sent: the run was interrupted")
+            if stop_requested() or lease_lapsed():  # last before the wire: after a Ctrl-C, or once the
+                raise Interrupted("not sent: the run was interrupted")  # board's lease may be another's, nothing starts
             attempts += 1
             started = time.perf_counter()
             try:

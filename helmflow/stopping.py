@@ -17,6 +17,7 @@ it when we die, even by SIGKILL).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import logging
 import os
@@ -78,18 +79,17 @@ def install_signal_handlers(flush: Callable[[float], Any], say: Callable[[str], 
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
     count = 0
+    _installed.append((flush, say))
 
     def on_signal(signum: int) -> None:
         nonlocal count
         count += 1
         if count > 1:
             os._exit(EXIT_INTERRUPTED)  # the second signal: now
-        _stop.set()
         name = signal.Signals(signum).name
-        say(f"helmflow: {name}: sending no new requests; {in_flight()} in flight get {GRACE_S:g} s, finished "
-            f"responses are journaled and will not be sent again; exiting (again to exit at once)")
-        _silence_logs()  # the flow's tasks now fail as interrupted: that is not news
-        threading.Thread(target=_exit_soon, args=(flush,), name="helmflow-stop", daemon=True).start()
+        _begin_exit(f"helmflow: {name}: sending no new requests; {in_flight()} in flight get {GRACE_S:g} s, finished "
+                    f"responses are journaled and will not be sent again; exiting (again to exit at once)",
+                    EXIT_INTERRUPTED)
 
     def watch() -> None:
         while (got := os.read(read_fd, 1)) and got != b"\0":
@@ -102,6 +102,8 @@ def install_signal_handlers(flush: Callable[[float], Any], say: Callable[[str], 
     previous = {sig: signal.signal(sig, lambda signum, frame: None) for sig in (signal.SIGINT, signal.SIGTERM)}
 
     def restore() -> None:
+        with contextlib.suppress(ValueError):
+            _installed.remove((flush, say))
         for sig, old in previous.items():
             signal.signal(sig, old)
         signal.set_wakeup_fd(previous_fd)
@@ -111,7 +113,33 @@ def install_signal_handlers(flush: Callable[[float], Any], say: Callable[[str], 
     return restore
 
 
-def _exit_soon(flush: Callable[[float], Any]) -> None:
+_installed: list[tuple[Callable[[float], Any], Callable[[str], None]]] = []  # (flush, say) of the handlers in force
+_exiting = threading.Lock()
+
+
+def halt(line: str, code: int) -> None:
+    """Stop as on Ctrl-C, from any thread, with ``line`` and exit ``code`` (a run that must not send
+    any more: its board's lease lapsed). Without :func:`install_signal_handlers` in force (a library
+    caller) nothing new is sent and ``line`` is logged; the caller's requests then fail as interrupted."""
+    if not _installed:
+        if not _stop.is_set():
+            logging.getLogger("helmflow").error(line)
+        _stop.set()
+        return
+    _begin_exit(line, code)
+
+
+def _begin_exit(line: str, code: int) -> None:
+    _stop.set()
+    if not _exiting.acquire(blocking=False):
+        return  # already on the way out
+    flush, say = _installed[-1]
+    say(line)
+    _silence_logs()  # the flow's tasks now fail as interrupted: that is not news
+    threading.Thread(target=_exit_soon, args=(flush, code), name="helmflow-stop", daemon=True).start()
+
+
+def _exit_soon(flush: Callable[[float], Any], code: int = EXIT_INTERRUPTED) -> None:
     deadline = time.monotonic() + GRACE_S
     while in_flight() > 0 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -120,7 +148,7 @@ def _exit_soon(flush: Callable[[float], Any]) -> None:
     done.join(FLUSH_S)
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(EXIT_INTERRUPTED)  # not sys.exit: the flow's remaining tasks must not run
+    os._exit(code)  # not sys.exit: the flow's remaining tasks must not run
 
 
 def end_process(code: int) -> None:

@@ -104,3 +104,35 @@ def test_a_killed_runs_s3_lease_expires_and_the_next_run_resends_at_most_what_wa
     # the last renewal was at most ttl/4 before the kill: nothing is sent until the lease is stale
     assert resumed_after >= 0.75 * ttl - 0.5
     assert stats["unique"] == 4 * 100 and stats["repeats"] <= CONCURRENCY, stats
+
+
+def test_a_paused_s3_holder_sends_nothing_after_it_wakes_and_pays_nothing_twice(
+        prefect_server, dev_server, s3_root, tmp_path):
+    """Before: a holder frozen (SIGSTOP) for longer than the time to live, while a waiting run took
+    its lease over, kept sending after SIGCONT until its next heartbeat found the lease gone (57 of
+    1,000 requests paid twice in the probe)."""
+    ttl = 4.0
+    env = {"HELMFLOW_LEASE_TTL_S": str(ttl)}
+    args = s3_board_args(tmp_path, dev_server, s3_root)
+    dev_server.configure(latency_ms=0)  # an instant server: whatever the woken holder lets out is counted
+    first = start_cli(args, env=env)
+    wait_for_requests(dev_server, 40, first)
+    os.kill(first.pid, signal.SIGSTOP)
+    frozen = dev_server.stats()["requests"]
+    second = start_cli([*args, "--wait"], env=env)
+    wait_for_requests(dev_server, frozen + 20, second)  # the lease went stale and the waiter took it over
+    os.kill(second.pid, signal.SIGSTOP)  # while the first wakes: anything sent now is the first's
+    before = dev_server.stats()["requests"]
+    os.kill(first.pid, signal.SIGCONT)
+    first_out = first.communicate(timeout=120)[0]
+    woken_sent = dev_server.stats()["requests"] - before
+    os.kill(second.pid, signal.SIGCONT)
+    second_out = second.communicate(timeout=600)[0]
+    stats = dev_server.stats()
+    print(f"paused holder: {woken_sent} requests sent after it woke; {stats['repeats']} paid twice")
+    assert woken_sent == 0, first_out
+    assert first.returncode == 75, first_out
+    lines = [line for line in first_out.splitlines() if "lease" in line]
+    assert any("sending no new requests" in line for line in lines) and "Traceback" not in first_out, first_out
+    assert second.returncode == 0, second_out
+    assert stats["unique"] == 4 * 100 and stats["repeats"] <= CONCURRENCY, stats
