@@ -77,6 +77,38 @@ def cell_lineage(store: Store, board: str, release: str | None = None) -> list[d
     return cells
 
 
+TASK_STAGES = ("query", "score", "publish")
+
+
+def task_run_lines(lineage: dict[str, Any]) -> list[str]:
+    """The Prefect task run(s) behind a run: one line when one task queried, scored and published it."""
+    ids = {stage: lineage.get(f"{stage}_task_run_id") for stage in TASK_STAGES}
+    if len(set(ids.values())) == 1:
+        return [f"task run {ids['query']} (query, score and publish)"] if ids["query"] else []
+    return [f"{stage} task run {tid}" for stage, tid in ids.items() if tid]
+
+
+def chosen_cells(cells: list[dict[str, Any]], scenarios: list[str], models: list[str],
+                 wanted: list[str]) -> list[dict[str, Any]]:
+    """The cells ``--scenario``, ``--model`` and ``--cell`` ask for (all when none is given); a name the
+    release does not have is bad input, named with the ones it has."""
+    labels = sorted({c["scenario"] for c in cells})
+    deployments = sorted({c["deployment"] for c in cells})
+    for given, known, what in ((scenarios, labels, "scenario"), (models, deployments, "model")):
+        unknown = [g for g in given if g not in known]
+        if unknown:
+            raise HelmflowError(f"no {what} {', '.join(unknown)} in this release; it has: {', '.join(known)}")
+    pairs = set()
+    for cell in wanted:
+        label, sep, deployment = cell.rpartition(" x ")
+        if not sep or label not in labels or deployment not in deployments:
+            raise HelmflowError(f"--cell {cell!r}: write it as lineage prints it, 'LABEL x DEPLOYMENT' "
+                                f"(scenarios: {', '.join(labels)}; models: {', '.join(deployments)})")
+        pairs.add((label, deployment))
+    return [c for c in cells if (not scenarios or c["scenario"] in scenarios) and (not models or c["deployment"] in models)
+            and (not pairs or (c["scenario"], c["deployment"]) in pairs)]
+
+
 def cmd_lineage(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.text import Text
@@ -91,6 +123,7 @@ def cmd_lineage(args: argparse.Namespace) -> int:
     except CorruptFile as exc:
         print(f"helmflow: error: {exc}", file=sys.stderr)
         return 1
+    cells = chosen_cells(cells, args.scenario, args.model, args.cell)
     for cell in cells:
         score = "missing" if cell["score"] is None else f"{cell['score']:.4f}"
         tree = Tree(f"[bold]{cell['scenario']} x {cell['deployment']}[/]: {cell['main_metric']} = {score} ({cell['status']})")
@@ -108,8 +141,8 @@ def cmd_lineage(args: argparse.Namespace) -> int:
                 run.add(f"imported from HELM: {cell['imported_from']}")
             else:
                 prefect = run.add(f"Prefect flow run {cell['flow_run_id']}")
-                for key in ("query_task_run_id", "score_task_run_id", "publish_task_run_id"):
-                    prefect.add(f"{key.removesuffix('_task_run_id')} task run {cell[key]}")
+                for line in task_run_lines(cell):
+                    prefect.add(line)
         else:
             run.add(f"[red]not published: {cell.get('error')}")
         if "corrupt" in cell:

@@ -205,9 +205,15 @@ def test_helmflow_retry_says_what_reruns_then_reruns_it(prefect_server, tmp_path
 
 def test_lineage_matches_run_json_and_prefect(prefect_server, tmp_path):
     root = tmp_path / "store"
-    _ok(run_cli("run", "demo", "--max-instances", "3", "--scenarios", "dyck-3", "--models", "offline/solver",
-                "--storage", str(root)))
-    out = _ok(run_cli("lineage", "demo", "--storage", str(root)))
+    _ok(run_cli("run", "demo", "--max-instances", "3", "--scenarios", "dyck-3,arithmetic-3", "--models",
+                "offline/solver", "--storage", str(root)))
+    everything = _ok(run_cli("lineage", "demo", "--storage", str(root)))
+    assert "dyck-3 x offline/solver" in everything.stdout and "arithmetic-3 x offline/solver" in everything.stdout
+    out = _ok(run_cli("lineage", "demo", "--storage", str(root), "--cell", "dyck-3 x offline/solver"))
+    assert "arithmetic-3" not in out.stdout
+    assert _ok(run_cli("lineage", "demo", "--storage", str(root), "--scenario", "dyck-3")).stdout == out.stdout
+    bad = run_cli("lineage", "demo", "--storage", str(root), "--model", "offline/ghost")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "offline/ghost" in bad.stderr, bad.stderr
     store = Store(str(root))
     run_id = re.search(r"run ([0-9a-f]{16})", out.stdout).group(1)
     run = store.read_json(f"runs/{run_id}/run.json")
@@ -215,7 +221,11 @@ def test_lineage_matches_run_json_and_prefect(prefect_server, tmp_path):
         assert f"{field} {run['versions'][field]}" in out.stdout
     assert f"dataset revision {run['dataset']['revision']}" in out.stdout
     assert f"Prefect flow run {run['lineage']['flow_run_id']}" in out.stdout
-    assert f"query task run {run['lineage']['query_task_run_id']}" in out.stdout
+    # one task queries, scores and publishes a pair: its id is printed once, saying what it covers
+    lineage = run["lineage"]
+    assert lineage["query_task_run_id"] == lineage["score_task_run_id"] == lineage["publish_task_run_id"]
+    assert f"task run {lineage['query_task_run_id']} (query, score and publish)" in out.stdout
+    assert out.stdout.count(lineage["query_task_run_id"]) == 1
 
     from prefect.client.orchestration import get_client
 

@@ -43,6 +43,10 @@ def test_report_of_a_flow_release_links_its_prefect_flow_run(prefect_server, cli
             assert lineage[key] and lineage[key] in page
             task_run = httpx.get(f"{prefect_server}/task_runs/{lineage[key]}", timeout=10)
             assert task_run.status_code == 200 and task_run.json()["flow_run_id"] == flow_run_id
+        # one task queried, scored and published the run: its id is shown once, saying what it covers
+        assert lineage["query_task_run_id"] == lineage["score_task_run_id"] == lineage["publish_task_run_id"]
+        shown = f'<code id="task-run">{lineage["query_task_run_id"]}</code> (query, score and publish'
+        assert shown in page and page.count(lineage["query_task_run_id"]) == 1
     flow_run = httpx.get(f"{prefect_server}/flow_runs/{flow_run_id}", timeout=10)
     assert flow_run.status_code == 200 and flow_run.json()["state"]["type"] == "COMPLETED"
     board = (release_dir / "report" / "index.html").read_text()

@@ -23,6 +23,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          description="Per cell: score -> run -> dataset revision and prompt/model/metric versions -> Prefect flow and task runs.")
     lin.add_argument("board")
     lin.add_argument("--release", help="release id (default: the latest, else the latest partial)")
+    lin.add_argument("--scenario", action="append", default=[], metavar="LABEL",
+                     help="only this scenario's cells (repeatable; the labels `helmflow show` lists)")
+    lin.add_argument("--model", action="append", default=[], metavar="DEPLOYMENT",
+                     help="only this deployment's cells (repeatable)")
+    lin.add_argument("--cell", action="append", default=[], metavar="'LABEL x DEPLOYMENT'",
+                     help="only this cell, written as lineage prints it (repeatable)")
     storage_arg(lin)
     lin.set_defaults(func=_run("cmd_lineage"))
 
