@@ -36,6 +36,11 @@ Every request is counted, and so is the sha256 of every request body (``unique``
 bodies sent again: what a re-sent request costs); ``GET /_dev/stats`` returns the counts, ``POST /_dev/config`` changes
 latency and faults, ``POST /_dev/reset`` zeroes the counts, and ``--count-file`` gets the counts as
 JSON (rewritten atomically a few times a second and at exit).
+
+Every path also answers under ``/_scope/NAME/`` (``/_scope/NAME/v1/chat/completions``, ``/_scope/NAME/_dev/stats``,
+...): a scope has its own counts, settings, fault draws and image log, created on first use with the settings the
+server started with. Point each client (or test) at its own scope and no one's requests show up in another's
+counts; the unscoped paths are the default scope, the one ``--count-file`` writes.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import importlib
 import json
@@ -283,58 +289,91 @@ class Counts:
         }
 
 
+@dataclass
+class Scope:
+    """One counter scope: its settings, counts, fault draws and the last 1,000 requests that carried images."""
+
+    settings: Settings
+    counts: Counts = field(default_factory=Counts)
+    rng: random.Random = field(default_factory=random.Random)
+    image_requests: list[list[dict[str, Any]]] = field(default_factory=list)
+
+    @classmethod
+    def new(cls, settings: Settings) -> Scope:
+        return cls(settings, rng=random.Random(settings.seed))
+
+
 class DevServer:
     def __init__(self, settings: Settings, policy: Policy, api_key: str | None = None, count_file: str | None = None):
-        self.settings = settings
+        self.initial = dataclasses.replace(settings)  # what a new scope starts with
         self.policy = policy
         self.api_key = api_key
         self.count_file = Path(count_file) if count_file else None
-        self.counts = Counts()
-        self.rng = random.Random(settings.seed)
+        self.root = Scope.new(settings)
+        self.scopes: dict[str, Scope] = {}
         self._ids = 0
-        self.image_requests: list[list[dict[str, Any]]] = []  # the last 1,000 requests that carried images
+
+    @property
+    def settings(self) -> Settings:
+        return self.root.settings
+
+    @property
+    def counts(self) -> Counts:
+        return self.root.counts
+
+    def scope(self, request) -> Scope:
+        name = request.match_info.get("scope")
+        if name is None:
+            return self.root
+        if name not in self.scopes:
+            self.scopes[name] = Scope.new(dataclasses.replace(self.initial))
+        return self.scopes[name]
 
     # ------------------------------------------------------------------ app
     def app(self):
         from aiohttp import web
 
         app = web.Application(client_max_size=64 * 1024**2)
-        app.router.add_post("/v1/chat/completions", self._chat)
-        app.router.add_post("/v1/completions", self._completions)
-        app.router.add_post("/v1/messages", self._messages)
-        app.router.add_get("/_dev/stats", self._stats)
-        app.router.add_get("/_dev/requests", self._requests)
-        app.router.add_post("/_dev/config", self._config)
-        app.router.add_post("/_dev/reset", self._reset)
+        for prefix in ("", "/_scope/{scope:[A-Za-z0-9_.-]{1,100}}"):
+            app.router.add_post(f"{prefix}/v1/chat/completions", self._chat)
+            app.router.add_post(f"{prefix}/v1/completions", self._completions)
+            app.router.add_post(f"{prefix}/v1/messages", self._messages)
+            app.router.add_get(f"{prefix}/_dev/stats", self._stats)
+            app.router.add_get(f"{prefix}/_dev/requests", self._requests)
+            app.router.add_post(f"{prefix}/_dev/config", self._config)
+            app.router.add_post(f"{prefix}/_dev/reset", self._reset)
         return app
 
     async def _stats(self, request):
         from aiohttp import web
 
-        return web.json_response({**self.counts.as_dict(), "settings": self.settings.__dict__})
+        scope = self.scope(request)
+        return web.json_response({**scope.counts.as_dict(), "settings": scope.settings.__dict__})
 
     async def _requests(self, request):
         from aiohttp import web
 
-        return web.json_response(self.image_requests)
+        return web.json_response(self.scope(request).image_requests)
 
     async def _config(self, request):
         from aiohttp import web
 
+        scope = self.scope(request)
         try:
             changes = await request.json()
-            self.settings.update(changes)
+            scope.settings.update(changes)
         except (ValueError, TypeError) as exc:
             return web.json_response({"error": str(exc)}, status=400)
         if "seed" in changes:
-            self.rng = random.Random(self.settings.seed)
-        return web.json_response(self.settings.__dict__)
+            scope.rng = random.Random(scope.settings.seed)
+        return web.json_response(scope.settings.__dict__)
 
     async def _reset(self, request):
         from aiohttp import web
 
-        self.counts = Counts()
-        return web.json_response(self.counts.as_dict())
+        scope = self.scope(request)
+        scope.counts = Counts()
+        return web.json_response(scope.counts.as_dict())
 
     # ------------------------------------------------------------------ endpoints
     async def _chat(self, request):
@@ -347,15 +386,16 @@ class DevServer:
         return await self._serve(request, "messages")
 
     async def _serve(self, request, endpoint: str):
-        c = self.counts
+        scope = self.scope(request)
+        c = scope.counts
         c.in_flight += 1
         c.max_in_flight = max(c.max_in_flight, c.in_flight)
         try:
-            return await self._answer(request, endpoint, c)
+            return await self._answer(request, endpoint, scope, c)
         finally:
             c.in_flight -= 1
 
-    async def _answer(self, request, endpoint: str, c: Counts):
+    async def _answer(self, request, endpoint: str, scope: Scope, c: Counts):
         from aiohttp import web
 
         c.requests += 1
@@ -363,14 +403,14 @@ class DevServer:
         c.bodies[hashlib.sha256(await request.read()).hexdigest()] += 1
         c.changed = True
         anthropic = endpoint == "messages"
-        s = self.settings
-        fault = s.faults and s.fault_rate > 0 and self.rng.random() < s.fault_rate and self.rng.choice(s.faults)
+        s, rng = scope.settings, scope.rng
+        fault = s.faults and s.fault_rate > 0 and rng.random() < s.fault_rate and rng.choice(s.faults)
         if fault:
             c.faults[fault] += 1
         if s.latency_ms:
             await asyncio.sleep(s.latency_ms / 1000)
         if fault:
-            return await self._fault(request, fault, anthropic)
+            return await self._fault(request, fault, anthropic, s)
         denied = self._auth(request, anthropic)
         if denied is not None:
             c.rejected["401"] += 1
@@ -397,15 +437,15 @@ class DevServer:
             c.rejected["400"] += 1
             return _error(400, "max_tokens must be a positive integer", anthropic)
         try:
-            self._read_images(payload)
+            self._read_images(payload, scope)
         except BadImage as exc:
             c.rejected["400"] += 1
             return _error(400, str(exc), anthropic)
-        body = getattr(self, f"_{endpoint}_body")(payload, max_tokens)
+        body = getattr(self, f"_{endpoint}_body")(payload, max_tokens, s)
         c.answered += 1
         return web.Response(body=json.dumps(body).encode(), content_type="application/json")
 
-    def _read_images(self, payload: dict[str, Any]) -> None:
+    def _read_images(self, payload: dict[str, Any], scope: Scope) -> None:
         """Decode the last user turn's parts into ``payload["_parts"]`` and remember requests with images."""
         users = [m for m in payload.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
         if not users or isinstance(users[-1].get("content"), str):
@@ -413,14 +453,14 @@ class DevServer:
         parts = read_parts(users[-1].get("content"))
         payload["_parts"] = parts
         if any(p["type"] == "image" for p in parts):
-            self.image_requests = [*self.image_requests[-999:], parts]
-            self.counts.images += sum(p["type"] == "image" for p in parts)
+            scope.image_requests = [*scope.image_requests[-999:], parts]
+            scope.counts.images += sum(p["type"] == "image" for p in parts)
 
     def _next_id(self, prefix: str) -> str:
         self._ids += 1
         return f"{prefix}-dev{self._ids:08d}"
 
-    def _chat_body(self, payload: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    def _chat_body(self, payload: dict[str, Any], max_tokens: int, settings: Settings) -> dict[str, Any]:
         msgs = payload.get("messages") or []
         users = [m for m in msgs if m.get("role") == "user"]
         prompt = _content_text(users[-1]["content"]) if users else ""
@@ -453,10 +493,10 @@ class DevServer:
             "model": payload["model"],
             "system_fingerprint": "fp_devserver",
             "choices": [choice],
-            "usage": _openai_usage(g) if self.settings.usage else None,
+            "usage": _openai_usage(g) if settings.usage else None,
         }
 
-    def _completions_body(self, payload: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    def _completions_body(self, payload: dict[str, Any], max_tokens: int, settings: Settings) -> dict[str, Any]:
         prompt = payload.get("prompt") or ""
         prompt = prompt[0] if isinstance(prompt, list) and prompt else prompt
         stop = payload.get("stop") or []
@@ -488,10 +528,10 @@ class DevServer:
             "created": int(time.time()),
             "model": payload["model"],
             "choices": [{"index": 0, "text": text, "finish_reason": g.finish, "logprobs": logprobs}],
-            "usage": _openai_usage(g) if self.settings.usage else None,
+            "usage": _openai_usage(g) if settings.usage else None,
         }
 
-    def _messages_body(self, payload: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    def _messages_body(self, payload: dict[str, Any], max_tokens: int, settings: Settings) -> dict[str, Any]:
         msgs = payload.get("messages") or []
         users = [m for m in msgs if m.get("role") == "user"]
         prompt = _content_text(users[-1]["content"]) if users else ""
@@ -522,11 +562,11 @@ class DevServer:
         # like some real providers, quote the key that was sent: clients must not pass this on verbatim
         return _error(401, f"Incorrect API key provided: {got}", anthropic)
 
-    async def _fault(self, request, kind: str, anthropic: bool):
+    async def _fault(self, request, kind: str, anthropic: bool, settings: Settings):
         from aiohttp import web
 
         if kind == "429":
-            s = self.settings.retry_after_ms
+            s = settings.retry_after_ms
             return _error(429, "Rate limit reached (dev server)", anthropic,
                           {"retry-after-ms": str(s), "retry-after": str(max(1, math.ceil(s / 1000)))})
         if kind in ("500", "503"):
@@ -536,7 +576,7 @@ class DevServer:
         if kind == "empty":
             return web.Response(body=b"", content_type="application/json")
         if kind == "hang":
-            await asyncio.sleep(self.settings.hang_s)
+            await asyncio.sleep(settings.hang_s)
             return _error(504, "hung request finally answered", anthropic)
         # reset: abort the connection with a TCP RST and never answer
         transport = request.transport
@@ -617,13 +657,19 @@ DEFAULTS = {"latency_ms": 0.0, "fault_rate": 0.0, "faults": ",".join(FAULT_KINDS
 
 
 class DevServerHandle:
-    """A running ``helmflow dev-server`` process, with its counts and settings over HTTP."""
+    """A running ``helmflow dev-server`` process, with its counts and settings over HTTP: those of the default
+    scope, or of ``scope`` (its own counts and settings; see :meth:`scoped`)."""
 
-    def __init__(self, proc: subprocess.Popen, port: int):
+    def __init__(self, proc: subprocess.Popen, port: int, scope: str | None = None):
         self.proc = proc
         self.port = port
-        self.url = f"http://127.0.0.1:{port}"
+        self.scope = scope
+        self.url = f"http://127.0.0.1:{port}" + (f"/_scope/{scope}" if scope else "")
         self.openai_url = f"{self.url}/v1"
+
+    def scoped(self, scope: str) -> DevServerHandle:
+        """The same server seen through its own counter scope (fresh counts, the server's start settings)."""
+        return DevServerHandle(self.proc, self.port, scope)
 
     def stats(self) -> dict[str, Any]:
         import httpx

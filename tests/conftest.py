@@ -7,8 +7,12 @@
   settings once.
 - ``moto_s3``: one ``moto_server`` on 127.0.0.1 per pytest process (the S3 double s3fs's own tests use);
   ``s3_root`` gives each test a fresh bucket.
-- ``dev_server``: one ``helmflow dev-server`` per pytest process, reset for each test.
+- ``dev_server``: one ``helmflow dev-server`` per pytest process, seen by each test through its own counter
+  scope (``/_scope/<test id>/``): fresh counts and default settings, and no request another test sends (even
+  one a timed-out test's threads keep sending) can reach it.
 - ``cli``: the real ``helmflow`` command in a subprocess with this environment (``tests.support.cli.run_cli``).
+- Under pytest-xdist (``scripts/test.sh`` runs ``-n 4 --dist loadgroup``) a module's tests that share a
+  module-scoped fixture stay in one worker (``pytest_collection_modifyitems``).
 """
 
 from __future__ import annotations
@@ -49,6 +53,17 @@ os.environ.update(
 )
 for _name in ("HELMFLOW_STORAGE", "HELMFLOW_MODELS", "HELMFLOW_PLUGINS", "AWS_ENDPOINT_URL"):
     os.environ.pop(_name, None)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the marks (--dist loadgroup)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that use a module-scoped fixture (a built board, a browser, a server) run in one worker, so the
+    fixture is built once; every other test is handed to whichever worker is free."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else ()
+        if any(d.scope == "module" for fixturedefs in defs for d in fixturedefs):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
 
 
 @pytest.fixture(scope="session")
@@ -119,9 +134,8 @@ def _dev_server_session() -> Iterator[DevServerHandle]:
 
 @pytest.fixture
 def dev_server(_dev_server_session: DevServerHandle) -> DevServerHandle:
-    """This process's dev server, reset: no faults, no latency, counts at zero."""
-    _dev_server_session.reset()
-    return _dev_server_session
+    """This process's dev server through a scope of this test's own: no faults, no latency, counts at zero."""
+    return _dev_server_session.scoped(uuid.uuid4().hex)
 
 
 # --------------------------------------------------------------------------- browser

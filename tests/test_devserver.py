@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import httpx
@@ -87,3 +88,37 @@ def test_latency_key_check_and_count_file(tmp_path, monkeypatch):
         ok = httpx.post(f"{srv.url}/v1/messages", json=CHAT, headers={"x-api-key": "right-key"})
         assert ok.status_code == 200
     assert json.loads(counts.read_text())["requests"] == 2  # written at exit
+
+
+@pytest.mark.slow
+def test_a_scope_sees_only_its_own_requests_and_settings(_dev_server_session):
+    """What keeps counting tests apart: a sender that keeps going in another scope (as a timed-out test's
+    threads do) changes neither this scope's counts nor its settings; the default scope sees neither."""
+    mine, other = _dev_server_session.scoped("mine"), _dev_server_session.scoped("other")
+    before = _dev_server_session.requests
+    other.configure(fault_rate=1.0, faults="500")
+    stop = threading.Event()
+
+    def hammer() -> None:
+        with httpx.Client(timeout=5) as client:
+            while not stop.is_set():
+                client.post(f"{other.url}/v1/chat/completions", json=CHAT)
+
+    sender = threading.Thread(target=hammer)
+    sender.start()
+    try:
+        while other.requests < 20:
+            time.sleep(0.01)
+        for _ in range(4):
+            assert httpx.post(f"{mine.openai_url}/chat/completions", json=CHAT, timeout=5).status_code == 200
+        assert httpx.post(f"{mine.url}/v1/messages", json=CHAT, timeout=5).json()["content"][0]["text"] == "alpha beta"
+        stats = mine.stats()
+    finally:
+        stop.set()
+        sender.join()
+    assert (stats["requests"], stats["answered"], stats["faults"]) == (5, 5, {})
+    assert stats["by_endpoint"] == {"chat": 4, "messages": 1} and stats["settings"]["fault_rate"] == 0.0
+    assert other.stats()["faults"]["500"] == other.requests >= 20
+    assert _dev_server_session.requests == before
+    mine.reset()
+    assert mine.requests == 0 and other.requests >= 20
