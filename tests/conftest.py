@@ -53,6 +53,9 @@ os.environ.update(
 )
 for _name in ("HELMFLOW_STORAGE", "HELMFLOW_MODELS", "HELMFLOW_PLUGINS", "AWS_ENDPOINT_URL"):
     os.environ.pop(_name, None)
+if _WORKER != "main":  # pytest-xdist's workers get COLUMNS=80, LINES=24: a subprocess would draw 80-column tables
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the marks (--dist loadgroup)
