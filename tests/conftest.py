@@ -11,8 +11,8 @@
   scope (``/_scope/<test id>/``): fresh counts and default settings, and no request another test sends (even
   one a timed-out test's threads keep sending) can reach it.
 - ``cli``: the real ``helmflow`` command in a subprocess with this environment (``tests.support.cli.run_cli``).
-- Under pytest-xdist (``scripts/test.sh`` runs ``-n 4 --dist loadgroup``) a module's tests that share a
-  module-scoped fixture stay in one worker (``pytest_collection_modifyitems``).
+- Under pytest-xdist (``HELMFLOW_TEST_WORKERS=4 ./scripts/test.sh`` runs ``-n 4 --dist loadgroup``) a
+  module's tests that share a module-scoped fixture stay in one worker (``pytest_collection_modifyitems``).
 """
 
 from __future__ import annotations

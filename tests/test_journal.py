@@ -115,8 +115,8 @@ from helmflow.devserver import DevServerHandle
 from tests.support.devserver import dev_deployment, make_requests
 from helmflow.query import run_queries
 from helmflow.storage import Store
-url, root, n, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-server = DevServerHandle(None, int(url.rsplit(":", 1)[1]))
+port, scope, root, n, out = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+server = DevServerHandle(None, port, scope)
 dep = dev_deployment(server, "openai-compatible", max_concurrency=16)
 result = run_queries(Store(root), dep, make_requests(n))
 json.dump([c.model_dump() for c in result.completions], open(out, "w"))
@@ -127,7 +127,8 @@ KEY = ("request_hash", "text", "prompt_tokens", "output_tokens", "finish_reason"
 
 
 def _driver(dev_server, root: Path, n: int, out: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", DRIVER, dev_server.url, str(root), str(n), str(out)],
+    return subprocess.Popen([sys.executable, "-c", DRIVER, str(dev_server.port), dev_server.scope, str(root), str(n),
+                             str(out)],
                             cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
