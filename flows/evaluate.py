@@ -9,7 +9,6 @@ named after the board (:func:`board_flow`), from the CLI and from its deployment
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Iterator
 from datetime import UTC
@@ -24,8 +23,9 @@ from helmflow.errors import HelmflowError
 from helmflow.lease import note_run
 from helmflow.outcomes import FailedCell, RunOutcome
 from helmflow.pipeline import publication_problem
-from helmflow.plan.launch import PLAN_PARAMETERS, launch_for, launch_key, prepare_launch
+from helmflow.plan.launch import launch_for, launch_key, prepare_launch
 from helmflow.plan.records import RunPlan
+from helmflow.plan.selection import Selection
 from helmflow.progress import REPORTED, reporter
 from helmflow.settings import settings
 from helmflow.storage import Store
@@ -149,9 +149,8 @@ def board_label(parameters: dict[str, Any], flow_name: str) -> str:
     if isinstance(board, dict):
         return board.get("name", flow_name)
     if isinstance(board, str) and board.endswith((".yaml", ".yml")):
-        signature = inspect.signature(evaluate.fn).parameters
-        given = {k: parameters.get(k, signature[k].default) for k in PLAN_PARAMETERS if k != "board"}
-        launch = launch_for(launch_key(board, parameters.get("storage"), **given))
+        launch = launch_for(launch_key(board, parameters.get("selection"), parameters.get("storage"),
+                                       parameters.get("models_file"), parameters.get("plugins")))
         return launch.plan.spec.name if launch is not None else os.path.splitext(os.path.basename(board))[0]
     return board
 
@@ -168,24 +167,21 @@ def _name_lease_holder(root: str, board: str) -> None:
 @flow(name="evaluate-board", log_prints=False, task_runner=task_runner_from_env(), flow_run_name=flow_run_name)
 def evaluate(
     board: str | dict[str, Any] = "demo",
-    models: list[str] | None = None,
-    scenarios: list[str] | None = None,
-    max_instances: int | None = None,
+    selection: Selection = Selection(),  # noqa: B008 - frozen: Prefect's form shows its fields
     storage: str | None = None,
     models_file: str | None = None,
     plugins: list[str] | None = None,
     budget_usd: float | None = None,
-    judges: list[str] | None = None,
-    no_judge: bool = False,
-    toxicity: str | None = None,
 ) -> dict[str, Any]:
+    """``selection``: what to take from the board (models, scenarios, max instances, judges,
+    board-wide metrics); ``storage``: the root URL (default $HELMFLOW_STORAGE); ``budget_usd``: stop
+    sending priced requests before the projected spend passes it."""
     log = get_run_logger()
-    given = {"models": models, "scenarios": scenarios, "max_instances": max_instances, "models_file": models_file,
-             "plugins": plugins, "judges": judges, "no_judge": no_judge, "toxicity": toxicity}
     # what `helmflow run` prepared for this flow, else the same checks here: a worker's run refuses
     # bad data before any task, as the CLI does (a missing key fails its cells, not the board)
-    launch = launch_for(launch_key(board, storage, **given)) or prepare_launch(
-        board, storage, credentials=False, look_up_release=False, **given)
+    launch = launch_for(launch_key(board, selection, storage, models_file, plugins)) or prepare_launch(
+        board, selection, storage, models_file=models_file, plugins=plugins, credentials=False,
+        look_up_release=False)
     store: Store = launch.store
     plan = launch.plan
     _label_storage(store.root)
@@ -259,25 +255,19 @@ def evaluate(
 
 def board_flow(board: str, description: str = ""):
     """The flow of one named board: :func:`evaluate` with ``board`` fixed and every other parameter
-    of it (so a deployment of any board can set a budget, a jury or ``no_judge``). A board module
+    of it (so a deployment of any board can set a budget, or a jury in its selection). A board module
     is one line, ``demo = board_flow("demo")``, which gives the board its own flow name and
     deployment in the Prefect UI."""
 
     def run_board(
-        models: list[str] | None = None,
-        scenarios: list[str] | None = None,
-        max_instances: int | None = None,
+        selection: Selection = Selection(),  # noqa: B008 - frozen: Prefect's form shows its fields
         storage: str | None = None,
         models_file: str | None = None,
         plugins: list[str] | None = None,
         budget_usd: float | None = None,
-        judges: list[str] | None = None,
-        no_judge: bool = False,
-        toxicity: str | None = None,
     ) -> dict[str, Any]:
-        return evaluate.fn(board=board, models=models, scenarios=scenarios, max_instances=max_instances,
-                           storage=storage, models_file=models_file, plugins=plugins, budget_usd=budget_usd,
-                           judges=judges, no_judge=no_judge, toxicity=toxicity)
+        return evaluate.fn(board=board, selection=selection, storage=storage, models_file=models_file,
+                           plugins=plugins, budget_usd=budget_usd)
 
     run_board.__name__ = run_board.__qualname__ = board.replace("-", "_")
     return flow(name=board, flow_run_name=flow_run_name,

@@ -1,5 +1,5 @@
-"""HELM Safety v1's five scenarios; judges: the jury for the four judged ones (default: the board's
-judges:); toxicity: the scorer deployment for the generation scenarios (default: the board's toxicity:).
+"""HELM Safety v1's five scenarios; the selection's judges: the jury for the four judged ones (default: the
+board's judges:); its board_wide: the scorer of the generation scenarios' board-wide metric (default: the board's).
 
 The spec is data (``flows/safety.yaml``); this line gives the board its own flow and deployment.
 """

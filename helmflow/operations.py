@@ -118,6 +118,11 @@ def cmd_lineage(args: argparse.Namespace) -> int:
     console = Console()
     prefix = release_prefix(store, args.board, args.release)
     console.print(f"release {prefix.rsplit('/', 1)[-1]} at {store.url(prefix)}")
+    manifest = ReleaseManifest.model_validate(read_manifest(store, f"{prefix}/{layout.RELEASE_JSON}"))
+    if manifest.selection:  # the run's selection narrowed the board: say how
+        from helmflow.plan.selection import narrowed
+
+        console.print(Text(f"a subset of the board: {narrowed(manifest.selection)}"))
     try:
         cells = cell_lineage(store, args.board, args.release)
     except CorruptFile as exc:
@@ -242,11 +247,11 @@ def pairs_to_rerun(parameters: dict[str, Any], store: Store) -> list[str]:
     from helmflow.pipeline import perturbed_any
     from helmflow.plan.compile import prepare
     from helmflow.plan.records import cell_name
+    from helmflow.plan.selection import Selection
 
-    plan = prepare(parameters.get("board", "demo"), parameters.get("models"), parameters.get("scenarios"),
-                   parameters.get("max_instances"), parameters.get("models_file"), parameters.get("plugins"),
-                   parameters.get("judges"), parameters.get("no_judge", False), check_credentials=False,
-                   toxicity=parameters.get("toxicity"))
+    plan = prepare(parameters.get("board", "demo"), Selection.from_parameters(parameters),
+                   models_file=parameters.get("models_file"), plugins=parameters.get("plugins"),
+                   check_credentials=False)
     rerun = []
     for r in plan.runs:
         instances = layout.instances(r.scenario.key, r.scenario.scenario_version)

@@ -9,7 +9,10 @@ prints every known difference from HELM's published setup, so a number is never 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # `helmflow --help` imports this module: no pydantic
+    from helmflow.plan.selection import Selection
 
 # What HELM Capabilities v1 was published with (HELM's run entries and annotators; see docs/boards/capabilities.md).
 HELM_V1_JURY = ["openai/gpt-4o-2024-05-13", "together/llama-3.1-405b-instruct-turbo", "anthropic/claude-3-5-sonnet-20241022"]
@@ -49,8 +52,7 @@ def wording(scen: Any, prompts: dict[str, str]) -> str:
             f"helmflow's defaults: {known}")
 
 
-def differences(spec: dict[str, Any], judges: list[str], variant: str, no_judge: bool,
-                toxicity: str | None = None) -> list[str]:
+def differences(spec: dict[str, Any], judges: list[str], variant: str, selection: Selection | None = None) -> list[str]:
     """What differs from HELM's published setup, one sentence each (an empty list would mean none known).
 
     Board facts come from the board spec (``helm_jury``: the judges HELM published it with) and the
@@ -58,6 +60,8 @@ def differences(spec: dict[str, Any], judges: list[str], variant: str, no_judge:
     from helmflow.plan.spec import has_variant
     from helmflow.scenarios import get_scenario
 
+    no_judge = bool(selection and selection.no_judge)
+    toxicity = selection.board_wide.get("toxicity") if selection else None
     out = []
     prompts = spec.get("prompts") or {}
     by_label = judged_templates(spec)

@@ -282,6 +282,20 @@ def config_markdown() -> str:
     lines += model_table(GenerationParams, "GenerationParams (`generation:`)")
     lines += model_table(EvalSample, "EvalSample (`sample:`)")
 
+    from helmflow.plan.selection import Selection
+
+    lines += [
+        "## A run's selection",
+        "",
+        "What a run takes from its board: the `selection` parameter of every board's flow (Prefect's "
+        "run form draws these fields; a deployment sets them under `parameters: {selection: …}`) and "
+        "the options `--models`, `--scenarios`, `--max-instances`, `--judge`, `--no-judge` and "
+        "`--board-wide` of `helmflow run` and `show`. A field left unset takes the board's own value; a "
+        "run that narrows its board publishes a subset release.",
+        "",
+    ]
+    lines += model_table(Selection, "Selection (the flow parameter `selection`)")
+
     lines += [
         "## Environment variables",
         "",

@@ -108,7 +108,7 @@ def test_prefect_yaml_deploys_every_board_nightly_and_a_worker_publishes_the_rel
             assert [(s.schedule.cron, s.schedule.timezone, s.active) for s in d.schedules] == [("0 2 * * *", "UTC", True)]
             # the pull step records the checkout `prefect deploy` ran in, wherever that is
             assert d.pull_steps == [{"prefect.deployments.steps.set_working_directory": {"directory": str(REPO)}}]
-            assert d.parameters == {"models": None, "max_instances": None, "storage": None}
+            assert d.parameters == {"selection": {"models": None, "max_instances": None}, "storage": None}
         assert client.read_work_pool(POOL).type == "process"
 
         # the scheduler turns each cron into runs at 02:00 UTC
@@ -128,7 +128,7 @@ def test_prefect_yaml_deploys_every_board_nightly_and_a_worker_publishes_the_rel
 
     # storage is left to the worker's environment (the deployment's default); the sample is ours
     root = tmp_path / "store"
-    params = {"max_instances": 3, "scenarios": ["arithmetic-3"], "models": MODELS[::2]}
+    params = {"selection": {"max_instances": 3, "scenarios": ["arithmetic-3"], "models": MODELS[::2]}}
     triggered = time.monotonic()
     flow_run_id = _trigger(server, "demo/demo-nightly", params)
     worker = server.start_worker(POOL, "box", HELMFLOW_STORAGE=str(root))
@@ -177,7 +177,7 @@ def test_production_topology_postgres_two_workers_and_retry_reruns_only_the_fail
             models_file = tmp_path / "models.yaml"
             _models_file(models_file, fail=True)
             # dyck-3: a demo scenario without perturbation runs, so one cell is one run
-            params = {"storage": s3_root, "max_instances": 5, "scenarios": ["dyck-3"], "models": MODELS,
+            params = {"storage": s3_root, "selection": {"max_instances": 5, "scenarios": ["dyck-3"], "models": MODELS},
                       "models_file": str(models_file)}
             flow_run_id = _trigger(server, "demo/demo-nightly", params)
             failed = server.wait_flow_run(flow_run_id)

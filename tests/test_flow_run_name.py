@@ -5,7 +5,7 @@ from __future__ import annotations
 import yaml
 
 from helmflow.flows.evaluate import board_label
-from helmflow.plan.launch import PLAN_PARAMETERS, handing_over, launch_key, prepare_launch
+from helmflow.plan.launch import handing_over, launch_key, prepare_launch
 
 BOARD = {"name": "named-inside", "version": "1", "models": ["offline/solver"], "max_instances": 2,
          "scenarios": [{"name": "arithmetic", "params": {"digits": 2, "ops": "+"}}]}
@@ -14,11 +14,10 @@ BOARD = {"name": "named-inside", "version": "1", "models": ["offline/solver"], "
 def test_a_board_files_run_is_named_from_the_plan_handed_over(tmp_path):
     path = tmp_path / "file-stem.yaml"
     path.write_text(yaml.safe_dump(BOARD))
-    params = {k: None for k in PLAN_PARAMETERS if k != "board"} | {"no_judge": False}
     storage = str(tmp_path / "store")
-    launch = prepare_launch(str(path), storage, **params)
+    launch = prepare_launch(str(path), None, storage)
     path.unlink()  # a second read would fail now, and fall back to the file's stem
-    with handing_over(launch, launch_key(str(path), storage, **params)):  # what `helmflow run <file>` does
+    with handing_over(launch, launch_key(str(path), None, storage)):  # what `helmflow run <file>` does
         assert board_label({"board": str(path), "storage": storage, "budget_usd": 3.0}, "named-inside") == "named-inside"
     assert board_label({"board": str(path), "storage": storage}, "named-inside") == "file-stem"  # not handed over
 

@@ -45,7 +45,7 @@ def ui(tmp_path_factory) -> dict:
         _ok(server.cli("deploy", "--name", "demo-nightly"))
         _ok(server.cli("deployment", "schedule", "pause", "--all"))
         server.start_worker(POOL, "ui-worker", HELMFLOW_STORAGE=str(store_root))
-        flow_run_id = _trigger(server, {"max_instances": 3})
+        flow_run_id = _trigger(server, {"selection": {"max_instances": 3}})
         run = server.wait_flow_run(flow_run_id, timeout=900)
         assert run.state.is_completed(), f"{run.state}\n{server.tail()}"
         yield {"server": server, "ui": server.url.removesuffix("/api"), "flow_run": run, "store": Store(str(store_root)),
@@ -222,7 +222,7 @@ def test_retry_button_reruns_only_the_failed_cell(ui, page):
     models_file.write_text("deployments:\n" + entry.format("{behavior: echo, fail: always}"))
     models = ["offline/solver", "offline/solver-noisy", "flaky/echo"]
     # dyck-3: a demo scenario without perturbation runs, so a cell is one run
-    flow_run_id = _trigger(server, {"max_instances": 4, "scenarios": ["dyck-3"], "models": models,
+    flow_run_id = _trigger(server, {"selection": {"max_instances": 4, "scenarios": ["dyck-3"], "models": models},
                                     "models_file": str(models_file)})
     failed = server.wait_flow_run(flow_run_id, timeout=600)
     assert failed.state.is_failed(), f"{failed.state}\n{server.tail()}"

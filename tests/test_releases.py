@@ -15,6 +15,7 @@ from helmflow import aggregate
 from helmflow.plan.compile import prepare
 from helmflow.storage import Store
 from tests.support import release_faults
+from tests.support.cli import run_cli
 from tests.support.tiny_board import TINY, pointer, release, run_board
 
 
@@ -46,6 +47,11 @@ def test_subset_run_publishes_a_marked_release_and_never_moves_latest(board_file
     assert info["selection"] == {"models": ["offline/echo"], "scenarios": ["dyck-2"], "max_instances": 2}
     assert pointer(store) == full.release_id  # before the fix: the subset's release
     assert pointer(store, "latest-subset.json") == sub.release_id
+    lineage = run_cli("lineage", "tiny", "--release", sub.release_id, "--storage", store.root)
+    assert lineage.returncode == 0 and "a subset of the board: max_instances=2; models=offline/echo; " \
+        "scenarios=dyck-2" in lineage.stdout, lineage.stdout + lineage.stderr
+    full_lineage = run_cli("lineage", "tiny", "--release", full.release_id, "--storage", store.root)
+    assert "a subset of the board" not in full_lineage.stdout
 
     # the full board again: the same release, and its pointer is already in place (nothing written)
     again = release(store, prepare(str(board_file)))

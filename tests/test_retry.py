@@ -28,8 +28,8 @@ def test_storage_comes_from_the_run_then_its_label_then_the_flag(tmp_path):
 
 
 def test_pairs_to_rerun_reads_the_given_store(tmp_path):
-    params = {"board": "demo", "scenarios": ["arithmetic-3"], "models": ["offline/solver", "offline/echo"],
-              "max_instances": 2}
+    selection = {"scenarios": ["arithmetic-3"], "models": ["offline/solver", "offline/echo"], "max_instances": 2}
+    params = {"board": "demo", "selection": selection}  # a flow run's parameters
     # the scenario's perturbed copies (its robustness and fairness runs) are cells to re-run too
     assert pairs_to_rerun(params, Store(str(tmp_path / "empty"))) == [
         f"arithmetic-3{copy} x {model}" for copy in ("", "~mild_mix", "~gender", "~person_name")
@@ -40,9 +40,11 @@ def test_pairs_to_rerun_reads_the_given_store(tmp_path):
     from helmflow.plan.compile import prepare
 
     store = Store(str(tmp_path / "ran"))
-    preflight(store, prepare(**{k: v for k, v in params.items() if k != "board"}, board="demo"))
+    preflight(store, prepare("demo", **selection))
     assert pairs_to_rerun(params, store) == [f"arithmetic-3{copy} x {model}" for copy in ("", "~mild_mix")
                                              for model in ("offline/solver", "offline/echo")]
+    # a flow run made before the selection was one parameter names its fields one by one
+    assert pairs_to_rerun({"board": "demo", **selection, "no_judge": False}, store) == pairs_to_rerun(params, store)
 
 
 def _ok(out: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -57,8 +59,8 @@ def test_retry_dry_run_reads_the_workers_storage_not_the_clis(prefect_server, tm
     every pair; it now reads the root the flow recorded and says so."""
     worker_root = tmp_path / "worker-store"
     code = ("from helmflow.flows.evaluate import evaluate\n"
-            "s = evaluate(board='demo', scenarios=['arithmetic-3'], models=['offline/solver'], max_instances=2,"
-            " return_state=True)\nprint('flow run:', s.state_details.flow_run_id)\n")
+            "s = evaluate(board='demo', selection={'scenarios': ['arithmetic-3'], 'models': ['offline/solver'],"
+            " 'max_instances': 2}, return_state=True)\nprint('flow run:', s.state_details.flow_run_id)\n")
     env = {"HELMFLOW_STORAGE": str(worker_root)}
     worker = tmp_path / "worker"
     worker.mkdir()

@@ -10,6 +10,7 @@ import pytest
 from helmflow.cli import build_parser
 from helmflow.cli.options import UsageError
 from helmflow.cli.runner import RunRequest, request_from, run_board
+from helmflow.plan.selection import Selection
 
 
 class _Started(Exception):
@@ -50,9 +51,10 @@ def test_the_task_runner_option_reaches_the_flow_even_when_the_flow_module_was_i
 
     monkeypatch.setenv("HELMFLOW_TASK_RUNNER", "dask")  # the CLI option wins over the environment
     with pytest.raises(_Started):
-        run_board(RunRequest(board="demo", task_runner="thread", storage=str(tmp_path), max_instances=2))
+        run_board(RunRequest(board="demo", task_runner="thread", storage=str(tmp_path),
+                             selection=Selection(max_instances=2)))
     assert isinstance(fake_flow.options["task_runner"], ThreadPoolTaskRunner)
-    assert fake_flow.params["board"] == "demo" and fake_flow.params["max_instances"] == 2
+    assert fake_flow.params["board"] == "demo" and fake_flow.params["selection"].max_instances == 2
 
 
 def test_run_plans_once_and_the_flow_takes_that_launch(fake_flow, tmp_path, monkeypatch):
@@ -63,40 +65,47 @@ def test_run_plans_once_and_the_flow_takes_that_launch(fake_flow, tmp_path, monk
     real = planner.prepare
     monkeypatch.setattr(planner, "prepare", lambda *a, **k: calls.append(k) or real(*a, **k))
     taken = []
-    fake_flow.on_call = lambda params: taken.append(launcher.launch_for(launcher.launch_key(
-        params["board"], params["storage"],
-        **{k: params[k] for k in launcher.PLAN_PARAMETERS if k != "board"})))  # what the flow does first
+    fake_flow.on_call = lambda params: taken.append(launcher.launch_for(launcher.launch_key(  # the flow's first step
+        params["board"], params["selection"], params["storage"], params["models_file"], params["plugins"])))
     with pytest.raises(_Started):
-        run_board(RunRequest(board="demo", storage=str(tmp_path), max_instances=2, models=["offline/echo"]))
+        run_board(RunRequest(board="demo", storage=str(tmp_path),
+                             selection=Selection(max_instances=2, models=["offline/echo"])))
     assert len(calls) == 1
     (launch,) = taken
     assert launch is not None and launch.store.root == str(tmp_path)
     assert [r.deployment.name for r in launch.plan.runs] == ["offline/echo"] * len(launch.plan.all_scenarios)
-    params = {k: v for k, v in fake_flow.params.items() if k in launcher.PLAN_PARAMETERS and k != "board"}
+    selection = fake_flow.params["selection"]
     # handed over for that call only: a flow started later in this process prepares for itself
-    assert launcher.launch_for(launcher.launch_key("demo", str(tmp_path), **params)) is None
-    # a flow started with other parameters (another sample) is not handed this launch
-    other = {**params, "max_instances": 3}
-    assert launcher.launch_key("demo", str(tmp_path), **other) != launcher.launch_key("demo", str(tmp_path), **params)
+    assert launcher.launch_for(launcher.launch_key("demo", selection, str(tmp_path), None, [])) is None
+    # a flow started with another selection (another sample) is not handed this launch; the form's
+    # JSON of the same selection is the same launch
+    other = selection.model_copy(update={"max_instances": 3})
+    assert launcher.launch_key("demo", other, str(tmp_path)) != launcher.launch_key("demo", selection, str(tmp_path))
+    assert launcher.launch_key("demo", selection.key(), str(tmp_path)) == launcher.launch_key("demo", selection,
+                                                                                                str(tmp_path))
 
 
 def test_run_eval_and_reproduce_build_the_same_request_type():
     parser = build_parser()
     run = request_from(parser.parse_args(["run", "demo", "--models", "offline/echo", "--budget-usd", "1"]), board="demo")
-    assert run == RunRequest(board="demo", models=["offline/echo"], budget_usd=1.0)
+    assert run == RunRequest(board="demo", selection=Selection(models=["offline/echo"]), budget_usd=1.0)
     from helmflow.cli.eval import board_spec
 
     args = parser.parse_args(["eval", "dyck_language", "--models", "offline/echo", "--max-instances", "3"])
     ev = request_from(args, board=board_spec(args), scenarios=None)
-    assert ev.board["scenarios"][0]["name"] == "dyck_language" and ev.max_instances == 3
+    assert ev.board["scenarios"][0]["name"] == "dyck_language" and ev.selection.max_instances == 3
     args = parser.parse_args(["reproduce", "capabilities", "--variant", "v2", "--no-judge"])
     rep = request_from(args, board={"name": "x"})
-    assert rep.variant == "v2" and rep.no_judge and rep.max_instances is None
+    assert rep.variant == "v2" and rep.selection.no_judge and rep.selection.max_instances is None
+    args = parser.parse_args(["run", "safety", "--board-wide", "toxicity=none", "--judge", "a,b"])
+    assert request_from(args, board="safety").selection == Selection(judges=["a", "b"], board_wide={"toxicity": "none"})
 
 
 def test_judge_and_no_judge_exclude_each_other_before_any_planning(fake_flow):
     with pytest.raises(UsageError, match="exclude each other"):
-        run_board(RunRequest(board="no-such-board", judges=["a"], no_judge=True))
+        run_board(RunRequest(board="no-such-board", selection=Selection(judges=["a"], no_judge=True)))
+    with pytest.raises(UsageError, match="exclude each other"):
+        request_from(build_parser().parse_args(["run", "demo", "--judge", "a", "--no-judge"]), board="demo")
 
 
 def test_a_request_refuses_unknown_fields():

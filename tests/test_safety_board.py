@@ -64,7 +64,7 @@ def test_plan_adds_toxicity_to_generation_scenarios_only_and_none_drops_it(mirro
     metrics = {s.label: s.metrics for s in plan.scenarios}
     assert all("toxicity" in metrics[label] for label in JUDGED) and "toxicity" not in metrics["bbq"]
     assert {r.scorer.name for r in plan.runs if r.scorer} == {"local/profanity-check"}
-    dropped = prepare("safety", models=["offline/echo"], no_judge=True, toxicity="none")
+    dropped = prepare("safety", models=["offline/echo"], no_judge=True, board_wide={"toxicity": "none"})
     assert not any("toxicity" in s.metrics for s in dropped.scenarios)
     before = {r.scenario.label: r.run_id for r in plan.runs}
     after = {r.scenario.label: r.run_id for r in dropped.runs}
@@ -81,7 +81,7 @@ def test_reproduce_safety_explains_what_differs_from_helm():
     assert "BBQ data: HELM reads the 11 category files from the main branch of nyu-mll/BBQ, unpinned" in text
     assert "toxicity: scored by local/profanity-check" in text
     same = " ".join(run_cli("reproduce", "safety", "--explain", "--judge", "openai/gpt-4o-2024-05-13,"
-                            "together/llama-3.1-405b-instruct-turbo", "--toxicity", "none").stdout.split())
+                            "together/llama-3.1-405b-instruct-turbo", "--board-wide", "toxicity=none").stdout.split())
     assert "HELM published safety with" not in same and "toxicity: scored" not in same
 
 

@@ -153,7 +153,7 @@ def test_show_hashes_a_local_mirror_and_marks_nothing(tmp_path):
 
 @pytest.mark.parametrize("scenario,command", [
     ("harm_bench", ["run", "safety", "--scenarios", "harm_bench", "--models", "offline/echo", "--no-judge",
-                    "--toxicity", "none"]),  # planning pins the GitHub file's hash
+                    "--board-wide", "toxicity=none"]),  # planning pins the GitHub file's hash
     ("mm_star", ["mirror", "mm_star", "--to", "MIRROR"]),  # mirroring checks the Hub's hash
 ])
 def test_an_unreachable_host_is_reported_as_unreachable(tmp_path, scenario, command):

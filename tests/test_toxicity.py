@@ -143,10 +143,12 @@ def test_perspective_bad_key_is_permanent_and_never_echoed(perspective, tmp_path
 def test_a_missing_perspective_key_stops_the_plan(monkeypatch, tmp_path):
     monkeypatch.delenv("PERSPECTIVE_API_KEY", raising=False)
     with pytest.raises(BoardError, match="toxicity scorer 'google/perspective'.*PERSPECTIVE_API_KEY is not set"):
-        prepare("safety", scenarios=["harm_bench"], no_judge=True, toxicity="google/perspective")
-    out = run_cli("run", "safety", "--scenarios", "harm_bench", "--no-judge", "--toxicity", "google/perspective",
+        prepare("safety", scenarios=["harm_bench"], no_judge=True, board_wide={"toxicity": "google/perspective"})
+    out = run_cli("run", "safety", "--scenarios", "harm_bench", "--no-judge",
+                  "--board-wide", "toxicity=google/perspective",
                   "--storage", str(tmp_path / "store"), env={"PERSPECTIVE_API_KEY": ""})
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert "PERSPECTIVE_API_KEY" in out.stderr and not (tmp_path / "store").exists()
-    out = run_cli("run", "safety", "--toxicity", "no/such-scorer", "--no-judge", "--storage", str(tmp_path / "store"))
+    out = run_cli("run", "safety", "--board-wide", "toxicity=no/such-scorer", "--no-judge",
+                  "--storage", str(tmp_path / "store"))
     assert out.returncode == 2 and "unknown toxicity scorer 'no/such-scorer'" in out.stderr

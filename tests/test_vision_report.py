@@ -26,7 +26,8 @@ SVG = (b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert
 @pytest.fixture(scope="module")
 def vision(tmp_path_factory) -> tuple[Store, str, list[str]]:
     store = Store(str(tmp_path_factory.mktemp("vision") / "store"))
-    plan = prepare("vision-demo", ["offline/vision", "offline/first-option"], ["shapes-mc", "shapes-image-choice"], 4)
+    plan = prepare("vision-demo", models=["offline/vision", "offline/first-option"],
+                   scenarios=["shapes-mc", "shapes-image-choice"], max_instances=4)
     data = {s.label: pipeline.download_scenario(store, s) for s in plan.all_scenarios}
     prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.all_scenarios}
     runs = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from helmflow.cli.options import UsageError, models_file_arg, prompts_arg, selection_args
+from helmflow.cli.options import models_file_arg, prompts_arg, selection_args, selection_from
 
 if TYPE_CHECKING:
     from helmflow.scenarios.base import DataSource
@@ -79,10 +79,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace, board: str, check_credentials: bool = True):
     from helmflow.plan.compile import prepare
 
-    if args.judges and args.no_judge:
-        raise UsageError("--judge and --no-judge exclude each other")
-    return prepare(board, args.models, args.scenarios, args.max_instances, args.models_file, args.plugin,
-                   args.judges, args.no_judge, check_credentials, args.toxicity)
+    return prepare(board, selection_from(args), models_file=args.models_file, plugins=args.plugin,
+                   check_credentials=check_credentials)
 
 
 DECLARED_MARK = " (declared)"  # a scenario_version computed from declared pins, not from data on this machine

@@ -25,6 +25,19 @@ def csv_list(value: str) -> list[str]:
     return items
 
 
+def assignments(value: str) -> dict[str, str]:
+    """``a=x,b=y``: each name once, each with a value."""
+    out: dict[str, str] = {}
+    for item in csv_list(value):
+        name, sep, given = (part.strip() for part in item.partition("="))
+        if not sep or not name or not given:
+            raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {item!r}")
+        if name in out:
+            raise argparse.ArgumentTypeError(f"{name} given twice in {value!r}")
+        out[name] = given
+    return out
+
+
 def positive_int(value: str) -> int:
     """A count the user gives (``--max-instances``): 1 or more, said about the flag, not a model."""
     try:
@@ -136,15 +149,28 @@ def judge_args(p: argparse.ArgumentParser) -> None:
                         "(default: the board's `judges:`)")
     p.add_argument("--no-judge", action="store_true",
                    help="no judges: judge-only metrics stay missing, rule-based ones are still computed")
-    p.add_argument("--toxicity", metavar="SCORER",
-                   help="toxicity scorer deployment for the generation scenarios (local/profanity-check offline, "
-                        "google/perspective, or an LLM judge); `none` drops the metric (default: the board's `toxicity:`)")
+    p.add_argument("--board-wide", type=assignments, metavar="METRIC=VALUE[,...]",
+                   help="board-wide metrics on every scenario they fit: a scorer deployment for a metric that reads "
+                        "one (toxicity=local/profanity-check, toxicity=google/perspective, or an LLM judge), `on` for "
+                        "one that does not (bias=on), `none` to drop one (default: the board's own)")
 
 
 def prompts_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompts", metavar="FILE",
                    help="a prompts file (YAML `prompts: {<scenario>.<text>: ...}`) replacing prompt or judge wording; "
                         "`helmflow prompts <board>` writes a template. The board publishes as <board>-<file stem>")
+
+
+def selection_from(args: argparse.Namespace, **given):
+    """The :class:`~helmflow.plan.selection.Selection` of a command's parsed options (the ones it has),
+    ``given`` taking precedence; ``--judge`` with ``--no-judge`` is a usage error."""
+    from helmflow.plan.selection import Selection
+
+    values = {k: v for k, v in vars(args).items() if k in Selection.model_fields and v is not None}
+    values = {k: v for k, v in {**values, **given}.items() if v is not None}
+    if values.get("judges") and values.get("no_judge"):
+        raise UsageError("--judge and --no-judge exclude each other")
+    return Selection.of(**values)
 
 
 def selection_args(p: argparse.ArgumentParser) -> None:

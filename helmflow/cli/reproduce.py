@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 
 from helmflow.cli.options import (
-    UsageError,
     budget_arg,
     judge_args,
     models_arg,
     models_file_arg,
     prompts_arg,
+    selection_from,
     storage_arg,
     verbose_arg,
 )
@@ -47,17 +47,16 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from helmflow.cli.runner import request_from, run_board
     from helmflow.plan.spec import load_board, with_prompts
 
-    if args.judges and args.no_judge:
-        raise UsageError("--judge and --no-judge exclude each other")
+    selection = selection_from(args)
     spec = official_spec(args.board, args.variant)
     if args.prompts:
         spec = with_prompts(spec, args.prompts)
-    judges = [] if args.no_judge else (args.judges or load_board(args.board).judges)
+    judges = [] if selection.no_judge else (selection.judges or load_board(args.board).judges)
     console = Console()
     console.print(f"[bold]reproducing {args.board} ({args.variant})[/]: at most {MAX_INSTANCES} instances per scenario "
                   f"(HELM's seeded sample), pinned dataset revisions, judges: {', '.join(judges) or 'none'}")
     console.print("differences from HELM's published setup:")
-    for line in differences(spec, judges, args.variant, args.no_judge, args.toxicity):
+    for line in differences(spec, judges, args.variant, selection):
         console.print(f"  - {line}")
     if args.explain:
         return 0

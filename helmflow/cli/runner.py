@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from helmflow.cli.options import UsageError
+from helmflow.cli.options import UsageError, selection_from
+from helmflow.plan.selection import Selection
 
 if TYPE_CHECKING:
     from helmflow.stopping import TemporaryServer
@@ -30,15 +31,10 @@ class RunRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     board: str | dict[str, Any]  # a board name, a YAML file, or the spec as data (eval, reproduce)
-    models: list[str] | None = None
-    scenarios: list[str] | None = None
-    max_instances: int | None = Field(None, ge=1)
+    selection: Selection = Field(default_factory=Selection)
     storage: str | None = None
     models_file: str | None = None
     plugins: list[str] = Field(default_factory=list)
-    judges: list[str] | None = None
-    no_judge: bool = False
-    toxicity: str | None = None  # the toxicity scorer deployment; "none" drops the metric
     budget_usd: float | None = Field(None, ge=0)
     task_runner: Literal["thread", "dask"] | None = None
     variant: Literal["v1", "v2"] | None = None
@@ -51,17 +47,18 @@ class RunRequest(BaseModel):
 
     def flow_parameters(self, board: str | dict[str, Any], storage: str) -> dict[str, Any]:
         """The ``evaluate`` flow's parameters (JSON, so a deployment or a retry can replay them)."""
-        return {"board": board, "models": self.models, "scenarios": self.scenarios, "max_instances": self.max_instances,
-                "storage": storage, "models_file": self.models_file, "plugins": self.plugins,
-                "budget_usd": self.budget_usd, "judges": self.judges, "no_judge": self.no_judge,
-                "toxicity": self.toxicity}
+        return {"board": board, "selection": self.selection, "storage": storage, "models_file": self.models_file,
+                "plugins": self.plugins, "budget_usd": self.budget_usd}
 
 
 def request_from(args: argparse.Namespace, **given: Any) -> RunRequest:
-    """The request from a command's parsed options (the ones it has), ``given`` taking precedence."""
+    """The request from a command's parsed options (the ones it has), ``given`` taking precedence
+    (a selection field given replaces the option's value; None: the board's own)."""
+    chosen = {k: given.pop(k) for k in list(given) if k in Selection.model_fields}
+    selection = Selection.of(selection_from(args), **chosen)
     values = {"plugins": args.plugin, **vars(args)}
     fields = {k: v for k, v in values.items() if k in RunRequest.model_fields}
-    return RunRequest(**{**fields, **given})
+    return RunRequest(**{**fields, "selection": selection, **given})
 
 
 def _start_prefect_early(verbose: bool) -> TemporaryServer | None:
@@ -82,16 +79,16 @@ def _start_prefect_early(verbose: bool) -> TemporaryServer | None:
 
 def run_board(request: RunRequest) -> int:
     """Plan once; a dry run prints the estimate; else check credentials and storage, run the flow here."""
-    from helmflow.plan.launch import PLAN_PARAMETERS, handing_over, launch_key, prepare_launch
+    from helmflow.plan.launch import handing_over, launch_key, prepare_launch
     from helmflow.plan.spec import with_prompts, with_variant
 
-    if request.judges and request.no_judge:
+    if request.selection.judges and request.selection.no_judge:
         raise UsageError("--judge and --no-judge exclude each other")
     server = None if request.dry_run else _start_prefect_early(request.verbose)
     board = with_variant(request.board, request.variant) if request.variant else request.board
     if request.prompts:
         board = with_prompts(board, request.prompts)
-    plan_params = {k: v for k, v in request.flow_parameters(board, "").items() if k in PLAN_PARAMETERS}
+    planning = {"models_file": request.models_file, "plugins": request.plugins}
     from rich.console import Console
 
     console = Console()
@@ -99,10 +96,10 @@ def run_board(request: RunRequest) -> int:
         from helmflow.dryrun import estimate, print_estimate
         from helmflow.plan.compile import prepare
 
-        print_estimate(console, estimate(prepare(**plan_params)))
+        print_estimate(console, estimate(prepare(board, request.selection, **planning)))
         return 0
-    launch = prepare_launch(storage=request.storage, require_verified_data=request.require_verified_data,
-                            look_up_release=not request.force_flow, status=console.status, **plan_params)
+    launch = prepare_launch(board, request.selection, request.storage, **planning, status=console.status,
+                            require_verified_data=request.require_verified_data, look_up_release=not request.force_flow)
     plan, store = launch.plan, launch.store
     console.print(f"storage: {store.root}", soft_wrap=True, markup=False)  # a path never breaks across lines
     for line in launch.unverified:
@@ -140,7 +137,7 @@ def run_board(request: RunRequest) -> int:
         options["task_runner"] = task_runner(request.task_runner)
     flow = evaluate.with_options(**options)
     parameters = request.flow_parameters(board, store.root)
-    key = launch_key(board, store.root, **{k: v for k, v in plan_params.items() if k != "board"})
+    key = launch_key(board, request.selection, store.root, request.models_file, request.plugins)
     from helmflow.lease import board_lease
     from helmflow.prefect_runtime import settle, temporary_server
 
@@ -166,8 +163,9 @@ def run_board(request: RunRequest) -> int:
     console.print(f"release: {summary['uri']}" + ("" if summary["wrote"] else " (unchanged: nothing written)"),
                   soft_wrap=True, markup=False)  # a path never breaks across lines
     if summary.get("subset"):
-        chosen = "; ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in summary["subset"].items())
-        console.print(f"subset of the board ({chosen}): latest.json was not moved", markup=False)
+        from helmflow.plan.selection import narrowed
+
+        console.print(f"subset of the board ({narrowed(summary['subset'])}): latest.json was not moved", markup=False)
     if summary.get("pointer") and not summary["wrote"]:
         console.print(f"{summary['pointer'].rsplit('/', 1)[-1]} now points at this release", markup=False)
     if isinstance(result, PartialRelease):

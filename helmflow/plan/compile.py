@@ -19,6 +19,7 @@ from helmflow.plan.extras import (
     with_board_wide,
 )
 from helmflow.plan.records import BoardPlan, RunPlan, ScenarioPlan
+from helmflow.plan.selection import Selection
 from helmflow.plan.spec import BoardError, BoardSpec, ScenarioEntry, check_prompts, judge_template_names, load_board
 from helmflow.records import Deployment
 from helmflow.storage import safe_key
@@ -152,7 +153,7 @@ def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deploy
     for scored in scored_by_scorer(scenario.metrics):
         if scorer is None:
             raise BoardError(f"{scenario.label}: the {scored} metric needs a scorer: set the board's `{scored}:` or pass "
-                             f"--{scored} <deployment> (--{scored} none drops the metric)")
+                             f"--board-wide {scored}=<deployment> ({scored}=none drops the metric)")
         scorer_template = scorer_template_for(scored, scorer)
         scorer_versions = worded_versions(template_versions([scorer_template]), texts)
         judging[f"{scored} scorer {scorer.name}"] = judges_version([scorer], scorer_versions)[scorer.name]
@@ -191,15 +192,15 @@ def check_groups(spec: BoardSpec, labels: list[str], groups: list[str] | None = 
 def plan_board(
     spec: BoardSpec,
     deployments: dict[str, Deployment],
-    models: list[str] | None = None,
-    scenarios: list[str] | None = None,
-    max_instances: int | None = None,
-    judges: list[str] | None = None,
-    no_judge: bool = False,
+    selection: Selection | None = None,
     check_credentials: bool = True,
-    toxicity: str | None = None,
+    **fields: Any,
 ) -> BoardPlan:
-    """``toxicity``: the scorer deployment (``none``: no toxicity metric; None: the board's ``toxicity:``)."""
+    """The runs of ``spec`` narrowed by ``selection`` (or its ``fields``: ``models=...``)."""
+    chosen = Selection.of(selection, **fields)
+    models, scenarios, max_instances = chosen.models, chosen.scenarios, chosen.max_instances
+    judges, no_judge = chosen.judges, chosen.no_judge
+    toxicity = chosen.board_wide.get("toxicity")
     chosen_models = models or spec.models
     unknown = [m for m in chosen_models if m not in deployments]
     if unknown:
@@ -305,22 +306,20 @@ def _jury(board: str, names: list[str], deployments: dict[str, Deployment], judg
 
 def prepare(
     board: str | dict[str, Any] | BoardSpec,
-    models: list[str] | None = None,
-    scenarios: list[str] | None = None,
-    max_instances: int | None = None,
+    selection: Selection | None = None,
+    *,
     models_file: str | None = None,
     plugins: list[str] | None = None,
-    judges: list[str] | None = None,
-    no_judge: bool = False,
     check_credentials: bool = True,
-    toxicity: str | None = None,
+    **fields: Any,
 ) -> BoardPlan:
-    """Validate everything and plan the runs (no Prefect, no network): the CLI calls this first."""
+    """Validate everything and plan the runs (no Prefect, no network): the CLI calls this first.
+    ``fields`` replace the selection's (``prepare("demo", models=[...], max_instances=5)``)."""
     from helmflow.clients import load_deployments
     from helmflow.datasets import hash_once
     from helmflow.registry import add_plugins
 
     add_plugins(plugins or [])
+    chosen = Selection.of(selection, **fields)
     with hash_once():  # each source file is read once per plan
-        return plan_board(load_board(board), load_deployments(models_file), models, scenarios, max_instances, judges,
-                          no_judge, check_credentials, toxicity)
+        return plan_board(load_board(board), load_deployments(models_file), chosen, check_credentials)

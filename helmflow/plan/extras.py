@@ -125,5 +125,5 @@ def scorer_for(metric: str, name: str | None, deployments: dict[str, Deployment]
         try:
             make_client(scorer).check_credentials()
         except ClientError as exc:
-            raise BoardError(f"{metric} scorer {name!r}: {exc} (or pass --{metric} none)") from None
+            raise BoardError(f"{metric} scorer {name!r}: {exc} (or pass --board-wide {metric}=none)") from None
     return scorer

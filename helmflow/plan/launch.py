@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from helmflow import versions
+from helmflow.plan.selection import Selection
 from helmflow.plan.spec import BoardError
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ def missing_credentials(deployments) -> list[str]:
 
 def prepare_launch(
     board: str | dict[str, Any],
+    selection: Selection | None = None,
     storage: str | None = None,
     *,
     models_file: str | None = None,
@@ -64,10 +66,9 @@ def prepare_launch(
     require_verified_data: bool = False,
     look_up_release: bool = True,
     status: Callable[[str], contextlib.AbstractContextManager[Any]] | None = None,
-    **selection: Any,
 ) -> Launch:
-    """Plan ``board`` and check it against ``storage`` before anything is sent (all bad input is a
-    :class:`BoardError`, exit 2): ``credentials`` refuses a deployment whose key is not set (a
+    """Plan ``board`` narrowed by ``selection`` and check it against ``storage`` before anything is
+    sent (all bad input is a :class:`BoardError`, exit 2): ``credentials`` refuses a deployment whose key is not set (a
     worker leaves that to its cells), ``require_verified_data`` refuses unverified source files
     (reproduce), ``look_up_release`` finds the identical published release (``helmflow run``
     then starts no flow). ``status`` wraps the download stage (the CLI's spinner)."""
@@ -76,7 +77,7 @@ def prepare_launch(
     from helmflow.plan.compile import prepare
     from helmflow.storage import Store
 
-    plan = prepare(board, models_file=models_file, plugins=plugins, **selection)
+    plan = prepare(board, selection, models_file=models_file, plugins=plugins)
     if credentials:
         missing = missing_credentials(r.deployment for r in plan.runs)
         if missing:  # before the flow starts, so no cell spends anything on a board that cannot finish
@@ -103,18 +104,18 @@ def prepare_launch(
 
 
 # --------------------------------------------------------------------------- handed to the flow started here
-#: the flow parameters a plan is made from (the others, storage and budget, do not change it)
-PLAN_PARAMETERS = ("board", "models", "scenarios", "max_instances", "models_file", "plugins", "judges", "no_judge",
-                   "toxicity")
 _HANDED: ContextVar[tuple[str, Launch] | None] = ContextVar("helmflow_launch", default=None)
 
 
-def launch_key(board: Any, storage: str | None, **plan_parameters: Any) -> str:
-    """What a launch was prepared from: the board as passed, the storage root and the parameters
-    that shape the plan (a budget does not)."""
+def launch_key(board: Any, selection: Selection | dict[str, Any] | None, storage: str | None,
+               models_file: str | None = None, plugins: list[str] | None = None) -> str:
+    """What a launch was prepared from: the board as passed, the selection, the storage root and the
+    deployments and plugins (a budget does not shape the plan)."""
     from helmflow.storage import resolve_root
 
-    return versions.canonical_json({"board": board, "storage": resolve_root(storage), **plan_parameters})
+    return versions.canonical_json({"board": board, "selection": Selection.of(selection).key(),
+                                    "storage": resolve_root(storage), "models_file": models_file,
+                                    "plugins": list(plugins or [])})
 
 
 @contextlib.contextmanager

@@ -30,8 +30,9 @@ def build_demo(root: str, max_instances: int = 12) -> tuple[Store, str]:
     store = Store(root)
     spec = load_board("demo")
     # as the flow does: pre-flight leaves out perturbed copies that change no sampled instance
-    plan = pipeline.preflight(store, prepare("demo", spec.models[:3], [s.label or s.name for s in spec.scenarios[:2]],
-                                             max_instances))
+    plan = pipeline.preflight(store, prepare("demo", models=spec.models[:3],
+                                             scenarios=[s.label or s.name for s in spec.scenarios[:2]],
+                                             max_instances=max_instances))
     data = {s.label: pipeline.download_scenario(store, s) for s in plan.all_scenarios}
     prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.all_scenarios}
     runs = []

@@ -1,0 +1,55 @@
+"""What a run takes from its board: one typed :class:`Selection` carried from the command line (or
+Prefect's parameter form) through the flow's parameters, ``retry`` and planning."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Selection(BaseModel):
+    """The part of a board a run takes; every field left unset means the board's own value."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    models: list[str] | None = Field(None, description="deployment names to run (default: the board's `models:`)")
+    scenarios: list[str] | None = Field(None, description="scenario labels or names to run (default: all)")
+    max_instances: int | None = Field(None, ge=1, description="at most this many instances per scenario "
+                                                             "(default: the board's `max_instances:`)")
+    judges: list[str] | None = Field(None, description="the jury for LLM-judged metrics (default: the board's "
+                                                       "`judges:`)")
+    no_judge: bool = Field(False, description="no judges: judge-only metrics stay missing, rule-based ones are "
+                                              "computed")
+    board_wide: dict[str, str] = Field(default_factory=dict, description=(
+        "board-wide metrics by name: the scorer deployment of a metric that reads one, `on` for one that does "
+        "not, `none` to drop it (default: the board's own)"))
+
+    @classmethod
+    def of(cls, selection: Selection | dict[str, Any] | None = None, **fields: Any) -> Selection:
+        """``selection`` with ``fields`` replacing its values (plain callers name the fields)."""
+        given = selection.model_dump(exclude_unset=True) if isinstance(selection, Selection) else dict(selection or {})
+        return cls.model_validate({**given, **fields})
+
+    @classmethod
+    def from_parameters(cls, parameters: dict[str, Any]) -> Selection:
+        """The selection of a flow run's parameters: its ``selection``, or the separate parameters a
+        flow run made before the selection was one parameter (``models``, ..., a board-wide metric's
+        scorer under the metric's name)."""
+        if "selection" in parameters:
+            return cls.of(parameters["selection"])
+        from helmflow.metrics import METRICS
+
+        flat = {k: v for k, v in parameters.items() if k in cls.model_fields and v is not None}
+        board_wide = {k: v for k, v in parameters.items()
+                      if v is not None and k in METRICS and METRICS.get(k).board_wide is not None}
+        return cls.of(flat, **({"board_wide": board_wide} if board_wide else {}))
+
+    def key(self) -> dict[str, Any]:
+        """The selection as JSON, every field present (so equal selections compare equal)."""
+        return self.model_dump(mode="json")
+
+
+def narrowed(fields: dict[str, Any]) -> str:
+    """How a release narrowed its board (``BoardPlan.selection``, a release's ``selection``), one line:
+    ``models=a,b; max_instances=2``."""
+    return "; ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in fields.items())
