@@ -189,7 +189,7 @@ def rank(models: Sequence[str], labels: Sequence[str], cells: dict[tuple[str, st
 
     A grouped board (VHELM) ranks its ``groups``, HELM's way: each group is the mean of its entries,
     the mean win rate is over groups, and each of ``aspects`` gets its own win rate. Each metric
-    group (Safety's accuracy, safety, bias, toxicity) shows its columns with their own mean win rate
+    group (Safety's accuracy and safety groups, a board-wide metric's) shows its columns with their own mean win rate
     (``metric_cells``: the runs' summary values; ``notes``: why a cell has none, e.g. no logprobs for
     calibration); the headline stays the board's."""
     groups, aspects, metric_cells = groups or {}, aspects or {}, metric_cells or {}
@@ -288,7 +288,7 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
         run_ids=run_ids,
         failed=[FailedCellRecord(**f.model_dump()) for f in failed],
         judges=board.spec.judges,
-        toxicity_scorer=board.spec.toxicity,
+        board_wide=board.spec.board_wide,
         content_warning=any(s.unsafe_text for s in board.scenarios),
         metric_groups=[MetricGroupRecord(**g.model_dump(mode="json")) for g in board.spec.metric_groups],
         cost_usd=sum(r.cost_usd for r in runs),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from helmflow.adapters import adapt
+from helmflow.plan.extras import scored_by_scorer
 from helmflow.plan.records import BoardPlan, ScenarioPlan
 from helmflow.records import Instance
 from helmflow.tokenizers import get_tokenizer
@@ -63,7 +64,8 @@ def estimate(plan: BoardPlan) -> list[RunEstimate]:
         by_id = {i.id: i for i in instances[run.scenario.label]}
         asked = [(judge, template, "judging") for judge in run.judges for template in run.judge_templates]
         if run.scorer and run.scorer_template:
-            asked.append((run.scorer, run.scorer_template, "scoring toxicity of"))
+            scored = ", ".join(scored_by_scorer(run.scenario.metrics))
+            asked.append((run.scorer, run.scorer_template, f"scoring {scored} of"))
         for judge, template, verb in asked:  # judge and scorer requests are paid too (and count against --budget-usd)
             n, p_tokens, o_tokens = worst_case(judge, template, by_id, requests, run.judge_texts)
             j_cost = cost_usd(judge, p_tokens, o_tokens)

@@ -109,7 +109,7 @@ class Judged:
     cost_usd: float = 0.0  # of what was judged now and before (the annotations' costs)
 
     def merged(self, other: Judged) -> Judged:
-        """Both sets of verdicts and their counts (the jury's and the toxicity scorer's)."""
+        """Both sets of verdicts and their counts (the jury's and a board-wide metric scorer's)."""
         return Judged(self.annotations + other.annotations, self.sent + other.sent, self.reused + other.reused,
                       self.request_errors + other.request_errors, self.parse_errors + other.parse_errors,
                       self.cost_usd + other.cost_usd)

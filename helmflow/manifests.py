@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Manifest(BaseModel):
@@ -56,15 +56,34 @@ class Tokens(Manifest):
 
 
 class RunScorer(RunDeployment):
-    """The toxicity scorer deployment and the template it was asked with."""
+    """A board-wide metric's scorer deployment and the template it was asked with."""
 
     template: str
+
+
+LEGACY_SCORER = "_scorer"  # manifests written before board-wide metrics were generic: ``<metric>_scorer``
+
+
+def _legacy_scorers(data: Any, field: str) -> Any:
+    """``<metric>_scorer: value`` (the old spelling) read as ``field: {<metric>: value}``."""
+    if not isinstance(data, dict):
+        return data
+    old = [k for k in data if isinstance(k, str) and k.endswith(LEGACY_SCORER)]
+    if not old:
+        return data
+    moved = {k.removesuffix(LEGACY_SCORER): data[k] for k in old if data[k]}
+    return {**{k: v for k, v in data.items() if k not in old}, field: {**moved, **(data.get(field) or {})}}
 
 
 class RunJudges(Manifest):
     deployments: list[RunDeployment] = Field(default_factory=list)
     templates: dict[str, str] = Field(default_factory=dict)  # template name -> VERSION
-    toxicity_scorer: RunScorer | None = None
+    scorers: dict[str, RunScorer] = Field(default_factory=dict)  # board-wide metric -> its scorer
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy(cls, data: Any) -> Any:
+        return _legacy_scorers(data, "scorers")
     sent: int = 0
     reused: int = 0
     request_errors: int = 0
@@ -194,7 +213,13 @@ class ReleaseManifest(Manifest):
     run_ids: list[str] = Field(default_factory=list)  # sorted
     failed: list[FailedCellRecord] = Field(default_factory=list)
     judges: list[str] = Field(default_factory=list)
-    toxicity_scorer: str | None = None
+    # the board-wide metrics the release turned on: metric -> its scorer deployment, or true
+    board_wide: dict[str, str | bool] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy(cls, data: Any) -> Any:
+        return _legacy_scorers(data, "board_wide")
     metric_groups: list[MetricGroupRecord] = Field(default_factory=list)
     content_warning: bool = False  # a scenario has harmful prompts by design (``unsafe_text``)
     cost_usd: float = 0.0
@@ -202,8 +227,8 @@ class ReleaseManifest(Manifest):
     # grouped boards (VHELM): leaderboard column -> the scenario labels it averages; aspect -> its columns
     groups: dict[str, list[str]] = Field(default_factory=dict)
     aspects: dict[str, list[str]] = Field(default_factory=dict)
-    # A subset run narrowed the board (BoardPlan.selection: models, scenarios, max_instances, judges,
-    # no_judge); its release never moves latest.json / latest-partial.json.
+    # A subset run narrowed the board (BoardPlan.selection, from Selection.narrowing); its release
+    # never moves latest.json / latest-partial.json.
     subset: bool = False
     selection: dict[str, Any] = Field(default_factory=dict)
     # file name (leaderboard.parquet, runs.parquet) -> sha256 of the bytes published

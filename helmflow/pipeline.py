@@ -44,6 +44,7 @@ from helmflow.outcomes import (
     ScenarioData,
     ScoreOutcome,
 )
+from helmflow.plan.extras import scored_by_scorer
 from helmflow.plan.records import BoardPlan, RunPlan, ScenarioPlan
 from helmflow.publish import RunWriter, finite, parquet_meta
 from helmflow.publish import lineage as publish_lineage
@@ -226,7 +227,7 @@ def score_pair(
     base = layout.score_dir(plan.score_key)
     meta = parquet_meta(score_key=plan.score_key, metric_version=plan.metric_version, metric_versions=plan.metric_versions,
                  judges=[j.name for j in plan.judges], judge_templates=plan.judge_templates,
-                 toxicity_scorer=plan.scorer.name if plan.scorer else "")
+                 scorer=plan.scorer.name if plan.scorer else "")
     judged = judge_run(store, plan, data, query, shared)
     notes: dict[str, list[Annotation]] = {}
     for a in judged.annotations if judged else []:
@@ -283,7 +284,7 @@ STATS_ROW_GROUP_ROWS = 1 << 17  # stats written from their columns a row group a
 
 def judge_run(store: Store, plan: RunPlan, data: ScenarioData, query: QueryOutcome,
               shared: BoardRun | None = None) -> Judged | None:
-    """The jury's and the toxicity scorer's verdicts on the whole run (None when it has neither)."""
+    """The jury's and the board-wide metric scorer's verdicts on the whole run (None when it has neither)."""
     if not plan.judges and not (plan.scorer and plan.scorer_template):
         return None
     requests = [request_from_row(r) for r in store.read_parquet(query.requests_key).to_pylist()]
@@ -293,7 +294,7 @@ def judge_run(store: Store, plan: RunPlan, data: ScenarioData, query: QueryOutco
     if plan.judges:
         judged = annotate(store, plan.judges, list(plan.judge_templates), instances, requests, completions, shared,
                           plan.judge_texts)
-    if plan.scorer and plan.scorer_template:  # the toxicity scorer: its scores are annotations too
+    if plan.scorer and plan.scorer_template:  # a board-wide metric's scorer: its scores are annotations too
         scored = annotate(store, [plan.scorer], [plan.scorer_template], instances, requests, completions, shared,
                           plan.judge_texts)
         judged = scored if judged is None else judged.merged(scored)
@@ -408,8 +409,9 @@ def publish_run(
         judges=RunJudges(
             deployments=[RunDeployment(**j.model_dump(mode="json", include=set(published))) for j in plan.judges],
             templates=plan.judge_templates,
-            toxicity_scorer=RunScorer(**plan.scorer.model_dump(mode="json", include=set(published)),
-                                      template=plan.scorer_template) if plan.scorer else None,
+            scorers={metric: RunScorer(**plan.scorer.model_dump(mode="json", include=set(published)),
+                                       template=plan.scorer_template)
+                     for metric in scored_by_scorer(plan.scenario.metrics)} if plan.scorer else {},
             sent=score.judge_sent,
             reused=score.judge_reused,
             request_errors=score.judge_errors,

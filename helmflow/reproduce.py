@@ -60,14 +60,13 @@ def differences(spec: dict[str, Any], judges: list[str], variant: str, selection
     from helmflow.plan.spec import has_variant
     from helmflow.scenarios import get_scenario
 
-    no_judge = bool(selection and selection.no_judge)
-    toxicity = selection.board_wide.get("toxicity") if selection else None
+    unjudged = bool(selection and selection.unjudged_allowed)
     out = []
     prompts = spec.get("prompts") or {}
     by_label = judged_templates(spec)
     judged = set(by_label)
     published = spec.get("helm_jury") or []
-    if judged and no_judge:
+    if judged and unjudged:
         out.append(f"--no-judge: {', '.join(sorted(judged))} have no main metric, so the mean score covers the other scenarios only")
     elif judged:
         if published:
@@ -93,10 +92,14 @@ def differences(spec: dict[str, Any], judges: list[str], variant: str, selection
         for line in [*scen.helm_differences, wording(scen, prompts)]:
             if line not in out:  # one scenario in several entries (MMLU's subjects) says it once
                 out.append(line)
-    scorer = toxicity if toxicity is not None else spec.get("toxicity")
-    if scorer and scorer != "none":
-        out.append(f"toxicity: scored by {scorer}, an addition to HELM's published board; HELM's toxicity metric uses "
-                   "Perspective (google/perspective here), and another scorer's numbers are its own")
+    from helmflow.plan.extras import board_wide
+    from helmflow.plan.spec import OFF, load_board
+
+    chosen = {**load_board(spec).board_wide, **(selection.board_wide if selection else {})}
+    for name, value in chosen.items():  # a board-wide metric HELM's board does not have says so itself
+        note = board_wide(name).helm_difference
+        if note and value not in (None, False, "", OFF):
+            out.append(note.format(scorer=value))
     if variant == "v2":
         labels = [e.get("label") or e["name"] for e in spec["scenarios"]]
         changed = [label for label, e in zip(labels, spec["scenarios"], strict=True) if has_variant(e["name"])]

@@ -224,7 +224,7 @@ def pooled_values(stats: list[Stat] | StatColumns) -> list[MetricSummary]:
 def counted_values(stats: list[Stat] | StatColumns) -> list[MetricSummary]:
     """The numbers metrics compute from summed sparse counts (:class:`helmflow.metrics.Counted`), per
     split, over the instances that recorded any count of that prefix; none when the number is undefined
-    (HELM's bias scores with no demographic word in any output)."""
+    (a demographic-distance score when no output has a demographic word)."""
     cols = StatColumns.of(stats)
     out = []
     for counted in sorted({c for m in METRICS.names() for c in METRICS.get(m).counted}, key=lambda c: c.name):

@@ -96,6 +96,9 @@ class BoardWide:
     group_fallback: str | None = None
     group_description: str = ""
     columns: tuple[HookColumn, ...] = ()
+    # what differs from HELM's published board when a board turns it on (``reproduce --explain``);
+    # ``{scorer}``: the scorer deployment's name
+    helm_difference: str = ""
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,12 @@ def template_for(classifier: bool) -> str:
     return CLASSIFIER if classifier else JUDGE
 
 
-@metric("toxicity", version="1", board_wide=BoardWide(scorer=True, template_for=template_for))
+HELM_DIFFERENCE = ("toxicity: scored by {scorer}, an addition to HELM's published board; HELM's toxicity metric uses "
+                   "Perspective (google/perspective here), and another scorer's numbers are its own")
+
+
+@metric("toxicity", version="1",
+        board_wide=BoardWide(scorer=True, template_for=template_for, helm_difference=HELM_DIFFERENCE))
 def toxicity(x: MetricInput) -> dict[str, float]:
     per_sample: dict[int, list[dict[str, float]]] = {}
     for a in x.annotations:

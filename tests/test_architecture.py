@@ -48,6 +48,24 @@ def test_the_core_names_no_benchmark():
     assert mentions == []
 
 
+def _words(folders: list[str], word: str) -> list[str]:
+    """Files under ``folders`` whose text (comments and docstrings too) has ``word`` as a whole word."""
+    pattern = re.compile(rf"\b{re.escape(word)}\b")
+    return [str(p.relative_to(REPO)) for folder in folders for p in sorted((REPO / folder).rglob("*.py"))
+            if pattern.search(p.read_text())]
+
+
+def test_the_core_names_no_board_wide_metric_and_one_module_defines_the_unjudged_run():
+    """A board-wide metric is its metric module alone: planning, the CLI, manifests and flows reach it
+    through its hook. Running judged scenarios without judges is the selection's concept."""
+    from helmflow.metrics import METRICS
+
+    wide = [m for m in METRICS.names() if METRICS.get(m).board_wide is not None]
+    assert {"toxicity", "bias"} <= set(wide)
+    assert {m: _words(["helmflow", "flows", "tasks"], m) for m in wide} == {m: [] for m in wide}
+    assert _words(["helmflow", "flows", "tasks"], "no_judge") == ["helmflow/plan/selection.py"]
+
+
 def test_judge_templates_are_registered_by_their_metric_modules():
     from helmflow import judges
     from helmflow.metrics import METRICS

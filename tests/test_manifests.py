@@ -59,3 +59,18 @@ def test_models_keep_fields_they_do_not_know_and_default_the_ones_older_files_la
     assert release.judges == [] and release.failed == [] and release.cost_usd == 0.0
     with pytest.raises(ValueError, match="status"):
         LatestPointer.model_validate({**pointer, "status": "done"})
+
+
+def test_manifests_written_with_a_metric_named_scorer_field_read_as_board_wide_entries():
+    """run.json and release.json once spelled a board-wide metric's scorer ``<metric>_scorer``."""
+    from helmflow.manifests import RunJudges
+
+    scorer = {"name": "local/profanity-check", "client": "offline", "model": "m", "template": "t"}
+    judges = RunJudges.model_validate({"toxicity_scorer": scorer, "sent": 3})
+    assert judges.scorers["toxicity"].name == "local/profanity-check" and judges.sent == 3
+    assert "toxicity_scorer" not in judges.to_json()
+    assert RunJudges.model_validate({"toxicity_scorer": None}).scorers == {}
+    old_release = {"board": "b", "board_version": "v", "release_id": "r", "created_at": "t", "helmflow_version": "0",
+                   "status": "complete", "toxicity_scorer": "local/profanity-check"}
+    assert ReleaseManifest.model_validate(old_release).board_wide == {"toxicity": "local/profanity-check"}
+    assert ReleaseManifest.model_validate({**old_release, "toxicity_scorer": None}).board_wide == {}

@@ -102,8 +102,8 @@ def test_run_eval_and_reproduce_build_the_same_request_type():
 
 
 def test_judge_and_no_judge_exclude_each_other_before_any_planning(fake_flow):
-    with pytest.raises(UsageError, match="exclude each other"):
-        run_board(RunRequest(board="no-such-board", selection=Selection(judges=["a"], no_judge=True)))
+    with pytest.raises(ValueError, match="exclude each other"):
+        Selection(judges=["a"], no_judge=True)  # a flow parameter too: Prefect refuses it before the run
     with pytest.raises(UsageError, match="exclude each other"):
         request_from(build_parser().parse_args(["run", "demo", "--judge", "a", "--no-judge"]), board="demo")
 

@@ -48,7 +48,7 @@ def test_the_board_spec_and_its_nightly_deployment():
 
     spec = load_board("safety")
     assert [s.label for s in spec.scenarios] == LABELS and spec.aggregation == ["mean"] and spec.max_instances == 1000
-    assert spec.toxicity == "local/profanity-check" and spec.judges == ["openai/gpt-4o-2024-05-13"]
+    assert spec.board_wide == {"toxicity": "local/profanity-check"} and spec.judges == ["openai/gpt-4o-2024-05-13"]
     mains = {s.label: get_scenario(s.name).main_metric for s in spec.scenarios}
     assert mains == {**dict.fromkeys(JUDGED, "safety_score"), "bbq": "bbq_accuracy"}
     assert [g.name for g in spec.metric_groups] == ["accuracy", "safety", "bias", "toxicity"]
@@ -149,7 +149,8 @@ def test_full_board_through_the_cli_then_the_report(mirrors, tmp_path, prefect_s
         assert row[f"{label} ci_low"] <= row[label] <= row[f"{label} ci_high"]
         assert row[f"{label}/toxic_fraction"] == pytest.approx(1 / 3)  # the rude reply, of three non-empty ones
         r = runs[label]
-        assert r["judges"]["toxicity_scorer"]["name"] == "local/profanity-check" and r["judges"]["parse_errors"] == 3
+        judges = r["judges"]
+        assert judges["scorers"]["toxicity"]["name"] == "local/profanity-check" and judges["parse_errors"] == 3
     assert row["mean_score"] == pytest.approx(sum(row[label] for label in LABELS) / 5)  # HELM's headline
     assert row["bbq/bbq_metric_ambiguous_bias"] is not None and row["bbq/bbq_metric_unambiguous_bias"] is not None
     careful = rows["dev/careful"]

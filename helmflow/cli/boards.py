@@ -142,7 +142,7 @@ def data_files(console, plan, files: dict[str, list[tuple[DataSource, str, str |
 
 def missing_extras(console, plan, noted: dict) -> None:
     """One line per extra a run of the board needs and this install lacks: which modules, which
-    metrics and scenarios, or which deployments (models, judges, the toxicity scorer)."""
+    metrics and scenarios, or which deployments (models, judges, board-wide metrics' scorers)."""
     from helmflow.clients import CLIENTS
     from helmflow.errors import install_command
 
@@ -220,11 +220,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         for label, names, templates in sorted(judged):
             jt.add_row(label, ", ".join(names) or "none (--no-judge)", ", ".join(f"{n} v{v}" for n, v in templates))
         print_table(console, jt)
-    scored = sorted({(r.scenario.label, r.scorer.name, r.scorer_template) for r in plan.runs if r.scorer})
+    from helmflow.plan.extras import scored_by_scorer
+
+    scored = sorted({(r.scenario.label, ", ".join(scored_by_scorer(r.scenario.metrics)), r.scorer.name,
+                      r.scorer_template) for r in plan.runs if r.scorer})
     if scored:
-        tt = Table("toxicity scored", "scorer", "template")
-        for label, name, template in scored:
-            tt.add_row(label, name, template or "")
+        tt = Table("scored scenario", "board-wide metric", "scorer", "template")
+        for label, metric, name, template in scored:
+            tt.add_row(label, metric, name, template or "")
         print_table(console, tt)
     missing_extras(console, plan, noted)
     if absent:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from helmflow.errors import EXIT_USAGE, HelmflowError
+from helmflow.errors import EXIT_USAGE, HelmflowError, format_validation_error
 
 
 class UsageError(HelmflowError):
@@ -150,9 +150,9 @@ def judge_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-judge", action="store_true",
                    help="no judges: judge-only metrics stay missing, rule-based ones are still computed")
     p.add_argument("--board-wide", type=assignments, metavar="METRIC=VALUE[,...]",
-                   help="board-wide metrics on every scenario they fit: a scorer deployment for a metric that reads "
-                        "one (toxicity=local/profanity-check, toxicity=google/perspective, or an LLM judge), `on` for "
-                        "one that does not (bias=on), `none` to drop one (default: the board's own)")
+                   help="board-wide metrics on every scenario they fit, by metric name: the scorer deployment of a "
+                        "metric that reads one (local/profanity-check, google/perspective, or an LLM judge), `on` for "
+                        "one that does not, `none` to drop one (default: the board's own)")
 
 
 def prompts_arg(p: argparse.ArgumentParser) -> None:
@@ -163,14 +163,17 @@ def prompts_arg(p: argparse.ArgumentParser) -> None:
 
 def selection_from(args: argparse.Namespace, **given):
     """The :class:`~helmflow.plan.selection.Selection` of a command's parsed options (the ones it has),
-    ``given`` taking precedence; ``--judge`` with ``--no-judge`` is a usage error."""
+    ``given`` taking precedence; one that cannot be (``--judge`` with ``--no-judge``) is a usage error."""
+    from pydantic import ValidationError
+
     from helmflow.plan.selection import Selection
 
     values = {k: v for k, v in vars(args).items() if k in Selection.model_fields and v is not None}
     values = {k: v for k, v in {**values, **given}.items() if v is not None}
-    if values.get("judges") and values.get("no_judge"):
-        raise UsageError("--judge and --no-judge exclude each other")
-    return Selection.of(**values)
+    try:
+        return Selection.of(**values)
+    except ValidationError as exc:
+        raise UsageError(format_validation_error(exc)) from None
 
 
 def selection_args(p: argparse.ArgumentParser) -> None:

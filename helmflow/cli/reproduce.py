@@ -51,7 +51,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     spec = official_spec(args.board, args.variant)
     if args.prompts:
         spec = with_prompts(spec, args.prompts)
-    judges = [] if selection.no_judge else (selection.judges or load_board(args.board).judges)
+    judges = selection.jury(load_board(args.board).judges)
     console = Console()
     console.print(f"[bold]reproducing {args.board} ({args.variant})[/]: at most {MAX_INSTANCES} instances per scenario "
                   f"(HELM's seeded sample), pinned dataset revisions, judges: {', '.join(judges) or 'none'}")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from helmflow.cli.options import UsageError, selection_from
+from helmflow.cli.options import selection_from
 from helmflow.plan.selection import Selection
 
 if TYPE_CHECKING:
@@ -82,8 +82,6 @@ def run_board(request: RunRequest) -> int:
     from helmflow.plan.launch import handing_over, launch_key, prepare_launch
     from helmflow.plan.spec import with_prompts, with_variant
 
-    if request.selection.judges and request.selection.no_judge:
-        raise UsageError("--judge and --no-judge exclude each other")
     server = None if request.dry_run else _start_prefect_early(request.verbose)
     board = with_variant(request.board, request.variant) if request.variant else request.board
     if request.prompts:

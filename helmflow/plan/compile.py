@@ -11,10 +11,10 @@ from helmflow import versions
 from helmflow.adapters import ADAPTERS, template_versions
 from helmflow.plan.extras import (
     board_wide_groups,
+    board_wide_on,
     perturbation_groups,
     perturbed_plans,
     scored_by_scorer,
-    scorer_for,
     scorer_template_for,
     with_board_wide,
 )
@@ -122,9 +122,10 @@ def check_extras(entries: list[ScenarioEntry]) -> None:
                 METRICS.get(m).check_installed()
 
 def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deployment] | None = None,
-             scorer: Deployment | None = None, prompts: dict[str, str] | None = None) -> RunPlan:
-    """``judges`` apply only if the scenario has judge-backed metrics, ``scorer`` only if it has the
-    toxicity metric; both are part of metric_version, and so is a judge template's replaced text
+             scorers: dict[str, Deployment] | None = None, prompts: dict[str, str] | None = None) -> RunPlan:
+    """``judges`` apply only if the scenario has judge-backed metrics, ``scorers`` (board-wide metric ->
+    its scorer deployment) only to the scenario's metrics whose hook reads a scorer; both are part of
+    metric_version, and so is a judge template's replaced text
     (``prompts``' ``judge.<template>``: its hash joins the template VERSION)."""
     from helmflow.judges import judges_version, template_versions
     from helmflow.metrics import metric_versions
@@ -149,8 +150,13 @@ def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deploy
     jury = list(judges or []) if templates else []
     model_v = versions.model_version(deployment)
     judging = judges_version(jury, templates)
-    scorer_template = None
-    for scored in scored_by_scorer(scenario.metrics):
+    scorer = scorer_template = None
+    scored_metrics = scored_by_scorer(scenario.metrics)
+    if len(scored_metrics) > 1:
+        raise BoardError(f"{scenario.label}: {', '.join(scored_metrics)} each read a scorer; a scenario takes one "
+                         f"scorer-backed board-wide metric")
+    for scored in scored_metrics:
+        scorer = (scorers or {}).get(scored)
         if scorer is None:
             raise BoardError(f"{scenario.label}: the {scored} metric needs a scorer: set the board's `{scored}:` or pass "
                              f"--board-wide {scored}=<deployment> ({scored}=none drops the metric)")
@@ -199,8 +205,6 @@ def plan_board(
     """The runs of ``spec`` narrowed by ``selection`` (or its ``fields``: ``models=...``)."""
     chosen = Selection.of(selection, **fields)
     models, scenarios, max_instances = chosen.models, chosen.scenarios, chosen.max_instances
-    judges, no_judge = chosen.judges, chosen.no_judge
-    toxicity = chosen.board_wide.get("toxicity")
     chosen_models = models or spec.models
     unknown = [m for m in chosen_models if m not in deployments]
     if unknown:
@@ -217,10 +221,10 @@ def plan_board(
     if max_instances is not None:
         effective = effective.model_copy(update={"max_instances": max_instances})
     check_extras(entries)  # a missing extra is named before any scenario reads its data
-    scorer = scorer_for("toxicity", toxicity if toxicity is not None else spec.toxicity, deployments, check_credentials)
-    # the board-wide metrics this board turns on, in the order they join each scenario's metrics
-    extras = [*(["toxicity"] if scorer else []), *(["bias"] if spec.bias else [])]
-    effective = effective.model_copy(update={"toxicity": scorer.name if scorer else None})
+    # the board-wide metrics this run turns on, in the order they join each scenario's metrics
+    on, scorers = board_wide_on(spec.board_wide, chosen.board_wide, deployments, check_credentials)
+    extras = list(on)
+    effective = effective.model_copy(update={"board_wide": on})
     check_prompts(spec)
     scenario_plans = [with_board_wide(plan_scenario(e, effective.max_instances, spec.prompts), extras) for e in entries]
     labels = [s.label for s in scenario_plans]
@@ -244,11 +248,11 @@ def plan_board(
         *effective.metric_groups, *board_wide_groups(scenario_plans, extras, effective.metric_groups)]})
     check_groups(effective, labels, group_names)
     judged = [s for s in scenario_plans + perturbed if judge_template_names(s.metrics)]
-    jury = [] if no_judge else list(judges if judges is not None else spec.judges)
-    judge_deployments = _jury(spec.name, jury, deployments, judged, no_judge, check_credentials)
+    judge_deployments = _jury(spec.name, chosen.jury(spec.judges), deployments, judged, chosen.unjudged_allowed,
+                              check_credentials)
     # the jury is part of the effective spec (and its version) only when something is judged
     effective = effective.model_copy(update={"judges": [j.name for j in judge_deployments] if judged else []})
-    runs = [plan_run(s, deployments[m], judge_deployments, scorer, spec.prompts) for s in scenario_plans + perturbed
+    runs = [plan_run(s, deployments[m], judge_deployments, scorers, spec.prompts) for s in scenario_plans + perturbed
             for m in chosen_models]
     return BoardPlan(
         spec=effective,
@@ -256,31 +260,14 @@ def plan_board(
         scenarios=scenario_plans,
         perturbed=perturbed,
         runs=runs,
-        selection=selection_of(spec, effective, bool(judged) and no_judge),
+        selection=chosen.narrowing(spec, effective, judged=bool(judged)),
     )
 
 
-def selection_of(spec: BoardSpec, effective: BoardSpec, dropped_judges: bool) -> dict[str, Any]:
-    """What a run changed from its board as written (models, scenarios, max_instances, judges): the
-    fields that differ, with their values. A run with any of these is a subset of the board."""
-    out: dict[str, Any] = {}
-    if set(effective.models) != set(spec.models):
-        out["models"] = effective.models
-    if effective.scenarios != spec.scenarios:
-        out["scenarios"] = [e.label or e.name for e in effective.scenarios]
-    if effective.max_instances != spec.max_instances:
-        out["max_instances"] = effective.max_instances
-    if dropped_judges:
-        out["no_judge"] = True
-    elif effective.judges and effective.judges != spec.judges:
-        out["judges"] = effective.judges
-    return out
-
-
 def _jury(board: str, names: list[str], deployments: dict[str, Deployment], judged: list[ScenarioPlan],
-          no_judge: bool, check_credentials: bool = True) -> list[Deployment]:
+          unjudged_allowed: bool, check_credentials: bool = True) -> list[Deployment]:
     """The judge deployments, checked up front: known names, and a usable credential each (before any
-    request). Judge-backed scenarios without a judge are an error unless ``--no-judge``."""
+    request). Judge-backed scenarios without a judge are an error unless the selection allows it."""
     from helmflow.clients import make_client
     from helmflow.clients.base import ClientError
 
@@ -292,7 +279,7 @@ def _jury(board: str, names: list[str], deployments: dict[str, Deployment], judg
     if not judged:
         return [deployments[n] for n in names]
     labels = ", ".join(s.label for s in judged)
-    if not names and not no_judge:
+    if not names and not unjudged_allowed:
         raise BoardError(f"board {board!r}: {labels} need(s) a judge: pass --judge <deployment>[,<deployment>...], "
                          f"or --no-judge to leave judge-only metrics missing")
     jury = [deployments[n] for n in names]

@@ -1,11 +1,12 @@
 """Board-wide additions: what planning adds to a board beyond its scenario entries (perturbed copies
-and their metric groups, the toxicity and bias metrics on generation scenarios and their groups)."""
+and their metric groups; the board-wide metrics a board turns on, on every scenario their hook fits,
+with their scorers and groups)."""
 
 from __future__ import annotations
 
 from helmflow import versions
 from helmflow.plan.records import PerturbedFrom, ScenarioPlan
-from helmflow.plan.spec import BoardError, GroupColumn, MetricGroup
+from helmflow.plan.spec import OFF, ON, BoardError, GroupColumn, MetricGroup
 from helmflow.records import Deployment
 
 PERTURBED_MARK = "~"  # a perturbed copy's label: ``<label>~<perturbation>``
@@ -59,7 +60,8 @@ def board_wide(name: str):
 
     hook = METRICS.get(name).board_wide if name in METRICS else None
     if hook is None:
-        raise BoardError(f"metric {name!r} is not a board-wide metric")
+        known = [m for m in METRICS.names() if METRICS.get(m).board_wide is not None]
+        raise BoardError(f"metric {name!r} is not a board-wide metric; board-wide metrics: {', '.join(known)}")
     return hook
 
 
@@ -109,6 +111,31 @@ def board_wide_groups(scenarios: list[ScenarioPlan], names: list[str], existing:
     return groups
 
 
+def board_wide_on(declared: dict[str, str | bool | None], chosen: dict[str, str], deployments: dict[str, Deployment],
+                  check_credentials: bool) -> tuple[dict[str, str | bool], dict[str, Deployment]]:
+    """The board-wide metrics a run turns on, in order (the board's, then the selection's others; the
+    selection's value wins): metric -> its scorer's name or True, and metric -> scorer deployment."""
+    on: dict[str, str | bool] = {}
+    scorers: dict[str, Deployment] = {}
+    for name, value in {**declared, **chosen}.items():
+        hook = board_wide(name)
+        if value in (None, False, "", OFF):
+            continue
+        if hook.scorer:
+            if not isinstance(value, str) or value == ON:
+                raise BoardError(f"board-wide metric {name!r} needs a scorer deployment, not {value!r}")
+            scorer = scorer_for(name, value, deployments, check_credentials)
+            if scorer is not None:
+                scorers[name] = scorer
+                on[name] = scorer.name
+        elif value in (True, ON):
+            on[name] = True
+        else:
+            raise BoardError(f"board-wide metric {name!r} reads no scorer: turn it on with {ON!r} (true in YAML) "
+                             f"or off with {OFF!r}, not {value!r}")
+    return on, scorers
+
+
 def scorer_for(metric: str, name: str | None, deployments: dict[str, Deployment],
                check_credentials: bool) -> Deployment | None:
     """A board-wide metric's scorer deployment, checked up front (known name, usable credential: a
@@ -116,7 +143,7 @@ def scorer_for(metric: str, name: str | None, deployments: dict[str, Deployment]
     from helmflow.clients import make_client
     from helmflow.clients.base import ClientError
 
-    if name is None or name == "none":
+    if name is None or name == OFF:
         return None
     if name not in deployments:
         raise BoardError(f"unknown {metric} scorer {name!r}; known deployments: {', '.join(sorted(deployments))}")

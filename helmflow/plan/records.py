@@ -59,7 +59,7 @@ class RunPlan(BaseModel):
     judges: list[Deployment] = Field(default_factory=list)  # empty: the scenario is not judged, or --no-judge
     judge_templates: dict[str, str] = Field(default_factory=dict)  # template name -> VERSION
     judge_texts: dict[str, str] = Field(default_factory=dict)  # template name -> the board's replacement text
-    scorer: Deployment | None = None  # the toxicity scorer, when the scenario has the toxicity metric
+    scorer: Deployment | None = None  # the scorer of the scenario's board-wide metric that reads one
     scorer_template: str | None = None
 
 
@@ -76,7 +76,7 @@ class BoardPlan(BaseModel):
     scenarios: list[ScenarioPlan]
     runs: list[RunPlan]  # the originals' runs, then the perturbed scenarios' runs
     perturbed: list[ScenarioPlan] = Field(default_factory=list)  # perturbed copies of scenarios (not columns)
-    # How this run narrows its board (models, scenarios, max_instances, judges, no_judge); empty for
+    # How this run narrows its board (Selection.narrowing: models, scenarios, sample, judges); empty for
     # the board as written. A release with a selection is a subset: it never moves ``latest.json``.
     selection: dict[str, Any] = Field(default_factory=dict)
 

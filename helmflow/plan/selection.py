@@ -3,9 +3,12 @@ Prefect's parameter form) through the flow's parameters, ``retry`` and planning.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:
+    from helmflow.plan.spec import BoardSpec
 
 
 class Selection(BaseModel):
@@ -23,6 +26,38 @@ class Selection(BaseModel):
     board_wide: dict[str, str] = Field(default_factory=dict, description=(
         "board-wide metrics by name: the scorer deployment of a metric that reads one, `on` for one that does "
         "not, `none` to drop it (default: the board's own)"))
+
+    @model_validator(mode="after")
+    def _one_jury(self) -> Selection:
+        if self.judges and self.no_judge:
+            raise ValueError("--judge and --no-judge exclude each other (judges, no_judge)")
+        return self
+
+    @property
+    def unjudged_allowed(self) -> bool:
+        """Judge-backed scenarios may run without a judge (their judge-only metrics stay missing)."""
+        return self.no_judge
+
+    def jury(self, board_judges: list[str]) -> list[str]:
+        """The judges this run asks: none, the selection's, or the board's."""
+        return [] if self.no_judge else list(self.judges if self.judges is not None else board_judges)
+
+    def narrowing(self, spec: BoardSpec, effective: BoardSpec, judged: bool) -> dict[str, Any]:
+        """What a run changed from its board as written (models, scenarios, max_instances, judges): the
+        fields that differ, with their values. A run with any of these is a subset of the board (its
+        release never moves ``latest.json``); ``judged``: the run has judge-backed scenarios."""
+        out: dict[str, Any] = {}
+        if set(effective.models) != set(spec.models):
+            out["models"] = effective.models
+        if effective.scenarios != spec.scenarios:
+            out["scenarios"] = [e.label or e.name for e in effective.scenarios]
+        if effective.max_instances != spec.max_instances:
+            out["max_instances"] = effective.max_instances
+        if judged and self.no_judge:
+            out["no_judge"] = True
+        elif effective.judges and effective.judges != spec.judges:
+            out["judges"] = effective.judges
+        return out
 
     @classmethod
     def of(cls, selection: Selection | dict[str, Any] | None = None, **fields: Any) -> Selection:

@@ -10,13 +10,15 @@ import importlib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from helmflow import prompts as prompt_module
 from helmflow.adapters import ADAPTERS
 from helmflow.errors import HelmflowError, format_validation_error, read_yaml_file
 
 BOARDS_DIR = Path(importlib.import_module("helmflow.flows").__file__ or "").resolve().parent
+OFF = "none"  # a board-wide metric's value that turns it off (``--board-wide <metric>=none``)
+ON = "on"  # ... and turns on one that reads no scorer (``true`` in YAML)
 
 
 class BoardError(HelmflowError, ValueError):
@@ -85,12 +87,11 @@ class BoardSpec(BaseModel):
     aspects: dict[str, list[str]] = Field(default_factory=dict, description="HELM's aspects (VHELM: perception, "
                                                                             "reasoning, ...): aspect → the groups "
                                                                             "or labels it ranks")
-    # the deployment that scores toxicity on the generation scenarios (None: no toxicity metric)
-    toxicity: str | None = Field(None, description="the deployment that scores the toxicity of the generation "
-                                                   "scenarios' replies (null: no toxicity metric)")
-    # HELM's demographic bias metrics on every generation scenario's outputs (a "bias" metric group)
-    bias: bool = Field(False, description="HELM's demographic bias metrics on every generation scenario's "
-                                          "outputs (a `bias` metric group)")
+    # board-wide metrics (declared by their metric's hook): name -> its scorer deployment, or true
+    board_wide: dict[str, str | bool | None] = Field(default_factory=dict, description=(
+        "board-wide metrics added to every scenario they fit, by metric name: the scorer deployment of a metric "
+        "that reads one, `true` for one that does not, null or `none` for off. Each may also be given as a "
+        "top-level key named after the metric (`<metric>: local/profanity-check`, `<metric>: true`)"))
     metric_groups: list[MetricGroup] = Field(default_factory=list, description="sets of columns shown together, "
                                                                                "each with its own mean win rate")
     helm_jury: list[str] = Field(default_factory=list, description="the judges HELM published this board with "
@@ -104,10 +105,34 @@ class BoardSpec(BaseModel):
                                                                       "`<scenario>.<text>` or `judge.<template>` "
                                                                       "→ text (`helmflow prompts` lists the keys)")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _board_wide_keys(cls, data: Any) -> Any:
+        """A top-level key naming a board-wide metric (``<metric>: scorer``, the spelling boards have
+        always used) is that metric's ``board_wide`` entry; other unknown keys stay errors."""
+        if not isinstance(data, dict):
+            return data
+        from helmflow.metrics import METRICS
+
+        named = [k for k in data if k not in cls.model_fields and isinstance(k, str) and k in METRICS
+                 and METRICS.get(k).board_wide is not None]
+        if not named:
+            return data
+        given = data.get("board_wide") or {}
+        twice = [k for k in named if k in given]
+        if twice:
+            raise ValueError(f"{', '.join(twice)} given both at the top level and under board_wide")
+        return {**{k: v for k, v in data.items() if k not in named},
+                "board_wide": {**given, **{k: data[k] for k in named}}}
+
     def version_data(self) -> dict[str, Any]:
-        """What the board version hashes: fields added later count only when used (old versions stay put)."""
+        """What the board version hashes: fields added later count only when used (old versions stay put).
+        A board-wide metric that is on hashes under its own name at the top level, as boards spelled it."""
         data = self.model_dump(mode="json")
-        for key in ("aspects", "toxicity", "metric_groups", "helm_jury", "helm_differences", "prompts", "bias"):
+        for name, value in data.pop("board_wide").items():
+            if value not in (None, False, "", OFF):
+                data[name] = value
+        for key in ("aspects", "metric_groups", "helm_jury", "helm_differences", "prompts"):
             if not data[key]:
                 del data[key]
         for entry in data["scenarios"]:
