@@ -86,7 +86,6 @@ def run_board(request: RunRequest) -> int:
     board = with_variant(request.board, request.variant) if request.variant else request.board
     if request.prompts:
         board = with_prompts(board, request.prompts)
-    planning = {"models_file": request.models_file, "plugins": request.plugins}
     from rich.console import Console
 
     console = Console()
@@ -94,9 +93,11 @@ def run_board(request: RunRequest) -> int:
         from helmflow.dryrun import estimate, print_estimate
         from helmflow.plan.compile import prepare
 
-        print_estimate(console, estimate(prepare(board, request.selection, **planning)))
+        print_estimate(console, estimate(prepare(board, request.selection, models_file=request.models_file,
+                                                 plugins=request.plugins)))
         return 0
-    launch = prepare_launch(board, request.selection, request.storage, **planning, status=console.status,
+    launch = prepare_launch(board, request.selection, request.storage, models_file=request.models_file,
+                            plugins=request.plugins, status=console.status,
                             require_verified_data=request.require_verified_data, look_up_release=not request.force_flow)
     plan, store = launch.plan, launch.store
     console.print(f"storage: {store.root}", soft_wrap=True, markup=False)  # a path never breaks across lines
