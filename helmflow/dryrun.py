@@ -71,19 +71,3 @@ def estimate(plan: BoardPlan) -> list[RunEstimate]:
             j_cost = cost_usd(judge, p_tokens, o_tokens)
             out.append(RunEstimate(run.scenario.label, f"{judge.name} {verb} {dep.name}", n, p_tokens, o_tokens, j_cost))
     return out
-
-
-def print_estimate(console, rows: list[RunEstimate]) -> None:
-    from rich.table import Table
-
-    from helmflow.terminal import print_table
-
-    table = Table(title="dry run: nothing sent, nothing written")
-    for col in ("scenario", "model", "requests", "prompt tokens", "max output tokens", "worst-case $"):
-        table.add_column(col, justify="left" if col in ("scenario", "model") else "right", overflow="fold")
-    for r in rows:
-        table.add_row(r.scenario, r.deployment, str(r.requests), str(r.prompt_tokens), str(r.max_output_tokens),
-                      f"{r.worst_case_usd:.6f}")
-    table.add_row("total", "", str(sum(r.requests for r in rows)), str(sum(r.prompt_tokens for r in rows)),
-                  str(sum(r.max_output_tokens for r in rows)), f"{sum(r.worst_case_usd for r in rows):.6f}", style="bold")
-    print_table(console, table, names=(0, 1))

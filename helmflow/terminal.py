@@ -8,13 +8,16 @@ by the caller with ``soft_wrap`` so a line break never lands inside one.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from helmflow.dryrun import RunEstimate
 
 HEADERS = ("full", "split", "numbered")
 
@@ -154,3 +157,16 @@ def print_table(console: Console, table: Table, names: tuple[int, ...] = (0,)) -
         for i in others:
             if len(text[i]) > SHORT_VALUE:
                 console.print(Text(f"  {headers[i]}: {text[i]}"))
+
+
+def print_estimate(console: Console, rows: list[RunEstimate]) -> None:
+    """The dry run's table: requests, tokens and worst-case cost per run, and their total."""
+    table = Table(title="dry run: nothing sent, nothing written")
+    for col in ("scenario", "model", "requests", "prompt tokens", "max output tokens", "worst-case $"):
+        table.add_column(col, justify="left" if col in ("scenario", "model") else "right", overflow="fold")
+    for r in rows:
+        table.add_row(r.scenario, r.deployment, str(r.requests), str(r.prompt_tokens), str(r.max_output_tokens),
+                      f"{r.worst_case_usd:.6f}")
+    table.add_row("total", "", str(sum(r.requests for r in rows)), str(sum(r.prompt_tokens for r in rows)),
+                  str(sum(r.max_output_tokens for r in rows)), f"{sum(r.worst_case_usd for r in rows):.6f}", style="bold")
+    print_table(console, table, names=(0, 1))

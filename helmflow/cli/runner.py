@@ -90,8 +90,9 @@ def run_board(request: RunRequest) -> int:
 
     console = Console()
     if request.dry_run:
-        from helmflow.dryrun import estimate, print_estimate
+        from helmflow.dryrun import estimate
         from helmflow.plan.compile import prepare
+        from helmflow.terminal import print_estimate
 
         print_estimate(console, estimate(prepare(board, request.selection, models_file=request.models_file,
                                                  plugins=request.plugins)))
