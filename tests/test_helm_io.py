@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -568,3 +569,23 @@ def test_a_real_helm_tree_exports_as_helm_and_imports_back_losing_no_stat(tmp_pa
         assert {n: (r["count"], r["mean"]) for n, r in a.items()} == {n: (r["count"], pytest.approx(r["mean"]))
                                                                       for n, r in b.items()}
     assert _leaderboard(back, "helm-real") == _leaderboard(first, "helm-real")
+
+
+def test_perturbation_stats_without_their_per_instance_values_get_no_interval(tmp_path: Path):
+    """HELM's per-instance file keeps the originals only: the perturbation numbers are imported as HELM
+    wrote them, and none gets an interval made from the originals alone."""
+    import shutil
+
+    folder = tmp_path / "suite" / "qa"
+    shutil.copytree(REAL / "simple_short_answer_qa:model=simple_model1,data_augmentation=typo0.5", folder)
+    per_instance = json.loads((folder / "per_instance_stats.json").read_text())
+    (folder / "per_instance_stats.json").write_text(json.dumps([p for p in per_instance if not p.get("perturbation")]))
+    root = tmp_path / "store"
+    out = run_cli("import-helm", str(folder.parent), "--storage", str(root))
+    assert out.returncode == 0, out.stdout + out.stderr
+    (info,) = _runs(root).values()
+    rows = _summary(root, info)
+    main = info["main_metric"]
+    assert rows[main]["ci_low"] <= rows[main]["mean"] <= rows[main]["ci_high"]
+    for name in (f"{main}~typos~perturbed", f"{main}~typos~worst", f"{main}~robustness~worst"):
+        assert rows[name]["mean"] is not None and math.isnan(rows[name]["ci_low"]), rows[name]

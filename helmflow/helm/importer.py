@@ -332,6 +332,8 @@ def _summaries(entries: list, per_instance: list) -> HelmStats:
         if desc is not None:
             descs.setdefault(perturbation_key(desc), {k: v for k, v in desc.items() if k != "computed_on"})
     short = _short_names(descs)
+    # HELM's robustness and fairness worst cases: named after their kind, never an instance's perturbation
+    aggregates = {k for k, d in descs.items() if d["name"] in KINDS and k not in instance_keys}
     per_values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for (iid, _), by_key in raw.items():
         for (split, metric, key), v in by_key.items():
@@ -350,12 +352,12 @@ def _summaries(entries: list, per_instance: list) -> HelmStats:
         else:
             key, on = perturbation_key(desc), desc.get("computed_on", "perturbed")
             name = perturbed_stat(metric, short[key], on)
-            if key in instance_keys:
+            if key in aggregates:  # every instance, the worst of the original and that kind's perturbations
+                members = [k for k, d in descs.items() if d.get(desc["name"]) and k not in aggregates]
+                values = _instance_values(raw, _worst_of(split, metric, members)) \
+                    if all(k in instance_keys for k in members) else []  # not without every member's values
+            else:
                 values = _instance_values(raw, _pick(split, metric, key, on))
-            else:  # a kind's aggregate: every instance, the worst of the original and that kind's perturbations
-                kind = str(desc["name"])
-                members = [k for k in instance_keys if descs[k].get(kind)]
-                values = _instance_values(raw, _worst_of(split, metric, members))
         _, low, high = mean_ci(values) if values else (None, math.nan, math.nan)
         if not values and metric in PER_TOKEN and (desc is None or desc.get("computed_on", "perturbed") == "perturbed"):
             low, high = _per_token_interval(raw, split, metric, None if desc is None else perturbation_key(desc))
