@@ -542,7 +542,9 @@ def test_a_real_helm_tree_imports_with_intervals_and_helms_worst_cases(tmp_path:
     assert board[f"{TYPOS_QA}/robustness ci_low"] <= worst <= board[f"{TYPOS_QA}/robustness ci_high"]
     assert board[TYPOS_QA] == runs[TYPOS_QA]["score"] and board[SIMPLE1] is None
     release = json.loads(next(root.glob("leaderboards/helm-real/*/release.json")).read_text())
-    assert [g["name"] for g in release["metric_groups"]] == ["robustness", "fairness"]
+    # a fairness column only for a run with a fairness perturbation, as on our boards (HELM's number stays)
+    assert [g["name"] for g in release["metric_groups"]] == ["robustness"]
+    assert f"{TYPOS_QA}/fairness" not in board and f"{main}~fairness~worst" in qa
     matched = [line for line in out.stdout.splitlines() if line.startswith("  MATCH ")]
     assert matched and all("HELM " in line and ", helmflow " in line for line in matched)
 

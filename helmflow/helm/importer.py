@@ -632,7 +632,9 @@ def publish_imported_board(store: Store, board: str, run_ids: list[str], source:
 def perturbation_columns(store: Store, manifests: list[RunManifest]) -> tuple[list[MetricGroup], GroupCells]:
     """The robustness and fairness columns our own perturbation runs give a board (``<label>/robustness``,
     ``<label>/fairness``, :func:`helmflow.plan.extras.perturbation_groups`), from HELM's worst case of each
-    imported run's main metric (``<main>~robustness~worst``), with its interval."""
+    imported run's main metric (``<main>~robustness~worst``), with its interval: for a run with a perturbation
+    of that kind, as on our boards (HELM writes both worst cases for every run, the original's value when
+    nothing was perturbed; they stay in the run's summary)."""
     columns: dict[str, list[GroupColumn]] = {kind: [] for kind in KINDS}
     cells: GroupCells = {}
     for m in manifests:
@@ -642,11 +644,12 @@ def perturbation_columns(store: Store, manifests: list[RunManifest]) -> tuple[li
         rows = [MetricSummary.model_validate(r) for r in table.to_pylist()]
         for kind in KINDS:
             found = main_summary(rows, perturbed_stat(m.main_metric, kind, "worst"))
-            if found is None:
+            perturbed = [p for p, d in m.imported.perturbations.items() if d.get(kind) and d.get("name") not in KINDS]
+            if found is None or not perturbed:  # HELM writes both worst cases for every run, even unperturbed
                 continue
             column = GroupColumn(scenario=m.scenario.label, metric=kind, description=(
                 f"{m.main_metric}, HELM's worst case per instance over the original and its {kind} perturbations "
-                f"({', '.join(p for p, d in m.imported.perturbations.items() if d.get(kind))}), then the mean"))
+                f"({', '.join(perturbed)}), then the mean"))
             if column.key not in {c.key for c in columns[kind]}:
                 columns[kind].append(column)
             cells[(m.deployment.name, column.key)] = (finite(found.mean), finite(found.ci_low), finite(found.ci_high))
