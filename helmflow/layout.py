@@ -18,6 +18,7 @@ leaderboards/<board>/<release>/…            a release: leaderboard.parquet, ru
 leaderboards/<board>/latest.json            newest complete release (latest-partial.json: with failed cells)
 leaderboards/<board>/latest-subset.json     the same for subset runs (latest-subset-partial.json)
 leases/<board>.json                         the holder of a board's run lease (helmflow.lease)
+assets/<kind>/<file>, assets.json           files HELM downloads at run time (helmflow fetch-assets), their sha256
 _counters/offline/<deployment>/<id>.count   calls an offline deployment answered (read by tests in another process)
 ```
 A bundle (``helmflow export``) is a root of its own holding one release under the keys above, plus
@@ -220,6 +221,21 @@ def pointers(board: str) -> list[str]:
 def lease(board: str) -> str:
     """The board's run lease (one run of a board per storage root at a time: ``helmflow.lease``)."""
     return f"leases/{safe_key(board)}.json"
+
+
+# --------------------------------------------------------------------------- downloaded assets
+# Files HELM downloads at run time (``helmflow fetch-assets``): ``assets/<kind>/<filename>``, and the
+# sha256 of each as first fetched (``assets/<kind>/assets.json``, written after the files).
+ASSETS_MANIFEST = "assets.json"
+
+
+def asset_file(kind: str, filename: str) -> str:
+    """``assets/<kind>/<filename>``, e.g. ``assets/perturbations/SAE_to_AAVE_mapping.json``."""
+    return f"assets/{safe_key(kind)}/{safe_key(filename)}"
+
+
+def assets_manifest(kind: str) -> str:
+    return f"assets/{safe_key(kind)}/{ASSETS_MANIFEST}"
 
 
 # --------------------------------------------------------------------------- export bundles

@@ -89,7 +89,7 @@ def download_scenario(store: Store, plan: ScenarioPlan) -> ScenarioData:
 def perturb_scenario(store: Store, plan: ScenarioPlan) -> ScenarioData:
     """A perturbed plan's instances (:func:`helmflow.perturbations.perturb_evaluated`), written from its
     original's instances file (downloaded first) under its own scenario_version."""
-    from helmflow.perturbations import perturb_evaluated
+    from helmflow.perturbations import assets_from, perturb_evaluated
 
     assert plan.perturbation is not None
     original = plan.model_copy(update={"scenario_version": plan.perturbation.scenario_version, "perturbation": None})
@@ -97,7 +97,9 @@ def perturb_scenario(store: Store, plan: ScenarioPlan) -> ScenarioData:
     key = layout.instances(plan.key, plan.scenario_version)
     if not store.exists(key):
         instances = read_instances(store, data.instances_key)
-        key = store_instances(store, plan, perturb_evaluated(plan.perturbation.name, instances, plan.adapter.sample))
+        with assets_from(store.root):  # fetched data files (helmflow fetch-assets) live in this root
+            perturbed = perturb_evaluated(plan.perturbation.name, instances, plan.adapter.sample)
+        key = store_instances(store, plan, perturbed)
     return ScenarioData(instances_key=key, files=data.files)
 
 

@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     source_host: str | None = Field(None, description="a host serving web dataset sources (https files, archives) "
                                                       "at `/<original host>/<original path>`: an artifact proxy, "
                                                       "or a local server in tests")
+    assets_url: str = Field("https://storage.googleapis.com/crfm-helm-public/source_datasets/augmentations",
+                            description="where `helmflow fetch-assets perturbations` downloads HELM's perturbation "
+                                        "files from (`<url>/<HELM's folder>/<file>`): HELM's bucket, a proxy or a "
+                                        "local server")
     spool: str | None = Field(None, description="the request journal's local spool folder (else "
                                                 "`<tmp>/helmflow-spool`)")
     task_runner: str = Field("thread", description="a worker's task runner: `thread`, `dask` or "

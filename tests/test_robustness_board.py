@@ -43,7 +43,7 @@ def test_perturbed_copies_are_separate_runs_and_leave_the_originals_alone():
 
 @pytest.mark.parametrize("value, message", [
     ("nope", "unknown perturbation 'nope'"),
-    (["dialect"], "SAE_to_AAVE_mapping.json is missing"),
+    (["dialect"], "SAE_to_AAVE_mapping.json is missing.*run `helmflow fetch-assets perturbations`"),
 ])
 def test_bad_perturbations_are_board_errors(value, message):
     spec = {"name": "b", "version": "1", "models": ["offline/solver"],

@@ -23,6 +23,7 @@ COMMAND_MODULES: list[str] = [
     "helmflow.web.cli_serve",
     "helmflow.web.cli_report",
     "helmflow.mirror",
+    "helmflow.cli.assets",
     "helmflow.cli.eval",
     "helmflow.devserver",
     "helmflow.check",

@@ -78,7 +78,15 @@ def _start_prefect_early(verbose: bool) -> TemporaryServer | None:
 
 
 def run_board(request: RunRequest) -> int:
-    """Plan once; a dry run prints the estimate; else check credentials and storage, run the flow here."""
+    """Plan once; a dry run prints the estimate; else check credentials and storage, run the flow here.
+    Perturbation data fetched into the storage root (``helmflow fetch-assets``) is read from it."""
+    from helmflow.perturbations import assets_from
+
+    with assets_from(request.storage):
+        return _run_board(request)
+
+
+def _run_board(request: RunRequest) -> int:
     from helmflow.plan.launch import handing_over, launch_key, prepare_launch
     from helmflow.plan.spec import with_prompts, with_variant
 

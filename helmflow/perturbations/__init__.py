@@ -17,12 +17,14 @@ several (``robustness``, ``fairness``: what HELM Classic's ``canonical`` expande
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import hashlib
 import json
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from random import Random
@@ -42,18 +44,63 @@ class PerturbationError(HelmflowError, ValueError):
     """An unknown perturbation or set, or one whose data file is not installed."""
 
 
+_ASSET_ROOT: contextvars.ContextVar[str | None] = contextvars.ContextVar("helmflow_asset_root", default=None)
+
+
+@contextlib.contextmanager
+def assets_from(root: str | None) -> Iterator[None]:
+    """Read fetched data files from this storage root (``--storage``, the flow's ``storage``) while
+    inside; outside, from the default root ($HELMFLOW_STORAGE or ./helmflow-store)."""
+    token = _ASSET_ROOT.set(root)
+    try:
+        yield
+    finally:
+        _ASSET_ROOT.reset(token)
+
+
+def data_bytes(filename: str) -> bytes:
+    """A data file's bytes: the copy ``helmflow fetch-assets perturbations`` stored under the storage
+    root's ``assets/perturbations/`` (HELM's own file), else the one shipped in ``data/``; neither is a
+    clear error naming the command."""
+    from helmflow.storage import resolve_root
+
+    return _data_bytes(resolve_root(_ASSET_ROOT.get()), filename)
+
+
 @functools.cache
+def _data_bytes(root: str, filename: str) -> bytes:
+    from helmflow import layout
+    from helmflow.perturbations.assets import COMMAND, KIND, recorded
+    from helmflow.storage import Store
+
+    path = DATA_DIR / filename  # an absolute path (a test's or a plugin's own file) stays as it is
+    store = Store(root)
+    key = layout.asset_file(KIND, Path(filename).name)
+    if not Path(filename).is_absolute() and store.exists(key):
+        data = store.read_bytes(key)
+        first = recorded(store).get(Path(filename).name, {}).get("sha256")
+        if first and hashlib.sha256(data).hexdigest() != first:
+            raise PerturbationError(f"perturbation data file {store.url(key)} changed since it was fetched "
+                                    f"(sha256 recorded {first}); fetch it again with `{COMMAND}`")
+        return data
+    if path.is_file():
+        return path.read_bytes()
+    raise PerturbationError(f"perturbation data file {Path(filename).name} is missing: HELM downloads it at run "
+                            f"time; run `{COMMAND}` to fetch it into {store.url(f'assets/{KIND}')}/ "
+                            f"(see {DATA_DIR / 'README.md'})")
+
+
 def data_sha256(filename: str) -> str:
-    path = DATA_DIR / filename
-    if not path.is_file():
-        raise PerturbationError(f"perturbation data file {path} is missing (see {DATA_DIR / 'README.md'})")
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(data_bytes(filename)).hexdigest()
+
+
+def _json(filename: str) -> Any:
+    return _parsed_json(data_bytes(filename))
 
 
 @functools.cache
-def _json(filename: str) -> Any:
-    data_sha256(filename)  # a clear error when the file is not there
-    return json.loads((DATA_DIR / filename).read_text(encoding="utf-8"))
+def _parsed_json(data: bytes) -> Any:
+    return json.loads(data.decode("utf-8"))
 
 
 def match_case(source_word: str, target_word: str) -> str:
@@ -319,12 +366,15 @@ def gender(mode: str, prob: float, source: str, target: str) -> TextFn:
     return perturb
 
 
-@functools.cache
 def _names(filename: str) -> dict[str, dict[str, list[str]]]:
+    return _parsed_names(data_bytes(filename))
+
+
+@functools.cache
+def _parsed_names(data: bytes) -> dict[str, dict[str, list[str]]]:
     """HELM's name file: ``<name>,first_name[,<category>,<value>]*`` -> category -> value -> names."""
     table: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    data_sha256(filename)
-    for line in (DATA_DIR / filename).read_text(encoding="utf-8").splitlines():
+    for line in data.decode("utf-8").splitlines():
         name, name_type, *cats = line.split(",")
         if name_type != "first_name":
             continue
@@ -414,4 +464,5 @@ SETS.update({
     "robustness_all": ("contraction", "expansion", "filler_words", "lowercase", "misspellings", "space"),
 })
 
-__all__ = ["PERTURBATIONS", "SETS", "Perturbation", "PerturbationError", "match_case", "perturb_evaluated", "resolve"]
+__all__ = ["PERTURBATIONS", "SETS", "Perturbation", "PerturbationError", "assets_from", "data_bytes", "match_case",
+           "perturb_evaluated", "resolve"]

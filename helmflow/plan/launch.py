@@ -73,11 +73,13 @@ def prepare_launch(
     (reproduce), ``look_up_release`` finds the identical published release (``helmflow run``
     then starts no flow). ``status`` wraps the download stage (the CLI's spinner)."""
     from helmflow.datasets import check_stored_pins
+    from helmflow.perturbations import assets_from
     from helmflow.pipeline import preflight
     from helmflow.plan.compile import prepare
     from helmflow.storage import Store
 
-    plan = prepare(board, selection, models_file=models_file, plugins=plugins)
+    with assets_from(storage):  # perturbation data fetched into this root (helmflow fetch-assets)
+        plan = prepare(board, selection, models_file=models_file, plugins=plugins)
     if credentials:
         missing = missing_credentials(r.deployment for r in plan.runs)
         if missing:  # before the flow starts, so no cell spends anything on a board that cannot finish
