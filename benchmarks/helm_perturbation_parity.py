@@ -28,6 +28,7 @@ from helm.benchmark.augmentations.contraction_expansion_perturbation import (
     ExpansionPerturbation,
 )
 from helm.benchmark.augmentations.dialect_perturbation import DialectPerturbation
+from helm.benchmark.augmentations.extra_space_perturbation import ExtraSpacePerturbation
 from helm.benchmark.augmentations.filler_words_perturbation import FillerWordsPerturbation
 from helm.benchmark.augmentations.gender_perturbation import GenderPerturbation
 from helm.benchmark.augmentations.lowercase_perturbation import LowerCasePerturbation
@@ -35,13 +36,14 @@ from helm.benchmark.augmentations.mild_mix_perturbation import MildMixPerturbati
 from helm.benchmark.augmentations.misspelling_perturbation import MisspellingPerturbation
 from helm.benchmark.augmentations.person_name_perturbation import PersonNamePerturbation
 from helm.benchmark.augmentations.space_perturbation import SpacePerturbation
+from helm.benchmark.augmentations.typos_perturbation import TyposPerturbation
 from helm.benchmark.scenarios.scenario import CORRECT_TAG, Input, Instance, Output, Reference
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
 
 # helmflow's perturbation name -> HELM's class with the parameters helmflow registers it with.
-# ``misspellings_half`` checks the rate at a probability where both outcomes are frequent.
+# ``misspellings_half`` and ``typos_half`` check the rate at a probability where both outcomes are frequent.
 HELM = {
     "lowercase": LowerCasePerturbation(),
     "contraction": ContractionPerturbation(),
@@ -49,6 +51,9 @@ HELM = {
     "misspellings": MisspellingPerturbation(prob=0.1),
     "misspellings_half": MisspellingPerturbation(prob=0.5),
     "space": SpacePerturbation(max_spaces=3),
+    "extra_space": ExtraSpacePerturbation(num_spaces=2),
+    "typos": TyposPerturbation(prob=0.1),
+    "typos_half": TyposPerturbation(prob=0.5),
     "filler_words": FillerWordsPerturbation(insert_prob=0.1, speaker_ph=False),
     "mild_mix": MildMixPerturbation(),
     "dialect_fixture": DialectPerturbation(prob=1.0, source_class="SAE", target_class="AAVE",

@@ -18,8 +18,8 @@ EXPECTED = [json.loads(x) for x in (DATA / "perturbation_parity.jsonl").read_tex
 
 def _variant(name: str):
     """helmflow's perturbation for a name of the parity file (``*_half``/``*_fixture``: other parameters)."""
-    if name == "misspellings_half":
-        return dataclasses.replace(PERTURBATIONS.get("misspellings"), params={"prob": 0.5})
+    if name in ("misspellings_half", "typos_half"):
+        return dataclasses.replace(PERTURBATIONS.get(name.removesuffix("_half")), params={"prob": 0.5})
     if name.startswith("dialect_fixture"):
         prob = 0.5 if name.endswith("half") else 1.0
         return dataclasses.replace(PERTURBATIONS.get("dialect"), data=(),
@@ -35,7 +35,8 @@ def _instance(row: dict) -> Instance:
 def test_parity_file_covers_every_perturbation_and_fixture():
     names = {r["perturbation"] for r in EXPECTED}
     assert names >= {"lowercase", "contraction", "expansion", "misspellings", "space", "filler_words", "mild_mix",
-                     "gender", "gender_terms", "person_name", "dialect_fixture"}
+                     "gender", "gender_terms", "person_name", "dialect_fixture", "extra_space", "typos",
+                     "typos_half"}
     assert len(FIXTURE) >= 40 and len(EXPECTED) == len(names) * len(FIXTURE)
 
 
@@ -145,3 +146,35 @@ def test_fast_misspelling_matcher_equals_helms_regex():
                  for _ in range(rng.randint(1, 12))]
         text = "".join(p + rng.choice([" ", "", ", ", "'", "-", "_", "\n"]) for p in parts)
         assert _sub_keys(_misspelling_index()[1], text, lambda w: f"<{w}>") == pattern.sub(lambda m: f"<{m.group(1)}>", text)
+
+
+# --------------------------------------------------------------------------- typos and extra_space, by hand
+def test_typos_by_hand_at_probabilities_zero_and_one():
+    """HELM's ``TyposPerturbation``: a letter is replaced by one of its QWERTY neighbours (never itself)
+    in its own case; anything that is not an ASCII letter stays, and draws nothing from the generator."""
+    from random import Random
+
+    from helmflow.perturbations import KEY_NEIGHBOURS, typos
+
+    text = "Typing QWERTY, 42 times! É"
+    assert typos(0.0)(text, Random(0)) == text
+    out = typos(1.0)(text, Random(0))
+    assert len(out) == len(text)
+    for before, after in zip(text, out, strict=True):
+        if before.lower() in KEY_NEIGHBOURS:
+            assert after.lower() in KEY_NEIGHBOURS[before.lower()] and after.isupper() == before.isupper()
+        else:
+            assert after == before
+    assert sorted(KEY_NEIGHBOURS) == list("abcdefghijklmnopqrstuvwxyz")
+    assert all(k not in v for k, v in KEY_NEIGHBOURS.items())
+    # one draw of random() per letter and one choice per replaced letter: "ab" at p = 1 is the same two
+    # choices as drawing them by hand
+    rng = Random(5)
+    rng.random(), (a := rng.choice(list("qwsz"))), rng.random(), (b := rng.choice(list("ghnv")))
+    assert typos(1.0)("a-b", Random(5)) == f"{a}-{b}"
+
+
+def test_extra_space_doubles_every_space_and_only_spaces():
+    out = PERTURBATIONS.get("extra_space").apply(Instance(id="x", input=Input(text=" a  b\tc "),
+                                                          references=[Reference(text="a b", correct=True)]))
+    assert out.input.text == "  a    b\tc  " and out.references[0].text == "a b"  # references untouched

@@ -297,6 +297,43 @@ def space(max_spaces: int) -> TextFn:
     return lambda text, rng: re.sub(r" +", lambda m: " " * rng.randint(1, max_spaces), text)
 
 
+# HELM's ``TyposPerturbation`` keyboard: each letter's distance-1 neighbours on a QWERTY keyboard
+# (NL-Augmenter's butter_fingers, with the letter itself and special characters removed)
+KEY_NEIGHBOURS = {
+    "q": "was", "w": "qesad", "e": "wsdfr", "r": "edfgt", "t": "rfghy", "y": "tghju", "u": "yhjki", "i": "ujklo",
+    "o": "iklp", "p": "ol",
+    "a": "qwsz", "s": "weadzx", "d": "erfcxs", "f": "rtgvcd", "g": "tyhbvf", "h": "yujnbg", "j": "uikmnh",
+    "k": "iolmj", "l": "opk",
+    "z": "asx", "x": "sdcz", "c": "dfvx", "v": "fgbc", "b": "ghnv", "n": "hjmb", "m": "jkn",
+}
+
+
+def typos(prob: float) -> TextFn:
+    """HELM's ``TyposPerturbation``: each letter, with probability ``prob``, becomes one of its keyboard
+    neighbours, in the letter's case. Every other character is lower-cased and then, if that changed
+    it, upper-cased again (HELM's rule, kept: ``"Σ"`` stays, a character whose lower case is longer
+    comes back in upper case)."""
+
+    def perturb(text: str, rng: Random) -> str:
+        out = []
+        for letter in text:
+            lower = letter.lower()
+            new = lower
+            if lower in KEY_NEIGHBOURS and rng.random() < prob:
+                new = rng.choice(list(KEY_NEIGHBOURS[lower]))
+            if lower != letter:
+                new = new.upper()
+            out.append(new)
+        return "".join(out)
+
+    return perturb
+
+
+def extra_space(num_spaces: int) -> TextFn:
+    """HELM's ``ExtraSpacePerturbation``: every space becomes ``num_spaces`` spaces."""
+    return lambda text, rng: text.replace(" ", " " * num_spaces)
+
+
 def filler_words(insert_prob: float, speaker_ph: bool = True, uncertain_ph: bool = True, fill_ph: bool = True) -> TextFn:
     lists = _json("filler_words.json")
     fillers = ((lists["speaker_phrases"] if speaker_ph else []) + (lists["uncertain_phrases"] if uncertain_ph else [])
@@ -437,6 +474,10 @@ for _p in [
                  description="words replaced by common misspellings with probability 0.1"),
     Perturbation("space", "robustness", "1", space, {"max_spaces": 3},
                  description="every run of spaces becomes 1-3 spaces"),
+    Perturbation("extra_space", "robustness", "1", extra_space, {"num_spaces": 2},
+                 description="every space becomes 2 spaces (HELM's extra_space2)"),
+    Perturbation("typos", "robustness", "1", typos, {"prob": 0.1},
+                 description="letters replaced by a keyboard neighbour with probability 0.1 (HELM's typo_easy)"),
     Perturbation("filler_words", "robustness", "1", filler_words, {"insert_prob": 0.1, "speaker_ph": False},
                  ("filler_words.json",), description="a filler word before a word with probability 0.1"),
     Perturbation("mild_mix", "robustness", "1", mild_mix, data=("contractions.json", "correct_to_misspelling.json"),
