@@ -188,7 +188,9 @@ def test_bbq_zero_denominators_and_empty_replies():
 
 def test_bbq_counts_every_nonempty_completion_as_helm_does():
     """HELM's BBQMetric loops over every non-empty completion of every instance: accuracy and the
-    bias counts are over completions, not means per instance (n > 1 samples per request)."""
+    bias counts are over completions, not means per instance (n > 1 samples per request). HELM 0.5.16's
+    own BBQMetric on these request states gives 0.5, 0.5 and 0.33333333333333326
+    (benchmarks/helm_metric_parity.py)."""
     tags = {"correct": "A", "target": "A", "non_target": "B", "unknown": "C"}
     cases = [  # (polarity, context, correct, the instance's completions)
         ("neg", "disambig", "A", ["A", "B", ""]),  # 2 counted: A correct, target&neg; B non-unknown
