@@ -68,7 +68,7 @@ def test_every_entry_point_exits_with_the_commands_code(tmp_path, aborting_plugi
 
 def test_a_usage_error_keeps_argparse_exit_code_and_message():
     """argparse leaves by SystemExit, before any plugin loads: the entry point keeps its code and words."""
-    out = subprocess.run([*_entry_points()["helmflow script"], "list"], cwd=REPO, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run([*_entry_points()["helmflow script"], "list", "everything"], cwd=REPO, capture_output=True,
+                         text=True, timeout=120)
     assert out.returncode == 2
-    assert "the following arguments are required: what" in out.stderr
+    assert "argument what: invalid choice: 'everything'" in out.stderr
