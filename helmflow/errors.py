@@ -136,3 +136,8 @@ def install_command(extra: str) -> str:
         where = "." if checkout == Path.cwd().resolve() else str(checkout)
         return f"pip install -e '{where}[{extra}]'"
     return f"pip install 'helmflow[{extra}]'"
+
+
+class OutsideRoot(PermissionError):
+    """A key that resolves (through a symlink or ``..``) to a place outside the storage root
+    (:meth:`helmflow.storage.Store.inside`); the CLI says so in one line, exit 1."""

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from fsspec.core import url_to_fs
 from tenacity import RetryError, Retrying, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
-from helmflow.errors import HelmflowError
+from helmflow.errors import HelmflowError, OutsideRoot
 from helmflow.settings import settings
 
 TMP_PREFIX = "_tmp."
@@ -50,10 +50,6 @@ class StorageError(HelmflowError, RuntimeError):
 
 class UnsafeName(HelmflowError, ValueError):
     """A name (board, scenario) that leaves nothing usable in a storage key."""
-
-
-class OutsideRoot(PermissionError):
-    """A key that resolves (through a symlink or ``..``) to a place outside the storage root."""
 
 
 def retry_window_s() -> float:
@@ -145,7 +141,10 @@ class Store:
         self.root = resolve_root(root)
         # No listings cache: other processes (workers, the CLI) write under the same root, and a stale
         # cached listing makes s3fs report their new files as missing (FileNotFoundError on read).
-        self.fs, self._base = url_to_fs(self.root, use_listings_cache=False)
+        try:
+            self.fs, self._base = url_to_fs(self.root, use_listings_cache=False)
+        except (ValueError, ImportError) as exc:  # an unknown protocol, or one whose package is not installed
+            raise StorageError(f"storage {self.root} cannot be opened: {exc}") from None
         self.is_local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
         self._real_base = os.path.realpath(self._base) if self.is_local else ""
         self.retry_s = retry_window_s()

@@ -101,3 +101,63 @@ def test_a_metric_paired_with_a_scenario_it_cannot_score_exits_2_before_any_task
     run = run_cli(*args)
     assert run.returncode == 2 and run.stderr == out.stderr, run.stdout + run.stderr  # the run refuses alike
     assert not (store / "_counters").exists() and not (store / "runs").exists()  # nothing was sent or published
+
+
+# --------------------------------------------------------------------------- boards, storage and leases
+def _one_line(out, code: int, message: str) -> None:
+    assert out.returncode == code, out.stdout + out.stderr
+    errors = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and message in errors[0], out.stderr
+    assert "Traceback" not in out.stdout + out.stderr
+
+
+def _board_file(tmp_path: Path, name: str, source: str = "demo") -> Path:
+    from helmflow.plan.spec import BOARDS_DIR
+
+    text = (BOARDS_DIR / f"{source}.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "board.yaml"
+    path.write_text("\n".join(f"name: {json.dumps(name)}" if line.startswith("name:") else line
+                              for line in text.splitlines()) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_board_file_taking_a_shipped_boards_name_is_refused_unless_it_is_that_board(tmp_path):
+    """Before: a board file saying `name: vision-demo` ran and moved the real vision-demo board's latest.json."""
+    store = tmp_path / "store"
+    impostor = _board_file(tmp_path, "vision-demo")
+    for extra in ([], ["--dry-run"]):
+        out = run_cli("run", "--board-file", str(impostor), "--models", "offline/echo", "--storage", str(store), *extra)
+        _one_line(out, 2, "is named 'vision-demo', as helmflow's own 'vision-demo' board, but is not that board")
+    assert not store.exists()
+    same = _board_file(tmp_path, "vision-demo", source="vision-demo")  # that board's own content: fine
+    out = run_cli("run", "--board-file", str(same), "--dry-run", "--storage", str(store))
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("name", ["team/board", "board%2F", "a&b"])
+def test_a_board_name_prefect_cannot_take_exits_2_at_load(name, tmp_path):
+    """Before: Prefect's InvalidNameError traceback once the flow started (`--dry-run` passed it)."""
+    board = _board_file(tmp_path, name)
+    for extra in ([], ["--dry-run"]):
+        out = run_cli("run", "--board-file", str(board), "--models", "offline/echo", "--storage",
+                      str(tmp_path / "store"), *extra)
+        _one_line(out, 2, f"{name!r} cannot name a board")
+
+
+def test_a_storage_protocol_fsspec_does_not_know_is_one_line_exit_2(tmp_path):
+    """Before: a 28-line traceback, exit 1."""
+    for command in (["run", "demo", "--models", "offline/echo"], ["compact"], ["lineage", "demo"]):
+        out = run_cli(*command, "--storage", "foo://x", cwd=tmp_path)
+        _one_line(out, 2, "storage foo://x cannot be opened: Protocol not known: foo")
+
+
+def test_a_symlinked_lease_file_is_refused_in_one_line(tmp_path):
+    """Before: refused (correctly) with a 29-line traceback."""
+    store = tmp_path / "store"
+    (store / "leases").mkdir(parents=True)
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text("{}")
+    (store / "leases" / "demo.json").symlink_to(outside)
+    out = run_cli("run", "demo", "--models", "offline/echo", "--max-instances", "1", "--storage", str(store), cwd=tmp_path)
+    _one_line(out, 1, "leases/demo.json resolves outside the storage root")
+    assert outside.read_text() == "{}" and not (store / "runs").exists()

@@ -381,3 +381,21 @@ def test_prefect_link_comes_from_the_active_profile_too(tmp_path, monkeypatch):
     assert prefect_ui_url() is None
     monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4299/api")  # and the environment over any profile
     assert prefect_ui_url() == "http://127.0.0.1:4299"
+
+
+def test_every_response_type_carries_the_security_headers(tmp_path):
+    """Before: /static/*, the 405s and the 307 redirects carried no CSP nor nosniff."""
+    from helmflow.web.app import SECURITY_HEADERS
+
+    client = TestClient(create_app(str(tmp_path / "store")), raise_server_exceptions=False)
+    responses = {
+        "static": client.get("/static/app.js"),
+        "405": client.post("/"),
+        "307 (slash)": client.get("/boards/demo", follow_redirects=False),
+        "404": client.get("/boards/none/"),
+        "home": client.get("/"),
+    }
+    assert [r.status_code for r in responses.values()] == [200, 405, 307, 404, 200]
+    for kind, response in responses.items():
+        for header, value in SECURITY_HEADERS.items():
+            assert response.headers.get(header) == value, (kind, header, dict(response.headers))

@@ -14,7 +14,7 @@ import importlib
 import sys
 
 from helmflow.cli.options import Parser, forbid_repeats
-from helmflow.errors import EXIT_USAGE, HelmflowError, format_validation_error
+from helmflow.errors import EXIT_USAGE, HelmflowError, OutsideRoot, format_validation_error
 
 # The modules that register commands. Add yours here.
 COMMAND_MODULES: list[str] = [
@@ -73,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except ValidationError as exc:  # a record built from the user's values: name the fields, not pydantic's dump
         return _fail(f"{exc.title}: {format_validation_error(exc)}")
+    except OutsideRoot as exc:  # a planted link in the store (a lease file, a record): refused, and said in one line
+        print(f"helmflow: error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("helmflow: interrupted; finished responses are in the journal and will be reused", file=sys.stderr)
         return 130

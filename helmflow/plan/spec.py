@@ -10,7 +10,7 @@ import importlib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from helmflow import prompts as prompt_module
 from helmflow.adapters import ADAPTERS
@@ -69,9 +69,22 @@ class MetricGroup(BaseModel):
     columns: list[GroupColumn] = Field(min_length=1, description="the group's columns")
 
 
+#: characters a board's name cannot hold: it names the board's Prefect flow (Prefect refuses these) and folder
+NAME_BANNED = "/%&<>"
+
+
 class BoardSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(description="the board's name: its flow, its folder under `leaderboards/`")
+    name: str = Field(description="the board's name: its flow, its folder under `leaderboards/` "
+                                  f"(no {' '.join(NAME_BANNED)})")
+
+    @field_validator("name")
+    @classmethod
+    def _flow_name(cls, name: str) -> str:
+        if not name.strip() or any(c in NAME_BANNED for c in name):
+            raise ValueError(f"{name!r} cannot name a board: it names the board's Prefect flow and folder, "
+                             f"so it must be non-empty without any of {' '.join(NAME_BANNED)}")
+        return name
     version: str = Field(description="bump it when you change the board")
     description: str = Field("", description="one line shown by `helmflow list boards` and `show`")
     models: list[str] = Field(description="deployment names run by default (`--models` replaces them)")
@@ -166,7 +179,23 @@ def load_board(board: str | dict[str, Any] | BoardSpec) -> BoardSpec:
         path = BOARDS_DIR / f"{board}.yaml"
         if not path.exists():
             raise BoardError(f"unknown board {board!r}; known: {', '.join(board_names())}")
-    return _validate(read_yaml_file(path, "board file", BoardError), f"board file {path}")
+    spec = _validate(read_yaml_file(path, "board file", BoardError), f"board file {path}")
+    if path.resolve().parent != BOARDS_DIR:
+        check_not_shipped(spec, f"board file {path}")
+    return spec
+
+
+def check_not_shipped(spec: BoardSpec, where: str) -> None:
+    """Refuse a board that takes a shipped board's name (its folder, so its ``latest.json``) without
+    being that board."""
+    from helmflow.storage import safe_key
+
+    folder = safe_key(spec.name)
+    for shipped in board_names():
+        if safe_key(shipped) == folder and load_board(shipped) != spec:
+            raise BoardError(f"{where} is named {spec.name!r}, as helmflow's own {shipped!r} board, but is not "
+                             f"that board: its releases would move leaderboards/{folder}/latest.json. "
+                             "Give it a name of its own")
 
 
 def _validate(data: Any, where: str) -> BoardSpec:

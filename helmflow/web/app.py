@@ -12,10 +12,13 @@ import threading
 
 import pyarrow as pa
 from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from helmflow.integrity import CorruptFile
 from helmflow.storage import OutsideRoot, Store
@@ -34,6 +37,29 @@ SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
+
+
+class SecurityHeaders:
+    """ASGI middleware: :data:`SECURITY_HEADERS` on every response (static files, redirects, 405s,
+    error pages), unless the response sets one itself."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    if name not in headers:
+                        headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 def create_app(storage: str | None = None) -> Starlette:
@@ -132,4 +158,5 @@ def create_app(storage: str | None = None) -> Starlette:
         ],
         exception_handlers={NotFound: not_found, OutsideRoot: refused, 404: not_found, CorruptFile: corrupt,
                             pa.ArrowException: corrupt},
+        middleware=[Middleware(SecurityHeaders)],
     )
