@@ -158,7 +158,8 @@ def cmd_lineage(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- compact
 def compact_store(store: Store, older_than_s: float = 3600.0) -> dict[str, int]:
-    """Remove temporaries older than ``older_than_s`` and merge journal partitions with several parts."""
+    """Remove temporaries older than ``older_than_s`` that no live writer holds, quarantine corrupt journal
+    parts (every part is read once to check it) and merge journal partitions with several parts."""
     removed = 0
     now = time.time()
     base = store.path("").rstrip("/") + "/"
@@ -176,10 +177,18 @@ def compact_store(store: Store, older_than_s: float = 3600.0) -> dict[str, int]:
                 removed += 1
         except (FileNotFoundError, OutsideRoot):  # gone, or a planted link out of the root: never followed
             continue
-    merged = 0
-    from helmflow.journal import Journal
+    merged = quarantined = 0
+    from helmflow.journal import CorruptPart, Journal, parse_part, quarantine
 
     for deployment_dir in store.ls(layout.JOURNAL_ROOT):
+        for key in [k for k in store.find(deployment_dir) if k.endswith(".parquet")]:
+            try:  # every part, merged or not: a corrupt one is set aside as `run` would, and said
+                parse_part(store.read_bytes(key))
+            except CorruptPart as exc:
+                quarantine(store, key, str(exc))
+                quarantined += 1
+            except FileNotFoundError:
+                continue  # merged by a live run meanwhile
         parts = [k.rsplit("/", 2)[-2] for k in store.find(deployment_dir) if k.endswith(".parquet")]
         busy = {xx for xx in set(parts) if parts.count(xx) > 1}
         # opening a journal also recovers spools that killed processes left on this machine
@@ -187,12 +196,16 @@ def compact_store(store: Store, older_than_s: float = 3600.0) -> dict[str, int]:
         journal.compact(busy, min_parts=2)
         journal.close(compact=False)
         merged += len(busy)
-    return {"temporaries_removed": removed, "partitions_compacted": merged}
+    return {"temporaries_removed": removed, "partitions_compacted": merged, "parts_quarantined": quarantined}
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
     result = compact_store(Store(args.storage), args.older_than)
-    print(f"removed {result['temporaries_removed']} temporaries; compacted {result['partitions_compacted']} journal partitions")
+    line = f"removed {result['temporaries_removed']} temporaries; compacted {result['partitions_compacted']} journal partitions"
+    if result["parts_quarantined"]:
+        line += (f"; moved {result['parts_quarantined']} corrupt journal part(s) to quarantine/ (their requests "
+                 "count as unanswered: the next run sends them again)")
+    print(line)
     return 0
 
 

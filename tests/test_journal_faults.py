@@ -149,3 +149,15 @@ def test_compact_older_than_0_leaves_a_live_writers_temporary_alone(store, cli):
         fh.write(b", second chunk")
     assert store.read_bytes("queries/q/completions.parquet") == b"first chunk, second chunk"
     assert not os.path.exists(abandoned)
+
+
+def test_compact_quarantines_a_corrupt_part_alone_in_its_partition_and_says_so(store, cli):
+    """Before: a corrupt part with no other part beside it was never read: exit 0, left in place, nothing said."""
+    [bad] = _journal(store, [[0xAB]])
+    store.write_bytes(bad, b"garbage")
+    out = cli("compact", "--storage", store.root)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stdout + out.stderr
+    assert out.stdout.splitlines()[-1].endswith("moved 1 corrupt journal part(s) to quarantine/ (their requests "
+                                                "count as unanswered: the next run sends them again)"), out.stdout
+    assert f"quarantine/{bad}" in out.stderr + out.stdout
+    assert store.exists(f"quarantine/{bad}") and not store.exists(bad)
