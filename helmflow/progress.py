@@ -22,8 +22,11 @@ class _ReportedFailures(logging.Filter):
         exc = record.exc_info[1] if record.exc_info else None
         if exc is not None and type(exc).__name__ in REPORTED_ERRORS:
             return False
-        message = record.getMessage()  # Prefect's "Finished in state Failed('... QueryFailed: ...')"
-        return not any(f"{name}:" in message or f"{name}(" in message for name in REPORTED_ERRORS)
+        # Prefect's "Finished in state Failed('... QueryFailed: ...')", and its "Failed to write result: Failed
+        # to serialize object of type 'QueryFailed'" (task results are outcomes only: a failure is not one)
+        message = record.getMessage()
+        return not any(f"{name}:" in message or f"{name}(" in message or f"type '{name}'" in message
+                       for name in REPORTED_ERRORS)
 
 
 def quiet_reported_failures() -> None:

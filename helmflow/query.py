@@ -279,7 +279,7 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
             attempts=attempts,
             created_at=datetime.now(UTC).isoformat(),
         )
-    if batch.progress:
+    if batch.progress and attempts:  # one that never went out (its deployment stopped) is not done
         batch.progress(1)
     return completion
 
