@@ -34,7 +34,7 @@ from prefect.serializers import Serializer
 from pydantic import PrivateAttr, ValidationError
 
 from helmflow import layout, outcomes
-from helmflow.storage import Store
+from helmflow.storage import OutsideRoot, Store
 
 SERIALIZER_TYPE: Literal["helmflow-outcome-json"] = "helmflow-outcome-json"
 log = logging.getLogger("helmflow")
@@ -158,7 +158,20 @@ class OutcomeStorage(WritableFileSystem):
             log.warning("%s", message)
             raise UntrustedResult(message) from None
         root = store.root.rstrip("/") + "/"
-        missing = [k for k in outcome.stored() if not store.exists(k.removeprefix(root))]
+        refused, missing = [], []
+        for stored in outcome.stored():
+            try:
+                store.inside(stored.removeprefix(root))
+            except OutsideRoot:
+                refused.append(stored)
+                continue
+            if not store.exists(stored.removeprefix(root)):
+                missing.append(stored)
+        if refused:  # there, but a link out of the root: never read, and said as such
+            message = (f"cached result {path} points at files that resolve outside the storage root "
+                       f"({', '.join(refused[:3])}): refused; the task runs again")
+            log.warning("%s", message)
+            raise StaleResult(message)
         if missing:
             message = f"cached result {path} points at files that are gone ({', '.join(missing[:3])}); the task runs again"
             log.warning("%s", message)

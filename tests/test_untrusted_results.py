@@ -75,6 +75,14 @@ def test_planted_records_never_run_and_are_refused_before_prefect_sees_them(tmp_
     block.write_path("adapt-x", good.serialize(), _sync=True)
     with pytest.raises(StaleResult, match="work/prompts/x.parquet"):  # the file it points at is not there: a miss
         block.read_path("adapt-x", _sync=True)
+    outside = tmp_path / "outside.parquet"  # a planted link out of the root: the file is there, and refused
+    outside.write_bytes(b"prompts")
+    (tmp_path / "store" / "work" / "prompts").mkdir(parents=True)
+    (tmp_path / "store" / "work" / "prompts" / "x.parquet").symlink_to(outside)
+    with pytest.raises(StaleResult, match=r"resolve outside the storage root \(work/prompts/x.parquet\): refused") as err:
+        block.read_path("adapt-x", _sync=True)
+    assert "gone" not in str(err.value)
+    (tmp_path / "store" / "work" / "prompts" / "x.parquet").unlink()
     store.write_bytes("work/prompts/x.parquet", b"prompts")
     assert json.loads(store.read_bytes("prefect-results/adapt-x"))["metadata"]["serializer"] == {"type": "helmflow-outcome-json"}
     back = ResultRecord.deserialize(block.read_path("adapt-x", _sync=True))
