@@ -124,7 +124,14 @@ def read_file(path: str) -> dict[str, str]:
     if not isinstance(data, dict) or not isinstance(data.get("prompts"), dict) or set(data) - {"prompts"}:
         raise PromptError(f"prompts file {path}: expected one mapping `prompts: {{<scenario>.<text>: <text>, ...}}` "
                           "(`helmflow prompts <board>` writes a template)")
-    return {str(k): v for k, v in data["prompts"].items()}
+    texts = {str(k): v for k, v in data["prompts"].items()}
+    for key, text in texts.items():
+        try:
+            str(text).encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate (YAML's "\ud800" escape): no prompt can hold it
+            raise PromptError(f"prompts file {path}: {key} holds {text[exc.start]!r} at character {exc.start}, a lone "
+                              "surrogate UTF-8 cannot encode; write the character itself or a pair of surrogates") from None
+    return texts
 
 
 def template(sections: list[tuple[str, dict[str, tuple[str, str]]]]) -> str:

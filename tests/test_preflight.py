@@ -161,3 +161,14 @@ def test_a_symlinked_lease_file_is_refused_in_one_line(tmp_path):
     out = run_cli("run", "demo", "--models", "offline/echo", "--max-instances", "1", "--storage", str(store), cwd=tmp_path)
     _one_line(out, 1, "leases/demo.json resolves outside the storage root")
     assert outside.read_text() == "{}" and not (store / "runs").exists()
+
+
+def test_a_prompts_file_with_a_lone_surrogate_is_one_line_exit_2(tmp_path):
+    """Before: a 35-line UnicodeEncodeError traceback from the prompt version's hash."""
+    prompts = tmp_path / "p.yaml"
+    prompts.write_text('prompts:\n  arithmetic.instructions: "a \\ud800 b"\n', encoding="utf-8")
+    for extra in ([], ["--dry-run"]):
+        out = run_cli("run", "demo", "--models", "offline/echo", "--scenarios", "arithmetic", "--prompts", str(prompts),
+                      "--storage", str(tmp_path / "store"), *extra, cwd=tmp_path)
+        _one_line(out, 2, f"prompts file {prompts}: arithmetic.instructions holds '\\ud800' at character 2")
+    assert not (tmp_path / "store" / "runs").exists()
