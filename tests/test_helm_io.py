@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -591,3 +592,25 @@ def test_perturbation_stats_without_their_per_instance_values_get_no_interval(tm
     assert rows[main]["ci_low"] <= rows[main]["mean"] <= rows[main]["ci_high"]
     for name in (f"{main}~typos~perturbed", f"{main}~typos~worst", f"{main}~robustness~worst"):
         assert rows[name]["mean"] is not None and math.isnan(rows[name]["ci_low"]), rows[name]
+
+
+def test_non_finite_and_overlong_numbers_are_refused_naming_the_file(tmp_path: Path):
+    """Before: HELM's Infinity was published as a score, and a 5,000-digit number was a ValueError traceback."""
+    from tests.support.helm_fixtures import qa_run
+
+    suite = tmp_path / "runs" / "suite"
+    mcqa_run(suite)
+    infinite = qa_run(suite, "openai/gpt-infinite")
+    stats = infinite / "stats.json"
+    stats.write_text(re.sub(r'"mean": [0-9.e-]+', '"mean": Infinity', stats.read_text(), count=1))
+    assert "Infinity" in stats.read_text()
+    overlong = qa_run(suite, "openai/gpt-overlong")
+    stats = overlong / "stats.json"
+    stats.write_text(re.sub(r'"count": [0-9]+', '"count": ' + "9" * 5000, stats.read_text(), count=1))
+    assert "9" * 5000 in stats.read_text()
+    root = tmp_path / "store"
+    out = run_cli("import-helm", str(suite), "--storage", str(root), "--board", "helm-numbers")
+    assert out.returncode == 1 and "Traceback" not in out.stdout + out.stderr, out.stdout + out.stderr
+    assert f"skipped   {infinite.name}: stats.json holds Infinity, not a finite number" in out.stdout, out.stdout
+    assert f"skipped   {overlong.name}: stats.json: Exceeds the limit" in out.stdout, out.stdout
+    assert list(_leaderboard(root, "helm-numbers")) == [GPT]

@@ -95,12 +95,19 @@ def read_folder(fs: Any, folder: str) -> dict[str, bytes]:
 
 
 def parse_json(name: str, data: bytes, kind: type) -> Any:
+    def non_finite(token: str) -> float:  # Python's json reads NaN and Infinity; a score cannot be either
+        raise BadRun(f"{name} holds {token}, not a finite number; refused (nothing non-finite is published)")
+
     try:
-        value = json.loads(data)
+        value = json.loads(data, parse_constant=non_finite)
+    except BadRun:
+        raise
     except UnicodeDecodeError as exc:
         raise BadRun(f"{name} is not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise BadRun(f"{name} is not valid JSON (truncated?): {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (4,300)
+        raise BadRun(f"{name}: {exc}") from None
     if not isinstance(value, kind):
         raise BadRun(f"{name}: expected a JSON {'object' if kind is dict else 'list'}, found {type(value).__name__}")
     return value
