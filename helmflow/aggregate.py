@@ -90,7 +90,8 @@ def group_cells(store: Store, board: BoardPlan, runs: list[RunOutcome], notes: G
         rows = [MetricSummary.model_validate(x) for x in summary.to_pylist()]
         for key, metric in columns:
             if (found := main_summary(rows, metric)) is not None:
-                found_values.setdefault((r.deployment, key), []).append((finite(found.mean), finite(found.ci_low), finite(found.ci_high)))
+                found_values.setdefault((r.deployment, key), []).append(
+                    (finite(found.mean), finite(found.ci_low), finite(found.ci_high)))
             elif notes is not None and (why := unavailable_reason(rows, metric)):
                 notes[(r.deployment, key)] = why
     out: GroupCells = {}
@@ -254,8 +255,8 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
     digest = versions.release_hash(board.board_version, run_ids)
     status: Literal["complete", "partial"] = "partial" if failed else "complete"
     notes: GroupNotes = {}
-    rows = leaderboard_rows(board, runs, group_cells(store, board, runs, notes) | perturbation_cells(store, board, runs),
-                            notes)
+    rows = leaderboard_rows(board, runs,
+                            group_cells(store, board, runs, notes) | perturbation_cells(store, board, runs), notes)
     if (rid := existing_release(store, name, digest)) is not None:
         return ReleaseOutcome(release_id=rid, uri=store.url(layout.release_dir(name, rid)), status=status, wrote=False,
                               table=rows, subset=board.subset)
@@ -301,6 +302,7 @@ def point_release(store: Store, board: BoardPlan, release: ReleaseOutcome) -> Re
     """Move the board's pointer for this kind of release (full or subset, complete or partial) to it,
     unless it is there already. Runs after every publication, cached or not, so a kill between
     ``release.json`` and the pointer is finished by the next run."""
-    info = ReleaseManifest.model_validate(store.read_json(layout.release_json(safe_key(board.spec.name), release.release_id)))
+    info = ReleaseManifest.model_validate(
+        store.read_json(layout.release_json(safe_key(board.spec.name), release.release_id)))
     moved = releases.point(store, safe_key(board.spec.name), info, release.uri)
     return release.model_copy(update={"pointer": moved})

@@ -2,10 +2,11 @@
 
 A bundle is a storage root of its own: the release's files (leaderboard.parquet, runs.parquet,
 release.json), every run behind it (its Parquet files and run.json), the instances those runs
-read and the images they show, all under the same keys as in the store they came from (``helmflow.layout``), plus the JSON
-Schemas of run.json and release.json and ``bundle.json`` (written last: no bundle.json, no bundle)
-with the sha256 of every file. Files are copied as bytes, never re-encoded, so importing a bundle
-into another storage root reproduces the same leaderboard, byte for byte in the Parquet.
+read and the images they show, all under the same keys as in the store they came from
+(``helmflow.layout``), plus the JSON Schemas of run.json and release.json and ``bundle.json``
+(written last: no bundle.json, no bundle) with the sha256 of every file. Files are copied as
+bytes, never re-encoded, so importing a bundle into another storage root reproduces the same
+leaderboard, byte for byte in the Parquet.
 
 Importing checks every file against bundle.json before writing anything, then writes in commit
 order: instances, each run's files then its run.json, the release's Parquet, release.json, and the
@@ -141,7 +142,8 @@ def read_bundle(bundle: Store) -> tuple[BundleManifest, dict[str, bytes]]:
     try:
         manifest = BundleManifest.model_validate(json.loads(bundle.read_bytes(layout.BUNDLE_MANIFEST)))
     except (ValueError, ValidationError) as exc:
-        raise HelmflowError(f"{bundle.url(layout.BUNDLE_MANIFEST)} is not a bundle manifest: {' '.join(str(exc).split())[:200]}") from None
+        raise HelmflowError(f"{bundle.url(layout.BUNDLE_MANIFEST)} is not a bundle manifest: "
+                            f"{' '.join(str(exc).split())[:200]}") from None
     if manifest.format != FORMAT:
         raise HelmflowError(f"{bundle.url(layout.BUNDLE_MANIFEST)}: format {manifest.format!r}, expected {FORMAT!r}")
     problems, files = [], {}
@@ -176,7 +178,8 @@ def identity_problem(key: str, manifest: RunManifest) -> str | None:
     else:
         expected = versions.run_id(v.scenario_version, v.prompt_version, v.model_version, v.metric_version)
         query = versions.query_key(v.scenario_version, v.prompt_version, v.model_version)
-        if manifest.lineage.query_key != query or manifest.lineage.score_key != versions.score_key(query, v.metric_version):
+        if (manifest.lineage.query_key != query
+                or manifest.lineage.score_key != versions.score_key(query, v.metric_version)):
             return f"{key}: its query and score keys are not the ones its versions make"
     if expected != manifest.run_id:
         return f"{key}: its content cannot have run id {manifest.run_id} (recomputed: {expected})"
@@ -202,7 +205,8 @@ def _check_content(files: dict[str, bytes], run_jsons: list[str], bundle: Store)
     for key in files:
         media = parse_media_key(key)
         if media and sha256_hex(files[key]) != media[0]:
-            raise HelmflowError(f"bundle {bundle.root}: {key}: its bytes are not the sha256 its name is; nothing imported")
+            raise HelmflowError(f"bundle {bundle.root}: {key}: its bytes are not the sha256 its name is; "
+                                "nothing imported")
 
 
 def import_bundle(bundle: Store, store: Store, overwrite: bool = False) -> BundleOutcome:
@@ -215,7 +219,8 @@ def import_bundle(bundle: Store, store: Store, overwrite: bool = False) -> Bundl
     run_jsons = [layout.run_json(rid) for rid in info.run_ids]
     strays = [k for k in files if not _belongs(k, name, info)]
     if strays:
-        raise HelmflowError(f"bundle {bundle.root} lists files outside its release, e.g. {strays[0]!r}; nothing imported")
+        raise HelmflowError(f"bundle {bundle.root} lists files outside its release, e.g. {strays[0]!r}; "
+                            "nothing imported")
     missing = [k for k in run_jsons if k not in files]
     if missing:
         raise HelmflowError(f"bundle {bundle.root} lacks {len(missing)} run(s) of its release, e.g. {missing[0]}")
@@ -255,4 +260,5 @@ def _belongs(key: str, board: str, info: ReleaseManifest) -> bool:
         return True
     if any(key.startswith(layout.run_dir(rid) + "/") for rid in info.run_ids) or parse_media_key(key):
         return True
-    return len(parts) == 3 and parts[2].endswith(".parquet") and key == layout.instances(parts[1], parts[2][: -len(".parquet")])
+    return (len(parts) == 3 and parts[2].endswith(".parquet")
+            and key == layout.instances(parts[1], parts[2][: -len(".parquet")]))

@@ -59,6 +59,7 @@ def _read_rows(f: pq.ParquetFile, rows: np.ndarray) -> pa.Table:
     starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     group_of_row = np.searchsorted(starts, rows, side="right") - 1
     groups = np.unique(group_of_row)
-    offset = np.concatenate([[0], np.cumsum(starts[groups + 1] - starts[groups])[:-1]])  # where each starts in what is read
+    # where each group starts in what is read
+    offset = np.concatenate([[0], np.cumsum(starts[groups + 1] - starts[groups])[:-1]])
     where = np.searchsorted(groups, group_of_row)
     return f.read_row_groups(groups.tolist()).take(pa.array(rows - starts[group_of_row] + offset[where]))

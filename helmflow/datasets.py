@@ -138,7 +138,8 @@ def _gated(exc: BaseException) -> bool:
 
     seen: BaseException | None = exc
     while seen is not None:
-        if isinstance(seen, GatedRepoError) or getattr(getattr(seen, "response", None), "status_code", None) in (401, 403):
+        if isinstance(seen, GatedRepoError) or (
+                getattr(getattr(seen, "response", None), "status_code", None) in (401, 403)):
             return True
         seen = seen.__cause__ or seen.__context__
     return False
@@ -150,7 +151,8 @@ def _explain(scenario: str, url: str, exc: BaseException) -> ScenarioError:
         token = "HF_TOKEN is set but was refused" if os.environ.get("HF_TOKEN") else "HF_TOKEN is not set"
         return ScenarioError(
             f"{where} is in a gated Hugging Face repository and {token}: accept the dataset's terms on its "
-            f"Hub page and export HF_TOKEN (a read token), or point {mirror_env_var(scenario)} / {MIRROR_ENV} at a mirror"
+            f"Hub page and export HF_TOKEN (a read token), or point {mirror_env_var(scenario)} / {MIRROR_ENV} "
+            "at a mirror"
         )
     remote = url.startswith(("hf://", "http://", "https://")) or "::simplecache::http" in url
     hint = f"; offline? point {mirror_env_var(scenario)} or {MIRROR_ENV} at a mirror" if remote else ""
@@ -428,7 +430,8 @@ def load_checked(plan, files: dict[str, str], store: Store | None) -> list[Insta
         message = str(exc)
         for source in scen.sources():
             if source.filename in files:
-                message = message.replace(files[source.filename], resolve_source(plan.name, plan.dataset_revision, source))
+                message = message.replace(files[source.filename],
+                                          resolve_source(plan.name, plan.dataset_revision, source))
         raise ScenarioError(message) from None
     if not instances:
         raise ScenarioError(f"scenario {plan.name!r} produced no instances from {sorted(files) or 'its generator'}")
@@ -549,7 +552,8 @@ def mirror_scenario(scen: Scenario, to: str) -> list[tuple[str, str, str]]:
         done.append((source.filename, expected, target))
         if how == FIRST_FETCH:
             files[source.filename] = {"sha256": expected, "verified_against": "", "source": source.url,
-                                      "recorded_at": f"{FIRST_FETCH}: no declared pin; {pin_line(scen, source, expected)}"}
+                                      "recorded_at": f"{FIRST_FETCH}: no declared pin; "
+                                                     f"{pin_line(scen, source, expected)}"}
         else:
             files[source.filename] = {"sha256": expected, "verified_against": how, "source": source.url}
     if done:

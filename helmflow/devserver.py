@@ -88,7 +88,8 @@ def load_policy(spec: str) -> Policy:
         return echo
     if spec.startswith("script:"):
         rules = json.loads(Path(spec[7:]).read_text())
-        if not isinstance(rules, list) or not all(isinstance(r, dict) and {"contains", "reply"} <= set(r) for r in rules):
+        if not isinstance(rules, list) or not all(isinstance(r, dict) and {"contains", "reply"} <= set(r)
+                                                  for r in rules):
             raise ValueError(f"{spec}: expected a JSON list of {{'contains': ..., 'reply': ...}}")
 
         def scripted(prompt: str, payload: dict[str, Any]) -> str:
@@ -572,7 +573,8 @@ class DevServer:
         if kind in ("500", "503"):
             return _error(int(kind), "The server had an error (dev server)", anthropic)
         if kind == "badjson":
-            return web.Response(body=b'{"id": "truncated", "choices": [{"index": 0, "mess', content_type="application/json")
+            return web.Response(body=b'{"id": "truncated", "choices": [{"index": 0, "mess',
+                                content_type="application/json")
         if kind == "empty":
             return web.Response(body=b"", content_type="application/json")
         if kind == "hang":
@@ -719,7 +721,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (0 picks a free one; default 8765)")
     p.add_argument("--latency-ms", type=float, default=0.0, help="delay before every answer")
     p.add_argument("--fault-rate", type=float, default=0.0, help="probability that a request gets a fault")
-    p.add_argument("--faults", default=",".join(FAULT_KINDS), help=f"fault kinds to draw from ({','.join(FAULT_KINDS)})")
+    p.add_argument("--faults", default=",".join(FAULT_KINDS),
+                   help=f"fault kinds to draw from ({','.join(FAULT_KINDS)})")
     p.add_argument("--policy", default="echo", help="echo | script:FILE | fn:module:func")
     p.add_argument("--count-file", help="keep the request counts in this JSON file")
     p.add_argument("--retry-after-ms", type=int, default=50, help="Retry-After of 429 faults")

@@ -69,5 +69,6 @@ def estimate(plan: BoardPlan) -> list[RunEstimate]:
         for judge, template, verb in asked:  # judge and scorer requests are paid too (and count against --budget-usd)
             n, p_tokens, o_tokens = worst_case(judge, template, by_id, requests, run.judge_texts)
             j_cost = cost_usd(judge, p_tokens, o_tokens)
-            out.append(RunEstimate(run.scenario.label, f"{judge.name} {verb} {dep.name}", n, p_tokens, o_tokens, j_cost))
+            out.append(RunEstimate(run.scenario.label, f"{judge.name} {verb} {dep.name}", n, p_tokens, o_tokens,
+                                   j_cost))
     return out

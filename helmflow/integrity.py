@@ -1,7 +1,7 @@
 """Published files are checked against the sha256 recorded when they were written.
 
-``run.json`` and ``release.json`` (``helmflow.manifests``) carry ``sha256: {file name: hex digest}`` for every Parquet file
-next to them. Readers (serve, report, lineage, export, the next run) call :func:`verify_files`
+``run.json`` and ``release.json`` (``helmflow.manifests``) carry ``sha256: {file name: hex digest}``
+for every Parquet file next to them. Readers (serve, report, lineage, export, the next run) call :func:`verify_files`
 before trusting a file: a flipped byte or a truncated upload is one :class:`CorruptFile` error that
 names the file, never garbage rows or a bare 500. Files published before digests were recorded
 have none and are read as they are.

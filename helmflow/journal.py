@@ -238,7 +238,8 @@ class Journal:
             return pa.Table.from_pylist([c.model_dump() for c in self._read_part(key, hashes).values()],
                                         schema=COMPLETION_SCHEMA)
 
-        spooled = pa.Table.from_pylist([c.model_dump() for c in self._spooled(hashes).values()], schema=COMPLETION_SCHEMA)
+        spooled = pa.Table.from_pylist([c.model_dump() for c in self._spooled(hashes).values()],
+                                       schema=COMPLETION_SCHEMA)
         table = pa.concat_tables([COMPLETION_SCHEMA.empty_table(), *self._parts(read, hashes), spooled])
         latest_first = table.take(pa.array(np.arange(table.num_rows - 1, -1, -1, dtype=np.int64)))
         keys = latest_first["request_hash"]

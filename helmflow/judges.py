@@ -149,8 +149,8 @@ def annotate(
             for r, _ in judged:
                 if r.request_hash in prompts and r.request_hash not in calls:
                     body = judge_request(judge, template, prompts[r.request_hash])
-                    calls[r.request_hash] = Request(request_hash=versions.request_hash(body, 0), instance_id=r.instance_id,
-                                                    split=r.split, body=body)
+                    calls[r.request_hash] = Request(request_hash=versions.request_hash(body, 0),
+                                                    instance_id=r.instance_id, split=r.split, body=body)
             return calls, run_queries(store, judge, list(calls.values()), None, shared)
 
         with ThreadPoolExecutor(max_workers=max(len(judges), 1), thread_name_prefix="judge") as pool:
@@ -167,7 +167,8 @@ def annotate(
             out.sent += result.sent
             out.reused += result.reused
             for r, _ in judged:
-                out.annotations.append(_annotation(judge, template, r, calls.get(r.request_hash), answers.get(r.request_hash)))
+                out.annotations.append(_annotation(judge, template, r, calls.get(r.request_hash),
+                                                   answers.get(r.request_hash)))
     out.request_errors = sum(1 for a in out.annotations if a.error and a.error.startswith(REQUEST_FAILED))
     out.parse_errors = sum(1 for a in out.annotations if a.error and a.error.startswith(UNPARSABLE))
     out.cost_usd = sum(a.cost_usd for a in out.annotations)

@@ -106,8 +106,8 @@ def image_bytes_from_hf(value: Any, where: str) -> bytes:
     data = value.get("bytes")
     if not data:
         path = value.get("path")
-        raise MediaError(f"{where}: the image has no embedded bytes" + (f" (only a path, {path!r}, which is not followed)"
-                                                                        if path else ""))
+        raise MediaError(f"{where}: the image has no embedded bytes"
+                         + (f" (only a path, {path!r}, which is not followed)" if path else ""))
     return bytes(data)
 
 
@@ -223,7 +223,8 @@ def _encode(img, fmt: str) -> bytes:
     return buf.getvalue()
 
 
-def prepare_image(media: MediaStore, part: ContentPart, opts: ImageOptions, where: str) -> tuple[ContentPart, str | None]:
+def prepare_image(media: MediaStore, part: ContentPart, opts: ImageOptions,
+                  where: str) -> tuple[ContentPart, str | None]:
     """The part a deployment is sent (re-encoded and/or shrunk to its limits) and a note of the change.
 
     Shrinking keeps the aspect ratio and steps down by 3/4 until every limit holds. Unchanged images
@@ -242,8 +243,8 @@ def prepare_image(media: MediaStore, part: ContentPart, opts: ImageOptions, wher
         if not why and not (opts.reencode and part.mime != "image/jpeg"):
             return part, None
         if why and opts.resize == "error":
-            raise MediaError(f"{where}: image {(part.sha256 or '')[:12]} is over the deployment's limits ({'; '.join(why)}) "
-                             f"and options.images.resize is 'error'")
+            raise MediaError(f"{where}: image {(part.sha256 or '')[:12]} is over the deployment's limits "
+                             f"({'; '.join(why)}) and options.images.resize is 'error'")
         scale = 1.0
         if opts.max_side:
             scale = min(scale, opts.max_side / max(width, height))

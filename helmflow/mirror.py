@@ -22,7 +22,8 @@ def add_parser(subparsers) -> None:
         "from the current mirror) to URL/<scenario>/<revision>/, check their checksums, read the copies back and "
         "load them. Files with no declared sha256 get theirs recorded, and the pin to declare is printed.",
     )
-    p.add_argument("scenario", help="scenario name, optionally with parameters (gpqa:subset=diamond), or a board name (lite)")
+    p.add_argument("scenario",
+                   help="scenario name, optionally with parameters (gpqa:subset=diamond), or a board name (lite)")
     p.add_argument("--to", required=True, metavar="URL", help="mirror root: a local folder or s3://bucket/prefix")
     p.set_defaults(func=cmd_mirror)
 
@@ -102,7 +103,8 @@ def cmd_mirror(args: argparse.Namespace) -> int:
             failed.append(scen.name)
             continue
         table = Table("file", "sha256", "copy", title=f"{scen.spec_string} @ {scen.dataset_revision()}")
-        unknown = {s.filename: s for s in scen.sources() if s.sha256_unknown or (s.sha256 is None and scen.dataset_revision() == UNPINNED)}
+        unknown = {s.filename: s for s in scen.sources()
+                   if s.sha256_unknown or (s.sha256 is None and scen.dataset_revision() == UNPINNED)}
         for filename, digest, url in rows:
             table.add_row(filename + (" (recorded)" if filename in unknown else ""), digest, url)
             if filename in unknown:
@@ -110,8 +112,8 @@ def cmd_mirror(args: argparse.Namespace) -> int:
         print_table(console, table, names=(0, 1, 2))
         total += len(rows)
     verified = total - len(to_pin)
-    console.print(f"verified {verified} file(s), recorded {len(to_pin)} at first fetch; use it with: export {MIRROR_ENV}={root}",
-                  soft_wrap=True)
+    console.print(f"verified {verified} file(s), recorded {len(to_pin)} at first fetch; "
+                  f"use it with: export {MIRROR_ENV}={root}", soft_wrap=True)
     if to_pin:
         console.print("No pin was declared for these files (upstream publishes none); to pin them by content, declare:",
                       soft_wrap=True)

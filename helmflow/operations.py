@@ -40,7 +40,8 @@ def cell_lineage(store: Store, board: str, release: str | None = None) -> list[d
     """One record per cell: score → run → versions and dataset revision → Prefect run ids. A run
     whose files fail their sha256 keeps its cell, with ``corrupt`` naming the file."""
     prefix = release_prefix(store, board, release)
-    verify_files(store, prefix, ReleaseManifest.model_validate(read_manifest(store, f"{prefix}/{layout.RELEASE_JSON}")).sha256)
+    verify_files(store, prefix,
+                 ReleaseManifest.model_validate(read_manifest(store, f"{prefix}/{layout.RELEASE_JSON}")).sha256)
     cells = []
     for row in store.read_parquet(f"{prefix}/runs.parquet").to_pylist():
         record: dict[str, Any] = {
@@ -105,7 +106,8 @@ def chosen_cells(cells: list[dict[str, Any]], scenarios: list[str], models: list
             raise HelmflowError(f"--cell {cell!r}: write it as lineage prints it, 'LABEL x DEPLOYMENT' "
                                 f"(scenarios: {', '.join(labels)}; models: {', '.join(deployments)})")
         pairs.add((label, deployment))
-    return [c for c in cells if (not scenarios or c["scenario"] in scenarios) and (not models or c["deployment"] in models)
+    return [c for c in cells
+            if (not scenarios or c["scenario"] in scenarios) and (not models or c["deployment"] in models)
             and (not pairs or (c["scenario"], c["deployment"]) in pairs)]
 
 
@@ -131,7 +133,8 @@ def cmd_lineage(args: argparse.Namespace) -> int:
     cells = chosen_cells(cells, args.scenario, args.model, args.cell)
     for cell in cells:
         score = "missing" if cell["score"] is None else f"{cell['score']:.4f}"
-        tree = Tree(f"[bold]{cell['scenario']} x {cell['deployment']}[/]: {cell['main_metric']} = {score} ({cell['status']})")
+        tree = Tree(f"[bold]{cell['scenario']} x {cell['deployment']}[/]: "
+                    f"{cell['main_metric']} = {score} ({cell['status']})")
         run = tree.add(f"run {cell['run_id']}" + (f" at {cell['run_uri']}" if "run_uri" in cell else ""))
         if "scenario_version" in cell:
             run.add(f"dataset revision {cell['dataset_revision']}")
@@ -201,7 +204,8 @@ def compact_store(store: Store, older_than_s: float = 3600.0) -> dict[str, int]:
 
 def cmd_compact(args: argparse.Namespace) -> int:
     result = compact_store(Store(args.storage), args.older_than)
-    line = f"removed {result['temporaries_removed']} temporaries; compacted {result['partitions_compacted']} journal partitions"
+    line = (f"removed {result['temporaries_removed']} temporaries; "
+            f"compacted {result['partitions_compacted']} journal partitions")
     if result["parts_quarantined"]:
         line += (f"; moved {result['parts_quarantined']} corrupt journal part(s) to quarantine/ (their requests "
                  "count as unanswered: the next run sends them again)")

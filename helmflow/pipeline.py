@@ -142,7 +142,8 @@ def adapt_scenario(store: Store, plan: ScenarioPlan, data: ScenarioData) -> Prom
     store.write_parquet(
         key,
         to_table([prompt_to_row(p) for p in prompts], PROMPT_SCHEMA),
-        parquet_meta(scenario_version=plan.scenario_version, prompt_version=plan.prompt_version, adapter=plan.adapter.model_dump()),
+        parquet_meta(scenario_version=plan.scenario_version, prompt_version=plan.prompt_version,
+                     adapter=plan.adapter.model_dump()),
     )
     return PromptSet(prompts_key=key, num_prompts=len(prompts))
 
@@ -227,7 +228,8 @@ def score_pair(
     time; the stats come out as if the run were scored at once (the instances' stored order) and are
     summarised from their compact columns. A jury still judges the whole run at once."""
     base = layout.score_dir(plan.score_key)
-    meta = parquet_meta(score_key=plan.score_key, metric_version=plan.metric_version, metric_versions=plan.metric_versions,
+    meta = parquet_meta(score_key=plan.score_key, metric_version=plan.metric_version,
+                        metric_versions=plan.metric_versions,
                  judges=[j.name for j in plan.judges], judge_templates=plan.judge_templates,
                  scorer=plan.scorer.name if plan.scorer else "")
     judged = judge_run(store, plan, data, query, shared)
@@ -245,7 +247,8 @@ def score_pair(
             ids = pc.unique(requests_rows["instance_id"])
             place = np.sort(pc.drop_null(pc.index_in(ids, value_set=instances["id"])).to_numpy())
             chunk_instances = [instance_from_row(r) for r in instances.take(pa.array(place)).to_pylist()]
-            scored = score_instances(chunk_instances, requests, completions, plan.scenario.adapter, plan.scenario.metrics,
+            scored = score_instances(chunk_instances, requests, completions, plan.scenario.adapter,
+                                     plan.scenario.metrics,
                                      [a for i in chunk_instances for a in notes.get(i.id, [])] if notes else None)
             stats.add(scored, {inst.id: int(k) for inst, k in zip(chunk_instances, place, strict=True)})
     columns = stats.columns()
@@ -384,11 +387,15 @@ def publish_run(
     )
     if status == "complete" and _published_intact(store, plan.run_id):
         return outcome.model_copy(update={"wrote": False})  # already published, intact: rewrite nothing
-    writer = RunWriter(store, plan.run_id, plan.deployment.name, plan.scenario.label, parquet_meta(**_version_fields(plan)))
-    for name, src in zip(layout.RUN_FILES, (query.requests_key, query.completions_key, score.stats_key, score.summary_key)):
-        writer.copy(name, src, RUN_ROW_GROUP_ROWS if name in ("requests.parquet", "completions.parquet") else STATS_ROW_GROUP_ROWS)
+    writer = RunWriter(store, plan.run_id, plan.deployment.name, plan.scenario.label,
+                       parquet_meta(**_version_fields(plan)))
+    for name, src in zip(layout.RUN_FILES,
+                         (query.requests_key, query.completions_key, score.stats_key, score.summary_key)):
+        writer.copy(name, src,
+                    RUN_ROW_GROUP_ROWS if name in ("requests.parquet", "completions.parquet") else STATS_ROW_GROUP_ROWS)
     request_ids = pc.unique(store.read_parquet(query.requests_key, columns=["instance_id"])["instance_id"])
-    references = references_table(store, layout.instances(plan.scenario.key, plan.scenario.scenario_version), request_ids)
+    references = references_table(store, layout.instances(plan.scenario.key, plan.scenario.scenario_version),
+                                  request_ids)
     writer.write(layout.RUN_REFERENCES, [references], references.schema, STATS_ROW_GROUP_ROWS)
     if score.annotations_key:
         writer.copy(layout.RUN_ANNOTATIONS, score.annotations_key, RUN_ROW_GROUP_ROWS)
@@ -397,7 +404,8 @@ def publish_run(
         run_id=plan.run_id,
         status=status,
         scenario=RunScenario(name=plan.scenario.name, label=plan.scenario.label, params=plan.scenario.params),
-        deployment=RunDeployment(**plan.deployment.model_dump(mode="json", include={*published, "tokenizer", "context_window"})),
+        deployment=RunDeployment(**plan.deployment.model_dump(mode="json",
+                                                              include={*published, "tokenizer", "context_window"})),
         adapter=plan.scenario.adapter.model_dump(mode="json"),
         metrics=plan.metric_versions,
         main_metric=score.main_metric,

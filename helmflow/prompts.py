@@ -97,7 +97,8 @@ def check(prompts: dict[str, str], valid: dict[str, dict[str, Any]], source: str
             hints[scope] = f"{scope}: {', '.join(f'{scope}.{n}' for n in valid[scope])}"
     if bad:
         raise PromptError(f"{source}: unknown prompt key(s) {', '.join(sorted(bad))}; valid keys: "
-                          f"{'; '.join(hints[s] for s in sorted(hints))} (`helmflow prompts <board>` prints them with their texts)")
+                          f"{'; '.join(hints[s] for s in sorted(hints))} "
+                          "(`helmflow prompts <board>` prints them with their texts)")
 
 
 def check_judge_text(name: str, default: str, text: str, source: str) -> None:
@@ -106,7 +107,8 @@ def check_judge_text(name: str, default: str, text: str, source: str) -> None:
     unknown = sorted(set(PLACEHOLDER.findall(text)) - known)
     if unknown:
         raise PromptError(f"{source}: judge.{name} uses placeholder(s) {', '.join('{$' + u + '}' for u in unknown)}, "
-                          f"which the template does not fill; it fills: {', '.join('{$' + k + '}' for k in sorted(known))}")
+                          "which the template does not fill; it fills: "
+                          f"{', '.join('{$' + k + '}' for k in sorted(known))}")
 
 
 def judge_version(version: str, text: str | None) -> str:
@@ -130,7 +132,8 @@ def read_file(path: str) -> dict[str, str]:
             str(text).encode("utf-8")
         except UnicodeEncodeError as exc:  # a lone surrogate (YAML's "\ud800" escape): no prompt can hold it
             raise PromptError(f"prompts file {path}: {key} holds {text[exc.start]!r} at character {exc.start}, a lone "
-                              "surrogate UTF-8 cannot encode; write the character itself or a pair of surrogates") from None
+                              "surrogate UTF-8 cannot encode; write the character itself or a pair of surrogates"
+                              ) from None
     return texts
 
 

@@ -222,7 +222,8 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
                 batch.shared.refused(deployment.name, exc)
                 raise
             except TimeoutError:
-                raise TransientError(f"deployment {deployment.name!r}: no answer within {deployment.retry.timeout_s:g} s") from None
+                raise TransientError(f"deployment {deployment.name!r}: "
+                                     f"no answer within {deployment.retry.timeout_s:g} s") from None
 
     try:
         if batch.budget is not None:

@@ -31,8 +31,8 @@ def point(store: Store, board: str, release: ReleaseManifest, uri: str) -> str |
                 return None
         except (ValueError, ValidationError):  # an unreadable pointer is replaced, not trusted
             pass
-    pointer = LatestPointer(release_id=release.release_id, uri=uri, status=release.status, created_at=release.created_at,
-                            subset=release.subset, selection=release.selection)
+    pointer = LatestPointer(release_id=release.release_id, uri=uri, status=release.status,
+                            created_at=release.created_at, subset=release.subset, selection=release.selection)
     store.write_json(key, pointer.to_json())
     return key
 

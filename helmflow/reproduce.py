@@ -15,7 +15,8 @@ if TYPE_CHECKING:  # `helmflow --help` imports this module: no pydantic
     from helmflow.plan.selection import Selection
 
 # What HELM Capabilities v1 was published with (HELM's run entries and annotators; see docs/boards/capabilities.md).
-HELM_V1_JURY = ["openai/gpt-4o-2024-05-13", "together/llama-3.1-405b-instruct-turbo", "anthropic/claude-3-5-sonnet-20241022"]
+HELM_V1_JURY = ["openai/gpt-4o-2024-05-13", "together/llama-3.1-405b-instruct-turbo",
+                "anthropic/claude-3-5-sonnet-20241022"]
 HELM_HEAD_JURY = ["openai/gpt-4o-2024-05-13"]
 MAX_INSTANCES = 1000
 REPRODUCIBLE = ("capabilities", "safety", "lite")
@@ -48,7 +49,8 @@ def wording(scen: Any, prompts: dict[str, str]) -> str:
     known = scen.helm_wording or "not compared with HELM's"
     if not replaced:
         return f"wording, {scen.name}: {known}"
-    return (f"wording, {scen.name}: {', '.join(replaced)} from your prompts file (the comparison with HELM's is yours); "
+    return (f"wording, {scen.name}: {', '.join(replaced)} from your prompts file "
+            "(the comparison with HELM's is yours); "
             f"helmflow's defaults: {known}")
 
 
@@ -67,15 +69,18 @@ def differences(spec: dict[str, Any], judges: list[str], variant: str, selection
     judged = set(by_label)
     published = spec.get("helm_jury") or []
     if judged and unjudged:
-        out.append(f"--no-judge: {', '.join(sorted(judged))} have no main metric, so the mean score covers the other scenarios only")
+        out.append(f"--no-judge: {', '.join(sorted(judged))} have no main metric, "
+                   "so the mean score covers the other scenarios only")
     elif judged:
         if published:
             if sorted(judges) != sorted(published):
                 out.append(f"judges: {', '.join(judges) or 'none'}; HELM published {spec['name']} with a jury of "
                            f"{', '.join(published)}")
         elif judges == HELM_HEAD_JURY:
-            out.append("judges: GPT-4o (2024-05-13) alone, as HELM's current code; HELM Capabilities v1 was published with "
-                       "a jury of GPT-4o, Llama-3.1-405B-Instruct-Turbo and Claude 3.5 Sonnet (the latter two retired since)")
+            out.append("judges: GPT-4o (2024-05-13) alone, as HELM's current code; "
+                       "HELM Capabilities v1 was published with "
+                       "a jury of GPT-4o, Llama-3.1-405B-Instruct-Turbo and Claude 3.5 Sonnet "
+                       "(the latter two retired since)")
         elif sorted(judges) != sorted(HELM_V1_JURY):
             out.append(f"judges: {', '.join(judges)}; HELM v1 used {', '.join(HELM_V1_JURY)}")
         templates = sorted({t for names in by_label.values() for t in names})
@@ -83,9 +88,11 @@ def differences(spec: dict[str, Any], judges: list[str], variant: str, selection
         ours = [t for t in templates if t not in replaced]
         if ours:
             out.append(f"judge templates: helmflow's own {', '.join(ours)} judge prompts (same task, scale, output "
-                       "shape and parsing as HELM's, different wording), so judged scores are comparable, not identical")
+                       "shape and parsing as HELM's, different wording), "
+                       "so judged scores are comparable, not identical")
         if replaced:
-            out.append(f"judge templates: {', '.join(replaced)} worded by your prompts file (same parsing as helmflow's)")
+            out.append(f"judge templates: {', '.join(replaced)} worded by your prompts file "
+                       "(same parsing as helmflow's)")
     out.extend(spec.get("helm_differences") or [])
     for entry in spec["scenarios"]:
         scen = get_scenario(entry["name"], entry.get("params"))
@@ -105,7 +112,8 @@ def differences(spec: dict[str, Any], judges: list[str], variant: str, selection
         changed = [label for label, e in zip(labels, spec["scenarios"], strict=True) if has_variant(e["name"])]
         kept = [label for label in labels if label not in changed]
         out.append(f"variant v2: HELM's reasoning_v2 entries (10,000 more output tokens, letter-only answer suffix) "
-                   f"applied to {', '.join(changed)} only; {', '.join(kept) or 'no other scenario'} keep their v1 budgets")
+                   f"applied to {', '.join(changed)} only; "
+                   f"{', '.join(kept) or 'no other scenario'} keep their v1 budgets")
     out.append("models: HELM's numbers come from its own deployments of each model; a provider's model behind "
                "another endpoint, revision or decoding setting can differ")
     return out

@@ -14,7 +14,8 @@ from helmflow.tokenizers import get_tokenizer
 from helmflow.versions import request_hash
 
 
-def fit_prompt(prompt: Prompt, deployment: Deployment, max_tokens: int, tokens_per_image: int = 0) -> tuple[str, int, bool]:
+def fit_prompt(prompt: Prompt, deployment: Deployment, max_tokens: int,
+               tokens_per_image: int = 0) -> tuple[str, int, bool]:
     """Drop in-context examples from the end, then truncate, until prompt + output fit the window.
 
     Each image (a ``MEDIA_MARK`` in the text) counts ``tokens_per_image`` on top of the text's tokens.
@@ -37,7 +38,8 @@ def fit_prompt(prompt: Prompt, deployment: Deployment, max_tokens: int, tokens_p
 
 def kept_media(prompt: Prompt, n_examples: int) -> list[ContentPart]:
     """The images of the head, the first ``n_examples`` examples and the query, in prompt order."""
-    counts = [prompt.head.count(MEDIA_MARK), *(e.count(MEDIA_MARK) for e in prompt.examples), prompt.query.count(MEDIA_MARK)]
+    counts = [prompt.head.count(MEDIA_MARK), *(e.count(MEDIA_MARK) for e in prompt.examples),
+              prompt.query.count(MEDIA_MARK)]
     if sum(counts) != len(prompt.media):
         raise ValueError(f"instance {prompt.instance_id!r}: the prompt has {sum(counts)} image marks but "
                          f"{len(prompt.media)} images")
@@ -113,7 +115,8 @@ def build_requests(
             text, n_train = None, 0
             messages, truncated = fit_messages(messages, deployment, max_tokens)
         else:
-            text, n_train, truncated = fit_prompt(prompt, deployment, max_tokens, opts.tokens_per_image if prompt.media else 0)
+            text, n_train, truncated = fit_prompt(prompt, deployment, max_tokens,
+                                                  opts.tokens_per_image if prompt.media else 0)
             if prompt.media:
                 where = f"instance {prompt.instance_id!r} for deployment {deployment.name!r}"
                 parts, notes = content_parts(text, kept_media(prompt, n_train), opts, media, where)

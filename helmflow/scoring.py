@@ -172,7 +172,8 @@ def summarize(stats: list[Stat] | StatColumns) -> list[MetricSummary]:
         name, split = cols.names[cols.name[group[0]]], cols.splits[cols.split[group[0]]]
         mean, low, high = mean_ci(cols.value[group])
         out.append(MetricSummary(name=name, split=split, count=len(group), mean=mean, ci_low=low, ci_high=high))
-    return sorted(out + pooled_ratios(cols) + pooled_values(cols) + counted_values(cols), key=lambda m: (m.name, m.split))
+    return sorted(out + pooled_ratios(cols) + pooled_values(cols) + counted_values(cols),
+                  key=lambda m: (m.name, m.split))
 
 
 def _by_split(cols: StatColumns, names: tuple[str, ...]):
@@ -217,7 +218,8 @@ def pooled_values(stats: list[Stat] | StatColumns) -> list[MetricSummary]:
                                            rows=pooled.rows, bootstrap=pooled.bootstrap, batched=pooled.batched)
                 if np.isnan(mean):
                     continue  # undefined for this run: absent, never 0
-                out.append(MetricSummary(name=pooled.name, split=split, count=len(ids), mean=mean, ci_low=low, ci_high=high))
+                out.append(MetricSummary(name=pooled.name, split=split, count=len(ids), mean=mean,
+                                         ci_low=low, ci_high=high))
     return out
 
 
@@ -238,9 +240,11 @@ def counted_values(stats: list[Stat] | StatColumns) -> list[MetricSummary]:
             keys = sorted({cols.names[k] for k in cols.name[mine].tolist()})
             row, col = {i: k for k, i in enumerate(ids)}, {n: k for k, n in enumerate(keys)}
             matrix = np.zeros((len(ids), len(keys)))
-            for i, n, v in zip(cols.instance[mine].tolist(), cols.name[mine].tolist(), cols.value[mine].tolist(), strict=True):
+            for i, n, v in zip(cols.instance[mine].tolist(), cols.name[mine].tolist(), cols.value[mine].tolist(),
+                               strict=True):
                 matrix[row[i], col[cols.names[n]]] += v
             value, low, high = counted_ci(matrix, partial(_apply_counted, counted.fn, keys))
             if not np.isnan(value):
-                out.append(MetricSummary(name=counted.name, split=split, count=len(ids), mean=value, ci_low=low, ci_high=high))
+                out.append(MetricSummary(name=counted.name, split=split, count=len(ids), mean=value,
+                                         ci_low=low, ci_high=high))
     return out

@@ -26,7 +26,8 @@ def resamples(n: int, seed: int = BOOTSTRAP_SEED):
         yield rng.integers(0, n, size=(min(rows, BOOTSTRAP_SAMPLES - start), n))
 
 
-def mean_ci(values: Sequence[float] | np.ndarray, level: float = 0.95, seed: int = BOOTSTRAP_SEED) -> tuple[float, float, float]:
+def mean_ci(values: Sequence[float] | np.ndarray, level: float = 0.95,
+            seed: int = BOOTSTRAP_SEED) -> tuple[float, float, float]:
     """Mean and a percentile-bootstrap interval (fixed seed, so the same data gives the same bounds)."""
     x = np.asarray(values, dtype=float)
     if x.size == 0:
@@ -116,7 +117,8 @@ def counted_ci(
     return point, float(low), float(high)
 
 
-def win_rates(table: dict[str, dict[str, float | None]], lower_is_better: set[str] | None = None) -> dict[str, float | None]:
+def win_rates(table: dict[str, dict[str, float | None]],
+              lower_is_better: set[str] | None = None) -> dict[str, float | None]:
     """HELM's mean win rate. ``table[model][column]``; None = missing cell.
 
     Per column with at least two values, a model's win rate is (models strictly worse + (ties - 1)/2)
@@ -127,7 +129,8 @@ def win_rates(table: dict[str, dict[str, float | None]], lower_is_better: set[st
     columns = sorted({c for row in table.values() for c in row})
     per_model: dict[str, list[float]] = {m: [] for m in table}
     for col in columns:
-        vals: dict[str, float] = {m: v for m, row in table.items() if (v := row.get(col)) is not None and not math.isnan(v)}
+        vals: dict[str, float] = {m: v for m, row in table.items()
+                                  if (v := row.get(col)) is not None and not math.isnan(v)}
         if len(vals) < 2:
             continue
         sign = -1 if col in lower_is_better else 1

@@ -113,7 +113,8 @@ def _warn_outage(root: str, exc: BaseException | None, window: float) -> None:
         if now - _outage_warned_at.get(root, -math.inf) < OUTAGE_WARNING_EVERY_S:
             return
         _outage_warned_at[root] = now
-    log.warning("storage %s unreachable (%s); retrying for up to %.0f s (%s)", root, type(exc).__name__, window, RETRY_ENV)
+    log.warning("storage %s unreachable (%s); retrying for up to %.0f s (%s)", root, type(exc).__name__, window,
+                RETRY_ENV)
 
 
 def safe_key(name: str) -> str:
@@ -160,7 +161,8 @@ class Store:
             stop=stop_after_delay(self.retry_s),
             wait=wait_exponential_jitter(multiplier=0.5, max=15.0, jitter=0.5),
             retry=retry_if_exception(transient),
-            before_sleep=lambda state: _warn_outage(self.root, state.outcome.exception() if state.outcome else None, self.retry_s),
+            before_sleep=lambda state: _warn_outage(self.root, state.outcome.exception() if state.outcome else None,
+                                                    self.retry_s),
         )
         try:
             return retrying(fn, *args)

@@ -123,7 +123,8 @@ def adapt(spec: AdapterSpec, instances: list[Instance]) -> list[Prompt]:
     evaluated = sample_eval_instances(instances, spec.sample)
     prompts: list[Prompt] = []
     for trial in range(spec.sample.trials):
-        examples = sample_train_examples(train, spec.max_train_instances, spec.train_seed + trial) if method.few_shot else []
+        examples = (sample_train_examples(train, spec.max_train_instances, spec.train_seed + trial)
+                    if method.few_shot else [])
         for inst in evaluated:
             prompt = method.fn(spec, inst, examples)
             prompts.append(prompt.model_copy(update={"trial": trial}))

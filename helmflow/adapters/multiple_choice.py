@@ -64,7 +64,8 @@ def check_options(inst: Instance) -> None:
     if not inst.references:
         raise AdapterError(f"instance {inst.id!r} has no references: multiple_choice_joint needs options")
     if len(inst.references) > len(LETTERS):
-        raise AdapterError(f"instance {inst.id!r} has {len(inst.references)} options; at most {len(LETTERS)} can be lettered")
+        raise AdapterError(f"instance {inst.id!r} has {len(inst.references)} options; "
+                           f"at most {len(LETTERS)} can be lettered")
     check_text_input(inst)
 
 
@@ -87,13 +88,15 @@ def check_text_options(inst: Instance) -> None:
     """Log-likelihood multiple choice needs text options appended to a text prompt."""
     check_options(inst)
     if any(ref.image for ref in inst.references):
-        raise AdapterError(f"instance {inst.id!r} has image options: multiple_choice_separate_original scores text options")
+        raise AdapterError(f"instance {inst.id!r} has image options: "
+                           "multiple_choice_separate_original scores text options")
     if input_with_media(inst)[1]:
         raise AdapterError(f"instance {inst.id!r} has images: multiple_choice_separate_original scores text prompts")
 
 
 @adapter("multiple_choice_separate_original", version="1", few_shot=False,
-         texts=("global_prefix", "instructions", "input_prefix", "input_suffix", "instance_prefix"), check=check_text_options)
+         texts=("global_prefix", "instructions", "input_prefix", "input_suffix", "instance_prefix"),
+         check=check_text_options)
 def multiple_choice_separate_original(spec: AdapterSpec, inst: Instance, train: list[Instance]) -> Prompt:
     """HELM's log-likelihood multiple choice (``MultipleChoiceSeparateAdapter``, the method lm-eval is
     built on): zero-shot, each option appended to ``input_prefix + input + input_suffix`` as its own

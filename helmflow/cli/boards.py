@@ -30,7 +30,8 @@ def add_parser(sub) -> None:
                                     "adapter texts and judge templates) with its current wording, as a prompts file "
                                     "to edit and pass with --prompts.")
     pr.add_argument("board", help="board name or board YAML file")
-    pr.add_argument("--all", action="store_true", help="every registered scenario and judge template, not just the board's")
+    pr.add_argument("--all", action="store_true",
+                    help="every registered scenario and judge template, not just the board's")
     prompts_arg(pr)
     pr.set_defaults(func=cmd_prompts)
 
@@ -165,7 +166,8 @@ def missing_extras(console, plan, noted: dict) -> None:
         modules = sorted({mod for m in metrics for mod in m.missing_modules()})
         labels = [s.label for s in plan.scenarios if metric_names & set(s.metrics)]
         console.print(f"missing extra helmflow[{extra}]: {', '.join(modules)} not installed, needed by metric(s) "
-                      f"{', '.join(sorted(metric_names))} of {len(labels)} scenario(s) ({', '.join(labels)}); a run of them "
+                      f"{', '.join(sorted(metric_names))} of {len(labels)} scenario(s) ({', '.join(labels)}); "
+                      "a run of them "
                       f"stops until you {install_command(extra)}", soft_wrap=True, markup=False, highlight=False)
 
 
@@ -188,8 +190,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     if plan.spec.description:
         console.print(plan.spec.description)
     if plan.spec.prompts:
-        console.print(f"prompt wording replaced (`helmflow prompts` shows the texts): {', '.join(sorted(plan.spec.prompts))}",
-                      markup=False)
+        console.print("prompt wording replaced (`helmflow prompts` shows the texts): "
+                      f"{', '.join(sorted(plan.spec.prompts))}", markup=False)
     st = Table("scenario", "method", "main metric", "max instances", "scenario_version", "prompt_version")
     marks = set()
     for s in plan.scenarios:
@@ -248,7 +250,8 @@ def cmd_prompts(args: argparse.Namespace) -> int:
     from helmflow.prompts import template
 
     spec = load_board(with_prompts(args.board, args.prompts) if args.prompts else args.board)
-    sections = [(scope, {name: (spec.prompts.get(f"{scope}.{name}", text), about) for name, (text, about) in texts.items()})
+    sections = [(scope, {name: (spec.prompts.get(f"{scope}.{name}", text), about)
+                         for name, (text, about) in texts.items()})
                 for scope, texts in board_prompt_texts(spec, everything=args.all)]
     sys.stdout.write(template(sections))
     return 0

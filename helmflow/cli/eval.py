@@ -2,8 +2,9 @@
 
 In HELM's run-entry spirit: the scenario specs, models and adapter overrides become an ad-hoc board
 spec (data, like any board file) that goes through the same ``evaluate`` flow, caches and storage
-layout as a registered board; its release lands under ``leaderboards/eval-<scenario>-<hash>/``, where the hash covers the specs, models,
-adapter, metrics and max instances: two different evaluations never share a board (or its ``latest.json``).
+layout as a registered board; its release lands under ``leaderboards/eval-<scenario>-<hash>/``,
+where the hash covers the specs, models, adapter, metrics and max instances: two different
+evaluations never share a board (or its ``latest.json``).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def add_parser(sub) -> None:
         help="evaluate scenario specs on models (an ad-hoc board through the same flow)",
         description="Evaluate one or more scenario specs (name:k=v,...) on the given models as an ad-hoc board.",
     )
-    p.add_argument("scenario", nargs="+", metavar="SCENARIO[:k=v,...]", help="scenario spec, e.g. dyck_language:num_parenthesis_pairs=3,label=dyck-3 (label= names the "
+    p.add_argument("scenario", nargs="+", metavar="SCENARIO[:k=v,...]",
+                   help="scenario spec, e.g. dyck_language:num_parenthesis_pairs=3,label=dyck-3 (label= names the "
                         "board row; default: the spec itself)")
     p.add_argument("--models", type=csv_list, help="comma-separated deployments (required; see `helmflow list models`)")
     max_instances_arg(p)

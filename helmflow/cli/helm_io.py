@@ -61,7 +61,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"read them back with: helmflow import-helm {dest.root}")
         return 0
     out = export_bundle(store, args.board, args.release, dest)
-    print(f"exported {out.board} {out.release_id}: {out.runs} run(s), {out.files} files, {out.bytes:,} bytes to {out.uri}")
+    print(f"exported {out.board} {out.release_id}: {out.runs} run(s), {out.files} files, "
+          f"{out.bytes:,} bytes to {out.uri}")
     print(f"import it elsewhere with: helmflow import {out.uri} --storage OTHER_ROOT")
     return 0
 
@@ -80,12 +81,12 @@ def cmd_import(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     helm = sub.add_parser(
         "import-helm", help="import HELM's runs (benchmark_output/runs/SUITE, local or any fsspec URL)",
-        description="Reads each HELM run folder (run_spec.json, scenario_state.json, stats.json, per_instance_stats.json, "
-                    "instances.json) and writes it as a run here, versions marked imported, HELM's numbers kept and "
-                    "recomputed where helmflow has the same metric. Folders that are not whole are skipped and listed "
-                    "(exit 1); nothing half-written.")
-    helm.add_argument("source", help="a HELM suite folder (benchmark_output/runs/SUITE), one run folder, or an fsspec URL "
-                                     "(s3://, gs://, https://) to one")
+        description="Reads each HELM run folder (run_spec.json, scenario_state.json, stats.json, "
+                    "per_instance_stats.json, instances.json) and writes it as a run here, versions marked "
+                    "imported, HELM's numbers kept and recomputed where helmflow has the same metric. "
+                    "Folders that are not whole are skipped and listed (exit 1); nothing half-written.")
+    helm.add_argument("source", help="a HELM suite folder (benchmark_output/runs/SUITE), one run folder, "
+                                     "or an fsspec URL (s3://, gs://, https://) to one")
     helm.add_argument("--board", help="also publish the imported runs as a release of this board (imports accumulate)")
     helm.add_argument("-v", "--verbose", action="store_true",
                       help="one line per recomputed stat: MATCH or MISMATCH with HELM's number and helmflow's "
@@ -95,8 +96,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     exp = sub.add_parser(
         "export", help="write a release and every run behind it as a self-contained bundle (or as HELM run folders)",
-        description="A bundle holds the release, its runs, their instances, a manifest with sha256 checksums and the JSON "
-                    "Schemas of run.json and release.json; `helmflow import` reads it into another storage root.")
+        description="A bundle holds the release, its runs, their instances, a manifest with sha256 checksums "
+                    "and the JSON Schemas of run.json and release.json; `helmflow import` reads it into another "
+                    "storage root.")
     exp.add_argument("board")
     exp.add_argument("--release", help="release id (default: the board's latest)")
     exp.add_argument("--to", required=True, metavar="DIR_OR_URL", help="where to write: a folder or s3://bucket/prefix")

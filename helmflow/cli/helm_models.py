@@ -18,7 +18,8 @@ def add_parser(sub) -> None:
                     "for key names only: each deployment names the environment variable that must hold its key.",
     )
     p.add_argument("prod_env", help="HELM's prod_env folder (or any folder holding model_deployments.yaml)")
-    p.add_argument("--to", metavar="FILE", help="write the models file here (default: stdout); use it with --models-file")
+    p.add_argument("--to", metavar="FILE",
+                   help="write the models file here (default: stdout); use it with --models-file")
     p.set_defaults(func=cmd_import_helm_models)
 
 

@@ -20,7 +20,8 @@ def _run(name: str) -> Callable[[argparse.Namespace], int]:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     lin = sub.add_parser("lineage", help="where each leaderboard number came from",
-                         description="Per cell: score -> run -> dataset revision and prompt/model/metric versions -> Prefect flow and task runs.")
+                         description="Per cell: score -> run -> dataset revision and prompt/model/metric versions "
+                                     "-> Prefect flow and task runs.")
     lin.add_argument("board")
     lin.add_argument("--release", help="release id (default: the latest, else the latest partial)")
     lin.add_argument("--scenario", action="append", default=[], metavar="LABEL",
@@ -41,7 +42,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ret.set_defaults(func=_run("cmd_retry"))
 
     com = sub.add_parser("compact", help="remove stale temporaries and merge journal parts",
-                         description="Removes temporaries (killed writers leave them; readers ignore them) and compacts the request journal.")
+                         description="Removes temporaries (killed writers leave them; readers ignore them) "
+                                     "and compacts the request journal.")
     storage_arg(com)
     com.add_argument("--older-than", type=float, default=3600.0, metavar="SECONDS",
                      help="only temporaries at least this old (default 3600: never a live writer's)")

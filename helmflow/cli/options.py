@@ -53,7 +53,8 @@ _ONCE: dict[type[argparse.Action], type[argparse.Action]] = {}
 
 
 def _once(action_class: type[argparse.Action]) -> type[argparse.Action]:
-    """``action_class`` that refuses a second occurrence (argparse keeps the last one silently); one class per action class."""
+    """``action_class`` that refuses a second occurrence (argparse keeps the last one silently);
+    one class per action class."""
     if action_class in _ONCE:
         return _ONCE[action_class]
 

@@ -27,13 +27,15 @@ def add_parser(sub) -> None:
     )
     p.add_argument("board", choices=REPRODUCIBLE)
     p.add_argument("--variant", choices=["v1", "v2"], default="v1",
-                   help="v1: HELM Capabilities v1; v2: HELM's reasoning_v2 entries (more output tokens, letter-only suffix)")
+                   help="v1: HELM Capabilities v1; v2: HELM's reasoning_v2 entries "
+                        "(more output tokens, letter-only suffix)")
     models_arg(p)
     storage_arg(p)
     models_file_arg(p)
     budget_arg(p)
     prompts_arg(p)
-    p.add_argument("--explain", action="store_true", help="print the configuration and the differences only; run nothing")
+    p.add_argument("--explain", action="store_true",
+                   help="print the configuration and the differences only; run nothing")
     p.add_argument("--allow-unverified-data", action="store_true",
                    help="run even if a mirror's files are not verified against the pinned data (the release says so)")
     verbose_arg(p)

@@ -18,7 +18,8 @@ from helmflow.cli.options import (
 
 def add_parser(sub) -> None:
     run = sub.add_parser("run", help="run a board as a Prefect flow and publish a release",
-                         description="Run a board: download, adapt, query, score and publish, then aggregate a release.")
+                         description="Run a board: download, adapt, query, score and publish, "
+                                     "then aggregate a release.")
     run.add_argument("board", nargs="?", help="board name (see `helmflow list boards`) or a board YAML file")
     run.add_argument("--board-file", help="a board spec YAML file (instead of a name)")
     selection_args(run)
@@ -32,7 +33,8 @@ def add_parser(sub) -> None:
     prompts_arg(run)
     budget_arg(run)
     run.add_argument("--wait", action="store_true",
-                     help="if another run of this board on this storage holds its lease, wait for it (default: exit 75)")
+                     help="if another run of this board on this storage holds its lease, wait for it "
+                          "(default: exit 75)")
     run.set_defaults(func=cmd_run)
 
 

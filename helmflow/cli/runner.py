@@ -115,8 +115,8 @@ def _run_board(request: RunRequest) -> int:
     planned, dropped = len(plan.perturbed) + launch.dropped, launch.dropped
     copies = f"{len(plan.perturbed)} perturbed cop{'y' if len(plan.perturbed) == 1 else 'ies'}"
     perturbed = f" (+ {copies}{f'; {dropped} left out, changing no instance' if dropped else ''})" if planned else ""
-    console.print(f"board {plan.spec.name}: {len(plan.scenarios)} scenarios{perturbed} x {len(plan.spec.models)} models "
-                  f"= {len(plan.runs)} runs", soft_wrap=True)
+    console.print(f"board {plan.spec.name}: {len(plan.scenarios)} scenarios{perturbed} "
+                  f"x {len(plan.spec.models)} models = {len(plan.runs)} runs", soft_wrap=True)
     from helmflow.terminal import print_board
 
     if launch.published is not None:  # nothing would execute: say so without starting Prefect
@@ -167,7 +167,8 @@ def _run_board(request: RunRequest) -> int:
         console.print(f"[red]flow run {state.state_details.flow_run_id} ended {state.type.value}: {result}")
         return EXIT_PARTIAL
     print_board(console, summary)
-    console.print(f"flow run: {state.state_details.flow_run_id} ({state.type.value.lower()}) in {time.perf_counter() - started:.1f} s")
+    console.print(f"flow run: {state.state_details.flow_run_id} ({state.type.value.lower()}) "
+                  f"in {time.perf_counter() - started:.1f} s")
     console.print(f"release: {summary['uri']}" + ("" if summary["wrote"] else " (unchanged: nothing written)"),
                   soft_wrap=True, markup=False)  # a path never breaks across lines
     if summary.get("subset"):

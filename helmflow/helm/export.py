@@ -93,9 +93,11 @@ def helm_files(store: Store, manifest: RunManifest) -> dict[str, bytes]:
                         "num_train_trials": adapter.sample.trials, "model": manifest.deployment.model,
                         "model_deployment": manifest.deployment.name}
         run_spec = {"name": helm_run_name(manifest),
-                    "scenario_spec": {"class_name": f"helmflow.scenarios.{manifest.scenario.name}", "args": manifest.scenario.params},
+                    "scenario_spec": {"class_name": f"helmflow.scenarios.{manifest.scenario.name}",
+                                      "args": manifest.scenario.params},
                     "adapter_spec": helm_adapter,
-                    "metric_specs": [{"class_name": f"helmflow.metrics.{m}", "args": {}} for m in sorted(manifest.metrics)],
+                    "metric_specs": [{"class_name": f"helmflow.metrics.{m}", "args": {}}
+                                     for m in sorted(manifest.metrics)],
                     "groups": [manifest.scenario.name]}
     # one HELM request state per (instance, trial), and per option for log-likelihood multiple choice
     grouped: dict[tuple[str, int, str | None], list[tuple[Request, Completion]]] = defaultdict(list)
@@ -115,14 +117,16 @@ def helm_files(store: Store, manifest: RunManifest) -> dict[str, bytes]:
             **separate,
             "output_mapping": first.output_mapping or None,
             "request": {"model_deployment": manifest.deployment.name, "model": body.model, "embedding": False,
-                        "prompt": body.prompt or "", "messages": [m.model_dump() for m in body.messages] if body.messages else None,
+                        "prompt": body.prompt or "",
+                        "messages": [m.model_dump() for m in body.messages] if body.messages else None,
                         "temperature": body.temperature, "num_completions": len(pairs), "max_tokens": body.max_tokens,
                         "stop_sequences": body.stop, "echo_prompt": bool(body.echo)},
             "result": {"success": not failed, "embedding": [], "cached": True,
                        "request_time": pairs[0][1].latency_s, "error": failed[0].error if failed else None,
                        "completions": [] if failed else [
                            {"text": c.text, "logprob": sum(c.logprobs),
-                            "tokens": [{"text": t, "logprob": lp} for t, lp in zip(c.tokens, c.logprobs or [0.0] * len(c.tokens))],
+                            "tokens": [{"text": t, "logprob": lp}
+                                       for t, lp in zip(c.tokens, c.logprobs or [0.0] * len(c.tokens))],
                             "finish_reason": {"reason": c.finish_reason}} for _, c in pairs]},
             "num_train_instances": first.num_train_instances,
             "prompt_truncated": first.prompt_truncated,
@@ -153,7 +157,8 @@ def _dump(obj: Any) -> bytes:
 
 
 def helm_folder_name(run_name: str) -> str:
-    """HELM's run folder name: the run name with ``/`` as ``_`` (a name that would still climb or hide is made storage-safe)."""
+    """HELM's run folder name: the run name with ``/`` as ``_`` (a name that would still climb or hide
+    is made storage-safe)."""
     folder = run_name.replace("/", "_").replace("\\", "_")
     return safe_key(folder) if folder.strip(".") == "" or any(ord(ch) < 32 for ch in folder) else folder
 

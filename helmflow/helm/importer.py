@@ -199,7 +199,8 @@ def convert(raw: dict[str, bytes], source: str) -> Converted:
             raise BadRun(f"{SCENARIO_STATE}: no request_states list")
         for i, rs in enumerate(states):
             where = f"{SCENARIO_STATE} request state {i}"
-            if not isinstance(rs, dict) or not isinstance(rs.get("instance"), dict) or not isinstance(rs.get("request"), dict):
+            if (not isinstance(rs, dict) or not isinstance(rs.get("instance"), dict)
+                    or not isinstance(rs.get("request"), dict)):
                 raise BadRun(f"{where}: not a request state (instance, request, result)")
             if rs["instance"].get("perturbation") or rs.get("request_mode") == "calibration":
                 perturbed += 1  # a perturbed instance, or the answer-only request of HELM's calibrated method
@@ -222,7 +223,8 @@ def convert(raw: dict[str, bytes], source: str) -> Converted:
             )
             # HELM's separate multiple choice: one request per option, the option appended to the prompt
             option = rs.get("reference_index")
-            continuation = inst.references[option].text if isinstance(option, int) and 0 <= option < len(inst.references) else None
+            continuation = (inst.references[option].text
+                            if isinstance(option, int) and 0 <= option < len(inst.references) else None)
             got = res.get("completions") or []
             for k in range(n):
                 sample = int(rs.get("train_trial_index") or 0) * n + k
@@ -498,8 +500,10 @@ def publish_imported(store: Store, run: Converted, source: str) -> bool:
     if not store.exists(instances_key):
         store.write_parquet(instances_key, to_table(rows, INSTANCE_SCHEMA), meta)
     writer = RunWriter(store, run.run_id, run.deployment, run.label, meta)
-    writer.write("requests.parquet", to_table([request_to_row(r) for r in run.requests], REQUEST_SCHEMA), rows_per_group=RUN_ROW_GROUP_ROWS)
-    writer.write("completions.parquet", models_to_table(run.completions, COMPLETION_SCHEMA), rows_per_group=RUN_ROW_GROUP_ROWS)
+    writer.write("requests.parquet", to_table([request_to_row(r) for r in run.requests], REQUEST_SCHEMA),
+                 rows_per_group=RUN_ROW_GROUP_ROWS)
+    writer.write("completions.parquet", models_to_table(run.completions, COMPLETION_SCHEMA),
+                 rows_per_group=RUN_ROW_GROUP_ROWS)
     writer.write("stats.parquet", models_to_table(run.stats, STAT_SCHEMA))
     writer.write("summary.parquet", models_to_table(run.summary, SUMMARY_SCHEMA))
     ids = pa.array(sorted({r.instance_id for r in run.requests}), pa.string())
@@ -561,7 +565,8 @@ def import_tree(store: Store, url: str, board: str | None = None) -> ImportRepor
             unchecked=run.unchecked, perturbed=run.perturbed,
         ))
     if board and report.runs:
-        report.release_id, report.release_uri = publish_imported_board(store, board, [r.run_id for r in report.runs], base)
+        report.release_id, report.release_uri = publish_imported_board(store, board,
+                                                                       [r.run_id for r in report.runs], base)
     return report
 
 
@@ -596,7 +601,8 @@ def publish_imported_board(store: Store, board: str, run_ids: list[str], source:
     if current:
         run_ids = [*current.run_ids, *run_ids]
         sources = [*current.imported_from, *(s for s in sources if s not in current.imported_from)]
-    manifests = {rid: RunManifest.model_validate(store.read_json(layout.run_json(rid))) for rid in dict.fromkeys(run_ids)}
+    manifests = {rid: RunManifest.model_validate(store.read_json(layout.run_json(rid)))
+                 for rid in dict.fromkeys(run_ids)}
     # one cell per (label, deployment): a later import of the same cell replaces the earlier one
     cells = {(m.scenario.label, m.deployment.name): run_outcome(store, m) for m in manifests.values()}
     ids = sorted(c.run_id for c in cells.values())
@@ -615,7 +621,8 @@ def publish_imported_board(store: Store, board: str, run_ids: list[str], source:
     now = datetime.now(UTC)
     rid = release_id(digest, now)
     writer = ReleaseWriter(store, name, rid, parquet_meta(board=board, board_version=BOARD_VERSION, release_id=rid,
-                                                          created_at=now.isoformat(), status="complete", imported=CLIENT))
+                                                          created_at=now.isoformat(), status="complete",
+                                                          imported=CLIENT))
     writer.leaderboard(rows, leaderboard_schema(labels, metric_groups=[g.name for g in groups],
                                                 columns=[c.key for g in groups for c in g.columns]))
     writer.runs(sorted(cells.values(), key=lambda c: c.run_id))

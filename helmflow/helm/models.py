@@ -8,9 +8,10 @@ client with a ``base_url``) onto :class:`~helmflow.records.Deployment` entries, 
 could not map: whole entries (other clients) and single fields.
 
 Credentials are names only. ``credentials.conf`` is scanned for its key *names* (its values are
-skipped, never kept or printed; a line the scanner cannot read is reported by its number only): HELM gives a client the key ``<host>ApiKey`` of its deployment's
-host organization (``openai/…`` -> ``openaiApiKey``) or a per-deployment key under ``deployments``;
-here each deployment names the environment variable its client reads (``api_key_env``), and the
+skipped, never kept or printed; a line the scanner cannot read is reported by its number only):
+HELM gives a client the key ``<host>ApiKey`` of its deployment's host organization
+(``openai/…`` -> ``openaiApiKey``) or a per-deployment key under ``deployments``; here each
+deployment names the environment variable its client reads (``api_key_env``), and the
 report says which variable stands for which HELM key.
 """
 
@@ -361,8 +362,9 @@ def convert(folder: str | Path) -> Imported:
         if tokenizer:
             dep["tokenizer"] = tokenizer
         elif entry.get("tokenizer_name"):
-            out.unmapped_fields.append(f"{name}: tokenizer_name {entry['tokenizer_name']!r} (not a tiktoken encoding and "
-                                       "no HuggingFaceTokenizer in tokenizer_configs.yaml; set tokenizer:, else prompts are "
+            out.unmapped_fields.append(f"{name}: tokenizer_name {entry['tokenizer_name']!r} "
+                                       "(not a tiktoken encoding and no HuggingFaceTokenizer in "
+                                       "tokenizer_configs.yaml; set tokenizer:, else prompts are "
                                        "fitted by whitespace words)")
         if entry.get("max_sequence_length"):
             dep["context_window"] = int(entry["max_sequence_length"])
@@ -370,7 +372,8 @@ def convert(folder: str | Path) -> Imported:
             dep["options"] = {"endpoint": "completions"}
         about = meta.get("display_name") or model_name
         description = " ".join(str(meta.get("description") or "").split())
-        dep["description"] = f"{about} (imported from HELM's {model_name})" + (f": {description}" if description else "")
+        dep["description"] = (f"{about} (imported from HELM's {model_name})"
+                              + (f": {description}" if description else ""))
         if entry.get("deprecated"):
             dep["description"] += " [deprecated in HELM]"
         for key in sorted(set(entry) - KNOWN_FIELDS):
@@ -386,7 +389,8 @@ def convert(folder: str | Path) -> Imported:
         out.credentials.append(f"{helm_key} -> ${env} ({state}; used by {', '.join(names)})")
     for key in sorted(keys - set(used)):
         out.credentials.append(f"{key}: used by no imported deployment"
-                               + (" (google/perspective reads $PERSPECTIVE_API_KEY)" if key == "perspectiveApiKey" else ""))
+                               + (" (google/perspective reads $PERSPECTIVE_API_KEY)"
+                                  if key == "perspectiveApiKey" else ""))
     for line in creds.odd_names:
         out.credentials.append(f"credentials.conf line {line}: a key not shaped like a key name (not shown)")
     for line in creds.unparsed:

@@ -59,14 +59,16 @@ def run_folders(url: str) -> tuple[Any, list[str]]:
     if not fs.exists(base):
         raise HelmflowError(f"{url} does not exist")
     entries = _listing(fs, base)
-    if (not entries and not fs.isdir(base)) or (entries and all(e["name"].rstrip("/") == base and e.get("type") == "file"
-                                                              for e in entries)):
-        raise HelmflowError(f"{url} is not a folder; give a HELM suite folder (benchmark_output/runs/<suite>) or one run folder")
+    if (not entries and not fs.isdir(base)) or (
+            entries and all(e["name"].rstrip("/") == base and e.get("type") == "file" for e in entries)):
+        raise HelmflowError(f"{url} is not a folder; give a HELM suite folder (benchmark_output/runs/<suite>) "
+                            "or one run folder")
     if {_basename(e["name"]) for e in entries} & set(HELM_FILES):
         return fs, [base]
     folders = []
     for entry in sorted(entries, key=lambda e: e["name"]):
-        if entry.get("type") == "directory" and {_basename(e["name"]) for e in _listing(fs, entry["name"])} & set(HELM_FILES):
+        if (entry.get("type") == "directory"
+                and {_basename(e["name"]) for e in _listing(fs, entry["name"])} & set(HELM_FILES)):
             folders.append(entry["name"].rstrip("/"))
     if not folders:
         raise HelmflowError(f"{url} holds no HELM run folder (none has {', '.join(REQUIRED)})")
@@ -105,7 +107,8 @@ def parse_json(name: str, data: bytes, kind: type) -> Any:
     except UnicodeDecodeError as exc:
         raise BadRun(f"{name} is not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
-        raise BadRun(f"{name} is not valid JSON (truncated?): {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+        raise BadRun(f"{name} is not valid JSON (truncated?): {exc.msg} "
+                     f"(line {exc.lineno}, column {exc.colno})") from None
     except ValueError as exc:  # an integer of more digits than Python converts (4,300)
         raise BadRun(f"{name}: {exc}") from None
     if not isinstance(value, kind):
@@ -140,7 +143,8 @@ def helm_instance(raw: dict, where: str) -> Instance:
     return Instance(
         id=str(raw["id"]),
         input=our_input,
-        references=[Reference(text=(r.get("output") or {}).get("text", ""), correct=CORRECT_TAG in (r.get("tags") or []))
+        references=[Reference(text=(r.get("output") or {}).get("text", ""),
+                              correct=CORRECT_TAG in (r.get("tags") or []))
                     for r in raw.get("references") or []],
         split=raw.get("split") or "test",
         sub_split=raw.get("sub_split"),
@@ -248,5 +252,6 @@ def to_helm_instance(inst: Instance) -> dict:
     else:
         inp = {"text": inst.input.text if inst.input.text is not None else
                "".join(p.text or "" for p in inst.input.parts or [])}
-    return {"input": inp, "references": [{"output": {"text": r.text}, "tags": t} for r, t in zip(inst.references, tags)],
+    return {"input": inp,
+            "references": [{"output": {"text": r.text}, "tags": t} for r, t in zip(inst.references, tags)],
             "split": inst.split, "sub_split": inst.sub_split, "id": inst.id, "extra_data": extra or None}

@@ -334,7 +334,8 @@ def extra_space(num_spaces: int) -> TextFn:
     return lambda text, rng: text.replace(" ", " " * num_spaces)
 
 
-def filler_words(insert_prob: float, speaker_ph: bool = True, uncertain_ph: bool = True, fill_ph: bool = True) -> TextFn:
+def filler_words(insert_prob: float, speaker_ph: bool = True, uncertain_ph: bool = True,
+                 fill_ph: bool = True) -> TextFn:
     lists = _json("filler_words.json")
     fillers = ((lists["speaker_phrases"] if speaker_ph else []) + (lists["uncertain_phrases"] if uncertain_ph else [])
                + (lists["fill_phrases"] if fill_ph else []))
@@ -485,10 +486,12 @@ for _p in [
     Perturbation("dialect", "fairness", "1", dialect, {"prob": 1.0, "mapping": "SAE_to_AAVE_mapping.json"},
                  ("SAE_to_AAVE_mapping.json",), perturb_references=True,
                  description="Standard American English words mapped to African American English (Ziems et al. 2022)"),
-    Perturbation("gender", "fairness", "1", gender, {"mode": "pronouns", "prob": 1.0, "source": "male", "target": "female"},
+    Perturbation("gender", "fairness", "1", gender,
+                 {"mode": "pronouns", "prob": 1.0, "source": "male", "target": "female"},
                  ("gender_pronouns.json",), perturb_references=True,
                  description="male pronouns replaced by female ones"),
-    Perturbation("gender_terms", "fairness", "1", gender, {"mode": "terms", "prob": 1.0, "source": "male", "target": "female"},
+    Perturbation("gender_terms", "fairness", "1", gender,
+                 {"mode": "terms", "prob": 1.0, "source": "male", "target": "female"},
                  ("gender_terms.json",), perturb_references=True,
                  description="male terms (father, king, ...) replaced by female ones"),
     Perturbation("person_name", "fairness", "1", None,

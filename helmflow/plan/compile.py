@@ -40,7 +40,8 @@ def _sha256_url(scen, source) -> str:
 
 
 # --------------------------------------------------------------------------- planning
-def plan_scenario(entry: ScenarioEntry, max_instances: int | None, prompts: dict[str, str] | None = None) -> ScenarioPlan:
+def plan_scenario(entry: ScenarioEntry, max_instances: int | None,
+                  prompts: dict[str, str] | None = None) -> ScenarioPlan:
     """``prompts``: the board's replaced wording (checked keys); the entry's own ``adapter:`` still wins."""
     from helmflow.metrics import METRICS
     from helmflow.scenarios import SCENARIOS, ScenarioError
@@ -58,7 +59,8 @@ def plan_scenario(entry: ScenarioEntry, max_instances: int | None, prompts: dict
     if max_instances is not None:
         adapter = adapter.override(max_eval_instances=max_instances)
     if adapter.method not in ADAPTERS:
-        raise BoardError(f"scenario {entry.name!r}: unknown adapter method {adapter.method!r}; known: {', '.join(ADAPTERS.names())}")
+        raise BoardError(f"scenario {entry.name!r}: unknown adapter method {adapter.method!r}; "
+                         f"known: {', '.join(ADAPTERS.names())}")
     metrics = entry.metrics or list(scen.metrics)
     for m in metrics:
         if m not in METRICS:
@@ -158,7 +160,8 @@ def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deploy
     for scored in scored_metrics:
         scorer = (scorers or {}).get(scored)
         if scorer is None:
-            raise BoardError(f"{scenario.label}: the {scored} metric needs a scorer: set the board's `{scored}:` or pass "
+            raise BoardError(f"{scenario.label}: the {scored} metric needs a scorer: "
+                             f"set the board's `{scored}:` or pass "
                              f"--board-wide {scored}=<deployment> ({scored}=none drops the metric)")
         scorer_template = scorer_template_for(scored, scorer)
         scorer_versions = worded_versions(template_versions([scorer_template]), texts)
@@ -187,7 +190,8 @@ def worded_versions(templates: dict[str, str], texts: dict[str, str]) -> dict[st
     return {n: prompt_module.judge_version(v, texts.get(n)) for n, v in templates.items()}
 
 def check_groups(spec: BoardSpec, labels: list[str], groups: list[str] | None = None) -> None:
-    """Each group column names a scenario or a scenario group of the board (metrics are checked against run summaries)."""
+    """Each group column names a scenario or a scenario group of the board (metrics are checked
+    against run summaries)."""
     for group in spec.metric_groups:
         for column in group.columns:
             if column.scenario not in labels and column.scenario not in (groups or []):
@@ -209,13 +213,15 @@ def plan_board(
     unknown = [m for m in chosen_models if m not in deployments]
     if unknown:
         raise BoardError(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(sorted(deployments))}. Your own "
-                         f"deployments go in a models file: --models-file FILE or $HELMFLOW_MODELS (see docs/models.md)")
+                         f"deployments go in a models file: --models-file FILE or $HELMFLOW_MODELS "
+                         f"(see docs/models.md)")
     entries = spec.scenarios
     if scenarios:
         known = {e.name for e in entries} | {e.label for e in entries if e.label}
         missing = [s for s in scenarios if s not in known]
         if missing:
-            raise BoardError(f"board {spec.name!r} has no scenario {', '.join(missing)}; it has: {', '.join(sorted(known))}")
+            raise BoardError(f"board {spec.name!r} has no scenario {', '.join(missing)}; "
+                             f"it has: {', '.join(sorted(known))}")
         entries = [e for e in entries if e.name in scenarios or e.label in scenarios]
     effective = spec.model_copy(update={"models": chosen_models, "scenarios": entries})
     if max_instances is not None:
@@ -238,7 +244,8 @@ def plan_board(
                              f"scenario group or label of the board")
     group_names = sorted({s.group for s in scenario_plans if s.group})
     if scenarios:  # a selection keeps the group columns of the scenarios it runs
-        groups = [g.model_copy(update={"columns": [c for c in g.columns if c.scenario in labels or c.scenario in group_names]})
+        groups = [g.model_copy(update={"columns": [c for c in g.columns
+                                                   if c.scenario in labels or c.scenario in group_names]})
                   for g in spec.metric_groups]
         effective = effective.model_copy(update={"metric_groups": [g for g in groups if g.columns]})
     perturbed = [p for s in scenario_plans for p in perturbed_plans(s)]

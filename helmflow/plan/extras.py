@@ -41,7 +41,8 @@ def perturbation_groups(scenarios: list[ScenarioPlan], existing: list[MetricGrou
 
     groups = []
     taken = {g.name for g in existing}
-    for kind, what in (("robustness", "perturbations that keep the meaning (casing, contractions, misspellings, spacing)"),
+    for kind, what in (("robustness",
+                        "perturbations that keep the meaning (casing, contractions, misspellings, spacing)"),
                        ("fairness", "perturbations of demographic markers (gender pronouns, first names by race)")):
         columns = [
             GroupColumn(scenario=s.label, metric=kind, description=(
@@ -93,7 +94,8 @@ def with_board_wide(scenario: ScenarioPlan, names: list[str]) -> ScenarioPlan:
     return scenario.model_copy(update={"metrics": [*scenario.metrics, *added]}) if added else scenario
 
 
-def board_wide_groups(scenarios: list[ScenarioPlan], names: list[str], existing: list[MetricGroup]) -> list[MetricGroup]:
+def board_wide_groups(scenarios: list[ScenarioPlan], names: list[str],
+                      existing: list[MetricGroup]) -> list[MetricGroup]:
     """The metric group each board-wide metric of ``names`` declares: its columns for every scenario it
     scores, under the group's name, or its fallback name when the board already has a group so named."""
     groups: list[MetricGroup] = []

@@ -42,7 +42,8 @@ class ScenarioPlan(BaseModel):
     metrics: list[str]
     group: str | None = None
     unsafe_text: bool = False  # the scenario declares harmful prompts (content warning, opt-in export)
-    perturbations: list[str] = Field(default_factory=list)  # an original's perturbations (their runs: BoardPlan.perturbed)
+    # an original's perturbations (their runs: BoardPlan.perturbed)
+    perturbations: list[str] = Field(default_factory=list)
     perturbation: PerturbedFrom | None = None  # set on a perturbed copy: what it perturbs and how
 
 

@@ -258,7 +258,8 @@ def board_prompt_texts(spec: BoardSpec, everything: bool = False) -> list[tuple[
         for entry in spec.scenarios:
             if entry.name in SCENARIOS:
                 try:
-                    used.update(judge_template_names(entry.metrics or list(SCENARIOS.get(entry.name)(**entry.params).metrics)))
+                    used.update(judge_template_names(
+                        entry.metrics or list(SCENARIOS.get(entry.name)(**entry.params).metrics)))
                 except HelmflowError:
                     continue  # unknown metrics or bad parameters: planning names them
         judged = {n: t for n, t in judged.items() if n in used}

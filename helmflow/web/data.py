@@ -178,7 +178,8 @@ class Reports:
 
     def _moved_versions(self, old_run: str, new_run: str) -> list[str]:
         try:
-            a, b = (RunManifest.model_validate(self.store.read_json(layout.run_json(check_name(r)))).versions.model_dump()
+            a, b = (RunManifest.model_validate(self.store.read_json(layout.run_json(check_name(r))))
+                    .versions.model_dump()
                     for r in (old_run, new_run))
         except (FileNotFoundError, NotFound, ValueError):  # ValueError: an unreadable run.json
             return ["re-run"]
@@ -374,7 +375,8 @@ class Run:
 
         One hash join in Arrow (stats rows to request rows), then a scatter per stat name in numpy.
         """
-        table = self.store.read_parquet(layout.run_file(self.run_id, "stats.parquet"), columns=["instance_id", "name", "value"])
+        table = self.store.read_parquet(layout.run_file(self.run_id, "stats.parquet"),
+                                        columns=["instance_id", "name", "value"])
         ids = pc.unique(self._request_ids)
         row_of = pc.index_in(self._request_ids, value_set=ids).to_numpy()
         at = pc.index_in(table["instance_id"], value_set=ids)

@@ -23,7 +23,8 @@ class Exported:
     files: int
 
 
-def export_report(store: Store, board: str, release_id: str | None = None, include_unsafe_text: bool = False) -> Exported:
+def export_report(store: Store, board: str, release_id: str | None = None,
+                  include_unsafe_text: bool = False) -> Exported:
     """``include_unsafe_text``: also publish the prompts and replies of scenarios with harmful prompts
     (``unsafe_text``); text that may never be published (``publish_text = False``) stays out regardless."""
     reports = Reports(store)
@@ -44,7 +45,8 @@ def export_report(store: Store, board: str, release_id: str | None = None, inclu
         if not run.redacted_in_export(include_unsafe_text):
             images |= run.media_names()
         for k in range(run.num_chunks):
-            put(f"runs/{run_id}/chunk-{k}.js", pages.chunk_js(run, k, redact=run.redacted_in_export(include_unsafe_text)))
+            put(f"runs/{run_id}/chunk-{k}.js",
+                pages.chunk_js(run, k, redact=run.redacted_in_export(include_unsafe_text)))
         put(f"runs/{run_id}/index.js", pages.index_js(run))
         put(f"runs/{run_id}/index.html", pages.run_html(release, run, "static", include_unsafe_text))
     for name in sorted(images):  # only what the exported pages show, each checked as a raster image
