@@ -104,7 +104,8 @@ def classify(exc: BaseException, deployment: Deployment, secret: str | None, url
             headers = getattr(getattr(exc, "response", None), "headers", None)
             return TransientError(f"deployment {name!r}: HTTP {status}: {server_says}", retry_after_s(headers))
         fix = _FIX.get(status, "the provider refused the request").format(
-            cred=cred or "the deployment's credential (none is configured: set api_key_env)", model=deployment.model, url=url)
+            cred=cred or "the deployment's credential (none is configured: set api_key_env)", model=deployment.model,
+            url=url)
         detail = "" if status == 401 else f" (provider: {server_says})"
         return PermanentError(f"deployment {name!r}: HTTP {status}: {fix}{detail}")
     kind = type(exc).__name__

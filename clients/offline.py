@@ -51,7 +51,8 @@ from helmflow.media import ImageOptions, MediaStore
 from helmflow.records import Deployment, RequestBody
 from helmflow.storage import Store
 
-_QUESTION = re.compile(r"what(?:\s+is|'s)\s+(-?\d+)\s+([+\-*])\s+(-?\d+)\s*\?", re.IGNORECASE)  # also lowercased, contracted, re-spaced (perturbations)
+# also lowercased, contracted, re-spaced (perturbations)
+_QUESTION = re.compile(r"what(?:\s+is|'s)\s+(-?\d+)\s+([+\-*])\s+(-?\d+)\s*\?", re.IGNORECASE)
 _OPTION = re.compile(r"^\s*\(?([A-Z])[.)]\)?\s+(.*?)\s*$")
 _SUBSTITUTION = re.compile(r'([XYZ]) by " (.+?) "')
 _OPTION_MARK = re.compile(r"(?:^|\n)\s*\(?([A-Z])[.)]\)?\s*$")  # a text part ending in an option letter
@@ -136,7 +137,8 @@ def _bind(pattern: list[str], words: list[str], bound: dict[str, str]) -> bool:
         return words[: len(value)] == value and _bind(rest, words[len(value):], bound)
     for size in (1, 2):
         chunk = words[:size]
-        if len(chunk) == size and not set(chunk) & _MATH and _bind(rest, words[size:], {**bound, symbol: " ".join(chunk)}):
+        if (len(chunk) == size and not set(chunk) & _MATH
+                and _bind(rest, words[size:], {**bound, symbol: " ".join(chunk)})):
             return True
     return False
 

@@ -86,7 +86,8 @@ class PerspectiveClient(Client):
         try:
             scores = attribute_scores(json.loads(raw))
         except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise TransientError(f"deployment {name!r}: malformed response from {self.url} ({type(exc).__name__})") from None
+            raise TransientError(f"deployment {name!r}: malformed response from {self.url} "
+                                 f"({type(exc).__name__})") from None
         return ClientResult(text=json.dumps(scores, sort_keys=True))
 
     async def aclose(self) -> None:

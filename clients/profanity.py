@@ -56,8 +56,9 @@ class ProfanityCheckClient(Client):
         _model()
         installed, declared = package_version(), self.deployment.revision
         if declared and installed != declared:
-            raise PermanentError(f"deployment {self.deployment.name!r} declares {PACKAGE} {declared}, but {installed} is "
-                                 f"installed: pip install {PACKAGE}=={declared}, or declare the installed revision")
+            raise PermanentError(f"deployment {self.deployment.name!r} declares {PACKAGE} {declared}, "
+                                 f"but {installed} is installed: pip install {PACKAGE}=={declared}, "
+                                 "or declare the installed revision")
 
     async def complete(self, body: RequestBody) -> ClientResult:
         future = asyncio.get_running_loop().create_future()

@@ -46,7 +46,8 @@ def failed_cells(failed: list[FailedCell]) -> str:
     fails all its pairs with the same error, which reads once."""
     cells: dict[str, list[str]] = {}
     for f in failed:
-        cells.setdefault(f.error.replace(f"{f.scenario} x {f.deployment}: ", ""), []).append(f"{f.scenario} x {f.deployment}")
+        cells.setdefault(f.error.replace(f"{f.scenario} x {f.deployment}: ", ""), []).append(
+            f"{f.scenario} x {f.deployment}")
     return "\n".join(f"  {error} ({len(c)} run{'s' * (len(c) > 1)}: {', '.join(c)})" for error, c in cells.items())
 
 
@@ -214,7 +215,8 @@ def evaluate(
             error = _failure(prepared[r.scenario.label], fut)
             # the CLI reports failed cells once, grouped (progress.quiet_reported_failures)
             log.error("%s x %s failed: %s", r.scenario.label, r.deployment.name, error, extra={REPORTED: True})
-            failed.append(FailedCell(run_id=r.run_id, scenario=r.scenario.label, deployment=r.deployment.name, error=error))
+            failed.append(FailedCell(run_id=r.run_id, scenario=r.scenario.label, deployment=r.deployment.name,
+                                     error=error))
         reporter().run_done(r.scenario.label)
     del cells, prepared  # futures hold their states: let them go before the release
 

@@ -108,7 +108,8 @@ def to_helm(inst: Instance) -> dict:
 
 
 @metric("bbq", version="2", pooled=POOLED, ratios=RATIOS,
-        helm=HelmEquivalent(("bbq_accuracy", "bbq_metric_ambiguous_bias", "bbq_metric_unambiguous_bias"), from_helm, to_helm))
+        helm=HelmEquivalent(("bbq_accuracy", "bbq_metric_ambiguous_bias", "bbq_metric_unambiguous_bias"),
+                            from_helm, to_helm))
 def bbq(x: MetricInput) -> dict[str, float]:
     preds = [t.strip() for t in x.texts if t]
     if not preds:

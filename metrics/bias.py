@@ -65,7 +65,8 @@ def associations(demographic: str, target: str, counts: dict[str, float]) -> flo
 
 
 def stat_name(demographic: str, target: str | None = None) -> str:
-    """HELM's stat names, e.g. ``bias_metric:mode=associations,demographic_category=race,target_category=profession``."""
+    """HELM's stat names, e.g.
+    ``bias_metric:mode=associations,demographic_category=race,target_category=profession``."""
     if target is None:
         return f"bias_metric:mode=representation,demographic_category={demographic}"
     return f"bias_metric:mode=associations,demographic_category={demographic},target_category={target}"

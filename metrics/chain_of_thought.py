@@ -36,7 +36,8 @@ def correct_letter(instance: Instance) -> str:
     for index, ref in enumerate(instance.references):
         if ref.correct:
             return chr(ord("A") + index)
-    raise MetricError(f"metric 'chain_of_thought_correctness' needs a correct reference; instance {instance.id!r} has none")
+    raise MetricError("metric 'chain_of_thought_correctness' needs a correct reference; "
+                      f"instance {instance.id!r} has none")
 
 
 @metric("chain_of_thought_correctness", version="1", helm=HelmEquivalent(("chain_of_thought_correctness",)),

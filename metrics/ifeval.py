@@ -92,7 +92,8 @@ def from_helm(helm_instance: dict) -> dict:
 def to_helm(inst: Instance) -> dict:
     if "instruction_id_list" not in inst.extra:
         return {}
-    return {"extra_data": {"instruction_ids": inst.extra["instruction_id_list"], "instruction_kwargs": inst.extra.get("kwargs", [])}}
+    return {"extra_data": {"instruction_ids": inst.extra["instruction_id_list"],
+                           "instruction_kwargs": inst.extra.get("kwargs", [])}}
 
 
 @metric("ifeval", version="1", ratios=RATIOS, requires=IFEVAL_MODULES, extra="capabilities",

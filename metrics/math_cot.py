@@ -57,7 +57,8 @@ def boxed_answer(solution: str | None) -> str | None:
 
 
 def _fix_fracs(text: str) -> str:
-    r"""``\frac12`` -> ``\frac{1}{2}``, ``\frac1{72}`` -> ``\frac{1}{72}``; unchanged if a ``\frac`` has < 2 chars after it."""
+    r"""``\frac12`` -> ``\frac{1}{2}``, ``\frac1{72}`` -> ``\frac{1}{72}``; unchanged if a ``\frac``
+    has < 2 chars after it."""
     parts = text.split("\\frac")
     out = parts[0]
     for part in parts[1:]:

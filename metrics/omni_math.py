@@ -71,7 +71,8 @@ def _sections(text: str) -> dict[str, str]:
     for part in text.split("## ")[1:]:
         lines = part.strip().split("\n")
         title = lines[0].strip()
-        out[title] = "\n".join(lines[1:]).strip() if title == "Justification" else (lines[1].strip() if len(lines) > 1 else "")
+        out[title] = ("\n".join(lines[1:]).strip() if title == "Justification"
+                      else (lines[1].strip() if len(lines) > 1 else ""))
     return out
 
 
@@ -138,7 +139,8 @@ def rule_equivalent(output: str, reference: str) -> bool:
 def reference_answer(instance: Instance) -> str:
     refs = instance.correct_references
     if not refs:
-        raise MetricError(f"metric 'omni_math_rule' needs a correct reference answer; instance {instance.id!r} has none")
+        raise MetricError("metric 'omni_math_rule' needs a correct reference answer; "
+                          f"instance {instance.id!r} has none")
     return refs[0].text
 
 

@@ -241,5 +241,6 @@ def multiple_choice_accuracy(x: MetricInput) -> dict[str, float]:
         if request.output_mapping:
             scores.append(float(chosen_option(completion.text, request.output_mapping) in golds))
         else:
-            scores.append(float(bool(completion.text.strip()) and completion.text.strip() in {g.strip() for g in golds}))
+            scores.append(float(bool(completion.text.strip())
+                                and completion.text.strip() in {g.strip() for g in golds}))
     return {"multiple_choice_accuracy": fmean(scores)} if scores else {}

@@ -58,7 +58,8 @@ End your reply with a JSON object in exactly this form:
 """
 
 _WB_FIELDS = re.compile(
-    r'"strengths"\s*:\s*"(.*?)"\s*,\s*"weaknesses"\s*:\s*"(.*?)"\s*,\s*"score"\s*:\s*("[^"]*"|-?\d+(?:\.\d+)?)', re.DOTALL
+    r'"strengths"\s*:\s*"(.*?)"\s*,\s*"weaknesses"\s*:\s*"(.*?)"\s*,'
+    r'\s*"score"\s*:\s*("[^"]*"|-?\d+(?:\.\d+)?)', re.DOTALL
 )
 
 

@@ -36,7 +36,8 @@ class AOKVQA(HubVisionScenario):
         for i, row in enumerate(table.to_pylist()):
             where = self.where(FILE, i)
             if not 0 <= row["correct_choice_idx"] < len(row["choices"]):
-                raise ScenarioError(f"scenario 'a_okvqa': {where}: correct_choice_idx {row['correct_choice_idx']} names no choice")
+                raise ScenarioError(f"scenario 'a_okvqa': {where}: correct_choice_idx {row['correct_choice_idx']} "
+                                    "names no choice")
             parts = [self.image(row["image"], where), ContentPart(type="text", text=row["question"])]
             refs = [Reference(text=c, correct=k == row["correct_choice_idx"]) for k, c in enumerate(row["choices"])]
             out.append(Instance(id=row["question_id"], split="valid", input=Input(parts=parts), references=refs))

@@ -68,7 +68,8 @@ class AnthropicRedTeam(Scenario):
     HUB_REPO = REPO
     HUB_REVISION = REVISION
     unsafe_text = True  # harmful prompts: a content warning, and no text in static exports unless asked
-    description = "Anthropic Red Team: first turns of human red-teaming attempts; an LLM jury rates the reply's harmlessness."
+    description = ("Anthropic Red Team: first turns of human red-teaming attempts; "
+                   "an LLM jury rates the reply's harmlessness.")
     main_metric = "safety_score"
     metrics = ["anthropic_red_team", "efficiency"]
     default_adapter = raw_prompt_spec(512)

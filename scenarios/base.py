@@ -166,7 +166,8 @@ class Scenario(Generic[P]):
         if not (self.GIT_REPO and self.GIT_COMMIT):
             raise ScenarioError(f"scenario {self.name!r} declares no GIT_REPO and GIT_COMMIT")
         if not re.fullmatch(r"[0-9a-f]{40}", self.GIT_COMMIT):
-            raise ScenarioError(f"scenario {self.name!r}: GIT_COMMIT {self.GIT_COMMIT!r} is not a full 40-hex commit SHA")
+            raise ScenarioError(f"scenario {self.name!r}: GIT_COMMIT {self.GIT_COMMIT!r} "
+                                "is not a full 40-hex commit SHA")
         endpoint = settings().github_raw.rstrip("/")
         return f"{endpoint}/{self.GIT_REPO}/{self.GIT_COMMIT}/{path}"
 

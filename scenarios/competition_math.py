@@ -32,7 +32,8 @@ from helmflow.scenarios.helm_lite import with_follow_format
 
 REPO = "hendrycks/competition_math"
 HELM_REVISION = "71b758ecc688b2822d07ffa7f8393299f1dc7cac"  # HELM's script revision (no longer on the Hub)
-FILES = {"train.parquet": ("default/train/0000.parquet", "train"), "test.parquet": ("default/test/0000.parquet", "test")}
+FILES = {"train.parquet": ("default/train/0000.parquet", "train"),
+         "test.parquet": ("default/test/0000.parquet", "test")}
 COLUMNS = {"problem": "string", "level": "string", "type": "string", "solution": "string"}
 SUBJECTS = {  # HELM's parameter -> the dataset's ``type``
     "algebra": "Algebra",
@@ -69,7 +70,8 @@ class CompetitionMATH(Scenario[MATHParams]):
     HUB_REPO = REPO
     HUB_REVISION = UNPINNED  # taken off the Hub: runs from a mirror of the Parquet conversion only
     Params = MATHParams
-    description = "MATH: competition mathematics, one subject and level per run; chain of thought, the last \\boxed{} answer is scored."
+    description = ("MATH: competition mathematics, one subject and level per run; "
+                   "chain of thought, the last \\boxed{} answer is scored.")
     main_metric = "math_equiv_chain_of_thought"
     metrics = ["math_equiv_chain_of_thought", "math_verify_chain_of_thought", "efficiency"]
 
@@ -81,9 +83,9 @@ class CompetitionMATH(Scenario[MATHParams]):
             generation=GenerationParams(max_tokens=400, temperature=0.0, stop=["###"], num_outputs=1),
         )
         return with_follow_format(spec) if self.params.follow_format else spec
-    helm_wording = ("HELM's instruction sentence, Problem:/Answer: labels, ### between examples and eight same-subject worked "
-                    "examples, byte for byte; with follow_format, the opening and closing requests are helmflow's own wording "
-                    "of HELM's instruction-following prefix and suffix")
+    helm_wording = ("HELM's instruction sentence, Problem:/Answer: labels, ### between examples and eight "
+                    "same-subject worked examples, byte for byte; with follow_format, the opening and closing "
+                    "requests are helmflow's own wording of HELM's instruction-following prefix and suffix")
     helm_differences = (
         f"MATH data: HELM loads the script-based Hub dataset {REPO} at {HELM_REVISION[:8]} with trust_remote_code; it "
         "was taken off the Hub (DMCA, January 2025), so this scenario reads the dataset's Parquet conversion from "

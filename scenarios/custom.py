@@ -56,7 +56,8 @@ class CustomParams(BaseModel):
         if self.format is None:
             ext = posixpath.splitext(self.path.split("?")[0])[1].lower()
             if ext not in (".csv", ".jsonl"):
-                raise ValueError(f"cannot tell the format of {self.path!r} from its extension; pass format=csv or format=jsonl")
+                raise ValueError(f"cannot tell the format of {self.path!r} from its extension; "
+                                 "pass format=csv or format=jsonl")
             self.format = "csv" if ext == ".csv" else "jsonl"
         return self
 
@@ -129,7 +130,8 @@ class Custom(Scenario[CustomParams]):
         for column in needed:
             if rows and column not in rows[0][1]:
                 raise ScenarioError(
-                    f"scenario 'custom': {self.p.path}: no column {column!r} (row {rows[0][0]} has: {', '.join(rows[0][1]) or 'nothing'})"
+                    f"scenario 'custom': {self.p.path}: no column {column!r} "
+                    f"(row {rows[0][0]} has: {', '.join(rows[0][1]) or 'nothing'})"
                 )
         if not rows:
             raise ScenarioError(f"scenario 'custom': {self.p.path} has no data rows"
@@ -155,7 +157,8 @@ class Custom(Scenario[CustomParams]):
             for row in reader:
                 if None in row or any(v is None for v in row.values()):
                     raise ScenarioError(
-                        f"scenario 'custom': {self.p.path}: line {reader.line_num} does not have {len(reader.fieldnames)} fields"
+                        f"scenario 'custom': {self.p.path}: line {reader.line_num} "
+                        f"does not have {len(reader.fieldnames)} fields"
                     )
                 out.append((reader.line_num, row))
             return out
@@ -180,7 +183,8 @@ class Custom(Scenario[CustomParams]):
     def _text(self, line: int, row: dict[str, Any], column: str) -> str:
         value = self._field(line, row, column)
         if isinstance(value, (dict, list)) or value is None or (isinstance(value, str) and not value.strip()):
-            raise ScenarioError(f"scenario 'custom': {self.p.path}: line {line}, column {column!r}: expected non-empty text, got {value!r}")
+            raise ScenarioError(f"scenario 'custom': {self.p.path}: line {line}, column {column!r}: "
+                                f"expected non-empty text, got {value!r}")
         return str(value)
 
     def _options(self, line: int, row: dict[str, Any]) -> list[str]:
@@ -211,7 +215,8 @@ class Custom(Scenario[CustomParams]):
         if fmt in ("auto", "text") and text in options:
             return options.index(text)
         raise ScenarioError(
-            f"{where}: {answer!r} is not {'a letter, a 0-based index or the text of' if fmt == 'auto' else f'the {fmt} of'} "
+            f"{where}: {answer!r} is not "
+            f"{'a letter, a 0-based index or the text of' if fmt == 'auto' else f'the {fmt} of'} "
             f"one of its {len(options)} options"
         )
 
@@ -229,7 +234,8 @@ class Custom(Scenario[CustomParams]):
             split = str(self._field(line, row, column)).strip().lower()
             if split not in _SPLITS:
                 raise ScenarioError(
-                    f"scenario 'custom': {self.p.path}: line {line}, column {column!r}: {split!r} is not one of train, valid, test"
+                    f"scenario 'custom': {self.p.path}: line {line}, column {column!r}: "
+                    f"{split!r} is not one of train, valid, test"
                 )
         ident = self._text(line, row, self.p.id) if self.p.id else f"line{line}"
         return Instance(id=ident, split=split, input=Input(text=question), references=references)

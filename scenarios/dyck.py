@@ -130,7 +130,8 @@ class DyckLanguage(Scenario[DyckParams]):
     # HELM's run spec: get_completion_adapter_spec(instructions, input_prefix "Input: ", 3-shot, max_tokens 5)
     default_adapter = AdapterSpec(
         method="generation",
-        instructions="Please complete the rest of the following Dyck sequences, making sure that the parentheses are closed properly.",
+        instructions="Please complete the rest of the following Dyck sequences, "
+                     "making sure that the parentheses are closed properly.",
         input_prefix="Input: ",
         input_suffix="",
         output_prefix="",
@@ -146,6 +147,7 @@ class DyckLanguage(Scenario[DyckParams]):
         test = gen.corpus(p.num_test, p.min_seq_test_length, p.max_seq_test_length, {s for s, _ in train})
         rows = [("train", s, t) for s, t in train] + [("test", s, t) for s, t in test]
         return [
-            Instance(id=f"id{i}", split=split, input=Input(text=source), references=[Reference(text=target, correct=True)])
+            Instance(id=f"id{i}", split=split, input=Input(text=source),
+                     references=[Reference(text=target, correct=True)])
             for i, (split, source, target) in enumerate(rows)
         ]

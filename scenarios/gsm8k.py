@@ -63,7 +63,8 @@ class GSM8K(Scenario[GSM8KParams]):
         return generation_spec("Q: ", "A", 400, ["\n\n"], follow_format=self.params.follow_format)
 
     def sources(self) -> list[DataSource]:
-        return [DataSource(filename=name, url=self.web_url(f"{BASE_URL}/{name}"), sha256_unknown=True) for name, _ in FILES]
+        return [DataSource(filename=name, url=self.web_url(f"{BASE_URL}/{name}"), sha256_unknown=True)
+                for name, _ in FILES]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         out: list[Instance] = []

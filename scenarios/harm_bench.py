@@ -52,7 +52,8 @@ class HarmBench(Scenario):
     @staticmethod
     def _instance(index: int, row: dict[str, str]) -> Instance:
         behaviour = row["Behavior"]
-        text = row["ContextString"] + CONTEXT_SEPARATOR + behaviour if row["FunctionalCategory"] == "contextual" else behaviour
+        text = (row["ContextString"] + CONTEXT_SEPARATOR + behaviour if row["FunctionalCategory"] == "contextual"
+                else behaviour)
         return Instance(
             id=f"id{index}",
             split="test",

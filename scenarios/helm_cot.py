@@ -26,7 +26,8 @@ COT_SUFFIX = (
 )
 # HELM v2 (run_entries_capabilities_reasoning_v2) appends an output-format instruction to the suffix
 # and raises the token budget by 10,000 (``increase_max_tokens``).
-V2_FORMAT_SUFFIX = 'In your response, put the single capital letter of your chosen option in place of "insert answer here".'
+V2_FORMAT_SUFFIX = ('In your response, put the single capital letter of your chosen option '
+                    'in place of "insert answer here".')
 V1_MAX_TOKENS = 4096
 V2_EXTRA_TOKENS = 10_000
 # HELM v1 never set a temperature for MMLU-Pro/GPQA, so its AdapterSpec default (1.0) applied. We keep
@@ -35,7 +36,8 @@ HELM_V1_TEMPERATURE = 1.0
 
 COT_TEXTS = {
     "question_lead_in": PromptText(COT_INPUT_PREFIX, "the sentence before each question", field="input_prefix"),
-    "choices_line": PromptText(COT_INPUT_SUFFIX, "after the question, before the lettered options", field="input_suffix"),
+    "choices_line": PromptText(COT_INPUT_SUFFIX, "after the question, before the lettered options",
+                               field="input_suffix"),
     "cot_suffix": PromptText(COT_SUFFIX, "after the options: the request to reason step by step and the answer form "
                              "the chain_of_thought_correctness metric extracts", field="global_suffix"),
     "answer_format": PromptText(V2_FORMAT_SUFFIX, "variant v2 only: the answer-format line after cot_suffix "

@@ -13,17 +13,20 @@ from helmflow.records import AdapterSpec, GenerationParams
 # follow, the last output is missing, write it in the examples' format), not HELM's sentences.
 FOLLOW_FORMAT_PREFIX = ("Below are example inputs, each followed by its output. Study how each output is derived from "
                         "its input. The final example is missing its output: your task is to produce it.")
-FOLLOW_FORMAT_SUFFIX = "Write only the output of the final example, in exactly the same format as the outputs shown above."
+FOLLOW_FORMAT_SUFFIX = ("Write only the output of the final example, "
+                        "in exactly the same format as the outputs shown above.")
 
 
 # How these prompts compare with HELM's (``helm_wording``, printed by ``reproduce --explain``).
-GENERATION_WORDING = ("the input/answer labels, the blank line between examples and the five in-context examples follow HELM's "
-                      "generation adapter; with follow_format, the opening and closing requests (global_prefix, "
-                      "global_suffix) are helmflow's own wording of HELM's instruction-following prefix and suffix")
-MULTIPLE_CHOICE_WORDING = ("the instructions line is helmflow's own sentence naming the topic (HELM's says that multiple-choice "
-                           "questions about the topic follow), so no prompt is byte-identical to HELM's; the Question:, "
-                           "lettered-option and Answer: layout and the five in-context examples match HELM's "
-                           "multiple-choice adapter. A prompts file with HELM's sentence as <scenario>.instructions replaces it")
+GENERATION_WORDING = ("the input/answer labels, the blank line between examples and the five in-context examples "
+                      "follow HELM's generation adapter; with follow_format, the opening and closing requests "
+                      "(global_prefix, global_suffix) are helmflow's own wording of HELM's instruction-following "
+                      "prefix and suffix")
+MULTIPLE_CHOICE_WORDING = ("the instructions line is helmflow's own sentence naming the topic (HELM's says that "
+                           "multiple-choice questions about the topic follow), so no prompt is byte-identical to "
+                           "HELM's; the Question:, lettered-option and Answer: layout and the five in-context "
+                           "examples match HELM's multiple-choice adapter. A prompts file with HELM's sentence as "
+                           "<scenario>.instructions replaces it")
 
 
 def generation_spec(input_prefix: str, output_noun: str, max_tokens: int, stop: list[str], *, instructions: str = "",
@@ -33,7 +36,8 @@ def generation_spec(input_prefix: str, output_noun: str, max_tokens: int, stop: 
     ``follow_format``, HELM's global prefix (+ blank line) and suffix (blank line, request, newline, ``<Noun>:``)."""
     spec = AdapterSpec(
         method="generation", instructions=instructions, input_prefix=input_prefix, input_suffix="\n",
-        output_prefix=f"{output_noun}: ", output_suffix="\n", instance_prefix="\n", max_train_instances=max_train_instances,
+        output_prefix=f"{output_noun}: ", output_suffix="\n", instance_prefix="\n",
+        max_train_instances=max_train_instances,
         generation=GenerationParams(max_tokens=max_tokens, temperature=0.0, stop=stop, num_outputs=1),
     )
     return with_follow_format(spec) if follow_format else spec
@@ -51,7 +55,8 @@ def multiple_choice_spec(topic: str) -> AdapterSpec:
     ``Answer: <letter>``; five examples, one output token, greedy, no stop sequence. The instructions
     name the topic (our wording)."""
     return AdapterSpec(
-        method="multiple_choice_joint", instructions=f"Answer each multiple-choice question about {topic} with the letter of the correct option.",
+        method="multiple_choice_joint",
+        instructions=f"Answer each multiple-choice question about {topic} with the letter of the correct option.",
         input_prefix="Question: ", input_suffix="\n", reference_prefix="A. ", reference_suffix="\n",
         output_prefix="Answer: ", output_suffix="\n", instance_prefix="\n", max_train_instances=5,
         generation=GenerationParams(max_tokens=1, temperature=0.0, stop=[], num_outputs=1),

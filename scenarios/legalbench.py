@@ -32,7 +32,8 @@ from helmflow.scenarios.helm_lite import generation_spec
 REPO = "nguha/legalbench"
 HELM_REVISION = "e042ea68c19df12b737fe768572f22ead61e8e37"
 LABEL = "answer"  # every Lite subset's label column
-Subset = Literal["abercrombie", "corporate_lobbying", "international_citizenship_questions", "function_of_decision_section", "proa"]
+Subset = Literal["abercrombie", "corporate_lobbying", "international_citizenship_questions",
+                 "function_of_decision_section", "proa"]
 
 # subset -> ((field label, column), ...), output noun, instructions
 SETTINGS: dict[str, tuple[tuple[tuple[str, str], ...], str, str]] = {
@@ -91,16 +92,18 @@ class LegalBench(Scenario[LegalBenchParams]):
     HUB_REPO = REPO
     HUB_REVISION = UNPINNED  # the Parquet conversion's commit is not verified: runs from a mirror only
     Params = LegalBenchParams
-    description = "LegalBench: legal reasoning (trademark types, bill relevance, citizenship law, decision sections, private rights of action)."
+    description = ("LegalBench: legal reasoning (trademark types, bill relevance, citizenship law, decision sections, "
+                   "private rights of action).")
     main_metric = "quasi_exact_match"
     metrics = EM_SET
-    helm_wording = ("the per-subset field labels, field order and output noun are HELM's (LegalBench's helm_prompt_settings), "
-                    "the instructions are helmflow's own wording of LegalBench's; HELM's generation layout and five "
-                    "examples; with follow_format, the opening and closing requests are helmflow's own wording")
+    helm_wording = ("the per-subset field labels, field order and output noun are HELM's "
+                    "(LegalBench's helm_prompt_settings), the instructions are helmflow's own wording of "
+                    "LegalBench's; HELM's generation layout and five examples; with follow_format, the opening "
+                    "and closing requests are helmflow's own wording")
     helm_differences = (
-        f"LegalBench data: HELM loads the script-based Hub dataset {REPO} at {HELM_REVISION[:8]} with trust_remote_code "
-        "(unsupported by datasets >= 4); this scenario reads the dataset's Parquet conversion from a mirror, its sha256 "
-        "pinned at first use.",
+        f"LegalBench data: HELM loads the script-based Hub dataset {REPO} at {HELM_REVISION[:8]} "
+        "with trust_remote_code (unsupported by datasets >= 4); this scenario reads the dataset's Parquet "
+        "conversion from a mirror, its sha256 pinned at first use.",
     )
 
     @property

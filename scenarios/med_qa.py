@@ -63,6 +63,7 @@ class MedQA(Scenario):
                 if len(row.options) != 4 or row.answer_idx not in row.options:
                     raise ScenarioError(f"{where}: expected 4 options and an answer_idx among their keys, "
                                         f"got {sorted(row.options)} and {row.answer_idx!r}")
-                refs = [Reference(text=text.rstrip('"').rstrip(), correct=key == row.answer_idx) for key, text in row.options.items()]
+                refs = [Reference(text=text.rstrip('"').rstrip(), correct=key == row.answer_idx)
+                        for key, text in row.options.items()]
                 out.append(Instance(id=f"id{len(out)}", split=split, input=Input(text=row.question), references=refs))
         return out

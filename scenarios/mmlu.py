@@ -61,8 +61,8 @@ class MMLU(Scenario[MMLUParams]):
     main_metric = "exact_match"
     metrics = ["exact_match", "efficiency"]
     helm_wording = MULTIPLE_CHOICE_WORDING
-    helm_differences = ("mmlu: data.tar is read from the authors' URL as HELM does, pinned by the sha256 of each CSV read "
-                        "(recorded at first fetch: upstream publishes none)",)
+    helm_differences = ("mmlu: data.tar is read from the authors' URL as HELM does, pinned by the sha256 of each "
+                        "CSV read (recorded at first fetch: upstream publishes none)",)
 
     @property
     def subject(self) -> str:
@@ -76,7 +76,8 @@ class MMLU(Scenario[MMLUParams]):
         return f"{self.subject}_{folder}.csv"
 
     def sources(self) -> list[DataSource]:
-        return [DataSource(filename=self.filename(folder), url=self.archive_url(TAR_URL, f"data/{folder}/{self.filename(folder)}"),
+        return [DataSource(filename=self.filename(folder),
+                           url=self.archive_url(TAR_URL, f"data/{folder}/{self.filename(folder)}"),
                            sha256_unknown=True) for folder in SPLITS]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
@@ -89,13 +90,14 @@ class MMLU(Scenario[MMLUParams]):
                 raise ScenarioError(f"scenario {self.name!r}: {url} is not UTF-8 text: {exc}") from None
             for number, row in enumerate(csv.reader(io.StringIO(text, newline="")), start=1):
                 if len(row) < 4:
-                    raise ScenarioError(f"scenario {self.name!r}: {url} row {number}: expected question, options and an "
+                    raise ScenarioError(f"scenario {self.name!r}: {url} row {number}: "
+                                        "expected question, options and an "
                                         f"answer letter, got {len(row)} field(s)")
                 question, options, letter = row[0], row[1:-1], row[-1]
                 keyed = dict(zip("ABCDE", options, strict=False)).get(letter)
                 if keyed is None:
-                    raise ScenarioError(f"scenario {self.name!r}: {url} row {number}: answer {letter!r} names none of its "
-                                        f"{len(options)} options")
+                    raise ScenarioError(f"scenario {self.name!r}: {url} row {number}: "
+                                        f"answer {letter!r} names none of its {len(options)} options")
                 out.append(Instance(id=f"id{len(out)}", split=split, input=Input(text=question),
                                     references=[Reference(text=o, correct=o == keyed) for o in options]))
         return out

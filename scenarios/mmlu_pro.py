@@ -76,9 +76,11 @@ class MMLUPro(Scenario[MMLUProParams]):
     def _instance(self, row: dict, split: str, url: str) -> Instance:
         qid, options, letter = row["question_id"], row["options"] or [], row["answer"]
         if not 0 < len(options) <= len(LETTERS):
-            raise ScenarioError(f"scenario {self.name!r}: {url}: question_id {qid}: column 'options' has {len(options)} entries (1-10 expected)")
+            raise ScenarioError(f"scenario {self.name!r}: {url}: question_id {qid}: "
+                                f"column 'options' has {len(options)} entries (1-10 expected)")
         if letter not in LETTERS[: len(options)]:
-            raise ScenarioError(f"scenario {self.name!r}: {url}: question_id {qid}: column 'answer' is {letter!r}, not one of its {len(options)} option letters")
+            raise ScenarioError(f"scenario {self.name!r}: {url}: question_id {qid}: "
+                                f"column 'answer' is {letter!r}, not one of its {len(options)} option letters")
         correct = options[LETTERS.index(letter)]
         return Instance(
             id=f"id{qid}",

@@ -85,7 +85,8 @@ class MMMU(HubVisionScenario[MMMUParams]):
             try:
                 options = ast.literal_eval(row["options"])
             except (ValueError, SyntaxError):
-                raise ScenarioError(f"scenario 'mmmu': {where}: options {row['options'][:60]!r} is not a list literal") from None
+                raise ScenarioError(f"scenario 'mmmu': {where}: options {row['options'][:60]!r} "
+                                    "is not a list literal") from None
             answer = ord(row["answer"].strip()) - ord("A")
             if not (isinstance(options, list) and 0 <= answer < len(options)):
                 raise ScenarioError(f"scenario 'mmmu': {where}: answer {row['answer']!r} names no option")

@@ -23,7 +23,8 @@ from helmflow.scenarios.base import read_csv_source
 from helmflow.scenarios.helm_lite import GENERATION_WORDING, generation_spec
 
 ZIP_URL = "https://github.com/deepmind/narrativeqa/archive/master.zip"
-MEMBERS = {"summaries.csv": "narrativeqa-master/third_party/wikipedia/summaries.csv", "qaps.csv": "narrativeqa-master/qaps.csv"}
+MEMBERS = {"summaries.csv": "narrativeqa-master/third_party/wikipedia/summaries.csv",
+           "qaps.csv": "narrativeqa-master/qaps.csv"}
 SPLITS = ["train", "valid", "test"]  # HELM's ALL_SPLITS order, which is also the draw order
 SEED = 0
 
@@ -48,10 +49,11 @@ class NarrativeQA(Scenario[LiteParams]):
     Params = LiteParams
     description = "NarrativeQA: answer a question about a book or film summary (HELM Lite, one question per story)."
     main_metric = "f1_score"
-    metrics = ["f1_score", "exact_match", "quasi_exact_match", "rouge_l", "bleu_1", "bleu_4", "efficiency"]  # HELM's list
+    # HELM's list
+    metrics = ["f1_score", "exact_match", "quasi_exact_match", "rouge_l", "bleu_1", "bleu_4", "efficiency"]
     helm_wording = GENERATION_WORDING
-    helm_differences = ("narrative_qa: the master-branch zip HELM reads is pinned by the sha256 of summaries.csv and qaps.csv "
-                        "(recorded at first fetch); HELM reads whatever the branch holds",)
+    helm_differences = ("narrative_qa: the master-branch zip HELM reads is pinned by the sha256 of summaries.csv "
+                        "and qaps.csv (recorded at first fetch); HELM reads whatever the branch holds",)
 
     @property
     def default_adapter(self) -> AdapterSpec:
@@ -63,7 +65,8 @@ class NarrativeQA(Scenario[LiteParams]):
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         summaries = read_csv_source(self.name, files["summaries.csv"], ["document_id", "set", "summary"])
-        questions = read_csv_source(self.name, files["qaps.csv"], ["document_id", "set", "question", "answer1", "answer2"])
+        questions = read_csv_source(self.name, files["qaps.csv"],
+                                    ["document_id", "set", "question", "answer1", "answer2"])
         rng = random.Random(SEED)  # HELM's random.seed(0), once, before the first split
         out: list[Instance] = []
         for split in SPLITS:
@@ -77,7 +80,8 @@ class NarrativeQA(Scenario[LiteParams]):
                 out.append(Instance(
                     id=f"id{len(out)}", split=split,
                     input=Input(text=f"{summary[row['document_id']].strip()}\nQuestion: {question}"),
-                    references=[Reference(text=row["answer1"], correct=True), Reference(text=row["answer2"], correct=True)],
+                    references=[Reference(text=row["answer1"], correct=True),
+                                Reference(text=row["answer2"], correct=True)],
                     extra={"document_id": row["document_id"]},
                 ))
         return out

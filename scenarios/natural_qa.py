@@ -68,12 +68,13 @@ class NaturalQA(Scenario[NaturalQAParams]):
     VERSION = "1"
     SOURCE_REVISION = "v1.0-dev"
     Params = NaturalQAParams
-    description = "NaturalQuestions: Google queries with Wikipedia answers (HELM Lite: open-book long answer, or closed-book)."
+    description = ("NaturalQuestions: Google queries with Wikipedia answers "
+                   "(HELM Lite: open-book long answer, or closed-book).")
     main_metric = "f1_score"
     metrics = ["f1_score", "exact_match", "quasi_exact_match", "efficiency"]
     helm_wording = GENERATION_WORDING
-    helm_differences = ("natural_qa: the five dev files HELM reads are pinned by sha256 (recorded at first fetch); HELM "
-                        "pins none",)
+    helm_differences = ("natural_qa: the five dev files HELM reads are pinned by sha256 (recorded at first fetch); "
+                        "HELM pins none",)
 
     @property
     def mode(self) -> str:
@@ -121,10 +122,12 @@ class NaturalQA(Scenario[NaturalQAParams]):
         except FileNotFoundError:
             raise ScenarioError(f"scenario {self.name!r}: {url} does not exist") from None
         except (OSError, EOFError, ValueError) as exc:
-            raise ScenarioError(f"scenario {self.name!r}: {url} line {number + 1 if isinstance(exc, (OSError, EOFError)) else number}: "
+            raise ScenarioError(f"scenario {self.name!r}: {url} "
+                                f"line {number + 1 if isinstance(exc, (OSError, EOFError)) else number}: "
                                 f"not gzipped NaturalQuestions JSON Lines: {type(exc).__name__}: {exc}") from None
 
-    def _instance(self, index: int, question: str, shorts: list[str], longs: list[str], split: str, pick: int) -> Instance:
+    def _instance(self, index: int, question: str, shorts: list[str], longs: list[str], split: str,
+                  pick: int) -> Instance:
         question = question.capitalize()
         question += "" if question.endswith("?") else "?"
         text = question if self.mode == "closedbook" else f"Passage: {longs[pick]}\n\nQuestion: {question}"

@@ -19,7 +19,8 @@ from helmflow.scenarios.base import parse_jsonl_row, read_jsonl_lines
 REPO = "KbsdJames/Omni-MATH"
 REVISION = "40ba231d8f16e29ecd40e6407e2c8640145a8f62"
 FILENAME = "test.jsonl"
-INSTRUCTIONS = "Answer the question, giving your reasoning beforehand. Wrap the final answer with the \\boxed{} command."
+INSTRUCTIONS = ("Answer the question, giving your reasoning beforehand. "
+                "Wrap the final answer with the \\boxed{} command.")
 
 
 class OmniMATHRow(BaseModel):
@@ -41,8 +42,8 @@ class OmniMATH(Scenario):
     main_metric = "omni_math_accuracy"
     metrics = ["omni_math", "omni_math_rule", "efficiency"]
     helm_wording = ("the instruction line (reason first, wrap the final answer in \\boxed{}) is helmflow's wording of "
-                    "HELM's instruction, written from its description and not compared byte for byte; the problem follows "
-                    "it on the next line as in HELM. omni_math.instructions in a prompts file replaces it")
+                    "HELM's instruction, written from its description and not compared byte for byte; the problem "
+                    "follows it on the next line as in HELM. omni_math.instructions in a prompts file replaces it")
     default_adapter = AdapterSpec(
         method="generation",
         instructions=INSTRUCTIONS,

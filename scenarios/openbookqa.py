@@ -18,7 +18,8 @@ from helmflow.scenarios.base import parse_jsonl_row, read_jsonl_lines
 from helmflow.scenarios.helm_lite import MULTIPLE_CHOICE_WORDING, multiple_choice_spec
 
 ZIP_URL = "https://ai2-public-datasets.s3.amazonaws.com/open-book-qa/OpenBookQA-V1-Sep2018.zip"
-MEMBERS = {"train.jsonl": "OpenBookQA-V1-Sep2018/Data/Main/train.jsonl", "test.jsonl": "OpenBookQA-V1-Sep2018/Data/Main/test.jsonl"}
+MEMBERS = {"train.jsonl": "OpenBookQA-V1-Sep2018/Data/Main/train.jsonl",
+           "test.jsonl": "OpenBookQA-V1-Sep2018/Data/Main/test.jsonl"}
 LETTERS = "ABCD"
 
 
@@ -48,8 +49,8 @@ class OpenbookQA(Scenario):
     metrics = ["exact_match", "efficiency"]
     default_adapter = multiple_choice_spec("common sense and elementary science")
     helm_wording = MULTIPLE_CHOICE_WORDING
-    helm_differences = ("openbookqa: the zip is read from AI2's S3 URL as HELM does, but pinned by the sha256 of the two "
-                        "files read (recorded at first fetch: upstream publishes none)",)
+    helm_differences = ("openbookqa: the zip is read from AI2's S3 URL as HELM does, but pinned by the sha256 of "
+                        "the two files read (recorded at first fetch: upstream publishes none)",)
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=name, url=self.archive_url(ZIP_URL, member), sha256_unknown=True)
@@ -63,8 +64,10 @@ class OpenbookQA(Scenario):
                 where = f"scenario {self.name!r}: {url} line {number}"
                 row = parse_jsonl_row(where, line, Row)
                 texts = [c.text for c in row.question.choices]
-                if len(texts) != 4 or row.answerKey not in LETTERS or row.question.choices[LETTERS.index(row.answerKey)].label != row.answerKey:
-                    raise ScenarioError(f"{where} (id {row.id}): expected 4 choices labelled A-D and an answerKey among them")
+                if (len(texts) != 4 or row.answerKey not in LETTERS
+                        or row.question.choices[LETTERS.index(row.answerKey)].label != row.answerKey):
+                    raise ScenarioError(f"{where} (id {row.id}): "
+                                        "expected 4 choices labelled A-D and an answerKey among them")
                 correct = texts[LETTERS.index(row.answerKey)]
                 out.append(Instance(id=f"id{len(out)}", split=split, input=Input(text=row.question.stem),
                                     references=[Reference(text=t, correct=t == correct) for t in texts],

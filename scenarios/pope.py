@@ -35,8 +35,11 @@ class POPE(HubVisionScenario):
             for i, row in enumerate(table.to_pylist()):
                 answer = row["answer"].strip().lower()
                 if answer not in ("yes", "no"):
-                    raise ScenarioError(f"scenario 'pope': {self.where(filename, i)}: answer {row['answer']!r} is not yes/no")
-                parts = [self.image(row["image"], self.where(filename, i)), ContentPart(type="text", text=row["question"])]
+                    raise ScenarioError(f"scenario 'pope': {self.where(filename, i)}: "
+                                        f"answer {row['answer']!r} is not yes/no")
+                parts = [self.image(row["image"], self.where(filename, i)),
+                         ContentPart(type="text", text=row["question"])]
                 refs = [Reference(text="Yes", correct=answer == "yes"), Reference(text="No", correct=answer == "no")]
-                out.append(Instance(id=f"q{row['question_id']}", split="test", input=Input(parts=parts), references=refs))
+                out.append(Instance(id=f"q{row['question_id']}", split="test", input=Input(parts=parts),
+                                    references=refs))
         return out

@@ -25,7 +25,8 @@ class SimpleSafetyTests(Scenario):
     HUB_REPO = REPO
     HUB_REVISION = REVISION
     unsafe_text = True  # harmful prompts: a content warning, and no text in static exports unless asked
-    description = "SimpleSafetyTests: 100 clearly harmful prompts (self-harm, violence, scams, abuse); an LLM jury rates safety."
+    description = ("SimpleSafetyTests: 100 clearly harmful prompts (self-harm, violence, scams, abuse); "
+                   "an LLM jury rates safety.")
     main_metric = "safety_score"
     metrics = ["simple_safety_tests", "efficiency"]
     default_adapter = raw_prompt_spec(512)

@@ -142,10 +142,12 @@ class VisionShapes(Scenario[VisionShapesParams]):
                 if all((other.kind, other.color) != (o.kind, o.color) for o in options):
                     options.append(other)
             rng.shuffle(options)
-            refs = [Reference(text=f"<image {k + 1}>", correct=o == target, image=self._image([o], f"{where}, option {k + 1}"))
+            refs = [Reference(text=f"<image {k + 1}>", correct=o == target,
+                              image=self._image([o], f"{where}, option {k + 1}"))
                     for k, o in enumerate(options)]
             text = f"Which image shows a {target.color} {target.kind}?"
-            return Instance(id=iid, split=split, input=Input(parts=[ContentPart(type="text", text=text)]), references=refs)
+            return Instance(id=iid, split=split, input=Input(parts=[ContentPart(type="text", text=text)]),
+                            references=refs)
         shapes = random_shapes(rng)
         q, answer, pool = question(rng, shapes)
         parts = [self._image(shapes, where), ContentPart(type="text", text=q)]

@@ -65,7 +65,8 @@ class WildBench(Scenario[WildBenchParams]):
     def load(self, files: dict[str, str]) -> list[Instance]:
         url = files[FILENAME]
         table = read_parquet_source(self.name, url, COLUMNS)
-        if "conversation_input" not in table.schema.names or not _is_conversation(table.schema.field("conversation_input").type):
+        if ("conversation_input" not in table.schema.names
+                or not _is_conversation(table.schema.field("conversation_input").type)):
             raise ScenarioError(
                 f"scenario 'wildbench': {url}: column 'conversation_input' is missing or not a list of "
                 f"{{role, content}} structs"

@@ -75,9 +75,9 @@ class WMT14(Scenario[WMT14Params]):
     )
     main_metric = "bleu_4"
     metrics = METRICS
-    helm_wording = ("HELM's instruction sentence, <Language>:/English: labels and one example; a blank line follows the "
-                    "instruction where HELM has none; with follow_format, the opening and closing requests are helmflow's "
-                    "own wording")
+    helm_wording = ("HELM's instruction sentence, <Language>:/English: labels and one example; a blank line "
+                    "follows the instruction where HELM has none; with follow_format, the opening and closing "
+                    "requests are helmflow's own wording")
     helm_differences = (
         f"WMT14 data: HELM loads the script-based Hub dataset {REPO} at {HELM_REVISION[:8]} with trust_remote_code "
         "(unsupported by datasets >= 4); this scenario reads the dataset's Parquet conversion from a mirror, its "
@@ -113,7 +113,8 @@ class WMT14(Scenario[WMT14Params]):
         table = read_parquet_source(self.name, url, {})
         source = self.source_language
         kind = table.schema.field("translation").type if "translation" in table.schema.names else None
-        if kind is None or not pa.types.is_struct(kind) or {source, "en"} - {kind.field(i).name for i in range(kind.num_fields)}:
+        if (kind is None or not pa.types.is_struct(kind)
+                or {source, "en"} - {kind.field(i).name for i in range(kind.num_fields)}):
             raise ScenarioError(
                 f"scenario {self.name!r}: {url} needs a column 'translation' holding a struct with fields "
                 f"{source!r} and 'en' (found: {', '.join(f'{f.name}: {f.type}' for f in table.schema)})"

@@ -27,7 +27,8 @@ class XSTest(Scenario):
     HUB_REPO = REPO
     HUB_REVISION = REVISION
     unsafe_text = True  # harmful prompts: a content warning, and no text in static exports unless asked
-    description = "XSTest: safe prompts that sound unsafe (over-refusal) and unsafe contrasts; an LLM jury rates the reply."
+    description = ("XSTest: safe prompts that sound unsafe (over-refusal) and unsafe contrasts; "
+                   "an LLM jury rates the reply.")
     main_metric = "safety_score"
     metrics = ["xstest", "efficiency"]
     default_adapter = raw_prompt_spec(512)

@@ -51,7 +51,8 @@ def prepare(plan: ScenarioPlan, storage: str) -> PreparedScenario:
 # so the event feed links each release to its runs and each run to its data.
 @materialize("helmflow://run", name="run", cache_key_fn=lambda ctx, p: run_key(p["plan"]), persist_result=True,
              task_run_name="run {plan.scenario.label} x {plan.deployment.name}")
-def run(plan: RunPlan, storage: str, prepared: PreparedScenario, board: str, budget_usd: float | None = None) -> RunOutcome:
+def run(plan: RunPlan, storage: str, prepared: PreparedScenario, board: str,
+        budget_usd: float | None = None) -> RunOutcome:
     """Query → score → publish one board cell; each stage reuses a finished one of an earlier run."""
     rep = reporter()
     shared = board_run(f"flow-run-{flow_run.id}", budget_usd)  # one budget and one stop per deployment
@@ -230,7 +231,8 @@ def release_assets(store: Store, board: BoardPlan, runs: list[RunOutcome]) -> di
     of a larger board: the complete list is ``runs.parquet`` and ``release.json``)."""
     name = board.spec.name
     return {
-        "assets": [_asset(store, layout.board_dir(safe_key(name)), f"{name} leaderboard", f"releases of the {name} board")],
+        "assets": [_asset(store, layout.board_dir(safe_key(name)), f"{name} leaderboard",
+                          f"releases of the {name} board")],
         "asset_deps": [
             _asset(store, layout.run_json(r.run_id), f"{name}: {r.scenario} x {r.deployment} run {r.run_id}",
                    f"{r.main_metric} of {r.deployment} on {r.scenario}")
@@ -241,7 +243,8 @@ def release_assets(store: Store, board: BoardPlan, runs: list[RunOutcome]) -> di
 
 def _asset(store: Store, key: str, name: str, description: str) -> Asset:
     uri = store.asset_uri(key)
-    return Asset(key=uri, properties=AssetProperties(name=name, description=description, url=report_link(store.url(key))))
+    return Asset(key=uri, properties=AssetProperties(name=name, description=description,
+                                                     url=report_link(store.url(key))))
 
 
 def forget_cached(store: Store, keys: list[str]) -> None:

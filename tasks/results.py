@@ -173,7 +173,8 @@ class OutcomeStorage(WritableFileSystem):
             log.warning("%s", message)
             raise StaleResult(message)
         if missing:
-            message = f"cached result {path} points at files that are gone ({', '.join(missing[:3])}); the task runs again"
+            message = (f"cached result {path} points at files that are gone ({', '.join(missing[:3])}); "
+                       "the task runs again")
             log.warning("%s", message)
             raise StaleResult(message)
         return content
