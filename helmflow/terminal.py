@@ -168,5 +168,6 @@ def print_estimate(console: Console, rows: list[RunEstimate]) -> None:
         table.add_row(r.scenario, r.deployment, str(r.requests), str(r.prompt_tokens), str(r.max_output_tokens),
                       f"{r.worst_case_usd:.6f}")
     table.add_row("total", "", str(sum(r.requests for r in rows)), str(sum(r.prompt_tokens for r in rows)),
-                  str(sum(r.max_output_tokens for r in rows)), f"{sum(r.worst_case_usd for r in rows):.6f}", style="bold")
+                  str(sum(r.max_output_tokens for r in rows)), f"{sum(r.worst_case_usd for r in rows):.6f}",
+                  style="bold")
     print_table(console, table, names=(0, 1))

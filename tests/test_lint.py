@@ -1,4 +1,5 @@
-"""The repository stays clean under its ruff configuration (pyproject: pyflakes, syntax checks, import order)."""
+"""The repository stays clean under its ruff configuration (pyproject: pyflakes, syntax checks, import order,
+120-column lines outside tests/ and benchmarks/)."""
 
 from __future__ import annotations
 
