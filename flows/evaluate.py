@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from datetime import UTC
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from prefect import Task, flow, get_run_logger
 from prefect.futures import PrefectConcurrentFuture, PrefectFuture, as_completed
@@ -31,6 +31,9 @@ from helmflow.settings import settings
 from helmflow.storage import Store
 from helmflow.tasks import configure, forget_cached
 from helmflow.tasks.evaluation import release_assets, run_assets, run_key
+
+if TYPE_CHECKING:
+    from prefect.client.schemas.objects import State
 
 
 class PartialRelease(RuntimeError):
@@ -225,10 +228,10 @@ def evaluate(
     # (through `runs` and through the plan), and a big board's asset event exceed 100 resources.
     runs = [RunOutcome.model_validate_json(r.model_dump_json()) for r in published]
     failed = [FailedCell.model_validate_json(f.model_dump_json()) for f in failed]
-    board = type(plan).model_validate_json(plan.model_dump_json())
-    release_state = tasks.publish_release.with_options(**release_assets(store, board, runs))(
-        board, store.root, runs, failed, return_state=True
-    )
+    plan_copy = type(plan).model_validate_json(plan.model_dump_json())
+    release_state = cast("State[Any]", tasks.publish_release.with_options(**release_assets(store, plan_copy, runs))(
+        plan_copy, store.root, runs, failed, return_state=True
+    ))
     release = release_state.result()  # raises if publication failed
     if release_state.name == "Cached":  # the same run set was released before: nothing was written now
         release = release.model_copy(update={"wrote": False})

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -47,7 +47,7 @@ class JudgeFailed(RuntimeError):
 @dataclass(frozen=True)
 class Verdict:
     score: float
-    details: dict[str, str] = field(default_factory=dict)
+    details: Mapping[str, str | float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -248,6 +248,7 @@ def calibration(x: MetricInput) -> dict[str, float]:
         correct[trial] = max((exact_match_score(g, pred) for g in golds), default=0.0)
     if not probs:
         return {}
-    if any(p is None for p in probs.values()):
+    known = [p for p in probs.values() if p is not None]
+    if len(known) != len(probs):
         return {AVAILABLE: 0.0}
-    return {AVAILABLE: 1.0, CONFIDENCE: fmean(probs.values()), CORRECT: float(int(fmean(correct.values())))}
+    return {AVAILABLE: 1.0, CONFIDENCE: fmean(known), CORRECT: float(int(fmean(correct.values())))}

@@ -206,7 +206,7 @@ def configure(storage_root: str) -> BoardTasks:
     return BoardTasks(*(t.with_options(**opts) for t in (prepare, run, publish_release)))
 
 
-def run_assets(store: Store, board: str, plan: RunPlan) -> dict[str, list[Asset]]:
+def run_assets(store: Store, board: str, plan: RunPlan) -> dict[str, Any]:
     """What a run materializes (its commit marker, which lists its files) and what it was made from.
     Asset keys are URIs; their names say which board cell they are, so the event feed reads as lineage."""
     scenario = plan.scenario
@@ -226,7 +226,7 @@ def run_assets(store: Store, board: str, plan: RunPlan) -> dict[str, list[Asset]
 MAX_RELEASE_DEPS = 90
 
 
-def release_assets(store: Store, board: BoardPlan, runs: list[RunOutcome]) -> dict[str, list[Asset]]:
+def release_assets(store: Store, board: BoardPlan, runs: list[RunOutcome]) -> dict[str, Any]:
     """The board's asset and, as upstream, its runs' ``run.json`` (the first ``MAX_RELEASE_DEPS``
     of a larger board: the complete list is ``runs.parquet`` and ``release.json``)."""
     name = board.spec.name

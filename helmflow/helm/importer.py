@@ -461,7 +461,8 @@ def check(run: Converted) -> None:
             METRICS.get(name).check_installed()
             runnable.append(name)
         except MissingExtra as exc:
-            run.unchecked += [f"{s} ({exc})" for s in METRICS.get(name).helm.stats]
+            helm = METRICS.get(name).helm
+            run.unchecked += [f"{s} ({exc})" for s in (helm.stats if helm else [])]
     try:
         ours = summarize(score_instances(run.instances, run.requests, run.completions, run.adapter, runnable))
     except (ValueError, KeyError, TypeError, IndexError) as exc:

@@ -209,7 +209,7 @@ def judge_template_names(metrics: list[str]) -> list[str]:
     """The judge templates a scenario's metrics read (none for rule-scored scenarios)."""
     from helmflow.metrics import METRICS
 
-    return sorted({METRICS.get(m).judge for m in metrics if METRICS.get(m).judge})
+    return sorted({judge for m in metrics if (judge := METRICS.get(m).judge)})
 
 
 # --------------------------------------------------------------------------- prompt wording
