@@ -52,7 +52,8 @@ def test_budget_stops_before_passing_and_the_rerun_pays_only_the_rest(prefect_se
     journal = [pq.read_table(p) for p in (store / "responses").rglob("*.parquet")]
     per_request = sum(sum(t.column("cost_usd").to_pylist()) for t in journal)
     [run_json] = [json.loads(p.read_text()) for p in store.glob("runs/*/run.json")]
-    [board_row] = pq.read_table(next(store.glob("leaderboards/budget/*/leaderboard.parquet"))).to_pylist()
+    latest = json.loads((store / "leaderboards" / "budget" / "latest.json").read_text())  # not the first, partial one
+    [board_row] = pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()
     assert per_request > 0.5 and run_json["cost_usd"] == pytest.approx(per_request)
     assert board_row["cost_usd"] == pytest.approx(per_request)
 
