@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from helmflow.cli.options import storage_arg
+
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
@@ -16,7 +18,7 @@ def add_parser(subparsers) -> None:
         "known yet, recording it at the first fetch and checking every later fetch against that record.",
     )
     p.add_argument("kind", choices=["perturbations"], help="which assets: perturbations")
-    p.add_argument("--storage", help="storage root URL (default $HELMFLOW_STORAGE or ./helmflow-store)")
+    storage_arg(p)
     p.set_defaults(func=cmd_fetch_assets)
 
 
