@@ -184,11 +184,14 @@ def test_thirty_percent_faults_two_thousand_requests_none_lost(dev_server, store
     assert stats["answered"] >= n and stats["unique"] == n and sum(stats["faults"].values()) > 0.25 * n
     assert set(stats["faults"]) == {"429", "500", "503", "reset", "hang", "badjson", "empty"}
     assert min(stats["faults"].values()) >= 50
-    # the 10,000-request version's bound, per request: 60 s per 10,000 on the 2-CPU box when it is ours;
-    # other people's load on the same CPUs stretches wall time alone, so the bound scales with the load
-    # average beyond the CPU count
+    # 60 s per 10,000 requests on the 2-CPU box when it is ours, plus a fixed 15 s for the tail: the last
+    # requests to finish are those that met several faults in a row, each hang costing the 2 s attempt
+    # timeout and each retry its backoff, and that tail does not shrink with n (idle, 2,000 requests once took 12.4 s).
+    # Other people's load on the same CPUs stretches wall time alone, so the
+    # bound scales with the load average beyond the CPU count. A livelock or a serialised pool takes minutes.
     load = os.getloadavg()[0] / (os.cpu_count() or 1)
-    assert elapsed < 60 * n / 10_000 * max(1.0, load), f"took {elapsed:.1f} s at load {load:.1f} per CPU"
+    bound = (60 * n / 10_000 + 15) * max(1.0, load)
+    assert elapsed < bound, f"took {elapsed:.1f} s at load {load:.1f} per CPU"
 
 
 @pytest.mark.slow
