@@ -122,9 +122,11 @@ def test_planted_payload_at_every_key_the_next_run_reads_runs_nothing_and_recomp
     second = run_cli(*args, "--force-flow", cwd=tmp_path)  # through Prefect: the planted records are what it reads
     assert not marker.exists(), "a planted result record ran code"
     assert second.returncode == 0, second.stdout + second.stderr
-    flow_run_id, deadline = flow_run_id_from(second), time.monotonic() + 30
-    while len(task_runs := task_runs_of(flow_run_id)) < 6 and time.monotonic() < deadline:
-        time.sleep(0.5)
+    # a prepare task per scenario (the clean one and its perturbed copy), a run task per pair, the release
+    expected, flow_run_id, deadline = 5, flow_run_id_from(second), time.monotonic() + 30
+    while len(task_runs := task_runs_of(flow_run_id)) < expected and time.monotonic() < deadline:
+        time.sleep(0.5)  # task runs reach the API as events, a moment after the flow run returns
+    assert len(task_runs) == expected, sorted(tr.name for tr in task_runs)
     states = {tr.name.split(" ")[0].rsplit("-", 1)[0]: tr.state.name for tr in task_runs}
     assert set(states.values()) == {"Completed"}, states  # every planted key was a cache miss: recomputed
     assert offline_call_count(store, "offline/solver") == calls  # from the journal: nothing re-sent
@@ -135,8 +137,9 @@ def test_planted_payload_at_every_key_the_next_run_reads_runs_nothing_and_recomp
     third = run_cli(*args, "--force-flow", cwd=tmp_path)  # and those records are a cache like any other
     assert third.returncode == 0, third.stdout + third.stderr
     flow_run_id, deadline = flow_run_id_from(third), time.monotonic() + 30
-    while len(task_runs := task_runs_of(flow_run_id)) < 6 and time.monotonic() < deadline:
+    while len(task_runs := task_runs_of(flow_run_id)) < expected and time.monotonic() < deadline:
         time.sleep(0.5)
+    assert len(task_runs) == expected, sorted(tr.name for tr in task_runs)
     assert {tr.state.name for tr in task_runs} == {"Cached"}, sorted((tr.name, tr.state.name) for tr in task_runs)
 
 
