@@ -291,6 +291,14 @@ def test_two_models_side_by_side(page, live, exported, storage, where, tmp_path)
     completions = store.read_parquet(f"runs/{b['run_id']}/completions.parquet")["text"].to_pylist()
     assert page.locator("#pairs > li").nth(0).locator(".side-b pre.completion").text_content() == completions[only_a[0]]
     assert page.locator("#pairs > li").nth(0).locator(".instance-id").text_content() == ids_a[only_a[0]]
+    # the paired difference of the picked pair, as helmflow compare computes it from the stored stats
+    from helmflow import compare
+
+    rows = compare.compare_models(store, compare.load_release(store, "demo", release_id), a["deployment"], b["deployment"])
+    want = next(r for r in rows if r["scenario"] == a["scenario"])
+    assert (f"A − B = {want['delta']:+.3f} [{want['ci_low']:+.3f}, {want['ci_high']:+.3f}]"
+            in page.inner_text("#paired-pick"))
+    assert page.locator("#paired tr.current").count() == 1
     if where == "live":
         screenshot(page, "compare.png", tmp_path)
     assert page.problems == []

@@ -31,11 +31,13 @@ COMMAND_MODULES: list[str] = [
     "helmflow.cli.reproduce",
     "helmflow.cli.helm_models",
     "helmflow.cli.helm_io",
+    "helmflow.cli.compare",
 ]
 
 # --help lists commands in the order a user reaches for them; commands not named here follow, as registered
-HELP_ORDER = ("run", "eval", "list", "show", "serve", "report", "retry", "lineage", "check", "prompts", "mirror",
-              "dev-server", "compact", "reproduce", "import-helm-models", "import-helm", "export", "import")
+HELP_ORDER = ("run", "eval", "list", "show", "serve", "report", "compare", "diff", "retry", "lineage", "check",
+              "prompts", "mirror", "dev-server", "compact", "reproduce", "import-helm-models", "import-helm", "export",
+              "import")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -92,7 +92,7 @@ def create_app(storage: str | None = None) -> Starlette:
 
     def compare(request: Request) -> Response:
         release = reports.release(request.path_params["board"], request.path_params["release"])
-        return html(pages.compare_html(release, "serve"))
+        return html(pages.compare_html(reports, release, "serve"))
 
     def run(request: Request) -> Response:
         release, run = release_and_run(request)

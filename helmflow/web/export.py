@@ -55,7 +55,7 @@ def export_report(store: Store, board: str, release_id: str | None = None,
         except (MediaError, FileNotFoundError):
             continue  # the page shows a broken thumbnail rather than anything unchecked
         put(f"media/{name}", data)
-    put("compare/index.html", pages.compare_html(release, "static"))
+    put("compare/index.html", pages.compare_html(reports, release, "static"))
     # the picker offers the releases that have a static report (this one included)
     exported = [
         r

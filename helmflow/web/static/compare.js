@@ -94,8 +94,25 @@
       root.dataset.state = "ready";
     });
   }
+  function signed(x) { return (x >= 0 ? "+" : "") + x.toFixed(3); }
+  function syncPaired() {  // highlight the picked pair's row and say its difference as A − B
+    var a = label(form.elements.a), b = label(form.elements.b), sc = form.elements.scenario.value, text = "";
+    document.querySelectorAll("#paired tbody tr").forEach(function (tr) {
+      var same = tr.dataset.a === a && tr.dataset.b === b, swapped = tr.dataset.a === b && tr.dataset.b === a;
+      var match = tr.dataset.scenario === sc && (same || swapped);
+      tr.classList.toggle("current", match);
+      if (!match) return;
+      var k = same ? 1 : -1, d = k * parseFloat(tr.dataset.delta);
+      var lo = k * parseFloat(same ? tr.dataset.low : tr.dataset.high), hi = k * parseFloat(same ? tr.dataset.high : tr.dataset.low);
+      text = sc + ": A − B = " + signed(d) + " [" + signed(lo) + ", " + signed(hi) + "] (95% paired bootstrap)" +
+             (tr.dataset.p !== undefined ? ", McNemar p = " + parseFloat(tr.dataset.p).toPrecision(3) : "") +
+             (lo > 0 ? ": A is better" : hi < 0 ? ": B is better" : ": not separable");
+    });
+    document.getElementById("paired-pick").textContent = text || "no paired difference for this pick";
+  }
   function refresh() {
     syncModels();
+    syncPaired();
     state.a = form.elements.a.value; state.b = form.elements.b.value; state.page = 0;
     history.replaceState(null, "", "#" + new URLSearchParams({ scenario: form.elements.scenario.value, a: state.a, b: state.b,
                                                               show: form.elements.show.value }).toString());
