@@ -31,6 +31,7 @@ from helmflow.settings import settings
 from helmflow.storage import Store
 from helmflow.tasks import configure, forget_cached
 from helmflow.tasks.evaluation import release_assets, run_assets, run_key
+from helmflow.uptodate import board_summary
 
 if TYPE_CHECKING:
     from prefect.client.schemas.objects import State
@@ -238,19 +239,9 @@ def evaluate(
     release = point_release(store, plan, release)  # cached or not: the pointer must name this release
     if release.pointer:
         log.info("%s now points at release %s", release.pointer, release.release_id)
-    summary = {
-        "board": plan.spec.name,
-        "release_id": release.release_id,
-        "uri": release.uri,
-        "status": release.status,
-        "wrote": release.wrote,
-        "pointer": release.pointer,
-        "subset": plan.selection,
-        "table": release.table,
-        "scenarios": [s.label for s in plan.scenarios],
-        "metric_groups": [{"name": g.name, "columns": [c.key for c in g.columns]} for g in plan.spec.metric_groups],
-        "failed": [f.model_dump() for f in failed],
-    }
+    summary = board_summary(plan, release_id=release.release_id, uri=release.uri, status=release.status,
+                            wrote=release.wrote, table=release.table, pointer=release.pointer,
+                            failed=[f.model_dump() for f in failed])
     if failed:
         raise PartialRelease(
             f"{len(failed)} of {len(plan.runs)} runs failed; published partial release {release.release_id}\n"

@@ -87,6 +87,27 @@ def fitted(console: Console, summary: dict[str, Any]) -> tuple[Table, str, bool]
     return table, mode, ci
 
 
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``1 scenario``, ``8 scenarios``, ``1 perturbed copy``, ``2 perturbed copies``."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def count_line(board: str, scenarios: int, copies: int, models: int, runs: int, dropped: int | None) -> str:
+    """The one way every command counts a board's runs: scenarios, their perturbed copies, models, runs.
+
+    ``dropped`` is how many perturbed copies were left out because they change no sampled instance, known
+    once the data is read (``helmflow run``); ``None`` before that (``helmflow show``), when the count is an
+    upper bound and says so."""
+    kept = f" + {plural(copies, 'perturbed copy', 'perturbed copies')}" if copies else ""
+    if dropped is None:
+        bound = " (at most: a perturbed copy that changes no sampled instance is left out when the data is read)" \
+            if copies else ""
+        return (f"board {board}: {plural(scenarios, 'scenario')}{kept} x {plural(models, 'model')} = "
+                f"{plural(runs, 'run')}{bound}")
+    left = f" ({dropped} more left out: they change no sampled instance)" if dropped else ""
+    return f"board {board}: {plural(scenarios, 'scenario')}{kept}{left} x {plural(models, 'model')} = {plural(runs, 'run')}"
+
+
 def print_board(console: Console, summary: dict[str, Any]) -> None:
     table, mode, with_ci = fitted(console, summary)
     console.print(table)

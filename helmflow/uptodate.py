@@ -10,6 +10,7 @@ flow run (``--force-flow`` skips the check). Deployment runs never ask: they alw
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from helmflow import layout
@@ -47,13 +48,26 @@ def published_release(store: Store, plan: BoardPlan) -> dict[str, Any] | None:
         return None
     if any(publication_problem(store, run_id) for run_id in run_ids):  # a file whose sha256 moved: republish
         return None
+    table = store.read_parquet(layout.release_file(name, release_id, "leaderboard.parquet")).to_pylist()
+    return board_summary(plan, release_id=release_id, uri=store.url(layout.release_dir(name, release_id)),
+                         status="complete", wrote=False, table=table)
+
+
+def board_summary(plan: BoardPlan, *, release_id: str, uri: str, status: str, wrote: bool,
+                  table: list[dict[str, Any]], pointer: str | None = None,
+                  failed: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """What ``helmflow run`` prints of a release, built the same way whether the flow ran or the
+    release was found already published, so a cached rerun prints the same board as the first run."""
     return {
         "board": plan.spec.name,
         "release_id": release_id,
-        "uri": store.url(layout.release_dir(name, release_id)),
-        "status": "complete",
-        "wrote": False,
-        "table": store.read_parquet(layout.release_file(name, release_id, "leaderboard.parquet")).to_pylist(),
+        "uri": uri,
+        "status": status,
+        "wrote": wrote,
+        "pointer": pointer,
+        "subset": plan.selection,
+        "table": table,
         "scenarios": [s.label for s in plan.scenarios],
-        "failed": [],
+        "metric_groups": [{"name": g.name, "columns": [c.key for c in g.columns]} for g in plan.spec.metric_groups],
+        "failed": list(failed),
     }

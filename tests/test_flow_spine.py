@@ -32,6 +32,16 @@ def _mtimes(root: Path, sub: str) -> dict[str, int]:
     return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in (root / sub).rglob("*") if p.is_file()}
 
 
+def _board_block(stdout: str) -> list[str]:
+    """What ``helmflow run`` prints of the board: the count line, then the table to its release line
+    (without the progress bars and the flow-run line, which only a run that starts a flow prints)."""
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("board ") or "━━━━ " not in ln]
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("board "))
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("release: "))
+    return [ln for ln in lines[start:end] if not ln.startswith(("flow run:", "runs ", "requests "))] + [
+        lines[end].removesuffix(" (unchanged: nothing written)")]
+
+
 def test_warm_rerun_is_all_cached_and_writes_nothing(prefect_server, tmp_path):
     from helmflow.pipeline import preflight
     from helmflow.plan.compile import prepare
@@ -84,6 +94,9 @@ def test_warm_rerun_is_all_cached_and_writes_nothing(prefect_server, tmp_path):
     assert third.returncode == 0, third.stdout + third.stderr
     assert "no Prefect flow run was started" in third.stdout and "flow run:" not in third.stdout
     assert latest["release_id"] in third.stdout and "offline/solver" in third.stdout
+    # the same story either way: the count line, the board with its metric groups, and the release line
+    assert _board_block(third.stdout) == _board_block(first.stdout), third.stdout
+    assert any("fairness mean win rate" in ln for ln in _board_block(first.stdout))
     assert _counts(store) == counts and _mtimes(root, "runs") == runs_before
 
     # a run's commit marker missing from storage: the check says no, and the flow runs

@@ -180,7 +180,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from helmflow.datasets import MIRROR_ENV, declared_pins
     from helmflow.metrics import tolerate_missing_extras
     from helmflow.plan.spec import board_names
-    from helmflow.terminal import print_table
+    from helmflow.terminal import count_line, print_table
 
     with declared_pins(), tolerate_missing_extras() as noted:
         plan = _plan(args, args.board, check_credentials=False)  # showing a board needs no judge key
@@ -238,7 +238,8 @@ def cmd_show(args: argparse.Namespace) -> int:
                       f"mirror them with `helmflow mirror {target} --to DIR` where the network is, then export "
                       f"{MIRROR_ENV}=DIR",
                       soft_wrap=True, markup=False, highlight=False)
-    console.print(f"{len(plan.runs)} runs")
+    console.print(count_line(plan.spec.name, len(plan.scenarios), len(plan.perturbed), len(plan.spec.models),
+                             len(plan.runs), None), soft_wrap=True, markup=False, highlight=False)
     return 0
 
 

@@ -112,16 +112,15 @@ def _run_board(request: RunRequest) -> int:
     console.print(f"storage: {store.root}", soft_wrap=True, markup=False)  # a path never breaks across lines
     for line in launch.unverified:
         console.print(f"UNVERIFIED data: {line}", style="yellow", markup=False)
-    planned, dropped = len(plan.perturbed) + launch.dropped, launch.dropped
-    copies = f"{len(plan.perturbed)} perturbed cop{'y' if len(plan.perturbed) == 1 else 'ies'}"
-    perturbed = f" (+ {copies}{f'; {dropped} left out, changing no instance' if dropped else ''})" if planned else ""
-    console.print(f"board {plan.spec.name}: {len(plan.scenarios)} scenarios{perturbed} "
-                  f"x {len(plan.spec.models)} models = {len(plan.runs)} runs", soft_wrap=True)
+    from helmflow.terminal import count_line
+
+    console.print(count_line(plan.spec.name, len(plan.scenarios), len(plan.perturbed), len(plan.spec.models),
+                             len(plan.runs), launch.dropped), soft_wrap=True, markup=False, highlight=False)
     from helmflow.terminal import print_board
 
     if launch.published is not None:  # nothing would execute: say so without starting Prefect
         print_board(console, launch.published)
-        console.print(f"release: {launch.published['uri']} (unchanged: nothing written)", soft_wrap=True)
+        _print_release(console, launch.published)
         console.print("no Prefect flow run was started: every run and this release are already published "
                       "(--force-flow starts one)", soft_wrap=True)
         return 0
@@ -169,6 +168,17 @@ def _run_board(request: RunRequest) -> int:
     print_board(console, summary)
     console.print(f"flow run: {state.state_details.flow_run_id} ({state.type.value.lower()}) "
                   f"in {time.perf_counter() - started:.1f} s")
+    _print_release(console, summary)
+    if isinstance(result, PartialRelease):
+        from rich.markup import escape
+
+        console.print(f"[red]partial release: {escape(str(result))}")
+        return EXIT_PARTIAL
+    return 0
+
+
+def _print_release(console: Any, summary: dict[str, Any]) -> None:
+    """The lines under the board, the same whether the flow ran or the release was already published."""
     console.print(f"release: {summary['uri']}" + ("" if summary["wrote"] else " (unchanged: nothing written)"),
                   soft_wrap=True, markup=False)  # a path never breaks across lines
     if summary.get("subset"):
@@ -177,9 +187,3 @@ def _run_board(request: RunRequest) -> int:
         console.print(f"subset of the board ({narrowed(summary['subset'])}): latest.json was not moved", markup=False)
     if summary.get("pointer") and not summary["wrote"]:
         console.print(f"{summary['pointer'].rsplit('/', 1)[-1]} now points at this release", markup=False)
-    if isinstance(result, PartialRelease):
-        from rich.markup import escape
-
-        console.print(f"[red]partial release: {escape(str(result))}")
-        return EXIT_PARTIAL
-    return 0
