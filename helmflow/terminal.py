@@ -105,7 +105,8 @@ def count_line(board: str, scenarios: int, copies: int, models: int, runs: int, 
         return (f"board {board}: {plural(scenarios, 'scenario')}{kept} x {plural(models, 'model')} = "
                 f"{plural(runs, 'run')}{bound}")
     left = f" ({dropped} more left out: they change no sampled instance)" if dropped else ""
-    return f"board {board}: {plural(scenarios, 'scenario')}{kept}{left} x {plural(models, 'model')} = {plural(runs, 'run')}"
+    return (f"board {board}: {plural(scenarios, 'scenario')}{kept}{left} x {plural(models, 'model')} = "
+            f"{plural(runs, 'run')}")
 
 
 def print_board(console: Console, summary: dict[str, Any]) -> None:
