@@ -292,6 +292,8 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
         board_wide=board.spec.board_wide,
         content_warning=any(s.unsafe_text for s in board.scenarios),
         metric_groups=[MetricGroupRecord(**g.model_dump(mode="json")) for g in board.spec.metric_groups],
+        model_metadata={r.deployment.name: facts for r in board.runs
+                        if (facts := r.deployment.metadata.model_dump(mode="json", exclude_defaults=True))},
         cost_usd=sum(r.cost_usd for r in runs),
         judge_cost_usd=sum(r.judge_cost_usd for r in runs),
     ))

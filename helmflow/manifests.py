@@ -227,6 +227,9 @@ class ReleaseManifest(Manifest):
     # grouped boards (VHELM): leaderboard column -> the scenario labels it averages; aspect -> its columns
     groups: dict[str, list[str]] = Field(default_factory=dict)
     aspects: dict[str, list[str]] = Field(default_factory=dict)
+    # deployment name -> what its models file says of the model (creator, parameters, release date,
+    # access, link): information the board page shows, as it was when the release was published
+    model_metadata: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # A subset run narrowed the board (BoardPlan.selection, from Selection.narrowing); its release
     # never moves latest.json / latest-partial.json.
     subset: bool = False

@@ -175,6 +175,20 @@ class RetrySettings(Record):
     timeout_s: float = Field(120.0, gt=0, description="seconds one attempt may take")
 
 
+class ModelMetadata(Record):
+    """What the board shows about the model behind a deployment, as HELM's model_metadata.yaml has it.
+    Information only: none of it is sent or is part of model_version."""
+
+    display_name: str = Field("", description="a readable name (HELM's display_name)")
+    creator: str = Field("", description="who made the model (HELM's creator_organization_name)")
+    parameters: int | None = Field(None, ge=0, description="the number of parameters (HELM's num_parameters)")
+    release_date: str = Field("", pattern=r"^(\d{4}-\d{2}-\d{2})?$",
+                              description="when the model was released, YYYY-MM-DD")
+    access: Literal["", "open", "limited", "closed"] = Field("", description="open (weights available), limited "
+                                                                           "(API) or closed, as HELM's access")
+    link: str = Field("", pattern=r"^(https?://\S+)?$", description="a page about the model (http or https)")
+
+
 class Deployment(Record):
     """A concrete model endpoint. Holds the *name* of a credential, never its value."""
 
@@ -207,6 +221,8 @@ class Deployment(Record):
     retry: RetrySettings = Field(default_factory=RetrySettings, description="retries of transient errors")
     options: dict[str, Any] = Field(default_factory=dict, description="the client kind's own options (below)")
     description: str = Field("", description="free text shown by `helmflow list models`")
+    metadata: ModelMetadata = Field(default_factory=ModelMetadata, description="creator, size, release date, "
+                                    "access and a link, shown on the board page (not part of model_version)")
 
 
 # --------------------------------------------------------------------------- requests / completions

@@ -4,6 +4,8 @@ models file that helmflow runs; no key value is ever copied or printed."""
 
 from __future__ import annotations
 
+import datetime
+
 import yaml
 
 from tests.support.cli import run_cli
@@ -42,8 +44,10 @@ def write_prod_env(root, base_url: str) -> None:
     ]
     metadata = [
         {"name": "openai/gpt-4o-2024-05-13", "display_name": "GPT-4o (2024-05-13)", "description": "A fixture description.",
-         "creator_organization_name": "OpenAI", "access": "limited", "release_date": "2024-05-13", "tags": ["TEXT_MODEL_TAG"]},
-        {"name": "fixture/fixture-chat", "display_name": "Fixture Chat", "description": "Served by vLLM.", "access": "open"},
+         "creator_organization_name": "OpenAI", "access": "limited", "release_date": datetime.date(2024, 5, 13),
+         "num_parameters": 200_000_000_000, "tags": ["TEXT_MODEL_TAG"]},
+        {"name": "fixture/fixture-chat", "display_name": "Fixture Chat", "description": "Served by vLLM.", "access": "open",
+         "release_date": "sometime", "num_parameters": "7B"},
         {"name": "fixture/described-only", "display_name": "Never deployed", "description": "No deployment."},
     ]
     tokenizers = [{"name": "fixture/llama-tok", "tokenizer_spec": {
@@ -78,6 +82,11 @@ def test_import_maps_supported_deployments_lists_the_rest_and_never_copies_a_key
     assert (gpt["client"], gpt["model"], gpt["api_key_env"], gpt["tokenizer"], gpt["context_window"]) == \
         ("openai", "gpt-4o-2024-05-13", "OPENAI_API_KEY", "tiktoken:o200k_base", 128000)
     assert gpt["description"].startswith("GPT-4o (2024-05-13)") and "A fixture description." in gpt["description"]
+    assert gpt["metadata"] == {"display_name": "GPT-4o (2024-05-13)", "creator": "OpenAI", "access": "limited",
+                               "release_date": "2024-05-13", "parameters": 200_000_000_000}
+    # what does not fit is left out, not guessed: a date that is no date, a size that is no number
+    assert deps["vllm/fixture-chat"]["metadata"] == {"display_name": "Fixture Chat", "access": "open"}
+    assert "metadata" not in deps["vllm/fixture-base"]  # no model_metadata.yaml entry
     claude = deps["anthropic/claude-3-5-sonnet-20241022"]
     assert (claude["client"], claude["model"], claude["api_key_env"]) == ("anthropic", "claude-3-5-sonnet-20241022",
                                                                           "ANTHROPIC_API_KEY")

@@ -36,7 +36,7 @@ def test_help_lists_commands_in_the_order_a_user_needs_them(capsys):
         main(["--help"])
     listed = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith("    ")
               and not line.startswith("     ")]
-    assert listed[:8] == ["run", "eval", "list", "show", "serve", "report", "retry", "lineage"]
+    assert listed[:10] == ["run", "eval", "list", "show", "serve", "report", "compare", "diff", "retry", "lineage"]
     assert {"import-helm", "export", "import", "compact", "dev-server"} <= set(listed)
 
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.support.cli import REPO
 from tests.support.demo import build_demo, judge_notes, report_pages
@@ -45,7 +46,14 @@ def page(browser):
 @pytest.fixture(scope="module")
 def storage(tmp_path_factory):
     """A demo release, plus a 'hostile' board whose prompts, answers, judge text and model name attack the page."""
-    store, release_id = build_demo(str(tmp_path_factory.mktemp("browser") / "store"))
+    folder = tmp_path_factory.mktemp("browser")
+    models = folder / "models.yaml"  # the shipped solver with what a models file may say of its model
+    models.write_text(yaml.safe_dump({"deployments": [{
+        "name": "offline/solver", "client": "offline", "model": "solver", "revision": "1.1",
+        "options": {"behavior": "solver", "accuracy": 1.0},
+        "metadata": {"display_name": f"Solver {HOSTILE}", "creator": "helmflow", "parameters": 1_500_000_000,
+                     "release_date": "2026-11-01", "access": "open", "link": "https://example.org/solver"}}]}))
+    store, release_id = build_demo(str(folder / "store"), models_file=str(models))
     run = report_pages.synthesize_run(store, "hostile1", "synthetic", f"offline/{HOSTILE}", 12, text=HOSTILE)
     judge_notes(store, "hostile1", HOSTILE, list(range(12)))
     report_pages.synthesize_release(store, "hostile", [run])
@@ -325,3 +333,35 @@ def test_every_run_page_shows_its_first_request_as_sent(page, live, storage):
             assert card.locator("pre.prompt").text_content() == body["prompt"] == first["prompt"]
     assert page.problems == []
     assert kinds, "no run was checked"
+
+
+def test_board_page_marks_the_best_per_column_and_shows_model_facts(page, live, storage):
+    """Against the published leaderboard: every column's best deployments carry the mark (all of them on
+    a tie), no other cell does; the models table shows the facts, escaped; intervals stay on the score's line."""
+    store, release_id = storage
+    page.goto(f"{live}/boards/demo/")
+    board = store.read_parquet(f"leaderboards/demo/{release_id}/leaderboard.parquet").to_pylist()
+    labels = store.read_json(f"leaderboards/demo/{release_id}/release.json")["scenarios"]
+    headers = page.eval_on_selector_all("#leaderboard thead th", "ths => ths.map(t => t.textContent.trim())")
+    marked = page.eval_on_selector_all(
+        "#leaderboard tbody tr", "trs => trs.map(tr => [tr.cells[0].dataset.sort, "
+        "[...tr.cells].map((c, i) => c.classList.contains('best') ? i : -1).filter(i => i >= 0)])")
+    for key in ["mean_score", "mean_win_rate", *labels]:
+        values = [r[key] for r in board if r[key] is not None]
+        index = headers.index({"mean_score": "mean score", "mean_win_rate": "mean win rate"}.get(key, key))
+        got = sorted(name for name, cols in marked if index in cols)
+        expected = sorted(r["deployment"] for r in board if r[key] == max(values)) if len(set(values)) > 1 else []
+        assert got == expected, (key, got, expected)
+    assert any(cols for _, cols in marked)  # the demo's columns do differ: some cell is marked
+
+    facts = page.eval_on_selector_all("#model-facts tbody tr", "trs => trs.map(tr => tr.innerText)")
+    solver = next(f for f in facts if f.startswith("offline/solver\t"))
+    assert "helmflow" in solver and "1.5B" in solver and "2026-11-01" in solver and "open" in solver
+    assert page.get_attribute('#model-facts a[href="https://example.org/solver"]', "rel") == "noopener noreferrer nofollow"
+    assert page.evaluate("window.__pwned") is None and not page.problems, page.problems
+    assert "<script>" in page.inner_text("#model-facts")  # shown as text, not run
+    cell = page.query_selector("#leaderboard td.cell")
+    box = page.evaluate("c => [c.querySelector('a').getBoundingClientRect().top, "
+                        "c.querySelector('.ci').getBoundingClientRect().top]", cell)
+    assert abs(box[0] - box[1]) < 4, box  # the interval sits beside its score, not under it
+    assert "No cost data" in page.inner_text("#no-cost")  # offline models cost nothing: no line of dots

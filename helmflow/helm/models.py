@@ -305,6 +305,25 @@ def _tokenizer(name: str | None, configs: dict[str, dict[str, Any]]) -> str | No
     return None
 
 
+def model_facts(meta: dict[str, Any]) -> dict[str, Any]:
+    """The board's model facts from one ``model_metadata.yaml`` entry; a value that does not fit
+    (an access level HELM does not define, a date that is not one) is left out rather than guessed."""
+    facts: dict[str, Any] = {}
+    if meta.get("display_name"):
+        facts["display_name"] = " ".join(str(meta["display_name"]).split())
+    if meta.get("creator_organization_name"):
+        facts["creator"] = " ".join(str(meta["creator_organization_name"]).split())
+    params = meta.get("num_parameters")
+    if isinstance(params, int | float) and not isinstance(params, bool) and 0 <= params < 1e15:
+        facts["parameters"] = int(params)
+    date = str(meta.get("release_date") or "")[:10]  # YAML reads 2024-05-13 as a date
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
+        facts["release_date"] = date
+    if str(meta.get("access") or "") in ("open", "limited", "closed"):
+        facts["access"] = str(meta["access"])
+    return facts
+
+
 def convert(folder: str | Path) -> Imported:
     """Read ``prod_env/`` (the three YAML files and credentials.conf, whichever exist)."""
     root = Path(folder)
@@ -376,6 +395,9 @@ def convert(folder: str | Path) -> Imported:
                               + (f": {description}" if description else ""))
         if entry.get("deprecated"):
             dep["description"] += " [deprecated in HELM]"
+        facts = model_facts(meta)
+        if facts:
+            dep["metadata"] = facts
         for key in sorted(set(entry) - KNOWN_FIELDS):
             out.unmapped_fields.append(f"{name}: {key} (no helmflow field; the window is context_window, fitted with "
                                        "the tokenizer)" if key in ("max_request_length", "window_service_spec")

@@ -110,6 +110,33 @@ def _float(x: Any) -> float | None:
     return None if x is None else float(x)
 
 
+def best_per_column(rows: list[dict[str, Any]], higher: list[str],
+                    directed: list[tuple[str, bool]] = ()) -> dict[str, set[str]]:
+    """Column -> the deployments holding its best value (every one of them on a tie; none when the
+    column has fewer than two values, where "best" would say nothing). ``directed`` columns name
+    whether lower is better."""
+    best: dict[str, set[str]] = {}
+    for key, lower in [*((k, False) for k in higher), *directed]:
+        values = {r["deployment"]: float(r[key]) for r in rows if r.get(key) is not None}
+        if len(values) < 2 or len(set(values.values())) < 2:
+            continue
+        top = (min if lower else max)(values.values())
+        best[key] = {name for name, v in values.items() if v == top}
+    return best
+
+
+def aspect_scores(rows: list[dict[str, Any]], aspects: dict[str, list[str]]) -> dict[tuple[str, str], float]:
+    """(deployment, aspect) -> the mean of the aspect's group scores: what the model scored, beside the
+    win rate that ranks it (a model at 0 everywhere still has a win rate above 0 on ties)."""
+    out: dict[tuple[str, str], float] = {}
+    for row in rows:
+        for aspect, members in aspects.items():
+            values = [float(v) for g in members if (v := row.get(f"group:{g}")) is not None]
+            if values and len(values) == len(members):
+                out[(row["deployment"], aspect)] = sum(values) / len(values)
+    return out
+
+
 def board_html(reports: Reports, release: Release, mode: Mode, releases: list[str] | None = None) -> str:
     """The board page; ``releases`` limits the picker (a static export offers the exported ones)."""
     links = Links(mode, 0)
@@ -132,8 +159,14 @@ def board_html(reports: Reports, release: Release, mode: Mode, releases: list[st
         ]
         for label in release.labels
     }
+    costs = [row.get("cost_usd") or 0.0 for row in release.leaderboard]
     return _env.get_template("board.html").render(
         title=f"{release.board} — {release.release_id}",
+        best=best_per_column(release.leaderboard, ["mean_score", "mean_win_rate", *release.labels],
+                             [(c.scenario + "/" + c.metric, c.lower_is_better)
+                              for g in release.manifest.metric_groups for c in g.columns]),
+        facts=release.manifest.model_metadata,
+        aspect_scores=aspect_scores(release.leaderboard, release.manifest.aspects),
         release=release,
         info=release.info,
         labels=release.labels,
@@ -147,7 +180,7 @@ def board_html(reports: Reports, release: Release, mode: Mode, releases: list[st
         previous=previous,
         changes=reports.changes(release, previous) if previous else [],
         links=links,
-        cost_plot=cost_vs_score_svg(points),
+        cost_plot=cost_vs_score_svg(points) if any(costs) else None,
         bars_plot=scenario_bars_svg(groups),
         aspects=release.manifest.aspects,
         groups=release.manifest.groups,
