@@ -49,7 +49,7 @@ from helmflow.clients import client_kind
 from helmflow.clients.base import Client, ClientResult, PermanentError, TransientError, image_bytes
 from helmflow.media import ImageOptions, MediaStore
 from helmflow.records import Deployment, RequestBody
-from helmflow.storage import Store
+from helmflow.storage import Store, StorageFull
 
 # also lowercased, contracted, re-spaced (perturbations)
 _QUESTION = re.compile(r"what(?:\s+is|'s)\s+(-?\d+)\s+([+\-*])\s+(-?\d+)\s*\?", re.IGNORECASE)
@@ -269,7 +269,11 @@ class CallCounter:
         with self._lock:
             n, self._unwritten = self._unwritten, 0
         if n and self.store is not None:
-            self.store.write_bytes(f"{self.prefix}/{uuid.uuid4().hex}.count", str(n).encode())
+            try:
+                self.store.write_bytes(f"{self.prefix}/{uuid.uuid4().hex}.count", str(n).encode())
+            except StorageFull:  # the run reports the full disk itself; these calls are counted with the next write
+                with self._lock:
+                    self._unwritten += n
 
 
 @client_kind("offline")

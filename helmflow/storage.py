@@ -12,6 +12,7 @@ the root and the variable. Missing keys, denied access and bad input are never r
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import io
 import json
@@ -46,6 +47,18 @@ T = TypeVar("T")
 
 class StorageError(HelmflowError, RuntimeError):
     pass
+
+
+class StorageFull(StorageError):
+    """The storage root's disk (or quota) took no more bytes. What was finished is kept (every file is
+    written whole or not at all); nothing can be saved until space is freed, so the run stops with
+    this one line (exit 1) rather than one traceback per task."""
+
+    exit_code = 1
+
+
+#: the errors of a local disk that mean "no room": a full device, an exceeded quota
+NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 class UnsafeName(HelmflowError, ValueError):
@@ -244,10 +257,23 @@ class Store:
     def _write(self, key: str, data: bytes) -> None:
         target = self.inside(key)
         if self.is_local:
-            with _atomic_local_file(target) as fh:
+            with self._room(key), _atomic_local_file(target) as fh:
                 fh.write(data)
         else:
             self.fs.pipe_file(target, data)
+
+    @contextlib.contextmanager
+    def _room(self, key: str) -> Iterator[None]:
+        """A local write that finds no room raises :class:`StorageFull`, naming the root (its temporary
+        is already gone: nothing half-written is left)."""
+        try:
+            yield
+        except OSError as exc:
+            if exc.errno not in NO_ROOM:
+                raise
+            raise StorageFull(f"storage {self.root} is full ({os.strerror(exc.errno or errno.ENOSPC)}) while "
+                              f"writing {key}: every file finished before it is kept; free space and run the "
+                              f"same command again to go on") from None
 
     @contextlib.contextmanager
     def writing(self, key: str) -> Iterator[Any]:
@@ -259,7 +285,7 @@ class Store:
             yield buf
             self.write_bytes(key, buf.getvalue())
             return
-        with _atomic_local_file(self.inside(key)) as fh:
+        with self._room(key), _atomic_local_file(self.inside(key)) as fh:
             yield fh
 
     def read_bytes(self, key: str) -> bytes:

@@ -162,6 +162,11 @@ def _run_board(request: RunRequest) -> int:
             console.print(f"[yellow]Prefect has not yet recorded the final state of {left} task run(s)")
         result: Any = state.result(raise_on_failure=False)
     summary = result.release if isinstance(result, PartialRelease) else result
+    from helmflow.storage import StorageFull
+
+    if isinstance(result, StorageFull):  # one line naming the root (exit 1), not the flow run's tracebacks
+        console.print(f"flow run: {state.state_details.flow_run_id} ({state.type.value.lower()})", markup=False)
+        raise result
     if not isinstance(summary, dict):
         console.print(f"[red]flow run {state.state_details.flow_run_id} ended {state.type.value}: {result}")
         return EXIT_PARTIAL
