@@ -49,7 +49,7 @@ from helmflow.clients import client_kind
 from helmflow.clients.base import Client, ClientResult, PermanentError, TransientError, image_bytes
 from helmflow.media import ImageOptions, MediaStore
 from helmflow.records import Deployment, RequestBody
-from helmflow.storage import Store, StorageFull
+from helmflow.storage import StorageFull, Store
 
 # also lowercased, contracted, re-spaced (perturbations)
 _QUESTION = re.compile(r"what(?:\s+is|'s)\s+(-?\d+)\s+([+\-*])\s+(-?\d+)\s*\?", re.IGNORECASE)
