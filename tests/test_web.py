@@ -388,7 +388,22 @@ def test_every_response_type_carries_the_security_headers(tmp_path):
     """Before: /static/*, the 405s and the 307 redirects carried no CSP nor nosniff."""
     from helmflow.web.app import SECURITY_HEADERS
 
-    client = TestClient(create_app(str(tmp_path / "store")), raise_server_exceptions=False)
+    from helmflow.web import pages
+
+    app = create_app(str(tmp_path / "store"))
+    client = TestClient(app, raise_server_exceptions=False)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("secret detail of a bug")
+
+    original, pages.home_html = pages.home_html, broken  # a bug in a page: Starlette's own 500 path
+    try:
+        crashed = client.get("/")
+    finally:
+        pages.home_html = original
+    assert crashed.status_code == 500 and "secret detail" not in crashed.text and "unexpected error" in crashed.text
+    for header, value in SECURITY_HEADERS.items():
+        assert crashed.headers.get(header) == value, (header, dict(crashed.headers))
     responses = {
         "static": client.get("/static/app.js"),
         "405": client.post("/"),

@@ -142,6 +142,12 @@ def create_app(storage: str | None = None) -> Starlette:
         message = str(exc) if isinstance(exc, CorruptFile) else f"a published file could not be read: {exc}"
         return html(pages.error_html("corrupt data", message), 500)
 
+    async def server_error(request: Request, exc: Exception) -> Response:
+        """Anything unexpected: a page saying so, with the security headers (Starlette answers it outside
+        every middleware), and no detail of the exception (the server's log has the traceback)."""
+        return html(pages.error_html("server error", f"{request.url.path} could not be shown: an unexpected "
+                                                     "error; the server's log has its traceback"), 500)
+
     return Starlette(
         routes=[
             Route("/", home),
@@ -157,6 +163,6 @@ def create_app(storage: str | None = None) -> Starlette:
             Mount("/static", StaticFiles(directory=pages.STATIC_DIR), name="static"),
         ],
         exception_handlers={NotFound: not_found, OutsideRoot: refused, 404: not_found, CorruptFile: corrupt,
-                            pa.ArrowException: corrupt},
+                            pa.ArrowException: corrupt, Exception: server_error},
         middleware=[Middleware(SecurityHeaders)],
     )
