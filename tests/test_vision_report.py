@@ -98,6 +98,34 @@ def test_export_copies_exactly_the_images_its_pages_show(vision):
     assert 'data-media="../../media/"' in run_page
 
 
+def test_an_export_that_meets_a_non_raster_image_names_the_instance_and_file_and_fails(tmp_path):
+    """Before: an SVG (with script) stored where a shown PNG should be was silently left out, exit 0."""
+    from tests.support.cli import run_cli
+
+    store = Store(str(tmp_path / "store"))
+    plan = prepare("vision-demo", models=["offline/vision"], scenarios=["shapes-mc"], max_instances=2)
+    data = {s.label: pipeline.download_scenario(store, s) for s in plan.all_scenarios}
+    prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.all_scenarios}
+    runs = []
+    for r in plan.runs:
+        q = pipeline.query_pair(store, r, prompts[r.scenario.label])
+        runs.append(pipeline.publish_run(store, r, q, pipeline.score_pair(store, r, data[r.scenario.label], q), {}))
+    release = aggregate.point_release(store, plan, aggregate.publish_release(store, plan, runs, [])).release_id
+    from helmflow.web.data import Reports
+
+    sources = Reports(store).run(runs[0].run_id).media_sources()
+    name, instance = sorted(sources.items())[0]
+    store.write_bytes(f"media/{name}", SVG)  # the stored bytes are no longer the raster the page shows
+
+    out = run_cli("report", "vision-demo", "--release", release, "--storage", store.root)
+    assert out.returncode == 1, out.stdout + out.stderr
+    errors = [ln for ln in out.stderr.splitlines() if ln.startswith("helmflow: error:")]
+    assert len(errors) == 2 and f"run {runs[0].run_id}, instance {instance}: media/{name} not exported" in errors[0]
+    assert "1 image(s) were not exported" in errors[1] and "Traceback" not in out.stderr
+    copied = {k.rsplit("/", 1)[1] for k in store.find(f"leaderboards/vision-demo/{release}/report/media")}
+    assert name not in copied and copied == set(sources) - {name}  # the others are exported, checked
+
+
 def test_board_page_shows_the_aspects(vision):
     store, release, _ = vision
     page = TestClient(create_app(store.root)).get(f"/boards/vision-demo/{release}/").text

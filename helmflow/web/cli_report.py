@@ -40,4 +40,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"helmflow: error: {exc}", file=sys.stderr)
         return 1
     print(f"wrote {out.files} files; open {out.url}")
+    for line in out.refused:  # the page shows a broken image there; say which and why, and fail
+        print(f"helmflow: error: {line}", file=sys.stderr)
+    if out.refused:
+        print(f"helmflow: error: {len(out.refused)} image(s) were not exported: the report is incomplete",
+              file=sys.stderr)
+        return 1
     return 0

@@ -403,16 +403,23 @@ class Run:
 
     def media_names(self) -> set[str]:
         """The images this run's pages show: request parts and image-valued references (``<sha256>.<ext>``)."""
+        return set(self.media_sources())
+
+    def media_sources(self) -> dict[str, str]:
+        """Each image this run's pages show -> the first instance id that shows it."""
         from helmflow.media import media_names
 
         self.prepare()
-        names: set[str] = set()
-        for body in self._read_rows("requests.parquet", 0, self.num_rows, ["body_json"])["body_json"].to_pylist():
-            names.update(media_names(json.loads(body).get("parts")))
+        sources: dict[str, str] = {}
+        rows = self._read_rows("requests.parquet", 0, self.num_rows, ["body_json", "instance_id"])
+        for body, instance in zip(rows["body_json"].to_pylist(), rows["instance_id"].to_pylist(), strict=True):
+            for name in media_names(json.loads(body).get("parts")):
+                sources.setdefault(name, instance)
         if self.references is not None:
-            for refs in self.references.to_pylist():
-                names.update(media_names([r.get("image") for r in refs or [] if r.get("image")]))
-        return names
+            for refs, instance in zip(self.references.to_pylist(), self._request_ids.to_pylist(), strict=True):
+                for name in media_names([r.get("image") for r in refs or [] if r.get("image")]):
+                    sources.setdefault(name, instance)
+        return sources
 
     @cached_property
     def annotations(self) -> _Grouped | None:

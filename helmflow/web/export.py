@@ -7,7 +7,7 @@ Images the pages show are copied to ``report/media/`` (only those, each checked 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from helmflow import layout
 from helmflow.media import MediaError, servable_image
@@ -21,6 +21,7 @@ class Exported:
     index_key: str
     url: str
     files: int
+    refused: list[str] = field(default_factory=list)  # images left out, each naming its run, instance and file
 
 
 def export_report(store: Store, board: str, release_id: str | None = None,
@@ -39,21 +40,25 @@ def export_report(store: Store, board: str, release_id: str | None = None,
 
     for asset in sorted(pages.STATIC_DIR.iterdir()):
         put(f"static/{asset.name}", asset.read_bytes())
-    images: set[str] = set()
+    images: dict[str, str] = {}  # image name -> "run R, instance I", the first that shows it
     for run_id in release.manifest.run_ids:
         run = reports.run(run_id)
         if not run.redacted_in_export(include_unsafe_text):
-            images |= run.media_names()
+            for name, instance in run.media_sources().items():
+                images.setdefault(name, f"run {run_id}, instance {instance}")
         for k in range(run.num_chunks):
             put(f"runs/{run_id}/chunk-{k}.js",
                 pages.chunk_js(run, k, redact=run.redacted_in_export(include_unsafe_text)))
         put(f"runs/{run_id}/index.js", pages.index_js(run))
         put(f"runs/{run_id}/index.html", pages.run_html(release, run, "static", include_unsafe_text))
+    refused: list[str] = []
     for name in sorted(images):  # only what the exported pages show, each checked as a raster image
         try:
             data, _ = servable_image(store, name)
-        except (MediaError, FileNotFoundError):
-            continue  # the page shows a broken thumbnail rather than anything unchecked
+        except (MediaError, FileNotFoundError) as exc:  # the page shows a broken thumbnail, never anything unchecked
+            why = "missing" if isinstance(exc, FileNotFoundError) else str(exc)
+            refused.append(f"{images[name]}: media/{name} not exported ({why})")
+            continue
         put(f"media/{name}", data)
     put("compare/index.html", pages.compare_html(reports, release, "static"))
     # the picker offers the releases that have a static report (this one included)
@@ -63,4 +68,5 @@ def export_report(store: Store, board: str, release_id: str | None = None,
         if r == release.release_id or store.exists(f"{layout.report_dir(release.board, r)}/index.html")
     ]
     put("index.html", pages.board_html(reports, release, "static", exported))  # last: the report's entry point
-    return Exported(index_key=f"{base}/index.html", url=store.url(f"{base}/index.html"), files=written)
+    return Exported(index_key=f"{base}/index.html", url=store.url(f"{base}/index.html"), files=written,
+                    refused=refused)
