@@ -34,7 +34,8 @@ def main() -> int:
         before = os.getloadavg()[0]
         with tempfile.TemporaryDirectory(prefix="helmflow-busy-") as tmp:
             env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-            env.update(PREFECT_HOME=str(Path(tmp) / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false")
+            env.update(PREFECT_HOME=str(Path(tmp) / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+                       HELMFLOW_EPHEMERAL="1")
             args = [sys.executable, "-m", "helmflow.cli", "run", "demo", "--storage", str(Path(tmp) / "store")]
             if opts.max_instances:
                 args += ["--max-instances", str(opts.max_instances)]

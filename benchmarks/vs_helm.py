@@ -76,7 +76,8 @@ def helmflow_runs(server: DevServerHandle, workload: str, concurrency: int, work
     models = work / "models.yaml"
     models.write_text("deployments:\n  - {name: bench/dev, client: openai-compatible, model: bench, "
                       f"base_url: '{server.openai_url}', max_concurrency: {concurrency}, context_window: 8192}}\n")
-    env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", OPENAI_API_KEY="x")
+    # Prefect's temporary server (HELMFLOW_EPHEMERAL): the cold passes pay for one server's start each
+    env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", OPENAI_API_KEY="x", HELMFLOW_EPHEMERAL="1")
     env.pop("PREFECT_API_URL", None)
     # a Prefect database of its own, created before the clock starts: a user's first run on a
     # machine creates it once (its migrations took 10-16 s here), the cold runs compared are not that

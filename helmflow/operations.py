@@ -8,11 +8,9 @@ Prefect API.
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 import time
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from helmflow import layout
@@ -217,28 +215,74 @@ def cmd_compact(args: argparse.Namespace) -> int:
 STORAGE_LABEL = layout.STORAGE_LABEL
 
 
-def read_finished_flow_run(flow_run_id: str) -> Any:
-    """The flow run, or one line saying why it cannot be retried (bad id, unknown, still running)."""
-    from uuid import UUID
+@dataclass
+class FlowRunInfo:
+    """What ``retry`` reads of a flow run (from Prefect's client or from its REST API as JSON)."""
 
+    id: str
+    name: str
+    state: str  # the state's name: Failed, Completed, ...
+    final: bool
+    parameters: dict[str, Any]
+    labels: dict[str, Any]
+    deployment_id: str | None
+    flow_id: str
+
+
+FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED", "CRASHED")
+
+
+def _finished(info: FlowRunInfo) -> FlowRunInfo:
+    if not info.final:
+        raise HelmflowError(f"flow run {info.id} is {info.state or 'unknown'}; only finished runs can be retried")
+    return info
+
+
+def read_finished_flow_run(flow_run_id: str) -> FlowRunInfo:
+    """The flow run, or one line saying why it cannot be retried (bad id, unknown, still running).
+    Called with Prefect's API set (:func:`helmflow.prefect_runtime.prefect_api`)."""
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
-    try:
-        run_uuid = UUID(flow_run_id)
-    except ValueError:
-        raise HelmflowError(f"{flow_run_id!r} is not a flow run id (a UUID, as `helmflow run` prints it)") from None
-    from helmflow.prefect_runtime import temporary_server
-
-    with temporary_server(), get_client(sync_client=True) as client:
+    run_uuid = flow_run_uuid(flow_run_id)
+    with get_client(sync_client=True) as client:
         try:
             run = client.read_flow_run(run_uuid)
         except ObjectNotFound:
             raise HelmflowError(f"no flow run {flow_run_id} on the Prefect server at {client.api_url}") from None
-    if not (run.state and run.state.is_final()):
-        raise HelmflowError(f"flow run {flow_run_id} is {run.state.name if run.state else 'unknown'}; "
-                            "only finished runs can be retried")
-    return run
+    return _finished(FlowRunInfo(
+        id=str(run.id), name=run.name, state=run.state.name if run.state else "", final=bool(
+            run.state and run.state.is_final()), parameters=run.parameters, labels=dict(run.labels or {}),
+        deployment_id=str(run.deployment_id) if run.deployment_id else None, flow_id=str(run.flow_id)))
+
+
+def read_finished_flow_run_http(api_url: str, flow_run_id: str) -> FlowRunInfo:
+    """The same through the REST API alone: a dry run then needs no Prefect import (seconds)."""
+    import httpx
+
+    run_uuid = flow_run_uuid(flow_run_id)
+    try:
+        reply = httpx.get(f"{api_url.rstrip('/')}/flow_runs/{run_uuid}", timeout=30)
+    except httpx.HTTPError as exc:
+        raise HelmflowError(f"the Prefect server at {api_url} did not answer: {exc}") from None
+    if reply.status_code == 404:
+        raise HelmflowError(f"no flow run {flow_run_id} on the Prefect server at {api_url}")
+    reply.raise_for_status()
+    run = reply.json()
+    state = run.get("state") or {}
+    return _finished(FlowRunInfo(
+        id=run["id"], name=run["name"], state=state.get("name") or "", final=state.get("type") in FINAL_STATES,
+        parameters=run.get("parameters") or {}, labels=run.get("labels") or {},
+        deployment_id=run.get("deployment_id"), flow_id=run["flow_id"]))
+
+
+def flow_run_uuid(flow_run_id: str) -> Any:
+    from uuid import UUID
+
+    try:
+        return UUID(flow_run_id)
+    except ValueError:
+        raise HelmflowError(f"{flow_run_id!r} is not a flow run id (a UUID, as `helmflow run` prints it)") from None
 
 
 def retry_storage(parameters: dict[str, Any], labels: dict[str, Any], given: str | None) -> tuple[str, str]:
@@ -280,10 +324,28 @@ def pairs_to_rerun(parameters: dict[str, Any], store: Store) -> list[str]:
 
 
 def cmd_retry(args: argparse.Namespace) -> int:
-    run = read_finished_flow_run(args.flow_run_id)
-    root, source = retry_storage(run.parameters, run.labels or {}, args.storage)
+    from helmflow.prefect_runtime import plain_api_url, prefect_api, start_server
+
+    flow_run_uuid(args.flow_run_id)  # a bad id is one line before any server starts
+    server = start_server(args.ephemeral)
+    if args.dry_run and (url := plain_api_url(server)):
+        _describe_retry(read_finished_flow_run_http(url, args.flow_run_id), args.storage)
+        return 0
+    with prefect_api(server):
+        run = read_finished_flow_run(args.flow_run_id)
+        root = _describe_retry(run, args.storage)
+        if args.dry_run:
+            return 0
+        if run.deployment_id is not None:
+            return _schedule_retry(run)
+        return _retry_here(run, Store(root), server)
+
+
+def _describe_retry(run: FlowRunInfo, storage: str | None) -> str:
+    """Print what a retry re-executes; the storage root it reads."""
+    root, source = retry_storage(run.parameters, run.labels, storage)
     rerun = pairs_to_rerun(dict(run.parameters, storage=root), Store(root))
-    print(f"flow run {run.id} ({run.name}) ended {run.state.name}.")
+    print(f"flow run {run.id} ({run.name}) ended {run.state}.")
     print(f"storage: {root} (from {source})")
     if rerun:
         print(f"will re-execute {len(rerun)} pair(s); every other task is cached:")
@@ -291,13 +353,49 @@ def cmd_retry(args: argparse.Namespace) -> int:
             print(f"  - {pair}")
     else:
         print("every pair is cached; only the release is re-aggregated")
-    if args.dry_run:
-        return 0
-    cmd = [sys.executable, "-m", "prefect", "flow-run", "retry", str(run.id)]
-    if run.deployment_id is None:  # an ad-hoc run: execute it here, from the flow's own file
-        import helmflow.flows.evaluate as evaluate_module
+    sys.stdout.flush()
+    return root
 
-        cmd += ["--entrypoint", f"{Path(evaluate_module.__file__).resolve()}:evaluate"]
-    else:
-        print("the run belongs to a deployment: a worker of its pool will execute the retry")
-    return subprocess.call(cmd, env=dict(os.environ))
+
+def _schedule_retry(run: FlowRunInfo) -> int:
+    """A deployment's run: set it to Scheduled (what the UI's Retry button and `prefect flow-run retry`
+    do); a worker of its pool executes the same flow run again."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.responses import SetStateStatus
+    from prefect.states import Scheduled
+
+    with get_client(sync_client=True) as client:
+        result = client.set_flow_run_state(flow_run_uuid(run.id), Scheduled(message="Retried by helmflow retry"),
+                                           force=True)
+    if result.status == SetStateStatus.ABORT:
+        raise HelmflowError(f"Prefect refused to retry flow run {run.id}: {result.details.reason}")
+    print("the run belongs to a deployment: a worker of its pool will execute the retry")
+    return 0
+
+
+def _retry_here(run: FlowRunInfo, store: Store, server: Any) -> int:
+    """An ad-hoc run (``helmflow run``): the same flow run executed again in this process, as
+    `prefect flow-run retry --entrypoint` would, ending like ``helmflow run`` (board table, release)."""
+    from prefect.client.orchestration import get_client
+    from prefect.flow_engine import run_flow
+    from prefect.states import Scheduled
+    from prefect.utilities.callables import get_call_parameters, parameters_to_args_kwargs
+    from rich.console import Console
+
+    from helmflow.cli.runner import run_flow_here
+    from helmflow.flows.evaluate import board_label, evaluate
+
+    with get_client(sync_client=True) as client:
+        flow = evaluate.with_options(name=client.read_flow(flow_run_uuid(run.flow_id)).name)
+    args, kwargs = parameters_to_args_kwargs(evaluate.fn, run.parameters)
+    parameters = get_call_parameters(evaluate.fn, args, kwargs)
+
+    def call() -> Any:
+        with get_client(sync_client=True) as client:
+            client.set_flow_run_state(flow_run_uuid(run.id), Scheduled(message="Retried by helmflow retry"),
+                                      force=True)
+            flow_run = client.read_flow_run(flow_run_uuid(run.id))
+        return run_flow(flow=flow, flow_run=flow_run, parameters=parameters, return_type="state")
+
+    started = time.perf_counter()
+    return run_flow_here(Console(), server, store, board_label(run.parameters, flow.name), call, started=started)

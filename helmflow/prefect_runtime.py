@@ -1,22 +1,28 @@
-"""The Prefect server a CLI run talks to when ``PREFECT_API_URL`` names none: Prefect's temporary one.
+"""The Prefect server a CLI command talks to: ``PREFECT_API_URL``'s, else helmflow's managed one
+(:mod:`helmflow.prefect_server`, kept running in the background), else with ``--ephemeral`` Prefect's
+temporary one, which stops with the command.
 
-Prefect starts it on first use and gives it 20 s (``server.ephemeral.startup_timeout_seconds``). On a
-loaded 2-core machine its imports and database migrations took 60–90 s, and the run died with a
-30-line traceback. helmflow raises the default to :data:`STARTUP_TIMEOUT_S` unless the user set the
-setting (``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``, a profile or ``prefect.toml``), and a
-server that still does not start is one line. ``helmflow run``/``eval`` start it themselves
+For the temporary server: Prefect starts it on first use and gives it 20 s
+(``server.ephemeral.startup_timeout_seconds``). On a loaded 2-core machine its imports and database
+migrations took 60–90 s, and the run died with a 30-line traceback. helmflow raises the default to
+:data:`STARTUP_TIMEOUT_S` unless the user set the setting
+(``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``, a profile or ``prefect.toml``), and a server
+that still does not start is one line. ``helmflow run``/``eval`` start it themselves
 (:class:`helmflow.stopping.TemporaryServer`), early, and wait for it here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from helmflow.errors import HelmflowError
 
 if TYPE_CHECKING:
+    from helmflow.prefect_server import Handle
     from helmflow.stopping import TemporaryServer
 
 STARTUP_TIMEOUT_S = 180
@@ -28,6 +34,98 @@ class PrefectUnavailable(HelmflowError):
     """The temporary Prefect server did not start: nothing ran, nothing was written."""
 
     exit_code = EXIT_PREFECT
+
+
+def start_server(ephemeral: bool = False, verbose: bool = False,
+                 say: Callable[[str], None] | None = None) -> TemporaryServer | Handle | None:
+    """Start the command's Prefect server now, before planning, without waiting for it: None when
+    ``$PREFECT_API_URL`` names one; Prefect's temporary server with ``ephemeral`` (or off Linux); else
+    helmflow's managed server, started in the background if none runs (``HELMFLOW_EPHEMERAL=1``: as
+    ``ephemeral`` on every command). :func:`prefect_api` waits."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    if not verbose:
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    if os.environ.get("PREFECT_API_URL"):
+        return None
+    from helmflow.settings import settings
+    from helmflow.stopping import start_temporary_server
+
+    if ephemeral or settings().ephemeral or not sys.platform.startswith("linux"):
+        return start_temporary_server()
+    from helmflow import prefect_server
+
+    return prefect_server.ensure(say or _say)
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def plain_api_url(server: TemporaryServer | Handle | None) -> str | None:
+    """The API URL, found without importing Prefect, for work that needs only its REST API: the
+    managed server's (once it answers) or ``$PREFECT_API_URL``; None when only Prefect knows it
+    (a profile's URL, the temporary server): use :func:`prefect_api`."""
+    from helmflow import prefect_server
+
+    if server is None:
+        return os.environ.get("PREFECT_API_URL") or None
+    if not isinstance(server, prefect_server.Handle) or prefect_server.configured_api_url():
+        return None
+    from helmflow.settings import settings
+
+    url = server.wait(settings().server_startup_timeout_s)
+    if server.started_here:
+        _say(prefect_server.started_line(server.state))
+        server.started_here = False  # said once
+    return url
+
+
+@contextmanager
+def prefect_api(server: TemporaryServer | Handle | None) -> Iterator[None]:
+    """Prefect work in the block talks to ``server`` (from :func:`start_server`), once it answers."""
+    from helmflow.prefect_server import Handle
+
+    if isinstance(server, Handle):
+        with managed_server(server):
+            yield
+    else:
+        with temporary_server(server):
+            yield
+
+
+@contextmanager
+def managed_server(handle: Handle) -> Iterator[None]:
+    """Wait for helmflow's managed server and point Prefect's API at it for the block (a Prefect
+    profile or prefect.toml naming an API URL wins: the managed server is then left alone)."""
+    from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+
+    from helmflow import prefect_server
+    from helmflow.settings import settings
+
+    if get_current_settings().api.url:
+        handle.stop()
+        yield
+        return
+    url = handle.wait(settings().server_startup_timeout_s)
+    handle.in_use = True
+    if handle.started_here:
+        _say(prefect_server.started_line(handle.state))
+    with temporary_settings(updates={PREFECT_API_URL: url}):
+        yield
+
+
+@contextmanager
+def watch_server(server: TemporaryServer | Handle | None) -> Iterator[None]:
+    """While a flow runs on helmflow's managed server: if the server dies or stops answering, stop the
+    command as Ctrl-C would (nothing new is sent, journals are flushed) with one line and exit 3."""
+    from helmflow import prefect_server
+    from helmflow.stopping import halt
+
+    if not isinstance(server, prefect_server.Handle) or not server.in_use:
+        yield
+        return
+    with prefect_server.Watch(server.state, server.home, lambda line: halt(line, EXIT_PREFECT)):
+        yield
 
 
 @contextmanager

@@ -50,6 +50,17 @@ class Settings(BaseSettings):
                                                     "a run fan out on their own, under each deployment's limiter)")
     report_url: str | None = Field(None, description="where `helmflow serve` answers: the release-link artifacts "
                                                      "in the Prefect UI point there")
+    ephemeral: bool = Field(False, description="like `--ephemeral` on every command: Prefect's temporary server, "
+                                               "which stops with the command, instead of helmflow's managed one")
+    server_port: int = Field(4200, gt=0, lt=65536,
+                             description="the port helmflow's managed Prefect server asks for (when it is taken "
+                                         "by another program the server takes a free one and records it)")
+    server_idle_timeout_s: float = Field(3600.0, ge=0,
+                                         description="helmflow's managed Prefect server stops itself after this "
+                                                     "many seconds without an API request (0: never)")
+    server_startup_timeout_s: float = Field(180.0, gt=0,
+                                            description="how long a command waits for helmflow's managed Prefect "
+                                                        "server to answer before it says so and exits 3")
 
 def settings() -> Settings:
     """The variables as they are set now."""

@@ -127,7 +127,7 @@ LAYERS = {
     # 4: commands and the web report
     "helmflow.cli": 4, "helmflow.check": 4, "helmflow.operations": 4,
     "helmflow.mirror": 4, "helmflow.web": 4, "helmflow.devserver": 4,
-    "helmflow.__main__": 4, "helmflow.prefect_runtime": 4, "helmflow.terminal": 4,
+    "helmflow.__main__": 4, "helmflow.prefect_runtime": 4, "helmflow.prefect_server": 4, "helmflow.terminal": 4,
     "helmflow": 0,  # the package itself: __version__ only
 }
 KNOWN_CYCLES: list[set[str]] = []

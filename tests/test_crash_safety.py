@@ -93,9 +93,10 @@ def alive(pid: int) -> bool:
 
 
 def without_prefect_api() -> dict[str, str]:
-    """The environment of a user with no Prefect server configured: Prefect starts a temporary one."""
+    """The environment of a user with no Prefect server configured who asks for a temporary one
+    (HELMFLOW_EPHEMERAL, as ``--ephemeral``): nothing may be left running."""
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    return dict(env, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="180", COLUMNS="200")
+    return dict(env, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="180", COLUMNS="200", HELMFLOW_EPHEMERAL="1")
 
 
 def start_isolated(args: list[str], env: dict[str, str]) -> subprocess.Popen:

@@ -79,9 +79,10 @@ def test_a_server_named_in_a_profile_is_used_and_the_early_temporary_one_stopped
 
 
 def _temporary_server_env(home: Path, **extra: str) -> dict[str, str]:
-    """No PREFECT_API_URL: the CLI starts Prefect's temporary server on a fresh PREFECT_HOME."""
+    """No PREFECT_API_URL and HELMFLOW_EPHEMERAL (as ``--ephemeral``): the CLI starts Prefect's temporary
+    server on a fresh PREFECT_HOME (helmflow's managed server: tests/test_managed_server.py)."""
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    env.update(PREFECT_HOME=str(home), COLUMNS="200", **extra)
+    env.update(PREFECT_HOME=str(home), COLUMNS="200", HELMFLOW_EPHEMERAL="1", **extra)
     env.pop("PREFECT_LOGGING_LEVEL", None)  # the CLI's own default, as a user has it
     return env
 

@@ -32,12 +32,13 @@ COMMAND_MODULES: list[str] = [
     "helmflow.cli.helm_models",
     "helmflow.cli.helm_io",
     "helmflow.cli.compare",
+    "helmflow.cli.server",
 ]
 
 # --help lists commands in the order a user reaches for them; commands not named here follow, as registered
 HELP_ORDER = ("run", "eval", "list", "show", "serve", "report", "compare", "diff", "retry", "lineage", "check",
-              "prompts", "mirror", "dev-server", "compact", "reproduce", "import-helm-models", "import-helm", "export",
-              "import")
+              "prompts", "mirror", "server", "dev-server", "compact", "reproduce", "import-helm-models", "import-helm",
+              "export", "import")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -16,6 +16,7 @@ from helmflow.cli.options import (
     UsageError,
     csv_list,
     dry_run_arg,
+    ephemeral_arg,
     force_flow_arg,
     judge_args,
     max_instances_arg,
@@ -60,6 +61,7 @@ def add_parser(sub) -> None:
     prompts_arg(p)
     judge_args(p)
     verbose_arg(p)
+    ephemeral_arg(p)
     dry_run_arg(p)
     force_flow_arg(p)
     p.set_defaults(func=cmd_eval)

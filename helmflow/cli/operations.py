@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from helmflow.cli.options import storage_arg
+from helmflow.cli.options import ephemeral_arg, storage_arg
 
 
 def _run(name: str) -> Callable[[argparse.Namespace], int]:
@@ -39,6 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ret.add_argument("--dry-run", action="store_true", help="only say what would rerun")
     ret.add_argument("--storage", help="the storage root the run wrote to, when the flow run does not record it "
                                        "(a deployment run that took its worker's $HELMFLOW_STORAGE)")
+    ephemeral_arg(ret)
     ret.set_defaults(func=_run("cmd_retry"))
 
     com = sub.add_parser("compact", help="remove stale temporaries and merge journal parts",

@@ -123,6 +123,12 @@ def verbose_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="show Prefect's own log lines")
 
 
+def ephemeral_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ephemeral", action="store_true",
+                   help="use a temporary Prefect server that stops with the command, instead of helmflow's managed "
+                        "one (`helmflow server`; $PREFECT_API_URL, when set, wins over both)")
+
+
 def budget_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget-usd", type=budget_usd, metavar="USD",
                    help="stop sending new priced requests (model and judge) before the projected spend passes USD")

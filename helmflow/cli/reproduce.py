@@ -7,6 +7,7 @@ import argparse
 
 from helmflow.cli.options import (
     budget_arg,
+    ephemeral_arg,
     judge_args,
     models_arg,
     models_file_arg,
@@ -39,6 +40,7 @@ def add_parser(sub) -> None:
     p.add_argument("--allow-unverified-data", action="store_true",
                    help="run even if a mirror's files are not verified against the pinned data (the release says so)")
     verbose_arg(p)
+    ephemeral_arg(p)
     judge_args(p)
     p.set_defaults(func=cmd_reproduce)
 

@@ -8,6 +8,7 @@ from helmflow.cli.options import (
     UsageError,
     budget_arg,
     dry_run_arg,
+    ephemeral_arg,
     force_flow_arg,
     prompts_arg,
     selection_args,
@@ -24,6 +25,7 @@ def add_parser(sub) -> None:
     run.add_argument("--board-file", help="a board spec YAML file (instead of a name)")
     selection_args(run)
     verbose_arg(run)
+    ephemeral_arg(run)
     task_runner_arg(run)
     dry_run_arg(run)
     force_flow_arg(run)

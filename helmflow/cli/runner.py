@@ -10,18 +10,15 @@ the parser (pydantic is not needed for that).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from helmflow.cli.options import selection_from
 from helmflow.plan.selection import Selection
-
-if TYPE_CHECKING:
-    from helmflow.stopping import TemporaryServer
 
 EXIT_PARTIAL = 1
 
@@ -44,6 +41,7 @@ class RunRequest(BaseModel):
     verbose: bool = False
     require_verified_data: bool = False  # reproduce: refuse a mirror that is not verified (exit 2)
     wait: bool = False  # for another run of the board on the same storage (helmflow.lease)
+    ephemeral: bool = False  # Prefect's temporary server instead of helmflow's managed one
 
     def flow_parameters(self, board: str | dict[str, Any], storage: str) -> dict[str, Any]:
         """The ``evaluate`` flow's parameters (JSON, so a deployment or a retry can replay them)."""
@@ -61,22 +59,6 @@ def request_from(args: argparse.Namespace, **given: Any) -> RunRequest:
     return RunRequest(**{**fields, "selection": selection, **given})
 
 
-def _start_prefect_early(verbose: bool) -> TemporaryServer | None:
-    """Spawn Prefect's temporary server before planning, on a guess that a flow will run.
-
-    Its start-up (importing Prefect's server app: about 5 s on an idle 2-core machine, far more on a
-    busy one) then overlaps this process's imports, planning and data checks on the other core. When
-    the board turns out to be published already, or the input is bad, the server is stopped at exit
-    having served nothing; a server costs nothing to the run then but a fork.
-    """
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    if not verbose:
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    from helmflow.stopping import start_temporary_server
-
-    return start_temporary_server()
-
-
 def run_board(request: RunRequest) -> int:
     """Plan once; a dry run prints the estimate; else check credentials and storage, run the flow here.
     Perturbation data fetched into the storage root (``helmflow fetch-assets``) is read from it."""
@@ -89,8 +71,10 @@ def run_board(request: RunRequest) -> int:
 def _run_board(request: RunRequest) -> int:
     from helmflow.plan.launch import handing_over, launch_key, prepare_launch
     from helmflow.plan.spec import with_prompts, with_variant
+    from helmflow.prefect_runtime import start_server
 
-    server = None if request.dry_run else _start_prefect_early(request.verbose)
+    # before planning: a server's start-up (seconds of importing its app) overlaps this process's work
+    server = None if request.dry_run else start_server(request.ephemeral, request.verbose)
     board = with_variant(request.board, request.variant) if request.variant else request.board
     if request.prompts:
         board = with_prompts(board, request.prompts)
@@ -128,16 +112,8 @@ def _run_board(request: RunRequest) -> int:
     from helmflow.clients import preload_sdks
 
     preload_sdks(r.deployment for r in plan.runs)  # while this thread waits for the server
-    from helmflow.flows.evaluate import PartialRelease, evaluate, task_runner
-    from helmflow.progress import RichReporter, quiet_reported_failures, set_reporter
-    from helmflow.stopping import install_signal_handlers
+    from helmflow.flows.evaluate import evaluate, task_runner
 
-    if not request.verbose:
-        quiet_reported_failures()
-    from helmflow.journal import flush_open_journals
-
-    # Ctrl-C and SIGTERM: nothing new is sent, then exit 130; the temporary server dies with us
-    restore = install_signal_handlers(flush_open_journals, lambda line: print(f"\n{line}", file=sys.stderr, flush=True))
     # under the board's name: the flow its deployment runs (flows/<board>.py), so the UI keeps one history per board
     options: dict[str, Any] = {"name": plan.spec.name}
     if request.task_runner:
@@ -145,22 +121,46 @@ def _run_board(request: RunRequest) -> int:
     flow = evaluate.with_options(**options)
     parameters = request.flow_parameters(board, store.root)
     key = launch_key(board, request.selection, store.root, request.models_file, request.plugins)
-    from helmflow.lease import board_lease
-    from helmflow.prefect_runtime import settle, temporary_server
 
-    with temporary_server(server):  # waits for it, under helmflow's start-up timeout
-        with board_lease(store, plan.spec.name, wait=request.wait), RichReporter(console) as rep:
-            set_reporter(rep)
-            try:  # the flow, started here with the same parameters, takes this launch: no second plan
-                with handing_over(launch, key):
-                    state = flow(**parameters, return_state=True)
-            finally:
-                set_reporter(None)
-                restore()
-        left = settle(state.state_details.flow_run_id)  # before the temporary server stops at exit
-        if left:
-            console.print(f"[yellow]Prefect has not yet recorded the final state of {left} task run(s)")
-        result: Any = state.result(raise_on_failure=False)
+    def call() -> Any:  # the flow, started here with the same parameters, takes this launch: no second plan
+        with handing_over(launch, key):
+            return flow(**parameters, return_state=True)
+
+    from helmflow.prefect_runtime import prefect_api
+
+    with prefect_api(server):  # waits for it, under helmflow's start-up timeout
+        return run_flow_here(console, server, store, plan.spec.name, call, started=started, wait=request.wait,
+                             verbose=request.verbose)
+
+
+def run_flow_here(console: Any, server: Any, store: Any, board: str, call: Callable[[], Any], *, started: float,
+                  wait: bool = False, verbose: bool = False) -> int:
+    """Run a board's flow run in this process (``call`` starts it and returns its final state) under the
+    board's lease, with the progress bars, Ctrl-C handling and a watch on the Prefect server; then print
+    the board table, the flow run and the release. ``run`` and ``retry`` end the same way."""
+    from helmflow.flows.evaluate import PartialRelease
+    from helmflow.journal import flush_open_journals
+    from helmflow.lease import board_lease
+    from helmflow.prefect_runtime import settle, watch_server
+    from helmflow.progress import RichReporter, quiet_reported_failures, set_reporter
+    from helmflow.stopping import install_signal_handlers
+    from helmflow.terminal import print_board
+
+    if not verbose:
+        quiet_reported_failures()
+    # Ctrl-C and SIGTERM: nothing new is sent, then exit 130; the temporary server dies with us
+    restore = install_signal_handlers(flush_open_journals, lambda line: print(f"\n{line}", file=sys.stderr, flush=True))
+    with board_lease(store, board, wait=wait), RichReporter(console) as rep, watch_server(server):
+        set_reporter(rep)
+        try:
+            state = call()
+        finally:
+            set_reporter(None)
+            restore()
+    left = settle(state.state_details.flow_run_id)  # before a temporary server stops at exit
+    if left:
+        console.print(f"[yellow]Prefect has not yet recorded the final state of {left} task run(s)")
+    result: Any = state.result(raise_on_failure=False)
     summary = result.release if isinstance(result, PartialRelease) else result
     from helmflow.storage import StorageFull
 
@@ -173,6 +173,11 @@ def _run_board(request: RunRequest) -> int:
     print_board(console, summary)
     console.print(f"flow run: {state.state_details.flow_run_id} ({state.type.value.lower()}) "
                   f"in {time.perf_counter() - started:.1f} s")
+    from helmflow.prefect_server import Handle
+
+    if isinstance(server, Handle) and server.in_use:
+        console.print(f"Prefect UI: {server.state.ui_url}/runs/flow-run/{state.state_details.flow_run_id}",
+                      soft_wrap=True, markup=False)
     _print_release(console, summary)
     if isinstance(result, PartialRelease):
         from rich.markup import escape

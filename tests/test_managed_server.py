@@ -1,0 +1,293 @@
+"""helmflow's managed Prefect server: started by the first command without PREFECT_API_URL, reused by the
+next, stopped by ``helmflow server stop`` or after an idle time; and every way it can go wrong is one line
+or a recovery, never a hang. Server processes are counted from /proc (their command line names the
+PREFECT_HOME they serve).
+
+Each test has a throwaway PREFECT_HOME and port, and its fixture stops the server it started (and fails
+the test if one is still running after that): the suite leaves no background server behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from helmflow import prefect_server
+from tests.support.cli import REPO
+from tests.support.paid_board import board_args, wait_for_requests
+from tests.support.processes import free_port
+
+STARTED = re.compile(r"^Prefect UI: http://127\.0\.0\.1:(\d+) \(running in the background; helmflow server stop\)$",
+                     re.MULTILINE)
+
+
+def server_pids(home: Path) -> list[int]:
+    """Live managed-server processes serving ``home``."""
+    return sorted(int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and prefect_server.is_ours(
+        int(p.name), home))
+
+
+@pytest.fixture
+def home(tmp_path) -> Path:
+    home = tmp_path / "prefect-home"
+    yield home
+    prefect_server.stop_server(home)
+    left = server_pids(home)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], "a managed server was still running after `stop`"
+
+
+@pytest.fixture
+def env(home) -> dict[str, str]:
+    """A user with no Prefect server configured, on a port of this test's own."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "HELMFLOW_EPHEMERAL")}
+    env.pop("PREFECT_LOGGING_LEVEL", None)  # the CLI's own default, as a user has it
+    return dict(env, PREFECT_HOME=str(home), HELMFLOW_SERVER_PORT=str(free_port()), COLUMNS="200")
+
+
+def hf(*args: str, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "helmflow.cli", *args], env=env, cwd=str(REPO), capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def ok(out: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert out.returncode == 0, f"{out.args}\n{out.stdout}\n{out.stderr}"
+    return out
+
+
+def demo(tmp_path: Path, *extra: str) -> list[str]:
+    return ["run", "demo", "--scenarios", "dyck-3", "--models", "offline/solver", "--max-instances", "2",
+            "--storage", str(tmp_path / "store"), *extra]
+
+
+# --------------------------------------------------------------------------- fast: no server
+def test_a_configured_api_url_is_read_without_prefect(tmp_path, monkeypatch):
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.delenv("PREFECT_PROFILE", raising=False)
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert prefect_server.configured_api_url() is None
+    (tmp_path / "profiles.toml").write_text('active = "team"\n[profiles.team]\nPREFECT_API_URL = "http://10.0.0.1:4200/api"\n')
+    assert prefect_server.configured_api_url() == "http://10.0.0.1:4200/api"
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    assert prefect_server.configured_api_url() == "http://127.0.0.1:9/api"
+
+
+def test_a_record_of_no_managed_server_is_stale(tmp_path):
+    (tmp_path / prefect_server.STATE_FILE).write_text("{not json")
+    assert prefect_server.read_state(tmp_path) is None
+    assert not prefect_server.is_ours(os.getpid(), tmp_path)  # pytest is not a managed server
+
+
+# --------------------------------------------------------------------------- slow: real servers
+@pytest.mark.slow
+def test_first_command_starts_the_server_the_second_reuses_it(tmp_path, home, env):
+    first = ok(hf(*demo(tmp_path), env=env))
+    assert "preparing Prefect's database, once" in first.stderr
+    port = int(STARTED.search(first.stderr).group(1))
+    assert port == int(env["HELMFLOW_SERVER_PORT"])
+    assert "Traceback" not in first.stderr
+    [pid] = server_pids(home)  # outlived the command
+    flow_run = re.search(r"flow run: ([0-9a-f-]{36}) \(completed\)", first.stdout).group(1)
+    ui = f"http://127.0.0.1:{port}"
+    assert f"Prefect UI: {ui}/runs/flow-run/{flow_run}" in first.stdout
+    # the printed UI serves the run: its page, the API behind it (at this port, not 4200), its task runs
+    page = httpx.get(f"{ui}/runs/flow-run/{flow_run}", headers={"Accept": "text/html"}, timeout=30)  # as a browser asks
+    assert page.status_code == 200 and "<!DOCTYPE html>" in page.text
+    assert httpx.get(f"{ui}/ui-settings", timeout=30).json()["api_url"] == f"{ui}/api"
+    assert httpx.get(f"{ui}/api/flow_runs/{flow_run}", timeout=30).json()["state"]["type"] == "COMPLETED"
+    task_runs = httpx.post(f"{ui}/api/task_runs/filter", timeout=30,
+                           json={"flow_runs": {"id": {"any_": [flow_run]}}}).json()
+    assert sorted(t["name"] for t in task_runs) == ["prepare dyck-3", "release demo", "run dyck-3 x offline/solver"]
+
+    status = ok(hf("server", "status", env=env)).stdout
+    assert f"Prefect UI: {ui} (answering)" in status and f"pid {pid}, Prefect " in status
+
+    second = ok(hf(*demo(tmp_path, "--force-flow"), env=env))
+    assert "Prefect UI" not in second.stderr and "preparing" not in second.stderr
+    assert server_pids(home) == [pid]  # no new server process
+
+    assert ok(hf("server", "stop", env=env)).stdout.strip() == f"stopped helmflow's Prefect server (pid {pid}, {ui})"
+    assert server_pids(home) == []
+    assert not (home / prefect_server.STATE_FILE).exists() and not (home / "server.pid").exists()
+    assert hf("server", "status", env=env).returncode == 1
+
+
+@pytest.mark.slow
+def test_two_commands_starting_at_once_get_one_server(home, env):
+    procs = [subprocess.Popen([sys.executable, "-m", "helmflow.cli", "server", "start"], env=env, cwd=str(REPO),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    [pid] = server_pids(home)
+    said = sorted(out.strip() for out, _ in outs)
+    url = f"http://127.0.0.1:{env['HELMFLOW_SERVER_PORT']}"
+    assert said == sorted([f"Prefect UI: {url} (already running, pid {pid})",
+                           f"Prefect UI: {url} (running in the background; helmflow server stop)"]), outs
+
+
+@pytest.mark.slow
+def test_a_stale_record_is_replaced(home, env):
+    home.mkdir(parents=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    unrelated = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])  # a reused pid
+    try:
+        for pid in (dead.pid, unrelated.pid):
+            record = {"pid": pid, "port": int(env["HELMFLOW_SERVER_PORT"]), "prefect_version": "3.9.1",
+                      "home": str(home), "idle_timeout_s": 3600, "started_at": 0}
+            (home / prefect_server.STATE_FILE).write_text(json.dumps(record))
+            out = ok(hf("server", "start", env=env))
+            assert f"helmflow's Prefect server (pid {pid}) is no longer running: starting a new one" in out.stderr
+            [running] = server_pids(home)
+            assert running != pid
+            ok(hf("server", "stop", env=env))
+        assert unrelated.poll() is None  # never signalled
+    finally:
+        unrelated.kill()
+        unrelated.wait()
+
+
+@pytest.mark.slow
+def test_a_port_taken_by_another_program_moves_the_server(home, env):
+    taken = int(env["HELMFLOW_SERVER_PORT"])
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", taken))
+        other.listen()
+        out = ok(hf("server", "start", env=env))
+        assert f"port {taken} is in use by another program" in out.stderr
+        port = int(STARTED.search(out.stdout).group(1))
+        assert port != taken
+        assert prefect_server.read_state(home).port == port  # recorded: the next command finds it there
+        assert httpx.get(f"http://127.0.0.1:{port}/ui-settings", timeout=30).json()["api_url"] == \
+            f"http://127.0.0.1:{port}/api"
+        [pid] = server_pids(home)
+        assert ok(hf("server", "start", env=env)).stdout.strip() == \
+            f"Prefect UI: http://127.0.0.1:{port} (already running, pid {pid})"
+
+
+@pytest.mark.slow
+def test_a_server_of_another_prefect_version_is_one_line(tmp_path, home, env):
+    ok(hf("server", "start", env=env))
+    [pid] = server_pids(home)
+    state = json.loads((home / prefect_server.STATE_FILE).read_text())
+    (home / prefect_server.STATE_FILE).write_text(json.dumps(dict(state, prefect_version="3.0.0")))
+    out = hf(*demo(tmp_path), env=env)
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert out.stderr.strip().splitlines() == [
+        f"helmflow: error: helmflow's Prefect server (pid {pid}, http://127.0.0.1:{state['port']}) runs Prefect "
+        f"3.0.0, this helmflow uses Prefect {prefect_server.prefect_version()}: `helmflow server stop`, then the next "
+        f"command starts one of this version"]
+    assert not (tmp_path / "store").exists()  # nothing ran
+    assert server_pids(home) == [pid]  # left alone: another installation may be using it
+    ok(hf("server", "stop", env=env))
+    ok(hf(*demo(tmp_path), env=env))
+
+
+@pytest.mark.slow
+def test_a_server_that_does_not_answer_is_one_line_not_a_hang(tmp_path, home, env):
+    ok(hf("server", "start", env=env))
+    [pid] = server_pids(home)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        out = hf(*demo(tmp_path), env=dict(env, HELMFLOW_SERVER_STARTUP_TIMEOUT_S="3"), timeout=120)
+        took = time.monotonic() - started
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert out.returncode == 3, out.stdout + out.stderr
+    [line] = out.stderr.strip().splitlines()
+    assert line.startswith(f"helmflow: error: helmflow's Prefect server (pid {pid}, ") and \
+        "did not answer within 3 s" in line and "`helmflow server stop`" in line, line
+    assert took < 60, took
+
+
+@pytest.mark.slow
+def test_a_server_that_dies_mid_run_stops_the_run_in_one_line_and_the_next_run_recovers(
+        tmp_path, home, env, dev_server):
+    args = board_args(tmp_path, dev_server)
+    dev_server.configure(latency_ms=40)
+    ok(hf("server", "start", env=env))
+    [pid] = server_pids(home)
+    proc = subprocess.Popen([sys.executable, "-m", "helmflow.cli", *args], env=env, cwd=str(REPO),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wait_for_requests(dev_server, 40, proc)
+    os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+    out = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 3, out
+    assert time.monotonic() - killed < 30
+    assert f"helmflow: Prefect's server (pid {pid}, http://127.0.0.1:" in out and "stopped during the run" in out, out
+    assert "Traceback" not in out, out
+    sent = dev_server.stats()["unique"]
+    again = hf(*args, env=env)
+    ok(again)
+    assert f"helmflow's Prefect server (pid {pid}) is no longer running: starting a new one" in again.stderr
+    assert dev_server.stats()["unique"] == 400 and sent < 400  # every request answered once, the rest completed now
+    assert len(server_pids(home)) == 1
+
+
+@pytest.mark.slow
+def test_the_server_stops_itself_when_idle(home, env):
+    out = ok(hf("server", "start", "--idle-timeout", "2", env=env))
+    assert STARTED.search(out.stdout)
+    [pid] = server_pids(home)
+    deadline = time.monotonic() + 60
+    while server_pids(home) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert server_pids(home) == []
+    assert not (home / prefect_server.STATE_FILE).exists()
+    assert "no API request for 2 s: stopping" in (home / prefect_server.LOG_FILE).read_text()
+    assert hf("server", "status", env=env).returncode == 1
+
+
+@pytest.mark.slow
+def test_ephemeral_leaves_nothing_running(tmp_path, home, env):
+    out = ok(hf(*demo(tmp_path, "--ephemeral"), env=env))
+    assert "Prefect UI" not in out.stderr + out.stdout
+    assert server_pids(home) == [] and not (home / prefect_server.STATE_FILE).exists()
+
+
+@pytest.mark.slow
+def test_retry_on_the_managed_server_says_only_its_answer_then_ends_like_run(tmp_path, home, env):
+    models = tmp_path / "models.yaml"
+    entry = "deployments:\n  - {{name: flaky/echo, client: offline, model: echo, revision: '1', options: {}}}\n"
+    models.write_text(entry.format("{behavior: echo, fail: always}"))
+    run = ["run", "demo", "--scenarios", "dyck-3", "--models", "offline/solver,flaky/echo", "--max-instances", "3",
+           "--models-file", str(models), "--storage", str(tmp_path / "store")]
+    failed = hf(*run, env=env)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    flow_run = re.search(r"flow run: ([0-9a-f-]{36}) \(failed\)", failed.stdout).group(1)
+    models.write_text(entry.format("{behavior: echo}"))
+
+    started = time.monotonic()
+    dry = ok(hf("retry", flow_run, "--dry-run", env=env))
+    took = time.monotonic() - started
+    assert dry.stderr == ""  # no Prefect noise (it printed 135 lines of sqlite "database is locked" on its temporary server)
+    assert dry.stdout.splitlines() == [
+        f"flow run {flow_run} ({re.search(r'demo [0-9-]+ [0-9:]+', dry.stdout).group(0)}) ended Failed.",
+        f"storage: {tmp_path / 'store'} (from the flow run's storage parameter)",
+        "will re-execute 1 pair(s); every other task is cached:",
+        "  - dyck-3 x flaky/echo"]
+    print(f"retry --dry-run: {took:.2f} s (load {os.getloadavg()[0]:.1f})")
+    assert took < 3, f"{took:.1f} s at load {os.getloadavg()}"
+
+    retried = ok(hf("retry", flow_run, env=env))
+    lines = retried.stdout.splitlines()
+    assert any("demo — release" in line and "(complete)" in line for line in lines), retried.stdout
+    assert f"flow run: {flow_run} (completed)" in retried.stdout  # the same flow run, now completed
+    assert re.search(rf"^release: {re.escape(str(tmp_path / 'store'))}/leaderboards/demo/\S+$", retried.stdout, re.M)
+    assert "Traceback" not in retried.stderr and "INFO" not in retried.stderr + retried.stdout
+    reply = httpx.get(f"{prefect_server.read_state(home).api_url}/flow_runs/{flow_run}", timeout=30).json()
+    assert reply["state"]["type"] == "COMPLETED" and reply["run_count"] == 2
