@@ -72,6 +72,9 @@ def _parse(path: Path, entries: list[Any]) -> dict[str, Deployment]:
             raise DeploymentError(f"{where}: {format_validation_error(exc)}") from None
         if dep.client not in CLIENTS:
             raise DeploymentError(f"{where}: unknown client kind {dep.client!r}; known: {', '.join(CLIENTS.names())}")
+        problem = CLIENTS.get(dep.client).reasoning_problem(dep)
+        if problem:
+            raise DeploymentError(f"{where}: {problem}")
         if dep.name in out:
             raise DeploymentError(f"{where}: duplicate deployment name {dep.name!r}")
         out[dep.name] = dep

@@ -6,6 +6,13 @@ here and the others are sent. The SDK (2.x) speaks API version 2026-10-21, which
 parameters: ``temperature`` is recorded in the request (and its hash) but not sent. The Messages API
 returns no logprobs. SDK retries are off: the query path retries, honouring Retry-After.
 
+Reasoning: ``budget_tokens`` sends ``thinking: {type: enabled, budget_tokens}`` (at least 1024 and
+below max_tokens, checked when the run is planned); ``mode: adaptive`` sends ``thinking: {type:
+adaptive}`` with ``output_config: {effort}`` (the only thinking Claude 4.7+ accept). Thinking blocks
+become the completion's reasoning (redacted ones are marked), the text blocks its answer; the usage's
+``output_tokens_details.thinking_tokens`` and ``cache_read_input_tokens`` are recorded, and the prompt
+tokens count the cached and cache-written input too.
+
 Images go out as base64 ``image`` blocks in order with the text blocks; empty or whitespace-only
 text blocks are dropped (the API refuses them). The provider's limits (8000 px a side, 5 MB) are the
 kind's defaults in :mod:`helmflow.media`, so a larger image is shrunk before the request is built
@@ -31,6 +38,11 @@ if TYPE_CHECKING:  # the SDK is imported on first use: `helmflow list` stays fas
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
 
+#: Anthropic's ``output_config.effort`` values
+_EFFORTS = ("low", "medium", "high", "xhigh", "max")
+_MIN_BUDGET = 1024
+
+
 class AnthropicOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     images: ImageOptions | None = Field(None, description="what the endpoint accepts of images (default: the "
@@ -42,6 +54,29 @@ class AnthropicClient(Client):
     default_api_key_env = "ANTHROPIC_API_KEY"
     default_base_url = "https://api.anthropic.com"
     sdk_modules = ("httpx2", "anthropic")
+    reasoning_options = ("budget_tokens", "mode", "effort")
+
+    @classmethod
+    def reasoning_problem(cls, deployment: Deployment) -> str | None:
+        problem = super().reasoning_problem(deployment)
+        r = deployment.reasoning
+        if problem or r is None:
+            return problem
+        if r.effort is not None and r.mode != "adaptive":
+            return "anthropic: reasoning.effort goes with mode: adaptive (or give budget_tokens for a thinking budget)"
+        if r.effort is not None and r.effort not in _EFFORTS:
+            return f"anthropic: reasoning.effort {r.effort!r} is not one of {', '.join(_EFFORTS)}"
+        if r.budget_tokens is not None and r.budget_tokens < _MIN_BUDGET:
+            return f"anthropic: reasoning.budget_tokens must be at least {_MIN_BUDGET} (got {r.budget_tokens})"
+        return None
+
+    @classmethod
+    def reasoning_request_problem(cls, deployment: Deployment, max_tokens: int) -> str | None:
+        r = deployment.reasoning
+        if r is not None and r.budget_tokens is not None and r.budget_tokens >= max_tokens:
+            return (f"anthropic: reasoning.budget_tokens {r.budget_tokens} must be below max_tokens {max_tokens}; "
+                    f"raise increase_max_tokens or lower the budget")
+        return None
 
     def __init__(self, deployment: Deployment, media: MediaStore | None = None):
         super().__init__(deployment, media)
@@ -89,20 +124,40 @@ class AnthropicClient(Client):
             kwargs["system"] = system
         if sent_stops:
             kwargs["stop_sequences"] = sent_stops
+        r = body.reasoning
+        if r is not None:
+            if r.budget_tokens is not None and r.budget_tokens >= body.max_tokens:
+                raise PermanentError(f"deployment {self.deployment.name!r}: reasoning.budget_tokens {r.budget_tokens} "
+                                     f"must be below max_tokens {body.max_tokens}")
+            if r.mode == "adaptive":
+                kwargs["thinking"] = {"type": "adaptive"}
+                if r.effort is not None:
+                    kwargs["output_config"] = {"effort": r.effort}
+            elif r.budget_tokens is not None:
+                kwargs["thinking"] = {"type": "enabled", "budget_tokens": r.budget_tokens}
         try:
             resp = await sdk.messages.create(**kwargs)
         except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a classified ClientError
             raise classify(exc, self.deployment, self._key, self.url, self.credential_name()) from None
         try:
             text = "".join(b.text for b in resp.content if b.type == "text")
+            thought = "\n\n".join(b.thinking if b.type == "thinking" else "[redacted thinking]"
+                                   for b in resp.content if b.type in ("thinking", "redacted_thinking"))
             finish = _FINISH.get(resp.stop_reason or "", resp.stop_reason or "")
-            prompt_tokens, output_tokens = resp.usage.input_tokens, resp.usage.output_tokens
+            usage = resp.usage
+            cached = usage.cache_read_input_tokens or 0
+            prompt_tokens = usage.input_tokens + cached + (usage.cache_creation_input_tokens or 0)
+            output_tokens = usage.output_tokens
+            details = getattr(usage, "output_tokens_details", None)
+            thinking_tokens = getattr(details, "thinking_tokens", None) if details is not None else None
         except (AttributeError, TypeError) as exc:
             raise malformed(self.deployment, self.url, exc) from None
         cut = min((text.index(s) for s in local_stops if s in text), default=None)
         if cut is not None:
             text, finish = text[:cut], "stop"
-        return ClientResult(text=text, finish_reason=finish, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
+        return ClientResult(text=text, finish_reason=finish, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+                            reasoning=thought, reasoning_tokens=thinking_tokens, cached_tokens=cached,
+                            truncated_in_reasoning=r is not None and finish == "length" and not text.strip())
 
     def _content(self, body: RequestBody) -> list[dict[str, Any]]:
         blocks: list[dict[str, Any]] = []

@@ -14,7 +14,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from helmflow.media import MediaError, MediaStore
-from helmflow.records import ContentPart, Deployment, RequestBody
+from helmflow.records import ContentPart, Deployment, ReasoningOptions, RequestBody
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
@@ -156,6 +156,32 @@ class ClientResult:
     tokens: list[str] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     text_offsets: list[int] | None = None  # where each token starts (echo: in the prompt, then the output)
+    reasoning: str = ""  # the model's thinking, apart from ``text`` (the answer)
+    reasoning_tokens: int | None = None  # as the provider counted them (None: it did not say)
+    cached_tokens: int = 0  # prompt tokens read from the provider's cache
+    truncated_in_reasoning: bool = False  # the output budget ran out before the answer began
+
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+def split_think_tags(text: str, finish_reason: str) -> tuple[str, str, bool]:
+    """``(answer, reasoning, truncated_in_reasoning)`` of a text holding ``<think>…</think>``.
+
+    The reasoning is what the tags enclose; an output that starts inside them (the chat template
+    opened the tag in the prompt, as DeepSeek-R1's and Qwen3's do) is reasoning up to ``</think>``.
+    A ``<think>`` never closed means the budget ran out while thinking: no answer at all.
+    """
+    close = text.rfind(THINK_CLOSE)
+    if close >= 0:
+        head, answer = text[:close], text[close + len(THINK_CLOSE):]
+        open_at = head.find(THINK_OPEN)
+        reasoning = head[open_at + len(THINK_OPEN):] if open_at >= 0 else head
+        return answer.strip(), reasoning.replace(THINK_OPEN, "").strip(), False
+    open_at = text.find(THINK_OPEN)
+    if open_at >= 0:
+        return "", text[open_at + len(THINK_OPEN):].strip(), finish_reason == "length"
+    return text, "", False
 
 
 class Client(ABC):
@@ -179,6 +205,34 @@ class Client(ABC):
     #: modules beyond the base install the client needs, and the extra that installs them
     requires: tuple[str, ...] = ()
     extra: str | None = None
+    #: the ``reasoning:`` options this kind honours; a deployment asking for another is refused at load
+    reasoning_options: tuple[str, ...] = ()
+
+    @classmethod
+    def reasoning_problem(cls, deployment: Deployment) -> str | None:
+        """Why this kind cannot honour the deployment's ``reasoning`` options, in one line (None: it can).
+        Checked when the models file loads, so a mistake stops before any request."""
+        r = deployment.reasoning
+        if r is None:
+            return None
+        given = [k for k in ReasoningOptions.model_fields if getattr(r, k) is not None]
+        refused = [k for k in given if k not in cls.reasoning_options]
+        if refused:
+            takes = ", ".join(cls.reasoning_options) if cls.reasoning_options else "none"
+            return (f"client kind {deployment.client!r} cannot honour reasoning.{refused[0]} "
+                    f"(the reasoning options it takes: {takes})")
+        return None
+
+    @classmethod
+    def reasoning_request_problem(cls, deployment: Deployment, max_tokens: int) -> str | None:
+        """Why requests of ``max_tokens`` cannot carry the deployment's reasoning options (checked when a
+        run is planned, before any request)."""
+        return None
+
+    @classmethod
+    def reasoning_notes(cls, body: RequestBody) -> list[str]:
+        """What of ``body`` this kind leaves out because of its reasoning options (recorded on the request)."""
+        return []
 
     @classmethod
     def missing_modules(cls) -> list[str]:

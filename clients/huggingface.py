@@ -25,6 +25,11 @@ over the prompt and return its tokens (special tokens the tokenizer adds left ou
 the prompt, and each token's logprob given the tokens before it (the first token, with nothing
 before it, gets 0).
 
+Reasoning (``reasoning: {parser: think-tags}``): where the chat template has a thinking switch (its
+text names ``enable_thinking``, as Qwen3's does) it is rendered with ``enable_thinking=True``; the
+``<think>…</think>`` part of the output becomes the completion's reasoning and the rest its answer
+(an output cut by ``max_tokens`` inside the tags is ``truncated_in_reasoning``).
+
 Vision-language models: a checkpoint whose config is one of transformers' image-text-to-text
 models (LLaVA, Idefics, Qwen2-VL, Gemma 3, ...) is loaded with ``AutoProcessor`` and
 ``AutoModelForImageTextToText``. A request with image parts becomes one user turn of the
@@ -52,7 +57,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from helmflow.clients import client_kind
-from helmflow.clients.base import Client, ClientResult, PermanentError
+from helmflow.clients.base import THINK_OPEN, Client, ClientResult, PermanentError, split_think_tags
 from helmflow.media import ImageOptions, MediaError, MediaStore
 from helmflow.records import Deployment, RequestBody
 
@@ -157,6 +162,17 @@ def load_model(
 
 
 # --------------------------------------------------------------------------- generation (worker thread)
+THINKING_SWITCH = "enable_thinking"
+
+
+def template_switches(templating: Any, body: RequestBody) -> dict[str, Any]:
+    """The chat template's thinking switch, turned on for a reasoning deployment when the template has one."""
+    template = templating.chat_template if isinstance(templating.chat_template, str) else ""
+    if body.reasoning is not None and THINKING_SWITCH in template:
+        return {THINKING_SWITCH: True}
+    return {}
+
+
 def prompt_of(lm: LocalModel, body: RequestBody) -> tuple[str, bool]:
     """The text to encode and whether the tokenizer should add its special tokens (a chat template has them).
 
@@ -173,7 +189,8 @@ def prompt_of(lm: LocalModel, body: RequestBody) -> tuple[str, bool]:
         content = [{"type": "image"} if p.type == "image" else {"type": "text", "text": p.text} for p in body.parts]
         if templating.chat_template:
             turn = [{"role": "user", "content": content}]
-            return templating.apply_chat_template(turn, add_generation_prompt=True, tokenize=False), False
+            return templating.apply_chat_template(turn, add_generation_prompt=True, tokenize=False,
+                                                  **template_switches(templating, body)), False
         token = getattr(lm.processor, "image_token", None)
         if not token:
             raise PermanentError("the model's processor has neither a chat template nor an image token: "
@@ -186,7 +203,8 @@ def prompt_of(lm: LocalModel, body: RequestBody) -> tuple[str, bool]:
         for m in body.messages
     ]
     if templating.chat_template:
-        return templating.apply_chat_template(messages, add_generation_prompt=True, tokenize=False), False
+        return templating.apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
+                                              **template_switches(templating, body)), False
     return "\n".join(m.content for m in body.messages), True
 
 
@@ -406,6 +424,14 @@ class _Pending:
 class HuggingFaceClient(Client):
     requires = ("transformers",)  # and PyTorch, which the user installs for their hardware (INSTALL_HINT)
     extra = "hf"
+    reasoning_options = ("parser",)
+
+    @classmethod
+    def reasoning_problem(cls, deployment: Deployment) -> str | None:
+        problem = super().reasoning_problem(deployment)
+        if problem is None and deployment.reasoning is not None and deployment.reasoning.parser != "think-tags":
+            return "huggingface: the reasoning of a local model is read from its text: reasoning.parser: think-tags"
+        return problem
 
     def __init__(self, deployment: Deployment, media: MediaStore | None = None):
         super().__init__(deployment, media)
@@ -465,7 +491,14 @@ class HuggingFaceClient(Client):
         self._queue.append(pending)
         if self._runner is None or self._runner.done():
             self._runner = asyncio.create_task(self._run())
-        return await pending.future
+        result: ClientResult = await pending.future
+        if body.reasoning is not None:
+            text = result.text
+            # a template whose switch opens the tag in the prompt (as DeepSeek-R1's does): the output starts inside
+            if prompt_of(self.local_model(), body)[0].rstrip().endswith(THINK_OPEN):
+                text = THINK_OPEN + text
+            result.text, result.reasoning, result.truncated_in_reasoning = split_think_tags(text, result.finish_reason)
+        return result
 
     def _take(self) -> list[_Pending]:
         """The next batch: one sampled request alone, or up to ``max_batch_size`` greedy ones."""

@@ -10,6 +10,13 @@ responses (see ``complete`` for why not ``create``).
 ``top_logprobs`` (alternatives per token when logprobs are asked; default 0), ``organization`` and
 ``images`` (:class:`helmflow.media.ImageOptions`: limits, ``detail``, ``reencode: jpeg``).
 
+Reasoning (``reasoning: {effort: ...}``): the chat body carries ``reasoning_effort`` and the output budget
+as ``max_completion_tokens`` (it covers the reasoning tokens too), and leaves out ``temperature``, which
+OpenAI's reasoning models refuse (a note on the request says so); logprobs and the completions endpoint
+cannot go with it (refused when the models file loads). The answer's
+``usage.completion_tokens_details.reasoning_tokens`` and ``prompt_tokens_details.cached_tokens`` are
+recorded; an answer cut by the budget with no content is ``truncated_in_reasoning``.
+
 Images go out as ``image_url`` content parts holding base64 ``data:`` URLs of the stored bytes in
 their original format, in order with the text parts. HELM re-encodes every image as JPEG first;
 ``images: {reencode: jpeg}`` does the same (the re-encoded image is stored and hashed like any other).
@@ -24,7 +31,15 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from helmflow.clients import client_kind
-from helmflow.clients.base import Client, ClientResult, PermanentError, classify, image_bytes, malformed
+from helmflow.clients.base import (
+    Client,
+    ClientResult,
+    PermanentError,
+    classify,
+    image_bytes,
+    malformed,
+    split_think_tags,
+)
 from helmflow.media import ImageOptions, MediaStore
 from helmflow.records import ContentPart, Deployment, RequestBody
 
@@ -47,6 +62,26 @@ class OpenAIClient(Client):
     default_base_url = "https://api.openai.com/v1"
     #: the chat field for the output budget (OpenAI's current name; compatible servers know max_tokens)
     max_tokens_field = "max_completion_tokens"
+    reasoning_options: tuple[str, ...] = ("effort",)
+    #: what a reasoning request leaves out (OpenAI's reasoning models refuse sampling parameters)
+    reasoning_drops_temperature = True
+
+    @classmethod
+    def reasoning_problem(cls, deployment: Deployment) -> str | None:
+        problem = super().reasoning_problem(deployment)
+        if problem or deployment.reasoning is None:
+            return problem
+        if deployment.options.get("endpoint") == "completions":
+            return "reasoning needs the chat endpoint (options.endpoint: chat)"
+        if deployment.logprobs and cls.reasoning_drops_temperature:
+            return "OpenAI reasoning models return no logprobs: drop logprobs or reasoning"
+        return None
+
+    @classmethod
+    def reasoning_notes(cls, body: RequestBody) -> list[str]:
+        if body.reasoning is None or not cls.reasoning_drops_temperature:
+            return []
+        return [f"temperature {body.temperature:g} not sent: OpenAI reasoning models accept only their default"]
 
     sdk_modules = ("httpx2", "openai")
 
@@ -103,7 +138,7 @@ class OpenAIClient(Client):
         except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a classified ClientError
             raise classify(exc, self.deployment, self._key, self.url, self.credential_name()) from None
         try:
-            return _chat_result(resp) if chat else _completions_result(resp, body)
+            return self._reasoned(_chat_result(resp), body) if chat else _completions_result(resp, body)
         except (AttributeError, IndexError, TypeError) as exc:
             raise malformed(self.deployment, self.url, exc) from None
 
@@ -119,6 +154,10 @@ class OpenAIClient(Client):
         )
         kwargs: dict[str, Any] = {"model": body.model, "messages": messages, self.max_tokens_field: body.max_tokens,
                                   "temperature": body.temperature}
+        if body.reasoning is not None:
+            kwargs.update(self._reasoning_fields(body))
+            if self.reasoning_drops_temperature:
+                kwargs.pop("temperature")
         if body.stop:
             kwargs["stop"] = body.stop
         if body.logprobs:
@@ -126,6 +165,26 @@ class OpenAIClient(Client):
             if self.options.top_logprobs:
                 kwargs["top_logprobs"] = self.options.top_logprobs
         return kwargs
+
+    def _reasoning_fields(self, body: RequestBody) -> dict[str, Any]:
+        """The provider's fields for the body's reasoning options (OpenAI: ``reasoning_effort``)."""
+        r = body.reasoning
+        fields: dict[str, Any] = {}
+        if r is not None and r.effort is not None:
+            fields["reasoning_effort"] = r.effort
+        return fields
+
+    def _reasoned(self, result: ClientResult, body: RequestBody) -> ClientResult:
+        """The answer apart from the reasoning; flagged when the budget ran out before any answer."""
+        if body.reasoning is None:
+            return result
+        if body.reasoning.parser == "think-tags":
+            text, thought, cut = split_think_tags(result.text, result.finish_reason)
+            result.text, result.reasoning = text, (result.reasoning + "\n" + thought).strip()
+            result.truncated_in_reasoning = cut
+        elif result.finish_reason == "length" and not result.text.strip():
+            result.truncated_in_reasoning = True
+        return result
 
     def _content(self, body: RequestBody) -> list[dict[str, Any]]:
         """Chat content parts in order: text parts, and images as base64 data URLs (original format)."""
@@ -172,15 +231,24 @@ def data_url(media: MediaStore, part: ContentPart, deployment: str) -> str:
 
 
 def _chat_result(resp: Any) -> ClientResult:
+    """The answer, and what a reasoning model adds: its reasoning text when the server sends it (vLLM's
+    ``message.reasoning``, then the older ``reasoning_content``), its reasoning and cached token counts."""
     choice = resp.choices[0]
     content = choice.logprobs.content if choice.logprobs is not None else None
+    message, usage = choice.message, resp.usage
+    reasoning = getattr(message, "reasoning", None) or getattr(message, "reasoning_content", None)
+    details = getattr(usage, "completion_tokens_details", None) if usage else None
+    cached = getattr(usage, "prompt_tokens_details", None) if usage else None
     return ClientResult(
-        text=choice.message.content or "",
+        text=message.content or "",
         finish_reason=choice.finish_reason or "",
-        prompt_tokens=resp.usage.prompt_tokens if resp.usage else 0,
-        output_tokens=resp.usage.completion_tokens if resp.usage else 0,
+        prompt_tokens=usage.prompt_tokens if usage else 0,
+        output_tokens=usage.completion_tokens if usage else 0,
         tokens=[t.token for t in content or []],
         logprobs=[t.logprob for t in content or []],
+        reasoning=reasoning if isinstance(reasoning, str) else "",
+        reasoning_tokens=getattr(details, "reasoning_tokens", None) if details is not None else None,
+        cached_tokens=(getattr(cached, "cached_tokens", None) or 0) if cached is not None else 0,
     )
 
 

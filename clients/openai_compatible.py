@@ -4,21 +4,36 @@ OpenRouter), through the official ``openai`` SDK pointed at the deployment's ``b
 Same options as the ``openai`` kind; ``endpoint: completions`` sends raw prompts to
 ``/v1/completions`` (base models), ``chat`` (default) uses ``/v1/chat/completions``. A key is sent
 only when the deployment names one (local servers need none).
+
+Reasoning: ``parser: field`` reads the message's ``reasoning`` (then the older ``reasoning_content``,
+as vLLM sends them) and ``parser: think-tags`` cuts ``<think>…</think>`` out of the answer; ``effort``
+is sent as ``reasoning_effort`` and ``budget_tokens`` as vLLM's ``thinking_token_budget``. Sampling
+parameters are sent as they are (open servers take them).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from helmflow.clients import client_kind
 from helmflow.clients.base import PermanentError
 from helmflow.clients.openai import OpenAIClient
 from helmflow.media import MediaStore
-from helmflow.records import Deployment
+from helmflow.records import Deployment, RequestBody
 
 
 @client_kind("openai-compatible")
 class OpenAICompatibleClient(OpenAIClient):
     default_api_key_env: str | None = None
     max_tokens_field = "max_tokens"
+    reasoning_options = ("parser", "effort", "budget_tokens")
+    reasoning_drops_temperature = False
+
+    def _reasoning_fields(self, body: RequestBody) -> dict[str, Any]:
+        fields = super()._reasoning_fields(body)
+        if body.reasoning is not None and body.reasoning.budget_tokens is not None:
+            fields["thinking_token_budget"] = body.reasoning.budget_tokens
+        return fields
 
     def __init__(self, deployment: Deployment, media: MediaStore | None = None):
         if not deployment.base_url:

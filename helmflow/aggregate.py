@@ -45,6 +45,9 @@ def leaderboard_schema(labels: list[str], groups: list[str] | None = None, aspec
                    (f"{key} note", pa.string())]
     fields += [("cost_usd", pa.float64()), ("prompt_tokens", pa.int64()), ("output_tokens", pa.int64()),
                ("judge_cost_usd", pa.float64()), ("missing", pa.int64())]
+    fields += [("reasoning_tokens", pa.int64()), ("reasoning_tokens_per_instance", pa.float64()),
+               ("cost_per_correct_usd", pa.float64())]
+    fields += [(f"{label} truncated_in_reasoning", pa.float64()) for label in labels]
     return pa.schema(fields)
 
 
@@ -174,9 +177,34 @@ def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome], metric_cells: Gro
     for p in board.runs:
         if p.scenario.perturbation and p.run_id in by_id:
             perturbed.setdefault(p.deployment.name, []).append(by_id[p.run_id])
-    return rank(board.spec.models, [s.label for s in board.scenarios], cells, aggregation=board.spec.aggregation,
+    labels = [s.label for s in board.scenarios]
+    rows = rank(board.spec.models, labels, cells, aggregation=board.spec.aggregation,
                 groups=board_groups(board), aspects=board.spec.aspects, metric_groups=board.spec.metric_groups,
                 metric_cells=metric_cells, notes=notes, also_spent=perturbed)
+    for row in rows:
+        row.update(efficiency_columns(row, labels, cells, perturbed.get(row["deployment"], [])))
+    return rows
+
+
+def efficiency_columns(row: dict[str, Any], labels: Sequence[str], cells: dict[tuple[str, str], RunOutcome],
+                       also_spent: Sequence[RunOutcome] = ()) -> dict[str, Any]:
+    """A model's reasoning tokens (all, and per scored instance of its cells), its cost per correct answer
+    (the cells' cost over their main metric's mean times instances: HELM's scores are in [0, 1]) and each
+    cell's share of instances truncated while reasoning (None for a deployment without reasoning)."""
+    m = row["deployment"]
+    mine = [cells[(m, lab)] for lab in labels if (m, lab) in cells]
+    instances = sum(c.instances or 0 for c in mine)
+    correct = [c.correct for c in mine if c.correct is not None]
+    out: dict[str, Any] = {
+        "reasoning_tokens": sum(c.reasoning_tokens for c in [*mine, *also_spent]),
+        "reasoning_tokens_per_instance": (sum(c.reasoning_tokens for c in mine) / instances if instances else None),
+        "cost_per_correct_usd": (sum(c.cost_usd for c in mine) / sum(correct)
+                                 if correct and len(correct) == len(mine) and sum(correct) > 0 else None),
+    }
+    for lab in labels:
+        cell = cells.get((m, lab))
+        out[f"{lab} truncated_in_reasoning"] = finite(cell.truncated_in_reasoning) if cell else None
+    return out
 
 
 def rank(models: Sequence[str], labels: Sequence[str], cells: dict[tuple[str, str], RunOutcome], *,

@@ -32,6 +32,29 @@ a 400 naming the part. A policy sees the request's parts in order as ``payload["
 ``{"type": "image", "sha256", "mime", "width", "height"}``), so it can answer from the image itself;
 ``GET /_dev/requests`` returns those sequences for the last 1,000 requests with images.
 
+Reasoning models, on every wire (``reasoning_words`` says how long each one thinks: a word per token):
+
+- OpenAI chat with ``reasoning_effort``: a reasoning model. It refuses what OpenAI's refuse (400
+  "Unsupported parameter": ``temperature`` other than 1, ``top_p``, ``logprobs``, penalties, ``max_tokens``
+  instead of ``max_completion_tokens``), hides its reasoning and reports it in
+  ``usage.completion_tokens_details.reasoning_tokens``;
+- a model id containing ``reasoner`` answers with ``message.reasoning`` (vLLM), ``reasoner-legacy`` with the older
+  ``reasoning_content``, and ``think`` with ``<think>…</think>`` before the answer in ``content``; such a model
+  reads ``reasoning_effort``, vLLM's ``thinking_token_budget`` and ``chat_template_kwargs.enable_thinking``;
+- Anthropic ``/v1/messages`` with ``thinking``: ``{type: enabled, budget_tokens}`` (at least 1024 and below
+  ``max_tokens``, else 400; a model id containing ``adaptive-only`` refuses it, as Claude 4.7+ do) or ``{type:
+  adaptive}`` with ``output_config.effort``: a ``thinking`` block before the text, counted in ``output_tokens`` and
+  ``output_tokens_details.thinking_tokens``.
+
+Reasoning tokens come out of the output budget: a budget spent while thinking ends the answer with
+``length``/``max_tokens`` and no text. Prompt caching is simulated per scope: the longest run of whole leading lines
+(never the last) an earlier request began with is reported as cached (OpenAI
+``prompt_tokens_details.cached_tokens``; Anthropic ``cache_read_input_tokens``, outside ``input_tokens``).
+The stats add the usage the server reported (``usage``: prompt, completion and cached tokens, and the
+reasoning tokens generated, reported or not), the
+top-level body keys each endpoint received (``body_keys``, e.g. ``chat:reasoning_effort``) and requests per model
+(``by_model``), so tests count at the server what was sent and what was billed.
+
 Every request is counted, and so is the sha256 of every request body (``unique``; ``repeats`` are
 bodies sent again: what a re-sent request costs); ``GET /_dev/stats`` returns the counts, ``POST /_dev/config`` changes
 latency and faults, ``POST /_dev/reset`` zeroes the counts, and ``--count-file`` gets the counts as
@@ -234,6 +257,126 @@ def read_parts(content: Any) -> list[dict[str, Any]]:
     return parts
 
 
+# --------------------------------------------------------------------------- reasoning
+#: words of reasoning per effort (a word is a token); no effort given: ``medium``
+EFFORT_WORDS = {"none": 0, "minimal": 2, "low": 4, "medium": 8, "high": 16, "xhigh": 24, "max": 32}
+#: the most words a thinking budget buys (Anthropic budgets start at 1024 tokens)
+BUDGET_WORDS = 12
+
+
+def reasoning_words(n: int, prompt: str) -> list[str]:
+    """``n`` words of reasoning about the prompt: ``thought1 ... thoughtN`` (easy to find in a stored answer)."""
+    return [f"thought{i + 1}" for i in range(n)]
+
+
+@dataclass
+class Reasoned:
+    """An answer after ``reasoning`` words of thought, all within one output budget."""
+
+    reasoning: list[str]
+    answer: Generated
+    truncated: bool  # the budget ran out while thinking: no answer
+
+    @property
+    def output_tokens(self) -> int:
+        return len(self.reasoning) + len(self.answer.tokens)
+
+
+def reason(policy: Policy, prompt: str, payload: dict[str, Any], max_tokens: int, stop: list[str],
+           n: int) -> Reasoned:
+    thought = reasoning_words(n, prompt)
+    if n >= max_tokens:
+        return Reasoned(thought[:max_tokens], Generated("", [], "length", None, len(prompt.split())), True)
+    return Reasoned(thought, generate(policy, prompt, payload, max_tokens - n, stop), False)
+
+
+def openai_reasoning_style(payload: dict[str, Any]) -> str | None:
+    """How a chat request's model reasons: ``openai`` (hidden), ``field``, ``legacy``, ``tags`` or None."""
+    model = str(payload.get("model", ""))
+    if "reasoner-legacy" in model:
+        return "legacy"
+    if "reasoner" in model:
+        return "field"
+    if "think" in model:
+        return "tags"
+    return "openai" if "reasoning_effort" in payload else None
+
+
+_OPENAI_REFUSED = ("top_p", "logprobs", "top_logprobs", "presence_penalty", "frequency_penalty", "logit_bias",
+                   "max_tokens")
+
+
+def openai_reasoning_refusal(payload: dict[str, Any]) -> str | None:
+    """What an OpenAI reasoning model refuses in the request (the 400 message), or None."""
+    if "temperature" in payload and payload["temperature"] != 1:
+        return "Unsupported value: 'temperature' does not support this value with this model. Only the default (1)"
+    for key in _OPENAI_REFUSED:
+        if key in payload:
+            hint = " Use 'max_completion_tokens' instead." if key == "max_tokens" else ""
+            return f"Unsupported parameter: '{key}' is not supported with this model.{hint}"
+    effort = payload.get("reasoning_effort")
+    if effort not in EFFORT_WORDS:
+        return f"Invalid value for 'reasoning_effort': {effort!r}"
+    return None
+
+
+def chat_reasoning_words(payload: dict[str, Any]) -> int:
+    n = EFFORT_WORDS.get(str(payload.get("reasoning_effort", "medium")), EFFORT_WORDS["medium"])
+    budget = payload.get("thinking_token_budget")
+    if isinstance(budget, int):
+        n = min(n, budget)
+    switches = payload.get("chat_template_kwargs") or {}
+    if isinstance(switches, dict) and switches.get("enable_thinking") is False:
+        n = 0
+    return n
+
+
+def anthropic_thinking_refusal(payload: dict[str, Any], max_tokens: int) -> str | None:
+    thinking = payload.get("thinking")
+    if thinking is None:
+        return None
+    kind = thinking.get("type") if isinstance(thinking, dict) else None
+    if kind == "enabled":
+        if "adaptive-only" in str(payload.get("model", "")):
+            return '"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive"'
+        budget = thinking.get("budget_tokens")
+        if not isinstance(budget, int) or budget < 1024:
+            return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+        if budget >= max_tokens:
+            return "`max_tokens` must be greater than `thinking.budget_tokens`"
+        return None
+    if kind in ("adaptive", "disabled"):
+        effort = (payload.get("output_config") or {}).get("effort")
+        if effort is not None and effort not in ("low", "medium", "high", "xhigh", "max"):
+            return f"output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max' (got {effort!r})"
+        return None
+    return f"thinking.type: Input tag {kind!r} found using 'type' does not match any of the expected tags"
+
+
+def anthropic_thinking_words(payload: dict[str, Any]) -> int | None:
+    thinking = payload.get("thinking")
+    if not isinstance(thinking, dict) or thinking.get("type") not in ("enabled", "adaptive"):
+        return None
+    if thinking["type"] == "enabled":
+        return min(int(thinking["budget_tokens"]), BUDGET_WORDS)
+    effort = (payload.get("output_config") or {}).get("effort", "high")
+    return EFFORT_WORDS.get(effort, EFFORT_WORDS["high"])
+
+
+def cached_words(seen: set[str], prompt: str) -> int:
+    """Words of the longest run of whole leading lines (never the last line) that an earlier request of the
+    scope also began with: what a provider's prefix cache would serve."""
+    lines = prompt.rstrip("\n").split("\n")[:-1]
+    cached, digest = 0, hashlib.sha256()
+    for k, line in enumerate(lines):
+        digest.update(line.encode() + b"\n")
+        key = digest.hexdigest()
+        if key in seen:
+            cached = sum(len(ln.split()) for ln in lines[: k + 1])
+        seen.add(key)
+    return cached
+
+
 # --------------------------------------------------------------------------- the server
 @dataclass
 class Settings:
@@ -273,6 +416,9 @@ class Counts:
     faults: Counter = field(default_factory=Counter)
     rejected: Counter = field(default_factory=Counter)
     images: int = 0
+    usage: Counter = field(default_factory=Counter)  # tokens the answers reported (prompt, completion, ...)
+    body_keys: Counter = field(default_factory=Counter)  # "<endpoint>:<top-level key>" of every JSON body
+    by_model: Counter = field(default_factory=Counter)
     changed: bool = True
 
     def as_dict(self) -> dict[str, Any]:
@@ -287,6 +433,9 @@ class Counts:
             "faults": dict(self.faults),
             "rejected": dict(self.rejected),
             "images": self.images,
+            "usage": dict(self.usage),
+            "body_keys": dict(self.body_keys),
+            "by_model": dict(self.by_model),
         }
 
 
@@ -298,6 +447,7 @@ class Scope:
     counts: Counts = field(default_factory=Counts)
     rng: random.Random = field(default_factory=random.Random)
     image_requests: list[list[dict[str, Any]]] = field(default_factory=list)
+    prefixes: set[str] = field(default_factory=set)  # prompt heads sent before: the simulated prompt cache
 
     @classmethod
     def new(cls, settings: Settings) -> Scope:
@@ -374,6 +524,7 @@ class DevServer:
 
         scope = self.scope(request)
         scope.counts = Counts()
+        scope.prefixes = set()
         return web.json_response(scope.counts.as_dict())
 
     # ------------------------------------------------------------------ endpoints
@@ -421,6 +572,9 @@ class DevServer:
         except ValueError:
             c.rejected["400"] += 1
             return _error(400, "request body is not JSON", anthropic)
+        if isinstance(payload, dict):
+            c.body_keys.update(f"{endpoint}:{k}" for k in payload)
+            c.by_model[str(payload.get("model", ""))] += 1
         model = str(payload.get("model", ""))
         if model.startswith("forbidden"):
             c.rejected["403"] += 1
@@ -437,12 +591,20 @@ class DevServer:
         if not isinstance(max_tokens, int) or max_tokens < least:
             c.rejected["400"] += 1
             return _error(400, "max_tokens must be a positive integer", anthropic)
+        refused = None
+        if endpoint == "chat" and openai_reasoning_style(payload) == "openai":
+            refused = openai_reasoning_refusal(payload)
+        elif anthropic:
+            refused = anthropic_thinking_refusal(payload, max_tokens)
+        if refused:
+            c.rejected["400"] += 1
+            return _error(400, refused, anthropic)
         try:
             self._read_images(payload, scope)
         except BadImage as exc:
             c.rejected["400"] += 1
             return _error(400, str(exc), anthropic)
-        body = getattr(self, f"_{endpoint}_body")(payload, max_tokens, s)
+        body = getattr(self, f"_{endpoint}_body")(payload, max_tokens, s, scope)
         c.answered += 1
         return web.Response(body=json.dumps(body).encode(), content_type="application/json")
 
@@ -461,15 +623,33 @@ class DevServer:
         self._ids += 1
         return f"{prefix}-dev{self._ids:08d}"
 
-    def _chat_body(self, payload: dict[str, Any], max_tokens: int, settings: Settings) -> dict[str, Any]:
+    def _chat_body(self, payload: dict[str, Any], max_tokens: int, settings: Settings, scope: Scope) -> dict[str, Any]:
         msgs = payload.get("messages") or []
         users = [m for m in msgs if m.get("role") == "user"]
         prompt = _content_text(users[-1]["content"]) if users else ""
         stop = payload.get("stop") or []
-        g = generate(self.policy, prompt, payload, max_tokens, [stop] if isinstance(stop, str) else stop)
+        stops = [stop] if isinstance(stop, str) else stop
+        style = openai_reasoning_style(payload)
+        message: dict[str, Any] = {"role": "assistant", "refusal": None}
+        reasoning_tokens, thought_words = None, 0
+        if style is None:
+            g = generate(self.policy, prompt, payload, max_tokens, stops)
+            message["content"], output_tokens = g.text, len(g.tokens)
+        else:
+            r = reason(self.policy, prompt, payload, max_tokens, stops, chat_reasoning_words(payload))
+            g, thought = r.answer, " ".join(r.reasoning)
+            output_tokens, thought_words = r.output_tokens, len(r.reasoning)
+            if style == "tags":
+                message["content"] = f"<think>{thought}" + ("" if r.truncated else f"</think>{g.text}")
+            else:
+                message["content"] = g.text
+                if style in ("field", "legacy"):
+                    message["reasoning" if style == "field" else "reasoning_content"] = thought
+            if style == "openai":
+                reasoning_tokens = len(r.reasoning)
         choice: dict[str, Any] = {
             "index": 0,
-            "message": {"role": "assistant", "content": g.text, "refusal": None},
+            "message": message,
             "finish_reason": g.finish,
             "logprobs": None,
         }
@@ -487,6 +667,12 @@ class DevServer:
                 ],
                 "refusal": None,
             }
+        prompt_all = "\n".join(_content_text(m.get("content")) for m in msgs if isinstance(m, dict))
+        usage = None
+        if settings.usage:
+            usage = _openai_usage(g, output_tokens, reasoning_tokens, cached_words(scope.prefixes, prompt_all))
+            # the reasoning tokens generated, whether the answer reports them (OpenAI) or not (vLLM)
+            scope.counts.usage.update({**_usage_counts(usage), "reasoning_tokens": thought_words})
         return {
             "id": self._next_id("chatcmpl"),
             "object": "chat.completion",
@@ -494,10 +680,11 @@ class DevServer:
             "model": payload["model"],
             "system_fingerprint": "fp_devserver",
             "choices": [choice],
-            "usage": _openai_usage(g) if settings.usage else None,
+            "usage": usage,
         }
 
-    def _completions_body(self, payload: dict[str, Any], max_tokens: int, settings: Settings) -> dict[str, Any]:
+    def _completions_body(self, payload: dict[str, Any], max_tokens: int, settings: Settings,
+                          scope: Scope) -> dict[str, Any]:
         prompt = payload.get("prompt") or ""
         prompt = prompt[0] if isinstance(prompt, list) and prompt else prompt
         stop = payload.get("stop") or []
@@ -523,31 +710,58 @@ class DevServer:
                 "text_offset": offsets,
             }
         text = prompt + g.text if echo else g.text
+        usage = _openai_usage(g, len(g.tokens)) if settings.usage else None
+        if usage is not None:
+            scope.counts.usage.update(_usage_counts(usage))
         return {
             "id": self._next_id("cmpl"),
             "object": "text_completion",
             "created": int(time.time()),
             "model": payload["model"],
             "choices": [{"index": 0, "text": text, "finish_reason": g.finish, "logprobs": logprobs}],
-            "usage": _openai_usage(g) if settings.usage else None,
+            "usage": usage,
         }
 
-    def _messages_body(self, payload: dict[str, Any], max_tokens: int, settings: Settings) -> dict[str, Any]:
+    def _messages_body(self, payload: dict[str, Any], max_tokens: int, settings: Settings,
+                       scope: Scope) -> dict[str, Any]:
         msgs = payload.get("messages") or []
         users = [m for m in msgs if m.get("role") == "user"]
         prompt = _content_text(users[-1]["content"]) if users else ""
-        g = generate(self.policy, prompt, payload, max_tokens, payload.get("stop_sequences") or [])
+        stops = payload.get("stop_sequences") or []
+        thinking = anthropic_thinking_words(payload)
+        content: list[dict[str, Any]] = []
+        if thinking is None:
+            g = generate(self.policy, prompt, payload, max_tokens, stops)
+            output_tokens, thinking_tokens = len(g.tokens), None
+        else:
+            r = reason(self.policy, prompt, payload, max_tokens, stops, thinking)
+            g, output_tokens, thinking_tokens = r.answer, r.output_tokens, len(r.reasoning)
+            thought = " ".join(r.reasoning)
+            content.append({"type": "thinking", "thinking": thought,
+                            "signature": hashlib.sha256(thought.encode()).hexdigest()[:32]})
+        if g.text or thinking is None:
+            content.append({"type": "text", "text": g.text})
         system = _content_text(payload.get("system") or "")
         stop_reason = "max_tokens" if g.finish == "length" else "stop_sequence" if g.stop_sequence else "end_turn"
+        total = g.prompt_tokens + len(system.split())
+        whole = "\n".join([system, *(_content_text(m.get("content")) for m in msgs if isinstance(m, dict))])
+        cached = min(cached_words(scope.prefixes, whole), total)
+        usage: dict[str, Any] = {"input_tokens": total - cached, "output_tokens": output_tokens}
+        if cached:
+            usage["cache_read_input_tokens"] = cached
+        if thinking_tokens is not None:
+            usage["output_tokens_details"] = {"thinking_tokens": thinking_tokens}
+        scope.counts.usage.update({"prompt_tokens": total, "completion_tokens": output_tokens,
+                                   "reasoning_tokens": thinking_tokens or 0, "cached_tokens": cached})
         return {
             "id": self._next_id("msg"),
             "type": "message",
             "role": "assistant",
             "model": payload["model"],
-            "content": [{"type": "text", "text": g.text}],
+            "content": content,
             "stop_reason": stop_reason,
             "stop_sequence": g.stop_sequence,
-            "usage": {"input_tokens": g.prompt_tokens + len(system.split()), "output_tokens": len(g.tokens)},
+            "usage": usage,
         }
 
     # ------------------------------------------------------------------ faults and auth
@@ -605,9 +819,21 @@ class DevServer:
                 self.write_counts()
 
 
-def _openai_usage(g: Generated) -> dict[str, int]:
-    return {"prompt_tokens": g.prompt_tokens, "completion_tokens": len(g.tokens),
-            "total_tokens": g.prompt_tokens + len(g.tokens)}
+def _openai_usage(g: Generated, output_tokens: int, reasoning_tokens: int | None = None,
+                  cached: int = 0) -> dict[str, Any]:
+    usage: dict[str, Any] = {"prompt_tokens": g.prompt_tokens, "completion_tokens": output_tokens,
+                             "total_tokens": g.prompt_tokens + output_tokens}
+    if reasoning_tokens is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+    if cached:
+        usage["prompt_tokens_details"] = {"cached_tokens": min(cached, g.prompt_tokens)}
+    return usage
+
+
+def _usage_counts(usage: dict[str, Any]) -> dict[str, int]:
+    return {"prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"],
+            "reasoning_tokens": (usage.get("completion_tokens_details") or {}).get("reasoning_tokens", 0),
+            "cached_tokens": (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)}
 
 
 _OPENAI_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 403: "permission_error",

@@ -116,8 +116,10 @@ class Judged:
 
 
 def judge_request(judge: Deployment, template: JudgeTemplate, prompt: str) -> RequestBody:
-    max_tokens = min(template.max_tokens, judge.max_output_tokens or template.max_tokens)
-    return RequestBody(model=judge.model, prompt=prompt, max_tokens=max_tokens, temperature=template.temperature)
+    """A judge that reasons gets its reasoning options and the raised budget (``increase_max_tokens``);
+    any other judge's requests (and their hashes) are as they were."""
+    return RequestBody(model=judge.model, prompt=prompt, max_tokens=judge.output_budget(template.max_tokens),
+                       temperature=template.temperature, reasoning=judge.reasoning)
 
 
 def annotate(
@@ -198,7 +200,7 @@ def _annotation(judge: Deployment, template: JudgeTemplate, judged: Request, cal
         return Annotation(**base, score=v.score, details_json=json.dumps(v.details, ensure_ascii=False))
     base.update(judge_request_hash=call.request_hash, prompt=call.body.prompt or "", prompt_tokens=answer.prompt_tokens,
                 output_tokens=answer.output_tokens, cost_usd=answer.cost_usd, latency_s=answer.latency_s,
-                raw_output=answer.text)
+                raw_output=answer.text, reasoning=answer.reasoning, reasoning_tokens=answer.reasoning_tokens)
     if not answer.ok:
         return Annotation(**base, error=f"{REQUEST_FAILED}: {answer.error}")
     try:

@@ -41,6 +41,7 @@ class RunDeployment(Manifest):
     revision: str = ""
     tokenizer: str | None = None
     context_window: int | None = None
+    reasoning: dict[str, Any] | None = None  # a reasoning model's options (effort, budget_tokens, mode, parser)
 
 
 class RunCounts(Manifest):
@@ -52,7 +53,9 @@ class RunCounts(Manifest):
 
 class Tokens(Manifest):
     prompt: int = 0
-    output: int = 0
+    output: int = 0  # includes the reasoning tokens
+    reasoning: int = 0
+    cached: int = 0  # of the prompt tokens, read from the provider's cache
 
 
 class RunScorer(RunDeployment):
@@ -162,6 +165,10 @@ class RunManifest(Manifest):
     error_rate: float = 0.0
     cost_usd: float = 0.0
     tokens: Tokens = Field(default_factory=Tokens)
+    # instances scored for the main metric (test split, else the only one), and the share of them whose
+    # output budget ran out while the model was still reasoning (None: not a reasoning deployment)
+    instances: int | None = None
+    truncated_in_reasoning: float | None = None
     judge_cost_usd: float = 0.0
     judges: RunJudges = Field(default_factory=RunJudges)
     versions: RunVersions

@@ -98,6 +98,16 @@ class RunOutcome(Outcome):
     output_tokens: int
     judge_cost_usd: float = 0.0
     wrote: bool = True
+    reasoning_tokens: int = 0
+    instances: int | None = None  # scored for the main metric
+    truncated_in_reasoning: float | None = None  # share of instances (None: no reasoning options)
+
+    @property
+    def correct(self) -> float | None:
+        """Correct answers: the main metric's mean times its instances (None without both)."""
+        if self.score is None or self.instances is None:
+            return None
+        return self.score * self.instances
 
     def stored(self) -> list[str]:
         return [layout.run_file(self.run_id, name) for name in (*layout.RUN_FILES, layout.RUN_JSON)]

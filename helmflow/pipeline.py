@@ -364,10 +364,20 @@ def publish_run(
 ) -> RunOutcome:
     """Copy the run's files into ``runs/<run_id>/`` and write ``run.json`` last (the commit marker)."""
     prefix = layout.run_dir(plan.run_id)
-    completions = store.read_parquet(query.completions_key, columns=["prompt_tokens", "output_tokens", "cost_usd"])
+    try:
+        completions = store.read_parquet(query.completions_key, columns=[
+            "prompt_tokens", "output_tokens", "cost_usd", "reasoning_tokens", "cached_tokens"])
+    except pa.ArrowInvalid:  # completions stored before reasoning and cached tokens were recorded
+        completions = store.read_parquet(query.completions_key, columns=["prompt_tokens", "output_tokens", "cost_usd"])
     cost = float(pc.sum(completions["cost_usd"]).as_py() or 0.0)
     prompt_tokens = int(pc.sum(completions["prompt_tokens"]).as_py() or 0)
     output_tokens = int(pc.sum(completions["output_tokens"]).as_py() or 0)
+    tokens = Tokens(prompt=prompt_tokens, output=output_tokens, **{
+        short: int(pc.sum(completions[name]).as_py() or 0) for short, name in
+        (("reasoning", "reasoning_tokens"), ("cached", "cached_tokens")) if name in completions.column_names})
+    summary = [MetricSummary.model_validate(r) for r in store.read_parquet(score.summary_key).to_pylist()]
+    main = main_summary(summary, score.main_metric)
+    truncated = main_summary(summary, "truncated_in_reasoning")
     status: Literal["complete", "errors"] = "errors" if query.errors or score.judge_errors else "complete"
     outcome = RunOutcome(
         run_id=plan.run_id,
@@ -384,6 +394,9 @@ def publish_run(
         prompt_tokens=prompt_tokens,
         output_tokens=output_tokens,
         judge_cost_usd=score.judge_cost_usd,
+        reasoning_tokens=tokens.reasoning,
+        instances=main.count if main else None,
+        truncated_in_reasoning=finite(truncated.mean) if truncated else None,
     )
     if status == "complete" and _published_intact(store, plan.run_id):
         return outcome.model_copy(update={"wrote": False})  # already published, intact: rewrite nothing
@@ -404,8 +417,8 @@ def publish_run(
         run_id=plan.run_id,
         status=status,
         scenario=RunScenario(name=plan.scenario.name, label=plan.scenario.label, params=plan.scenario.params),
-        deployment=RunDeployment(**plan.deployment.model_dump(mode="json",
-                                                              include={*published, "tokenizer", "context_window"})),
+        deployment=RunDeployment(**plan.deployment.model_dump(
+            mode="json", include={*published, "tokenizer", "context_window", "reasoning"}, exclude_none=True)),
         adapter=plan.scenario.adapter.model_dump(mode="json"),
         metrics=plan.metric_versions,
         main_metric=score.main_metric,
@@ -414,7 +427,9 @@ def publish_run(
         counts=RunCounts(requests=query.num_requests, sent=query.sent, reused=query.reused, errors=query.errors),
         error_rate=outcome.error_rate,
         cost_usd=cost,
-        tokens=Tokens(prompt=prompt_tokens, output=output_tokens),
+        tokens=tokens,
+        instances=outcome.instances,
+        truncated_in_reasoning=outcome.truncated_in_reasoning,
         judge_cost_usd=score.judge_cost_usd,
         judges=RunJudges(
             deployments=[RunDeployment(**j.model_dump(mode="json", include=set(published))) for j in plan.judges],

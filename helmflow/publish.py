@@ -216,7 +216,8 @@ def run_outcome(store: Store, manifest: RunManifest) -> RunOutcome:
         status=manifest.status, uri=store.url(layout.run_dir(manifest.run_id)), main_metric=manifest.main_metric,
         score=manifest.score, ci_low=manifest.ci[0], ci_high=manifest.ci[1], error_rate=manifest.error_rate,
         cost_usd=manifest.cost_usd, prompt_tokens=manifest.tokens.prompt, output_tokens=manifest.tokens.output,
-        judge_cost_usd=manifest.judge_cost_usd, wrote=False,
+        judge_cost_usd=manifest.judge_cost_usd, wrote=False, reasoning_tokens=manifest.tokens.reasoning,
+        instances=manifest.instances, truncated_in_reasoning=manifest.truncated_in_reasoning,
     )
 
 

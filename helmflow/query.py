@@ -239,8 +239,11 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
                 result = await attempt()
         latency = time.perf_counter() - started
         prompt_tokens = result.prompt_tokens or tok.count(prompt_text(req.body))
-        output_tokens = result.output_tokens or tok.count(result.text)
-        cost = cost_usd(deployment, prompt_tokens, output_tokens)
+        reasoning_tokens = result.reasoning_tokens
+        if reasoning_tokens is None:  # the server sent the reasoning but not its count
+            reasoning_tokens = tok.count(result.reasoning) if result.reasoning else 0
+        output_tokens = result.output_tokens or tok.count(result.text) + reasoning_tokens
+        cost = cost_usd(deployment, prompt_tokens, output_tokens)  # reasoning tokens are output tokens
         completion = Completion(
             request_hash=req.request_hash,
             instance_id=req.instance_id,
@@ -256,6 +259,10 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
             text_offsets=result.text_offsets,
             attempts=attempts,
             created_at=datetime.now(UTC).isoformat(),
+            reasoning=result.reasoning,
+            reasoning_tokens=reasoning_tokens,
+            cached_tokens=result.cached_tokens,
+            truncated_in_reasoning=result.truncated_in_reasoning,
         )
         try:
             batch.journal.append(completion)  # spooled before it counts as done

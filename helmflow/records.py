@@ -189,6 +189,42 @@ class ModelMetadata(Record):
     link: str = Field("", pattern=r"^(https?://\S+)?$", description="a page about the model (http or https)")
 
 
+#: OpenAI's ``reasoning_effort`` values (SDK 3.57); a client kind may accept fewer
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+#: what HELM's reasoning run entries add to every adapter's ``max_tokens`` (``increase_max_tokens=10000``)
+REASONING_MAX_TOKENS_INCREASE = 10_000
+
+
+class ReasoningOptions(Record):
+    """How a reasoning model is asked to think and how its reasoning is read back. Each client kind maps
+    these to its provider's fields and refuses, when the models file loads, what it cannot honour."""
+
+    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = Field(
+        None, description="how hard the model thinks: OpenAI `reasoning_effort`; Anthropic `output_config.effort` "
+                          "(with `mode: adaptive`); sent as `reasoning_effort` to an openai-compatible server")
+    budget_tokens: int | None = Field(None, ge=1, description="the most tokens spent thinking: Anthropic "
+                                                              "`thinking.budget_tokens` (at least 1024, below "
+                                                              "max_tokens); vLLM `thinking_token_budget`")
+    mode: Literal["enabled", "adaptive"] | None = Field(
+        None, description="Anthropic: `enabled` (a thinking budget) or `adaptive` (the model decides; Claude 4.7+ "
+                          "accept only this)")
+    parser: Literal["field", "think-tags"] | None = Field(
+        None, description="where an open model's reasoning comes back: `field` (the message's `reasoning`, then "
+                          "`reasoning_content`, as vLLM sends it) or `think-tags` (`<think>…</think>` in the text, "
+                          "cut from the answer)")
+
+    @model_validator(mode="after")
+    def _coherent(self) -> ReasoningOptions:
+        if not self.model_fields_set:
+            raise ValueError("reasoning: give at least one of effort, budget_tokens, mode, parser")
+        if self.mode == "adaptive" and self.budget_tokens is not None:
+            raise ValueError("reasoning: mode adaptive takes no budget_tokens (the model sizes its own thinking); "
+                             "use effort, or mode enabled with budget_tokens")
+        if self.mode == "enabled" and self.budget_tokens is None:
+            raise ValueError("reasoning: mode enabled needs budget_tokens")
+        return self
+
+
 class Deployment(Record):
     """A concrete model endpoint. Holds the *name* of a credential, never its value."""
 
@@ -220,9 +256,29 @@ class Deployment(Record):
                                                                "fails (the release is partial)")
     retry: RetrySettings = Field(default_factory=RetrySettings, description="retries of transient errors")
     options: dict[str, Any] = Field(default_factory=dict, description="the client kind's own options (below)")
+    reasoning: ReasoningOptions | None = Field(None, description="a reasoning model's options (effort, "
+                                                                 "budget_tokens, mode, parser: see Reasoning "
+                                                                 "models); part of model_version")
+    increase_max_tokens: int | None = Field(None, ge=0, description=(
+        "tokens added to every request's max_tokens (HELM's `increase_max_tokens` run expander); default "
+        f"{REASONING_MAX_TOKENS_INCREASE} with `reasoning`, 0 without. A board's or `eval`'s "
+        "`increase_max_tokens` replaces it; part of model_version when not 0"))
     description: str = Field("", description="free text shown by `helmflow list models`")
     metadata: ModelMetadata = Field(default_factory=ModelMetadata, description="creator, size, release date, "
                                     "access and a link, shown on the board page (not part of model_version)")
+
+    @property
+    def max_tokens_increase(self) -> int:
+        """What is added to every request's ``max_tokens``: the declared value, else HELM's for reasoning models."""
+        if self.increase_max_tokens is not None:
+            return self.increase_max_tokens
+        return REASONING_MAX_TOKENS_INCREASE if self.reasoning is not None else 0
+
+    def output_budget(self, max_tokens: int) -> int:
+        """An adapter's ``max_tokens`` for this deployment: raised by :attr:`max_tokens_increase`, then capped
+        by ``max_output_tokens``."""
+        wanted = max_tokens + self.max_tokens_increase
+        return min(wanted, self.max_output_tokens or wanted)
 
 
 # --------------------------------------------------------------------------- requests / completions
@@ -241,6 +297,9 @@ class RequestBody(Record):
     # send the prompt back with its tokens' logprobs (OpenAI completions' ``echo``, vLLM): how the
     # log-likelihood of a continuation is read; None (not False) keeps older request hashes put
     echo: bool | None = None
+    # a reasoning deployment's options (what its client maps to the provider's fields); None keeps the
+    # request hashes of every other deployment put
+    reasoning: ReasoningOptions | None = None
 
 
 class Request(Record):
@@ -254,6 +313,8 @@ class Request(Record):
     output_mapping: dict[str, str] = Field(default_factory=dict)
     media_transforms: list[str] = Field(default_factory=list)  # images resized/re-encoded for this deployment
     continuation: str | None = None  # the option this echo request scores (log-likelihood multiple choice)
+    # what the client kind leaves out of the request for its reasoning options (e.g. temperature)
+    notes: list[str] = Field(default_factory=list)
 
 
 def scrub_text(text: str) -> tuple[str, int]:
@@ -289,6 +350,12 @@ class Completion(Record):
     attempts: int = 1
     created_at: str = ""
     invalid_chars: int = 0
+    # a reasoning model's thinking, kept apart from ``text`` (the scored answer) and never scored
+    reasoning: str = ""
+    reasoning_tokens: int = 0  # of output_tokens (priced at the output price)
+    cached_tokens: int = 0  # of prompt_tokens, read from the provider's prompt cache
+    # the output budget ran out while the model was still reasoning: there is no answer to score
+    truncated_in_reasoning: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -296,6 +363,11 @@ class Completion(Record):
         if not isinstance(data, dict):
             return data
         data = dict(data)
+        for name in _COMPLETION_ADDED:  # a row stored before the column existed
+            if name in data and data[name] is None:
+                del data[name]
+        if isinstance(data.get("reasoning"), str):
+            data["reasoning"], _ = scrub_text(data["reasoning"])
         count = data.get("invalid_chars") or 0  # None: a row journaled before the field existed
         if isinstance(data.get("text"), str):
             data["text"], n = scrub_text(data["text"])
@@ -311,6 +383,10 @@ class Completion(Record):
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+#: completion columns added after the first stored runs: null (or absent) in older Parquet reads as the default
+_COMPLETION_ADDED = ("reasoning", "reasoning_tokens", "cached_tokens", "truncated_in_reasoning")
 
 
 class Stat(Record):
@@ -351,6 +427,16 @@ class Annotation(Record):
     output_tokens: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0
+    # a reasoning judge's thinking behind the verdict (never parsed), and its tokens
+    reasoning: str = ""
+    reasoning_tokens: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_rows(cls, data: Any) -> Any:
+        if isinstance(data, dict) and any(data.get(k, 0) is None for k in ("reasoning", "reasoning_tokens")):
+            data = {k: v for k, v in data.items() if not (k in ("reasoning", "reasoning_tokens") and v is None)}
+        return data
 
 
 # --------------------------------------------------------------------------- parquet schemas
@@ -385,6 +471,7 @@ REQUEST_SCHEMA = pa.schema(
         ("output_mapping_json", pa.string()),
         ("media_transforms", pa.list_(pa.string())),
         ("continuation", pa.string()),
+        ("notes", pa.list_(pa.string())),
     ]
 )
 
@@ -406,6 +493,10 @@ COMPLETION_SCHEMA = pa.schema(
         ("attempts", pa.int32()),
         ("created_at", pa.string()),
         ("invalid_chars", pa.int32()),
+        ("reasoning", pa.string()),
+        ("reasoning_tokens", pa.int64()),
+        ("cached_tokens", pa.int64()),
+        ("truncated_in_reasoning", pa.bool_()),
     ]
 )
 
@@ -442,6 +533,8 @@ ANNOTATION_SCHEMA = pa.schema(
         ("output_tokens", pa.int64()),
         ("cost_usd", pa.float64()),
         ("latency_s", pa.float64()),
+        ("reasoning", pa.string()),
+        ("reasoning_tokens", pa.int64()),
     ]
 )
 
@@ -528,6 +621,7 @@ def request_to_row(req: Request) -> dict[str, Any]:
         "output_mapping_json": json.dumps(req.output_mapping, sort_keys=True),
         "media_transforms": req.media_transforms,
         "continuation": req.continuation,
+        "notes": req.notes,
     }
 
 
@@ -552,6 +646,7 @@ def request_from_row(row: dict[str, Any]) -> Request:
         output_mapping=json.loads(row["output_mapping_json"] or "{}"),
         media_transforms=row.get("media_transforms") or [],
         continuation=row.get("continuation"),
+        notes=row.get("notes") or [],
     )
 
 

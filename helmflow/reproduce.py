@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # `helmflow --help` imports this module: no pydantic
     from helmflow.plan.selection import Selection
+    from helmflow.records import Deployment
 
 # What HELM Capabilities v1 was published with (HELM's run entries and annotators; see docs/boards/capabilities.md).
 HELM_V1_JURY = ["openai/gpt-4o-2024-05-13", "together/llama-3.1-405b-instruct-turbo",
@@ -54,7 +55,36 @@ def wording(scen: Any, prompts: dict[str, str]) -> str:
             f"helmflow's defaults: {known}")
 
 
-def differences(spec: dict[str, Any], judges: list[str], variant: str, selection: Selection | None = None) -> list[str]:
+def token_budgets(spec: dict[str, Any], models: list[str], deployments: dict[str, Deployment],
+                  variant: str) -> list[str]:
+    """One sentence per model whose requests get more output tokens than the adapters ask for (HELM's
+    ``increase_max_tokens`` run expander: on by default for deployments with ``reasoning``)."""
+    from helmflow.plan.compile import with_increase
+
+    out = []
+    for name in models:
+        dep = deployments.get(name)
+        if dep is None:
+            continue
+        dep = with_increase(dep, spec.get("increase_max_tokens"))
+        n = dep.max_tokens_increase
+        options = (", ".join(f"{k}={v}" for k, v in dep.reasoning.model_dump(exclude_none=True).items())
+                   if dep.reasoning is not None else "")
+        stacked = " on top of the v2 entries' own 10,000" if variant == "v2" else ""
+        if dep.reasoning is not None and n:
+            out.append(f"token budget, {name}: reasoning ({options}); every request's max_tokens is raised by {n:,}"
+                       f"{stacked} (HELM's increase_max_tokens run expander, as in its reasoning run entries)")
+        elif dep.reasoning is not None:
+            out.append(f"token budget, {name}: reasoning ({options}) with increase_max_tokens 0; a max_tokens sized "
+                       f"for a plain model can run out while it reasons (the board shows the truncated share)")
+        elif n:
+            out.append(f"token budget, {name}: every request's max_tokens is raised by {n:,}{stacked} "
+                       f"(increase_max_tokens)")
+    return out
+
+
+def differences(spec: dict[str, Any], judges: list[str], variant: str, selection: Selection | None = None,
+                deployments: dict[str, Deployment] | None = None) -> list[str]:
     """What differs from HELM's published setup, one sentence each (an empty list would mean none known).
 
     Board facts come from the board spec (``helm_jury``: the judges HELM published it with) and the
@@ -114,6 +144,9 @@ def differences(spec: dict[str, Any], judges: list[str], variant: str, selection
         out.append(f"variant v2: HELM's reasoning_v2 entries (10,000 more output tokens, letter-only answer suffix) "
                    f"applied to {', '.join(changed)} only; "
                    f"{', '.join(kept) or 'no other scenario'} keep their v1 budgets")
+    if deployments:
+        out.extend(token_budgets(spec, (selection.models if selection else None) or spec.get("models") or [],
+                                 deployments, variant))
     out.append("models: HELM's numbers come from its own deployments of each model; a provider's model behind "
                "another endpoint, revision or decoding setting can differ")
     return out

@@ -100,8 +100,11 @@ def build_requests(
     """Requests for ``prompts`` fitted to the deployment. Prompts with images become content parts;
     with a ``store`` each image is also brought within the deployment's limits (``options.images``),
     without one (dry runs) images are counted but not read."""
+    from helmflow.clients import CLIENTS
+
     gen = adapter.generation
-    max_tokens = min(gen.max_tokens, deployment.max_output_tokens or gen.max_tokens)
+    max_tokens = deployment.output_budget(gen.max_tokens)
+    kind = CLIENTS.get(deployment.client) if deployment.reasoning is not None else None
     opts = image_options(deployment) if any(p.media for p in prompts) else ImageOptions()
     media = MediaStore(store) if store is not None else None
     requests: list[Request] = []
@@ -131,7 +134,9 @@ def build_requests(
             stop=gen.stop,
             logprobs=deployment.logprobs,
             image_detail=opts.detail if parts else None,
+            reasoning=deployment.reasoning,
         )
+        dropped = kind.reasoning_notes(body) if kind is not None else []
         for k in range(gen.num_outputs):
             sample = prompt.trial * gen.num_outputs + k
             requests.append(
@@ -145,6 +150,7 @@ def build_requests(
                     prompt_truncated=truncated,
                     output_mapping=prompt.output_mapping,
                     media_transforms=notes,
+                    notes=dropped,
                 )
             )
     return requests
@@ -176,4 +182,5 @@ def prompt_text(body: RequestBody) -> str:
 
 
 def cost_usd(deployment: Deployment, prompt_tokens: int, output_tokens: int) -> float:
+    """USD of one request; ``output_tokens`` includes any reasoning tokens (billed as output)."""
     return (prompt_tokens * deployment.price_input_per_mtok + output_tokens * deployment.price_output_per_mtok) / 1e6

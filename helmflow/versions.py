@@ -54,8 +54,9 @@ def prompt_version(adapter: AdapterSpec, template_versions: dict[str, str]) -> s
 
 
 def model_version(deployment: Deployment) -> str:
-    """``options.images`` (limits, re-encoding) changes the images sent, and ``logprobs`` what is asked,
-    so each is part of it when set."""
+    """``options.images`` (limits, re-encoding) changes the images sent, ``logprobs`` what is asked, and
+    ``reasoning`` and ``increase_max_tokens`` the requests themselves, so each is part of it when set:
+    a deployment without them keeps its version."""
     fields = {
         "name": deployment.name,
         "client": deployment.client,
@@ -68,6 +69,10 @@ def model_version(deployment: Deployment) -> str:
         fields["images"] = deployment.options["images"]
     if deployment.logprobs:  # the requests ask for logprobs, so they are other requests
         fields["logprobs"] = True
+    if deployment.reasoning is not None:  # how hard it thinks, and how its reasoning is read
+        fields["reasoning"] = deployment.reasoning.model_dump(mode="json", exclude_none=True)
+    if deployment.max_tokens_increase:
+        fields["increase_max_tokens"] = deployment.max_tokens_increase
     return stable_hash(fields)
 
 

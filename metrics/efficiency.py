@@ -1,4 +1,9 @@
-"""Efficiency and cost: what each instance took (mean over its samples)."""
+"""Efficiency and cost: what each instance took (mean over its samples).
+
+A reasoning deployment's instances (requests with ``reasoning`` options) also get ``reasoning_tokens``
+(mean over the samples) and ``truncated_in_reasoning`` (1 when a sample ran out of tokens while still
+reasoning, so it has no answer to score): the run's mean of the latter is the share the board shows.
+"""
 
 from __future__ import annotations
 
@@ -24,4 +29,8 @@ def efficiency(x: MetricInput) -> dict[str, float]:
             "output_tokens": fmean(c.output_tokens for c in done),
             "cost_usd": sum(c.cost_usd for c in done),
         }
+    if any(r.body.reasoning is not None for r in x.requests):  # other runs' stats stay as they were
+        stats["truncated_in_reasoning"] = float(any(c.truncated_in_reasoning for c in done))
+        if done:
+            stats["reasoning_tokens"] = fmean(c.reasoning_tokens for c in done)
     return stats

@@ -225,7 +225,15 @@ def _board_models() -> list[type[BaseModel]]:
 
 def config_markdown() -> str:
     from helmflow.media import ImageOptions
-    from helmflow.records import AdapterSpec, Deployment, EvalSample, GenerationParams, ModelMetadata, RetrySettings
+    from helmflow.records import (
+        AdapterSpec,
+        Deployment,
+        EvalSample,
+        GenerationParams,
+        ModelMetadata,
+        ReasoningOptions,
+        RetrySettings,
+    )
     from helmflow.settings import Settings, scenario_mirror_var
 
     MISSING.clear()
@@ -247,6 +255,7 @@ def config_markdown() -> str:
     lines += model_table(Deployment, "Deployment (one entry of `deployments:`)")
     lines += model_table(RetrySettings, "RetrySettings (`retry:`)")
     lines += model_table(ModelMetadata, "ModelMetadata (`metadata:`)")
+    lines += model_table(ReasoningOptions, "ReasoningOptions (`reasoning:`; see [Reasoning models](../reasoning.md))")
     lines += ["### `options:` per client kind", "",
               "`options:` is checked against the client kind's own model:", ""]
     options = _client_options()

@@ -360,3 +360,41 @@ def test_demo_board_through_a_local_checkpoint(tiny_model: Path, tmp_path: Path,
     again = run_cli(*args, timeout=900)
     assert again.returncode == 0, again.stderr[-3000:]
     assert sorted((storage / "runs").iterdir()) == runs
+
+
+# --------------------------------------------------------------------------- reasoning (the thinking switch)
+@pytest.fixture(scope="module")
+def thinking_model(tmp_path_factory) -> Path:
+    from tests.support.tiny_hf import THINKING_TEMPLATE
+
+    return build_tiny_model(tmp_path_factory.mktemp("hf") / "tiny-thinking", chat_template=THINKING_TEMPLATE)
+
+
+def test_the_templates_thinking_switch_is_on_for_a_reasoning_deployment_only(thinking_model: Path) -> None:
+    from helmflow.clients.huggingface import prompt_of
+    from helmflow.records import ReasoningOptions
+
+    lm = make_client(deployment(thinking_model)).local_model()
+    chat = [ChatMessage(role="user", content="What is 12 + 30?")]
+    plain = RequestBody(model="tiny", messages=chat, max_tokens=8, temperature=0.0)
+    thinking = plain.model_copy(update={"reasoning": ReasoningOptions(parser="think-tags")})
+    assert prompt_of(lm, plain)[0] == "user: What is 12 + 30?\nassistant:"
+    assert prompt_of(lm, thinking)[0] == "user: What is 12 + 30?\nassistant: <think>"
+    reasoner = make_client(deployment(thinking_model).model_copy(
+        update={"reasoning": ReasoningOptions(parser="think-tags")}))
+    [r] = complete_all(reasoner, [thinking])
+    [p] = complete_all(make_client(deployment(thinking_model)), [plain])
+    # the random model never closes the tag: its 8 tokens are all reasoning, cut by max_tokens
+    assert r.finish_reason == "length" and r.truncated_in_reasoning and r.text == ""
+    assert r.reasoning and len(r.tokens) == 8 and "</think>" not in r.reasoning
+    assert p.text and p.reasoning == "" and not p.truncated_in_reasoning
+
+
+def test_a_template_without_a_switch_renders_as_before(tiny_model: Path) -> None:
+    from helmflow.clients.huggingface import template_switches
+    from helmflow.records import ReasoningOptions
+
+    lm = make_client(deployment(tiny_model)).local_model()
+    body = RequestBody(model="tiny", prompt="x", max_tokens=2, temperature=0.0,
+                       reasoning=ReasoningOptions(parser="think-tags"))
+    assert template_switches(lm.tokenizer, body) == {}

@@ -270,6 +270,7 @@ def test_gpqa_text_never_leaves_in_a_static_export(tmp_path, cli):
             "output_tokens": 9,
             "cost_usd": 0.0,
             "latency_s": 0.1,
+            "reasoning_tokens": 5,  # a number: kept; the judge's reasoning text is not
         }
     ]
     assert "prompt" not in gpqa_rows[0] and "completion" not in gpqa_rows[0] and "references" not in gpqa_rows[0]

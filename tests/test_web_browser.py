@@ -242,6 +242,12 @@ def test_hostile_text_never_runs(page, live, exported, where, tmp_path):
     first = page.locator("#instances > li").nth(0)
     assert first.locator("pre.prompt").text_content().startswith(HOSTILE)
     assert HOSTILE in first.locator("pre.completion").text_content()
+    # the reasoning is folded under the answer, apart from it, and shown as text once opened
+    assert not first.locator("details.reasoning").get_attribute("open") is not None
+    first.locator("details.reasoning > summary").click()
+    assert first.locator("pre.reasoning-text").text_content() == f"{HOSTILE}thinking about 0"
+    assert "thinking about" not in first.locator("pre.completion").text_content()
+    assert page.evaluate("window.__pwned") is None
     first.locator(".annotation details > summary").click()
     assert first.locator(".annotation pre.judge-output").text_content() == f"{HOSTILE} so: 0.5"
     assert HOSTILE in first.locator(".annotation details pre").text_content()

@@ -57,6 +57,9 @@ def add_parser(sub) -> None:
                    help="adapter overrides for every scenario, e.g. method=chat,max_train_instances=0,max_tokens=20")
     p.add_argument("--metrics", type=csv_list, help="comma-separated metrics (default: each scenario's own)")
     p.add_argument("--main-metric", help="the metric that fills the board cell (default: each scenario's own)")
+    p.add_argument("--increase-max-tokens", type=int, metavar="N",
+                   help="add N to every request's max_tokens (HELM's increase_max_tokens; default: 10000 for "
+                        "deployments with reasoning, 0 for the others; 0 turns it off)")
     p.add_argument("--name", help="board name (default: eval-<first scenario>-<8 hex of the evaluation's spec>)")
     prompts_arg(p)
     judge_args(p)
@@ -103,6 +106,10 @@ def board_spec(args: argparse.Namespace) -> dict[str, Any]:
         "scenarios": entries,
         "max_instances": args.max_instances,  # part of the ad-hoc board, not a subset of it
     }
+    if args.increase_max_tokens is not None:
+        if args.increase_max_tokens < 0:
+            raise UsageError(f"--increase-max-tokens must be 0 or more (got {args.increase_max_tokens})")
+        spec["increase_max_tokens"] = args.increase_max_tokens
     # Distinct evaluations are distinct boards, so one never moves another's latest.json.
     default = f"eval-{safe_key(entries[0]['label'] if stems[0] else parsed[0][0])[:40]}-{stable_hash(spec, 8)}"
     return {"name": args.name or default, **spec}

@@ -60,7 +60,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     console.print(f"[bold]reproducing {args.board} ({args.variant})[/]: at most {MAX_INSTANCES} instances per scenario "
                   f"(HELM's seeded sample), pinned dataset revisions, judges: {', '.join(judges) or 'none'}")
     console.print("differences from HELM's published setup:")
-    for line in differences(spec, judges, args.variant, selection):
+    from helmflow.clients import load_deployments
+
+    for line in differences(spec, judges, args.variant, selection, load_deployments(args.models_file)):
         console.print(f"  - {line}")
     if args.explain:
         return 0

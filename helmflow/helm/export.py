@@ -71,7 +71,9 @@ def helm_files(store: Store, manifest: RunManifest) -> dict[str, bytes]:
     rid = manifest.run_id
 
     def rows(name: str, schema: pa.Schema) -> list[dict]:  # the record's columns (run files lead with the run's ids)
-        return store.read_parquet(layout.run_file(rid, name), columns=list(schema.names)).to_pylist()
+        table = store.read_parquet(layout.run_file(rid, name))
+        # a run stored before a column was added lacks it: the record's default stands in
+        return table.select([n for n in schema.names if n in table.schema.names]).to_pylist()
 
     requests = [request_from_row(r) for r in rows("requests.parquet", REQUEST_SCHEMA)]
     completions = [Completion.model_validate(r) for r in rows("completions.parquet", COMPLETION_SCHEMA)]

@@ -134,12 +134,21 @@ def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deploy
     from helmflow.tokenizers import TOKENIZER_KINDS
 
     gen = scenario.adapter.generation
-    max_tokens = min(gen.max_tokens, deployment.max_output_tokens or gen.max_tokens)
+    max_tokens = deployment.output_budget(gen.max_tokens)
     if max_tokens >= deployment.context_window:
+        raised = (f" (raised by increase_max_tokens {deployment.max_tokens_increase})"
+                  if deployment.max_tokens_increase else "")
         raise BoardError(
-            f"{scenario.label} x {deployment.name}: max_tokens {max_tokens} leaves no room for a prompt in the "
-            f"deployment's context_window {deployment.context_window}; raise context_window or set max_output_tokens"
+            f"{scenario.label} x {deployment.name}: max_tokens {max_tokens}{raised} leaves no room for a prompt in "
+            f"the deployment's context_window {deployment.context_window}; raise context_window or set "
+            f"max_output_tokens"
         )
+    if deployment.reasoning is not None:
+        from helmflow.clients import CLIENTS
+
+        problem = CLIENTS.get(deployment.client).reasoning_request_problem(deployment, max_tokens)
+        if problem:
+            raise BoardError(f"{scenario.label} x {deployment.name}: {problem}")
     kind = deployment.tokenizer.partition(":")[0]
     if kind not in TOKENIZER_KINDS:
         raise BoardError(
@@ -188,6 +197,13 @@ def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deploy
 def worded_versions(templates: dict[str, str], texts: dict[str, str]) -> dict[str, str]:
     """Template name -> VERSION, with a replaced text's hash on the ones the board rewords."""
     return {n: prompt_module.judge_version(v, texts.get(n)) for n, v in templates.items()}
+
+def with_increase(deployment: Deployment, increase: int | None) -> Deployment:
+    """The deployment with the board's ``increase_max_tokens`` in place of its own (None: its own)."""
+    if increase is None or increase == deployment.max_tokens_increase:
+        return deployment
+    return deployment.model_copy(update={"increase_max_tokens": increase})
+
 
 def check_groups(spec: BoardSpec, labels: list[str], groups: list[str] | None = None) -> None:
     """Each group column names a scenario or a scenario group of the board (metrics are checked
@@ -259,8 +275,8 @@ def plan_board(
                               check_credentials)
     # the jury is part of the effective spec (and its version) only when something is judged
     effective = effective.model_copy(update={"judges": [j.name for j in judge_deployments] if judged else []})
-    runs = [plan_run(s, deployments[m], judge_deployments, scorers, spec.prompts) for s in scenario_plans + perturbed
-            for m in chosen_models]
+    runs = [plan_run(s, with_increase(deployments[m], spec.increase_max_tokens), judge_deployments, scorers,
+                     spec.prompts) for s in scenario_plans + perturbed for m in chosen_models]
     return BoardPlan(
         spec=effective,
         board_version=versions.stable_hash(effective.version_data()),

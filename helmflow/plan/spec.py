@@ -91,6 +91,10 @@ class BoardSpec(BaseModel):
     scenarios: list[ScenarioEntry] = Field(description="the board's scenario entries")
     max_instances: int | None = Field(None, ge=1, description="at most this many instances per scenario "
                                                              "(HELM's seeded sample)")
+    increase_max_tokens: int | None = Field(None, ge=0, description=(
+        "tokens added to every request's max_tokens on every model of the board (HELM's `increase_max_tokens` run "
+        "expander); replaces each deployment's own (default: 10000 for deployments with `reasoning`, 0 for the "
+        "others); 0 turns it off"))
     aggregation: list[Literal["mean", "win_rate"]] = Field(
         default_factory=lambda: ["mean", "win_rate"],  # type: ignore[arg-type]  # mypy reads the literals as str
         description="the board's summary columns: mean score (HELM Capabilities), mean win rate (HELM Classic)")
@@ -148,6 +152,8 @@ class BoardSpec(BaseModel):
         for key in ("aspects", "metric_groups", "helm_jury", "helm_differences", "prompts"):
             if not data[key]:
                 del data[key]
+        if data["increase_max_tokens"] is None:
+            del data["increase_max_tokens"]
         for entry in data["scenarios"]:
             for key in ("group", "perturbations"):
                 if entry[key] is None:

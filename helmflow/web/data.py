@@ -508,6 +508,9 @@ class Run:
                 "output_tokens": comp["output_tokens"],
                 "latency_s": comp["latency_s"],
                 "cost_usd": comp["cost_usd"],
+                # columns a run stored before reasoning was recorded lacks
+                "reasoning_tokens": comp.get("reasoning_tokens") or 0,
+                "truncated_in_reasoning": bool(comp.get("truncated_in_reasoning")),
             }
             annotations = [
                 {k: v for k, v in a.items() if k not in ("instance_id", "request_hash")}
@@ -525,6 +528,7 @@ class Run:
                     output_mapping=json.loads(req["output_mapping_json"] or "{}"),
                     references=(refs[i] if refs else None) or [],
                     completion=comp["text"],
+                    reasoning=comp.get("reasoning") or "",
                     response=comp,
                     annotations=annotations,
                 )

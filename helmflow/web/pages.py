@@ -172,6 +172,9 @@ def board_html(reports: Reports, release: Release, mode: Mode, releases: list[st
         labels=release.labels,
         rows=release.leaderboard,
         judged=any(row.get("judge_cost_usd") for row in release.leaderboard) or bool(release.manifest.judges),
+        reasoning=any(row.get("reasoning_tokens") or any(row.get(f"{label} truncated_in_reasoning") is not None
+                                                         for label in release.labels)
+                      for row in release.leaderboard),
         cells=cells,
         release_groups=[
             (group, [r for r in reports.releases(release.board, subsets=subsets) if releases is None or r in releases])

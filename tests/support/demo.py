@@ -74,6 +74,8 @@ def judge_notes(store: Store, run_id: str, reasoning: str, rows: list[int]) -> p
                 "output_tokens": 9,
                 "cost_usd": 0.0,
                 "latency_s": 0.1,
+                "reasoning": f"the judge thought about {reasoning}",
+                "reasoning_tokens": 5,
             }
             for i in rows
         ],

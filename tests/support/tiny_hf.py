@@ -9,8 +9,17 @@ POSITIONS = 256
 CORPUS = ["What is 12 + 30? 42", "What is 7 * 6? 42", "cat dog cat dog", "Answer: 12"] * 20
 
 
-def build_tiny_model(folder: Path, seed: int = 0, eos_token: str = "<|endoftext|>") -> Path:
-    """A GPT-2 of 2 layers and its BPE tokenizer, saved as a checkpoint folder."""
+#: a chat template with a thinking switch (as Qwen3's has): switched on, the assistant turn opens ``<think>``
+THINKING_TEMPLATE = (
+    "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}{{ '\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}assistant:{% if enable_thinking is defined and enable_thinking %} <think>"
+    "{% endif %}{% endif %}"
+)
+
+
+def build_tiny_model(folder: Path, seed: int = 0, eos_token: str = "<|endoftext|>",
+                     chat_template: str | None = None) -> Path:
+    """A GPT-2 of 2 layers and its BPE tokenizer (with ``chat_template``, if given), saved as a checkpoint folder."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
@@ -25,7 +34,10 @@ def build_tiny_model(folder: Path, seed: int = 0, eos_token: str = "<|endoftext|
     tok.train_from_iterator(CORPUS, trainer)
     folder.mkdir(parents=True, exist_ok=True)
     tok.save(str(folder / "tokenizer.json"))
-    PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), eos_token=eos_token).save_pretrained(folder)
+    fast = PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), eos_token=eos_token)
+    if chat_template is not None:
+        fast.chat_template = chat_template
+    fast.save_pretrained(folder)
     eos = tok.token_to_id(eos_token)
     torch.manual_seed(seed)
     config = GPT2Config(

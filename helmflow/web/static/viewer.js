@@ -166,6 +166,7 @@
     var v = verdict(r);
     h.appendChild(el("span", "badge verdict " + v[1], v[0]));
     if (r.truncated) h.appendChild(el("span", "badge badge-truncated", "truncated"));
+    if (r.truncated_in_reasoning) h.appendChild(el("span", "badge badge-truncated badge-reasoning", "truncated in reasoning"));
     h.appendChild(el("span", "muted", cfg.mainMetric + " " + fmt(r.score)));
     li.appendChild(h);
     var parts = el("div", "parts"), left = el("div"), right = el("div");
@@ -183,6 +184,12 @@
         block(left, "prompt" + examples, r.prompt, "prompt");
       }
       block(left, "completion", r.completion, "completion");
+      if (r.reasoning) {  // the model's thinking: kept apart from the scored answer, shown folded
+        var think = el("details", "reasoning");
+        think.appendChild(el("summary", "", "reasoning (" + r.reasoning_tokens + " tokens, not scored)"));
+        think.appendChild(el("pre", "reasoning-text", r.reasoning));
+        left.appendChild(think);
+      }
       if (r.error) block(left, "error", r.error, "error-text");
       right.appendChild(el("div", "label", "references"));
       var ul = el("ul", "refs");
