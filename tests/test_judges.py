@@ -270,3 +270,29 @@ def test_failed_judge_requests_mark_the_run_and_are_resent_next_time(store, omni
     deployments["t/judge-broken"] = offline("t/judge-broken", JUDGE_TRUE, options={"behavior": "constant", "fail": "always"})
     with pytest.raises(JudgeFailed, match="judge 't/judge-broken'.*configured to fail"):
         run_pair(store, deployments, ["t/judge-broken"])
+
+
+def judge_true(prompt: str, payload: dict) -> str:
+    """A dev-server policy: every judge verdict is TRUE."""
+    return JUDGE_TRUE
+
+
+@pytest.mark.slow
+def test_a_reasoning_judge_keeps_its_reasoning_in_the_annotation(store, omni_mirror, deployments):
+    from helmflow.devserver import start_dev_server
+    from tests.support.devserver import dev_deployment
+
+    with start_dev_server("--policy", "fn:tests.test_judges:judge_true") as srv:
+        judge = dev_deployment(srv, "anthropic", name="t/judge-thinking", model="claude-dev", context_window=200000,
+                               reasoning={"budget_tokens": 2000}, price_input_per_mtok=3.0,
+                               price_output_per_mtok=15.0)
+        run, _q, score, _out = run_pair(store, {**deployments, judge.name: judge}, [judge.name])
+        stats = srv.stats()
+    notes = table(store, f"runs/{run.run_id}/annotations.parquet")
+    assert len(notes) == 6 and all(n["score"] == 1.0 and n["raw_output"] == JUDGE_TRUE for n in notes)
+    # the verdict is parsed from the answer; the thinking behind it is kept beside it, with its tokens
+    assert all(n["reasoning"].split() == [f"thought{i}" for i in range(1, 13)] for n in notes)
+    assert all(n["reasoning_tokens"] == 12 for n in notes)
+    assert stats["body_keys"]["messages:thinking"] == 6 and stats["rejected"] == {}
+    usage = stats["usage"]
+    assert score.judge_cost_usd == pytest.approx((usage["prompt_tokens"] * 3 + usage["completion_tokens"] * 15) / 1e6)

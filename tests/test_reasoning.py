@@ -243,3 +243,44 @@ def test_anthropic_budget_at_or_above_max_tokens_is_a_planning_error():
         plan_run(scenario, dep)
     assert plan_run(scenario, dep.model_copy(update={"increase_max_tokens": 30000})).deployment.name == "c"
 
+
+
+def test_reproduce_explain_states_the_token_budget_of_each_reasoning_deployment(tmp_path):
+    from tests.support.cli import run_cli
+
+    path = models_file(tmp_path, """
+        - {name: r/openai, client: openai, model: o, context_window: 200000, reasoning: {effort: high}}
+        - {name: r/off, client: openai, model: o, reasoning: {effort: low}, increase_max_tokens: 0}
+    """)
+    out = run_cli("reproduce", "lite", "--explain", "--models", "r/openai,r/off,offline/echo", "--models-file", path)
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert ("token budget, r/openai: reasoning (effort=high); every request's max_tokens is raised by 10,000 "
+            "(HELM's increase_max_tokens run expander" in text)
+    assert "token budget, r/off: reasoning (effort=low) with increase_max_tokens 0" in text
+    assert "token budget, offline/echo" not in text  # a plain deployment's budget is the adapter's
+
+
+def test_a_board_or_eval_increase_replaces_the_deployments_own(tmp_path):
+    from helmflow.cli.eval import board_spec
+    from helmflow.plan.compile import plan_board
+    from helmflow.plan.spec import load_board
+
+    path = models_file(tmp_path, """
+        - {name: r/openai, client: openai, model: o, context_window: 200000, reasoning: {effort: high}}
+    """)
+    deps = load_deployments(path)
+    spec = {"name": "b", "version": "1", "models": ["r/openai", "offline/echo"],
+            "scenarios": [{"name": "dyck_language", "params": {"num_parenthesis_pairs": 3}}]}
+    default = {r.deployment.name: r for r in plan_board(load_board(spec), deps).runs}
+    assert default["r/openai"].deployment.max_tokens_increase == 10_000
+    assert default["offline/echo"].deployment.max_tokens_increase == 0
+    raised = {r.deployment.name: r for r in plan_board(load_board({**spec, "increase_max_tokens": 500}), deps).runs}
+    assert raised["r/openai"].deployment.max_tokens_increase == 500 == raised["offline/echo"].deployment.max_tokens_increase
+    assert raised["r/openai"].run_id != default["r/openai"].run_id
+    assert raised["offline/echo"].run_id != default["offline/echo"].run_id
+    import argparse
+
+    args = argparse.Namespace(models=["r/openai"], scenario=["dyck_language:num_parenthesis_pairs=3"], adapter={},
+                              metrics=None, main_metric=None, name=None, max_instances=None, increase_max_tokens=0)
+    assert board_spec(args)["increase_max_tokens"] == 0
