@@ -387,9 +387,8 @@ def test_prefect_link_comes_from_the_active_profile_too(tmp_path, monkeypatch):
 
 def test_every_response_type_carries_the_security_headers(tmp_path):
     """Before: /static/*, the 405s and the 307 redirects carried no CSP nor nosniff."""
-    from helmflow.web.app import SECURITY_HEADERS
-
     from helmflow.web import pages
+    from helmflow.web.app import SECURITY_HEADERS
 
     app = create_app(str(tmp_path / "store"))
     client = TestClient(app, raise_server_exceptions=False)
