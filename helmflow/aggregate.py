@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+import numpy as np
 import pyarrow as pa
 
 import helmflow
-from helmflow import layout, releases, versions
+from helmflow import compare, layout, releases, versions
 from helmflow.manifests import FailedCellRecord, MetricGroupRecord, ReleaseManifest
 from helmflow.outcomes import FailedCell, ReleaseOutcome, RunOutcome
 from helmflow.pipeline import main_summary
@@ -23,7 +24,17 @@ from helmflow.plan.records import BoardPlan, ScenarioPlan
 from helmflow.plan.spec import MetricGroup
 from helmflow.publish import ReleaseWriter, existing_release, finite, parquet_meta, release_id
 from helmflow.records import SUMMARY_SCHEMA, MetricSummary
-from helmflow.stats import mean_ci, mean_scores, win_rates
+from helmflow.stats import (
+    BOOTSTRAP_SAMPLES,
+    bootstrap_means,
+    mean_ci,
+    mean_scores,
+    rank_interval,
+    ranks,
+    tied_groups,
+    win_rate_draws,
+    win_rates,
+)
 from helmflow.storage import Store, safe_key
 
 
@@ -32,11 +43,20 @@ def group_columns(board: BoardPlan) -> list[str]:
     return list(dict.fromkeys(c.key for g in board.spec.metric_groups for c in g.columns))
 
 
+# Rank intervals (``add_rank_intervals``): the headline's (the board's sort key), the mean win rate's,
+# and each scenario column's; readers of releases published before them find no such columns.
+RANK_SUFFIXES = ("rank", "rank_low", "rank_high")
+HEADLINE_RANKS = ("rank", "rank_low", "rank_high", "tied_group", "win_rate_rank", "win_rate_rank_low",
+                  "win_rate_rank_high")
+
+
 def leaderboard_schema(labels: list[str], groups: list[str] | None = None, aspects: list[str] | None = None,
                        metric_groups: list[str] | None = None, columns: list[str] | None = None) -> pa.Schema:
     fields = [("deployment", pa.string()), ("mean_score", pa.float64()), ("mean_win_rate", pa.float64())]
+    fields += [(name, pa.int64()) for name in HEADLINE_RANKS]
     for label in labels:
         fields += [(label, pa.float64()), (f"{label} ci_low", pa.float64()), (f"{label} ci_high", pa.float64())]
+        fields += [(f"{label} {suffix}", pa.int64()) for suffix in RANK_SUFFIXES]
     fields += [(f"group:{g}", pa.float64()) for g in groups or []]
     fields += [(f"aspect:{a}", pa.float64()) for a in aspects or []]
     fields += [(f"{g} mean_win_rate", pa.float64()) for g in metric_groups or []]
@@ -148,6 +168,86 @@ def _main_values(store: Store, run_id: str, metric: str) -> dict[str, float]:
     if any(r["split"] == "test" for r in rows):
         rows = [r for r in rows if r["split"] == "test"]
     return {r["instance_id"]: r["value"] for r in rows}
+
+
+def _nanmean(x: np.ndarray, axis: int) -> np.ndarray:
+    counted = (~np.isnan(x)).sum(axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counted > 0, np.nansum(x, axis=axis) / np.maximum(counted, 1), np.nan)
+
+
+def _column_draws(store: Store, models: list[str], label: str, point: np.ndarray,
+                  cells: dict[tuple[str, str], RunOutcome]) -> np.ndarray:
+    """Resamples x models of one scenario column's score: the instances are resampled jointly across
+    models (:func:`helmflow.stats.bootstrap_means`). A cell whose score is not the mean of its
+    per-instance values (a pooled metric) keeps its score in every resample."""
+    per_model: dict[int, dict[str, float]] = {}
+    for k, m in enumerate(models):
+        cell = cells.get((m, label))
+        if cell is None or np.isnan(point[k]) or not cell.main_metric:
+            continue
+        values = compare.instance_values(store, cell.run_id, cell.main_metric)
+        if values and abs(float(np.mean(list(values.values()))) - point[k]) <= 1e-9:
+            per_model[k] = values
+    ids = sorted({i for v in per_model.values() for i in v})
+    if not ids:
+        return np.tile(point, (BOOTSTRAP_SAMPLES, 1))
+    at = {i: j for j, i in enumerate(ids)}
+    matrix = np.full((len(models), len(ids)), np.nan)
+    for k, values in per_model.items():
+        for i, v in values.items():
+            matrix[k, at[i]] = v
+    draws = bootstrap_means(matrix)
+    for k in range(len(models)):
+        if k not in per_model:
+            draws[:, k] = point[k]
+    return draws
+
+
+def add_rank_intervals(store: Store, board: BoardPlan, runs: list[RunOutcome], rows: list[dict[str, Any]]) -> None:
+    """Each model's rank with its 95% interval, per scenario column and for the headline (the board's
+    sort key: mean score, else mean win rate) and the mean win rate, from a bootstrap over
+    instances resampled jointly across models; the headline's tied groups
+    (:func:`helmflow.stats.tied_groups`). Adds :data:`HEADLINE_RANKS` and ``<label> rank…`` to ``rows``."""
+    labels = [s.label for s in board.scenarios]
+    models = [r["deployment"] for r in rows]
+    by_id = {r.run_id: r for r in runs}
+    cells = {(p.deployment.name, p.scenario.label): by_id[p.run_id] for p in board.runs if p.run_id in by_id}
+    draws = {}
+    for lab in labels:
+        point = np.array([np.nan if r.get(lab) is None else float(r[lab]) for r in rows])
+        draws[lab] = _column_draws(store, models, lab, point, cells)
+        _put_ranks(rows, [f"{lab} {s}" for s in RANK_SUFFIXES], point, draws[lab])
+    if not labels:
+        return
+    groups = board_groups(board)
+    ranked = ([_nanmean(np.stack([draws[lab] for lab in members], axis=2), axis=2) for members in groups.values()]
+              if groups else [draws[lab] for lab in labels])
+    table = np.stack(ranked, axis=2)  # resamples x models x ranked columns
+    aggregation = board.spec.aggregation
+    headline = "mean_score" if "mean" in aggregation else "mean_win_rate"
+    wins = win_rate_draws(table) if "win_rate" in aggregation else None
+    stat = _nanmean(table, axis=2) if headline == "mean_score" else wins
+    if stat is not None:
+        point = np.array([np.nan if r.get(headline) is None else float(r[headline]) for r in rows])
+        intervals = _put_ranks(rows, list(HEADLINE_RANKS[:3]), point, stat)
+        for row in rows:
+            row["tied_group"] = None
+        for model, group in tied_groups(intervals).items():
+            rows[models.index(model)]["tied_group"] = group
+    if wins is not None:
+        point = np.array([np.nan if r.get("mean_win_rate") is None else float(r["mean_win_rate"]) for r in rows])
+        _put_ranks(rows, list(HEADLINE_RANKS[4:]), point, wins)
+
+
+def _put_ranks(rows: list[dict[str, Any]], names: list[str], point: np.ndarray,
+               draws: np.ndarray) -> dict[str, tuple[int | None, int | None, int | None]]:
+    point_ranks, draw_ranks = ranks(point), ranks(draws)
+    out = {}
+    for k, row in enumerate(rows):
+        out[row["deployment"]] = found = rank_interval(float(point_ranks[k]), draw_ranks[:, k])
+        row.update(zip(names, found, strict=True))
+    return out
 
 
 def board_groups(board: BoardPlan) -> dict[str, list[str]]:
@@ -285,6 +385,7 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
     notes: GroupNotes = {}
     rows = leaderboard_rows(board, runs,
                             group_cells(store, board, runs, notes) | perturbation_cells(store, board, runs), notes)
+    add_rank_intervals(store, board, runs, rows)
     if (rid := existing_release(store, name, digest)) is not None:
         return ReleaseOutcome(release_id=rid, uri=store.url(layout.release_dir(name, rid)), status=status, wrote=False,
                               table=rows, subset=board.subset)

@@ -194,7 +194,8 @@ def compare_models(store: Store, release: ReleaseView, a: str, b: str) -> list[d
     rows = []
     for scenario in release.scenarios:
         ra, rb = release.cell(scenario, a), release.cell(scenario, b)
-        row: dict[str, Any] = {"scenario": scenario, "deployment_a": a, "deployment_b": b,
+        row: dict[str, Any] = dict.fromkeys(COMPARISON_SCHEMA.names) | {
+                               "scenario": scenario, "deployment_a": a, "deployment_b": b,
                                "run_a": ra and ra["run_id"], "run_b": rb and rb["run_id"],
                                "metric": (ra or rb or {}).get("main_metric"), "n": 0}
         missing = [d for d, r in ((a, ra), (b, rb)) if r is None or r["status"] == "missing"]

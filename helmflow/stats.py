@@ -148,3 +148,76 @@ def mean_scores(table: dict[str, dict[str, float | None]]) -> dict[str, float | 
         vals = [v for v in row.values() if v is not None and not math.isnan(v)]
         out[m] = float(np.mean(vals)) if vals else None
     return out
+
+
+# --------------------------------------------------------------------------- ranks with intervals
+def ranks(values: np.ndarray) -> np.ndarray:
+    """Competition ranks along the last axis (1 = best = highest; ties share the better rank);
+    NaN where the value is missing."""
+    v = np.asarray(values, dtype=float)
+    present = ~np.isnan(v)
+    better = (np.where(present, v, -np.inf)[..., None, :] > v[..., :, None]).sum(axis=-1)
+    return np.where(present, 1.0 + better, np.nan)
+
+
+def bootstrap_means(matrix: np.ndarray, seed: int = BOOTSTRAP_SEED) -> np.ndarray:
+    """``matrix``: models x instances (NaN: the model has no value there). Returns resamples x models:
+    each resample draws the instances once, for every model alike (the paired bootstrap), and takes
+    each model's mean over the drawn instances it has."""
+    m, n = matrix.shape
+    present = ~np.isnan(matrix)
+    filled = np.where(present, matrix, 0.0)
+    blocks = []
+    for idx in resamples(n, seed):
+        sums = np.stack([filled[k][idx].sum(axis=1) for k in range(m)], axis=1)
+        counts = np.stack([present[k][idx].sum(axis=1) for k in range(m)], axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            blocks.append(np.where(counts > 0, sums / np.maximum(counts, 1), np.nan))
+    return np.concatenate(blocks) if blocks else np.empty((0, m))
+
+
+def win_rate_draws(columns: np.ndarray) -> np.ndarray:
+    """:func:`win_rates` for many tables at once: ``columns`` is draws x models x columns (NaN:
+    missing); returns draws x models, NaN for a model with no column that counts."""
+    x = np.asarray(columns, dtype=float)
+    present = ~np.isnan(x)
+    count = present.sum(axis=1, keepdims=True)  # models with a value, per draw and column
+    v = x[:, :, None, :]  # model m against ...
+    o = x[:, None, :, :]  # ... every model o
+    worse = (present[:, None, :, :] & (o < v)).sum(axis=2)
+    ties = (present[:, None, :, :] & (o == v)).sum(axis=2)  # includes m itself
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = (worse + (ties - 1) / 2) / (count - 1)
+    rate = np.where(present & (count >= 2), rate, np.nan)
+    counted = (~np.isnan(rate)).sum(axis=2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counted > 0, np.nansum(rate, axis=2) / np.maximum(counted, 1), np.nan)
+
+
+def rank_interval(point: float, draws: np.ndarray, level: float = 0.95) -> tuple[int | None, int | None, int | None]:
+    """A point rank and the percentile interval of its bootstrap ranks (widened to hold the point);
+    Nones when the model has no rank."""
+    if math.isnan(point):
+        return None, None, None
+    found = draws[~np.isnan(draws)]
+    if found.size == 0:
+        return int(point), int(point), int(point)
+    alpha = (1 - level) / 2
+    low = float(np.quantile(found, alpha, method="lower"))
+    high = float(np.quantile(found, 1 - alpha, method="higher"))
+    return int(point), int(min(low, point)), int(max(high, point))
+
+
+def tied_groups(intervals: dict[str, tuple[int | None, int | None, int | None]]) -> dict[str, int]:
+    """Models whose ranks are not separable, as numbered groups (1 = the top group): in order of point
+    rank, a model joins the current group when its interval's best rank is no worse than the
+    group's first model's worst rank; else it starts the next group. Unranked models get none."""
+    order = sorted((r for r in intervals.items() if r[1][0] is not None), key=lambda r: (r[1][0], r[0]))
+    groups: dict[str, int] = {}
+    group, leader_high = 0, -1
+    for model, (_, low, high) in order:
+        assert low is not None and high is not None
+        if group == 0 or low > leader_high:
+            group, leader_high = group + 1, high
+        groups[model] = group
+    return groups

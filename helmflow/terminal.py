@@ -52,6 +52,8 @@ def board_table(summary: dict[str, Any], mode: str, with_ci: bool) -> Table:
     table.add_section()
     table.add_row("[bold]mean score", *[f"[bold]{_fmt(row['mean_score'])}" for row in rows])
     table.add_row("mean win rate", *[_fmt(row["mean_win_rate"]) for row in rows])
+    if any(row.get("rank") is not None for row in rows):  # releases published before rank intervals have none
+        table.add_row("rank (95%)", *[rank_text(row) for row in rows])
     for group in summary.get("metric_groups", []):  # each metric group: its columns and its own mean win rate
         table.add_section()
         table.add_row(f"[bold]{escape(group['name'])}[/] mean win rate",
@@ -59,6 +61,15 @@ def board_table(summary: dict[str, Any], mode: str, with_ci: bool) -> Table:
         for key in group["columns"]:
             table.add_row(f"  {escape(key)}", *[_group_cell(row, key) for row in rows])
     return table
+
+
+def rank_text(row: dict[str, Any], prefix: str = "") -> str:
+    """``2 (1–3)``: a rank and its 95% interval (``1`` alone when the interval is that rank);
+    ``prefix``: a column's (``"<label> "``), else the headline's."""
+    rank, low, high = (row.get(f"{prefix}{k}") for k in ("rank", "rank_low", "rank_high"))
+    if rank is None:
+        return "—"
+    return str(rank) if low == high == rank else f"{rank} ({low}–{high})"
 
 
 def _group_cell(row: dict[str, Any], key: str) -> str:

@@ -318,6 +318,34 @@ def test_two_models_side_by_side(page, live, exported, storage, where, tmp_path)
     assert page.problems == []
 
 
+@pytest.mark.parametrize("where", ["live", "static"])
+def test_ranks_and_tied_groups_on_the_board_page(page, live, exported, storage, where):
+    """Each model's rank with its 95% interval (``2 (1–3)``), its tied group, and each cell's rank, as the
+    leaderboard Parquet has them."""
+    from helmflow.terminal import rank_text
+
+    store, release_id = storage
+    board = store.read_parquet(f"leaderboards/demo/{release_id}/leaderboard.parquet").to_pylist()
+    labels = store.read_json(f"leaderboards/demo/{release_id}/release.json")["scenarios"]
+    if where == "live":
+        page.goto(f"{live}/boards/demo/{release_id}/")
+    else:
+        page.goto((exported / "demo" / release_id / "report" / "index.html").as_uri())
+    assert page.inner_text("#rank-header") == "rank (95%)"
+    shown = page.eval_on_selector_all("#leaderboard tbody tr", """trs => trs.map(tr => ({
+        model: tr.cells[0].textContent.trim(), rank: tr.querySelector('td.rank').textContent.trim(),
+        tied: tr.querySelector('td.tied').textContent.trim(),
+        cells: [...tr.querySelectorAll('td.cell .rank')].map(s => s.textContent.trim())}))""")
+    assert [r["model"] for r in shown] == [r["deployment"] for r in board]
+    for got, row in zip(shown, board, strict=True):
+        assert got["rank"] == rank_text(row) and got["tied"] == str(row["tied_group"])
+        assert got["cells"] == [f"rank {rank_text(row, lab + ' ')}" for lab in labels]
+    page.click("#rank-header")  # sorts by rank, best first
+    order = page.eval_on_selector_all("#leaderboard tbody td.rank", "tds => tds.map(t => Number(t.dataset.sort))")
+    assert order == sorted(order)
+    assert page.problems == []
+
+
 def test_every_run_page_shows_its_first_request_as_sent(page, live, storage):
     """Text and chat prompts alike: the first instance of every run equals its requests.parquet row."""
     store, release_id = storage

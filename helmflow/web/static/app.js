@@ -11,8 +11,8 @@
   function sortBy(table, th) {
     var index = Array.prototype.indexOf.call(th.parentNode.children, th);
     var numeric = th.getAttribute("data-type") === "num";
-    var descending = th.getAttribute("aria-sort") !== "descending";
-    if (!numeric && !th.hasAttribute("aria-sort")) descending = false;
+    var current = th.getAttribute("aria-sort");  // numbers sort highest first, unless data-first="ascending" (ranks)
+    var descending = current ? current !== "descending" : numeric && th.getAttribute("data-first") !== "ascending";
     var body = table.tBodies[0];
     var rows = Array.prototype.slice.call(body.rows);
     rows.sort(function (a, b) {
