@@ -184,7 +184,7 @@ def test_board_page_shows_what_changed_since_the_previous_release(tmp_path):
     assert f"What changed since {first}</h2>" in page
     table = page.split('<table id="changes"', 1)[1].split("</table>", 1)[0]
     assert table.count("<tr>") == 3  # header, model/b re-run, model/c new; model/a is the same run
-    assert re.search(r"<td>model/b</td><td>s</td>.*?<td>scenario changed</td>", table, re.DOTALL)
+    assert re.search(r"<td>model/b</td><td>s</td>.*?<td>data changed</td>", table, re.DOTALL)
     assert f"{0.25 - b_old['score']:+.3f}" in table
     assert re.search(r"<td>model/c</td><td>s</td>.*?<td>new</td>", table, re.DOTALL) and "model/a" not in table
     assert "What changed" not in client.get(f"/boards/b/{first}/").text  # the first release has no predecessor

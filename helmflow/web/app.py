@@ -94,6 +94,13 @@ def create_app(storage: str | None = None) -> Starlette:
         release = reports.release(request.path_params["board"], request.path_params["release"])
         return html(pages.compare_html(reports, release, "serve"))
 
+    def diff(request: Request) -> Response:
+        release = reports.release(request.path_params["board"], request.path_params["release"])
+        previous = reports.previous(release)
+        if previous is None:
+            raise NotFound(f"release {release.release_id} has no earlier release to compare with")
+        return html(pages.diff_html(reports, release, previous, "serve"))
+
     def run(request: Request) -> Response:
         release, run = release_and_run(request)
         threading.Thread(target=run.prepare, daemon=True).start()  # the first chunk request will need it
@@ -154,6 +161,7 @@ def create_app(storage: str | None = None) -> Starlette:
             Route("/boards/{board}/", board_latest),
             Route("/boards/{board}/{release}/", board),
             Route("/boards/{board}/{release}/compare/", compare),
+            Route("/boards/{board}/{release}/diff/", diff),
             Route("/boards/{board}/{release}/runs/{run_id}/", run),
             Route("/boards/{board}/{release}/runs/{run_id}/index.js", run_index),
             Route("/boards/{board}/{release}/runs/{run_id}/chunk-{k:int}.js", run_chunk),

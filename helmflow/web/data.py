@@ -94,6 +94,7 @@ class Reports:
         self._runs: OrderedDict[tuple[str, str], Run] = OrderedDict()
         self._max = max_cached_runs
         self._lock = threading.Lock()
+        self._diffs: dict[tuple[str, str, str], dict[str, Any]] = {}
 
     def boards(self) -> list[str]:
         return [k.rsplit("/", 1)[-1] for k in self.store.ls(layout.LEADERBOARDS) if self.releases(k.rsplit("/", 1)[-1])]
@@ -145,45 +146,31 @@ class Reports:
         at = ids.index(release.release_id)
         return self.release(release.board, ids[at + 1]) if at + 1 < len(ids) else None
 
-    def changes(self, release: Release, previous: Release) -> list[dict[str, Any]]:
-        """The cells that differ from the previous release: new, removed, or re-run (and which versions moved)."""
-        before = {(r["deployment"], r["scenario"]): r for r in previous.runs}
-        after = {(r["deployment"], r["scenario"]): r for r in release.runs}
-        out = []
-        for key in sorted(before.keys() | after.keys()):
-            old, new = before.get(key), after.get(key)
-            if old and new and old["run_id"] == new["run_id"] and old["status"] == new["status"]:
-                continue
-            if new is None or old is None:
-                what = "removed" if new is None else "new"
-            elif "missing" in (old["status"], new["status"]):
-                what = f"status {old['status']} → {new['status']}"
-            else:
-                what = (
-                    ", ".join(self._moved_versions(old["run_id"], new["run_id"]))
-                    or f"status {old['status']} → {new['status']}"
-                )
-            delta = new["score"] - old["score"] if old and new and None not in (old["score"], new["score"]) else None
-            out.append(
-                {
-                    "deployment": key[0],
-                    "scenario": key[1],
-                    "before": old and old["score"],
-                    "after": new and new["score"],
-                    "delta": delta,
-                    "what": what,
-                }
-            )
-        return out
+    def diff(self, release: Release, previous: Release) -> dict[str, Any]:
+        """:func:`helmflow.compare.release_diff` of the two releases (computed once per process: both are
+        immutable once published)."""
+        from helmflow import compare
 
-    def _moved_versions(self, old_run: str, new_run: str) -> list[str]:
-        try:
-            a, b = (RunManifest.model_validate(self.store.read_json(layout.run_json(check_name(r))))
-                    .versions.model_dump()
-                    for r in (old_run, new_run))
-        except (FileNotFoundError, NotFound, ValueError):  # ValueError: an unreadable run.json
-            return ["re-run"]
-        return [k.removesuffix("_version") + " changed" for k in sorted(a) if k != "run_id" and a.get(k) != b.get(k)]
+        key = (release.board, previous.release_id, release.release_id)
+        with self._lock:
+            found = self._diffs.get(key)
+        if found is None:
+            found = compare.release_diff(self.store, release.board, previous.release_id, release.release_id)
+            with self._lock:
+                self._diffs[key] = found
+        return found
+
+    def changes(self, release: Release, previous: Release) -> list[dict[str, Any]]:
+        """The cells that differ from the previous release (new, removed, or re-run, and which versions
+        moved), most significant change first: each with its score change, the paired interval of
+        the change on the instances both runs scored, and the instances that flipped."""
+        out = []
+        for cell in self.diff(release, previous)["cells"]:
+            if cell["what"] == "same run":
+                continue
+            before, after = cell["before"], cell["after"]
+            out.append(cell | {"score_delta": after - before if None not in (before, after) else None})
+        return out
 
     def latest(self, board: str) -> str:
         """The board's default release: its pointers (full releases before subsets), else the newest."""

@@ -61,6 +61,8 @@ def export_report(store: Store, board: str, release_id: str | None = None,
             continue
         put(f"media/{name}", data)
     put("compare/index.html", pages.compare_html(reports, release, "static"))
+    if (previous := reports.previous(release)) is not None:
+        put("diff/index.html", pages.diff_html(reports, release, previous, "static"))
     # the picker offers the releases that have a static report (this one included)
     exported = [
         r

@@ -87,6 +87,18 @@ class Links:
     def compare(self) -> str:
         return self._up(self.depth) + "compare/" + ("" if self.mode == "serve" else "index.html")
 
+    @property
+    def diff(self) -> str:
+        return self._up(self.depth) + "diff/" + ("" if self.mode == "serve" else "index.html")
+
+    def answer(self, release_id: str, run_id: str, row: int | None) -> str:
+        """A run page of any release of the board, opened at one request row (a static export links
+        to the other release's own report, there once it is exported too)."""
+        at = f"#page={row // PAGE_SIZE + 1}&open={row}" if row is not None else ""
+        if self.mode == "serve":
+            return f"{self._up(self.depth + 1)}{release_id}/runs/{run_id}/{at}"
+        return f"{self._up(self.depth + 2)}{release_id}/report/runs/{run_id}/index.html{at}"
+
     def release(self, release_id: str) -> str:
         if self.mode == "serve":
             return f"{self._up(self.depth + 1)}{release_id}/"
@@ -209,6 +221,20 @@ def compare_html(reports: Reports, release: Release, mode: Mode) -> str:
         chunk_rows=CHUNK_ROWS,
         page_size=PAGE_SIZE,
         correct_at=CORRECT_AT,
+    )
+
+
+def diff_html(reports: Reports, release: Release, previous: Release, mode: Mode) -> str:
+    """The release against the previous one, cell by cell, most significant first, with the flipped
+    instances linked to both answers."""
+    diff = reports.diff(release, previous)
+    return _env.get_template("diff.html").render(
+        title=f"{release.board} — {previous.release_id} → {release.release_id}",
+        release=release,
+        previous=previous,
+        cells=[c for c in diff["cells"] if c["what"] != "same run"],
+        same=sum(c["what"] == "same run" for c in diff["cells"]),
+        links=Links(mode, 1),
     )
 
 
