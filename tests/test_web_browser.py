@@ -333,7 +333,7 @@ def test_ranks_and_tied_groups_on_the_board_page(page, live, exported, storage, 
         page.goto((exported / "demo" / release_id / "report" / "index.html").as_uri())
     assert page.inner_text("#rank-header") == "rank (95%)"
     shown = page.eval_on_selector_all("#leaderboard tbody tr", """trs => trs.map(tr => ({
-        model: tr.cells[0].textContent.trim(), rank: tr.querySelector('td.rank').textContent.trim(),
+        model: tr.cells[0].dataset.sort, rank: tr.querySelector('td.rank').textContent.trim(),
         tied: tr.querySelector('td.tied').textContent.trim(),
         cells: [...tr.querySelectorAll('td.cell .rank')].map(s => s.textContent.trim())}))""")
     assert [r["model"] for r in shown] == [r["deployment"] for r in board]
