@@ -30,6 +30,7 @@ from helmflow.progress import REPORTED, reporter
 from helmflow.settings import settings
 from helmflow.storage import Store
 from helmflow.tasks import configure, forget_cached
+from helmflow.tasks.alerts import alert_regressions
 from helmflow.tasks.evaluation import release_assets, run_assets, run_key
 from helmflow.uptodate import board_summary
 
@@ -239,6 +240,16 @@ def evaluate(
     release = point_release(store, plan, release)  # cached or not: the pointer must name this release
     if release.pointer:
         log.info("%s now points at release %s", release.pointer, release.release_id)
+    try:  # the release is published: a failure to compare it must not fail the run
+        regressed = alert_regressions(store, plan.spec.name, release)
+    except Exception as exc:  # noqa: BLE001 - said once, the release stands
+        log.warning("could not check release %s for regressions: %s: %s", release.release_id,
+                    type(exc).__name__, exc)
+        regressed = []
+    for e in regressed:
+        p = e["payload"]
+        log.warning("%s regressed: %s %.3f -> %.3f, paired change %+.3f [%+.3f, %+.3f] (event %s)", p["cell"],
+                    p["metric"], p["before"], p["after"], p["delta"], p["ci_low"], p["ci_high"], e["event"])
     summary = board_summary(plan, release_id=release.release_id, uri=release.uri, status=release.status,
                             wrote=release.wrote, table=release.table, pointer=release.pointer,
                             failed=[f.model_dump() for f in failed])

@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     server_startup_timeout_s: float = Field(180.0, gt=0,
                                             description="how long a command waits for helmflow's managed Prefect "
                                                         "server to answer before it says so and exits 3")
+    regression_threshold: float = Field(0.0, ge=0, description="a published cell counts as regressed (the "
+                                        "`helmflow.cell.regressed` event) when its paired change against the "
+                                        "previous release is significantly below 0 and a drop of at least this "
+                                        "much of its main metric (e.g. `0.02`)")
 
 def settings() -> Settings:
     """The variables as they are set now."""
