@@ -15,7 +15,8 @@ prefect-results/<cache key>                 Prefect's persisted task results
 quarantine/<key>                            objects that failed their check (corrupt journal parts, foreign results)
 runs/<run_id>/…, run.json last              a published run (references.parquet: its gold answers)
 leaderboards/<board>/<release>/…            a release: leaderboard.parquet, runs.parquet, release.json, report/,
-                                            comparisons/<A>__<B>.parquet (helmflow compare)
+                                            comparisons/<A>__<B>.parquet (helmflow compare),
+                                            agreement.parquet (helmflow agreement)
 leaderboards/<board>/latest.json            newest complete release (latest-partial.json: with failed cells)
 leaderboards/<board>/latest-subset.json     the same for subset runs (latest-subset-partial.json)
 leases/<board>.json                         the holder of a board's run lease (helmflow.lease)
@@ -207,6 +208,15 @@ COMPARISONS = "comparisons"
 def comparison(board: str, release_id: str, a: str, b: str) -> str:
     """Two models of a release compared cell by cell (``helmflow compare``; ``compare.COMPARISON_SCHEMA``)."""
     return release_file(board, release_id, f"{COMPARISONS}/{safe_key(a)}__{safe_key(b)}.parquet")
+
+
+AGREEMENT = "agreement.parquet"
+
+
+def agreement(board: str, release_id: str) -> str:
+    """The judges' agreement on every juried cell of a release, with human labels when given
+    (``helmflow agreement``; ``agreement.AGREEMENT_SCHEMA``)."""
+    return release_file(board, release_id, AGREEMENT)
 
 
 def report_dir(board: str, release_id: str) -> str:

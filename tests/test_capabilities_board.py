@@ -241,3 +241,42 @@ def test_budget_covers_judge_requests_through_the_flow(mirrors, tmp_path, prefec
         assert server.stats()["requests"] - model_requests == 20  # only the judge's requests
     omni = next(r for r in _runs(storage).values() if r["scenario"]["label"] == "omni_math")
     assert omni["judges"]["sent"] == 20 and 0 < omni["judge_cost_usd"] < 10
+
+
+@pytest.mark.slow
+def test_a_jury_of_two_stub_judges_has_its_agreement_beside_the_juried_columns(mirrors, tmp_path, prefect_server):
+    from starlette.testclient import TestClient
+
+    from helmflow.web.app import create_app
+
+    storage = tmp_path / "store"
+    with start_dev_server("--policy", "fn:tests.support.judge_fixtures:policy", env={"PYTHONPATH": str(REPO)}) as server:
+        models = tmp_path / "models.yaml"
+        models.write_text(yaml.safe_dump({"deployments": [
+            {"name": n, "client": "openai-compatible", "model": m, "base_url": server.openai_url, "retry": FAST_RETRY}
+            for n, m in (("dev/model", "model-x"), ("dev/judge-a", "judge-a"), ("dev/judge-b", "judge-b"))]}))
+        out = run_cli("run", "capabilities", "--models", "dev/model", "--scenarios", "wildbench,omni_math",
+                      "--judge", "dev/judge-a,dev/judge-b", "--max-instances", "12", "--models-file", str(models),
+                      "--storage", str(storage), env=mirrors)
+        assert out.returncode == 0, out.stdout + out.stderr
+    agreed = run_cli("agreement", "capabilities", "--storage", str(storage))
+    assert agreed.returncode == 0, agreed.stderr
+    release = json.loads((storage / "leaderboards" / "capabilities" / "latest-subset.json").read_text())["release_id"]
+    rows = {r["scenario"]: r for r in pq.read_table(
+        storage / "leaderboards" / "capabilities" / release / "agreement.parquet").to_pylist()}
+    assert set(rows) == JUDGED
+    wb, omni = rows["wildbench"], rows["omni_math"]
+    assert wb["judges"] == omni["judges"] == ["dev/judge-a", "dev/judge-b"]
+    # WildBench: judge-a says 8 or 10 when it parses, judge-b 4 or 7 (its 12 is out of range); where both
+    # parsed, the fixture has them at 8 and 4: always more than a point apart
+    assert 8 <= wb["judge_means"][0] <= 10 and 4 <= wb["judge_means"][1] <= 7
+    assert wb["units"] > 0 and wb["disagree_share"] == 1.0 and wb["binary"] is False
+    # Omni-MATH: TRUE/TRUE and FALSE/TRUE where both parsed: 0/1 verdicts, nominal alpha, unweighted kappa
+    assert omni["binary"] is True and omni["units"] > 0 and omni["disagree_share"] == 0.0
+    assert omni["judge_means"][1] == 1.0 and omni["judge_means"][0] < 1.0
+    assert omni["kappa"] is not None and omni["kappa"] <= 0  # judge-b says TRUE to everything: no agreement beyond chance
+    assert "dev/judge-a" in agreed.stdout and "100%" in agreed.stdout
+    page = TestClient(create_app(str(storage))).get(f"/boards/capabilities/{release}/").text
+    board = page.split('<table id="leaderboard"', 1)[1].split("</table>", 1)[0]
+    assert board.count('class="agreement"') == 2 and "100% &gt;1 pt apart" in board
+    assert page.count('<tr data-scenario="wildbench" data-deployment="dev/model">') == 1

@@ -36,9 +36,9 @@ COMMAND_MODULES: list[str] = [
 ]
 
 # --help lists commands in the order a user reaches for them; commands not named here follow, as registered
-HELP_ORDER = ("run", "eval", "list", "show", "serve", "report", "compare", "diff", "retry", "lineage", "check",
-              "prompts", "mirror", "server", "dev-server", "compact", "reproduce", "import-helm-models", "import-helm",
-              "export", "import")
+HELP_ORDER = ("run", "eval", "list", "show", "serve", "report", "compare", "diff", "agreement", "retry", "lineage",
+              "check", "prompts", "mirror", "server", "dev-server", "compact", "reproduce", "import-helm-models",
+              "import-helm", "export", "import")
 
 
 def build_parser() -> argparse.ArgumentParser:

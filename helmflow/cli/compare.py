@@ -40,6 +40,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                       help="flipped instances listed per cell (default 5; 0: none)")
     storage_arg(diff)
     diff.set_defaults(func=cmd_diff)
+    add_agreement_parser(sub)
+
+
+def add_agreement_parser(sub: argparse._SubParsersAction) -> None:
+    agr = sub.add_parser("agreement", help="how far the judges of each juried cell agree (and with human labels)",
+                         description="For every juried cell of the release: each judge's mean score, Krippendorff's "
+                                     "alpha across the jury, Cohen's kappa for a jury of two, the share of instances "
+                                     "whose scores are more than one point apart, and with --human-labels the "
+                                     "agreement of each judge and of the jury with them. Writes the release's "
+                                     "agreement.parquet, which the report shows beside the juried columns.")
+    agr.add_argument("board")
+    agr.add_argument("--release", help="release id (default: the one the board's latest pointer names)")
+    agr.add_argument("--human-labels", metavar="CSV",
+                     help="a CSV with instance_id and score columns (the judges' scale): a labelled sample")
+    agr.add_argument("--scenario", metavar="LABEL",
+                     help="the juried column the human labels belong to (default: every column whose instance "
+                          "ids they name)")
+    storage_arg(agr)
+    agr.set_defaults(func=cmd_agreement)
 
 
 def _fmt(x: float | None, signed: bool = False) -> str:
@@ -128,4 +147,61 @@ def cmd_diff(args: argparse.Namespace) -> int:
                 f"before {answer_link(diff['board'], diff['from'], c['run_before'], f['row_before'])}  "
                 f"after {answer_link(diff['board'], diff['to'], c['run_after'], f['row_after'])}",
                 soft_wrap=True, markup=False, highlight=False)
+    return 0
+
+
+def cmd_agreement(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from helmflow import agreement, compare
+    from helmflow.publish import parquet_meta
+    from helmflow.storage import Store
+    from helmflow.terminal import print_table
+
+    human = None
+    if args.human_labels:
+        try:
+            text = Path(args.human_labels).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise agreement.HumanLabelsError(f"cannot read {args.human_labels}: {exc}") from None
+        human = agreement.read_human_labels(text, args.human_labels)
+    store = Store(args.storage)
+    release = compare.load_release(store, args.board, args.release)
+    columns = list(release.manifest.scenarios)
+    if args.scenario is not None and args.scenario not in columns:
+        raise compare.NoSuchName(f"release {release.release_id} has no column {args.scenario!r} "
+                                 f"(its columns: {', '.join(columns)})")
+    rows = agreement.release_agreement(store, release.runs, columns)
+    if human is not None:
+        labelled = agreement.release_agreement(store, release.runs, [args.scenario] if args.scenario else columns,
+                                               human)
+        by_run = {r["run_id"]: r for r in labelled}
+        rows = [by_run.get(r["run_id"], r) for r in rows]
+        if not any(r["human_units"] for r in rows):
+            raise agreement.HumanLabelsError(f"{args.human_labels}: no labelled instance id is one the juried "
+                                             f"cells scored")
+    if not rows:
+        raise compare.NoSuchName(f"release {release.release_id} of board {release.board!r} has no juried cell")
+    console = Console()
+    table = Table("scenario", "model", "judges: mean score", "units", "alpha", "kappa", "> 1 pt apart",
+                  *(("humans: n, alpha (jury; each judge)",) if human else ()),
+                  title=escape(f"{release.board} {release.release_id}: judge agreement"))
+    for r in rows:
+        means = ", ".join(f"{j} {_fmt(m)}" for j, m in zip(r["judges"], r["judge_means"], strict=True))
+        extra = []
+        if human:
+            each = "; ".join(_fmt(a) for a in r["human_judge_alpha"] or [])
+            extra = [f"{r['human_units']}, {_fmt(r['human_alpha'])} ({each})" if r["human_units"] else "—"]
+        share = "—" if r["disagree_share"] is None else f"{100 * r['disagree_share']:.0f}%"
+        table.add_row(escape(r["scenario"]), escape(r["deployment"]), escape(means), str(r["units"]),
+                      _fmt(r["alpha"]), _fmt(r["kappa"]), share, *extra)
+    print_table(console, table)
+    key = agreement.write_agreement(store, release.board, release.release_id, rows,
+                                    parquet_meta(board=release.manifest.board, release_id=release.release_id,
+                                                 human_labels=args.human_labels or ""))
+    console.print(f"wrote {store.url(key)}", soft_wrap=True, markup=False, highlight=False)
     return 0

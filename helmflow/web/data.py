@@ -94,7 +94,7 @@ class Reports:
         self._runs: OrderedDict[tuple[str, str], Run] = OrderedDict()
         self._max = max_cached_runs
         self._lock = threading.Lock()
-        self._diffs: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._diffs: dict[tuple[str, str, str], dict[str, Any]] = {}  # release diffs and agreements, by releases
 
     def boards(self) -> list[str]:
         return [k.rsplit("/", 1)[-1] for k in self.store.ls(layout.LEADERBOARDS) if self.releases(k.rsplit("/", 1)[-1])]
@@ -159,6 +159,23 @@ class Reports:
             with self._lock:
                 self._diffs[key] = found
         return found
+
+    def agreement(self, release: Release) -> list[dict[str, Any]]:
+        """The judges' agreement on every juried cell: the release's ``agreement.parquet`` when
+        ``helmflow agreement`` wrote one (with its human labels), else computed from the verdicts."""
+        from helmflow import agreement
+
+        key = layout.agreement(release.board, release.release_id)
+        if self.store.exists(key):
+            return read_parquet_named(self.store, key)
+        cache = ("agreement", release.board, release.release_id)
+        with self._lock:
+            found = self._diffs.get(cache)
+        if found is None:
+            found = {"rows": agreement.release_agreement(self.store, release.runs, release.labels)}
+            with self._lock:
+                self._diffs[cache] = found
+        return found["rows"]
 
     def changes(self, release: Release, previous: Release) -> list[dict[str, Any]]:
         """The cells that differ from the previous release (new, removed, or re-run, and which versions

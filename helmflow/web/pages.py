@@ -184,6 +184,7 @@ def board_html(reports: Reports, release: Release, mode: Mode, releases: list[st
         labels=release.labels,
         rows=release.leaderboard,
         ranked=any(row.get("rank") is not None for row in release.leaderboard),
+        agreements={(a["deployment"], a["scenario"]): a for a in reports.agreement(release)},
         judged=any(row.get("judge_cost_usd") for row in release.leaderboard) or bool(release.manifest.judges),
         reasoning=any(row.get("reasoning_tokens") or any(row.get(f"{label} truncated_in_reasoning") is not None
                                                          for label in release.labels)

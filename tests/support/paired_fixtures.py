@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
+from helmflow.aggregate import leaderboard_schema
 from helmflow.manifests import LatestPointer, ReleaseManifest
 from helmflow.publish import RUNS_SCHEMA
 from helmflow.records import STAT_SCHEMA
@@ -18,7 +19,7 @@ Cells = dict[tuple[str, str], tuple[str, dict[str, float]]]  # (scenario, deploy
 def write_release(store: Store, board: str, release_id: str, cells: Cells, metric: str = "exact_match",
                   created_at: str | None = None) -> str:
     """runs/<id>/stats.parquet and requests.parquet for each cell, then the release's runs.parquet,
-    release.json and latest.json."""
+    leaderboard.parquet (scores only), release.json and latest.json."""
     runs = []
     for (scenario, deployment), (run_id, values) in cells.items():
         ids = list(values)
@@ -34,6 +35,11 @@ def write_release(store: Store, board: str, release_id: str, cells: Cells, metri
                      "uri": store.url(f"runs/{run_id}")})
     prefix = f"leaderboards/{board}/{release_id}"
     store.write_parquet(f"{prefix}/runs.parquet", pa.Table.from_pylist(runs, schema=RUNS_SCHEMA))
+    labels = list(dict.fromkeys(s for s, _ in cells))
+    board_rows = [{"deployment": m, "cost_usd": 0.0, "prompt_tokens": 0, "output_tokens": 0, "missing": 0,
+                   **{lab: r["score"] for lab in labels for r in runs if r["scenario"] == lab and r["deployment"] == m}}
+                  for m in dict.fromkeys(d for _, d in cells)]
+    store.write_parquet(f"{prefix}/leaderboard.parquet", pa.Table.from_pylist(board_rows, schema=leaderboard_schema(labels)))
     created = created_at or datetime.now(UTC).isoformat()
     store.write_json(f"{prefix}/release.json", ReleaseManifest.model_validate({
         "board": board, "board_version": "hand-written", "release_id": release_id, "created_at": created,
