@@ -243,7 +243,8 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
         if reasoning_tokens is None:  # the server sent the reasoning but not its count
             reasoning_tokens = tok.count(result.reasoning) if result.reasoning else 0
         output_tokens = result.output_tokens or tok.count(result.text) + reasoning_tokens
-        cost = cost_usd(deployment, prompt_tokens, output_tokens)  # reasoning tokens are output tokens
+        # reasoning tokens are output tokens; cached prompt tokens cost the cached price, if declared
+        cost = cost_usd(deployment, prompt_tokens, output_tokens, min(result.cached_tokens, prompt_tokens))
         completion = Completion(
             request_hash=req.request_hash,
             instance_id=req.instance_id,

@@ -248,7 +248,10 @@ class Deployment(Record):
     logprobs: bool = Field(False, description="ask for each output token's logprob (what calibration reads); "
                                               "part of model_version")
     price_input_per_mtok: float = Field(0.0, description="USD per million prompt tokens (costs, `--budget-usd`)")
-    price_output_per_mtok: float = Field(0.0, description="USD per million output tokens")
+    price_output_per_mtok: float = Field(0.0, description="USD per million output tokens (reasoning tokens "
+                                                          "included)")
+    price_cached_input_per_mtok: float | None = Field(None, ge=0, description=(
+        "USD per million prompt tokens read from the provider's cache (default: the input price)"))
     max_concurrency: int = Field(16, ge=1, description="requests in flight at once, per process")
     requests_per_minute: float | None = Field(None, description="a request-rate limit, per process")
     tokens_per_minute: float | None = Field(None, description="a token-rate limit, per process")

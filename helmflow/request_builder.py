@@ -181,6 +181,12 @@ def prompt_text(body: RequestBody) -> str:
     return body.prompt if body.prompt is not None else "\n".join(m.content for m in body.messages or [])
 
 
-def cost_usd(deployment: Deployment, prompt_tokens: int, output_tokens: int) -> float:
-    """USD of one request; ``output_tokens`` includes any reasoning tokens (billed as output)."""
-    return (prompt_tokens * deployment.price_input_per_mtok + output_tokens * deployment.price_output_per_mtok) / 1e6
+def cost_usd(deployment: Deployment, prompt_tokens: int, output_tokens: int, cached_tokens: int = 0) -> float:
+    """USD of one request; ``output_tokens`` includes any reasoning tokens (billed as output), and the
+    ``cached_tokens`` of ``prompt_tokens`` cost the cached price when the deployment declares one."""
+    cached_price = deployment.price_cached_input_per_mtok
+    if cached_price is None or not cached_tokens:
+        cached_price, cached_tokens = deployment.price_input_per_mtok, 0
+    uncached = prompt_tokens - cached_tokens
+    return (uncached * deployment.price_input_per_mtok + cached_tokens * cached_price
+            + output_tokens * deployment.price_output_per_mtok) / 1e6

@@ -284,3 +284,18 @@ def test_a_board_or_eval_increase_replaces_the_deployments_own(tmp_path):
     args = argparse.Namespace(models=["r/openai"], scenario=["dyck_language:num_parenthesis_pairs=3"], adapter={},
                               metrics=None, main_metric=None, name=None, max_instances=None, increase_max_tokens=0)
     assert board_spec(args)["increase_max_tokens"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_cached_prompt_tokens_cost_the_cached_price(dev_server, store, kind):
+    dep = dev_deployment(dev_server, kind, price_input_per_mtok=4.0, price_cached_input_per_mtok=0.4,
+                         price_output_per_mtok=10.0)
+    result = run_queries(store, dep, requests_for(dep, n=5))
+    assert result.errors == 0
+    usage = dev_server.stats()["usage"]
+    assert usage["cached_tokens"] == 4 * 3 == sum(c.cached_tokens for c in result.completions)
+    billed = ((usage["prompt_tokens"] - usage["cached_tokens"]) * 4.0 + usage["cached_tokens"] * 0.4
+              + usage["completion_tokens"] * 10.0) / 1e6
+    assert math.isclose(sum(c.cost_usd for c in result.completions), billed)
+    assert sum(c.prompt_tokens for c in result.completions) == usage["prompt_tokens"]

@@ -533,6 +533,7 @@ class Run:
                     references=(refs[i] if refs else None) or [],
                     completion=comp["text"],
                     reasoning=comp.get("reasoning") or "",
+                    notes=req.get("notes") or [],  # what the client left out of the request (e.g. temperature)
                     response=comp,
                     annotations=annotations,
                 )

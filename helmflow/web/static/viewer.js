@@ -183,6 +183,7 @@
       } else {
         block(left, "prompt" + examples, r.prompt, "prompt");
       }
+      (r.notes || []).forEach(function (n) { left.appendChild(el("p", "muted request-note", n)); });
       block(left, "completion", r.completion, "completion");
       if (r.reasoning) {  // the model's thinking: kept apart from the scored answer, shown folded
         var think = el("details", "reasoning");
