@@ -113,3 +113,33 @@ def test_the_release_diff_page_sorts_by_significance_and_links_both_answers(two_
     assert after[0].startswith(f"../../{second}/runs/")
     assert client.get(before[0].replace("../../", "/boards/demo/").split("#")[0]).status_code == 200
     assert client.get(f"/boards/demo/{first}/diff/").status_code == 404  # the first release has no predecessor
+
+
+def test_compare_on_the_demo_board_through_the_cli(two_releases, cli):
+    store, first, second = two_releases
+    out = cli("compare", "demo", "offline/solver", "offline/solver-noisy", "--release", first, "--storage", store.root)
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"arithmetic-3 +│ exact_match │ 30 │ 1\.000 │ 0\.\d+ │ \+0\.\d+ \[\+0\.\d+, \+0\.\d+\] │ .* │ A better",
+                     out.stdout), out.stdout
+    assert store.exists(f"leaderboards/demo/{first}/comparisons/offline--solver__offline--solver-noisy.parquet")
+
+
+def test_regression_events_follow_the_threshold_and_skip_a_release_written_before(two_releases, monkeypatch):
+    from helmflow.outcomes import ReleaseOutcome
+    from helmflow.tasks.alerts import REGRESSED, alert_regressions, regression_events
+
+    store, first, second = two_releases
+    release = ReleaseOutcome(release_id=second, uri=store.url(f"leaderboards/demo/{second}"), status="complete",
+                             wrote=True, subset=True)
+    events = regression_events(store, "demo", release)
+    expected = compare.regressions(compare.release_diff(store, "demo", first, second))
+    assert [e["payload"]["cell"] for e in events] == [f"{c['scenario']} x {c['deployment']}" for c in expected]
+    assert all(e["event"] == REGRESSED and e["payload"]["threshold"] == 0.0 for e in events)
+    smallest = min(-c["delta"] for c in expected)
+    monkeypatch.setenv("HELMFLOW_REGRESSION_THRESHOLD", str(smallest + 1e-9))  # the smallest drop no longer counts
+    assert len(regression_events(store, "demo", release)) == len(expected) - 1
+    monkeypatch.setenv("HELMFLOW_REGRESSION_THRESHOLD", "1")
+    assert regression_events(store, "demo", release) == []
+    first_release = release.model_copy(update={"release_id": first})
+    assert regression_events(store, "demo", first_release, threshold=0.0) == []  # nothing before it
+    assert alert_regressions(store, "demo", release.model_copy(update={"wrote": False})) == []  # cached: no event
