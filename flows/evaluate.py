@@ -24,14 +24,21 @@ from helmflow.lease import note_run
 from helmflow.outcomes import FailedCell, RunOutcome
 from helmflow.pipeline import publication_problem
 from helmflow.plan.launch import launch_for, launch_key, prepare_launch
-from helmflow.plan.records import RunPlan
+from helmflow.plan.records import RunPlan, cell_name
 from helmflow.plan.selection import Selection
 from helmflow.progress import REPORTED, reporter
 from helmflow.settings import settings
 from helmflow.storage import Store
 from helmflow.tasks import configure, forget_cached
 from helmflow.tasks.alerts import alert_regressions
-from helmflow.tasks.evaluation import release_assets, run_assets, run_key
+from helmflow.tasks.evaluation import (
+    release_artifacts,
+    release_assets,
+    report_line,
+    report_link,
+    run_assets,
+    run_key,
+)
 from helmflow.uptodate import board_summary
 
 if TYPE_CHECKING:
@@ -214,6 +221,8 @@ def evaluate(
         if fut.state.is_completed():
             out: RunOutcome = fut.result()
             published.append(out)
+            if fut.state.name == "Cached":  # its task logged nothing this time: say where the reused run is
+                log.info("%s: cached, the run published earlier: %s", cell_name(r), report_link(out.uri))
             if out.status == "errors":  # published, but never cached: the next run re-sends the errors
                 forget_cached(store, [run_key(r)])
         else:
@@ -238,6 +247,10 @@ def evaluate(
     if release_state.name == "Cached":  # the same run set was released before: nothing was written now
         release = release.model_copy(update={"wrote": False})
     release = point_release(store, plan, release)  # cached or not: the pointer must name this release
+    release_artifacts(plan, release, failed)
+    log.info("release %s %s (%s): %s", release.release_id, "published" if release.wrote else
+             "unchanged (already published: nothing written)", release.status, report_link(release.uri))
+    log.info("%s", report_line(plan.spec.name, release.release_id, release.uri, store.root))
     if release.pointer:
         log.info("%s now points at release %s", release.pointer, release.release_id)
     try:  # the release is published: a failure to compare it must not fail the run

@@ -43,8 +43,7 @@ def start_server(ephemeral: bool = False, verbose: bool = False,
     helmflow's managed server, started in the background if none runs (``HELMFLOW_EPHEMERAL=1``: as
     ``ephemeral`` on every command). :func:`prefect_api` waits."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    if not verbose:
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    quiet_console(verbose)
     if os.environ.get("PREFECT_API_URL"):
         return None
     from helmflow.settings import settings
@@ -55,6 +54,14 @@ def start_server(ephemeral: bool = False, verbose: bool = False,
     from helmflow import prefect_server
 
     return prefect_server.ensure(say or _say)
+
+
+def quiet_console(verbose: bool) -> None:
+    """Prefect's log lines go to the flow run (its Logs tab: a line per cell, the release, the report)
+    at INFO, but to the terminal only from WARNING up, unless ``--verbose`` (or the user set either)."""
+    if not verbose:
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO")
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 
 
 def _say(line: str) -> None:

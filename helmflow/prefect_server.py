@@ -286,7 +286,8 @@ def _spawn(home: Path, port: int, idle_timeout_s: float, log: Path) -> subproces
     env = dict(os.environ, PREFECT_HOME=str(home))
     env.pop("PREFECT_API_URL", None)
     env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    env.pop("PREFECT_LOGGING_LEVEL", None)  # the CLI's quiet default is not the server's
+    env.pop("PREFECT_LOGGING_LEVEL", None)  # the CLI's quiet defaults are not the server's
+    env.pop("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", None)
     with log.open("w") as out:
         return subprocess.Popen(
             [sys.executable, "-m", SERVE_MODULE, "serve", "--home", str(home), "--port", str(port),

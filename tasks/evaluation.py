@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from prefect import Task, task
+from prefect import Task, get_run_logger, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.assets import Asset, AssetProperties, materialize
 from prefect.runtime import flow_run, task_run
@@ -54,6 +54,8 @@ def prepare(plan: ScenarioPlan, storage: str) -> PreparedScenario:
 def run(plan: RunPlan, storage: str, prepared: PreparedScenario, board: str,
         budget_usd: float | None = None) -> RunOutcome:
     """Query → score → publish one board cell; each stage reuses a finished one of an earlier run."""
+    log = get_run_logger()
+    log.info("%s: started", cell_name(plan))
     rep = reporter()
     shared = board_run(f"flow-run-{flow_run.id}", budget_usd)  # one budget and one stop per deployment
     lineage = {
@@ -61,6 +63,8 @@ def run(plan: RunPlan, storage: str, prepared: PreparedScenario, board: str,
         "publish_task_run_id": str(task_run.id) if task_run.id else None,
     }
     out = pipeline.evaluate_run(Store(storage), plan, prepared, rep.requests_done, shared, lineage, rep.add_requests)
+    log.info("%s: finished, %s %s (%s, error rate %.1f%%): %s", cell_name(plan), out.main_metric, _fmt(out.score),
+             out.status, 100 * out.error_rate, report_link(out.uri))
     create_markdown_artifact(key=run_artifact_key(board, plan), markdown=run_markdown(plan, out),
                              description=f"{board}: {cell_name(plan)}")
     return out
@@ -89,7 +93,13 @@ def run_markdown(plan: RunPlan, out: RunOutcome) -> str:
 @materialize("helmflow://release", name="release", cache_key_fn=lambda ctx, p: release_key(p["board"], p["runs"]),
              persist_result=True, task_run_name="release {board.spec.name}")
 def publish_release(board: BoardPlan, storage: str, runs: list[RunOutcome], failed: list[FailedCell]):
-    out = aggregate.publish_release(Store(storage), board, runs, failed)
+    return aggregate.publish_release(Store(storage), board, runs, failed)
+
+
+def release_artifacts(board: BoardPlan, out: Any, failed: list[FailedCell]) -> None:
+    """The release's artifacts, created by the flow itself (not its release task): the Prefect UI's
+    Artifacts tab lists a flow run's own artifacts first, so the leaderboard opens the tab, above
+    the per-cell cards; and a cached release still shows on the flow run that reused it."""
     name = artifact_key(board.spec.name)
     labels = [s.label for s in board.scenarios]
     groups = [(g.name, [c.key for c in g.columns]) for g in board.spec.metric_groups]
@@ -113,7 +123,16 @@ def publish_release(board: BoardPlan, storage: str, runs: list[RunOutcome], fail
     link = release_link(board.spec.name, out.release_id, out.uri)
     create_link_artifact(key=f"{name}-release-link", link=link, link_text=f"{board.spec.name} {out.release_id}",
                          description=f"the {board.spec.name} release {out.release_id}: report page or files")
-    return out
+
+
+def report_line(board: str, release_id: str, uri: str, root: str) -> str:
+    """Where a person reads the release's report, for the flow run's log."""
+    from helmflow.settings import settings
+
+    if settings().report_url:
+        return f"report: {release_link(board, release_id, uri)}"
+    return (f"report: `helmflow serve --storage {root}` shows it at /boards/{safe_key(board)}/{release_id}/; "
+            f"`helmflow report {board} --release {release_id} --storage {root}` writes it to {uri}/report/")
 
 
 def report_link(uri: str) -> str:

@@ -291,3 +291,73 @@ def test_retry_on_the_managed_server_says_only_its_answer_then_ends_like_run(tmp
     assert "Traceback" not in retried.stderr and "INFO" not in retried.stderr + retried.stdout
     reply = httpx.get(f"{prefect_server.read_state(home).api_url}/flow_runs/{flow_run}", timeout=30).json()
     assert reply["state"]["type"] == "COMPLETED" and reply["run_count"] == 2
+
+
+@pytest.mark.slow
+def test_the_flow_runs_logs_and_artifacts_tabs_read_as_a_report(tmp_path, home, env, browser):
+    """What a first-day user opens from the printed link: the Logs tab has a line per cell (started,
+    finished with its run's files), the release and where its report is; the Artifacts tab opens on
+    the leaderboard, above the per-cell cards. Checked through the API and in Chromium."""
+    from playwright.sync_api import expect
+
+    from tests.support.prefect_server import ARTIFACTS
+
+    args = ["run", "demo", "--scenarios", "dyck-3,arithmetic-3", "--models", "offline/solver,offline/echo",
+            "--max-instances", "2", "--storage", str(tmp_path / "store")]
+    out = ok(hf(*args, env=env))
+    assert "started" not in out.stdout + out.stderr  # the log lines go to the flow run, not to the terminal
+    flow_run = re.search(r"flow run: ([0-9a-f-]{36})", out.stdout).group(1)
+    release = re.search(r"^release: (\S+)$", out.stdout, re.M).group(1)
+    api = prefect_server.read_state(home).api_url
+
+    def logs(run_id: str) -> list[str]:
+        reply = httpx.post(f"{api}/logs/filter", timeout=30, json={
+            "logs": {"flow_run_id": {"any_": [run_id]}}, "sort": "TIMESTAMP_ASC"})
+        return [entry["message"] for entry in reply.json()]
+
+    task_runs = httpx.post(f"{api}/task_runs/filter", timeout=30,
+                           json={"flow_runs": {"id": {"any_": [flow_run]}}}).json()
+    cells = sorted(t["name"].removeprefix("run ") for t in task_runs if t["name"].startswith("run "))
+    assert len(cells) == 6  # 2 scenarios + arithmetic's robustness copy, x 2 models
+    messages = logs(flow_run)
+    for cell in cells:
+        assert f"{cell}: started" in messages, messages
+        [done] = [m for m in messages if m.startswith(f"{cell}: finished, ")]
+        assert re.search(rf"\(complete, error rate 0\.0%\): file://{re.escape(str(tmp_path / 'store'))}/runs/\w+$",
+                         done), done
+    release_id = release.rsplit("/", 1)[-1]
+    assert f"release {release_id} published (complete): file://{release}" in messages
+    assert any(m.startswith(f"report: `helmflow serve --storage {tmp_path / 'store'}` shows it at /boards/demo/"
+                            f"{release_id}/") for m in messages), messages
+
+    artifacts = httpx.post(f"{api}/artifacts/filter", timeout=30,
+                           json={"artifacts": {"flow_run_id": {"any_": [flow_run]}}}).json()
+    own = sorted(a["key"] for a in artifacts if not a["task_run_id"])  # the tab lists these first
+    assert own == ["demo-leaderboard", "demo-release", "demo-release-link"]
+    assert len([a for a in artifacts if a["task_run_id"]]) == 6
+
+    again = ok(hf(*args, "--force-flow", env=env))  # every cell cached: the log still says where each run is
+    rerun = logs(re.search(r"flow run: ([0-9a-f-]{36})", again.stdout).group(1))
+    assert all(any(m.startswith(f"{cell}: cached, the run published earlier: file://") for m in rerun)
+               for cell in cells), rerun
+    assert f"release {release_id} unchanged (already published: nothing written) (complete): file://{release}" in rerun
+
+    context = browser.new_context(viewport={"width": 1600, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        ui = api.removesuffix("/api")
+        page.goto(f"{ui}/runs/flow-run/{flow_run}")
+        page.get_by_text("Logs", exact=True).first.click()
+        expect(page.get_by_text(f"release {release_id} published", exact=False).first).to_be_visible()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "prefect-managed-logs.png"))
+        page.get_by_text("Artifacts", exact=True).first.click()
+        board = page.get_by_text("demo-leaderboard", exact=True).first
+        cell = page.get_by_text("demo-dyck-3-offline-solver", exact=True).first
+        expect(board).to_be_visible()
+        expect(cell).to_be_attached()
+        assert board.bounding_box()["y"] < cell.bounding_box()["y"]  # the leaderboard first
+        page.screenshot(path=str(ARTIFACTS / "prefect-managed-artifacts.png"))
+    finally:
+        context.close()
