@@ -251,7 +251,7 @@ def read_finished_flow_run(flow_run_id: str) -> FlowRunInfo:
         except ObjectNotFound:
             raise HelmflowError(f"no flow run {flow_run_id} on the Prefect server at {client.api_url}") from None
     return _finished(FlowRunInfo(
-        id=str(run.id), name=run.name, state=run.state.name if run.state else "", final=bool(
+        id=str(run.id), name=run.name, state=(run.state.name or "") if run.state else "", final=bool(
             run.state and run.state.is_final()), parameters=run.parameters, labels=dict(run.labels or {}),
         deployment_id=str(run.deployment_id) if run.deployment_id else None, flow_id=str(run.flow_id)))
 
@@ -365,10 +365,10 @@ def _schedule_retry(run: FlowRunInfo) -> int:
     from prefect.states import Scheduled
 
     with get_client(sync_client=True) as client:
-        result = client.set_flow_run_state(flow_run_uuid(run.id), Scheduled(message="Retried by helmflow retry"),
-                                           force=True)
+        result: Any = client.set_flow_run_state(flow_run_uuid(run.id), Scheduled(message="Retried by helmflow retry"),
+                                                force=True)
     if result.status == SetStateStatus.ABORT:
-        raise HelmflowError(f"Prefect refused to retry flow run {run.id}: {result.details.reason}")
+        raise HelmflowError(f"Prefect refused to retry flow run {run.id}: {getattr(result.details, 'reason', '')}")
     print("the run belongs to a deployment: a worker of its pool will execute the retry")
     return 0
 
