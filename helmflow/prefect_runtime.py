@@ -113,7 +113,14 @@ def managed_server(handle: Handle) -> Iterator[None]:
         handle.stop()
         yield
         return
-    url = handle.wait(settings().server_startup_timeout_s)
+    try:
+        url = handle.wait(settings().server_startup_timeout_s)
+    except prefect_server.ServerProblem:
+        if handle.started_here or prefect_server.running(handle.home) is not None:
+            raise
+        # another command's server exited as this one came to use it (its idle stop): start one now
+        handle.__dict__.update(prefect_server.ensure(_say, home=handle.home).__dict__)
+        url = handle.wait(settings().server_startup_timeout_s)
     handle.in_use = True
     if handle.started_here:
         _say(prefect_server.started_line(handle.state))

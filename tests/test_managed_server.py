@@ -66,6 +66,18 @@ def ok(out: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     return out
 
 
+def shot(page, name: str, docs: bool = True) -> None:
+    """A screenshot into test-artifacts/, and into docs/screenshots/ with HELMFLOW_UPDATE_SCREENSHOTS=1."""
+    import shutil
+
+    from tests.support.prefect_server import ARTIFACTS
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name))
+    if docs and os.environ.get("HELMFLOW_UPDATE_SCREENSHOTS"):
+        shutil.copy(ARTIFACTS / name, REPO / "docs" / "screenshots" / name)
+
+
 def demo(tmp_path: Path, *extra: str) -> list[str]:
     return ["run", "demo", "--scenarios", "dyck-3", "--models", "offline/solver", "--max-instances", "2",
             "--storage", str(tmp_path / "store"), *extra]
@@ -300,8 +312,6 @@ def test_the_flow_runs_logs_and_artifacts_tabs_read_as_a_report(tmp_path, home, 
     the leaderboard, above the per-cell cards. Checked through the API and in Chromium."""
     from playwright.sync_api import expect
 
-    from tests.support.prefect_server import ARTIFACTS
-
     args = ["run", "demo", "--scenarios", "dyck-3,arithmetic-3", "--models", "offline/solver,offline/echo",
             "--max-instances", "2", "--storage", str(tmp_path / "store")]
     out = ok(hf(*args, env=env))
@@ -350,14 +360,13 @@ def test_the_flow_runs_logs_and_artifacts_tabs_read_as_a_report(tmp_path, home, 
         page.goto(f"{ui}/runs/flow-run/{flow_run}")
         page.get_by_text("Logs", exact=True).first.click()
         expect(page.get_by_text(f"release {release_id} published", exact=False).first).to_be_visible()
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / "prefect-managed-logs.png"))
+        shot(page, "prefect-flow-run-logs.png")
         page.get_by_text("Artifacts", exact=True).first.click()
         board = page.get_by_text("demo-leaderboard", exact=True).first
         cell = page.get_by_text("demo-dyck-3-offline-solver", exact=True).first
         expect(board).to_be_visible()
         expect(cell).to_be_attached()
         assert board.bounding_box()["y"] < cell.bounding_box()["y"]  # the leaderboard first
-        page.screenshot(path=str(ARTIFACTS / "prefect-managed-artifacts.png"))
+        shot(page, "prefect-managed-artifacts.png", docs=False)  # the docs' copy: tests/test_prefect_ui.py
     finally:
         context.close()

@@ -107,6 +107,10 @@ def _run_board(request: RunRequest) -> int:
         _print_release(console, launch.published)
         console.print("no Prefect flow run was started: every run and this release are already published "
                       "(--force-flow starts one)", soft_wrap=True)
+        from helmflow.prefect_server import Handle, started_line
+
+        if isinstance(server, Handle) and server.started_here:  # started ahead, on a guess: it stays for later
+            print(started_line(server.state), file=sys.stderr, flush=True)
         return 0
     started = time.perf_counter()
     from helmflow.clients import preload_sdks
