@@ -103,7 +103,7 @@ def synthesize_run(store: Store, run_id: str, scenario: str, deployment: str, n:
                 "reasoning": [f"{text}thinking about {i}" if i % 2 == 0 else "" for i in range(n)],
                 "reasoning_tokens": [3 if i % 2 == 0 else 0 for i in range(n)],
                 "cached_tokens": [0] * n,
-                "truncated_in_reasoning": [False] * n,
+                "truncated_in_reasoning": [i % 11 == 3 for i in range(n)],
             },
             schema=COMPLETION_SCHEMA,
         ),

@@ -248,6 +248,12 @@ def test_hostile_text_never_runs(page, live, exported, where, tmp_path):
     assert first.locator("pre.reasoning-text").text_content() == f"{HOSTILE}thinking about 0"
     assert "thinking about" not in first.locator("pre.completion").text_content()
     assert page.evaluate("window.__pwned") is None
+    page.select_option("select[name=status]", "reasoning")  # the instances whose budget ran out while reasoning
+    wait_ready(page)
+    assert page.eval_on_selector_all("#instances > li", "lis => lis.map(li => Number(li.dataset.row))") == [3]
+    assert page.locator("#instances > li .badge-reasoning").text_content() == "truncated in reasoning"
+    page.select_option("select[name=status]", "")
+    wait_ready(page)
     first.locator(".annotation details > summary").click()
     assert first.locator(".annotation pre.judge-output").text_content() == f"{HOSTILE} so: 0.5"
     assert HOSTILE in first.locator(".annotation details pre").text_content()

@@ -441,14 +441,17 @@ class Run:
         """One narrow row per request: what filtering needs (no ids, no text)."""
         self.prepare()
         req = self._read_rows("requests.parquet", 0, self.num_rows, ["split", "prompt_truncated"])
-        err = self._read_rows("completions.parquet", 0, self.num_rows, ["error"])["error"]
+        flag = "truncated_in_reasoning"  # a run stored before reasoning was recorded has no such column
+        has_flag = flag in self._footers["completions.parquet"].schema.to_arrow_schema().names
+        comp = self._read_rows("completions.parquet", 0, self.num_rows, ["error", *([flag] if has_flag else [])])
         main = self.stats.get(self.main_metric, np.full(self.num_rows, np.nan))
         return pa.table(
             {
                 "split": req["split"],
                 "score": pa.array(main, from_pandas=True),
-                "error": pc.is_valid(err),
+                "error": pc.is_valid(comp["error"]),
                 "prompt_truncated": req["prompt_truncated"],
+                flag: pc.fill_null(comp[flag], False) if has_flag else pa.array(np.zeros(self.num_rows, bool)),
             }
         )
 

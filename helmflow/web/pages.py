@@ -285,6 +285,7 @@ def index_js(run: Run) -> str:
             "score": index["score"].to_pylist(),
             "error": [int(x) for x in index["error"].to_pylist()],
             "prompt_truncated": [int(bool(x)) for x in index["prompt_truncated"].to_pylist()],
+            "truncated_in_reasoning": [int(bool(x)) for x in index["truncated_in_reasoning"].to_pylist()],
         },
     )
 

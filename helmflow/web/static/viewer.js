@@ -59,6 +59,7 @@
       case "incorrect": return !error && score !== null && score < cfg.correctAt;
       case "error": return !!error;
       case "truncated": return !!index.prompt_truncated[i];
+      case "reasoning": return !!(index.truncated_in_reasoning && index.truncated_in_reasoning[i]);
       default: return true;
     }
   }
