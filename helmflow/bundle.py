@@ -21,6 +21,7 @@ match forged content cannot quietly take the place of a run the store has.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -106,6 +107,36 @@ def _run_keys(store: Store, manifest: RunManifest) -> list[str]:
     return media + ([instances] if store.exists(instances) else []) + keys + [layout.run_json(manifest.run_id)]
 
 
+#: files are hashed and copied in pieces of this size: a bundle's runs never sit in memory whole
+CHUNK = 8 << 20
+
+
+def stream_sha256(store: Store, key: str) -> tuple[str, int]:
+    """The sha256 and size of ``key``'s bytes, read a piece at a time."""
+    digest, size = hashlib.sha256(), 0
+    with store.open(key) as fh:
+        while chunk := fh.read(CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def copy_checked(src: Store, dst: Store, key: str, expected: str | None = None) -> tuple[str, int]:
+    """Copy ``key`` from ``src`` to ``dst`` a piece at a time, atomically (whole or not at all); with
+    ``expected``, the copy is abandoned (nothing written) if the bytes read are not those, e.g. a bundle
+    changed after it was checked. Returns the sha256 and size copied."""
+    digest, size = hashlib.sha256(), 0
+    with src.open(key) as fh, dst.writing(key) as out:
+        while chunk := fh.read(CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+            out.write(chunk)
+        if expected is not None and digest.hexdigest() != expected:
+            raise HelmflowError(f"{src.url(key)} changed while it was imported (sha256 {digest.hexdigest()[:12]}…, "
+                                f"checked as {expected[:12]}…); that file was not written")
+    return digest.hexdigest(), size
+
+
 def export_bundle(store: Store, board: str, release: str | None, dest: Store) -> BundleOutcome:
     info = pick_release(store, board, release)
     name = safe_key(info.board)
@@ -120,10 +151,8 @@ def export_bundle(store: Store, board: str, release: str | None, dest: Store) ->
     digests: dict[str, str] = {}
     total = 0
     for key in dict.fromkeys(keys):
-        data = store.read_bytes(key)
-        dest.write_bytes(key, data)
-        digests[key] = sha256_hex(data)
-        total += len(data)
+        digests[key], size = copy_checked(store, dest, key)
+        total += size
     for schema in ("run", "release"):
         data = schema_text(schema).encode()
         dest.write_bytes(layout.bundle_schema(schema), data)
@@ -134,8 +163,9 @@ def export_bundle(store: Store, board: str, release: str | None, dest: Store) ->
     return BundleOutcome(info.board, info.release_id, len(runs), len(digests) + 1, total, dest.root)
 
 
-def read_bundle(bundle: Store) -> tuple[BundleManifest, dict[str, bytes]]:
-    """The bundle's manifest and every file's bytes, each checked against its sha256 (nothing written yet)."""
+def read_bundle(bundle: Store) -> tuple[BundleManifest, dict[str, str]]:
+    """The bundle's manifest and every file's sha256, each streamed and checked against the manifest's
+    (nothing written yet, nothing held in memory but the manifest)."""
     if not bundle.exists(layout.BUNDLE_MANIFEST):
         raise HelmflowError(f"{bundle.root} is not a helmflow bundle (no {layout.BUNDLE_MANIFEST}; "
                             f"write one with `helmflow export BOARD --to DIR`)")
@@ -146,23 +176,31 @@ def read_bundle(bundle: Store) -> tuple[BundleManifest, dict[str, bytes]]:
                             f"{' '.join(str(exc).split())[:200]}") from None
     if manifest.format != FORMAT:
         raise HelmflowError(f"{bundle.url(layout.BUNDLE_MANIFEST)}: format {manifest.format!r}, expected {FORMAT!r}")
-    problems, files = [], {}
+    problems, digests = [], {}
     for key, expected in manifest.files.items():
         try:
-            data = bundle.read_bytes(key)
+            digest, _ = stream_sha256(bundle, key)
         except FileNotFoundError:
             problems.append(f"{key}: missing")
             continue
         except PermissionError as exc:  # a key that resolves outside the bundle
             problems.append(f"{key}: {exc}")
             continue
-        if sha256_hex(data) != expected:
-            problems.append(f"{key}: sha256 {sha256_hex(data)[:12]}…, bundle.json records {expected[:12]}…")
-        files[key] = data
+        if digest != expected:
+            problems.append(f"{key}: sha256 {digest[:12]}…, bundle.json records {expected[:12]}…")
+        digests[key] = digest
     if problems:
         raise HelmflowError(f"bundle {bundle.root} is damaged; nothing imported: {'; '.join(problems[:5])}"
                             + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""))
-    return manifest, files
+    return manifest, digests
+
+
+def _checked_bytes(bundle: Store, key: str, digest: str) -> bytes:
+    """A small file (run.json, release.json) read whole, and still the bytes that were checked."""
+    data = bundle.read_bytes(key)
+    if sha256_hex(data) != digest:
+        raise HelmflowError(f"bundle {bundle.root}: {key} changed while it was imported; nothing imported")
+    return data
 
 
 def identity_problem(key: str, manifest: RunManifest) -> str | None:
@@ -186,36 +224,35 @@ def identity_problem(key: str, manifest: RunManifest) -> str | None:
     return None
 
 
-def _check_content(files: dict[str, bytes], run_jsons: list[str], bundle: Store) -> None:
-    for key in run_jsons:
+def _check_content(digests: dict[str, str], run_jsons: dict[str, bytes], bundle: Store) -> None:
+    for key, data in run_jsons.items():
         try:
-            manifest = RunManifest.model_validate(json.loads(files[key]))
+            manifest = RunManifest.model_validate(json.loads(data))
         except (ValueError, ValidationError) as exc:
             raise HelmflowError(f"bundle {bundle.root}: {key} is not a run.json: "
                                 f"{' '.join(str(exc).split())[:200]}; nothing imported") from None
         problem = identity_problem(key, manifest)
         if problem is None:
             run_dir = layout.run_dir(manifest.run_id)
-            wrong = [n for n, digest in manifest.sha256.items()
-                     if f"{run_dir}/{n}" not in files or sha256_hex(files[f"{run_dir}/{n}"]) != digest]
+            wrong = [n for n, digest in manifest.sha256.items() if digests.get(f"{run_dir}/{n}") != digest]
             if wrong:
                 problem = f"{run_dir}/{wrong[0]}: not the bytes its run.json records"
         if problem:
             raise HelmflowError(f"bundle {bundle.root}: {problem}; nothing imported")
-    for key in files:
+    for key, digest in digests.items():
         media = parse_media_key(key)
-        if media and sha256_hex(files[key]) != media[0]:
+        if media and digest != media[0]:
             raise HelmflowError(f"bundle {bundle.root}: {key}: its bytes are not the sha256 its name is; "
                                 "nothing imported")
 
 
 def import_bundle(bundle: Store, store: Store, overwrite: bool = False) -> BundleOutcome:
-    manifest, files = read_bundle(bundle)
+    manifest, files = read_bundle(bundle)  # key -> sha256, every one checked
     name = safe_key(manifest.board)
     release_key = layout.release_json(name, safe_key(manifest.release_id))
     if release_key not in files:
         raise HelmflowError(f"bundle {bundle.root} has no {release_key}")
-    info = ReleaseManifest.model_validate(json.loads(files[release_key]))
+    info = ReleaseManifest.model_validate(json.loads(_checked_bytes(bundle, release_key, files[release_key])))
     run_jsons = [layout.run_json(rid) for rid in info.run_ids]
     strays = [k for k in files if not _belongs(k, name, info)]
     if strays:
@@ -229,9 +266,9 @@ def import_bundle(bundle: Store, store: Store, overwrite: bool = False) -> Bundl
     release_prefix = layout.release_dir(name, info.release_id) + "/"
     ordered = sorted(k for k in files if k not in markers and not k.startswith(release_prefix))  # instances, run files
     ordered += run_jsons + sorted(k for k in files if k.startswith(release_prefix) and k != release_key) + [release_key]
-    _check_content(files, run_jsons, bundle)
+    _check_content(files, {k: _checked_bytes(bundle, k, files[k]) for k in run_jsons}, bundle)
     held = {key for key in ordered if store.exists(key)}
-    same = {key for key in held if sha256_hex(store.read_bytes(key)) == sha256_hex(files[key])}
+    same = {key for key in held if stream_sha256(store, key)[0] == files[key]}
     differ = [key for key in ordered if key in held - same]
     if differ and not overwrite:
         raise HelmflowError(
@@ -240,11 +277,10 @@ def import_bundle(bundle: Store, store: Store, overwrite: bool = False) -> Bundl
             + "; run ids and instance keys are content addresses, so one of the two is not what its key says; "
               "nothing imported (--overwrite replaces the store's files with the bundle's)")
     total = 0
-    for key in ordered:
+    for key in ordered:  # each a piece at a time, and still the checked bytes
         if key in same:
             continue
-        store.write_bytes(key, files[key])
-        total += len(files[key])
+        total += copy_checked(bundle, store, key, files[key])[1]
     releases.point(store, name, info, store.url(layout.release_dir(name, info.release_id)))
     return BundleOutcome(manifest.board, manifest.release_id, len(run_jsons), len(ordered), total, store.root)
 

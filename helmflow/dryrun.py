@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from helmflow.adapters import adapt
+from helmflow.adapters import iter_prompts
 from helmflow.plan.extras import scored_by_scorer
 from helmflow.plan.records import BoardPlan, ScenarioPlan
-from helmflow.records import Instance
+from helmflow.records import Instance, Request
 from helmflow.tokenizers import get_tokenizer
 
 
@@ -49,26 +49,32 @@ def estimate(plan: BoardPlan) -> list[RunEstimate]:
         instances[s.label] = perturb_evaluated(s.perturbation.name, instances[s.perturbation.label], s.adapter.sample)
         if all(i.split == "train" for i in instances[s.label]):
             unchanged.add(s.label)
-    prompts = {s.label: adapt(s.adapter, instances[s.label]) for s in plan.all_scenarios if s.label not in unchanged}
+    # one prompt at a time (built again for each deployment, which costs less than holding them): a board
+    # with long prompts (a large instructions prefix) is priced without its prompts or requests in memory
     out = []
     for run in plan.runs:
-        if run.scenario.label in unchanged:
+        label, dep = run.scenario.label, run.deployment
+        if label in unchanged:
             continue
-        dep = run.deployment
-        requests = build_requests(prompts[run.scenario.label], run.scenario.adapter, dep)
-        tok = get_tokenizer(dep.tokenizer)
-        prompt_tokens = sum(tok.count(prompt_text(r.body)) for r in requests)
-        output_tokens = sum(r.body.max_tokens for r in requests)
-        cost = cost_usd(dep, prompt_tokens, output_tokens)
-        out.append(RunEstimate(run.scenario.label, dep.name, len(requests), prompt_tokens, output_tokens, cost))
-        by_id = {i.id: i for i in instances[run.scenario.label]}
         asked = [(judge, template, "judging") for judge in run.judges for template in run.judge_templates]
         if run.scorer and run.scorer_template:
             scored = ", ".join(scored_by_scorer(run.scenario.metrics))
             asked.append((run.scorer, run.scorer_template, f"scoring {scored} of"))
-        for judge, template, verb in asked:  # judge and scorer requests are paid too (and count against --budget-usd)
-            n, p_tokens, o_tokens = worst_case(judge, template, by_id, requests, run.judge_texts)
-            j_cost = cost_usd(judge, p_tokens, o_tokens)
-            out.append(RunEstimate(run.scenario.label, f"{judge.name} {verb} {dep.name}", n, p_tokens, o_tokens,
-                                   j_cost))
+        tok = get_tokenizer(dep.tokenizer)
+        kept: list[Request] = []  # only judged runs keep their requests: the judges' worst case reads them
+        n = prompt_tokens = output_tokens = 0
+        for prompt in iter_prompts(run.scenario.adapter, instances[label]):
+            for r in build_requests([prompt], run.scenario.adapter, dep):
+                n += 1
+                prompt_tokens += tok.count(prompt_text(r.body))
+                output_tokens += r.body.max_tokens
+                if asked:
+                    kept.append(r)
+        out.append(RunEstimate(label, dep.name, n, prompt_tokens, output_tokens,
+                               cost_usd(dep, prompt_tokens, output_tokens)))
+        by_id = {i.id: i for i in instances[label]}
+        for judge, template, verb in asked:  # judge and scorer requests are paid too (and count in --budget-usd)
+            jn, p_tokens, o_tokens = worst_case(judge, template, by_id, kept, run.judge_texts)
+            out.append(RunEstimate(label, f"{judge.name} {verb} {dep.name}", jn, p_tokens, o_tokens,
+                                   cost_usd(judge, p_tokens, o_tokens)))
     return out

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
-from tests.support.cli import run_cli
+import pytest
+import yaml
+
+from tests.support.cli import REPO, run_cli
 
 
 def _total(stdout: str) -> list[str]:
@@ -45,3 +51,25 @@ def test_worst_case_cost_is_prices_times_prompt_and_max_tokens(tmp_path: Path):
     assert priced == ["2", "7", "100", f"{(7 * 2.0 + 2 * 50 * 10.0) / 1e6:.6f}"]
     assert _total(out.stdout) == ["4", "14", "200", f"{(7 * 2.0 + 100 * 10.0) / 1e6:.6f}"]
     assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.slow
+def test_a_dry_run_of_long_prompts_holds_one_prompt_at_a_time(tmp_path):
+    """A 4 MB instructions prefix on 80 prompts: before, every prompt and request was held at once (peak
+    719 MB for this board); counted and priced one at a time, the command stays near its import size."""
+    board = tmp_path / "long.yaml"
+    board.write_text(yaml.safe_dump({
+        "name": "long-prefix", "version": "1", "models": ["offline/solver"],
+        "scenarios": [{"name": "arithmetic", "params": {"digits": 3, "num_test": 40, "seed": k}, "label": f"a{k}",
+                       "adapter": {"instructions": "x" * 4_000_000}} for k in range(2)]}))
+    measure = ("import resource, subprocess, sys; "
+               "p = subprocess.run([sys.executable, '-m', 'helmflow.cli', 'run', '--board-file', sys.argv[1], "
+               "'--dry-run'], capture_output=True, text=True); "
+               "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024); "
+               "print(p.stdout[-2000:], p.stderr[-2000:], file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", measure, str(board)], capture_output=True, text=True, cwd=REPO,
+                         env=dict(os.environ, COLUMNS="200"), timeout=300)
+    code, peak_mb = map(int, out.stdout.split())
+    assert code == 0, out.stderr
+    assert "a0" in out.stderr and "a1" in out.stderr  # both scenarios priced
+    assert peak_mb < 300, f"peak {peak_mb} MB"

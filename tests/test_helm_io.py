@@ -9,13 +9,16 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from tests.support.cli import run_cli
+from tests.support.cli import REPO, run_cli
 from tests.support.helm_fixtures import (
     BLEU_1,
     CLAUDE,
@@ -614,3 +617,53 @@ def test_non_finite_and_overlong_numbers_are_refused_naming_the_file(tmp_path: P
     assert f"skipped   {infinite.name}: stats.json holds Infinity, not a finite number" in out.stdout, out.stdout
     assert f"skipped   {overlong.name}: stats.json: Exceeds the limit" in out.stdout, out.stdout
     assert list(_leaderboard(root, "helm-numbers")) == [GPT]
+
+
+@pytest.mark.slow
+def test_a_bundle_is_imported_a_piece_at_a_time(tmp_path: Path):
+    """A 200 MB file in a bundle: checked and copied in pieces, the import's peak memory stays far below
+    the file's size (before, every bundle file was read whole before the first was written)."""
+    suite = good_suite(tmp_path)
+    assert run_cli("import-helm", str(suite), "--storage", str(tmp_path / "a"), "--board", "helm-toy").returncode == 0
+    bundle = tmp_path / "bundle"
+    assert run_cli("export", "helm-toy", "--to", str(bundle), "--storage", str(tmp_path / "a")).returncode == 0
+    big = os.urandom(1 << 20) * 200  # a stored image's key is its sha256: any bytes under their own name
+    name = f"{hashlib.sha256(big).hexdigest()}.png"
+    (bundle / "media").mkdir(exist_ok=True)
+    (bundle / "media" / name).write_bytes(big)
+    manifest = json.loads((bundle / "bundle.json").read_text())
+    manifest["files"][f"media/{name}"] = hashlib.sha256(big).hexdigest()
+    (bundle / "bundle.json").write_text(json.dumps(manifest))
+    del big
+    measure = ("import resource, subprocess, sys; "
+               "p = subprocess.run([sys.executable, '-m', 'helmflow.cli', 'import', sys.argv[1], '--storage', "
+               "sys.argv[2]], capture_output=True, text=True); "
+               "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024); "
+               "print(p.stdout, p.stderr, file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", measure, str(bundle), str(tmp_path / "b")], capture_output=True,
+                         text=True, cwd=REPO, timeout=600)
+    code, peak_mb = map(int, out.stdout.split())
+    assert code == 0, out.stderr
+    copied = tmp_path / "b" / "media" / name
+    assert copied.stat().st_size == 200 << 20
+    assert hashlib.sha256(copied.read_bytes()).hexdigest() == name.split(".")[0]
+    assert peak_mb < 150, f"peak {peak_mb} MB for a 200 MB file"
+
+
+def test_a_helm_file_past_the_size_limit_is_refused_before_it_is_read(tmp_path: Path):
+    """Before: every HELM file was read whole whatever its size (1.5 GB of memory for a 200 MB
+    per_instance_stats.json). Past the documented limit a run is skipped, naming the file and the setting."""
+    suite = good_suite(tmp_path)
+    sizes = sorted(p.stat().st_size for p in suite.glob("*/scenario_state.json"))
+    limit_mb = (sizes[0] - 1) / 1e6  # every scenario_state.json is over it
+    out = run_cli("import-helm", str(suite), "--storage", str(tmp_path / "s"), "--board", "helm-toy",
+                  env={"HELMFLOW_IMPORT_MAX_MB": repr(limit_mb)})
+    assert out.returncode == 1, out.stdout + out.stderr
+    text = " ".join((out.stdout + out.stderr).split())
+    assert "0 run(s) imported" in text and "Traceback" not in text
+    assert f"scenario_state.json is {sizes[0]:,} bytes, over the" in text and "HELMFLOW_IMPORT_MAX_MB" in text
+    assert not (tmp_path / "s" / "runs").exists()
+
+    out = run_cli("import-helm", str(suite), "--storage", str(tmp_path / "s"), "--board", "helm-toy",
+                  env={"HELMFLOW_IMPORT_MAX_MB": "lots"})
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "is not a number of megabytes" in out.stderr

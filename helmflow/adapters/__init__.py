@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import random
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import cycle
 from typing import Any
@@ -118,17 +118,21 @@ def sample_train_examples(train: list[Instance], k: int, seed: int) -> list[Inst
 
 
 def adapt(spec: AdapterSpec, instances: list[Instance]) -> list[Prompt]:
+    return list(iter_prompts(spec, instances))
+
+
+def iter_prompts(spec: AdapterSpec, instances: list[Instance]) -> Iterator[Prompt]:
+    """:func:`adapt`'s prompts one at a time, in the same order: for readers that need only one in
+    memory (a dry run counting the tokens of long prompts)."""
     method = ADAPTERS.get(spec.method)
     train = [i for i in instances if i.split == "train"]
     evaluated = sample_eval_instances(instances, spec.sample)
-    prompts: list[Prompt] = []
     for trial in range(spec.sample.trials):
         examples = (sample_train_examples(train, spec.max_train_instances, spec.train_seed + trial)
                     if method.few_shot else [])
         for inst in evaluated:
             prompt = method.fn(spec, inst, examples)
-            prompts.append(prompt.model_copy(update={"trial": trial}))
-    return prompts
+            yield prompt.model_copy(update={"trial": trial})
 
 
 def input_text(inst: Instance) -> str:

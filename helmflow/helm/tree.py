@@ -10,6 +10,7 @@ contract, :mod:`helmflow.helm.export` writes our runs as such folders; the mappi
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 from urllib.parse import unquote
 
@@ -87,13 +88,36 @@ def _listing(fs: Any, path: str) -> list[dict]:
         return []
 
 
+#: the largest HELM file read (MB; HELMFLOW_IMPORT_MAX_MB changes it): a file is parsed whole, which
+#: takes about seven times its size in memory (a 200 MB per_instance_stats.json: 1.5 GB)
+MAX_FILE_ENV, DEFAULT_MAX_FILE_MB = "HELMFLOW_IMPORT_MAX_MB", 256
+
+
+def max_file_bytes() -> int:
+    raw = os.environ.get(MAX_FILE_ENV, "")
+    try:
+        mb = float(raw) if raw else DEFAULT_MAX_FILE_MB
+    except ValueError:
+        raise HelmflowError(f"{MAX_FILE_ENV}={raw!r} is not a number of megabytes") from None
+    if not mb > 0:
+        raise HelmflowError(f"{MAX_FILE_ENV}={raw!r} must be more than 0")
+    return int(mb * 1e6)
+
+
 def read_folder(fs: Any, folder: str) -> dict[str, bytes]:
-    """The bytes of the HELM files present in ``folder``; a missing required file is a :class:`BadRun`."""
-    present = {_basename(e["name"]) for e in _listing(fs, folder)}
-    missing = [n for n in REQUIRED if n not in present]
+    """The bytes of the HELM files present in ``folder``; a missing required file, or one past the size
+    limit (:data:`MAX_FILE_ENV`), is a :class:`BadRun`, refused before it is read."""
+    listed = {_basename(e["name"]): e for e in _listing(fs, folder)}
+    missing = [n for n in REQUIRED if n not in listed]
     if missing:
         raise BadRun(f"no {' or '.join(missing)}")
-    return {n: fs.cat_file(f"{folder}/{n}") for n in HELM_FILES if n in present}
+    limit = max_file_bytes()
+    for n in HELM_FILES:
+        size = (listed.get(n) or {}).get("size")
+        if isinstance(size, int) and size > limit:
+            raise BadRun(f"{n} is {size:,} bytes, over the {limit:,} a HELM file may have here (it is parsed "
+                         f"whole, at about 7x its size in memory); {MAX_FILE_ENV} (MB) raises the limit")
+    return {n: fs.cat_file(f"{folder}/{n}") for n in HELM_FILES if n in listed}
 
 
 def parse_json(name: str, data: bytes, kind: type) -> Any:
