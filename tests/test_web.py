@@ -144,7 +144,7 @@ def test_large_run_pages_read_one_row_group(tmp_path, monkeypatch):
     index = client.get(f"{base}index.js").text
     index = json.loads(index.removeprefix("helmflowIndex(").removesuffix(");\n"))
     assert len(index["score"]) == 1050 and index["score"][:4] == [0.0, 1.0, 1.0, 0.0] and index["error"][5]
-    assert set(index) == {"splits", "split", "score", "error", "prompt_truncated"}  # the filter index carries no text
+    assert set(index) == {"splits", "split", "score", "error", "prompt_truncated", "truncated_in_reasoning"}  # no text
 
 
 def test_text_search_covers_prompts_answers_references_and_ids(tmp_path):
