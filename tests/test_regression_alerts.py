@@ -110,6 +110,7 @@ def test_a_noisier_deployment_emits_regressed_events_and_the_docs_automation_fir
 
     first = run_cli(*base)
     assert first.returncode == 0, first.stdout + first.stderr
+    assert re.search(r"rank \(95%\)\s+│\s+1( \(1–\d\))?\s+│\s+2( \(\d–2\))?", first.stdout), first.stdout  # the board table
     r1 = store.read_json("leaderboards/demo/latest-subset.json")["release_id"]
     noisier = run_cli(*base, "--models-file", str(tmp_path / "noisier.yaml"))
     assert noisier.returncode == 0, noisier.stdout + noisier.stderr
