@@ -102,3 +102,16 @@ def test_the_terminal_table_shows_rank_and_interval():
     text = console.export_text()
     assert "rank (95%)" in text and "1 (1–2)" in text and "2 (1–2)" in text
     assert rank_text({"rank": 3, "rank_low": 3, "rank_high": 3}) == "3"
+
+
+def test_models_not_separable_on_few_instances_share_a_tied_group(tmp_path):
+    """Four instances: the noisy solver's rank interval reaches the solver's, so they are one group;
+    the paired comparison agrees that the two cannot be told apart on the scenarios."""
+    store, release_id = build_demo(str(tmp_path / "store"), max_instances=4)
+    rows = {r["deployment"]: r for r in pq.read_table(
+        store.path(f"leaderboards/demo/{release_id}/leaderboard.parquet")).to_pylist()}
+    solver, noisy, echo = rows["offline/solver"], rows["offline/solver-noisy"], rows["offline/echo"]
+    assert rank_text(solver) == "1" and rank_text(noisy) == "2 (1–2)" and rank_text(echo) == "3"
+    assert (solver["tied_group"], noisy["tied_group"], echo["tied_group"]) == (1, 1, 2)
+    pairs = compare.compare_models(store, compare.load_release(store, "demo"), "offline/solver", "offline/solver-noisy")
+    assert not all(p["significant"] for p in pairs if p["scenario"] in ("arithmetic-3", "arithmetic-5x-chat"))
