@@ -11,7 +11,7 @@ board's (:mod:`helmflow.stats`), so the same data always gives the same bounds.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -59,12 +59,16 @@ class NoSuchName(HelmflowError):
 def instance_values(store: Store, run_id: str, metric: str) -> dict[str, float]:
     """A run's per-instance values of one stat (its test split, else its only split), by instance id;
     NaN values (an instance the metric could not score) are left out."""
+    import pyarrow.compute as pc
+
     table = store.read_parquet(layout.run_file(run_id, "stats.parquet"))
-    rows = [r for r in table.to_pylist() if r["name"] == metric]
-    if any(r["split"] == "test" for r in rows):
-        rows = [r for r in rows if r["split"] == "test"]
-    return {r["instance_id"]: float(r["value"]) for r in rows
-            if r["value"] is not None and not math.isnan(r["value"])}
+    table = table.filter(pc.equal(table["name"], metric))
+    test = pc.equal(table["split"], "test")
+    if pc.any(test).as_py():
+        table = table.filter(test)
+    values = table["value"].to_numpy(zero_copy_only=False)
+    return {iid: float(v) for iid, v in zip(table["instance_id"].to_pylist(), values, strict=True)
+            if v is not None and not math.isnan(v)}
 
 
 def is_binary(values: np.ndarray) -> bool:
@@ -185,8 +189,17 @@ def _check_model(release: ReleaseView, name: str) -> str:
     return name
 
 
-def compare_models(store: Store, release: ReleaseView, a: str, b: str) -> list[dict[str, Any]]:
-    """One row per scenario of the release (``COMPARISON_SCHEMA``): A against B, paired."""
+def compare_models(store: Store, release: ReleaseView, a: str, b: str,
+                   cache: dict[str, dict[str, float]] | None = None) -> list[dict[str, Any]]:
+    """One row per scenario of the release (``COMPARISON_SCHEMA``): A against B, paired (``cache``:
+    runs' values already read, by run id, filled as it goes)."""
+    cache = {} if cache is None else cache
+
+    def values(run: dict[str, Any]) -> dict[str, float]:
+        if run["run_id"] not in cache:
+            cache[run["run_id"]] = instance_values(store, run["run_id"], run["main_metric"])
+        return cache[run["run_id"]]
+
     _check_model(release, a)
     _check_model(release, b)
     if a == b:
@@ -205,8 +218,7 @@ def compare_models(store: Store, release: ReleaseView, a: str, b: str) -> list[d
             row["note"] = f"no run of {' and '.join(missing)}"
         else:
             assert ra is not None and rb is not None
-            found = paired(instance_values(store, ra["run_id"], ra["main_metric"]),
-                           instance_values(store, rb["run_id"], rb["main_metric"]))
+            found = paired(values(ra), values(rb))
             if found is None:
                 row["note"] = "no instance scored by both"
             else:
@@ -215,9 +227,41 @@ def compare_models(store: Store, release: ReleaseView, a: str, b: str) -> list[d
     return rows
 
 
+PAIRED_FIELDS = ("n", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "binary", "a_only", "b_only", "p_value")
+
+
 def _paired_fields(p: Paired) -> dict[str, Any]:
-    out = {k: v for k, v in asdict(p).items() if k != "instances"}
+    out = {k: getattr(p, k) for k in PAIRED_FIELDS}
     out["significant"] = p.significant
+    return out
+
+
+def paired_all(values: list[dict[str, float]], level: float = LEVEL) -> dict[tuple[int, int], Paired | None]:
+    """:func:`paired` for every pair (i < j) of several models' values on one scenario. When every
+    model has the same instances (a release's runs of a scenario usually do), one joint bootstrap
+    serves every pair: the same resampled instances, so each pair's interval is :func:`paired`'s
+    (:func:`helmflow.stats.bootstrap_means`); otherwise each pair on its own shared instances."""
+    from helmflow.stats import bootstrap_means
+
+    pairs = [(i, j) for i in range(len(values)) for j in range(i + 1, len(values))]
+    ids = sorted(values[0]) if values else []
+    if len(values) < 3 or len(ids) < 2 or any(v.keys() != values[0].keys() for v in values):
+        return {(i, j): paired(values[i], values[j], level) for i, j in pairs}
+    matrix = np.array([[v[k] for k in ids] for v in values])
+    draws = bootstrap_means(matrix)
+    alpha = (1 - level) / 2
+    binary = [is_binary(row) for row in matrix]
+    out: dict[tuple[int, int], Paired | None] = {}
+    for i, j in pairs:
+        va, vb = matrix[i], matrix[j]
+        low, high = np.quantile(draws[:, i] - draws[:, j], [alpha, 1 - alpha])
+        both = binary[i] and binary[j]
+        a_only = int(((va == 1) & (vb == 0)).sum()) if both else 0
+        b_only = int(((va == 0) & (vb == 1)).sum()) if both else 0
+        out[(i, j)] = Paired(n=len(ids), mean_a=float(va.mean()), mean_b=float(vb.mean()),
+                             delta=float((va - vb).mean()), ci_low=float(low), ci_high=float(high), binary=both,
+                             a_only=a_only, b_only=b_only, p_value=mcnemar_exact(a_only, b_only) if both else None,
+                             instances=ids)
     return out
 
 
@@ -233,12 +277,27 @@ def write_comparison(store: Store, release: ReleaseView, a: str, b: str, rows: l
 
 
 def all_pairs(store: Store, release: ReleaseView) -> list[dict[str, Any]]:
-    """Every ordered-once pair of the release's models (A before B in board order), every scenario."""
+    """Every pair of the release's models (A before B in board order) on every column, as
+    :func:`compare_models` gives each (:func:`paired_all`: one joint bootstrap per column)."""
     models = [m for m in release.manifest.models if any(r["deployment"] == m for r in release.runs)]
-    out = []
-    for i, a in enumerate(models):
-        for b in models[i + 1:]:
-            out += [r for r in compare_models(store, release, a, b) if r["scenario"] in release.manifest.scenarios]
+    out: list[dict[str, Any]] = []
+    for scenario in release.manifest.scenarios:
+        cells = {m: c for m in models if (c := release.cell(scenario, m)) is not None and c["status"] != "missing"}
+        present = [m for m in models if m in cells]
+        values = [instance_values(store, cells[m]["run_id"], cells[m]["main_metric"]) for m in present]
+        found = paired_all(values)
+        for i, a in enumerate(present):
+            for j in range(i + 1, len(present)):
+                b = present[j]
+                row: dict[str, Any] = dict.fromkeys(COMPARISON_SCHEMA.names) | {
+                    "scenario": scenario, "deployment_a": a, "deployment_b": b, "run_a": cells[a]["run_id"],
+                    "run_b": cells[b]["run_id"], "metric": cells[a]["main_metric"], "n": 0}
+                p = found[(i, j)]
+                if p is None:
+                    row["note"] = "no instance scored by both"
+                else:
+                    row.update(_paired_fields(p))
+                out.append(row)
     return out
 
 

@@ -104,3 +104,26 @@ def test_no_shared_instance_is_a_note(tmp_path):
     assert rows[0]["note"] == "no instance scored by both" and rows[0]["n"] == 0
     one = compare.paired({"a": 1.0}, {"a": 0.0})  # one instance: the difference, no spread
     assert one is not None and (one.delta, one.ci_low, one.ci_high, one.significant) == (1.0, 1.0, 1.0, True)
+
+
+def test_every_pair_at_once_equals_each_pair_on_its_own(tmp_path):
+    """The compare page's table (one joint bootstrap per scenario) gives each pair compare's numbers,
+    and a scenario whose runs scored different instances falls back to each pair's shared ones."""
+    store = Store(str(tmp_path / "store"))
+    rng = np.random.default_rng(5)
+    ids = [f"q{i}" for i in range(25)]
+    cells = {}
+    for k, m in enumerate(("m/a", "m/b", "m/c", "m/d")):
+        cells[("same", m)] = (f"same-{k}", {i: float(rng.random() < 0.4 + 0.1 * k) for i in ids})
+        cells[("ragged", m)] = (f"ragged-{k}", {i: float(rng.random() < 0.5) for i in ids[k:]})  # fewer each time
+    write_release(store, "hand", "2026-01-02-000pairs", cells)
+    release = compare.load_release(store, "hand")
+    together = compare.all_pairs(store, release)
+    assert len(together) == 2 * 6
+    for row in together:
+        alone = next(r for r in compare.compare_models(store, release, row["deployment_a"], row["deployment_b"])
+                     if r["scenario"] == row["scenario"])
+        assert row["n"] == alone["n"] and (row["a_only"], row["b_only"]) == (alone["a_only"], alone["b_only"])
+        for key in ("delta", "ci_low", "ci_high", "p_value"):
+            assert row[key] == pytest.approx(alone[key], abs=1e-12), (row, key)
+    assert {r["n"] for r in together if r["scenario"] == "ragged"} == {24, 23, 22}

@@ -177,6 +177,22 @@ class Reports:
                 self._diffs[cache] = found
         return found["rows"]
 
+    def paired(self, release: Release) -> list[dict[str, Any]]:
+        """Every pair of the release's models on every scenario (:func:`helmflow.compare.all_pairs`),
+        computed once per process."""
+        from helmflow import compare
+
+        cache = ("pairs", release.board, release.release_id)
+        with self._lock:
+            found = self._diffs.get(cache)
+        if found is None:
+            view = compare.ReleaseView(board=release.board, release_id=release.release_id, manifest=release.manifest,
+                                       runs=release.runs)
+            found = {"rows": compare.all_pairs(self.store, view)}
+            with self._lock:
+                self._diffs[cache] = found
+        return found["rows"]
+
     def changes(self, release: Release, previous: Release) -> list[dict[str, Any]]:
         """The cells that differ from the previous release (new, removed, or re-run, and which versions
         moved), most significant change first: each with its score change, the paired interval of

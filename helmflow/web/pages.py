@@ -208,12 +208,8 @@ def board_html(reports: Reports, release: Release, mode: Mode, releases: list[st
 
 def compare_html(reports: Reports, release: Release, mode: Mode) -> str:
     """Two models side by side, and every pair's paired differences (``helmflow.compare``)."""
-    from helmflow import compare
-
-    view = compare.ReleaseView(board=release.board, release_id=release.release_id, manifest=release.manifest,
-                               runs=release.runs)
     return _env.get_template("compare.html").render(
-        paired=compare.all_pairs(reports.store, view),
+        paired=reports.paired(release),
         title=f"{release.board} — compare two models",
         release=release,
         labels=release.labels,
