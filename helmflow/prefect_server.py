@@ -20,7 +20,6 @@ Nothing here imports Prefect: a command that finds the server running pays one H
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import signal
@@ -143,6 +142,8 @@ def running(home: Path | None = None) -> ServerState | None:
 @contextlib.contextmanager
 def _locked(lock: Path, timeout_s: float) -> Iterator[None]:
     """An exclusive ``flock`` on ``lock`` (released when the holder dies, so never stale)."""
+    import fcntl  # Linux (and macOS); elsewhere commands use Prefect's temporary server
+
     with lock.open("a") as fh:
         deadline = time.monotonic() + timeout_s
         while True:

@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from helmflow import prefect_server
+from helmflow import prefect_server as prefect_server_module  # the fixture of that name is the tests' server
 from tests.support.cli import REPO
 from tests.support.paid_board import board_args, wait_for_requests
 from tests.support.processes import free_port
@@ -262,6 +263,13 @@ def test_the_server_stops_itself_when_idle(home, env):
     assert not (home / prefect_server.STATE_FILE).exists()
     assert "no API request for 2 s: stopping" in (home / prefect_server.LOG_FILE).read_text()
     assert hf("server", "status", env=env).returncode == 1
+
+
+@pytest.mark.slow
+def test_prefect_api_url_wins_and_starts_nothing(tmp_path, home, env, prefect_server):
+    out = ok(hf(*demo(tmp_path), env=dict(env, PREFECT_API_URL=prefect_server)))
+    assert "Prefect UI" not in out.stderr + out.stdout
+    assert server_pids(home) == [] and not (home / prefect_server_module.STATE_FILE).exists()
 
 
 @pytest.mark.slow
