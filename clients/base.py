@@ -165,6 +165,20 @@ class ClientResult:
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
+def think_tags(body: RequestBody) -> bool:
+    """The reasoning comes back inside the text as ``<think>…</think>``: stop sequences are then applied
+    to the answer after it (:func:`cut_at_stops`), not sent, so a ``"\n"`` cannot end the thinking."""
+    return body.reasoning is not None and body.reasoning.parser == "think-tags"
+
+
+def cut_at_stops(result: ClientResult, stops: list[str]) -> ClientResult:
+    """The answer cut at its first stop sequence (the finish reason is then ``stop``), as HELM cuts outputs."""
+    cut = min((result.text.index(s) for s in stops if s and s in result.text), default=None)
+    if cut is not None:
+        result.text, result.finish_reason = result.text[:cut], "stop"
+    return result
+
+
 def split_think_tags(text: str, finish_reason: str) -> tuple[str, str, bool]:
     """``(answer, reasoning, truncated_in_reasoning)`` of a text holding ``<think>…</think>``.
 

@@ -28,7 +28,8 @@ before it, gets 0).
 Reasoning (``reasoning: {parser: think-tags}``): where the chat template has a thinking switch (its
 text names ``enable_thinking``, as Qwen3's does) it is rendered with ``enable_thinking=True``; the
 ``<think>…</think>`` part of the output becomes the completion's reasoning and the rest its answer
-(an output cut by ``max_tokens`` inside the tags is ``truncated_in_reasoning``).
+(an output cut by ``max_tokens`` inside the tags is ``truncated_in_reasoning``). Stop sequences end the
+answer, never the thinking: generation runs without them and the answer is cut after ``</think>``.
 
 Vision-language models: a checkpoint whose config is one of transformers' image-text-to-text
 models (LLaVA, Idefics, Qwen2-VL, Gemma 3, ...) is loaded with ``AutoProcessor`` and
@@ -57,7 +58,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from helmflow.clients import client_kind
-from helmflow.clients.base import THINK_OPEN, Client, ClientResult, PermanentError, split_think_tags
+from helmflow.clients.base import (
+    THINK_OPEN,
+    Client,
+    ClientResult,
+    PermanentError,
+    cut_at_stops,
+    split_think_tags,
+    think_tags,
+)
 from helmflow.media import ImageOptions, MediaError, MediaStore
 from helmflow.records import Deployment, RequestBody
 
@@ -487,7 +496,9 @@ class HuggingFaceClient(Client):
             n = self._sampled.get(key, 0)
             self._sampled[key] = n + 1
             seed = sample_seed(self.options.seed, body, n)
-        pending = _Pending(body, asyncio.get_running_loop().create_future(), seed)
+        # think tags: the stop sequences end the answer after </think>, never the thinking
+        sent = body.model_copy(update={"stop": []}) if think_tags(body) and body.stop else body
+        pending = _Pending(sent, asyncio.get_running_loop().create_future(), seed)
         self._queue.append(pending)
         if self._runner is None or self._runner.done():
             self._runner = asyncio.create_task(self._run())
@@ -498,6 +509,7 @@ class HuggingFaceClient(Client):
             if prompt_of(self.local_model(), body)[0].rstrip().endswith(THINK_OPEN):
                 text = THINK_OPEN + text
             result.text, result.reasoning, result.truncated_in_reasoning = split_think_tags(text, result.finish_reason)
+            cut_at_stops(result, body.stop)
         return result
 
     def _take(self) -> list[_Pending]:

@@ -36,9 +36,11 @@ from helmflow.clients.base import (
     ClientResult,
     PermanentError,
     classify,
+    cut_at_stops,
     image_bytes,
     malformed,
     split_think_tags,
+    think_tags,
 )
 from helmflow.media import ImageOptions, MediaStore
 from helmflow.records import ContentPart, Deployment, RequestBody
@@ -158,7 +160,7 @@ class OpenAIClient(Client):
             kwargs.update(self._reasoning_fields(body))
             if self.reasoning_drops_temperature:
                 kwargs.pop("temperature")
-        if body.stop:
+        if body.stop and not think_tags(body):
             kwargs["stop"] = body.stop
         if body.logprobs:
             kwargs["logprobs"] = True
@@ -178,10 +180,11 @@ class OpenAIClient(Client):
         """The answer apart from the reasoning; flagged when the budget ran out before any answer."""
         if body.reasoning is None:
             return result
-        if body.reasoning.parser == "think-tags":
+        if think_tags(body):
             text, thought, cut = split_think_tags(result.text, result.finish_reason)
             result.text, result.reasoning = text, (result.reasoning + "\n" + thought).strip()
             result.truncated_in_reasoning = cut
+            cut_at_stops(result, body.stop)
         elif result.finish_reason == "length" and not result.text.strip():
             result.truncated_in_reasoning = True
         return result

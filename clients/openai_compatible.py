@@ -6,9 +6,10 @@ Same options as the ``openai`` kind; ``endpoint: completions`` sends raw prompts
 only when the deployment names one (local servers need none).
 
 Reasoning: ``parser: field`` reads the message's ``reasoning`` (then the older ``reasoning_content``,
-as vLLM sends them) and ``parser: think-tags`` cuts ``<think>…</think>`` out of the answer; ``effort``
-is sent as ``reasoning_effort`` and ``budget_tokens`` as vLLM's ``thinking_token_budget``. Sampling
-parameters are sent as they are (open servers take them).
+as vLLM sends them) and ``parser: think-tags`` cuts ``<think>…</think>`` out of the answer (stop
+sequences are then applied to the answer here, not sent: a ``"\n"`` would otherwise end the thinking);
+``effort`` is sent as ``reasoning_effort`` and ``budget_tokens`` as vLLM's ``thinking_token_budget``.
+Sampling parameters are sent as they are (open servers take them).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from helmflow.clients import client_kind
-from helmflow.clients.base import PermanentError
+from helmflow.clients.base import PermanentError, think_tags
 from helmflow.clients.openai import OpenAIClient
 from helmflow.media import MediaStore
 from helmflow.records import Deployment, RequestBody
@@ -28,6 +29,12 @@ class OpenAICompatibleClient(OpenAIClient):
     max_tokens_field = "max_tokens"
     reasoning_options = ("parser", "effort", "budget_tokens")
     reasoning_drops_temperature = False
+
+    @classmethod
+    def reasoning_notes(cls, body: RequestBody) -> list[str]:
+        if think_tags(body) and body.stop:
+            return [f"stop sequences {body.stop!r} not sent: applied to the answer after </think>"]
+        return []
 
     def _reasoning_fields(self, body: RequestBody) -> dict[str, Any]:
         fields = super()._reasoning_fields(body)

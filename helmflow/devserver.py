@@ -39,7 +39,8 @@ Reasoning models, on every wire (``reasoning_words`` says how long each one thin
   instead of ``max_completion_tokens``), hides its reasoning and reports it in
   ``usage.completion_tokens_details.reasoning_tokens``;
 - a model id containing ``reasoner`` answers with ``message.reasoning`` (vLLM), ``reasoner-legacy`` with the older
-  ``reasoning_content``, and ``think`` with ``<think>…</think>`` before the answer in ``content``; such a model
+  ``reasoning_content``, and ``think`` with ``<think>…</think>`` (one thought per line) before the answer in
+  ``content``, the stop sequences applied to the whole text as by a server without a reasoning parser; such a model
   reads ``reasoning_effort``, vLLM's ``thinking_token_budget`` and ``chat_template_kwargs.enable_thinking``;
 - Anthropic ``/v1/messages`` with ``thinking``: ``{type: enabled, budget_tokens}`` (at least 1024 and below
   ``max_tokens``, else 400; a model id containing ``adaptive-only`` refuses it, as Claude 4.7+ do) or ``{type:
@@ -636,11 +637,19 @@ class DevServer:
             g = generate(self.policy, prompt, payload, max_tokens, stops)
             message["content"], output_tokens = g.text, len(g.tokens)
         else:
-            r = reason(self.policy, prompt, payload, max_tokens, stops, chat_reasoning_words(payload))
-            g, thought = r.answer, " ".join(r.reasoning)
+            tags = style == "tags"  # a server without a reasoning parser: the stops apply to the whole text
+            r = reason(self.policy, prompt, payload, max_tokens, [] if tags else stops, chat_reasoning_words(payload))
+            g, thought = r.answer, ("\n" if tags else " ").join(r.reasoning)
             output_tokens, thought_words = r.output_tokens, len(r.reasoning)
-            if style == "tags":
-                message["content"] = f"<think>{thought}" + ("" if r.truncated else f"</think>{g.text}")
+            if tags:
+                content = f"<think>{thought}" + ("" if r.truncated else f"</think>{g.text}")
+                hit = min((content.index(s) for s in stops if s and s in content), default=None)
+                if hit is not None:
+                    content = content[:hit]
+                    g = dataclasses.replace(g, finish="stop")
+                    output_tokens = len(content.split())
+                    thought_words = min(thought_words, output_tokens)
+                message["content"] = content
             else:
                 message["content"] = g.text
                 if style in ("field", "legacy"):

@@ -183,11 +183,26 @@ def test_openai_compatible_reads_the_reasoning_field_or_the_think_tags(dev_serve
     result = run_queries(store, dep, requests_for(dep, n=2))
     c = result.completions[0]
     assert c.ok, c.error
-    assert c.text == "answer 0 is here" and c.reasoning == " ".join(f"thought{i}" for i in range(1, 9))
+    assert c.text == "answer 0 is here" and c.reasoning.split() == [f"thought{i}" for i in range(1, 9)]
     assert c.reasoning_tokens == 8 and c.output_tokens == 12  # counted by the tokenizer: vLLM sends no count
     assert "thought" not in c.text and "<think>" not in c.text
     keys = dev_server.stats()["body_keys"]
     assert keys["chat:temperature"] == 2 and "chat:reasoning_effort" not in keys  # nothing dropped or added
+    # think tags: a stop sequence ("\n") would end the thinking, so it is applied to the answer instead
+    assert ("chat:stop" in keys) == (parser == "field")
+    notes = requests_for(dep, n=1)[0].notes
+    assert notes == ([] if parser == "field" else ["stop sequences ['\\n'] not sent: applied to the answer after </think>"])
+
+
+@pytest.mark.slow
+def test_a_server_without_a_reasoning_parser_stops_inside_the_thinking(dev_server):
+    """Why the stop sequences of a think-tags deployment are not sent (the dev server as such a server)."""
+    import openai
+
+    sdk = openai.OpenAI(base_url=dev_server.openai_url, api_key="k", max_retries=0)
+    resp = sdk.chat.completions.create(model="r1-think", messages=[{"role": "user", "content": "a\nb"}],
+                                       max_tokens=50, stop=["\n"])
+    assert resp.choices[0].message.content == "<think>thought1" and resp.choices[0].finish_reason == "stop"
 
 
 @pytest.mark.slow
@@ -196,7 +211,7 @@ def test_openai_compatible_think_tags_cut_by_the_budget(dev_server, store):
                          increase_max_tokens=0)
     result = run_queries(store, dep, requests_for(dep, n=2, max_tokens=4))
     c = result.completions[0]
-    assert c.truncated_in_reasoning and c.text == "" and c.reasoning == "thought1 thought2 thought3 thought4"
+    assert c.truncated_in_reasoning and c.text == "" and c.reasoning.split() == ["thought1", "thought2", "thought3", "thought4"]
     assert dev_server.stats()["body_keys"]["chat:thinking_token_budget"] == 2
 
 
