@@ -31,6 +31,25 @@ class CheckResult:
     endpoint_ok: bool | None
 
 
+#: the output budget of a reasoning deployment's probe: room to start thinking, little to pay
+PROBE_REASONING_TOKENS = 16
+
+
+def probe_reasoning(deployment) -> dict:
+    """A reasoning deployment's probe carries its reasoning options (a reasoning model refuses a plain
+    request's sampling parameters) but no thinking budget, which would make the probe pay for 1,024 tokens
+    or more (Anthropic's least): the fields of :class:`RequestBody` to add, with a small ``max_tokens``."""
+    from helmflow.records import ReasoningOptions
+
+    if deployment.reasoning is None:
+        return {}
+    kept = deployment.reasoning.model_dump(exclude_none=True)
+    kept.pop("budget_tokens", None)
+    if kept.get("mode") == "enabled":
+        kept.pop("mode")
+    return {"reasoning": ReasoningOptions(**kept) if kept else None, "max_tokens": PROBE_REASONING_TOKENS}
+
+
 async def _probe(deployment, timeout_s: float) -> CheckResult:
     from helmflow.clients import make_client
     from helmflow.clients.base import ClientError
@@ -46,7 +65,8 @@ async def _probe(deployment, timeout_s: float) -> CheckResult:
     except ClientError:
         return CheckResult(deployment.name, f"{name} missing", False, "not tried", None)
     credential = f"{name} set" if name else "none needed"
-    body = RequestBody(model=deployment.model, prompt=PROBE_PROMPT, max_tokens=1, temperature=0.0)
+    body = RequestBody(**{"model": deployment.model, "prompt": PROBE_PROMPT, "max_tokens": 1, "temperature": 0.0,
+                          **probe_reasoning(deployment)})
     started = time.perf_counter()
     try:
         async with asyncio.timeout(timeout_s):

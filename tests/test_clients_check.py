@@ -65,3 +65,20 @@ def test_run_refuses_a_board_with_a_missing_credential_before_any_work(models_fi
     assert out.returncode == 2, out.stdout + out.stderr
     assert "dev/keyed" in out.stderr and "HELMFLOW_CHECK_KEY is not set" in out.stderr
     assert dev_server.requests == 0 and not root.exists()
+
+
+def test_a_reasoning_deployment_is_probed_with_its_reasoning_fields(dev_server, tmp_path):
+    path = tmp_path / "reasoning.yaml"
+    path.write_text(yaml.safe_dump({"deployments": [
+        {"name": "dev/o", "client": "openai", "model": "o-dev", "base_url": dev_server.openai_url,
+         "api_key_env": "HELMFLOW_CHECK_OTHER", "reasoning": {"effort": "low"}},
+        {"name": "dev/claude", "client": "anthropic", "model": "claude-dev", "base_url": dev_server.url,
+         "api_key_env": "HELMFLOW_CHECK_OTHER", "reasoning": {"budget_tokens": 4000}},
+    ]}))
+    out = run_cli("check", "--models-file", str(path), "--models", "dev/o,dev/claude", env={"HELMFLOW_CHECK_OTHER": "k"})
+    assert out.returncode == 0, out.stdout + out.stderr
+    stats = dev_server.stats()
+    # OpenAI: the effort and no temperature (a reasoning model refuses it); Anthropic: no 1,024-token budget
+    assert stats["body_keys"]["chat:reasoning_effort"] == 1 and "chat:temperature" not in stats["body_keys"]
+    assert "messages:thinking" not in stats["body_keys"] and stats["rejected"] == {}
+    assert stats["usage"]["completion_tokens"] <= 2 * 16
