@@ -64,3 +64,22 @@ def test_the_analysis_recipe_reads_two_runs_as_one_table(tmp_path: Path, monkeyp
     asked = set(pq.read_table(tmp_path / "helmflow-store" / "runs" / runs["offline/solver"] / "requests.parquet")
                 ["instance_id"].to_pylist())
     assert {a["instance_id"] for a in solver} == asked
+
+
+def test_the_recipe_reads_runs_stored_before_a_column_was_added(tmp_path: Path, monkeypatch):
+    """A store holding runs of several helmflow versions: the older files lack the columns added since."""
+    import pyarrow as pa
+
+    for i, reasoning in enumerate((None, "thought about it")):  # the first sorted run is the older one
+        run = tmp_path / "helmflow-store" / "runs" / f"run{i}"
+        run.mkdir(parents=True)
+        (run / "run.json").write_text("{}")
+        row = {"run_id": f"run{i}", "model": "m", "scenario": "s", "instance_id": "a", "text": "42"}
+        if reasoning is not None:
+            row["reasoning"] = reasoning
+        pq.write_table(pa.Table.from_pylist([row]), run / "completions.parquet")
+    monkeypatch.chdir(tmp_path)
+    found: dict = {}
+    code = recipe().split("\nstats, completions")[0] + "\ncompletions = runs_table('completions')\n"
+    exec(compile(code, "docs/analysis.md", "exec"), found)  # noqa: S102 (our own documentation)
+    assert found["completions"].sort_by("run_id")["reasoning"].to_pylist() == [None, "thought about it"]
