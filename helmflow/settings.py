@@ -40,6 +40,8 @@ class Settings(BaseSettings):
                             description="where `helmflow fetch-assets perturbations` downloads HELM's perturbation "
                                         "files from (`<url>/<HELM's folder>/<file>`): HELM's bucket, a proxy or a "
                                         "local server")
+    import_max_mb: float = Field(256.0, gt=0, description="the largest HELM file `helmflow import-helm` reads, in "
+                                                         "MB (each is parsed whole, at about 7x its size in memory)")
     spool: str | None = Field(None, description="the request journal's local spool folder (else "
                                                 "`<tmp>/helmflow-spool`)")
     task_runner: str = Field("thread", description="a worker's task runner: `thread`, `dask` or "
@@ -67,8 +69,16 @@ class Settings(BaseSettings):
                                         "much of its main metric (e.g. `0.02`)")
 
 def settings() -> Settings:
-    """The variables as they are set now."""
-    return Settings()
+    """The variables as they are set now; a value that does not parse is one line naming its variable."""
+    from pydantic import ValidationError
+
+    from helmflow.errors import HelmflowError, format_validation_error
+
+    try:
+        return Settings()
+    except ValidationError as exc:
+        names = {name: f"${PREFIX}{name.upper()}" for name in Settings.model_fields}
+        raise HelmflowError(format_validation_error(exc, names)) from None
 
 
 def plugin_specs() -> list[str]:

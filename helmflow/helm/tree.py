@@ -10,7 +10,6 @@ contract, :mod:`helmflow.helm.export` writes our runs as such folders; the mappi
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 from urllib.parse import unquote
 
@@ -88,20 +87,13 @@ def _listing(fs: Any, path: str) -> list[dict]:
         return []
 
 
-#: the largest HELM file read (MB; HELMFLOW_IMPORT_MAX_MB changes it): a file is parsed whole, which
-#: takes about seven times its size in memory (a 200 MB per_instance_stats.json: 1.5 GB)
-MAX_FILE_ENV, DEFAULT_MAX_FILE_MB = "HELMFLOW_IMPORT_MAX_MB", 256
+MAX_FILE_ENV = "HELMFLOW_IMPORT_MAX_MB"  # Settings.import_max_mb: a file is parsed whole, at about 7x its size
 
 
 def max_file_bytes() -> int:
-    raw = os.environ.get(MAX_FILE_ENV, "")
-    try:
-        mb = float(raw) if raw else DEFAULT_MAX_FILE_MB
-    except ValueError:
-        raise HelmflowError(f"{MAX_FILE_ENV}={raw!r} is not a number of megabytes") from None
-    if not mb > 0:
-        raise HelmflowError(f"{MAX_FILE_ENV}={raw!r} must be more than 0")
-    return int(mb * 1e6)
+    from helmflow.settings import settings
+
+    return int(settings().import_max_mb * 1e6)
 
 
 def read_folder(fs: Any, folder: str) -> dict[str, bytes]:
