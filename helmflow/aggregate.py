@@ -289,12 +289,13 @@ def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome], metric_cells: Gro
 def efficiency_columns(row: dict[str, Any], labels: Sequence[str], cells: dict[tuple[str, str], RunOutcome],
                        also_spent: Sequence[RunOutcome] = ()) -> dict[str, Any]:
     """A model's reasoning tokens (all, and per scored instance of its cells), its cost per correct answer
-    (the cells' cost over their main metric's mean times instances: HELM's scores are in [0, 1]) and each
+    (the cells' cost over their main metric's mean times instances, when every cell's score is in [0, 1]) and each
     cell's share of instances truncated while reasoning (None for a deployment without reasoning)."""
     m = row["deployment"]
     mine = [cells[(m, lab)] for lab in labels if (m, lab) in cells]
     instances = sum(c.instances or 0 for c in mine)
-    correct = [c.correct for c in mine if c.correct is not None]
+    # a main metric on another scale (a judge's 1-10) counts no correct answers
+    correct = [c.correct for c in mine if c.correct is not None and 0.0 <= (c.score or 0.0) <= 1.0]
     out: dict[str, Any] = {
         "reasoning_tokens": sum(c.reasoning_tokens for c in [*mine, *also_spent]),
         "reasoning_tokens_per_instance": (sum(c.reasoning_tokens for c in mine) / instances if instances else None),

@@ -314,3 +314,26 @@ def test_cached_prompt_tokens_cost_the_cached_price(dev_server, store, kind):
               + usage["completion_tokens"] * 10.0) / 1e6
     assert math.isclose(sum(c.cost_usd for c in result.completions), billed)
     assert sum(c.prompt_tokens for c in result.completions) == usage["prompt_tokens"]
+
+
+def test_efficiency_columns_cost_per_correct_and_reasoning_tokens_per_instance():
+    from helmflow.aggregate import efficiency_columns
+    from helmflow.outcomes import RunOutcome
+
+    def cell(label, score, cost, instances, reasoning_tokens=0, truncated=None):
+        return RunOutcome(run_id=label, scenario=label, deployment="m", status="complete", uri="", main_metric="em",
+                          score=score, ci_low=None, ci_high=None, error_rate=0.0, cost_usd=cost, prompt_tokens=0,
+                          output_tokens=0, instances=instances, reasoning_tokens=reasoning_tokens,
+                          truncated_in_reasoning=truncated)
+
+    cells = {("m", "a"): cell("a", 0.5, 0.03, 10, 400, 0.2), ("m", "b"): cell("b", 1.0, 0.01, 5, 100, 0.0)}
+    out = efficiency_columns({"deployment": "m"}, ["a", "b"], cells)
+    assert out["cost_per_correct_usd"] == pytest.approx(0.04 / (5 + 5))
+    assert out["reasoning_tokens"] == 500 and out["reasoning_tokens_per_instance"] == pytest.approx(500 / 15)
+    assert out["a truncated_in_reasoning"] == 0.2 and out["b truncated_in_reasoning"] == 0.0
+    judged = {**cells, ("m", "b"): cell("b", 7.5, 0.01, 5)}  # a 1-10 judge scale counts no correct answers
+    assert efficiency_columns({"deployment": "m"}, ["a", "b"], judged)["cost_per_correct_usd"] is None
+    plain = {("m", "a"): cell("a", 0.0, 0.03, 10)}
+    out = efficiency_columns({"deployment": "m"}, ["a", "b"], plain)
+    assert out["cost_per_correct_usd"] is None and out["a truncated_in_reasoning"] is None
+    assert out["b truncated_in_reasoning"] is None  # no run
