@@ -164,6 +164,13 @@ def test_thumbnails_load_in_a_browser_live_and_from_a_static_export(vision, brow
             sizes = page.eval_on_selector_all("img.thumb", "imgs => imgs.map(i => [i.naturalWidth, i.getAttribute('src')])")
             assert len(sizes) >= 5, url  # the question's options are images, in the prompt and the references
             assert all(w == 96 for w, _ in sizes), sizes  # every thumbnail decoded (a broken one has width 0)
+            # each prompt is one box with its text and images inline: no text fragment is a box of its own,
+            # and none is empty (before: an option image sat beside an empty box for the line break around it)
+            boxes = page.eval_on_selector_all(".parts-prompt", "bs => bs.map(b => [b.querySelectorAll('pre').length, "
+                                              "[...b.querySelectorAll('.part-text')].filter(t => !t.textContent).length, "
+                                              "b.querySelectorAll('img.thumb').length, b.querySelectorAll('.part-text').length])")
+            assert boxes and all(pre == 0 and empty == 0 and images >= 1 and texts >= 1
+                                 for pre, empty, images, texts in boxes), boxes
         assert not problems
     finally:
         context.close()

@@ -124,9 +124,12 @@
   }
   function partsBlock(parent, label, parts) {  // text and images in the order they were sent
     parent.appendChild(el("div", "label", label));
+    // one box for the whole prompt, its text and images inline in it: a text part is not a box of its own
+    // (an option image between two line breaks would sit beside an empty one)
     var box = el("div", "prompt parts-prompt");
     parts.forEach(function (p) {
-      box.appendChild(p.type === "text" ? el("pre", "prompt", p.text || "") : thumb(p));
+      if (p.type !== "text") box.appendChild(thumb(p));
+      else if (p.text) box.appendChild(el("span", "part-text", p.text));
     });
     parent.appendChild(box);
   }
