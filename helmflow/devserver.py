@@ -44,8 +44,8 @@ Reasoning models, on every wire (``reasoning_words`` says how long each one thin
   reads ``reasoning_effort``, vLLM's ``thinking_token_budget`` and ``chat_template_kwargs.enable_thinking``;
 - Anthropic ``/v1/messages`` with ``thinking``: ``{type: enabled, budget_tokens}`` (at least 1024 and below
   ``max_tokens``, else 400; a model id containing ``adaptive-only`` refuses it, as Claude 4.7+ do) or ``{type:
-  adaptive}`` with ``output_config.effort``: a ``thinking`` block before the text, counted in ``output_tokens`` and
-  ``output_tokens_details.thinking_tokens``.
+  adaptive}`` with ``output_config.effort``: a ``thinking`` block before the text (``redacted_thinking`` for a model
+  id containing ``redacted``), counted in ``output_tokens`` and ``output_tokens_details.thinking_tokens``.
 
 Reasoning tokens come out of the output budget: a budget spent while thinking ends the answer with
 ``length``/``max_tokens`` and no text. Prompt caching is simulated per scope: the longest run of whole leading lines
@@ -746,8 +746,11 @@ class DevServer:
             r = reason(self.policy, prompt, payload, max_tokens, stops, thinking)
             g, output_tokens, thinking_tokens = r.answer, r.output_tokens, len(r.reasoning)
             thought = " ".join(r.reasoning)
-            content.append({"type": "thinking", "thinking": thought,
-                            "signature": hashlib.sha256(thought.encode()).hexdigest()[:32]})
+            if "redacted" in str(payload.get("model", "")):  # thinking the safety systems flagged: opaque
+                content.append({"type": "redacted_thinking", "data": hashlib.sha256(thought.encode()).hexdigest()})
+            else:
+                content.append({"type": "thinking", "thinking": thought,
+                                "signature": hashlib.sha256(thought.encode()).hexdigest()[:32]})
         if g.text or thinking is None:
             content.append({"type": "text", "text": g.text})
         system = _content_text(payload.get("system") or "")

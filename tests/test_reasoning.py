@@ -337,3 +337,11 @@ def test_efficiency_columns_cost_per_correct_and_reasoning_tokens_per_instance()
     out = efficiency_columns({"deployment": "m"}, ["a", "b"], plain)
     assert out["cost_per_correct_usd"] is None and out["a truncated_in_reasoning"] is None
     assert out["b truncated_in_reasoning"] is None  # no run
+
+
+@pytest.mark.slow
+def test_redacted_anthropic_thinking_is_marked_and_still_counted(dev_server, store):
+    dep = dev_deployment(dev_server, "anthropic", model="claude-redacted", reasoning={"budget_tokens": 1024},
+                         context_window=200000)
+    [c] = run_queries(store, dep, requests_for(dep, n=1)).completions
+    assert c.ok and c.text == "answer 0 is here" and c.reasoning == "[redacted thinking]" and c.reasoning_tokens == 12
