@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -123,7 +124,7 @@ def _float(x: Any) -> float | None:
 
 
 def best_per_column(rows: list[dict[str, Any]], higher: list[str],
-                    directed: list[tuple[str, bool]] = ()) -> dict[str, set[str]]:
+                    directed: Sequence[tuple[str, bool]] = ()) -> dict[str, set[str]]:
     """Column -> the deployments holding its best value (every one of them on a tie; none when the
     column has fewer than two values, where "best" would say nothing). ``directed`` columns name
     whether lower is better."""
