@@ -2,14 +2,21 @@
 leaderboard artifact.
 
     python benchmarks/lite_ui_screenshots.py [--models offline/first-option,offline/echo,offline/solver]
+        [--out DIR] [--update-docs] [--keep]
+
+Needs the test and lite extras (`pip install -e ".[test,lite]"`: Playwright, the fixtures' libraries) and
+Debian's Chromium (`apt-get install -y chromium`).
 
 Builds every Lite source as fixture files (tests/support/lite_fixtures.py, served on 127.0.0.1 and mirrored with
 `helmflow mirror lite`; tests/support/lite_hub_fixtures.py for MATH, LegalBench and WMT14), starts its own
 `prefect server start` (tests/support/prefect_server.py: SQLite, throwaway PREFECT_HOME), runs `helmflow run lite`
 through the real CLI against it (flows/lite.yaml: 28 runs per model), then drives headless Chromium
 (/usr/bin/chromium, Playwright) at 1600x1400 over the flow run page and the `lite-leaderboard` artifact.
-Writes docs/screenshots/prefect-lite-flow-run.png and prefect-lite-artifact.png and prints the task-run
-count the API recorded and the wall times. A script, not a test: it asserts nothing beyond the pages loading.
+Writes prefect-lite-flow-run.png and prefect-lite-artifact.png into --out (default: a new folder under the
+system's temporary directory, printed), copies them over the tracked docs/screenshots/ only with
+--update-docs, and prints the task-run count the API recorded and the wall times. Its work folder (fixture
+sources, mirror, storage, Prefect server: tens of MB) is removed at the end unless --keep is given.
+A script, not a test: it asserts nothing beyond the pages loading.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,7 +51,35 @@ def leaderboard_artifact(server, flow_run_id: UUID) -> UUID:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="offline/first-option,offline/echo,offline/solver")
+    parser.add_argument("--out", type=Path, help="where the screenshots go (default: a new temporary folder)")
+    parser.add_argument("--update-docs", action="store_true", help="also copy them over docs/screenshots/")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (sources, storage, server)")
     args = parser.parse_args()
+    try:
+        from playwright.sync_api import sync_playwright  # noqa: F401 - checked before any work
+    except ImportError:
+        sys.exit('needs Playwright: pip install -e ".[test,lite]" (and apt-get install -y chromium)')
+    if not Path(CHROMIUM).exists():
+        sys.exit(f"needs {CHROMIUM}: apt-get install -y chromium")
+    out_dir = args.out or Path(tempfile.mkdtemp(prefix="lite-ui-shots-"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="lite-ui-"))
+    try:
+        shots = take(args.models, work, out_dir)
+    finally:
+        if args.keep:
+            print(f"work folder kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    if args.update_docs:
+        for shot in shots:
+            shutil.copy(shot, DOCS / shot.name)
+        print(f"copied {', '.join(s.name for s in shots)} over {DOCS}")
+    print(f"wrote {', '.join(str(s) for s in shots)}")
+
+
+def take(models: str, work: Path, out_dir: Path) -> list[Path]:
+    """Run Lite on fixtures in ``work`` against a dedicated Prefect server and screenshot it into ``out_dir``."""
     from playwright.sync_api import sync_playwright
 
     from tests.support.browser import CHROMIUM_ARGS
@@ -51,7 +87,6 @@ def main() -> None:
     from tests.support.lite_hub_fixtures import hub_conversion_mirrors
     from tests.support.prefect_server import dedicated_prefect_server
 
-    work = Path(tempfile.mkdtemp(prefix="lite-ui-"))
     root = source_tree(work / "src", small=True)
     with serve(root) as host:
         out = subprocess.run([sys.executable, "-m", "helmflow", "mirror", "lite", "--to", str(work / "mirror")],
@@ -62,7 +97,7 @@ def main() -> None:
     with dedicated_prefect_server(work / "server") as server:
         print(f"prefect server up in {server.startup_s:.1f} s")
         t0 = time.monotonic()
-        out = subprocess.run([sys.executable, "-m", "helmflow", "run", "lite", "--models", args.models,
+        out = subprocess.run([sys.executable, "-m", "helmflow", "run", "lite", "--models", models,
                               "--storage", str(work / "store")],
                              env=dict(server.env, HELMFLOW_MIRROR=str(work / "mirror"), COLUMNS="200"),
                              capture_output=True, text=True, cwd=str(REPO))
@@ -73,7 +108,7 @@ def main() -> None:
         time.sleep(5)  # task runs reach the API as events, a moment after the flow run ends
         names = sorted(t.name for t in server.task_runs(flow_run_id))
         kinds = {k: sum(n.startswith(k + " ") for n in names) for k in ("prepare", "run", "release")}
-        print(f"helmflow run lite ({args.models}): {run_s:.1f} s; {len(names)} task runs {kinds}")
+        print(f"helmflow run lite ({models}): {run_s:.1f} s; {len(names)} task runs {kinds}")
         print("longest task-run name:", max(names, key=len))
         ui = server.url.removesuffix("/api")
         with sync_playwright() as pw:
@@ -86,15 +121,15 @@ def main() -> None:
             page.get_by_text("Task Runs", exact=True).first.click()
             page.get_by_text("release lite", exact=True).first.wait_for()
             page.wait_for_timeout(2000)
-            page.screenshot(path=str(DOCS / "prefect-lite-flow-run.png"))
+            page.screenshot(path=str(out_dir / "prefect-lite-flow-run.png"))
             page.goto(f"{ui}/artifacts/artifact/{leaderboard_artifact(server, flow_run_id)}")
             page.get_by_role("row").first.wait_for()
             page.wait_for_timeout(2000)
-            page.screenshot(path=str(DOCS / "prefect-lite-artifact.png"), full_page=True)
+            page.screenshot(path=str(out_dir / "prefect-lite-artifact.png"), full_page=True)
             columns = page.locator("thead th").count()
             print(f"leaderboard artifact: {page.get_by_role('row').count() - 1} rows, {columns} columns")
             browser.close()
-    print(f"wrote {DOCS / 'prefect-lite-flow-run.png'} and {DOCS / 'prefect-lite-artifact.png'}; work dir {work}")
+    return [out_dir / "prefect-lite-flow-run.png", out_dir / "prefect-lite-artifact.png"]
 
 
 if __name__ == "__main__":
