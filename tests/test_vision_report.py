@@ -28,14 +28,20 @@ def vision(tmp_path_factory) -> tuple[Store, str, list[str]]:
     store = Store(str(tmp_path_factory.mktemp("vision") / "store"))
     plan = prepare("vision-demo", models=["offline/vision", "offline/first-option"],
                    scenarios=["shapes-mc", "shapes-image-choice"], max_instances=4)
+    runs, release_id = publish(store, plan)
+    return store, release_id, [r.run_id for r in runs]
+
+
+def publish(store: Store, plan):
+    """Every pair of ``plan`` through the pipeline's own stages, and their release: (runs, release id)."""
     data = {s.label: pipeline.download_scenario(store, s) for s in plan.all_scenarios}
     prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.all_scenarios}
     runs = []
     for r in plan.runs:
         q = pipeline.query_pair(store, r, prompts[r.scenario.label])
         runs.append(pipeline.publish_run(store, r, q, pipeline.score_pair(store, r, data[r.scenario.label], q), {}))
-    release = aggregate.publish_release(store, plan, runs, [])
-    return store, release.release_id, [r.run_id for r in runs]
+    release = aggregate.point_release(store, plan, aggregate.publish_release(store, plan, runs, []))
+    return runs, release.release_id
 
 
 def plant(store: Store, data: bytes, ext: str) -> str:
@@ -103,14 +109,8 @@ def test_an_export_that_meets_a_non_raster_image_names_the_instance_and_file_and
     from tests.support.cli import run_cli
 
     store = Store(str(tmp_path / "store"))
-    plan = prepare("vision-demo", models=["offline/vision"], scenarios=["shapes-mc"], max_instances=2)
-    data = {s.label: pipeline.download_scenario(store, s) for s in plan.all_scenarios}
-    prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.all_scenarios}
-    runs = []
-    for r in plan.runs:
-        q = pipeline.query_pair(store, r, prompts[r.scenario.label])
-        runs.append(pipeline.publish_run(store, r, q, pipeline.score_pair(store, r, data[r.scenario.label], q), {}))
-    release = aggregate.point_release(store, plan, aggregate.publish_release(store, plan, runs, [])).release_id
+    runs, release = publish(store, prepare("vision-demo", models=["offline/vision"], scenarios=["shapes-mc"],
+                                           max_instances=2))
     from helmflow.web.data import Reports
 
     sources = Reports(store).run(runs[0].run_id).media_sources()
