@@ -116,9 +116,10 @@ def managed_server(handle: Handle) -> Iterator[None]:
     try:
         url = handle.wait(settings().server_startup_timeout_s)
     except prefect_server.ServerProblem:
-        if handle.started_here or prefect_server.running(handle.home) is not None:
-            raise
-        # another command's server exited as this one came to use it (its idle stop): start one now
+        if prefect_server.running(handle.home) is not None:
+            raise  # it runs but does not answer
+        # it exited as this command came to use it (its idle stop during a long planning, or another
+        # command's server stopping for idleness): start one now, once
         handle.__dict__.update(prefect_server.ensure(_say, home=handle.home).__dict__)
         url = handle.wait(settings().server_startup_timeout_s)
     handle.in_use = True

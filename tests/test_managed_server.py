@@ -227,6 +227,24 @@ def test_a_server_that_does_not_answer_is_one_line_not_a_hang(tmp_path, home, en
 
 
 @pytest.mark.slow
+def test_a_server_that_exits_as_a_command_comes_to_use_it_is_replaced(tmp_path, home, env):
+    """The server stops (its idle stop, a kill) while a command plans or waits for it: the command
+    starts a new one instead of failing."""
+    ok(hf("server", "start", env=env))
+    [pid] = server_pids(home)
+    os.kill(pid, signal.SIGSTOP)  # the command finds it, and waits for an answer
+    proc = subprocess.Popen([sys.executable, "-m", "helmflow.cli", *demo(tmp_path)], env=env, cwd=str(REPO),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    os.kill(pid, signal.SIGKILL)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out + err
+    assert STARTED.search(err), err  # a new one, said as on a first start
+    [new] = server_pids(home)
+    assert new != pid and "(completed)" in out
+
+
+@pytest.mark.slow
 def test_a_server_that_dies_mid_run_stops_the_run_in_one_line_and_the_next_run_recovers(
         tmp_path, home, env, dev_server):
     args = board_args(tmp_path, dev_server)
