@@ -221,3 +221,12 @@ def tied_groups(intervals: dict[str, tuple[int | None, int | None, int | None]])
             group, leader_high = group + 1, high
         groups[model] = group
     return groups
+
+
+def rank_text(row: dict[str, Any], prefix: str = "") -> str:
+    """``2 (1–3)``: a leaderboard row's rank and its 95% interval (``1`` alone when the interval is
+    that rank, ``—`` when there is none); ``prefix``: a column's (``"<label> "``), else the headline's."""
+    rank, low, high = (row.get(f"{prefix}{k}") for k in ("rank", "rank_low", "rank_high"))
+    if rank is None:
+        return "—"
+    return str(rank) if low == high == rank else f"{rank} ({low}–{high})"

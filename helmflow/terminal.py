@@ -16,6 +16,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from helmflow.stats import rank_text
+
 if TYPE_CHECKING:
     from helmflow.dryrun import RunEstimate
 
@@ -61,15 +63,6 @@ def board_table(summary: dict[str, Any], mode: str, with_ci: bool) -> Table:
         for key in group["columns"]:
             table.add_row(f"  {escape(key)}", *[_group_cell(row, key) for row in rows])
     return table
-
-
-def rank_text(row: dict[str, Any], prefix: str = "") -> str:
-    """``2 (1–3)``: a rank and its 95% interval (``1`` alone when the interval is that rank);
-    ``prefix``: a column's (``"<label> "``), else the headline's."""
-    rank, low, high = (row.get(f"{prefix}{k}") for k in ("rank", "rank_low", "rank_high"))
-    if rank is None:
-        return "—"
-    return str(rank) if low == high == rank else f"{rank} ({low}–{high})"
 
 
 def _group_cell(row: dict[str, Any], key: str) -> str:

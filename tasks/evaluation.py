@@ -23,6 +23,7 @@ from helmflow.outcomes import FailedCell, PreparedScenario, RunOutcome
 from helmflow.plan.records import BoardPlan, RunPlan, ScenarioPlan, cell_name
 from helmflow.progress import reporter
 from helmflow.query import board_run
+from helmflow.stats import rank_text
 from helmflow.storage import Store, safe_key
 from helmflow.tasks.results import OutcomeJSON, OutcomeStorage, result_storage_for
 from helmflow.versions import release_hash
@@ -180,6 +181,8 @@ def _table_row(row: dict[str, Any], labels: list[str], groups: list[tuple[str, l
     if mean_score:
         out["mean score"] = _fmt(row["mean_score"])
     out["mean win rate"] = _fmt(row["mean_win_rate"])
+    if row.get("rank") is not None:  # the headline's rank and its 95% interval
+        out["rank (95%)"] = rank_text(row)
     out.update({label: _with_ci(row, label) for label in labels})
     for group, keys in groups:
         out[f"{group} mean win rate"] = _fmt(row.get(f"{group} mean_win_rate"))

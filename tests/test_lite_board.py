@@ -5,6 +5,7 @@ dev server and an offline baseline, on a real Prefect server."""
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pyarrow.parquet as pq
@@ -111,7 +112,8 @@ def test_helmflow_run_lite_end_to_end_on_mirrored_fixtures(tmp_path, prefect_ser
     keys = list(table[0])
     assert "mean score" not in keys and not [k for k in keys if k.startswith("mmlu-")], keys
     assert keys[:2] == ["deployment", "mean win rate"] and "mmlu/exact_match" in keys, keys
-    assert "accuracy mean win rate" in keys and "efficiency mean win rate" in keys and len(keys) == 2 + 2 + 2 * 10, keys
+    assert keys[2] == "rank (95%)" and all(re.fullmatch(r"\d+( \(\d+–\d+\))?", r["rank (95%)"]) for r in table)
+    assert "accuracy mean win rate" in keys and "efficiency mean win rate" in keys and len(keys) == 3 + 2 + 2 * 10, keys
     assert all(r["accuracy mean win rate"] not in ("—", "missing") for r in table)
     print(f"lite board on fixtures: {len(runs)} runs, {len(tasks)} task runs, {dev_requests} dev-server requests, "
           f"wall {wall_s:.1f} s")
