@@ -345,3 +345,20 @@ def test_redacted_anthropic_thinking_is_marked_and_still_counted(dev_server, sto
                          context_window=200000)
     [c] = run_queries(store, dep, requests_for(dep, n=1)).completions
     assert c.ok and c.text == "answer 0 is here" and c.reasoning == "[redacted thinking]" and c.reasoning_tokens == 12
+
+
+def test_eval_refuses_a_bad_increase_in_one_line(tmp_path):
+    from tests.support.cli import run_cli
+
+    path = models_file(tmp_path, "- {name: r/o, client: openai, model: o, context_window: 200000, "
+                                 "reasoning: {effort: high}}")
+    base = ["eval", "dyck_language:num_parenthesis_pairs=3", "--models", "r/o", "--models-file", path,
+            "--storage", str(tmp_path / "s"), "--dry-run"]
+    negative = run_cli(*base, "--increase-max-tokens", "-1")
+    assert negative.returncode == 2 and "--increase-max-tokens must be 0 or more" in negative.stderr
+    too_big = run_cli(*base, "--increase-max-tokens", "300000", env={"OPENAI_API_KEY": "x"})
+    assert too_big.returncode == 2, too_big.stdout + too_big.stderr
+    assert "raised by increase_max_tokens 300000" in too_big.stderr and "context_window 200000" in too_big.stderr
+    fits = run_cli(*base, env={"OPENAI_API_KEY": "x"})  # the default raise: 5 requests of 5 + 10,000 tokens
+    assert fits.returncode == 0, fits.stdout + fits.stderr
+    assert "50025" in fits.stdout  # the max output tokens column
