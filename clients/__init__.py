@@ -73,6 +73,8 @@ def _parse(path: Path, entries: list[Any]) -> dict[str, Deployment]:
         if dep.client not in CLIENTS:
             raise DeploymentError(f"{where}: unknown client kind {dep.client!r}; known: {', '.join(CLIENTS.names())}")
         problem = CLIENTS.get(dep.client).reasoning_problem(dep)
+        if dep.batch and not CLIENTS.get(dep.client).batch_limits[0]:
+            problem = f"batch: client kind {dep.client!r} has no batch API (openai and anthropic have one)"
         if problem:
             raise DeploymentError(f"{where}: {problem}")
         if dep.name in out:

@@ -23,18 +23,34 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from helmflow.clients import client_kind
-from helmflow.clients.base import Client, ClientResult, PermanentError, classify, image_bytes, malformed
+from helmflow.clients.base import (
+    BatchAnswer,
+    BatchState,
+    Client,
+    ClientError,
+    ClientResult,
+    PermanentError,
+    classify,
+    image_bytes,
+    line_error,
+    malformed,
+)
 from helmflow.media import ImageOptions, MediaStore
 from helmflow.records import Deployment, RequestBody
 
 if TYPE_CHECKING:  # the SDK is imported on first use: `helmflow list` stays fast
     import anthropic
 
+#: the HTTP status of each error type (a batch line's error has a type, no status)
+_ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "billing_error": 402,
+                 "permission_error": 403, "not_found_error": 404, "request_too_large": 413, "rate_limit_error": 429,
+                 "timeout_error": 504, "api_error": 500, "overloaded_error": 529}
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
 
@@ -103,13 +119,13 @@ class AnthropicClient(Client):
             )
         return self._sdk
 
-    async def complete(self, body: RequestBody) -> ClientResult:
+    async def _request(self, body: RequestBody) -> dict[str, Any]:
+        """The Messages ``create`` parameters for ``body`` (a batch line's ``params`` too)."""
         if body.echo:
             raise PermanentError(
                 f"deployment {self.deployment.name!r}: the Messages API returns no logprobs, so it cannot score a "
                 f"prompt (log-likelihood multiple choice); use multiple_choice_joint"
             )
-        sdk = self._client()
         if body.parts is not None:
             system, messages = "", [{"role": "user", "content": await asyncio.to_thread(self._content, body)}]
         elif body.messages is not None:
@@ -118,7 +134,6 @@ class AnthropicClient(Client):
         else:
             system, messages = "", [{"role": "user", "content": body.prompt or ""}]
         sent_stops = [s for s in body.stop if s.strip()]
-        local_stops = [s for s in body.stop if s and not s.strip()]
         kwargs: dict[str, Any] = {"model": body.model, "messages": messages, "max_tokens": body.max_tokens}
         if system:
             kwargs["system"] = system
@@ -135,10 +150,19 @@ class AnthropicClient(Client):
                     kwargs["output_config"] = {"effort": r.effort}
             elif r.budget_tokens is not None:
                 kwargs["thinking"] = {"type": "enabled", "budget_tokens": r.budget_tokens}
+        return kwargs
+
+    async def complete(self, body: RequestBody) -> ClientResult:
+        kwargs = await self._request(body)
+        sdk = self._client()
         try:
             resp = await sdk.messages.create(**kwargs)
         except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a classified ClientError
             raise classify(exc, self.deployment, self._key, self.url, self.credential_name()) from None
+        return self._parse(resp, body)
+
+    def _parse(self, resp: Any, body: RequestBody) -> ClientResult:
+        """A Message (direct, or a batch line's) as the completion's result."""
         try:
             text = "".join(b.text for b in resp.content if b.type == "text")
             thought = "\n\n".join(b.thinking if b.type == "thinking" else "[redacted thinking]"
@@ -146,18 +170,79 @@ class AnthropicClient(Client):
             finish = _FINISH.get(resp.stop_reason or "", resp.stop_reason or "")
             usage = resp.usage
             cached = usage.cache_read_input_tokens or 0
-            prompt_tokens = usage.input_tokens + cached + (usage.cache_creation_input_tokens or 0)
+            written = usage.cache_creation_input_tokens or 0
+            prompt_tokens = usage.input_tokens + cached + written
             output_tokens = usage.output_tokens
             details = getattr(usage, "output_tokens_details", None)
             thinking_tokens = getattr(details, "thinking_tokens", None) if details is not None else None
         except (AttributeError, TypeError) as exc:
             raise malformed(self.deployment, self.url, exc) from None
+        local_stops = [s for s in body.stop if s and not s.strip()]
         cut = min((text.index(s) for s in local_stops if s in text), default=None)
         if cut is not None:
             text, finish = text[:cut], "stop"
+        r = body.reasoning
         return ClientResult(text=text, finish_reason=finish, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
                             reasoning=thought, reasoning_tokens=thinking_tokens, cached_tokens=cached,
+                            cache_write_tokens=written,
                             truncated_in_reasoning=r is not None and finish == "length" and not text.strip())
+
+    # ------------------------------------------------------------------ Message Batches
+    batch_limits = (100_000, 256 * 1024**2)
+
+    async def batch_line(self, request_hash: str, body: RequestBody) -> dict[str, Any]:
+        return {"custom_id": request_hash, "params": await self._request(body)}
+
+    def _failed(self, exc: Exception) -> Exception:
+        return classify(exc, self.deployment, self._key, self.url, self.credential_name())
+
+    async def batch_submit(self, lines: list[dict[str, Any]]) -> str:
+        try:
+            batch = await self._client().messages.batches.create(requests=lines)  # type: ignore[arg-type]
+        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a classified ClientError
+            raise self._failed(exc) from None
+        return batch.id
+
+    async def batch_poll(self, batch_id: str) -> BatchState:
+        try:
+            b = await self._client().messages.batches.retrieve(batch_id)
+        except Exception as exc:  # noqa: BLE001
+            raise self._failed(exc) from None
+        c = b.request_counts
+        total = c.processing + c.succeeded + c.errored + c.canceled + c.expired
+        return BatchState(ended=b.processing_status == "ended", status=b.processing_status,
+                          done=total - c.processing, total=total)
+
+    async def batch_results(self, batch_id: str, bodies: Mapping[str, RequestBody]) -> dict[str, BatchAnswer]:
+        d = self.deployment
+        out: dict[str, BatchAnswer] = {}
+        try:
+            async for line in await self._client().messages.batches.results(batch_id):
+                h, result = line.custom_id, line.result
+                if h not in bodies:
+                    continue
+                if result.type == "succeeded":
+                    try:
+                        out[h] = self._parse(result.message, bodies[h])
+                    except ClientError as exc:
+                        out[h] = exc
+                elif result.type == "errored":
+                    kind = getattr(result.error.error, "type", "api_error")
+                    status = _ERROR_STATUS.get(kind, 500)
+                    out[h] = line_error(d, status, f"{kind}: {getattr(result.error.error, 'message', '')}", self._key)
+                else:  # canceled or expired: not run
+                    out[h] = line_error(d, None, f"batch {batch_id}: {result.type}")
+        except Exception as exc:  # noqa: BLE001
+            raise self._failed(exc) from None
+        for h in bodies:
+            out.setdefault(h, line_error(d, None, f"batch {batch_id} has no result for this request"))
+        return out
+
+    async def batch_cancel(self, batch_id: str) -> None:
+        try:
+            await self._client().messages.batches.cancel(batch_id)
+        except Exception as exc:  # noqa: BLE001
+            raise self._failed(exc) from None
 
     def _content(self, body: RequestBody) -> list[dict[str, Any]]:
         blocks: list[dict[str, Any]] = []

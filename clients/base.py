@@ -9,7 +9,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -43,6 +43,10 @@ class Unreachable(TransientError):
     otherwise pass for a run of timeouts, retried for minutes."""
 
     max_attempts = 3
+
+
+class NotRun(TransientError):
+    """A batch line the provider did not run: its batch expired or was cancelled first."""
 
 
 class Interrupted(PermanentError):
@@ -119,6 +123,17 @@ def classify(exc: BaseException, deployment: Deployment, secret: str | None, url
     return PermanentError(f"deployment {name!r}: unexpected {kind} calling {url}: {redact(str(exc), secret)[:200]}")
 
 
+def line_error(deployment: Deployment, status: int | None, message: str, secret: str | None = None) -> ClientError:
+    """The error of one batch line: HTTP ``status`` 408/409/425/429 or 5xx (or None: the batch did not
+    run it) is transient, any other is permanent."""
+    text = f"deployment {deployment.name!r}: batch line: {redact(message, secret)[:300]}"
+    if status is None:
+        return NotRun(text)
+    if status in _TRANSIENT_STATUS or status >= 500:
+        return TransientError(text)
+    return PermanentError(f"{text} (HTTP {status})")
+
+
 def unreachable_reason(exc: BaseException) -> str | None:
     """``""`` (refused) or a note (name does not resolve) when the cause of ``exc`` is one of those;
     ``None`` otherwise. The SDKs report both as a connect timeout: the cause chain tells them apart."""
@@ -159,10 +174,25 @@ class ClientResult:
     reasoning: str = ""  # the model's thinking, apart from ``text`` (the answer)
     reasoning_tokens: int | None = None  # as the provider counted them (None: it did not say)
     cached_tokens: int = 0  # prompt tokens read from the provider's cache
+    cache_write_tokens: int = 0  # prompt tokens written to the provider's cache (Anthropic)
     truncated_in_reasoning: bool = False  # the output budget ran out before the answer began
 
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+@dataclass
+class BatchState:
+    """A provider batch as its last poll saw it: ended or not, and how many of its lines are done."""
+
+    ended: bool
+    status: str
+    done: int = 0
+    total: int = 0
+
+
+#: what a batch's result holds for one request: its answer, or the error that line got
+BatchAnswer = ClientResult | ClientError
 
 
 def think_tags(body: RequestBody) -> bool:
@@ -305,6 +335,29 @@ class Client(ABC):
 
     @abstractmethod
     async def complete(self, body: RequestBody) -> ClientResult: ...
+
+    # A client whose provider has a batch API (``batch: true``) implements these five; see helmflow.batches.
+    #: requests and bytes per batch (0: no batch API)
+    batch_limits: tuple[int, int] = (0, 0)
+
+    async def batch_line(self, request_hash: str, body: RequestBody) -> dict[str, Any]:
+        """One request as a line of a batch, ``request_hash`` as its ``custom_id``."""
+        raise PermanentError(f"deployment {self.deployment.name!r}: client kind {self.deployment.client!r} "
+                             f"has no batch API")
+
+    async def batch_submit(self, lines: list[dict[str, Any]]) -> str:
+        """Create a batch of ``lines``; its id."""
+        raise NotImplementedError
+
+    async def batch_poll(self, batch_id: str) -> BatchState:
+        raise NotImplementedError
+
+    async def batch_results(self, batch_id: str, bodies: Mapping[str, RequestBody]) -> dict[str, BatchAnswer]:
+        """The ended batch's answers by request hash (lines the provider did not finish are transient errors)."""
+        raise NotImplementedError
+
+    async def batch_cancel(self, batch_id: str) -> None:
+        raise NotImplementedError
 
     async def aclose(self) -> None:
         pass

@@ -26,18 +26,23 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from helmflow.clients import client_kind
 from helmflow.clients.base import (
+    BatchAnswer,
+    BatchState,
     Client,
     ClientResult,
     PermanentError,
     classify,
     cut_at_stops,
     image_bytes,
+    line_error,
     malformed,
     split_think_tags,
     think_tags,
@@ -124,9 +129,7 @@ class OpenAIClient(Client):
         from openai.types.chat import ChatCompletion
 
         chat = self.options.endpoint == "chat"
-        kwargs = self._chat_kwargs(body) if chat else self._completions_kwargs(body)
-        if body.parts is not None:
-            kwargs["messages"] = [{"role": "user", "content": await asyncio.to_thread(self._content, body)}]
+        kwargs = await self._body(body)  # what a batch line carries too
         try:
             # what ``chat.completions.create`` / ``completions.create`` do, minus their per-call walk
             # of the typed parameters (a third of the SDK's CPU per request): our body is already
@@ -222,6 +225,93 @@ class OpenAIClient(Client):
         if body.echo:
             kwargs["echo"] = True
         return kwargs
+
+    # ------------------------------------------------------------------ the Batch API (Files + Batches)
+    batch_limits = (50_000, 200 * 1024**2)
+
+    async def _body(self, body: RequestBody) -> dict[str, Any]:
+        kwargs = self._chat_kwargs(body) if self.options.endpoint == "chat" else self._completions_kwargs(body)
+        if body.parts is not None:
+            kwargs["messages"] = [{"role": "user", "content": await asyncio.to_thread(self._content, body)}]
+        return kwargs
+
+    def _endpoint(self) -> str:
+        return "/v1/chat/completions" if self.options.endpoint == "chat" else "/v1/completions"
+
+    async def batch_line(self, request_hash: str, body: RequestBody) -> dict[str, Any]:
+        return {"custom_id": request_hash, "method": "POST", "url": self._endpoint(), "body": await self._body(body)}
+
+    async def batch_submit(self, lines: list[dict[str, Any]]) -> str:
+        sdk = self._client()
+        data = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines).encode()
+        try:
+            upload = await sdk.files.create(file=("helmflow-batch.jsonl", data), purpose="batch")
+            batch = await sdk.batches.create(input_file_id=upload.id, endpoint=self._endpoint(),  # type: ignore[arg-type]
+                                             completion_window="24h", metadata={"client": "helmflow"})
+        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a classified ClientError
+            raise classify(exc, self.deployment, self._key, self.url, self.credential_name()) from None
+        return batch.id
+
+    async def _retrieve(self, batch_id: str) -> Any:
+        try:
+            return await self._client().batches.retrieve(batch_id)
+        except Exception as exc:  # noqa: BLE001
+            raise classify(exc, self.deployment, self._key, self.url, self.credential_name()) from None
+
+    async def batch_poll(self, batch_id: str) -> BatchState:
+        b = await self._retrieve(batch_id)
+        counts = b.request_counts
+        return BatchState(ended=b.status in ("completed", "failed", "expired", "cancelled"), status=b.status,
+                          done=(counts.completed + counts.failed) if counts else 0, total=counts.total if counts else 0)
+
+    async def batch_results(self, batch_id: str, bodies: Mapping[str, RequestBody]) -> dict[str, BatchAnswer]:
+        from openai.types import Completion
+        from openai.types.chat import ChatCompletion
+
+        b = await self._retrieve(batch_id)
+        d = self.deployment
+        if b.status == "failed":  # the input did not validate: nothing ran
+            why = "; ".join(f"line {e.line}: {e.message}" for e in (b.errors.data if b.errors else []) or [])
+            return {h: PermanentError(f"deployment {d.name!r}: batch {batch_id} failed validation: {why or '?'}")
+                    for h in bodies}
+        out: dict[str, BatchAnswer] = {}
+        chat = self.options.endpoint == "chat"
+        for file_id in (b.output_file_id, b.error_file_id):  # either may be missing (expired: both read)
+            if not file_id:
+                continue
+            try:
+                text = (await (await self._client().files.content(file_id)).aread()).decode()
+            except Exception as exc:  # noqa: BLE001
+                raise classify(exc, d, self._key, self.url, self.credential_name()) from None
+            for raw in text.splitlines():
+                if not raw.strip():
+                    continue
+                line = json.loads(raw)
+                h = line.get("custom_id")
+                if h not in bodies:
+                    continue
+                response, error = line.get("response"), line.get("error")
+                status = response.get("status_code") if response else None
+                if error or status != 200:  # an error line, HTTP or not (both are checked)
+                    detail = (error or {}).get("message") or (error or {}).get("code") or \
+                        ((response or {}).get("body") or {}).get("error", {}).get("message", "")
+                    out[h] = line_error(d, status, str(detail or "no answer"), self._key)
+                    continue
+                try:
+                    resp = (ChatCompletion if chat else Completion).model_validate(response["body"])
+                    out[h] = self._reasoned(_chat_result(resp), bodies[h]) if chat else \
+                        _completions_result(resp, bodies[h])
+                except (AttributeError, IndexError, TypeError, ValueError) as exc:
+                    out[h] = malformed(d, self.url, exc)
+        for h in bodies:  # a line the files do not mention was not run
+            out.setdefault(h, line_error(d, None, f"batch {batch_id} ({b.status}) has no line for this request"))
+        return out
+
+    async def batch_cancel(self, batch_id: str) -> None:
+        try:
+            await self._client().batches.cancel(batch_id)
+        except Exception as exc:  # noqa: BLE001
+            raise classify(exc, self.deployment, self._key, self.url, self.credential_name()) from None
 
     async def aclose(self) -> None:
         if self._sdk is not None:

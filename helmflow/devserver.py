@@ -90,12 +90,15 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from helmflow.stopping import terminate
 
 FAULT_KINDS = ("429", "500", "503", "reset", "hang", "badjson", "empty")
+#: requests and bytes per batch: OpenAI (an input file), Anthropic (a create call)
+BATCH_LIMITS = {"openai": (50_000, 200 * 1024**2), "anthropic": (100_000, 256 * 1024**2)}
 
 Policy = Callable[[str, dict[str, Any]], str]
 
@@ -388,6 +391,10 @@ class Settings:
     hang_s: float = 3600.0
     seed: int | None = None
     usage: bool = True  # False: OpenAI answers carry no usage, as some compatible servers do
+    batch_delay_s: float = 0.0  # a batch ends this long after it was created
+    batch_expire: bool = False  # a batch expires instead of completing: only batch_done_fraction of it is done
+    batch_done_fraction: float = 0.5  # what an expired or cancelled batch finished (its first lines)
+    batch_error_rate: float = 0.0  # the share of a batch's lines that fail (HTTP 500 / api_error)
 
     def update(self, changes: dict[str, Any]) -> None:
         for key, value in changes.items():
@@ -420,6 +427,9 @@ class Counts:
     usage: Counter = field(default_factory=Counter)  # tokens the answers reported (prompt, completion, ...)
     body_keys: Counter = field(default_factory=Counter)  # "<endpoint>:<top-level key>" of every JSON body
     by_model: Counter = field(default_factory=Counter)
+    batches: int = 0
+    batch_lines: Counter = field(default_factory=Counter)  # custom_id -> lines submitted in batches
+    batch_answered: Counter = field(default_factory=Counter)  # custom_id -> lines answered (billed)
     changed: bool = True
 
     def as_dict(self) -> dict[str, Any]:
@@ -437,6 +447,12 @@ class Counts:
             "usage": dict(self.usage),
             "body_keys": dict(self.body_keys),
             "by_model": dict(self.by_model),
+            "batches": self.batches,
+            "batch_lines": sum(self.batch_lines.values()),
+            "batch_line_ids": len(self.batch_lines),
+            "batch_line_repeats": sum(self.batch_lines.values()) - len(self.batch_lines),
+            "batch_answered": sum(self.batch_answered.values()),
+            "batch_answered_repeats": sum(self.batch_answered.values()) - len(self.batch_answered),
         }
 
 
@@ -449,10 +465,33 @@ class Scope:
     rng: random.Random = field(default_factory=random.Random)
     image_requests: list[list[dict[str, Any]]] = field(default_factory=list)
     prefixes: set[str] = field(default_factory=set)  # prompt heads sent before: the simulated prompt cache
+    files: dict[str, tuple[bytes, str, str]] = field(default_factory=dict)  # id -> (bytes, purpose, filename)
+    batches: dict[str, DevBatch] = field(default_factory=dict)
 
     @classmethod
     def new(cls, settings: Settings) -> Scope:
         return cls(settings, rng=random.Random(settings.seed))
+
+
+@dataclass
+class DevBatch:
+    """A batch as the dev server keeps it: its request lines, answered all at once when it ends."""
+
+    id: str
+    wire: str  # "openai" or "anthropic"
+    endpoint: str  # "chat", "completions" or "messages"
+    lines: list[tuple[str, dict[str, Any]]]  # (custom_id, body)
+    created: float
+    version: str = ""
+    input_file_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    cancelled_at: float | None = None
+    ended_at: float | None = None
+    status: str = "in_progress"  # OpenAI's terminal names: completed, expired, cancelled, failed
+    failure: list[dict[str, Any]] = field(default_factory=list)  # validation errors (OpenAI ``failed``)
+    outcomes: list[tuple[str, str, dict[str, Any] | None]] = field(default_factory=list)  # (custom_id, kind, body)
+    output_file_id: str | None = None
+    error_file_id: str | None = None
 
 
 class DevServer:
@@ -494,6 +533,18 @@ class DevServer:
             app.router.add_get(f"{prefix}/_dev/requests", self._requests)
             app.router.add_post(f"{prefix}/_dev/config", self._config)
             app.router.add_post(f"{prefix}/_dev/reset", self._reset)
+            app.router.add_post(f"{prefix}/v1/files", self._file_create)
+            app.router.add_get(f"{prefix}/v1/files/{{fid}}", self._file_get)
+            app.router.add_get(f"{prefix}/v1/files/{{fid}}/content", self._file_content)
+            app.router.add_post(f"{prefix}/v1/batches", self._batch_create)
+            app.router.add_get(f"{prefix}/v1/batches", self._batch_list)
+            app.router.add_get(f"{prefix}/v1/batches/{{bid}}", self._batch_get)
+            app.router.add_post(f"{prefix}/v1/batches/{{bid}}/cancel", self._batch_cancel)
+            app.router.add_post(f"{prefix}/v1/messages/batches", self._mbatch_create)
+            app.router.add_get(f"{prefix}/v1/messages/batches", self._mbatch_list)
+            app.router.add_get(f"{prefix}/v1/messages/batches/{{bid}}", self._mbatch_get)
+            app.router.add_post(f"{prefix}/v1/messages/batches/{{bid}}/cancel", self._mbatch_cancel)
+            app.router.add_get(f"{prefix}/v1/messages/batches/{{bid}}/results", self._mbatch_results)
         return app
 
     async def _stats(self, request):
@@ -573,25 +624,34 @@ class DevServer:
         except ValueError:
             c.rejected["400"] += 1
             return _error(400, "request body is not JSON", anthropic)
-        if isinstance(payload, dict):
-            c.body_keys.update(f"{endpoint}:{k}" for k in payload)
-            c.by_model[str(payload.get("model", ""))] += 1
+        status, body = self._respond(endpoint, payload, request.headers.get("anthropic-version", ""), scope)
+        return web.Response(status=status, body=json.dumps(body).encode(), content_type="application/json")
+
+    def _respond(self, endpoint: str, payload: Any, version: str, scope: Scope) -> tuple[int, dict[str, Any]]:
+        """The status and JSON body answering one request (direct, or a line of a batch)."""
+        c, s = scope.counts, scope.settings
+        anthropic = endpoint == "messages"
+        if not isinstance(payload, dict):
+            c.rejected["400"] += 1
+            return 400, _error_body(400, "request body is not a JSON object", anthropic)
+        c.body_keys.update(f"{endpoint}:{k}" for k in payload)
+        c.by_model[str(payload.get("model", ""))] += 1
         model = str(payload.get("model", ""))
         if model.startswith("forbidden"):
             c.rejected["403"] += 1
-            return _error(403, f"this key may not use model {model!r}", anthropic)
+            return 403, _error_body(403, f"this key may not use model {model!r}", anthropic)
         if model.startswith("unknown") or not model:
             c.rejected["404"] += 1
-            return _error(404, f"The model {model!r} does not exist", anthropic)
+            return 404, _error_body(404, f"The model {model!r} does not exist", anthropic)
         sampling = [k for k in ("temperature", "top_p", "top_k") if k in payload]
-        if anthropic and sampling and request.headers.get("anthropic-version", "") >= "2026-10-21":
+        if anthropic and sampling and version >= "2026-10-21":
             c.rejected["400"] += 1  # what API version 2026-10-21 answers
-            return _error(400, f"{sampling[0]}: Extra inputs are not permitted", anthropic)
+            return 400, _error_body(400, f"{sampling[0]}: Extra inputs are not permitted", anthropic)
         max_tokens = payload.get("max_tokens", payload.get("max_completion_tokens", 16))
         least = 0 if endpoint == "completions" and payload.get("echo") else 1  # vLLM scores a prompt with 0
         if not isinstance(max_tokens, int) or max_tokens < least:
             c.rejected["400"] += 1
-            return _error(400, "max_tokens must be a positive integer", anthropic)
+            return 400, _error_body(400, "max_tokens must be a positive integer", anthropic)
         refused = None
         if endpoint == "chat" and openai_reasoning_style(payload) == "openai":
             refused = openai_reasoning_refusal(payload)
@@ -599,15 +659,15 @@ class DevServer:
             refused = anthropic_thinking_refusal(payload, max_tokens)
         if refused:
             c.rejected["400"] += 1
-            return _error(400, refused, anthropic)
+            return 400, _error_body(400, refused, anthropic)
         try:
             self._read_images(payload, scope)
         except BadImage as exc:
             c.rejected["400"] += 1
-            return _error(400, str(exc), anthropic)
+            return 400, _error_body(400, str(exc), anthropic)
         body = getattr(self, f"_{endpoint}_body")(payload, max_tokens, s, scope)
         c.answered += 1
-        return web.Response(body=json.dumps(body).encode(), content_type="application/json")
+        return 200, body
 
     def _read_images(self, payload: dict[str, Any], scope: Scope) -> None:
         """Decode the last user turn's parts into ``payload["_parts"]`` and remember requests with images."""
@@ -776,6 +836,344 @@ class DevServer:
             "usage": usage,
         }
 
+    # ------------------------------------------------------------------ batches (OpenAI Files + Batches, Anthropic)
+    def _batch_call(self, request, name: str, anthropic: bool) -> tuple[Scope, Any]:
+        """Count a batch-API call; the scope, and a 401 response when the key is wrong (else None)."""
+        scope = self.scope(request)
+        scope.counts.by_endpoint[name] += 1
+        scope.counts.changed = True
+        denied = self._auth(request, anthropic)
+        if denied is not None:
+            scope.counts.rejected["401"] += 1
+        return scope, denied
+
+    def _settle(self, scope: Scope, b: DevBatch) -> None:
+        """Answer the batch's lines once it has ended (its delay passed, it was cancelled or expires):
+        an expired or cancelled batch answers its first ``batch_done_fraction`` of lines, the rest are not done."""
+        s = scope.settings
+        now = time.time()
+        if b.ended_at is not None or b.status == "failed":
+            return
+        due = now >= b.created + s.batch_delay_s
+        if b.cancelled_at is None and not due:
+            return
+        cut = b.cancelled_at is not None or s.batch_expire
+        done = math.floor(len(b.lines) * s.batch_done_fraction) if cut else len(b.lines)
+        unfinished = "canceled" if b.cancelled_at is not None else "expired"
+        for i, (custom_id, body) in enumerate(b.lines):
+            if i >= done:
+                b.outcomes.append((custom_id, unfinished, None))
+                continue
+            if s.batch_error_rate and scope.rng.random() < s.batch_error_rate:
+                b.outcomes.append((custom_id, "error", _error_body(500, "The server had an error (dev server batch)",
+                                                                   b.wire == "anthropic") | {"_status": 500}))
+                continue
+            status, answer = self._respond(b.endpoint, dict(body), b.version, scope)
+            if status == 200:
+                scope.counts.batch_answered[custom_id] += 1
+                b.outcomes.append((custom_id, "ok", answer))
+            else:
+                b.outcomes.append((custom_id, "error", answer | {"_status": status}))
+        scope.rng.shuffle(b.outcomes)  # no order is promised
+        b.ended_at = now
+        b.status = "cancelled" if b.cancelled_at is not None else "expired" if s.batch_expire else "completed"
+        if b.wire == "openai":
+            out, err = [], []
+            for custom_id, kind, body in b.outcomes:
+                line: dict[str, Any] = {"id": self._next_id("batch_req"), "custom_id": custom_id}
+                if kind == "ok":
+                    out.append({**line, "response": {"status_code": 200, "request_id": self._next_id("req"),
+                                                     "body": body}, "error": None})
+                elif kind == "error" and body is not None:
+                    status = body.pop("_status")
+                    err.append({**line, "response": {"status_code": status, "request_id": self._next_id("req"),
+                                                     "body": body}, "error": None})
+                else:
+                    code = "batch_cancelled" if kind == "canceled" else "batch_expired"
+                    err.append({**line, "response": None,
+                                "error": {"code": code, "message": f"This request could not be executed ({code})."}})
+            if out:
+                b.output_file_id = self._store_file(scope, out, "batch_output", f"{b.id}_output.jsonl")
+            if err:
+                b.error_file_id = self._store_file(scope, err, "batch_output", f"{b.id}_error.jsonl")
+        scope.counts.changed = True
+
+    def _store_file(self, scope: Scope, lines: list[dict[str, Any]], purpose: str, filename: str) -> str:
+        fid = self._next_id("file")
+        scope.files[fid] = ("".join(json.dumps(x) + "\n" for x in lines).encode(), purpose, filename)
+        return fid
+
+    @staticmethod
+    def _file_object(fid: str, entry: tuple[bytes, str, str]) -> dict[str, Any]:
+        data, purpose, filename = entry
+        return {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                "filename": filename, "purpose": purpose, "status": "processed"}
+
+    async def _file_create(self, request):
+        from aiohttp import web
+
+        scope, denied = self._batch_call(request, "files", False)
+        if denied is not None:
+            return denied
+        form = await request.post()
+        upload, purpose = form.get("file"), str(form.get("purpose", ""))
+        if upload is None or not hasattr(upload, "file"):
+            return _error(400, "file: a file is required", False)
+        data = upload.file.read()
+        if purpose == "batch" and len(data) > BATCH_LIMITS["openai"][1]:
+            return _error(400, "batch input files are limited to 200 MB", False)
+        fid = self._next_id("file")
+        scope.files[fid] = (data, purpose, str(getattr(upload, "filename", "upload.jsonl")))
+        return web.json_response(self._file_object(fid, scope.files[fid]))
+
+    async def _file_get(self, request):
+        from aiohttp import web
+
+        scope, denied = self._batch_call(request, "files", False)
+        if denied is not None:
+            return denied
+        fid = request.match_info["fid"]
+        if fid not in scope.files:
+            return _error(404, f"No such File object: {fid}", False)
+        return web.json_response(self._file_object(fid, scope.files[fid]))
+
+    async def _file_content(self, request):
+        from aiohttp import web
+
+        scope, denied = self._batch_call(request, "files", False)
+        if denied is not None:
+            return denied
+        fid = request.match_info["fid"]
+        if fid not in scope.files:
+            return _error(404, f"No such File object: {fid}", False)
+        return web.Response(body=scope.files[fid][0], content_type="application/octet-stream")
+
+    def _openai_batch(self, scope: Scope, b: DevBatch) -> dict[str, Any]:
+        self._settle(scope, b)
+        n, s = len(b.lines), scope.settings
+        done = sum(1 for _, kind, _ in b.outcomes if kind == "ok")
+        failed = len(b.outcomes) - done
+        if b.ended_at is None and b.status != "failed":  # progress as OpenAI reports it: a count that grows
+            elapsed = time.time() - b.created
+            done = min(n, int(n * elapsed / s.batch_delay_s)) if s.batch_delay_s else n
+        status = b.status
+        if status == "in_progress" and b.cancelled_at is not None:
+            status = "cancelling"
+        stamp = int(b.ended_at) if b.ended_at else None
+        path = "chat/completions" if b.endpoint == "chat" else b.endpoint
+        return {
+            "id": b.id, "object": "batch", "endpoint": f"/v1/{path}",
+            "input_file_id": b.input_file_id, "completion_window": "24h", "status": status,
+            "created_at": int(b.created), "in_progress_at": int(b.created), "expires_at": int(b.created) + 86400,
+            "completed_at": stamp if status == "completed" else None,
+            "expired_at": stamp if status == "expired" else None,
+            "cancelled_at": stamp if status == "cancelled" else None,
+            "cancelling_at": int(b.cancelled_at) if b.cancelled_at else None,
+            "failed_at": int(b.created) if status == "failed" else None,
+            "output_file_id": b.output_file_id, "error_file_id": b.error_file_id,
+            "errors": {"object": "list", "data": b.failure} if b.failure else None,
+            "request_counts": None if status == "failed" else {"total": n, "completed": done, "failed": failed},
+            "metadata": b.metadata,
+        }
+
+    async def _batch_create(self, request):
+        from aiohttp import web
+
+        scope, denied = self._batch_call(request, "batches", False)
+        if denied is not None:
+            return denied
+        try:
+            payload = json.loads(await request.read())
+            fid, endpoint = payload["input_file_id"], payload["endpoint"]
+        except (ValueError, KeyError, TypeError):
+            return _error(400, "input_file_id and endpoint are required", False)
+        if payload.get("completion_window") != "24h":
+            return _error(400, "completion_window: only '24h' is supported", False)
+        kinds = {"/v1/chat/completions": "chat", "/v1/completions": "completions"}
+        if endpoint not in kinds:
+            return _error(400, f"endpoint {endpoint!r} is not served by the dev server", False)
+        if fid not in scope.files:
+            return _error(404, f"No such File object: {fid}", False)
+        b = DevBatch(self._next_id("batch"), "openai", kinds[endpoint], [], time.time(), input_file_id=fid,
+                     metadata=payload.get("metadata"))
+        seen: set[str] = set()
+        for i, raw in enumerate(scope.files[fid][0].decode().splitlines()):
+            try:
+                line = json.loads(raw)
+                custom_id, body = str(line["custom_id"]), line["body"]
+            except (ValueError, KeyError, TypeError):
+                b.failure.append({"code": "invalid_json_line", "message": "not a request line", "line": i + 1})
+                continue
+            problem = ("custom_id is used twice" if custom_id in seen else
+                       "method must be POST" if line.get("method") != "POST" else
+                       "url must equal the batch's endpoint" if line.get("url") != endpoint else
+                       "stream is not allowed in a batch" if isinstance(body, dict) and body.get("stream") else None)
+            if problem:
+                b.failure.append({"code": "invalid_request", "message": problem, "param": "custom_id", "line": i + 1})
+            seen.add(custom_id)
+            b.lines.append((custom_id, body))
+        if len(b.lines) > BATCH_LIMITS["openai"][0]:
+            b.failure.append({"code": "too_many_requests", "message": "at most 50,000 requests per batch",
+                              "line": None})
+        if b.failure or not b.lines:
+            b.status = "failed"
+            b.failure = b.failure or [{"code": "empty_file", "message": "the input file has no lines", "line": None}]
+        else:
+            scope.counts.batches += 1
+            scope.counts.batch_lines.update(c for c, _ in b.lines)
+        scope.batches[b.id] = b
+        return web.json_response(self._openai_batch(scope, b))
+
+    async def _batch_get(self, request):
+        from aiohttp import web
+
+        scope, denied = self._batch_call(request, "batches", False)
+        if denied is not None:
+            return denied
+        b = scope.batches.get(request.match_info["bid"])
+        if b is None or b.wire != "openai":
+            return _error(404, f"No such Batch: {request.match_info['bid']}", False)
+        return web.json_response(self._openai_batch(scope, b))
+
+    async def _batch_list(self, request):
+        from aiohttp import web
+
+        scope, denied = self._batch_call(request, "batches", False)
+        if denied is not None:
+            return denied
+        data = [self._openai_batch(scope, b) for b in reversed(scope.batches.values()) if b.wire == "openai"]
+        return web.json_response({"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
+                                  "last_id": data[-1]["id"] if data else None, "has_more": False})
+
+    async def _batch_cancel(self, request):
+        from aiohttp import web
+
+        scope, denied = self._batch_call(request, "batches", False)
+        if denied is not None:
+            return denied
+        b = scope.batches.get(request.match_info["bid"])
+        if b is None or b.wire != "openai":
+            return _error(404, f"No such Batch: {request.match_info['bid']}", False)
+        self._settle(scope, b)
+        if b.ended_at is None and b.status != "failed":
+            b.cancelled_at = time.time()
+        return web.json_response(self._openai_batch(scope, b))
+
+    def _anthropic_batch(self, request, scope: Scope, b: DevBatch) -> dict[str, Any]:
+        self._settle(scope, b)
+        kinds = Counter(kind for _, kind, _ in b.outcomes)
+        ended = b.ended_at is not None
+
+        def rfc(t: float | None) -> str | None:
+            return datetime.fromtimestamp(t, UTC).isoformat().replace("+00:00", "Z") if t else None
+
+        base = str(request.url.origin()) + request.path.split("/v1/messages/batches")[0]
+        return {
+            "id": b.id, "type": "message_batch", "processing_status": "ended" if ended else
+            "canceling" if b.cancelled_at else "in_progress",
+            # as the API does: every request counts as processing until the whole batch ends
+            "request_counts": {"processing": 0 if ended else len(b.lines), "succeeded": kinds["ok"],
+                               "errored": kinds["error"], "canceled": kinds["canceled"], "expired": kinds["expired"]},
+            "created_at": rfc(b.created), "expires_at": rfc(b.created + 86400), "ended_at": rfc(b.ended_at),
+            "cancel_initiated_at": rfc(b.cancelled_at), "archived_at": None,
+            "results_url": f"{base}/v1/messages/batches/{b.id}/results" if ended else None,
+        }
+
+    async def _mbatch_create(self, request):
+        from aiohttp import web
+
+        scope, denied = self._batch_call(request, "message_batches", True)
+        if denied is not None:
+            return denied
+        raw = await request.read()
+        if len(raw) > BATCH_LIMITS["anthropic"][1]:
+            return _error(413, "a batch is limited to 256 MB", True)
+        try:
+            requests = json.loads(raw)["requests"]
+            lines = [(str(r["custom_id"]), r["params"]) for r in requests]
+        except (ValueError, KeyError, TypeError):
+            return _error(400, "requests: a list of {custom_id, params} is required", True)
+        ids = [c for c, _ in lines]
+        bad = [c for c in ids if not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", c)]
+        problem = ("requests: at least one request is required" if not lines else
+                   f"requests: at most 100,000 requests, not {len(lines)}" if len(lines) > BATCH_LIMITS["anthropic"][0]
+                   else f"custom_id {bad[0]!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$" if bad else
+                   "custom_id values must be unique within a batch" if len(set(ids)) != len(ids) else
+                   "stream is not allowed in a batch" if any(p.get("stream") for _, p in lines) else None)
+        if problem:
+            scope.counts.rejected["400"] += 1
+            return _error(400, problem, True)
+        b = DevBatch(self._next_id("msgbatch"), "anthropic", "messages", lines, time.time(),
+                     version=request.headers.get("anthropic-version", ""))
+        scope.counts.batches += 1
+        scope.counts.batch_lines.update(ids)
+        scope.batches[b.id] = b
+        return web.json_response(self._anthropic_batch(request, scope, b))
+
+    def _mbatch(self, request, scope: Scope) -> DevBatch | None:
+        b = scope.batches.get(request.match_info["bid"])
+        return b if b is not None and b.wire == "anthropic" else None
+
+    async def _mbatch_get(self, request):
+        from aiohttp import web
+
+        scope, denied = self._batch_call(request, "message_batches", True)
+        if denied is not None:
+            return denied
+        b = self._mbatch(request, scope)
+        if b is None:
+            return _error(404, f"batch {request.match_info['bid']!r} not found", True)
+        return web.json_response(self._anthropic_batch(request, scope, b))
+
+    async def _mbatch_list(self, request):
+        from aiohttp import web
+
+        scope, denied = self._batch_call(request, "message_batches", True)
+        if denied is not None:
+            return denied
+        data = [self._anthropic_batch(request, scope, b) for b in reversed(scope.batches.values())
+                if b.wire == "anthropic"]
+        return web.json_response({"data": data, "has_more": False, "first_id": data[0]["id"] if data else None,
+                                  "last_id": data[-1]["id"] if data else None})
+
+    async def _mbatch_cancel(self, request):
+        from aiohttp import web
+
+        scope, denied = self._batch_call(request, "message_batches", True)
+        if denied is not None:
+            return denied
+        b = self._mbatch(request, scope)
+        if b is None:
+            return _error(404, f"batch {request.match_info['bid']!r} not found", True)
+        self._settle(scope, b)
+        if b.ended_at is None:
+            b.cancelled_at = time.time()
+        return web.json_response(self._anthropic_batch(request, scope, b))
+
+    async def _mbatch_results(self, request):
+        from aiohttp import web
+
+        scope, denied = self._batch_call(request, "message_batches", True)
+        if denied is not None:
+            return denied
+        b = self._mbatch(request, scope)
+        if b is None:
+            return _error(404, f"batch {request.match_info['bid']!r} not found", True)
+        self._settle(scope, b)
+        if b.ended_at is None:
+            return _error(400, "the batch has not ended: its results are not ready", True)
+        out = []
+        for custom_id, kind, body in b.outcomes:
+            if kind == "ok":
+                result: dict[str, Any] = {"type": "succeeded", "message": body}
+            elif kind == "error" and body is not None:
+                body = {k: v for k, v in body.items() if k != "_status"}
+                result = {"type": "errored", "error": {**body, "request_id": self._next_id("req")}}
+            else:
+                result = {"type": kind}
+            out.append(json.dumps({"custom_id": custom_id, "result": result}) + "\n")
+        return web.Response(body="".join(out).encode(), content_type="application/binary")
+
     # ------------------------------------------------------------------ faults and auth
     def _auth(self, request, anthropic: bool):
         if self.api_key is None:
@@ -859,12 +1257,17 @@ _ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error", 4
 def _error(status: int, message: str, anthropic: bool, headers: dict[str, str] | None = None):
     from aiohttp import web
 
+    body = _error_body(status, message, anthropic)
+    return web.Response(status=status, body=json.dumps(body).encode(), content_type="application/json", headers=headers)
+
+
+def _error_body(status: int, message: str, anthropic: bool) -> dict[str, Any]:
     if anthropic:
         body = {"type": "error", "error": {"type": _ANTHROPIC_TYPES.get(status, "api_error"), "message": message}}
     else:
         body = {"error": {"message": message, "type": _OPENAI_TYPES.get(status, "server_error"), "param": None,
                           "code": None}}
-    return web.Response(status=status, body=json.dumps(body).encode(), content_type="application/json", headers=headers)
+    return body
 
 
 # --------------------------------------------------------------------------- running

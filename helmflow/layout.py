@@ -11,6 +11,7 @@ instances/<scenario>/<scenario_version>.parquet
 media/<sha256>.<ext>                        images, content-addressed
 work/prompts|query|score/…                  per-task working files (the task cache's payload)
 responses/<deployment>/<xx>/part-*.parquet  the request journal (successes only)
+batches/<deployment>/<batch id>.json        a provider batch: its id and request hashes, written before it is polled
 prefect-results/<cache key>                 Prefect's persisted task results
 quarantine/<key>                            objects that failed their check (corrupt journal parts, foreign results)
 runs/<run_id>/…, run.json last              a published run (references.parquet: its gold answers)
@@ -100,6 +101,19 @@ def journal_dir(deployment: str) -> str:
 def journal_part(journal_prefix: str, partition: str, part_id: str) -> str:
     """One part of a journal partition (``partition``: the first two hex digits of the request hash)."""
     return f"{journal_prefix}/{partition}/part-{part_id}.parquet"
+
+
+# --------------------------------------------------------------------------- provider batches
+BATCHES_ROOT = "batches"
+
+
+def batches_dir(deployment: str) -> str:
+    """The deployment's provider batches (:mod:`helmflow.batches`), one JSON record each."""
+    return f"{BATCHES_ROOT}/{safe_key(deployment)}"
+
+
+def batch_record(deployment: str, batch_id: str) -> str:
+    return f"{batches_dir(deployment)}/{safe_key(batch_id)}.json"
 
 
 # --------------------------------------------------------------------------- offline call counts

@@ -13,6 +13,7 @@ import asyncio
 import atexit
 import contextlib
 import dataclasses
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -237,34 +238,8 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
         ):
             with state:
                 result = await attempt()
-        latency = time.perf_counter() - started
-        prompt_tokens = result.prompt_tokens or tok.count(prompt_text(req.body))
-        reasoning_tokens = result.reasoning_tokens
-        if reasoning_tokens is None:  # the server sent the reasoning but not its count
-            reasoning_tokens = tok.count(result.reasoning) if result.reasoning else 0
-        output_tokens = result.output_tokens or tok.count(result.text) + reasoning_tokens
-        # reasoning tokens are output tokens; cached prompt tokens cost the cached price, if declared
-        cost = cost_usd(deployment, prompt_tokens, output_tokens, min(result.cached_tokens, prompt_tokens))
-        completion = Completion(
-            request_hash=req.request_hash,
-            instance_id=req.instance_id,
-            sample_index=req.sample_index,
-            text=result.text,
-            finish_reason=result.finish_reason,
-            prompt_tokens=prompt_tokens,
-            output_tokens=output_tokens,
-            latency_s=latency,
-            cost_usd=cost,
-            tokens=result.tokens,
-            logprobs=result.logprobs,
-            text_offsets=result.text_offsets,
-            attempts=attempts,
-            created_at=datetime.now(UTC).isoformat(),
-            reasoning=result.reasoning,
-            reasoning_tokens=reasoning_tokens,
-            cached_tokens=result.cached_tokens,
-            truncated_in_reasoning=result.truncated_in_reasoning,
-        )
+        completion = completion_of(deployment, req, result, attempts, time.perf_counter() - started)
+        cost = completion.cost_usd
         try:
             batch.journal.append(completion)  # spooled before it counts as done
         except SpoolFull as exc:  # paid, and cannot be kept: no further request may go out
@@ -293,6 +268,41 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
     return completion
 
 
+def completion_of(deployment: Deployment, req: Request, result: ClientResult, attempts: int, latency: float,
+                  batch: bool = False) -> Completion:
+    """The completion of ``req`` answered with ``result`` (in a provider batch: priced at its discount)."""
+    tok = get_tokenizer(deployment.tokenizer)
+    prompt_tokens = result.prompt_tokens or tok.count(prompt_text(req.body))
+    reasoning_tokens = result.reasoning_tokens
+    if reasoning_tokens is None:  # the server sent the reasoning but not its count
+        reasoning_tokens = tok.count(result.reasoning) if result.reasoning else 0
+    output_tokens = result.output_tokens or tok.count(result.text) + reasoning_tokens
+    # reasoning tokens are output tokens; cached prompt tokens cost the cached price, if declared
+    cached = min(result.cached_tokens, prompt_tokens)
+    written = min(result.cache_write_tokens, prompt_tokens - cached)
+    cost = cost_usd(deployment, prompt_tokens, output_tokens, cached, batch, written)
+    return Completion(
+        request_hash=req.request_hash,
+        instance_id=req.instance_id,
+        sample_index=req.sample_index,
+        text=result.text,
+        finish_reason=result.finish_reason,
+        prompt_tokens=prompt_tokens,
+        output_tokens=output_tokens,
+        latency_s=latency,
+        cost_usd=cost,
+        tokens=result.tokens,
+        logprobs=result.logprobs,
+        text_offsets=result.text_offsets,
+        attempts=attempts,
+        created_at=datetime.now(UTC).isoformat(),
+        reasoning=result.reasoning,
+        reasoning_tokens=reasoning_tokens,
+        cached_tokens=result.cached_tokens,
+        truncated_in_reasoning=result.truncated_in_reasoning,
+    )
+
+
 _clients: dict[tuple[str, str], Client] = {}
 
 
@@ -319,6 +329,16 @@ def client_for(deployment: Deployment, store: Store) -> Client:
     return _clients[key]
 
 
+def task_logger() -> logging.Logger | logging.LoggerAdapter:
+    """The Prefect task run's logger when there is one (its log is the cell's), else helmflow's."""
+    try:
+        from prefect.logging import get_run_logger
+
+        return get_run_logger()
+    except Exception:  # noqa: BLE001 - no run context (a plain call, a test)
+        return logging.getLogger("helmflow")
+
+
 def _not_sent(requests: list[Request], error: str) -> list[Completion]:
     """Nothing sent: every request is an error."""
     now = datetime.now(UTC).isoformat()
@@ -341,6 +361,8 @@ class Sending:
     def __init__(self, store: Store, deployment: Deployment, hashes: pa.Array | pa.ChunkedArray, max_tokens: np.ndarray,
                  progress: Progress | None = None, shared: BoardRun | None = None):
         self.shared = shared = shared or BoardRun()
+        self.store = store
+        self.log = task_logger()  # taken here: the I/O loop's thread has no Prefect run context
         client = client_for(deployment, store)
         client.check_credentials()
         self.result = QueryResult(completions=[])
@@ -381,7 +403,11 @@ class Sending:
         if self.progress and len(requests) - len(pending):
             self.progress(len(requests) - len(pending))
         fresh: list[Completion] = []
-        if pending:
+        if pending and self.batch.client.deployment.batch:
+            from helmflow.batches import send_batched
+
+            fresh = run_io(send_batched(self.batch, pending, self.store, self.log, completion_of))
+        elif pending:
             async def send() -> list[Completion]:
                 return await asyncio.gather(*(_send_one(self.batch, r) for r in pending))
 

@@ -252,6 +252,15 @@ class Deployment(Record):
                                                           "included)")
     price_cached_input_per_mtok: float | None = Field(None, ge=0, description=(
         "USD per million prompt tokens read from the provider's cache (default: the input price)"))
+    price_cache_write_per_mtok: float | None = Field(None, ge=0, description=(
+        "USD per million prompt tokens written to the provider's cache (Anthropic; default: the input price)"))
+    batch: bool = Field(False, description="send requests through the provider's batch API (kinds `openai` and "
+                                           "`anthropic`; `--batch` turns it on for a run): see Batch mode and "
+                                           "caching. Not part of model_version")
+    batch_discount: float = Field(0.5, ge=0, le=1, description="what a batched request costs, as a share of its "
+                                                               "real-time price")
+    batch_poll_s: float = Field(15.0, gt=0, le=300, description="the first wait between polls of a batch; each "
+                                                                "wait is 1.5 times the last, up to 300 s")
     max_concurrency: int = Field(16, ge=1, description="requests in flight at once, per process")
     requests_per_minute: float | None = Field(None, description="a request-rate limit, per process")
     tokens_per_minute: float | None = Field(None, description="a token-rate limit, per process")

@@ -181,12 +181,18 @@ def prompt_text(body: RequestBody) -> str:
     return body.prompt if body.prompt is not None else "\n".join(m.content for m in body.messages or [])
 
 
-def cost_usd(deployment: Deployment, prompt_tokens: int, output_tokens: int, cached_tokens: int = 0) -> float:
+def cost_usd(deployment: Deployment, prompt_tokens: int, output_tokens: int, cached_tokens: int = 0,
+             batch: bool = False, cache_write_tokens: int = 0) -> float:
     """USD of one request; ``output_tokens`` includes any reasoning tokens (billed as output), and the
-    ``cached_tokens`` of ``prompt_tokens`` cost the cached price when the deployment declares one."""
+    ``cached_tokens`` of ``prompt_tokens`` cost the cached price when the deployment declares one (the
+    ``cache_write_tokens`` the cache-write price); a ``batch`` request costs the deployment's batch discount of it."""
     cached_price = deployment.price_cached_input_per_mtok
     if cached_price is None or not cached_tokens:
         cached_price, cached_tokens = deployment.price_input_per_mtok, 0
-    uncached = prompt_tokens - cached_tokens
-    return (uncached * deployment.price_input_per_mtok + cached_tokens * cached_price
-            + output_tokens * deployment.price_output_per_mtok) / 1e6
+    write_price = deployment.price_cache_write_per_mtok
+    if write_price is None or not cache_write_tokens:
+        write_price, cache_write_tokens = deployment.price_input_per_mtok, 0
+    uncached = prompt_tokens - cached_tokens - cache_write_tokens
+    usd = (uncached * deployment.price_input_per_mtok + cached_tokens * cached_price
+           + cache_write_tokens * write_price + output_tokens * deployment.price_output_per_mtok) / 1e6
+    return usd * deployment.batch_discount if batch else usd

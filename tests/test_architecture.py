@@ -118,7 +118,7 @@ LAYERS = {
     # 1: the benchmark knowledge (plugins) and the engines that run one request or one file
     "helmflow.adapters": 1, "helmflow.scenarios": 1, "helmflow.metrics": 1, "helmflow.clients": 1,
     "helmflow.perturbations": 1, "helmflow.judges": 1, "helmflow.prompts": 1, "helmflow.journal": 1, "helmflow.datasets": 1,
-    "helmflow.query": 1, "helmflow.scoring": 1, "helmflow.request_builder": 1,
+    "helmflow.query": 1, "helmflow.batches": 1, "helmflow.scoring": 1, "helmflow.request_builder": 1,
     # 2: planning a board and the plain stage functions
     "helmflow.plan": 2, "helmflow.pipeline": 2, "helmflow.aggregate": 2, "helmflow.uptodate": 2, "helmflow.dryrun": 2, "helmflow.reproduce": 2,
     "helmflow.publish": 2, "helmflow.helm": 2, "helmflow.bundle": 2, "helmflow.compare": 2, "helmflow.agreement": 2,

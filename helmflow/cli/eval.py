@@ -14,6 +14,7 @@ from typing import Any
 
 from helmflow.cli.options import (
     UsageError,
+    batch_arg,
     csv_list,
     dry_run_arg,
     ephemeral_arg,
@@ -67,6 +68,7 @@ def add_parser(sub) -> None:
     ephemeral_arg(p)
     dry_run_arg(p)
     force_flow_arg(p)
+    batch_arg(p)
     p.set_defaults(func=cmd_eval)
 
 

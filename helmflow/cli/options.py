@@ -134,6 +134,13 @@ def budget_arg(p: argparse.ArgumentParser) -> None:
                    help="stop sending new priced requests (model and judge) before the projected spend passes USD")
 
 
+def batch_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--batch", action="store_true",
+                   help="send the requests of every openai and anthropic deployment (judges too) through the "
+                        "provider's batch API, at its batch price (docs/batch.md); a rerun collects batches a "
+                        "stopped run left running")
+
+
 def force_flow_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force-flow", action="store_true",
                    help="run the Prefect flow even when the board's exact release is already published "

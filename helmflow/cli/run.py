@@ -6,6 +6,7 @@ import argparse
 
 from helmflow.cli.options import (
     UsageError,
+    batch_arg,
     budget_arg,
     dry_run_arg,
     ephemeral_arg,
@@ -34,6 +35,7 @@ def add_parser(sub) -> None:
                           "token budget and the answer-format suffix; a v2 board publishes as <board>-v2")
     prompts_arg(run)
     budget_arg(run)
+    batch_arg(run)
     run.add_argument("--wait", action="store_true",
                      help="if another run of this board on this storage holds its lease, wait for it "
                           "(default: exit 75)")

@@ -215,6 +215,12 @@ def check_groups(spec: BoardSpec, labels: list[str], groups: list[str] | None = 
                                  f"which the board does not run; it runs: {', '.join(labels)}")
 
 
+def batch_capable(deployment: Deployment) -> bool:
+    from helmflow.clients import CLIENTS
+
+    return deployment.client in CLIENTS and CLIENTS.get(deployment.client).batch_limits[0] > 0
+
+
 def plan_board(
     spec: BoardSpec,
     deployments: dict[str, Deployment],
@@ -224,6 +230,9 @@ def plan_board(
 ) -> BoardPlan:
     """The runs of ``spec`` narrowed by ``selection`` (or its ``fields``: ``models=...``)."""
     chosen = Selection.of(selection, **fields)
+    if chosen.batch:  # --batch: every deployment whose kind has a batch API
+        deployments = {n: d.model_copy(update={"batch": True}) if batch_capable(d) else d
+                       for n, d in deployments.items()}
     models, scenarios, max_instances = chosen.models, chosen.scenarios, chosen.max_instances
     chosen_models = models or spec.models
     unknown = [m for m in chosen_models if m not in deployments]

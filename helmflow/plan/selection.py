@@ -26,6 +26,8 @@ class Selection(BaseModel):
     board_wide: dict[str, str] = Field(default_factory=dict, description=(
         "board-wide metrics by name: the scorer deployment of a metric that reads one, `on` for one that does "
         "not, `none` to drop it (default: the board's own)"))
+    batch: bool = Field(False, description="every deployment with a batch API (openai, anthropic; judges too) sends "
+                                           "through it, as with `batch: true` (the results are the same requests')")
 
     @model_validator(mode="after")
     def _one_jury(self) -> Selection:

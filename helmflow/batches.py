@@ -1,0 +1,271 @@
+"""Provider batch APIs (``batch: true``): a chunk's pending requests go out as batches and come back
+as the same completions the real-time path journals, priced at the deployment's batch discount.
+
+The order of events is what makes it crash-safe:
+
+1. the chunk's requests are split at the provider's limits (requests and bytes per batch);
+2. each batch is created, and its **id and request hashes are written to storage**
+   (``batches/<deployment>/<batch id>.json``, :mod:`helmflow.layout`) before it is polled;
+3. it is polled with a backoff (``batch_poll_s`` at first, 1.5 times longer each time, at most
+   300 s), its progress in the task's log (``batch 2/3: 41,200 of 50,000 done``);
+4. once it has ended its answers are journaled, then its record is marked ended.
+
+A resumed run (after SIGKILL, Ctrl-C or a lost worker) reads the live records first: a pending
+request held by one is collected from that batch, never submitted again while it lives. A line the
+provider did not finish (the batch expired or was cancelled) is resubmitted once, with the errored
+lines whose error is transient while the request has been in fewer batches than the deployment's
+``retry.attempts``; a permanent error is the request's error. Ctrl-C (or a lapsed lease) stops
+polling and leaves the batches running: the next run of the same command collects them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from helmflow import layout
+from helmflow.clients.base import BudgetExceeded, Client, ClientError, ClientResult, NotRun, PermanentError
+from helmflow.journal import Journal, SpoolFull
+from helmflow.lease import lapsed as lease_lapsed
+from helmflow.records import Completion, Request
+from helmflow.request_builder import cost_usd, prompt_text
+from helmflow.stopping import stop_requested
+from helmflow.storage import Store
+from helmflow.tokenizers import get_tokenizer
+
+MAX_POLL_S = 300.0
+#: how many batches an unfinished line (expired, cancelled) may be in: the first, and one resubmission
+UNFINISHED_ROUNDS = 2
+
+
+class BatchRecord(BaseModel):
+    """What storage holds of one provider batch (written before it is polled)."""
+
+    batch_id: str
+    deployment: str
+    hashes: list[str]
+    submitted_at: str
+    state: str = "live"  # "live" until its answers are journaled, then "ended"
+    status: str = ""  # the provider's last status
+
+
+class Ledger:
+    """The deployment's batch records in storage."""
+
+    def __init__(self, store: Store, deployment: str):
+        self.store, self.deployment = store, deployment
+
+    def records(self) -> list[BatchRecord]:
+        prefix = layout.batches_dir(self.deployment)
+        if not self.store.exists(prefix):
+            return []
+        out = []
+        for key in sorted(self.store.ls(prefix)):
+            if key.endswith(".json"):
+                out.append(BatchRecord.model_validate(self.store.read_json(key)))
+        return out
+
+    def write(self, record: BatchRecord) -> None:
+        self.store.write_json(layout.batch_record(self.deployment, record.batch_id), record.model_dump())
+
+
+def _lines_split(lines: list[tuple[str, dict[str, Any]]], max_requests: int,
+                 max_bytes: int) -> list[list[tuple[str, dict[str, Any]]]]:
+    """``lines`` cut into batches of at most ``max_requests`` lines and ``max_bytes`` of JSONL each."""
+    groups: list[list[tuple[str, dict[str, Any]]]] = [[]]
+    size = 0
+    for h, line in lines:
+        n = len(json.dumps(line, separators=(",", ":")).encode()) + 1
+        if groups[-1] and (len(groups[-1]) >= max_requests or size + n > max_bytes):
+            groups.append([])
+            size = 0
+        groups[-1].append((h, line))
+        size += n
+    return [g for g in groups if g]
+
+
+class Sender(Protocol):
+    """What the concurrent sends of a chunk share (:class:`helmflow.query._Batch`)."""
+
+    client: Client
+    journal: Journal
+    progress: Callable[[int], None] | None
+    shared: Any
+
+    @property
+    def budget(self) -> Any: ...
+
+    def stopped(self) -> bool: ...
+
+    def stop(self, exc: ClientError) -> None: ...
+
+
+#: builds a completion from a result: (deployment, request, result, attempts, latency, batch) -> Completion
+CompletionOf = Callable[..., Completion]
+
+
+def _error(req: Request, message: str, attempts: int) -> Completion:
+    return Completion(request_hash=req.request_hash, instance_id=req.instance_id, sample_index=req.sample_index,
+                      error=message, attempts=attempts, created_at=datetime.now(UTC).isoformat())
+
+
+async def send_batched(batch: Sender, pending: list[Request], store: Store,
+                       log: logging.Logger | logging.LoggerAdapter, completion_of: CompletionOf) -> list[Completion]:
+    """Completions for ``pending`` (none of them journaled) through the provider's batch API."""
+    client = batch.client
+    d = client.deployment
+    ledger = Ledger(store, d.name)
+    want = {r.request_hash: r for r in pending}
+    records = await asyncio.to_thread(ledger.records)
+    rounds = Counter(h for rec in records for h in rec.hashes)  # batches each request has been in
+    live = [rec for rec in records if rec.state == "live" and not want.keys().isdisjoint(rec.hashes)]
+    held = {h for rec in live for h in rec.hashes}
+    if live:
+        log.info("%s: %d request(s) are in %d batch(es) submitted before; polling those", d.name,
+                 len(held & want.keys()), len(live))
+    done: dict[str, Completion] = {}
+    reserved: dict[str, float] = {}
+    tok = get_tokenizer(d.tokenizer)
+    queue = [h for h in want if h not in held]
+    started = time.perf_counter()
+
+    def settle(h: str, actual: float) -> None:
+        if batch.budget is not None:
+            batch.budget.settle(reserved.pop(h, 0.0), actual)
+
+    async def submit(hashes: list[str]) -> None:
+        lines: list[tuple[str, dict[str, Any]]] = []
+        for h in hashes:
+            req = want[h]
+            if batch.stopped():
+                done[h] = _error(req, f"not sent: deployment {d.name!r} was stopped by an earlier error", 0)
+                continue
+            try:
+                if batch.budget is not None:  # the worst case, at the batch price
+                    reserved[h] = cost_usd(d, tok.count(prompt_text(req.body)), req.body.max_tokens, batch=True)
+                    batch.budget.reserve(reserved[h])
+                lines.append((h, await client.batch_line(h, req.body)))
+            except ClientError as exc:
+                reserved.pop(h, None)
+                if not isinstance(exc, BudgetExceeded):
+                    batch.stop(exc)
+                done[h] = _error(req, f"{type(exc).__name__}: {exc}", 0)
+        max_requests, max_bytes = client.batch_limits
+        for group in _lines_split(lines, max_requests, max_bytes):
+            if stop_requested() or lease_lapsed():
+                for h, _ in group:
+                    settle(h, 0.0)
+                    done[h] = _error(want[h], "Interrupted: not sent: the run was interrupted", 0)
+                continue
+            try:
+                batch_id = await client.batch_submit([line for _, line in group])
+            except ClientError as exc:
+                if not exc.transient:
+                    batch.stop(exc)
+                for h, _ in group:
+                    settle(h, 0.0)
+                    done[h] = _error(want[h], f"{type(exc).__name__}: {exc}", rounds[h])
+                continue
+            rec = BatchRecord(batch_id=batch_id, deployment=d.name, hashes=[h for h, _ in group],
+                              submitted_at=datetime.now(UTC).isoformat())
+            await asyncio.to_thread(ledger.write, rec)  # before it is polled: a rerun polls it, never resubmits
+            rounds.update(rec.hashes)
+            live.append(rec)
+            log.info("%s: submitted batch %s of %d request(s)", d.name, batch_id, len(group))
+
+    async def collect(rec: BatchRecord, status: str) -> list[str]:
+        """Journal an ended batch's answers; the hashes to resubmit."""
+        bodies = {h: want[h].body for h in rec.hashes if h in want and h not in done}
+        answers = await client.batch_results(rec.batch_id, bodies)
+        again: list[str] = []
+        latency = time.perf_counter() - started
+        for h, answer in answers.items():
+            req = want[h]
+            if isinstance(answer, ClientResult):
+                completion = completion_of(d, req, answer, rounds[h], latency, batch=True)
+                try:
+                    batch.journal.append(completion)
+                except SpoolFull as exc:
+                    batch.shared.stop_all(f"{type(exc).__name__}: {exc}")
+                    batch.stop(PermanentError(str(exc)))
+                    completion = _error(req, f"SpoolFull: {exc}", rounds[h])
+                settle(h, completion.cost_usd)
+                done[h] = completion
+                if batch.progress:
+                    batch.progress(1)
+                continue
+            limit = UNFINISHED_ROUNDS if isinstance(answer, NotRun) else max(UNFINISHED_ROUNDS, d.retry.attempts)
+            if answer.transient and rounds[h] < limit and not batch.stopped():
+                again.append(h)
+            else:
+                if not answer.transient:
+                    batch.stop(answer)
+                settle(h, 0.0)
+                done[h] = _error(req, f"{type(answer).__name__}: {answer}", rounds[h])
+        await asyncio.to_thread(batch.journal.flush)  # answers in storage before the record says ended
+        rec.state, rec.status = "ended", status
+        await asyncio.to_thread(ledger.write, rec)
+        return again
+
+    await submit(queue)
+    wait = d.batch_poll_s
+    while live:
+        if stop_requested() or lease_lapsed():
+            ids = ", ".join(rec.batch_id for rec in live)
+            log.warning("%s: interrupted; batch(es) %s keep running at the provider: run the same command again to "
+                        "collect them (nothing is submitted twice)", d.name, ids)
+            for rec in live:
+                for h in rec.hashes:
+                    if h in want and h not in done:
+                        settle(h, 0.0)
+                        done[h] = _error(want[h], f"Interrupted: batch {rec.batch_id} is still running; rerun to "
+                                                  f"collect it", rounds[h])
+            break
+        ended: list[tuple[BatchRecord, str]] = []
+        for i, rec in enumerate(list(live)):
+            try:
+                state = await client.batch_poll(rec.batch_id)
+            except ClientError as exc:
+                log.warning("%s: polling batch %s: %s", d.name, rec.batch_id, exc)
+                if exc.transient:
+                    continue
+                batch.stop(exc)  # its record stays live: a later run polls it again
+                live.remove(rec)
+                for h in rec.hashes:
+                    if h in want and h not in done:
+                        settle(h, 0.0)
+                        done[h] = _error(want[h], f"{type(exc).__name__}: {exc}", rounds[h])
+                continue
+            log.info("batch %d/%d: %s of %s done (%s, %s)", i + 1, len(live), f"{state.done:,}",
+                     f"{state.total:,}", rec.batch_id, state.status)
+            if state.ended:
+                ended.append((rec, state.status))
+        again: list[str] = []
+        for rec, status in ended:
+            live.remove(rec)
+            again += await collect(rec, status)
+        if again:
+            log.info("%s: resubmitting %d request(s) the provider did not finish", d.name, len(again))
+            await submit(again)
+            wait = d.batch_poll_s
+        if live and not ended:
+            await asyncio.sleep(wait)
+            wait = min(wait * 1.5, MAX_POLL_S)
+    out = []
+    for r in pending:
+        if r.request_hash not in done:  # held by a live batch whose poll failed for good
+            settle(r.request_hash, 0.0)
+            done[r.request_hash] = _error(r, "Interrupted: not collected", 0)
+        out.append(done[r.request_hash])
+    return out
+
+
+__all__ = ["BatchRecord", "Ledger", "send_batched"]

@@ -1,0 +1,122 @@
+"""Batch mode end to end: a board run with ``--batch`` through the CLI, Prefect, the real openai and anthropic
+SDKs (Files + Batches, Message Batches) and the dev server, counted at the server: the same leaderboard as
+real-time at half the published cost, every request in exactly one batch line across SIGKILLs, and an expired
+batch's finished lines kept while only the rest are resubmitted."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from tests.support.paid_board import run_cli_text, start_cli
+
+pytestmark = pytest.mark.slow
+
+SCENARIOS, PER_SCENARIO = 2, 50  # x 2 deployments: 200 requests
+PRICES = {"price_input_per_mtok": 2.0, "price_output_per_mtok": 8.0}
+ENV = {"HELMFLOW_BATCH_KEY": "sk-batch-test"}
+
+
+def board_args(tmp_path: Path, openai_server, anthropic_server, store: str = "store", **deployment) -> list[str]:
+    key = {"api_key_env": "HELMFLOW_BATCH_KEY", "batch_poll_s": 0.1, **PRICES, **deployment}
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"deployments": [
+        {"name": "dev/gpt", "client": "openai", "model": "gpt-dev", "base_url": openai_server.openai_url, **key},
+        {"name": "dev/claude", "client": "anthropic", "model": "claude-dev", "base_url": anthropic_server.url,
+         "context_window": 200000, **key},
+    ]}))
+    board = tmp_path / "board.yaml"
+    board.write_text(yaml.safe_dump({
+        "name": "batched", "version": "1", "models": ["dev/gpt", "dev/claude"],
+        "scenarios": [{"name": "arithmetic", "params": {"digits": 3, "num_test": PER_SCENARIO, "seed": k},
+                       "label": f"arith-{k}"} for k in range(SCENARIOS)],
+    }))
+    return ["run", "--board-file", str(board), "--models-file", str(models), "--storage", str(tmp_path / store)]
+
+
+def leaderboard(root: Path) -> list[dict]:
+    latest = json.loads((root / "leaderboards/batched/latest.json").read_text())
+    rows = pq.read_table(root / f"leaderboards/batched/{latest['release_id']}/leaderboard.parquet").to_pylist()
+    return sorted(rows, key=lambda r: r["deployment"])
+
+
+def run_costs(root: Path) -> dict[str, float]:
+    costs: dict[str, float] = {}
+    for run_json in root.glob("runs/*/run.json"):
+        name = json.loads(run_json.read_text())["deployment"]["name"]
+        table = pq.read_table(run_json.parent / "completions.parquet", columns=["cost_usd"])
+        costs[name] = costs.get(name, 0.0) + sum(table.column("cost_usd").to_pylist())
+    return costs
+
+
+def test_a_batched_board_matches_real_time_at_half_the_cost(prefect_server, dev_server, tmp_path):
+    realtime, batched = dev_server.scoped("realtime-" + dev_server.scope), dev_server.scoped("batch-" + dev_server.scope)
+    total = SCENARIOS * PER_SCENARIO
+    done = run_cli_text(*board_args(tmp_path, realtime, realtime, "rt"), env=ENV)
+    assert done.returncode == 0, done.stdout
+    done = run_cli_text(*board_args(tmp_path, batched, batched, "batch"), "--batch", env=ENV)
+    assert done.returncode == 0, done.stdout
+    rt, b = realtime.stats(), batched.stats()
+    assert rt["requests"] == 2 * total and rt["batches"] == 0
+    # nothing real-time, every request in exactly one batch line, each line answered once
+    assert b["requests"] == 0 and b["by_endpoint"].get("chat", 0) == 0 and b["by_endpoint"].get("messages", 0) == 0
+    assert b["batch_lines"] == b["batch_line_ids"] == b["batch_answered"] == 2 * total
+    assert b["batch_line_repeats"] == 0
+    assert b["batches"] == 2 * SCENARIOS  # one per pair: 100-request chunks are far below either provider's limit
+    # the same leaderboard (scores and tokens); the cost column halved
+    rows_rt, rows_b = leaderboard(tmp_path / "rt"), leaderboard(tmp_path / "batch")
+    assert [r["deployment"] for r in rows_b] == ["dev/claude", "dev/gpt"]
+    for a, c in zip(rows_rt, rows_b, strict=True):
+        assert {k: v for k, v in a.items() if k != "cost_usd"} == {k: v for k, v in c.items() if k != "cost_usd"}
+        assert a["cost_usd"] > 0 and c["cost_usd"] == pytest.approx(0.5 * a["cost_usd"], rel=1e-9)
+    costs_rt, costs_b = run_costs(tmp_path / "rt"), run_costs(tmp_path / "batch")
+    for name, usd in costs_rt.items():
+        assert costs_b[name] == pytest.approx(0.5 * usd, rel=1e-9)
+    # the batch records in storage: ids and hashes, every one ended
+    records = [json.loads(p.read_text()) for p in (tmp_path / "batch/batches").rglob("*.json")]
+    assert len(records) == 2 * SCENARIOS and all(r["state"] == "ended" for r in records)
+    assert sum(len(r["hashes"]) for r in records) == 2 * total
+    print(f"real-time ${sum(costs_rt.values()):.6f}, batch ${sum(costs_b.values()):.6f}")
+
+
+def test_sigkill_while_batches_run_then_rerun_pays_each_request_once(prefect_server, dev_server, tmp_path):
+    """Three SIGKILLs while batches are pending; the rerun polls the recorded batches and submits nothing twice."""
+    total = 2 * SCENARIOS * PER_SCENARIO
+    args = board_args(tmp_path, dev_server, dev_server)
+    dev_server.configure(batch_delay_s=3600)  # batches stay pending until told otherwise
+    for _ in range(3):
+        before = batch_calls(dev_server)
+        proc = start_cli([*args, "--batch"], env=ENV)
+        deadline = time.monotonic() + 240
+        # the first run submits every batch; each run polls every batch (a retrieve each) before it is killed
+        while dev_server.stats()["batches"] < 2 * SCENARIOS or batch_calls(dev_server) < before + 4 * SCENARIOS:
+            assert proc.poll() is None, proc.stdout.read()
+            assert time.monotonic() < deadline, "no batches polled"
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        stats = dev_server.stats()
+        assert stats["batches"] == 2 * SCENARIOS and stats["batch_lines"] == total, stats
+        records = [json.loads(p.read_text()) for p in (tmp_path / "store/batches").rglob("*.json")]
+        assert len(records) == 2 * SCENARIOS and all(r["state"] == "live" for r in records)
+    dev_server.configure(batch_delay_s=0)
+    done = run_cli_text(*args, "--batch", env=ENV)
+    assert done.returncode == 0, done.stdout
+    final = dev_server.stats()
+    assert final["requests"] == 0  # nothing went real-time
+    assert final["batches"] == 2 * SCENARIOS
+    assert final["batch_lines"] == final["batch_line_ids"] == final["batch_answered"] == total
+    assert final["batch_line_repeats"] == 0 and final["batch_answered_repeats"] == 0
+    assert sum(r["missing"] for r in leaderboard(tmp_path / "store")) == 0
+
+
+def batch_calls(server) -> int:
+    calls = server.stats()["by_endpoint"]
+    return calls.get("batches", 0) + calls.get("message_batches", 0) + calls.get("files", 0)
