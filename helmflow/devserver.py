@@ -48,8 +48,8 @@ Reasoning models, on every wire (``reasoning_words`` says how long each one thin
   id containing ``redacted``), counted in ``output_tokens`` and ``output_tokens_details.thinking_tokens``.
 
 Reasoning tokens come out of the output budget: a budget spent while thinking ends the answer with
-``length``/``max_tokens`` and no text. Prompt caching is simulated per scope: the longest run of whole leading lines
-(never the last) an earlier request began with is reported as cached (OpenAI
+``length``/``max_tokens`` and no text. Prompt caching is simulated per scope (up to 200,000 prompt heads): the
+longest run of whole leading lines (never the last) an earlier request began with is reported as cached (OpenAI
 ``prompt_tokens_details.cached_tokens``; Anthropic ``cache_read_input_tokens``, outside ``input_tokens``).
 The stats add the usage the server reported (``usage``: prompt, completion and cached tokens, and the
 reasoning tokens generated, reported or not), the
@@ -367,17 +367,26 @@ def anthropic_thinking_words(payload: dict[str, Any]) -> int | None:
     return EFFORT_WORDS.get(effort, EFFORT_WORDS["high"])
 
 
-def cached_words(seen: set[str], prompt: str) -> int:
+#: the most prompt heads a scope's simulated cache holds (a full cache serves what it has, stores no more)
+CACHE_ENTRIES = 200_000
+
+
+def cached_words(seen: set[int], prompt: str) -> int:
     """Words of the longest run of whole leading lines (never the last line) that an earlier request of the
-    scope also began with: what a provider's prefix cache would serve."""
-    lines = prompt.rstrip("\n").split("\n")[:-1]
-    cached, digest = 0, hashlib.sha256()
-    for k, line in enumerate(lines):
-        digest.update(line.encode() + b"\n")
-        key = digest.hexdigest()
+    scope also began with: what a provider's prefix cache would serve. Heads are kept as their hashes
+    (this process's ``hash``: the cache lives as long as the server)."""
+    text = prompt.rstrip("\n")
+    cached = words = key = 0
+    start = 0
+    while (end := text.find("\n", start)) >= 0:
+        line = text[start:end]
+        words += len(line.split())
+        key = hash((key, line))  # the head so far: each line once, however long the prompt
         if key in seen:
-            cached = sum(len(ln.split()) for ln in lines[: k + 1])
-        seen.add(key)
+            cached = words
+        elif len(seen) < CACHE_ENTRIES:
+            seen.add(key)
+        start = end + 1
     return cached
 
 
@@ -464,7 +473,7 @@ class Scope:
     counts: Counts = field(default_factory=Counts)
     rng: random.Random = field(default_factory=random.Random)
     image_requests: list[list[dict[str, Any]]] = field(default_factory=list)
-    prefixes: set[str] = field(default_factory=set)  # prompt heads sent before: the simulated prompt cache
+    prefixes: set[int] = field(default_factory=set)  # prompt heads sent before: the simulated prompt cache
     files: dict[str, tuple[bytes, str, str]] = field(default_factory=dict)  # id -> (bytes, purpose, filename)
     batches: dict[str, DevBatch] = field(default_factory=dict)
 
