@@ -3,7 +3,8 @@
 Instances are loaded straight from each scenario's source (or its mirror), prompts are built and
 fitted to every deployment's window and priced by the code the query stage uses
 (``helmflow.request_builder``), and the worst case is priced: every
-prompt token at the input price plus ``max_tokens`` per request at the output price.
+prompt token at the input price plus ``max_tokens`` per request at the output price. A deployment
+whose provider has a batch API is priced at its batch discount too, side by side.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class RunEstimate:
     prompt_tokens: int
     max_output_tokens: int
     worst_case_usd: float
+    batch_usd: float | None = None  # the same at the batch price (a deployment with a batch API)
 
 
 def load_instances(plan: ScenarioPlan) -> list[Instance]:
@@ -40,6 +42,7 @@ def load_instances(plan: ScenarioPlan) -> list[Instance]:
 def estimate(plan: BoardPlan) -> list[RunEstimate]:
     from helmflow.judges import worst_case
     from helmflow.perturbations import perturb_evaluated
+    from helmflow.plan.compile import batch_capable
     from helmflow.request_builder import build_requests, cost_usd, prompt_text
 
     instances = {s.label: load_instances(s) for s in plan.scenarios}
@@ -71,10 +74,12 @@ def estimate(plan: BoardPlan) -> list[RunEstimate]:
                 if asked:
                     kept.append(r)
         out.append(RunEstimate(label, dep.name, n, prompt_tokens, output_tokens,
-                               cost_usd(dep, prompt_tokens, output_tokens)))
+                               cost_usd(dep, prompt_tokens, output_tokens),
+                               cost_usd(dep, prompt_tokens, output_tokens, batch=True) if batch_capable(dep) else None))
         by_id = {i.id: i for i in instances[label]}
         for judge, template, verb in asked:  # judge and scorer requests are paid too (and count in --budget-usd)
             jn, p_tokens, o_tokens = worst_case(judge, template, by_id, kept, run.judge_texts)
             out.append(RunEstimate(label, f"{judge.name} {verb} {dep.name}", jn, p_tokens, o_tokens,
-                                   cost_usd(judge, p_tokens, o_tokens)))
+                                   cost_usd(judge, p_tokens, o_tokens),
+                                   cost_usd(judge, p_tokens, o_tokens, batch=True) if batch_capable(judge) else None))
     return out

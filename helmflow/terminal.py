@@ -186,14 +186,20 @@ def print_table(console: Console, table: Table, names: tuple[int, ...] = (0,)) -
 
 
 def print_estimate(console: Console, rows: list[RunEstimate]) -> None:
-    """The dry run's table: requests, tokens and worst-case cost per run, and their total."""
+    """The dry run's table: requests, tokens and worst-case cost per run, and their total; with a batch
+    column (the same requests at the batch price) when a deployment has a batch API."""
     table = Table(title="dry run: nothing sent, nothing written")
-    for col in ("scenario", "model", "requests", "prompt tokens", "max output tokens", "worst-case $"):
+    batched = any(r.batch_usd is not None for r in rows)
+    columns = ["scenario", "model", "requests", "prompt tokens", "max output tokens", "worst-case $"]
+    for col in columns + (["batch $"] if batched else []):
         table.add_column(col, justify="left" if col in ("scenario", "model") else "right", overflow="fold")
     for r in rows:
+        extra = [f"{r.batch_usd:.6f}" if r.batch_usd is not None else "-"] if batched else []
         table.add_row(r.scenario, r.deployment, str(r.requests), str(r.prompt_tokens), str(r.max_output_tokens),
-                      f"{r.worst_case_usd:.6f}")
+                      f"{r.worst_case_usd:.6f}", *extra)
+    # the batch total: what the run costs with --batch (deployments without a batch API at their own price)
+    batch_total = [f"{sum(r.worst_case_usd if r.batch_usd is None else r.batch_usd for r in rows):.6f}"]
     table.add_row("total", "", str(sum(r.requests for r in rows)), str(sum(r.prompt_tokens for r in rows)),
                   str(sum(r.max_output_tokens for r in rows)), f"{sum(r.worst_case_usd for r in rows):.6f}",
-                  style="bold")
+                  *(batch_total if batched else []), style="bold")
     print_table(console, table, names=(0, 1))

@@ -73,3 +73,30 @@ def test_a_dry_run_of_long_prompts_holds_one_prompt_at_a_time(tmp_path):
     assert code == 0, out.stderr
     assert "a0" in out.stderr and "a1" in out.stderr  # both scenarios priced
     assert peak_mb < 300, f"peak {peak_mb} MB"
+
+
+def test_a_dry_run_prices_batch_deployments_at_real_time_and_batch_side_by_side(tmp_path: Path):
+    data = tmp_path / "qa.csv"
+    data.write_text("question,answer\none two,x\nthree,y\n")  # prompts of 4 and 3 words
+    models = tmp_path / "models.yaml"
+    models.write_text(
+        "deployments:\n"
+        "  - {name: priced/gpt, client: openai, model: gpt, api_key_env: HELMFLOW_DRY_KEY, price_input_per_mtok: 2.0,"
+        " price_output_per_mtok: 10.0}\n"
+        "  - {name: priced/claude, client: anthropic, model: claude, api_key_env: HELMFLOW_DRY_KEY,"
+        " price_input_per_mtok: 2.0, price_output_per_mtok: 10.0, batch_discount: 0.4}\n"
+    )
+    out = run_cli("eval", f"custom:path={data}", "--models", "priced/gpt,priced/claude,offline/echo", "--models-file",
+                  str(models), "--adapter", "max_train_instances=0,max_tokens=50", "--dry-run",
+                  "--storage", str(tmp_path / "store"), env={"HELMFLOW_DRY_KEY": "k"})
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "batch $" in out.stdout
+    real = (7 * 2.0 + 2 * 50 * 10.0) / 1e6
+    gpt = re.findall(r"[\d.]+", next(ln for ln in out.stdout.splitlines() if "priced/gpt" in ln).split("priced/gpt")[1])
+    claude = re.findall(r"[\d.]+", next(ln for ln in out.stdout.splitlines()
+                                       if "priced/claude" in ln).split("priced/claude")[1])
+    assert gpt == ["2", "7", "100", f"{real:.6f}", f"{0.5 * real:.6f}"]
+    assert claude == ["2", "7", "100", f"{real:.6f}", f"{0.4 * real:.6f}"]
+    echo = next(ln for ln in out.stdout.splitlines() if "offline/echo" in ln)
+    assert echo.rstrip(" │").endswith("-")  # no batch API
+    assert _total(out.stdout) == ["6", "21", "300", f"{2 * real:.6f}", f"{0.9 * real:.6f}"]

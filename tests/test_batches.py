@@ -1,0 +1,104 @@
+"""Provider batches through the real query path and the real SDKs (Files + Batches, Message Batches) against the
+dev server, counted at the server: expired batches keep their finished lines and resubmit only the rest, once;
+errored lines follow the retry policy; batched answers are the real-time answers at the batch price."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import anthropic
+import openai
+import pytest
+
+from helmflow.journal import Journal
+from helmflow.query import run_queries
+from tests.support.devserver import dev_deployment, make_requests
+
+pytestmark = pytest.mark.slow
+
+KINDS = ["openai", "anthropic"]
+PRICES = {"price_input_per_mtok": 2.0, "price_output_per_mtok": 10.0}
+
+
+def batch_deployment(server, kind: str, **fields):
+    return dev_deployment(server, kind, batch=True, batch_poll_s=0.05, **PRICES, **fields)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_batched_answers_are_the_real_time_answers_at_half_the_price(dev_server, store, kind):
+    reqs = make_requests(20, max_tokens=2)
+    result = run_queries(store, batch_deployment(dev_server, kind), reqs)
+    assert result.errors == 0 and result.sent == 20
+    c = result.completions[3]
+    assert c.text == "answer 3" and c.finish_reason == "length"
+    assert c.prompt_tokens == 6 and c.output_tokens == 2
+    assert math.isclose(c.cost_usd, 0.5 * (6 * 2.0 + 2 * 10.0) / 1e6)
+    stats = dev_server.stats()
+    assert stats["requests"] == 0 and stats["batches"] == 1 and stats["batch_answered"] == 20
+    again = run_queries(store, batch_deployment(dev_server, kind), reqs)  # journaled: nothing submitted
+    assert again.reused == 20 and dev_server.stats()["batches"] == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_expired_batch_keeps_its_finished_lines_and_resubmits_the_rest_once(dev_server, store, kind):
+    dev_server.configure(batch_expire=True, batch_done_fraction=0.5)
+    reqs = make_requests(20, max_tokens=2)
+    dep = batch_deployment(dev_server, kind)
+    result = run_queries(store, dep, reqs)
+    stats = dev_server.stats()
+    # 20 lines, 10 finished; the other 10 resubmitted once, 5 finished; 5 left as errors
+    assert stats["batches"] == 2 and stats["batch_lines"] == 30 and stats["batch_answered"] == 15
+    assert stats["batch_answered_repeats"] == 0 and stats["requests"] == 0
+    assert result.errors == 5 and all("NotRun" in (c.error or "") for c in result.completions if not c.ok)
+    assert len(Journal(store, dep.name).lookup({r.request_hash for r in reqs})) == 15
+    dev_server.configure(batch_expire=False)
+    rerun = run_queries(store, dep, reqs)  # the five left go out in one more batch; the 15 kept are reused
+    stats = dev_server.stats()
+    assert rerun.errors == 0 and rerun.reused == 15 and rerun.sent == 5
+    assert stats["batches"] == 3 and stats["batch_lines"] == 35 and stats["batch_answered"] == 20
+    assert stats["batch_answered_repeats"] == 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_errored_lines_are_resubmitted_under_the_retry_policy(dev_server, store, kind):
+    dev_server.configure(batch_error_rate=0.3, seed=7)
+    reqs = make_requests(30, max_tokens=2)
+    result = run_queries(store, batch_deployment(dev_server, kind), reqs)
+    stats = dev_server.stats()
+    assert result.errors == 0 and [c.text for c in result.completions] == [f"answer {i}" for i in range(30)]
+    assert stats["batches"] >= 2 and stats["batch_answered"] == 30 and stats["batch_answered_repeats"] == 0
+    assert stats["batch_lines"] > 30  # the errored ones went again
+
+
+def test_a_permanent_line_error_is_the_request_error_and_is_not_resubmitted(dev_server, store):
+    reqs = make_requests(4, model="forbidden-model", max_tokens=2)
+    result = run_queries(store, batch_deployment(dev_server, "openai"), reqs)
+    assert result.errors == 4 and "HTTP 403" in (result.completions[0].error or "")
+    assert dev_server.stats()["batches"] == 1 and dev_server.stats()["batch_lines"] == 4
+
+
+def test_the_dev_server_validates_batches_as_the_providers_do(dev_server):
+    o = openai.OpenAI(api_key="k", base_url=dev_server.openai_url, max_retries=0)
+    line = {"custom_id": "same", "method": "POST", "url": "/v1/chat/completions",
+            "body": {"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 2}}
+    data = (json.dumps(line) + "\n" + json.dumps(line) + "\n").encode()
+    f = o.files.create(file=("b.jsonl", data), purpose="batch")
+    assert f.purpose == "batch" and f.bytes == len(data)
+    b = o.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h")
+    assert b.status == "failed" and b.errors.data[0].line == 2 and "twice" in b.errors.data[0].message
+    a = anthropic.Anthropic(api_key="k", base_url=dev_server.url, max_retries=0)
+    params = {"model": "m", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]}
+    with pytest.raises(anthropic.BadRequestError, match="custom_id"):
+        a.messages.batches.create(requests=[{"custom_id": "has space", "params": params}])
+    dev_server.configure(batch_delay_s=3600)
+    mb = a.messages.batches.create(requests=[{"custom_id": f"r{i}", "params": params} for i in range(4)])
+    assert mb.processing_status == "in_progress" and mb.request_counts.processing == 4 and mb.results_url is None
+    with pytest.raises(anthropic.AnthropicError, match="results_url"):
+        a.messages.batches.results(mb.id)
+    cancelled = a.messages.batches.cancel(mb.id)
+    assert cancelled.processing_status == "ended"  # the dev server ends a cancelled batch at once
+    counts = a.messages.batches.retrieve(mb.id).request_counts
+    assert (counts.succeeded, counts.canceled) == (2, 2)  # batch_done_fraction 0.5 had finished
+    kinds = sorted(r.result.type for r in a.messages.batches.results(mb.id))
+    assert kinds == ["canceled", "canceled", "succeeded", "succeeded"]
