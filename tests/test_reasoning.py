@@ -362,3 +362,22 @@ def test_eval_refuses_a_bad_increase_in_one_line(tmp_path):
     fits = run_cli(*base, env={"OPENAI_API_KEY": "x"})  # the default raise: 5 requests of 5 + 10,000 tokens
     assert fits.returncode == 0, fits.stdout + fits.stderr
     assert "50025" in fits.stdout  # the max output tokens column
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind,reasoning", [("openai", {"effort": "low"}), ("anthropic", {"budget_tokens": 1024})])
+def test_batched_reasoning_requests_carry_the_same_fields_and_keep_the_reasoning(dev_server, store, kind, reasoning):
+    dep = dev_deployment(dev_server, kind, model="claude-dev" if kind == "anthropic" else "o-dev", batch=True,
+                         batch_poll_s=0.1, reasoning=reasoning, context_window=200000)
+    result = run_queries(store, dep, requests_for(dep, n=3))
+    assert result.errors == 0, [c.error for c in result.completions]
+    stats = dev_server.stats()
+    keys = stats["body_keys"]
+    assert "chat" not in stats["by_endpoint"] and "messages" not in stats["by_endpoint"]  # batch lines only
+    if kind == "openai":
+        assert keys["chat:reasoning_effort"] == 3 and "chat:temperature" not in keys
+        assert all(c.reasoning_tokens == 4 and c.reasoning == "" for c in result.completions)
+    else:
+        assert keys["messages:thinking"] == 3
+        assert all(c.reasoning.split()[0] == "thought1" and c.reasoning_tokens == 12 for c in result.completions)
+    assert all(c.text.startswith("answer") and "thought" not in c.text for c in result.completions)
