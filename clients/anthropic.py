@@ -196,12 +196,28 @@ class AnthropicClient(Client):
     def _failed(self, exc: Exception) -> Exception:
         return classify(exc, self.deployment, self._key, self.url, self.credential_name())
 
-    async def batch_submit(self, lines: list[dict[str, Any]]) -> str:
+    async def batch_submit(self, lines: list[dict[str, Any]], tag: str) -> str:
         try:
             batch = await self._client().messages.batches.create(requests=lines)  # type: ignore[arg-type]
         except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a classified ClientError
             raise self._failed(exc) from None
         return batch.id
+
+    async def batch_find(self, tag: str, lines: int, since: float, known: set[str]) -> str | None:
+        """Message Batches keep no metadata: the oldest unrecorded batch of as many requests created since the
+        intent was written (within a minute of clock skew) is taken for it."""
+        found: list[tuple[float, str]] = []
+        try:
+            async for b in self._client().messages.batches.list(limit=100):  # newest first
+                created = b.created_at.timestamp()
+                if created < since - 60:
+                    break
+                c = b.request_counts
+                if b.id not in known and c.processing + c.succeeded + c.errored + c.canceled + c.expired == lines:
+                    found.append((created, b.id))
+        except Exception as exc:  # noqa: BLE001
+            raise self._failed(exc) from None
+        return min(found)[1] if found else None
 
     async def batch_poll(self, batch_id: str) -> BatchState:
         try:

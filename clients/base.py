@@ -345,8 +345,13 @@ class Client(ABC):
         raise PermanentError(f"deployment {self.deployment.name!r}: client kind {self.deployment.client!r} "
                              f"has no batch API")
 
-    async def batch_submit(self, lines: list[dict[str, Any]]) -> str:
-        """Create a batch of ``lines``; its id."""
+    async def batch_submit(self, lines: list[dict[str, Any]], tag: str) -> str:
+        """Create a batch of ``lines`` (labelled ``tag`` where the provider keeps metadata); its id."""
+        raise NotImplementedError
+
+    async def batch_find(self, tag: str, lines: int, since: float, known: set[str]) -> str | None:
+        """The id of a batch created with ``tag`` (of ``lines`` lines, at ``since`` Unix seconds or later, none of
+        ``known``) whose id was never recorded: a run killed between creating it and writing its record."""
         raise NotImplementedError
 
     async def batch_poll(self, batch_id: str) -> BatchState:

@@ -241,16 +241,28 @@ class OpenAIClient(Client):
     async def batch_line(self, request_hash: str, body: RequestBody) -> dict[str, Any]:
         return {"custom_id": request_hash, "method": "POST", "url": self._endpoint(), "body": await self._body(body)}
 
-    async def batch_submit(self, lines: list[dict[str, Any]]) -> str:
+    async def batch_submit(self, lines: list[dict[str, Any]], tag: str) -> str:
         sdk = self._client()
         data = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines).encode()
         try:
             upload = await sdk.files.create(file=("helmflow-batch.jsonl", data), purpose="batch")
             batch = await sdk.batches.create(input_file_id=upload.id, endpoint=self._endpoint(),  # type: ignore[arg-type]
-                                             completion_window="24h", metadata={"client": "helmflow"})
+                                             completion_window="24h",
+                                             metadata={"client": "helmflow", "helmflow_tag": tag})
         except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a classified ClientError
             raise classify(exc, self.deployment, self._key, self.url, self.credential_name()) from None
         return batch.id
+
+    async def batch_find(self, tag: str, lines: int, since: float, known: set[str]) -> str | None:
+        try:
+            async for b in self._client().batches.list(limit=100):  # newest first
+                if (b.metadata or {}).get("helmflow_tag") == tag and b.id not in known:
+                    return b.id
+                if b.created_at < since - 3600:
+                    break
+        except Exception as exc:  # noqa: BLE001
+            raise classify(exc, self.deployment, self._key, self.url, self.credential_name()) from None
+        return None
 
     async def _retrieve(self, batch_id: str) -> Any:
         try:

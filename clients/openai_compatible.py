@@ -27,6 +27,7 @@ from helmflow.records import Deployment, RequestBody
 class OpenAICompatibleClient(OpenAIClient):
     default_api_key_env: str | None = None
     max_tokens_field = "max_tokens"
+    batch_limits = (0, 0)  # vLLM and most compatible servers have no /v1/batches: requests go out concurrently
     reasoning_options = ("parser", "effort", "budget_tokens")
     reasoning_drops_temperature = False
 

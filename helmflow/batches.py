@@ -4,8 +4,12 @@ as the same completions the real-time path journals, priced at the deployment's 
 The order of events is what makes it crash-safe:
 
 1. the chunk's requests are split at the provider's limits (requests and bytes per batch);
-2. each batch is created, and its **id and request hashes are written to storage**
-   (``batches/<deployment>/<batch id>.json``, :mod:`helmflow.layout`) before it is polled;
+2. an intent record (the hashes and a random tag) is written, the batch is created (labelled with
+   the tag where the provider keeps metadata), and its **id and request hashes are written to
+   storage** (``batches/<deployment>/<batch id>.json``, :mod:`helmflow.layout`) before it is polled;
+   a run killed between the two writes leaves the intent, and the next run looks the batch up
+   (OpenAI: by its tag; Anthropic, which keeps no metadata: the oldest unrecorded batch of as many
+   requests created since) before it submits anything;
 3. it is polled with a backoff (``batch_poll_s`` at first, 1.5 times longer each time, at most
    300 s), its progress in the task's log (``batch 2/3: 41,200 of 50,000 done``);
 4. once it has ended its answers are journaled, then its record is marked ended.
@@ -24,6 +28,7 @@ import asyncio
 import json
 import logging
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -53,8 +58,9 @@ class BatchRecord(BaseModel):
     deployment: str
     hashes: list[str]
     submitted_at: str
-    state: str = "live"  # "live" until its answers are journaled, then "ended"
+    state: str = "live"  # "submitting" (written before the create call), "live", then "ended" once journaled
     status: str = ""  # the provider's last status
+    tag: str = ""  # what the create call was labelled with (OpenAI metadata), to find it again
 
 
 class Ledger:
@@ -75,6 +81,9 @@ class Ledger:
 
     def write(self, record: BatchRecord) -> None:
         self.store.write_json(layout.batch_record(self.deployment, record.batch_id), record.model_dump())
+
+    def delete(self, record: BatchRecord) -> None:
+        self.store.delete(layout.batch_record(self.deployment, record.batch_id))
 
 
 def _lines_split(lines: list[tuple[str, dict[str, Any]]], max_requests: int,
@@ -125,6 +134,19 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
     ledger = Ledger(store, d.name)
     want = {r.request_hash: r for r in pending}
     records = await asyncio.to_thread(ledger.records)
+    known = {rec.batch_id for rec in records}
+    for intent in [rec for rec in records if rec.state == "submitting" and not want.keys().isdisjoint(rec.hashes)]:
+        # a run stopped between its create call and the batch's record: was the batch created?
+        records.remove(intent)
+        since = datetime.fromisoformat(intent.submitted_at).timestamp()
+        found = await client.batch_find(intent.tag, len(intent.hashes), since, known)
+        if found is not None:
+            log.info("%s: batch %s was created by a stopped run before its record: polling it", d.name, found)
+            adopted = intent.model_copy(update={"batch_id": found, "state": "live"})
+            await asyncio.to_thread(ledger.write, adopted)
+            records.append(adopted)
+            known.add(found)
+        await asyncio.to_thread(ledger.delete, intent)
     rounds = Counter(h for rec in records for h in rec.hashes)  # batches each request has been in
     live = [rec for rec in records if rec.state == "live" and not want.keys().isdisjoint(rec.hashes)]
     held = {h for rec in live for h in rec.hashes}
@@ -165,18 +187,23 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
                     settle(h, 0.0)
                     done[h] = _error(want[h], "Interrupted: not sent: the run was interrupted", 0)
                 continue
+            tag = uuid.uuid4().hex
+            intent = BatchRecord(batch_id=f"submitting-{tag}", deployment=d.name, hashes=[h for h, _ in group],
+                                 submitted_at=datetime.now(UTC).isoformat(), state="submitting", tag=tag)
+            await asyncio.to_thread(ledger.write, intent)  # a run killed during the create call finds it again
             try:
-                batch_id = await client.batch_submit([line for _, line in group])
+                batch_id = await client.batch_submit([line for _, line in group], tag)
             except ClientError as exc:
+                await asyncio.to_thread(ledger.delete, intent)
                 if not exc.transient:
                     batch.stop(exc)
                 for h, _ in group:
                     settle(h, 0.0)
                     done[h] = _error(want[h], f"{type(exc).__name__}: {exc}", rounds[h])
                 continue
-            rec = BatchRecord(batch_id=batch_id, deployment=d.name, hashes=[h for h, _ in group],
-                              submitted_at=datetime.now(UTC).isoformat())
+            rec = intent.model_copy(update={"batch_id": batch_id, "state": "live"})
             await asyncio.to_thread(ledger.write, rec)  # before it is polled: a rerun polls it, never resubmits
+            await asyncio.to_thread(ledger.delete, intent)
             rounds.update(rec.hashes)
             live.append(rec)
             log.info("%s: submitted batch %s of %d request(s)", d.name, batch_id, len(group))

@@ -888,15 +888,15 @@ class DevServer:
         b.status = "cancelled" if b.cancelled_at is not None else "expired" if s.batch_expire else "completed"
         if b.wire == "openai":
             out, err = [], []
-            for custom_id, kind, body in b.outcomes:
+            for custom_id, kind, answered in b.outcomes:
                 line: dict[str, Any] = {"id": self._next_id("batch_req"), "custom_id": custom_id}
                 if kind == "ok":
                     out.append({**line, "response": {"status_code": 200, "request_id": self._next_id("req"),
-                                                     "body": body}, "error": None})
-                elif kind == "error" and body is not None:
-                    status = body.pop("_status")
-                    err.append({**line, "response": {"status_code": status, "request_id": self._next_id("req"),
-                                                     "body": body}, "error": None})
+                                                     "body": answered}, "error": None})
+                elif kind == "error" and answered is not None:
+                    code = answered.pop("_status")
+                    err.append({**line, "response": {"status_code": code, "request_id": self._next_id("req"),
+                                                     "body": answered}, "error": None})
                 else:
                     code = "batch_cancelled" if kind == "canceled" else "batch_expired"
                     err.append({**line, "response": None,

@@ -102,3 +102,42 @@ def test_the_dev_server_validates_batches_as_the_providers_do(dev_server):
     assert (counts.succeeded, counts.canceled) == (2, 2)  # batch_done_fraction 0.5 had finished
     kinds = sorted(r.result.type for r in a.messages.batches.results(mb.id))
     assert kinds == ["canceled", "canceled", "succeeded", "succeeded"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_batch_created_by_a_run_killed_before_its_record_is_found_not_resubmitted(dev_server, store, kind):
+    """The run wrote its intent (hashes and tag) and created the batch, then died before writing the id."""
+    import asyncio
+    from datetime import UTC, datetime
+
+    from helmflow.batches import BatchRecord, Ledger
+    from helmflow.clients import make_client
+
+    dep = batch_deployment(dev_server, kind)
+    reqs = make_requests(10, max_tokens=2)
+    hashes = [r.request_hash for r in reqs]
+    ledger = Ledger(store, dep.name)
+    stamp = datetime.now(UTC).isoformat()
+    ledger.write(BatchRecord(batch_id="submitting-t1", deployment=dep.name, hashes=hashes, submitted_at=stamp,
+                             state="submitting", tag="t1"))
+
+    async def create() -> str:
+        client = make_client(dep)
+        try:
+            return await client.batch_submit([await client.batch_line(r.request_hash, r.body) for r in reqs], "t1")
+        finally:
+            await client.aclose()
+
+    batch_id = asyncio.run(create())
+    result = run_queries(store, dep, reqs)
+    stats = dev_server.stats()
+    assert result.errors == 0 and stats["batches"] == 1 and stats["batch_lines"] == 10  # found, not resubmitted
+    assert [(r.batch_id, r.state) for r in ledger.records()] == [(batch_id, "ended")]
+    # an intent whose create call never happened: nothing at the provider, so the requests go out once
+    more = make_requests(5, max_tokens=2, tag="x")
+    ledger.write(BatchRecord(batch_id="submitting-t2", deployment=dep.name, hashes=[r.request_hash for r in more],
+                             submitted_at=datetime.now(UTC).isoformat(), state="submitting", tag="t2"))
+    assert run_queries(store, dep, more).errors == 0
+    stats = dev_server.stats()
+    assert stats["batches"] == 2 and stats["batch_lines"] == 15 and stats["batch_line_repeats"] == 0
+    assert all(r.state == "ended" for r in ledger.records()) and len(ledger.records()) == 2
