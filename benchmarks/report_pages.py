@@ -73,6 +73,7 @@ def synthesize_run(store: Store, run_id: str, scenario: str, deployment: str, n:
                 "media_transforms": [[]] * n,
                 "continuation": [None] * n,
                 "notes": [[]] * n,
+                "request_mode": [None] * n,
             },
             schema=REQUEST_SCHEMA,
         ),

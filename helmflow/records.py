@@ -97,6 +97,9 @@ class Prompt(Record):
     # log-likelihood multiple choice: each option is scored as a continuation of the prompt (one
     # request per option, echoed with logprobs, nothing generated); empty for every other method
     continuations: list[str] = Field(default_factory=list)
+    # ``multiple_choice_separate_calibrated``: the answer-free prompt each option is also scored after
+    # (HELM's "Answer:" in place of the input, without examples); empty for every other method
+    calibration: str = ""
 
     def text(self, num_examples: int | None = None) -> str:
         examples = self.examples if num_examples is None else self.examples[:num_examples]
@@ -129,7 +132,8 @@ class EvalSample(Record):
 class AdapterSpec(Record):
     method: str = Field("generation", description=(
         "the adapter method: generation, chat, multiple_choice_joint, multiple_choice_joint_chain_of_thought, "
-        "multiple_choice_separate_original (log-likelihood of each option), or one a plugin registers"))
+        "multiple_choice_separate_original (log-likelihood of each option), multiple_choice_separate_calibrated "
+        "(the same, less each option's log-likelihood after `Answer:`), or one a plugin registers"))
     global_prefix: str = Field("", description="text before everything else in the prompt")
     instructions: str = Field("", description="instructions before the in-context examples")
     input_prefix: str = Field("Input: ", description="text before each instance's input")
@@ -325,6 +329,9 @@ class Request(Record):
     output_mapping: dict[str, str] = Field(default_factory=dict)
     media_transforms: list[str] = Field(default_factory=list)  # images resized/re-encoded for this deployment
     continuation: str | None = None  # the option this echo request scores (log-likelihood multiple choice)
+    # "calibration": the option scored after the answer-free prompt (``multiple_choice_separate_calibrated``);
+    # None for every other request
+    request_mode: str | None = None
     # what the client kind leaves out of the request for its reasoning options (e.g. temperature)
     notes: list[str] = Field(default_factory=list)
 
@@ -484,6 +491,7 @@ REQUEST_SCHEMA = pa.schema(
         ("media_transforms", pa.list_(pa.string())),
         ("continuation", pa.string()),
         ("notes", pa.list_(pa.string())),
+        ("request_mode", pa.string()),
     ]
 )
 
@@ -577,6 +585,7 @@ PROMPT_SCHEMA = pa.schema(
         ("output_mapping_json", pa.string()),
         ("media", pa.list_(_PART)),
         ("continuations", pa.list_(pa.string())),
+        ("calibration", pa.string()),
     ]
 )
 
@@ -617,6 +626,7 @@ def prompt_from_row(row: dict[str, Any]) -> Prompt:
     row["output_mapping"] = json.loads(row.pop("output_mapping_json") or "{}")
     row["media"] = row.get("media") or []
     row["continuations"] = row.get("continuations") or []
+    row["calibration"] = row.get("calibration") or ""
     return Prompt.model_validate(row)
 
 
@@ -634,6 +644,7 @@ def request_to_row(req: Request) -> dict[str, Any]:
         "media_transforms": req.media_transforms,
         "continuation": req.continuation,
         "notes": req.notes,
+        "request_mode": req.request_mode,
     }
 
 
@@ -659,6 +670,7 @@ def request_from_row(row: dict[str, Any]) -> Request:
         media_transforms=row.get("media_transforms") or [],
         continuation=row.get("continuation"),
         notes=row.get("notes") or [],
+        request_mode=row.get("request_mode"),
     )
 
 

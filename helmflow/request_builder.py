@@ -165,11 +165,15 @@ def continuation_requests(prompt: Prompt, deployment: Deployment) -> list[Reques
     text, n_train, truncated = fit_prompt(prompt, deployment, room)
     out = []
     for option in prompt.continuations:
-        body = RequestBody(model=deployment.model, prompt=text + option, max_tokens=0, temperature=0.0,
-                           logprobs=True, echo=True)
-        out.append(Request(request_hash=request_hash(body, prompt.trial), instance_id=prompt.instance_id,
-                           split=prompt.split, sample_index=prompt.trial, body=body, num_train_instances=n_train,
-                           prompt_truncated=truncated, continuation=option))
+        # each option after the prompt; with a calibration prompt, also after that (HELM's order: the
+        # original, then the calibration request, option by option)
+        for before, mode in ((text, None), *(((prompt.calibration, "calibration"),) if prompt.calibration else ())):
+            body = RequestBody(model=deployment.model, prompt=before + option, max_tokens=0, temperature=0.0,
+                               logprobs=True, echo=True)
+            out.append(Request(request_hash=request_hash(body, prompt.trial), instance_id=prompt.instance_id,
+                               split=prompt.split, sample_index=prompt.trial, body=body,
+                               num_train_instances=n_train if mode is None else 0,
+                               prompt_truncated=truncated and mode is None, continuation=option, request_mode=mode))
     return out
 
 

@@ -9,7 +9,9 @@ continuation of the prompt and echoed with logprobs; its score is HELM's, the me
 option's tokens (those overlapping the option's characters, located by the tokens' text offsets, or
 from the end by their lengths when a provider sends no offsets), and the prediction is the option
 with the highest score (the first of equal ones). A trial without logprobs for every option has no
-prediction, so no score (never a 0).
+prediction, so no score (never a 0). ``multiple_choice_separate_calibrated`` sends each option a second
+time after the answer-free prompt ``Answer:``; its score is then HELM's difference of the two summed
+logprobs (not per token).
 """
 
 from __future__ import annotations
@@ -160,14 +162,26 @@ def is_separate(x: MetricInput) -> bool:
 
 
 def option_scores(x: MetricInput) -> dict[int, tuple[list[str], list[float]]]:
-    """Per trial of a log-likelihood multiple-choice instance: the options and their scores (mean
-    logprob per token, HELM's ``separate_original``); trials missing a score are left out."""
+    """Per trial of a log-likelihood multiple-choice instance: the options and their scores; trials
+    missing a score are left out. HELM's ``separate_original`` scores an option by its mean logprob per
+    token; ``separate_calibrated`` by its summed logprob after the prompt minus its summed logprob after
+    the answer-free calibration prompt (its ``request_mode="calibration"`` request)."""
     options: dict[int, list[str]] = defaultdict(list)
     scores: dict[int, list[float | None]] = defaultdict(list)
+    calibration: dict[tuple[int, str], tuple[float, int] | None] = {}
     for request, completion in zip(x.requests, x.completions, strict=True):
+        if request.request_mode == "calibration":
+            calibration[(request.sample_index, request.continuation or "")] = continuation_logprob(request, completion)
+    for request, completion in zip(x.requests, x.completions, strict=True):
+        if request.request_mode == "calibration":
+            continue
         found = continuation_logprob(request, completion)
         options[request.sample_index].append(request.continuation or "")
-        scores[request.sample_index].append(found[0] / found[1] if found else None)
+        if not calibration:
+            scores[request.sample_index].append(found[0] / found[1] if found else None)
+        else:
+            base = calibration.get((request.sample_index, request.continuation or ""))
+            scores[request.sample_index].append(found[0] - base[0] if found and base else None)
     return {t: (options[t], s) for t, s in scores.items() if all(v is not None for v in s)}  # type: ignore[misc]
 
 

@@ -105,6 +105,62 @@ def test_the_offline_solver_scores_the_option_it_believes():
         assert all(math.log(0.5) <= v < 0 for v in result.logprobs[:-1])
 
 
+# --------------------------------------------------------------------------- calibrated (GPT-3's section 2.4)
+CALIBRATED = AdapterSpec(method="multiple_choice_separate_calibrated", input_prefix="", input_suffix=" ",
+                         max_train_instances=0)
+CAT = Instance(id="i1", input=Input(text="The cat sat on the"),
+               references=[Reference(text="mat", correct=True), Reference(text="moon")])
+# crfm-helm 0.5.16's MultipleChoiceCalibratedAdapter on CAT, with HELM's spec for it
+# (get_multiple_choice_separate_adapter_spec: input prefix and suffix "", output prefix " "), run in a
+# throwaway venv: [reference index, request mode, prompt], without and with instructions ("Pick the word.\n",
+# as HELM's run specs format them)
+HELM_CALIBRATED = {
+    "": [[0, "original", "The cat sat on the mat"], [0, "calibration", "Answer: mat"],
+         [1, "original", "The cat sat on the moon"], [1, "calibration", "Answer: moon"]],
+    "Pick the word.": [[0, "original", "Pick the word.\n\nThe cat sat on the mat"],
+                       [0, "calibration", "Pick the word.\n\nAnswer: mat"],
+                       [1, "original", "Pick the word.\n\nThe cat sat on the moon"],
+                       [1, "calibration", "Pick the word.\n\nAnswer: moon"]],
+}
+
+
+@pytest.mark.parametrize("instructions", sorted(HELM_CALIBRATED))
+def test_calibrated_requests_are_helms_option_by_option(instructions):
+    spec = CALIBRATED.override(instructions=instructions)
+    requests = build_requests(adapt(spec, [CAT]), spec, OFFLINE)
+    ours = [[["mat", "moon"].index(r.continuation), r.request_mode or "original", r.body.prompt] for r in requests]
+    assert ours == HELM_CALIBRATED[instructions]
+    assert all(r.body.echo and r.body.max_tokens == 0 for r in requests) and len({r.request_hash for r in requests}) == 4
+    original = CALIBRATED.override(method="multiple_choice_separate_original")
+    assert prompt_version(CALIBRATED, template_versions(CALIBRATED)) != prompt_version(original, template_versions(original))
+
+
+def _scored(spec: AdapterSpec, logprobs: dict[tuple[str, str | None], list[float]]) -> MetricInput:
+    """CAT's requests under ``spec``, each answered with ``logprobs`` for its option's tokens (one per word)."""
+    requests = build_requests(adapt(spec, [CAT]), spec, OFFLINE)
+    completions = [Completion(request_hash=r.request_hash, tokens=[" " + r.continuation],
+                              logprobs=logprobs[(r.continuation, r.request_mode)], text_offsets=None)
+                   for r in requests]
+    return MetricInput(CAT, requests, completions, spec)
+
+
+def test_calibrated_scores_are_helms_difference_of_sums():
+    """HELM's basic_metrics: score = logprob(option | prompt) - logprob(option | "Answer:"), summed over
+    the option's tokens. Here "moon" is likelier after the prompt (-1.0 against -2.0) but far likelier
+    still after "Answer:" alone (-0.5 against -4.0): calibrated, "mat" wins (2.0 against -0.5)."""
+    logprobs = {("mat", None): [-2.0], ("mat", "calibration"): [-4.0],
+                ("moon", None): [-1.0], ("moon", "calibration"): [-0.5]}
+    x = _scored(CALIBRATED, logprobs)
+    assert METRICS.get("exact_match").fn(x) == {"exact_match": 1.0}
+    expected = math.exp(2.0) / (math.exp(2.0) + math.exp(-0.5))  # HELM's max of the softmax of the scores
+    assert METRICS.get("calibration").fn(x)["max_prob"] == pytest.approx(expected)
+    uncalibrated = _scored(CALIBRATED.override(method="multiple_choice_separate_original"),
+                           {k: v for k, v in logprobs.items() if k[1] is None})
+    assert METRICS.get("exact_match").fn(uncalibrated) == {"exact_match": 0.0}  # per token, "moon" wins
+    logprobs[("moon", "calibration")] = []  # a calibration request without logprobs: no prediction, never a 0
+    assert METRICS.get("exact_match").fn(_scored(CALIBRATED, logprobs)) == {}
+
+
 # --------------------------------------------------------------------------- over HTTP and through the CLI
 @pytest.mark.slow
 def test_dev_server_echoes_logprobs_on_the_openai_wire(dev_server):

@@ -112,3 +112,15 @@ def multiple_choice_separate_original(spec: AdapterSpec, inst: Instance, train: 
         query=spec.input_prefix + body + spec.input_suffix,
         continuations=[ref.text for ref in inst.references],
     )
+
+
+@adapter("multiple_choice_separate_calibrated", version="1", few_shot=False,
+         texts=("global_prefix", "instructions", "input_prefix", "input_suffix", "instance_prefix"),
+         check=check_text_options)
+def multiple_choice_separate_calibrated(spec: AdapterSpec, inst: Instance, train: list[Instance]) -> Prompt:
+    """HELM's ``MultipleChoiceCalibratedAdapter`` (GPT-3's calibrated scoring, its paper's section 2.4):
+    each option is scored as in ``multiple_choice_separate_original`` and again after an answer-free
+    prompt, ``Answer:`` in place of the input (no examples); the option's score is its log-likelihood
+    after the input minus its log-likelihood after ``Answer:`` (see ``metrics/reference.py``)."""
+    prompt = multiple_choice_separate_original(spec, inst, train)
+    return prompt.model_copy(update={"calibration": prompt.head + spec.input_prefix + "Answer:" + spec.input_suffix})

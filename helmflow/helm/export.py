@@ -102,16 +102,16 @@ def helm_files(store: Store, manifest: RunManifest) -> dict[str, bytes]:
                                      for m in sorted(manifest.metrics)],
                     "groups": [manifest.scenario.name]}
     # one HELM request state per (instance, trial), and per option for log-likelihood multiple choice
-    grouped: dict[tuple[str, int, str | None], list[tuple[Request, Completion]]] = defaultdict(list)
+    grouped: dict[tuple[str, int, str | None, str | None], list[tuple[Request, Completion]]] = defaultdict(list)
     for r, c in zip(requests, completions, strict=True):
-        grouped[(r.instance_id, r.sample_index // n, r.continuation)].append((r, c))
+        grouped[(r.instance_id, r.sample_index // n, r.continuation, r.request_mode)].append((r, c))
     states = []
-    for (instance_id, trial, continuation), pairs in grouped.items():
+    for (instance_id, trial, continuation, mode), pairs in grouped.items():
         first = pairs[0][0]
         body = first.body
         failed = [c for _, c in pairs if not c.ok]
         options = [ref.text for ref in instances[instance_id].references]
-        separate = {"request_mode": "original", "reference_index": options.index(continuation)} \
+        separate = {"request_mode": mode or "original", "reference_index": options.index(continuation)} \
             if continuation is not None and continuation in options else {}
         states.append({
             "instance": to_helm_instance(instances[instance_id]),
