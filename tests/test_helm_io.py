@@ -25,6 +25,7 @@ from tests.support.helm_fixtures import (
     GPT,
     ROUGE_L,
     broken_runs,
+    calibrated_run,
     good_suite,
     lite_suite,
     mcqa_run,
@@ -668,3 +669,19 @@ def test_a_helm_file_past_the_size_limit_is_refused_before_it_is_read(tmp_path: 
                   env={"HELMFLOW_IMPORT_MAX_MB": "lots"})
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
     assert "$HELMFLOW_IMPORT_MAX_MB: Input should be a valid number" in out.stderr
+
+
+def test_a_calibrated_helm_run_imports_with_its_calibration_requests_and_reproduces(tmp_path: Path):
+    """HELM's multiple_choice_separate_calibrated: its calibration request states are imported as requests of
+    their own, so the recomputed exact match is HELM's (0.5); without them it would be 0 (see calibrated_run)."""
+    suite = tmp_path / "benchmark_output" / "runs" / "toy"
+    calibrated_run(suite)
+    out = run_cli("import-helm", str(suite), "-v", "--storage", str(tmp_path / "s"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = " ".join((out.stdout + out.stderr).split())
+    assert "MATCH" in text and "MISMATCH" not in text, text
+    [run_dir] = (tmp_path / "s" / "runs").iterdir()
+    requests = pq.read_table(run_dir / "requests.parquet").to_pylist()
+    assert sorted(r["request_mode"] or "original" for r in requests) == ["calibration"] * 4 + ["original"] * 4
+    assert {r["prompt"] for r in requests if r["request_mode"]} == {"Answer: mat", "Answer: moon", "Answer: water",
+                                                                    "Answer: air"}

@@ -202,8 +202,8 @@ def convert(raw: dict[str, bytes], source: str) -> Converted:
             if (not isinstance(rs, dict) or not isinstance(rs.get("instance"), dict)
                     or not isinstance(rs.get("request"), dict)):
                 raise BadRun(f"{where}: not a request state (instance, request, result)")
-            if rs["instance"].get("perturbation") or rs.get("request_mode") == "calibration":
-                perturbed += 1  # a perturbed instance, or the answer-only request of HELM's calibrated method
+            if rs["instance"].get("perturbation"):
+                perturbed += 1  # a perturbed instance
                 continue
             inst = instances.setdefault(str(rs["instance"].get("id")), helm_instance(rs["instance"], where))
             req, res = rs["request"], rs.get("result") or {}
@@ -234,6 +234,8 @@ def convert(raw: dict[str, bytes], source: str) -> Converted:
                     num_train_instances=int(rs.get("num_train_instances") or 0),
                     prompt_truncated=bool(rs.get("prompt_truncated")), output_mapping=rs.get("output_mapping") or {},
                     continuation=continuation,
+                    # the answer-free request of HELM's calibrated method, scored as ours is
+                    request_mode="calibration" if rs.get("request_mode") == "calibration" else None,
                 ))
                 completions.append(_completion(digest, inst.id, sample, res, got[k] if k < len(got) else None))
     except ValidationError as exc:

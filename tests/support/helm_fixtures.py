@@ -118,6 +118,37 @@ def mcqa_run(suite: Path, model: str = GPT, exact_match_mean: float | None = Non
                      stats, per)
 
 
+def calibrated_run(suite: Path, model: str = GPT) -> Path:
+    """HELM's ``multiple_choice_separate_calibrated``: per option an ``original`` request (the question and
+    the option, echoed) and a ``calibration`` one (``Answer:`` and the option). The option's score is its
+    logprob after the question minus its logprob after ``Answer:``: c1 picks "mat" (-2 + 4 = 2 against
+    -1 + 0.5 = -0.5), right; c2 picks "air" (-0.5 against -2), wrong. Per token without the calibration
+    requests, both would pick the wrong option (c1 "moon")."""
+    items = [(instance("c1", "The toy cat sat on the", [("mat", ["correct"]), ("moon", [])]),
+              {"mat": (-2.0, -4.0), "moon": (-1.0, -0.5)}),
+             (instance("c2", "A toy boat floats on", [("water", ["correct"]), ("air", [])]),
+              {"water": (-3.0, -1.0), "air": (-2.5, -2.0)})]
+    per = _per_instance({"c1": {"exact_match": 1.0}, "c2": {"exact_match": 0.0}})
+    folder = write_run(suite, f"toy_calibrated:model={model}", "multiple_choice_separate_calibrated", model,
+                       [(inst, "", None) for inst, _ in items], [run_stat("exact_match", [1.0, 0.0])], per)
+    states = []
+    for inst, logprobs in items:
+        for index, ref in enumerate(inst["references"]):
+            option = ref["output"]["text"]
+            for mode, before, logprob in (("original", inst["input"]["text"], logprobs[option][0]),
+                                          ("calibration", "Answer:", logprobs[option][1])):
+                state = request_state(inst, f"{before} {option}", "", model)
+                state["request"].update(echo_prompt=True, max_tokens=0)
+                tokens = [{"text": w, "logprob": -0.1} for w in before.split()] + [{"text": f" {option}", "logprob": logprob}]
+                state["result"]["completions"] = [{"text": f"{before} {option}", "logprob": sum(t["logprob"] for t in tokens),
+                                                   "tokens": tokens, "finish_reason": {"reason": "length"}}]
+                state.update(reference_index=index, request_mode=mode)
+                states.append(state)
+    state_file = folder / "scenario_state.json"
+    state_file.write_text(json.dumps({**json.loads(state_file.read_text()), "request_states": states}, indent=2))
+    return folder
+
+
 def qa_run(suite: Path, model: str = GPT) -> Path:
     """Short answers: exact match 0 0, quasi-exact 1 0, token-set F1 1 and 0.5 (``ocean`` in common)."""
     rows = [
