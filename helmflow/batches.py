@@ -42,13 +42,29 @@ from helmflow.journal import Journal, SpoolFull
 from helmflow.lease import lapsed as lease_lapsed
 from helmflow.records import Completion, Request
 from helmflow.request_builder import cost_usd, prompt_text
-from helmflow.stopping import stop_requested
+from helmflow.stopping import add_exit_note, stop_requested
 from helmflow.storage import Store
 from helmflow.tokenizers import get_tokenizer
 
 MAX_POLL_S = 300.0
 #: how many batches an unfinished line (expired, cancelled) may be in: the first, and one resubmission
 UNFINISHED_ROUNDS = 2
+
+
+_running: dict[str, str] = {}  # batch id -> deployment, of the batches this process is polling
+
+
+def _running_note() -> str | None:
+    """What Ctrl-C says about the batches it leaves running at the provider."""
+    running = dict(_running)
+    if not running:
+        return None
+    ids = ", ".join(sorted(running)[:5]) + (f" and {len(running) - 5} more" if len(running) > 5 else "")
+    return (f"helmflow: {len(running)} provider batch(es) keep running ({ids}); run the same command again to "
+            f"collect them: nothing is submitted twice")
+
+
+add_exit_note(_running_note)
 
 
 class BatchRecord(BaseModel):
@@ -121,6 +137,13 @@ class Sender(Protocol):
 CompletionOf = Callable[..., Completion]
 
 
+async def _pause(seconds: float) -> None:
+    """Wait between polls, cut short by Ctrl-C or a lapsed lease (a wait grows to minutes)."""
+    end = time.monotonic() + seconds
+    while not (stop_requested() or lease_lapsed()) and (left := end - time.monotonic()) > 0:
+        await asyncio.sleep(min(left, 0.2))
+
+
 def _error(req: Request, message: str, attempts: int) -> Completion:
     return Completion(request_hash=req.request_hash, instance_id=req.instance_id, sample_index=req.sample_index,
                       error=message, attempts=attempts, created_at=datetime.now(UTC).isoformat())
@@ -149,6 +172,7 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
         await asyncio.to_thread(ledger.delete, intent)
     rounds = Counter(h for rec in records for h in rec.hashes)  # batches each request has been in
     live = [rec for rec in records if rec.state == "live" and not want.keys().isdisjoint(rec.hashes)]
+    _running.update({rec.batch_id: d.name for rec in live})
     held = {h for rec in live for h in rec.hashes}
     if live:
         log.info("%s: %d request(s) are in %d batch(es) submitted before; polling those", d.name,
@@ -206,6 +230,7 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
             await asyncio.to_thread(ledger.delete, intent)
             rounds.update(rec.hashes)
             live.append(rec)
+            _running[rec.batch_id] = d.name
             log.info("%s: submitted batch %s of %d request(s)", d.name, batch_id, len(group))
 
     async def collect(rec: BatchRecord, status: str) -> list[str]:
@@ -240,6 +265,7 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
         await asyncio.to_thread(batch.journal.flush)  # answers in storage before the record says ended
         rec.state, rec.status = "ended", status
         await asyncio.to_thread(ledger.write, rec)
+        _running.pop(rec.batch_id, None)
         return again
 
     await submit(queue)
@@ -266,6 +292,7 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
                     continue
                 batch.stop(exc)  # its record stays live: a later run polls it again
                 live.remove(rec)
+                _running.pop(rec.batch_id, None)
                 for h in rec.hashes:
                     if h in want and h not in done:
                         settle(h, 0.0)
@@ -284,7 +311,7 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
             await submit(again)
             wait = d.batch_poll_s
         if live and not ended:
-            await asyncio.sleep(wait)
+            await _pause(wait)
             wait = min(wait * 1.5, MAX_POLL_S)
     out = []
     for r in pending:

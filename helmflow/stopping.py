@@ -114,6 +114,13 @@ def install_signal_handlers(flush: Callable[[float], Any], say: Callable[[str], 
 
 
 _installed: list[tuple[Callable[[float], Any], Callable[[str], None]]] = []  # (flush, say) of the handlers in force
+_notes: list[Callable[[], str | None]] = []  # more to say on the way out (batches left running)
+
+
+def add_exit_note(note: Callable[[], str | None]) -> None:
+    """``note()`` is said after the stop line, when it has something to say (None: nothing)."""
+    if note not in _notes:
+        _notes.append(note)
 _exiting = threading.Lock()
 
 
@@ -135,6 +142,10 @@ def _begin_exit(line: str, code: int) -> None:
         return  # already on the way out
     flush, say = _installed[-1]
     say(line)
+    for note in list(_notes):
+        with contextlib.suppress(Exception):  # a note must never keep the process from stopping
+            if text := note():
+                say(text)
     _silence_logs()  # the flow's tasks now fail as interrupted: that is not news
     threading.Thread(target=_exit_soon, args=(flush, code), name="helmflow-stop", daemon=True).start()
 

@@ -120,3 +120,32 @@ def test_sigkill_while_batches_run_then_rerun_pays_each_request_once(prefect_ser
 def batch_calls(server) -> int:
     calls = server.stats()["by_endpoint"]
     return calls.get("batches", 0) + calls.get("message_batches", 0) + calls.get("files", 0)
+
+
+def test_ctrl_c_leaves_the_batches_running_and_the_rerun_collects_them(prefect_server, dev_server, tmp_path):
+    total = 2 * SCENARIOS * PER_SCENARIO
+    args = board_args(tmp_path, dev_server, dev_server)
+    dev_server.configure(batch_delay_s=3600)
+    proc = start_cli([*args, "--batch"], env=ENV)
+    deadline = time.monotonic() + 240
+    while dev_server.stats()["batches"] < 2 * SCENARIOS or batch_calls(dev_server) < 8 * SCENARIOS:
+        assert proc.poll() is None, proc.stdout.read()
+        assert time.monotonic() < deadline, "no batches polled"
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGINT)
+    started = time.monotonic()
+    out = proc.communicate(timeout=120)[0]
+    print(f"exit {proc.returncode} {time.monotonic() - started:.1f} s after SIGINT")
+    assert proc.returncode == 130, out
+    assert "Traceback" not in out, out
+    assert f"{2 * SCENARIOS} provider batch(es) keep running" in out and "run the same command again" in out, out
+    stats = dev_server.stats()
+    assert stats["batches"] == 2 * SCENARIOS and stats["batch_answered"] == 0  # nothing cancelled, nothing new
+    records = [json.loads(p.read_text()) for p in (tmp_path / "store/batches").rglob("*.json")]
+    assert len(records) == 2 * SCENARIOS and all(r["state"] == "live" for r in records)
+    dev_server.configure(batch_delay_s=0)
+    done = run_cli_text(*args, "--batch", env=ENV)
+    assert done.returncode == 0, done.stdout
+    final = dev_server.stats()
+    assert final["batches"] == 2 * SCENARIOS and final["batch_lines"] == final["batch_answered"] == total
+    assert final["batch_line_repeats"] == 0 and final["requests"] == 0
