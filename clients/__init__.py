@@ -75,6 +75,9 @@ def _parse(path: Path, entries: list[Any]) -> dict[str, Deployment]:
         problem = CLIENTS.get(dep.client).reasoning_problem(dep)
         if dep.batch and not CLIENTS.get(dep.client).batch_limits[0]:
             problem = f"batch: client kind {dep.client!r} has no batch API (openai and anthropic have one)"
+        if dep.prompt_cache and not CLIENTS.get(dep.client).prompt_cache_marks:
+            problem = (f"prompt_cache: client kind {dep.client!r} marks no cache breakpoints (anthropic does; OpenAI "
+                       f"caches prompts of 1,024 tokens or more by itself)")
         if problem:
             raise DeploymentError(f"{where}: {problem}")
         if dep.name in out:

@@ -100,6 +100,7 @@ class AnthropicClient(Client):
         self.url = deployment.base_url or self.default_base_url
         self._sdk: anthropic.AsyncAnthropic | None = None
         self._key: str | None = None
+        self._heads: set[int] = set()  # line heads of the prompts built so far (prompt_cache)
 
     def _client(self) -> anthropic.AsyncAnthropic:
         if self._sdk is None:
@@ -137,6 +138,8 @@ class AnthropicClient(Client):
         kwargs: dict[str, Any] = {"model": body.model, "messages": messages, "max_tokens": body.max_tokens}
         if system:
             kwargs["system"] = system
+        if self.deployment.prompt_cache:
+            self._mark_prefix(kwargs)
         if sent_stops:
             kwargs["stop_sequences"] = sent_stops
         r = body.reasoning
@@ -186,6 +189,40 @@ class AnthropicClient(Client):
                             reasoning=thought, reasoning_tokens=thinking_tokens, cached_tokens=cached,
                             cache_write_tokens=written,
                             truncated_in_reasoning=r is not None and finish == "length" and not text.strip())
+
+    prompt_cache_marks = True
+    _EPHEMERAL = {"type": "ephemeral"}
+
+    def _mark_prefix(self, kwargs: dict[str, Any]) -> None:
+        """``cache_control`` on the shared prefix: the system text; in a text prompt, the longest run of whole
+        leading lines (never the last) an earlier prompt of this client began with (the instructions and the
+        in-context examples, which every instance of a run shares); in a conversation, the turn before the last."""
+        if "system" in kwargs:
+            kwargs["system"] = [{"type": "text", "text": kwargs["system"], "cache_control": self._EPHEMERAL}]
+        messages = kwargs["messages"]
+        if len(messages) > 1 and isinstance(messages[-2]["content"], str) and messages[-2]["content"].strip():
+            messages[-2] = {**messages[-2], "content": [{"type": "text", "text": messages[-2]["content"],
+                                                          "cache_control": self._EPHEMERAL}]}
+        elif len(messages) == 1 and isinstance(messages[0]["content"], str):
+            text = messages[0]["content"]
+            cut = self._shared_head(text)
+            if cut and text[:cut].strip() and text[cut:].strip():
+                messages[0] = {**messages[0], "content": [
+                    {"type": "text", "text": text[:cut], "cache_control": self._EPHEMERAL},
+                    {"type": "text", "text": text[cut:]}]}
+
+    def _shared_head(self, text: str) -> int:
+        """Characters of the longest run of leading lines (never the last) an earlier prompt began with."""
+        seen = self._heads
+        cut = key = start = 0
+        while (end := text.find("\n", start)) >= 0 and end < len(text.rstrip("\n")):
+            key = hash((key, text[start:end]))
+            if key in seen:
+                cut = end + 1
+            elif len(seen) < 200_000:
+                seen.add(key)
+            start = end + 1
+        return cut
 
     # ------------------------------------------------------------------ Message Batches
     batch_limits = (100_000, 256 * 1024**2)

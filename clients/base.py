@@ -336,6 +336,9 @@ class Client(ABC):
     @abstractmethod
     async def complete(self, body: RequestBody) -> ClientResult: ...
 
+    #: ``prompt_cache: true`` marks the shared prefix with the provider's cache breakpoints
+    prompt_cache_marks: bool = False
+
     # A client whose provider has a batch API (``batch: true``) implements these five; see helmflow.batches.
     #: requests and bytes per batch (0: no batch API)
     batch_limits: tuple[int, int] = (0, 0)

@@ -50,7 +50,19 @@ Reasoning models, on every wire (``reasoning_words`` says how long each one thin
 Reasoning tokens come out of the output budget: a budget spent while thinking ends the answer with
 ``length``/``max_tokens`` and no text. Prompt caching is simulated per scope (up to 200,000 prompt heads): the
 longest run of whole leading lines (never the last) an earlier request began with is reported as cached (OpenAI
-``prompt_tokens_details.cached_tokens``; Anthropic ``cache_read_input_tokens``, outside ``input_tokens``).
+``prompt_tokens_details.cached_tokens``; Anthropic ``cache_read_input_tokens``, outside ``input_tokens``). With the
+setting ``anthropic_cache: explicit``, ``/v1/messages`` caches as Anthropic does: only the text up to the last block
+marked ``cache_control``, reported as ``cache_creation_input_tokens`` the first time and ``cache_read_input_tokens``
+after.
+
+Batches: OpenAI ``/v1/files`` (upload, retrieve, ``content``) and ``/v1/batches`` (create, retrieve, list, cancel),
+Anthropic ``/v1/messages/batches`` (create, retrieve, list, cancel, ``results`` at an absolute ``results_url``), each
+line answered as the direct endpoint would, in shuffled order, validated as the providers do (``custom_id`` pattern and
+uniqueness, the count and size limits, ``url`` equal to the endpoint, no ``stream``). Settings: ``batch_delay_s`` (a
+batch ends that long after its creation), ``batch_expire`` (it expires instead, having done its first
+``batch_done_fraction`` of lines; a cancelled batch did as much), ``batch_error_rate`` (lines failing with a 500 /
+``api_error``). The stats count ``batches``, ``batch_lines`` (and ``batch_line_ids``, ``batch_line_repeats``: a request
+in more than one line) and ``batch_answered`` (lines answered: what is billed; ``batch_answered_repeats``).
 The stats add the usage the server reported (``usage``: prompt, completion and cached tokens, and the
 reasoning tokens generated, reported or not), the
 top-level body keys each endpoint received (``body_keys``, e.g. ``chat:reasoning_effort``) and requests per model
@@ -401,6 +413,9 @@ class Settings:
     seed: int | None = None
     usage: bool = True  # False: OpenAI answers carry no usage, as some compatible servers do
     batch_delay_s: float = 0.0  # a batch ends this long after it was created
+    # Anthropic's prompt cache: "auto" (any shared leading lines are read) or "explicit" (only a prefix marked with
+    # cache_control: written at 1.25x the first time it is seen, read after, as the API does)
+    anthropic_cache: str = "auto"
     batch_expire: bool = False  # a batch expires instead of completing: only batch_done_fraction of it is done
     batch_done_fraction: float = 0.5  # what an expired or cancelled batch finished (its first lines)
     batch_error_rate: float = 0.0  # the share of a batch's lines that fail (HTTP 500 / api_error)
@@ -826,10 +841,23 @@ class DevServer:
         stop_reason = "max_tokens" if g.finish == "length" else "stop_sequence" if g.stop_sequence else "end_turn"
         total = g.prompt_tokens + len(system.split())
         whole = "\n".join([system, *(_content_text(m.get("content")) for m in msgs if isinstance(m, dict))])
-        cached = min(cached_words(scope.prefixes, whole), total)
-        usage: dict[str, Any] = {"input_tokens": total - cached, "output_tokens": output_tokens}
+        written = 0
+        if settings.anthropic_cache == "explicit":  # as Anthropic does: only a marked prefix is cached
+            marked = _marked_prefix(payload)
+            words = min(len(marked.split()), total) if marked else 0
+            key = hash(("marked", marked))
+            cached = words if marked and key in scope.prefixes else 0
+            written = words - cached
+            if marked and len(scope.prefixes) < CACHE_ENTRIES:
+                scope.prefixes.add(key)
+        else:
+            cached = min(cached_words(scope.prefixes, whole), total)
+        usage: dict[str, Any] = {"input_tokens": total - cached - written, "output_tokens": output_tokens}
         if cached:
             usage["cache_read_input_tokens"] = cached
+        if written:
+            usage["cache_creation_input_tokens"] = written
+            scope.counts.usage.update({"cache_write_tokens": written})
         if thinking_tokens is not None:
             usage["output_tokens_details"] = {"thinking_tokens": thinking_tokens}
         scope.counts.usage.update({"prompt_tokens": total, "completion_tokens": output_tokens,
@@ -1236,6 +1264,22 @@ class DevServer:
             await asyncio.sleep(every_s)
             if self.counts.changed:
                 self.write_counts()
+
+
+def _marked_prefix(payload: dict[str, Any]) -> str:
+    """The text up to and including the last block marked ``cache_control`` (system, then messages), or ""."""
+    blocks: list[tuple[str, bool]] = []
+    system = payload.get("system")
+    for part in system if isinstance(system, list) else [{"text": system or ""}]:
+        if isinstance(part, dict):
+            blocks.append((str(part.get("text", "")), "cache_control" in part))
+    for m in payload.get("messages") or []:
+        content = m.get("content") if isinstance(m, dict) else None
+        for part in content if isinstance(content, list) else [{"text": content or ""}]:
+            if isinstance(part, dict):
+                blocks.append((str(part.get("text", "")), "cache_control" in part))
+    last = max((i for i, (_, marked) in enumerate(blocks) if marked), default=-1)
+    return "\n".join(text for text, _ in blocks[: last + 1])
 
 
 def _openai_usage(g: Generated, output_tokens: int, reasoning_tokens: int | None = None,

@@ -265,6 +265,9 @@ class Deployment(Record):
                                                                "real-time price")
     batch_poll_s: float = Field(15.0, gt=0, le=300, description="the first wait between polls of a batch; each "
                                                                 "wait is 1.5 times the last, up to 300 s")
+    prompt_cache: bool = Field(False, description="anthropic: mark the prompt's shared prefix (the system text; the "
+                                                  "leading lines an earlier prompt began with) with `cache_control`, "
+                                                  "so it is read from Anthropic's cache. Not part of model_version")
     max_concurrency: int = Field(16, ge=1, description="requests in flight at once, per process")
     requests_per_minute: float | None = Field(None, description="a request-rate limit, per process")
     tokens_per_minute: float | None = Field(None, description="a token-rate limit, per process")

@@ -41,3 +41,12 @@ def test_batch_on_a_kind_without_a_batch_api_is_refused_when_the_models_file_loa
     models.write_text("deployments:\n  - {name: a/gpt, client: openai, model: m, batch: true, batch_discount: 2}\n")
     with pytest.raises(DeploymentError, match="batch_discount"):
         load_deployments(models)
+
+
+def test_prompt_cache_on_a_kind_that_marks_no_breakpoints_is_refused_when_the_models_file_loads(tmp_path):
+    models = tmp_path / "models.yaml"
+    models.write_text("deployments:\n  - {name: a/gpt, client: openai, model: m, prompt_cache: true}\n")
+    with pytest.raises(DeploymentError, match="prompt_cache: client kind 'openai' marks no cache breakpoints"):
+        load_deployments(models)
+    models.write_text("deployments:\n  - {name: a/claude, client: anthropic, model: m, prompt_cache: true}\n")
+    assert load_deployments(models)["a/claude"].prompt_cache

@@ -141,3 +141,50 @@ def test_a_batch_created_by_a_run_killed_before_its_record_is_found_not_resubmit
     stats = dev_server.stats()
     assert stats["batches"] == 2 and stats["batch_lines"] == 15 and stats["batch_line_repeats"] == 0
     assert all(r.state == "ended" for r in ledger.records()) and len(ledger.records()) == 2
+
+
+def few_shot_requests(n: int):
+    """``n`` prompts sharing five 10-word lines of instructions and examples, then their own question."""
+    from helmflow.records import Request, RequestBody
+    from helmflow.versions import request_hash
+
+    head = "".join(" ".join(f"shot{k}w{j}" for j in range(10)) + "\n" for k in range(5))
+    out = []
+    for i in range(n):
+        body = RequestBody(model="claude-dev", prompt=f"{head}Question {i}?\nanswer {i} is here", max_tokens=2,
+                           temperature=0.0, stop=["\n"])
+        out.append(Request(request_hash=request_hash(body, 0), instance_id=f"i{i}", split="test", body=body))
+    return out
+
+
+CACHE_PRICES = {"price_input_per_mtok": 3.0, "price_output_per_mtok": 15.0, "price_cached_input_per_mtok": 0.3,
+                "price_cache_write_per_mtok": 3.75}
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["real-time", "batch"])
+def test_prompt_cache_marks_the_shared_prefix_and_the_cache_reads_lower_the_cost(dev_server, store, tmp_path, batch):
+    from helmflow.storage import Store
+
+    dev_server.configure(anthropic_cache="explicit")  # as Anthropic: only a prefix marked cache_control is cached
+    plain_server = dev_server.scoped("plain-" + dev_server.scope)
+    plain_server.configure(anthropic_cache="explicit")
+    reqs = few_shot_requests(10)
+    common = {"batch": batch, "batch_poll_s": 0.05, "max_concurrency": 4, "model": "claude-dev", **CACHE_PRICES}
+    cached = run_queries(store, dev_deployment(dev_server, "anthropic", prompt_cache=True, **common), reqs)
+    plain = run_queries(Store(str(tmp_path / "plain")), dev_deployment(plain_server, "anthropic", **common), reqs)
+    assert cached.errors == plain.errors == 0
+    assert [c.text for c in cached.completions] == [c.text for c in plain.completions]  # the same answers
+    usage = dev_server.stats()["usage"]
+    # the first prompt goes unmarked (nothing shared yet), one marked prompt writes the 50-word head, 8 read it
+    assert usage["cache_write_tokens"] == 50 and usage["cached_tokens"] == 8 * 50
+    assert sum(c.cached_tokens for c in cached.completions) == 8 * 50
+    assert sum(c.prompt_tokens for c in cached.completions) == sum(c.prompt_tokens for c in plain.completions)
+    assert plain_server.stats()["usage"].get("cached_tokens", 0) == 0  # nothing marked, nothing cached
+    prompt = sum(c.prompt_tokens for c in plain.completions)
+    output = sum(c.output_tokens for c in plain.completions)
+    share = 0.5 if batch else 1.0
+    expected = share * ((prompt - 400 - 50) * 3.0 + 400 * 0.3 + 50 * 3.75 + output * 15.0) / 1e6
+    assert math.isclose(sum(c.cost_usd for c in cached.completions), expected)
+    assert math.isclose(sum(c.cost_usd for c in plain.completions), share * (prompt * 3.0 + output * 15.0) / 1e6)
+    print(f"{'batch' if batch else 'real-time'}: ${sum(c.cost_usd for c in plain.completions):.6f} without the "
+          f"cache, ${sum(c.cost_usd for c in cached.completions):.6f} with it")
