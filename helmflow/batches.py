@@ -30,7 +30,7 @@ import logging
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -150,8 +150,10 @@ def _error(req: Request, message: str, attempts: int) -> Completion:
 
 
 async def send_batched(batch: Sender, pending: list[Request], store: Store,
-                       log: logging.Logger | logging.LoggerAdapter, completion_of: CompletionOf) -> list[Completion]:
-    """Completions for ``pending`` (none of them journaled) through the provider's batch API."""
+                       log: logging.Logger | logging.LoggerAdapter, completion_of: CompletionOf,
+                       realtime: Callable[[Request], Awaitable[Completion]]) -> list[Completion]:
+    """Completions for ``pending`` (none of them journaled) through the provider's batch API; past the
+    deployment's ``batch_max_wait_s`` the batches are cancelled and what they did not finish goes to ``realtime``."""
     client = batch.client
     d = client.deployment
     ledger = Ledger(store, d.name)
@@ -182,6 +184,9 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
     tok = get_tokenizer(d.tokenizer)
     queue = [h for h in want if h not in held]
     started = time.perf_counter()
+    deadline = time.monotonic() + d.batch_max_wait_s if d.batch_max_wait_s else None
+    past_deadline = False
+    late: list[str] = []  # what goes real-time once the deadline has passed
 
     def settle(h: str, actual: float) -> None:
         if batch.budget is not None:
@@ -255,7 +260,9 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
                     batch.progress(1)
                 continue
             limit = UNFINISHED_ROUNDS if isinstance(answer, NotRun) else max(UNFINISHED_ROUNDS, d.retry.attempts)
-            if answer.transient and rounds[h] < limit and not batch.stopped():
+            if answer.transient and past_deadline and not batch.stopped():
+                late.append(h)
+            elif answer.transient and rounds[h] < limit and not batch.stopped():
                 again.append(h)
             else:
                 if not answer.transient:
@@ -282,6 +289,15 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
                         done[h] = _error(want[h], f"Interrupted: batch {rec.batch_id} is still running; rerun to "
                                                   f"collect it", rounds[h])
             break
+        if deadline is not None and not past_deadline and time.monotonic() >= deadline:
+            past_deadline = True
+            log.warning("%s: batch_max_wait_s %g passed: cancelling %d batch(es); their finished lines are kept, "
+                        "the rest go out real-time", d.name, d.batch_max_wait_s, len(live))
+            for rec in live:
+                try:
+                    await client.batch_cancel(rec.batch_id)
+                except ClientError as exc:
+                    log.warning("%s: cancelling batch %s: %s", d.name, rec.batch_id, exc)
         ended: list[tuple[BatchRecord, str]] = []
         for i, rec in enumerate(list(live)):
             try:
@@ -306,13 +322,21 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
         for rec, status in ended:
             live.remove(rec)
             again += await collect(rec, status)
-        if again:
+        if again and past_deadline:
+            late += again
+        elif again:
             log.info("%s: resubmitting %d request(s) the provider did not finish", d.name, len(again))
             await submit(again)
             wait = d.batch_poll_s
         if live and not ended:
-            await _pause(wait)
+            await _pause(min(wait, max(deadline - time.monotonic(), 0.05)) if deadline and not past_deadline else wait)
             wait = min(wait * 1.5, MAX_POLL_S)
+    if late:
+        log.info("%s: sending %d request(s) real-time after the batch deadline", d.name, len(late))
+        for h in late:
+            settle(h, 0.0)  # the real-time send reserves and settles its own
+        for completion in await asyncio.gather(*(realtime(want[h]) for h in late)):
+            done[completion.request_hash] = completion
     out = []
     for r in pending:
         if r.request_hash not in done:  # held by a live batch whose poll failed for good

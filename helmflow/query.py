@@ -406,7 +406,8 @@ class Sending:
         if pending and self.batch.client.deployment.batch:
             from helmflow.batches import send_batched
 
-            fresh = run_io(send_batched(self.batch, pending, self.store, self.log, completion_of))
+            fresh = run_io(send_batched(self.batch, pending, self.store, self.log, completion_of,
+                                      lambda r: _send_one(self.batch, r)))
         elif pending:
             async def send() -> list[Completion]:
                 return await asyncio.gather(*(_send_one(self.batch, r) for r in pending))

@@ -265,6 +265,9 @@ class Deployment(Record):
                                                                "real-time price")
     batch_poll_s: float = Field(15.0, gt=0, le=300, description="the first wait between polls of a batch; each "
                                                                 "wait is 1.5 times the last, up to 300 s")
+    batch_max_wait_s: float | None = Field(None, gt=0, description="the longest a chunk waits for its batches: then "
+                                                                      "they are cancelled, their finished lines kept "
+                                                                      "and the rest sent real-time, once")
     prompt_cache: bool = Field(False, description="anthropic: mark the prompt's shared prefix (the system text; the "
                                                   "leading lines an earlier prompt began with) with `cache_control`, "
                                                   "so it is read from Anthropic's cache. Not part of model_version")

@@ -188,3 +188,16 @@ def test_prompt_cache_marks_the_shared_prefix_and_the_cache_reads_lower_the_cost
     assert math.isclose(sum(c.cost_usd for c in plain.completions), share * (prompt * 3.0 + output * 15.0) / 1e6)
     print(f"{'batch' if batch else 'real-time'}: ${sum(c.cost_usd for c in plain.completions):.6f} without the "
           f"cache, ${sum(c.cost_usd for c in cached.completions):.6f} with it")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_past_max_wait_the_batch_is_cancelled_and_what_it_did_not_finish_goes_real_time_once(dev_server, store, kind):
+    dev_server.configure(batch_delay_s=3600, batch_done_fraction=0.5)
+    reqs = make_requests(20, max_tokens=2)
+    result = run_queries(store, batch_deployment(dev_server, kind, batch_max_wait_s=1.0), reqs)
+    stats = dev_server.stats()
+    assert result.errors == 0 and [c.text for c in result.completions] == [f"answer {i}" for i in range(20)]
+    assert stats["batches"] == 1 and stats["batch_answered"] == 10  # kept from the cancelled batch
+    assert stats["requests"] == 10 and stats["repeats"] == 0  # the rest, real-time, once
+    real = (6 * 2.0 + 2 * 10.0) / 1e6
+    assert math.isclose(sum(c.cost_usd for c in result.completions), 10 * 0.5 * real + 10 * real)
