@@ -50,3 +50,23 @@ def test_prompt_cache_on_a_kind_that_marks_no_breakpoints_is_refused_when_the_mo
         load_deployments(models)
     models.write_text("deployments:\n  - {name: a/claude, client: anthropic, model: m, prompt_cache: true}\n")
     assert load_deployments(models)["a/claude"].prompt_cache
+
+
+def test_batch_selection_turns_batch_mode_on_for_the_kinds_with_a_batch_api_only(tmp_path):
+    from helmflow.plan.compile import prepare
+
+    models = tmp_path / "models.yaml"
+    models.write_text("deployments:\n"
+                      "  - {name: a/gpt, client: openai, model: m, api_key_env: HOME}\n"
+                      "  - {name: a/claude, client: anthropic, model: m, api_key_env: HOME}\n"
+                      "  - {name: a/vllm, client: openai-compatible, model: m, base_url: 'http://127.0.0.1:9/v1'}\n")
+    board = {"name": "b", "version": "1", "models": ["a/gpt", "a/claude", "a/vllm", "offline/echo"],
+             "scenarios": [{"name": "arithmetic", "params": {"digits": 2, "num_test": 3}}]}
+    plain = prepare(board, models_file=str(models))
+    batched = prepare(board, models_file=str(models), batch=True)
+    assert not any(r.deployment.batch for r in plain.runs)
+    assert {r.deployment.name: r.deployment.batch for r in batched.runs} == {
+        "a/gpt": True, "a/claude": True, "a/vllm": False, "offline/echo": False}
+    # the same runs: batch mode is not part of what is asked
+    assert [r.run_id for r in plain.runs] == [r.run_id for r in batched.runs]
+    assert not batched.selection  # not a subset of the board

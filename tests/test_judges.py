@@ -296,3 +296,21 @@ def test_a_reasoning_judge_keeps_its_reasoning_in_the_annotation(store, omni_mir
     assert stats["body_keys"]["messages:thinking"] == 6 and stats["rejected"] == {}
     usage = stats["usage"]
     assert score.judge_cost_usd == pytest.approx((usage["prompt_tokens"] * 3 + usage["completion_tokens"] * 15) / 1e6)
+
+
+@pytest.mark.slow
+def test_a_batch_judge_judges_through_message_batches_at_the_batch_price(store, omni_mirror, deployments):
+    from helmflow.devserver import start_dev_server
+    from tests.support.devserver import dev_deployment
+
+    with start_dev_server("--policy", "fn:tests.test_judges:judge_true") as srv:
+        judge = dev_deployment(srv, "anthropic", name="t/judge-batched", model="claude-dev", context_window=200000,
+                               price_input_per_mtok=3.0, price_output_per_mtok=15.0, batch=True, batch_poll_s=0.05)
+        run, _q, score, _out = run_pair(store, {**deployments, judge.name: judge}, [judge.name])
+        stats = srv.stats()
+    notes = table(store, f"runs/{run.run_id}/annotations.parquet")
+    assert len(notes) == 6 and all(n["score"] == 1.0 and n["raw_output"] == JUDGE_TRUE for n in notes)
+    assert stats["requests"] == 0 and stats["batches"] == 1 and stats["batch_answered"] == 6  # no real-time call
+    usage = stats["usage"]
+    real = (usage["prompt_tokens"] * 3 + usage["completion_tokens"] * 15) / 1e6
+    assert score.judge_cost_usd == pytest.approx(0.5 * real)
