@@ -12,7 +12,8 @@ The order of events is what makes it crash-safe:
    requests created since) before it submits anything;
 3. it is polled with a backoff (``batch_poll_s`` at first, 1.5 times longer each time, at most
    300 s), its progress in the task's log (``batch 2/3: 41,200 of 50,000 done``);
-4. once it has ended its answers are journaled, then its record is marked ended.
+4. once it has ended its answers are journaled, then its record is marked ended (and moved under
+   ``ended/``: a run reads only the live records, however many batches a storage has seen).
 
 A resumed run (after SIGKILL, Ctrl-C or a lost worker) reads the live records first: a pending
 request held by one is collected from that batch, never submitted again while it lives. A line the
@@ -86,6 +87,7 @@ class Ledger:
         self.store, self.deployment = store, deployment
 
     def records(self) -> list[BatchRecord]:
+        """The live (and submitting) records: what a run must poll or look up before it submits."""
         prefix = layout.batches_dir(self.deployment)
         if not self.store.exists(prefix):
             return []
@@ -96,7 +98,18 @@ class Ledger:
         return out
 
     def write(self, record: BatchRecord) -> None:
-        self.store.write_json(layout.batch_record(self.deployment, record.batch_id), record.model_dump())
+        """Write the record; an ended one moves under ``ended/`` (written there first, then the live one removed)."""
+        ended = record.state == "ended"
+        self.store.write_json(layout.batch_record(self.deployment, record.batch_id, ended), record.model_dump())
+        if ended:
+            self.store.delete(layout.batch_record(self.deployment, record.batch_id))
+
+    def ended(self) -> list[BatchRecord]:
+        prefix = f"{layout.batches_dir(self.deployment)}/ended"
+        if not self.store.exists(prefix):
+            return []
+        return [BatchRecord.model_validate(self.store.read_json(k)) for k in sorted(self.store.ls(prefix))
+                if k.endswith(".json")]
 
     def delete(self, record: BatchRecord) -> None:
         self.store.delete(layout.batch_record(self.deployment, record.batch_id))
@@ -172,7 +185,7 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
             records.append(adopted)
             known.add(found)
         await asyncio.to_thread(ledger.delete, intent)
-    rounds = Counter(h for rec in records for h in rec.hashes)  # batches each request has been in
+    rounds = Counter(h for rec in records for h in rec.hashes)  # batches each request has been in (in this run)
     live = [rec for rec in records if rec.state == "live" and not want.keys().isdisjoint(rec.hashes)]
     _running.update({rec.batch_id: d.name for rec in live})
     held = {h for rec in live for h in rec.hashes}

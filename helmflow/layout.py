@@ -12,6 +12,7 @@ media/<sha256>.<ext>                        images, content-addressed
 work/prompts|query|score/…                  per-task working files (the task cache's payload)
 responses/<deployment>/<xx>/part-*.parquet  the request journal (successes only)
 batches/<deployment>/<batch id>.json        a provider batch: its id and request hashes, written before it is polled
+batches/<deployment>/ended/<batch id>.json  the same once its answers are journaled (never read again by a run)
 prefect-results/<cache key>                 Prefect's persisted task results
 quarantine/<key>                            objects that failed their check (corrupt journal parts, foreign results)
 runs/<run_id>/…, run.json last              a published run (references.parquet: its gold answers)
@@ -112,8 +113,9 @@ def batches_dir(deployment: str) -> str:
     return f"{BATCHES_ROOT}/{safe_key(deployment)}"
 
 
-def batch_record(deployment: str, batch_id: str) -> str:
-    return f"{batches_dir(deployment)}/{safe_key(batch_id)}.json"
+def batch_record(deployment: str, batch_id: str, ended: bool = False) -> str:
+    """A live batch's record; an ended one's moves under ``ended/`` (a run lists only the live ones)."""
+    return f"{batches_dir(deployment)}{'/ended' if ended else ''}/{safe_key(batch_id)}.json"
 
 
 # --------------------------------------------------------------------------- offline call counts
