@@ -21,9 +21,10 @@ from helmflow.storage import Store
 CHUNK_INSTANCES = 1000  # prompts built, requests sent, instances scored at once (row groups are 1,000 rows too)
 
 
-def instance_chunks(instance_ids: pa.Array | pa.ChunkedArray, size: int = CHUNK_INSTANCES) -> Iterator[np.ndarray]:
-    """Row numbers (ascending) of each chunk of ``size`` whole instances, instances in order of first
-    appearance: every row of an instance is in the same chunk."""
+def instance_chunks(instance_ids: pa.Array | pa.ChunkedArray, size: int | None = None) -> Iterator[np.ndarray]:
+    """Row numbers (ascending) of each chunk of ``size`` whole instances (default :data:`CHUNK_INSTANCES`,
+    read when called), instances in order of first appearance: every row of an instance is in the same chunk."""
+    size = size or CHUNK_INSTANCES
     first = pc.unique(instance_ids)  # in order of first appearance
     ordinal = np.asarray(pc.index_in(instance_ids, value_set=first), dtype=np.int64)
     rows = np.argsort(ordinal, kind="stable")
