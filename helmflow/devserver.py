@@ -963,27 +963,28 @@ class DevServer:
         scope.files[fid] = (data, purpose, str(getattr(upload, "filename", "upload.jsonl")))
         return web.json_response(self._file_object(fid, scope.files[fid]))
 
+    def _stored_file(self, request) -> tuple[str, Any, Any]:
+        """(file id, its stored entry, None), or (id, None, the error response) for a refused call or an
+        unknown id: what the file object and its content routes both look up first."""
+        scope, denied = self._batch_call(request, "files", False)
+        fid = request.match_info["fid"]
+        if denied is not None:
+            return fid, None, denied
+        if fid not in scope.files:
+            return fid, None, _error(404, f"No such File object: {fid}", False)
+        return fid, scope.files[fid], None
+
     async def _file_get(self, request):
         from aiohttp import web
 
-        scope, denied = self._batch_call(request, "files", False)
-        if denied is not None:
-            return denied
-        fid = request.match_info["fid"]
-        if fid not in scope.files:
-            return _error(404, f"No such File object: {fid}", False)
-        return web.json_response(self._file_object(fid, scope.files[fid]))
+        fid, stored, refused = self._stored_file(request)
+        return refused if refused is not None else web.json_response(self._file_object(fid, stored))
 
     async def _file_content(self, request):
         from aiohttp import web
 
-        scope, denied = self._batch_call(request, "files", False)
-        if denied is not None:
-            return denied
-        fid = request.match_info["fid"]
-        if fid not in scope.files:
-            return _error(404, f"No such File object: {fid}", False)
-        return web.Response(body=scope.files[fid][0], content_type="application/octet-stream")
+        _, stored, refused = self._stored_file(request)
+        return refused if refused is not None else web.Response(body=stored[0], content_type="application/octet-stream")
 
     def _openai_batch(self, scope: Scope, b: DevBatch) -> dict[str, Any]:
         self._settle(scope, b)
