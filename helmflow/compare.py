@@ -207,10 +207,8 @@ def compare_models(store: Store, release: ReleaseView, a: str, b: str,
     rows = []
     for scenario in release.scenarios:
         ra, rb = release.cell(scenario, a), release.cell(scenario, b)
-        row: dict[str, Any] = dict.fromkeys(COMPARISON_SCHEMA.names) | {
-                               "scenario": scenario, "deployment_a": a, "deployment_b": b,
-                               "run_a": ra and ra["run_id"], "run_b": rb and rb["run_id"],
-                               "metric": (ra or rb or {}).get("main_metric"), "n": 0}
+        row = _comparison_row(scenario, a, b, ra["run_id"] if ra else None, rb["run_id"] if rb else None,
+                              (ra or rb or {}).get("main_metric"))
         missing = [d for d, r in ((a, ra), (b, rb)) if r is None or r["status"] == "missing"]
         if ra is None and rb is None:
             continue
@@ -218,13 +216,23 @@ def compare_models(store: Store, release: ReleaseView, a: str, b: str,
             row["note"] = f"no run of {' and '.join(missing)}"
         else:
             assert ra is not None and rb is not None
-            found = paired(values(ra), values(rb))
-            if found is None:
-                row["note"] = "no instance scored by both"
-            else:
-                row.update(_paired_fields(found))
+            _fill_paired(row, paired(values(ra), values(rb)))
         rows.append(row)
     return rows
+
+
+def _comparison_row(scenario: str, a: str, b: str, run_a: str | None, run_b: str | None,
+                    metric: str | None) -> dict[str, Any]:
+    return dict.fromkeys(COMPARISON_SCHEMA.names) | {
+        "scenario": scenario, "deployment_a": a, "deployment_b": b, "run_a": run_a, "run_b": run_b,
+        "metric": metric, "n": 0}
+
+
+def _fill_paired(row: dict[str, Any], found: Paired | None) -> None:
+    if found is None:
+        row["note"] = "no instance scored by both"
+    else:
+        row.update(_paired_fields(found))
 
 
 PAIRED_FIELDS = ("n", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "binary", "a_only", "b_only", "p_value")
@@ -289,14 +297,8 @@ def all_pairs(store: Store, release: ReleaseView) -> list[dict[str, Any]]:
         for i, a in enumerate(present):
             for j in range(i + 1, len(present)):
                 b = present[j]
-                row: dict[str, Any] = dict.fromkeys(COMPARISON_SCHEMA.names) | {
-                    "scenario": scenario, "deployment_a": a, "deployment_b": b, "run_a": cells[a]["run_id"],
-                    "run_b": cells[b]["run_id"], "metric": cells[a]["main_metric"], "n": 0}
-                p = found[(i, j)]
-                if p is None:
-                    row["note"] = "no instance scored by both"
-                else:
-                    row.update(_paired_fields(p))
+                row = _comparison_row(scenario, a, b, cells[a]["run_id"], cells[b]["run_id"], cells[a]["main_metric"])
+                _fill_paired(row, found[(i, j)])
                 out.append(row)
     return out
 
