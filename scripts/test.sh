@@ -9,7 +9,7 @@ PY=${PYTHON:-python3}
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   missing=""
-  for pkg in chromium chromium-driver; do dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"; done
+  for pkg in chromium chromium-driver texlive-latex-base poppler-utils; do dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"; done
   if [ -n "$missing" ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
   fi
@@ -17,7 +17,7 @@ fi
 
 # torch first, by pip and pinned: this machine holds that CPU build; an unpinned torch pulls a CUDA one
 $PY -m pip install -q torch==2.13.0
-$PY -m pip install -q -e ".[test,hf,capabilities,lite,safety]"
+$PY -m pip install -q -e ".[test,hf,capabilities,lite,safety,image2struct]"
 
 set +e
 $PY -m pytest -n "${HELMFLOW_TEST_WORKERS:-0}" --dist loadgroup --durations=25 "$@"
