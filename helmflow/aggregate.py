@@ -51,7 +51,8 @@ HEADLINE_RANKS = ("rank", "rank_low", "rank_high", "tied_group", "win_rate_rank"
 
 
 def leaderboard_schema(labels: list[str], groups: list[str] | None = None, aspects: list[str] | None = None,
-                       metric_groups: list[str] | None = None, columns: list[str] | None = None) -> pa.Schema:
+                       metric_groups: list[str] | None = None, columns: list[str] | None = None,
+                       mean_groups: list[str] | None = None) -> pa.Schema:
     fields = [("deployment", pa.string()), ("mean_score", pa.float64()), ("mean_win_rate", pa.float64())]
     fields += [(name, pa.int64()) for name in HEADLINE_RANKS]
     for label in labels:
@@ -60,6 +61,7 @@ def leaderboard_schema(labels: list[str], groups: list[str] | None = None, aspec
     fields += [(f"group:{g}", pa.float64()) for g in groups or []]
     fields += [(f"aspect:{a}", pa.float64()) for a in aspects or []]
     fields += [(f"{g} mean_win_rate", pa.float64()) for g in metric_groups or []]
+    fields += [(f"{g} mean", pa.float64()) for g in mean_groups or []]  # tables declaring HELM's mean
     for key in columns or []:
         fields += [(key, pa.float64()), (f"{key} ci_low", pa.float64()), (f"{key} ci_high", pa.float64()),
                    (f"{key} note", pa.string())]
@@ -333,8 +335,9 @@ def rank(models: Sequence[str], labels: Sequence[str], cells: dict[tuple[str, st
     group_wins = {
         g.name: win_rates({m: {c.key: metric_cells.get((m, c.key), (None,))[0] for c in g.columns} for m in models},
                           {c.key for c in g.columns if c.lower_is_better})
-        for g in metric_groups
+        for g in metric_groups if "win_rate" in g.aggregation
     }
+    group_means = {g.name: table_means(g, metric_cells, models) for g in metric_groups if "mean" in g.aggregation}
     columns = list(dict.fromkeys(c.key for g in metric_groups for c in g.columns))
     rows = []
     for m in models:
@@ -345,6 +348,8 @@ def rank(models: Sequence[str], labels: Sequence[str], cells: dict[tuple[str, st
             row[f"aspect:{a}"] = by_model.get(m)
         for name, rates in group_wins.items():
             row[f"{name} mean_win_rate"] = rates.get(m)
+        for name, by_model in group_means.items():
+            row[f"{name} mean"] = by_model[m]
         for key in columns:
             row[key], row[f"{key} ci_low"], row[f"{key} ci_high"] = metric_cells.get((m, key), (None, None, None))
             row[f"{key} note"] = (notes or {}).get((m, key))
@@ -364,6 +369,21 @@ def rank(models: Sequence[str], labels: Sequence[str], cells: dict[tuple[str, st
     key = "mean_score" if "mean" in aggregation else "mean_win_rate"
     rows.sort(key=lambda r: (r[key] is None, -(r[key] or 0.0), r["deployment"]))
     return rows
+
+
+def table_means(group: MetricGroup, metric_cells: GroupCells, models: Sequence[str]) -> dict[str, float | None]:
+    """HELM's ``mean`` aggregation of one table (``compute_aggregate_row_means``): per model, the mean of
+    the columns it has a value in (missing cells left out), None when it has none."""
+    out: dict[str, float | None] = {}
+    for m in models:
+        values = [v for c in group.columns if (v := metric_cells.get((m, c.key), (None,))[0]) is not None]
+        out[m] = sum(values) / len(values) if values else None
+    return out
+
+
+def mean_groups(groups: Sequence[MetricGroup]) -> list[str]:
+    """The tables that declare HELM's ``mean`` (a ``<name> mean`` column each)."""
+    return [g.name for g in groups if "mean" in g.aggregation]
 
 
 def labelled(board: BoardPlan, runs: list[RunOutcome]) -> list[RunOutcome]:
@@ -398,7 +418,8 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
                                                           subset=board.subset))
     groups = board_groups(board)
     writer.leaderboard(rows, leaderboard_schema(labels, list(groups), list(board.spec.aspects),
-                                                [g.name for g in board.spec.metric_groups], group_columns(board)))
+                                                [g.name for g in board.spec.metric_groups], group_columns(board),
+                                                mean_groups(board.spec.metric_groups)))
     writer.runs(runs, failed)
     writer.commit(ReleaseManifest(
         board=board.spec.name,

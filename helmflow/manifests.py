@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 
 class Manifest(BaseModel):
@@ -202,6 +202,15 @@ class MetricGroupRecord(Manifest):
     name: str
     description: str = ""
     columns: list[MetricGroupColumn] = Field(default_factory=list)
+    aggregation: list[str] = Field(default_factory=lambda: ["win_rate"])  # ``mean`` adds ``<name> mean``
+
+    @model_serializer(mode="wrap")
+    def _default_aggregation_unsaid(self, handler: Any) -> Any:
+        """The default (win rate) is not written: releases of tables that declare none read as before."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("aggregation") == ["win_rate"]:
+            del data["aggregation"]
+        return data
 
 
 class ReleaseManifest(Manifest):

@@ -58,8 +58,13 @@ def board_table(summary: dict[str, Any], mode: str, with_ci: bool) -> Table:
         table.add_row("rank (95%)", *[rank_text(row) for row in rows])
     for group in summary.get("metric_groups", []):  # each metric group: its columns and its own mean win rate
         table.add_section()
-        table.add_row(f"[bold]{escape(group['name'])}[/] mean win rate",
-                      *[_fmt(row.get(f"{group['name']} mean_win_rate")) for row in rows])
+        aggregation = group.get("aggregation", ["win_rate"])
+        if "win_rate" in aggregation:
+            table.add_row(f"[bold]{escape(group['name'])}[/] mean win rate",
+                          *[_fmt(row.get(f"{group['name']} mean_win_rate")) for row in rows])
+        if "mean" in aggregation:
+            table.add_row(f"[bold]{escape(group['name'])}[/] mean",
+                          *[_fmt(row.get(f"{group['name']} mean")) for row in rows])
         for key in group["columns"]:
             table.add_row(f"  {escape(key)}", *[_group_cell(row, key) for row in rows])
     return table

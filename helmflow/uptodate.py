@@ -68,6 +68,7 @@ def board_summary(plan: BoardPlan, *, release_id: str, uri: str, status: str, wr
         "subset": plan.selection,
         "table": table,
         "scenarios": [s.label for s in plan.scenarios],
-        "metric_groups": [{"name": g.name, "columns": [c.key for c in g.columns]} for g in plan.spec.metric_groups],
+        "metric_groups": [{"name": g.name, "columns": [c.key for c in g.columns], "aggregation": g.aggregation}
+                          for g in plan.spec.metric_groups],
         "failed": list(failed),
     }

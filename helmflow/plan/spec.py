@@ -67,6 +67,19 @@ class MetricGroup(BaseModel):
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="the group's name (lower case, digits, `_`)")
     description: str = Field("", description="one line the report shows with the group")
     columns: list[GroupColumn] = Field(min_length=1, description="the group's columns")
+    aggregation: list[Literal["mean", "win_rate"]] = Field(
+        default_factory=lambda: ["win_rate"],  # type: ignore[arg-type]  # mypy reads the literals as str
+        min_length=1, description="the table's summary columns (HELM's `aggregation_strategies`): `win_rate` "
+                                  "(`<name> mean_win_rate`, the default) and/or `mean` (`<name> mean`: the mean "
+                                  "of the columns a model has, HELM's row mean)")
+
+    @model_validator(mode="after")
+    def _mean_is_one_direction(self) -> MetricGroup:
+        """HELM refuses to average columns ranked in opposite directions; so does a table's mean."""
+        if "mean" in self.aggregation and len({c.lower_is_better for c in self.columns}) > 1:
+            raise ValueError(f"metric group {self.name!r} declares a mean over columns where lower is better and "
+                             "columns where higher is: give it win_rate only, or split it")
+        return self
 
 
 #: characters a board's name cannot hold: it names the board's Prefect flow (Prefect refuses these) and folder
@@ -159,6 +172,8 @@ class BoardSpec(BaseModel):
                 if entry[key] is None:
                     del entry[key]
         for group in data.get("metric_groups", []):
+            if group["aggregation"] == ["win_rate"]:
+                del group["aggregation"]
             for column in group["columns"]:
                 if not column["description"]:
                     del column["description"]
