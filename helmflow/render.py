@@ -1,0 +1,341 @@
+"""Render a model's structured answer (LaTeX, a web page) to an image, in a sandbox.
+
+The answer is untrusted code. Each render runs in a child process in its own scratch folder, with a
+wall-clock limit (the whole process group is killed when it passes), CPU-time, file-size and (for TeX)
+address-space limits, an environment of PATH and HOME only (no credentials the evaluator holds), and,
+where the kernel allows it, a network namespace of its own (``unshare --net``: no interface but a downed
+loopback). TeX runs with ``-no-shell-escape`` and kpathsea's paranoid ``openin_any``/``openout_any``, so
+``\\input`` and ``\\openout`` cannot leave the scratch folder; a document that still asks for a shell
+command (``\\write18``) is a failed compile. The web page is served to headless Chromium from the
+folder by request interception, with every other request aborted (and a dead proxy behind that).
+
+A render that fails, overruns its limit or produces no image gives ``image=None`` (HELM: the
+completion did not compile). :data:`VERSIONS` is part of the Image2Struct metric versions, so a stored
+score is keyed on the completion and the renderer that drew it."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+VERSIONS = {"latex": "1", "webpage": "1"}  # bump when a renderer can draw a completion differently
+LATEX_SECONDS = 30.0
+WEBPAGE_SECONDS = 30.0
+TEX_MEMORY = 1 << 30  # bytes of address space for pdflatex and pdftoppm
+MAX_FILE = 64 << 20  # bytes any file a render writes may reach
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+RESOLUTION = (1920, 1080)  # HELM's ScreenshotOptions
+ORIGIN = "http://localhost:4000/"  # where the page appears to be served (Jekyll's default address in HELM)
+
+
+@dataclass
+class Rendered:
+    image: Any | None  # PIL image; None when the completion did not compile
+    text: str | None  # the structure's text HELM compares for edit similarity (None when not compiled)
+    error: str | None
+    seconds: float
+
+
+class RenderError(Exception):
+    """The completion did not compile (bad source, a sandbox limit, a forbidden request)."""
+
+
+# ---- the sandbox -------------------------------------------------------------------------------------------
+
+@functools.cache
+def _can_unshare() -> bool:
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return False
+    try:
+        return subprocess.run([unshare, "--net", "--", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _limits(cpu_seconds: float, memory: int | None):
+    def apply() -> None:
+        cpu = max(1, int(cpu_seconds) + 1)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE, MAX_FILE))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if memory is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    return apply
+
+
+def sandboxed(cmd: list[str], cwd: Path, seconds: float, memory: int | None = None,
+              env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Run ``cmd`` in ``cwd`` under the limits above; (exit code, combined output). Raises RenderError
+    when it overruns ``seconds`` (the process group is killed)."""
+    base = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(cwd), "LANG": "C.UTF-8", "TMPDIR": str(cwd)}
+    full = ["unshare", "--net", "--", *cmd] if _can_unshare() else cmd
+    proc = subprocess.Popen(full, cwd=cwd, env={**base, **(env or {})}, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=_limits(seconds, memory))
+    try:
+        out, _ = proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        raise RenderError(f"render exceeded its {seconds:g} s limit") from None
+    finally:
+        if _session_members(proc.pid):  # nothing a render started outlives it
+            _kill(proc)
+    return proc.returncode, out.decode("utf-8", "replace")
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """Kill the render's whole session (its process group, and any child that made a group of its own)."""
+    for _ in range(2):
+        for pid in [proc.pid, *_session_members(proc.pid)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.05)
+    proc.wait()
+
+
+def _session_members(sid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        if entry.name.isdigit():
+            try:
+                if os.getsid(int(entry.name)) == sid:
+                    out.append(int(entry.name))
+            except (ProcessLookupError, PermissionError):
+                pass
+    return out
+
+
+def _between(text: str, delimiters: list[tuple[str, str]]) -> str:
+    """HELM's annotators: the first delimited block (```latex / ```json, else ```), or the whole text."""
+    for start, end in delimiters:
+        if start in text and end in text[text.index(start) + len(start):]:
+            begin = text.index(start) + len(start)
+            return text[begin:text.index(end, begin)]
+    return text
+
+
+def _timed(fn, *args: Any) -> Rendered:
+    started = time.perf_counter()
+    try:
+        image, text = fn(*args)
+    except RenderError as e:
+        return Rendered(None, None, str(e), time.perf_counter() - started)
+    return Rendered(image, text, None, time.perf_counter() - started)
+
+
+# ---- LaTeX (HELM utils_latex.py) ------------------------------------------------------------------------
+
+# HELM's TEX_INCLUDES as far as Debian's texlive-latex-base has them (HELM installs "latex-full";
+# xcolor, algorithm*, listings, tikz/pgfplots, threeparttable and adjustbox are not in that package)
+TEX_INCLUDES = "\n\\usepackage{amsmath,amssymb,amsfonts}\n\\usepackage{graphicx}\n\\usepackage{amsmath}\n"
+TEX_BEGIN_FILE = r"\documentclass{article}"
+TEX_BEGIN_DOCUMENT = r"\begin{document}"
+TEX_END_DOCUMENT = r"\end{document}"
+TEX_REPLACE_NUMBERING = [("{equation}", "{equation*}"), ("{align}", "{align*}"), ("{alignat}", "{alignat*}"),
+                         ("{gather}", "{gather*}"), ("{flalign}", "{flalign*}"), ("{multline}", "{multline*}"),
+                         ("{eqnarray}", "{eqnarray*}"), ("{subeqnarray}", "{subeqnarray*}"),
+                         ("{aligneq}", "{aligneq*}")]
+
+
+def latex_document(code: str) -> str:
+    """HELM ``latex_to_image``'s preprocessing: unnumbered environments, no labels, begin/end document
+    added when missing, HELM's document class and preamble in place of the answer's."""
+    for old, new in TEX_REPLACE_NUMBERING:
+        code = code.replace(old, new)
+    code = re.sub(r"\\label\{.*?\}[\t ]*(\n)?", "", code)
+    if TEX_BEGIN_DOCUMENT not in code and TEX_BEGIN_FILE not in code:
+        code = TEX_BEGIN_DOCUMENT + code
+    if TEX_END_DOCUMENT not in code:
+        code = code + TEX_END_DOCUMENT
+    found = re.search(r"\\documentclass(\[.*?\])?\{.*?\}", code) or re.search(r"\\documentstyle(\[.*?\])?\{.*?\}", code)
+    code = code.replace(found.group(), TEX_BEGIN_FILE) if found else TEX_BEGIN_FILE + "\n\n" + code
+    code = re.sub(r"\\usepackage(\[.*?\])?\{.*\}", "", code)
+    return code.replace(TEX_BEGIN_FILE, TEX_BEGIN_FILE + "\n" + TEX_INCLUDES + "\n")
+
+
+def strip_latex(code: str) -> str:
+    """HELM ``strip_unnecessary_latex_parts`` (its comment removal is overwritten by the next line, so
+    comments stay, as in HELM): the text edit similarity compares."""
+    out = re.sub(r"\\documentclass(\[.*?\])?\{.*?\}", "", code)
+    out = re.sub(r"\\documentstyle(\[.*?\])?\{.*?\}", "", out)
+    out = re.sub(r"\\usepackage(\[.*?\])?\{.*?\}", "", out)
+    out = re.sub(r"\\begin\{document\}\n*", "", out, flags=re.DOTALL)
+    out = re.sub(r"\\end\{document\}.*", "", out, flags=re.DOTALL)
+    out = re.sub(r"(\\begin\{.*?\}(\[.*?\])?)(?!\n)", r"\1\n", out)
+    out = re.sub(r"(\\end\{.*?\})(?!\n)", r"\1\n", out)
+    out = re.sub(r" +", " ", out)
+    out = re.sub(r"\t", " ", out)
+    out = re.sub(r"^[ \t]+|[ \t]+$", "", out, flags=re.MULTILINE)
+    out = re.sub(r"\n\s*\n", "\n", out)
+    return out.strip()
+
+
+def _latex(completion: str, seconds: float) -> tuple[Any, str]:
+    from PIL import Image, ImageOps
+
+    document = latex_document(_between(completion.strip(), [("```latex", "```"), ("```", "```")]))
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="helmflow-tex-") as scratch:
+        folder = Path(scratch)
+        (folder / "main.tex").write_text(document)
+        env = {"openin_any": "p", "openout_any": "p", "shell_escape": "f", "TEXMFOUTPUT": scratch,
+               "TEXMFVAR": scratch, "TEXMFCONFIG": scratch}
+        code, log = sandboxed(["pdflatex", "-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error",
+                               "main.tex"], folder, seconds, TEX_MEMORY, env)
+        logfile = folder / "main.log"
+        log += logfile.read_text(errors="replace") if logfile.is_file() else ""
+        if "runsystem(" in log:
+            raise RenderError("the document asks to run a shell command (\\write18)")
+        if code != 0 or not (folder / "main.pdf").is_file():
+            errors = [line for line in log.splitlines() if line.startswith("!")]
+            raise RenderError(errors[0] if errors else f"pdflatex exited with {code}")
+        left = max(1.0, seconds - (time.monotonic() - started))
+        code, log = sandboxed(["pdftoppm", "-f", "1", "-l", "1", "-r", "200", "-png", "main.pdf", "page"],
+                              folder, left, TEX_MEMORY)
+        pages = sorted(folder.glob("page*.png"))
+        if code != 0 or not pages:
+            raise RenderError(f"pdftoppm exited with {code}")
+        with Image.open(pages[0]) as page:
+            image = page.convert("RGB")
+    w, h = image.size  # HELM pdf_to_image(crop=True): drop the page number, then the white border
+    image = image.crop((0, 0, w, h - int(h * 0.2)))
+    box = ImageOps.invert(image).getbbox()
+    if box is None:
+        raise RenderError("the document renders to an empty page")
+    return image.crop(box), strip_latex(document)
+
+
+def render_latex(completion: str, seconds: float = LATEX_SECONDS) -> Rendered:
+    """Compile a LaTeX answer with pdflatex and rasterise its first page at 200 dpi (HELM's pdf2image
+    default), cropped as HELM crops it."""
+    return _timed(_latex, completion, seconds)
+
+
+# ---- web pages (HELM webpage_compiler_annotator.py) ----------------------------------------------------
+
+def page_files(completion: str) -> dict[str, str]:
+    """The answer as files: HELM asks for a JSON list of {"filename", "content"}; a name that would
+    leave the page's folder is refused."""
+    try:
+        structure = json.loads(_between(completion.strip(), [("```json", "```"), ("```", "```")]))
+    except json.JSONDecodeError as e:
+        raise RenderError(f"the answer is not a JSON list of files: {e}") from None
+    if not isinstance(structure, list):
+        raise RenderError("the answer should be a list of files")
+    files: dict[str, str] = {}
+    for item in structure:
+        name = item.get("filename") if isinstance(item, dict) else None
+        content = item.get("content") if isinstance(item, dict) else None
+        if not isinstance(name, str) or not isinstance(content, str):
+            raise RenderError("each file should have a filename and a content")
+        parts = Path(name).parts
+        if not parts or Path(name).is_absolute() or ".." in parts:
+            raise RenderError(f"file name {name!r} leaves the page's folder")
+        files[name] = content
+    return files
+
+
+def html_text(html: str) -> str:
+    """HELM ``convert_html_to_text``: html2text (links ignored), whitespace normalised."""
+    from html2text import HTML2Text
+
+    handler = HTML2Text()
+    handler.ignore_links = True
+    text = handler.handle(html)
+    text = re.sub(r" +", " ", text)
+    text = re.sub(r"\t", " ", text)
+    text = re.sub(r"^[ \t]+|[ \t]+$", "", text, flags=re.MULTILINE)
+    return re.sub(r"\n\s*\n", "\n", text).strip()
+
+
+def _webpage(completion: str, assets: dict[str, bytes], seconds: float) -> tuple[Any, str]:
+    from PIL import Image
+
+    files = page_files(completion)
+    with tempfile.TemporaryDirectory(prefix="helmflow-page-", ignore_cleanup_errors=True) as scratch:
+        site = Path(scratch) / "site"
+        for name, data in assets.items():
+            (site / name).parent.mkdir(parents=True, exist_ok=True)
+            (site / name).write_bytes(data)
+        for name, content in files.items():
+            if name in assets:
+                continue  # HELM keeps the dataset's assets over the answer's
+            (site / name).parent.mkdir(parents=True, exist_ok=True)
+            (site / name).write_text(content)
+        site.mkdir(exist_ok=True)
+        code, log = sandboxed([sys.executable, "-m", "helmflow.render", str(site), "shot.png", str(seconds)],
+                              Path(scratch), seconds, None)
+        shot = Path(scratch) / "shot.png"
+        if code != 0 or not shot.is_file():
+            last = [line for line in log.strip().splitlines() if line.strip()]
+            raise RenderError(f"the page did not render: {last[-1] if last else f'exit {code}'}")
+        with Image.open(shot) as img:
+            image = img.convert("RGB")
+        html = (Path(scratch) / "shot.html").read_text()
+    return image, html_text(html)
+
+
+def render_webpage(completion: str, assets: dict[str, bytes] | None = None,
+                   seconds: float = WEBPAGE_SECONDS) -> Rendered:
+    """Screenshot ``index.html`` of the answer's files in headless Chromium at 1920x1080."""
+    return _timed(_webpage, completion, assets or {}, seconds)
+
+
+def _screenshot(site: Path, out: Path, seconds: float) -> None:
+    """The child process: serve ``site`` by interception, abort everything else, screenshot."""
+    from playwright.sync_api import sync_playwright
+
+    root = site.resolve()
+    refused: list[str] = []
+
+    def handle(route: Any) -> None:
+        url = route.request.url.split("#")[0].split("?")[0]
+        if not url.startswith(ORIGIN):
+            refused.append(url)
+            route.abort()
+            return
+        rel = url[len(ORIGIN):] or "index.html"
+        path = (root / rel).resolve()
+        if path.is_dir():
+            path = path / "index.html"
+        if root in path.parents and path.is_file():
+            route.fulfill(path=str(path))
+        else:
+            route.fulfill(status=404, body="")
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
+                                    proxy={"server": "http://127.0.0.1:9"})
+        context = browser.new_context(viewport={"width": RESOLUTION[0], "height": RESOLUTION[1]},
+                                      service_workers="block")
+        context.route("**/*", handle)
+        page = context.new_page()
+        page.goto(ORIGIN, wait_until="load", timeout=seconds * 1000)
+        page.screenshot(path=str(out), timeout=seconds * 1000)
+        out.with_suffix(".html").write_text(page.content())
+        browser.close()
+    if refused:
+        out.unlink()
+        sys.exit(f"the page requested an address other than its own: {refused[0][:200]}")
+
+
+if __name__ == "__main__":
+    _screenshot(Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3]))

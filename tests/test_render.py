@@ -1,0 +1,117 @@
+"""The sandboxed renderers: known LaTeX and HTML draw what they say; hostile answers end within their
+limits as failed compiles and leave nothing behind."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from helmflow import render
+
+needs_tex = pytest.mark.skipif(shutil.which("pdflatex") is None or shutil.which("pdftoppm") is None,
+                               reason="needs TeX Live and poppler (texlive-latex-base, poppler-utils)")
+
+
+@needs_tex
+def test_latex_renders_a_cropped_equation_and_keeps_helms_text():
+    out = render.render_latex("Here it is:\n```latex\n\\begin{equation}\\label{e} x^2 \\end{equation}\n```")
+    assert out.error is None and out.image is not None
+    w, h = out.image.size
+    assert 10 < w < 400 and 10 < h < 200  # cropped to the ink, not a 1700x2200 page
+    assert out.image.convert("L").getextrema()[0] < 128  # black ink
+    assert out.text == "\\begin{equation*}\nx^2 \\end{equation*}"  # numbering and label removed, as HELM does
+
+
+@needs_tex
+def test_latex_that_does_not_compile_is_a_failed_compile():
+    out = render.render_latex("\\begin{tabular}{c} \\undefinedcommand \\end{tabular}")
+    assert out.image is None and "Undefined control sequence" in (out.error or "")
+
+
+@needs_tex
+@pytest.mark.parametrize("source", [
+    "\\input{/etc/hostname}",  # an absolute path outside the scratch folder (openin_any = p)
+    "\\input{../../../../etc/hostname}",  # a parent folder
+])
+def test_latex_cannot_read_outside_its_folder(source: str):
+    out = render.render_latex(source, seconds=10)
+    assert out.image is None and ".tex' not found" in (out.error or "")
+
+
+@needs_tex
+def test_latex_shell_escape_is_refused_and_never_runs(tmp_path: Path):
+    marker = tmp_path / "ran"
+    out = render.render_latex(f"\\immediate\\write18{{touch {marker}}}Hello", seconds=10)
+    assert out.image is None and "write18" in (out.error or "")
+    assert not marker.exists()
+
+
+@needs_tex
+def test_an_endless_tex_loop_ends_at_the_time_limit():
+    out = render.render_latex("\\def\\x{\\x}\\x", seconds=2)
+    assert out.image is None and "2 s limit" in (out.error or "")
+    assert 2 <= out.seconds < 5
+
+
+def test_page_files_refuse_names_outside_the_page():
+    files = render.page_files('```json\n[{"filename": "index.html", "content": "<p>a</p>"}]\n```')
+    assert files == {"index.html": "<p>a</p>"}
+    for bad in ("/etc/x", "../x", "a/../../x"):
+        with pytest.raises(render.RenderError, match="leaves"):
+            render.page_files(json.dumps([{"filename": bad, "content": ""}]))
+    with pytest.raises(render.RenderError, match="JSON"):
+        render.page_files("<html>not json</html>")
+
+
+def page(html: str, css: str = "") -> str:
+    files = [{"filename": "index.html", "content": html}] + ([{"filename": "style.css", "content": css}] if css else [])
+    return json.dumps(files)
+
+
+@pytest.mark.slow
+def test_a_page_with_its_stylesheet_is_screenshot_at_1920x1080():
+    out = render.render_webpage(page('<html><head><link rel="stylesheet" href="style.css"></head>'
+                                     "<body><h1>Prices</h1></body></html>",
+                                     "body { background: rgb(0, 0, 255); margin: 0 }"))
+    assert out.error is None and out.image is not None
+    assert out.image.size == (1920, 1080)
+    assert out.image.getpixel((1900, 1000)) == (0, 0, 255)  # the stylesheet was served from the folder
+    assert out.text == "# Prices"
+
+
+@pytest.mark.slow
+def test_a_page_that_fetches_a_remote_address_fails_and_reaches_nothing():
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            hits.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/leak"
+        out = render.render_webpage(page(f"<html><body><img src='{url}'><script>fetch('{url}')</script></body></html>"),
+                                    seconds=20)
+    finally:
+        server.shutdown()
+    assert out.image is None and "other than its own" in (out.error or "")
+    assert hits == []
+
+
+@pytest.mark.slow
+def test_a_page_that_loops_forever_ends_at_the_time_limit():
+    out = render.render_webpage(page("<html><body><h1>x</h1><script>while (true) {}</script></body></html>"),
+                                seconds=4)
+    assert out.image is None and "4 s limit" in (out.error or "")
+    assert out.seconds < 8
