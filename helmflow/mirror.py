@@ -29,12 +29,13 @@ def add_parser(subparsers) -> None:
 
 
 def _targets(spec: str):
-    """The scenarios to mirror: the named scenario, else each distinct scenario entry of the named board."""
+    """The scenarios to mirror: each distinct scenario entry of the named board, else the named scenario (a
+    name that is both, as ``mmlu``, is the board; ``mmlu:subject=anatomy`` the one scenario)."""
     from helmflow.plan.spec import BoardError, board_names, load_board
     from helmflow.scenarios import SCENARIOS, get_scenario, parse_spec
 
     name, params = parse_spec(spec)
-    if name in SCENARIOS or name not in board_names():
+    if name not in board_names() or (params and name in SCENARIOS):
         return [get_scenario(name, params)]
     if params:
         raise BoardError(f"board {name!r} takes no parameters here; mirror one scenario with <scenario>:k=v")
