@@ -181,6 +181,7 @@ _BUILTIN = [
     "text_overlap",
     "calibration",
     "bias",
+    "enterprise",
 ]
 
 
