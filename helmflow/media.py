@@ -20,10 +20,13 @@ sha256; the request records the change (``Request.media_transforms``).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import io
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -135,6 +138,29 @@ class MediaStore:
         if hashlib.sha256(data).hexdigest() != part.sha256:
             raise MediaError(f"{self.store.url(part.uri or '')} does not match its sha256 (corrupted store?)")
         return data
+
+
+_SCORING: contextvars.ContextVar[MediaStore | None] = contextvars.ContextVar("scoring_media", default=None)
+
+
+@contextlib.contextmanager
+def scoring_media(store: Store) -> Iterator[MediaStore]:
+    """Within the block, :func:`scoring_store` is the media store of the run being scored (a metric that
+    compares images reads the instance's images through it)."""
+    media = MediaStore(store)
+    token = _SCORING.set(media)
+    try:
+        yield media
+    finally:
+        _SCORING.reset(token)
+
+
+def scoring_store() -> MediaStore:
+    """The media store of the run being scored; :class:`MediaError` outside scoring."""
+    media = _SCORING.get()
+    if media is None:
+        raise MediaError("no run is being scored: images can only be read while scoring")
+    return media
 
 
 def servable_image(store: Store, name: str) -> tuple[bytes, str]:

@@ -36,6 +36,7 @@ from helmflow.manifests import (
     RunVersions,
     Tokens,
 )
+from helmflow.media import scoring_media
 from helmflow.outcomes import (
     PreparedScenario,
     PromptSet,
@@ -239,7 +240,7 @@ def score_pair(
     request_ids = store.read_parquet(query.requests_key, columns=["instance_id"])["instance_id"]
     instances = instances_table(store, data.instances_key, pc.unique(request_ids))
     stats = StatsBuilder(instances["id"])
-    with Rows(store, query.requests_key, query.completions_key) as rows:
+    with Rows(store, query.requests_key, query.completions_key) as rows, scoring_media(store):
         for chunk in instance_chunks(request_ids):
             requests_rows, completions_rows = rows.read(chunk)
             requests = [request_from_row(r) for r in requests_rows.to_pylist()]

@@ -182,6 +182,7 @@ _BUILTIN = [
     "calibration",
     "bias",
     "enterprise",
+    "image2struct",
 ]
 
 

@@ -12,12 +12,16 @@ not available with :data:`NO_WEIGHTS`, never as 0. A failed render scores 0 on e
 
 from __future__ import annotations
 
+import io
 import math
 from typing import Any
 
 import numpy as np
 
-from helmflow.errors import install_command
+from helmflow import render
+from helmflow.errors import MetricError, install_command
+from helmflow.metrics import Pooled, metric
+from helmflow.metrics.base import MetricInput
 
 COMPILE = "compilation_success"
 EMS = "earth_mover_similarity"
@@ -208,7 +212,7 @@ def image_scores(rendered: Any | None, reference: Any, text: str | None = None,
     """Every Image2Struct stat of one completion: ``rendered`` is its image (None when it did not
     compile), resized to the reference's size as HELM's default ``resize`` handling does; ``text`` the
     structure's text for ``edit_similarity`` (absent for the wild subsets, which have no reference text)."""
-    with_text = text is not None and reference_text is not None
+    with_text = reference_text is not None
     if rendered is None:
         return {COMPILE: 0.0, **{m: 0.0 for m in IMAGE_METRICS}, **({EDIT: 0.0} if with_text else {})}
     reference = reference.convert("RGB")
@@ -224,6 +228,79 @@ def image_scores(rendered: Any | None, reference: Any, text: str | None = None,
         SSIM: ssim_similarity(g_img, g_ref),
     }
     if with_text:
-        assert text is not None and reference_text is not None
-        out[EDIT] = edit_similarity(text, reference_text)
+        assert reference_text is not None
+        out[EDIT] = edit_similarity(text or "", reference_text)
     return out
+
+
+# ---- the registered metrics --------------------------------------------------------------------------------
+
+def _not_available(columns: dict[str, Any], n: int) -> float:
+    return math.nan  # absent from the summary, with NO_WEIGHTS as the reason (never 0)
+
+
+#: LPIPS and the Inception "FID" proxy: named in every Image2Struct summary as not available, and why.
+NOT_AVAILABLE = tuple(Pooled(name, (COMPILE,), _not_available, unavailable=(COMPILE, NO_WEIGHTS), bootstrap=False)
+                      for name in (LPIPS, FID))
+
+
+def pad(small: Any, large: Any, axis: int) -> Any:
+    """HELM ``pad``: ``small`` on a white canvas as long as ``large`` along ``axis``, at the top left."""
+    from PIL import Image
+
+    size = list(small.size)
+    size[axis] = large.size[axis]
+    canvas = Image.new("RGB", (size[0], size[1]), (255, 255, 255))
+    canvas.paste(small, (0, 0))
+    return canvas
+
+
+def _reference_image(x: MetricInput) -> Any:
+    from PIL import Image
+
+    from helmflow.media import scoring_store
+
+    parts = [p for p in x.instance.input.parts or [] if p.type == "image"]
+    if not parts:
+        raise MetricError(f"instance {x.instance.id}: Image2Struct needs the reference image in the prompt")
+    return Image.open(io.BytesIO(scoring_store().read(parts[0]))).convert("RGB")
+
+
+def _scored(x: MetricInput, rendered: Any, size_handling: str) -> dict[str, float]:
+    reference = _reference_image(x)
+    reference_text = None if x.instance.extra.get("wild") else (x.correct_texts[0] if x.correct_texts else "")
+    image = rendered.image
+    if image is not None and size_handling == "padding":
+        image = image.convert("RGB")
+        for axis in range(2):
+            if image.size[axis] < reference.size[axis]:
+                image = pad(image, reference, axis)
+            elif image.size[axis] > reference.size[axis]:
+                reference = pad(reference, image, axis)
+    out = image_scores(image, reference, rendered.text or "", reference_text)
+    out["render_seconds"] = rendered.seconds
+    return out
+
+
+def _check(instance: Any) -> None:
+    if not any(p.type == "image" for p in instance.input.parts or []):
+        raise MetricError(f"instance {instance.id}: Image2Struct needs the reference image in the prompt")
+
+
+REQUIRES = ("cv2", "skimage", "nltk")
+
+
+@metric("image2struct_latex", version=f"1+render-latex-{render.VERSIONS['latex']}", pooled=NOT_AVAILABLE,
+        requires=REQUIRES, extra="image2struct", check=_check)
+def image2struct_latex(x: MetricInput) -> dict[str, float]:
+    """Render the LaTeX answer (sandboxed pdflatex) and compare it with the image; HELM pads the
+    smaller image with white (``size_handling_method="padding"``) for LaTeX."""
+    return _scored(x, render.render_latex(x.texts[0] if x.texts else ""), "padding")
+
+
+@metric("image2struct_webpage", version=f"1+render-webpage-{render.VERSIONS['webpage']}", pooled=NOT_AVAILABLE,
+        requires=(*REQUIRES, "html2text", "playwright"), extra="image2struct", check=_check)
+def image2struct_webpage(x: MetricInput) -> dict[str, float]:
+    """Render the web page answer (sandboxed Chromium, 1920x1080) and compare it with the screenshot;
+    HELM resizes the render to the reference's size for web pages."""
+    return _scored(x, render.render_webpage(x.texts[0] if x.texts else ""), "resize")

@@ -27,6 +27,7 @@ _BUILTIN = [
     "bbq",
     "vision_shapes",
     "mm_star",
+    "image2struct",
     "mmmu",
     "pope",
     "a_okvqa",

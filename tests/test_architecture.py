@@ -114,7 +114,7 @@ LAYERS = {
     "helmflow.manifests": 0, "helmflow.versions": 0, "helmflow.stats": 0, "helmflow.aio": 0,
     "helmflow.progress": 0, "helmflow.tokenizers": 0, "helmflow.errors": 0, "helmflow.media": 0,
     "helmflow.integrity": 0, "helmflow.releases": 0, "helmflow.stopping": 0, "helmflow.lease": 0,
-    "helmflow.settings": 0, "helmflow.outcomes": 0, "helmflow.chunks": 0,
+    "helmflow.settings": 0, "helmflow.outcomes": 0, "helmflow.chunks": 0, "helmflow.render": 0,
     # 1: the benchmark knowledge (plugins) and the engines that run one request or one file
     "helmflow.adapters": 1, "helmflow.scenarios": 1, "helmflow.metrics": 1, "helmflow.clients": 1,
     "helmflow.perturbations": 1, "helmflow.judges": 1, "helmflow.prompts": 1, "helmflow.journal": 1, "helmflow.datasets": 1,

@@ -1,0 +1,79 @@
+"""The Image2Struct scenarios on fixture mirrors and their metric on known answers: a perfect LaTeX
+answer scores 1, a broken one 0 on everything, LPIPS and the FID proxy are named as not available."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helmflow.aggregate import unavailable_reason
+from helmflow.clients import load_deployments
+from helmflow.datasets import read_instances
+from helmflow.media import scoring_media
+from helmflow.pipeline import download_scenario
+from helmflow.plan.compile import plan_board
+from helmflow.plan.spec import load_board
+from helmflow.records import AdapterSpec, Completion, Request, RequestBody
+from helmflow.scoring import score_instances, summarize
+from helmflow.storage import Store
+
+pytest.importorskip("cv2")
+pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None, reason="needs TeX Live (texlive-latex-base)")
+
+
+@pytest.fixture
+def mirror(tmp_path, monkeypatch) -> Path:
+    from tests.support.image2struct_fixtures import write_mirror
+
+    root = write_mirror(tmp_path / "mirror")
+    monkeypatch.setenv("HELMFLOW_MIRROR", str(root))
+    return root
+
+
+def instances(store: Store, label: str):
+    s = plan_board(load_board("image2struct"), load_deployments(), scenarios=[label]).scenarios[0]
+    return read_instances(store, download_scenario(store, s).instances_key), s
+
+
+def test_rows_are_filtered_by_quoted_category_and_difficulty(mirror, store):
+    easy, _ = instances(store, "image2latex-equation-easy")
+    assert [i.id for i in easy] == ["eq-1"]  # the uuid's quotes dropped; the table row and medium one filtered
+    (inst,) = easy
+    assert inst.split == "valid" and inst.extra["difficulty"] == "easy"
+    assert inst.input.parts[0].text.startswith("Please provide the LaTeX code")
+    assert inst.input.parts[1].type == "image" and store.exists(inst.input.parts[1].uri)
+    assert inst.references[0].text == "$$x^2 + y^2 = z^2$$"
+
+
+def score(store: Store, insts, answers: list[str], metric: str):
+    reqs = [Request(request_hash=f"r{k}", instance_id=i.id, split=i.split, body=RequestBody(model="m", prompt="p", max_tokens=2000,
+                                                                                temperature=0.0))
+            for k, i in enumerate(insts)]
+    comps = [Completion(request_hash=f"r{k}", instance_id=i.id, text=a) for k, (i, a) in enumerate(zip(insts, answers))]
+    with scoring_media(store):
+        return score_instances(insts, reqs, comps, AdapterSpec(method="generation"), [metric])
+
+
+def test_a_perfect_answer_scores_one_and_a_broken_one_zero(mirror, store):
+    from tests.support.image2struct_fixtures import answer_for
+
+    easy, s = instances(store, "image2latex-equation-easy")
+    medium, _ = instances(store, "image2latex-equation-medium")
+    insts = easy + medium
+    assert [i.id for i in insts] == ["eq-1", "eq-2"]
+    stats = score(store, insts, [answer_for("eq-1"), "\\begin{broken"], s.metrics[0])
+    got = {(st.instance_id, st.name): st.value for st in stats}
+    assert got["eq-1", "compilation_success"] == 1.0
+    assert got["eq-1", "earth_mover_similarity"] == pytest.approx(1.0)
+    assert got["eq-1", "ssim_similarity"] == pytest.approx(1.0)
+    assert got["eq-1", "edit_similarity"] == 1.0
+    for name in ("compilation_success", "earth_mover_similarity", "block_emd", "pixel_similarity",
+                 "ssim_similarity", "edit_similarity"):
+        assert got["eq-2", name] == 0.0
+    summary = summarize(stats)
+    names = {r.name for r in summary}
+    assert "lpips_similarity" not in names and "fid_similarity" not in names
+    assert "torchvision weights" in (unavailable_reason(summary, "lpips_similarity") or "")
+    assert next(r.mean for r in summary if r.name == "compilation_success") == 0.5
