@@ -145,9 +145,11 @@ def baseline_image(reference: Any) -> Any:
     return Image.new("RGB", reference.size, (255, 255, 255) if dark else (0, 0, 0))
 
 
-def earth_mover_similarity(generated: Any, reference: Any) -> float:
-    """HELM ``ems``: 1 - block_emd(generated, reference) / block_emd(baseline, reference)."""
-    return 1.0 - block_emd(generated, reference) / block_emd(baseline_image(reference), reference)
+def earth_mover_similarity(generated: Any, reference: Any, raw: float | None = None) -> float:
+    """HELM ``ems``: 1 - block_emd(generated, reference) / block_emd(baseline, reference); ``raw``: the
+    numerator when already computed (HELM caches it between ``block_emd`` and ``ems``)."""
+    numerator = block_emd(generated, reference) if raw is None else raw
+    return 1.0 - numerator / block_emd(baseline_image(reference), reference)
 
 
 # ---- image_utils.py and the rest -------------------------------------------------------------------------
@@ -220,10 +222,11 @@ def image_scores(rendered: Any | None, reference: Any, text: str | None = None,
     if image.size != reference.size:
         image = image.resize(reference.size)
     g_img, g_ref = gray(image), gray(reference)
+    raw = block_emd(image, reference)
     out = {
         COMPILE: 1.0,
-        BLOCK_EMD: block_emd(image, reference),
-        EMS: earth_mover_similarity(image, reference),
+        BLOCK_EMD: raw,
+        EMS: earth_mover_similarity(image, reference, raw),
         PIXEL: pixel_similarity(g_img, g_ref),
         SSIM: ssim_similarity(g_img, g_ref),
     }
