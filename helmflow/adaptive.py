@@ -20,7 +20,7 @@ Beyond HELM: :func:`ability_standard_error` (the inverse square root of the Fish
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,7 +44,7 @@ def p_correct(ability: float, easiness: float) -> float:
     return sigmoid(ability + easiness)
 
 
-def pick_item(ability: float, unasked: Mapping[Hashable, float]) -> Hashable | None:
+def pick_item(ability: float, unasked: Mapping[str, float]) -> str | None:
     """The unasked item whose P(correct) is closest to 0.5 (smallest abs(z + theta)); the first on ties."""
     best, best_gap = None, math.inf
     for item, easiness in unasked.items():
@@ -85,7 +85,7 @@ class Step:
     """One asked item: the ability it was chosen with (HELM's trajectory records this one), the item,
     its easiness, its score, and the ability and standard error refit after it."""
 
-    item: Hashable
+    item: str
     easiness: float
     ability_before: float
     score: float
@@ -107,7 +107,7 @@ class Trajectory:
         return self.steps[-1].standard_error if self.steps else math.inf
 
 
-def run_adaptive(easiness: Mapping[Hashable, float], ask: Callable[[Hashable], float], max_items: int,
+def run_adaptive(easiness: Mapping[str, float], ask: Callable[[str], float], max_items: int,
                  initial_ability: float = 0.0) -> Trajectory:
     """Ask up to ``max_items`` items one at a time, HELM's way; ``ask(item)`` returns the item's score."""
     unasked = dict(easiness)
@@ -127,16 +127,16 @@ def run_adaptive(easiness: Mapping[Hashable, float], ask: Callable[[Hashable], f
     return trajectory
 
 
-def calibrate_items(scores: Mapping[Hashable, Mapping[Hashable, float]]) -> tuple[dict[Hashable, float],
-                                                                                 dict[Hashable, float]]:
+def calibrate_items(scores: Mapping[str, Mapping[str, float]]) -> tuple[dict[str, float],
+                                                                                 dict[str, float]]:
     """Fit Rasch item easiness z and model ability theta from ``scores[model][item]`` (missing cells allowed).
 
     Joint maximum likelihood of the Bernoulli likelihood with a small ridge penalty (``CALIBRATION_RIDGE``
     times the sum of squares) so that items every model answers right, or none, stay finite. The ridge
     also fixes the scale's origin. Returns (easiness per item, ability per model).
     """
-    models = sorted(scores, key=str)
-    items = sorted({i for row in scores.values() for i in row}, key=str)
+    models = sorted(scores)
+    items = sorted({i for row in scores.values() for i in row})
     if not models or not items:
         return {}, {}
     mi = {m: k for k, m in enumerate(models)}

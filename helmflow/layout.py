@@ -177,6 +177,7 @@ def run_json(run_id: str) -> str:
 
 
 RUN_FILES = ("requests.parquet", "completions.parquet", "stats.parquet", "summary.parquet")  # every run has these
+RUN_TRAJECTORY = "trajectory.parquet"  # adaptive runs only: one row per asked item, in asking order
 RUN_ANNOTATIONS = "annotations.parquet"  # judged runs only: one row per (completion, judge)
 # The gold answers are not in RUN_FILES: runs published before they existed stay complete without
 # them (their references are in the scenario's instances file).
@@ -282,3 +283,14 @@ BUNDLE_MANIFEST = "bundle.json"
 def bundle_schema(name: str) -> str:
     """``schemas/<name>.schema.json``: the JSON Schema of run.json / release.json, shipped with a bundle."""
     return f"schemas/{name}.schema.json"
+
+
+def item_easiness(scenario_key: str, scenario_version: str, version: str) -> str:
+    """A scenario's Rasch item easiness (``instance_id``, ``z``) fitted by ``helmflow calibrate-items``
+    from published runs; ``version`` is the hash of the runs it was fitted from."""
+    return f"items/{scenario_key}/{scenario_version}/easiness-{version}.parquet"
+
+
+def item_easiness_latest(scenario_key: str, scenario_version: str) -> str:
+    """Which :func:`item_easiness` version adaptive runs of the scenario use (``{"version": ...}``)."""
+    return f"items/{scenario_key}/{scenario_version}/latest.json"

@@ -101,6 +101,8 @@ class RunOutcome(Outcome):
     reasoning_tokens: int = 0
     instances: int | None = None  # scored for the main metric
     truncated_in_reasoning: float | None = None  # share of instances (None: no reasoning options)
+    ability: float | None = None  # adaptive runs: the Rasch ability after the last item asked
+    ability_se: float | None = None  # and its standard error
 
     @property
     def correct(self) -> float | None:

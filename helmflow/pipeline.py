@@ -11,6 +11,7 @@ files that exist; ``runs/<run_id>/`` is written by publish only, ``run.json`` la
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -348,6 +349,8 @@ def evaluate_run(store: Store, plan: RunPlan, prepared: PreparedScenario, progre
                  on_start: Callable[[int], None] | None = None) -> RunOutcome:
     """One board cell end to end. ``lineage`` names the Prefect flow and task run doing it; the
     query and score task-run ids in ``run.json`` are those of whoever actually queried and scored."""
+    if plan.adaptive is not None:
+        return adaptive_run(store, plan, prepared, progress, shared, lineage)
     task_run_id = (lineage or {}).get("publish_task_run_id")
     query = query_stage(store, plan, prepared.prompts, progress, shared, task_run_id, on_start)
     score = score_stage(store, plan, prepared.data, query, shared, task_run_id)
@@ -356,12 +359,83 @@ def evaluate_run(store: Store, plan: RunPlan, prepared: PreparedScenario, progre
     })
 
 
+# --------------------------------------------------------------------------- one adaptive run
+TRAJECTORY_SCHEMA = pa.schema([
+    ("step", pa.int32()), ("instance_id", pa.string()), ("easiness", pa.float64()),
+    ("ability_before", pa.float64()), ("score", pa.float64()), ("ability", pa.float64()),
+    ("standard_error", pa.float64()),
+])
+
+
+def adaptive_run(store: Store, plan: RunPlan, prepared: PreparedScenario,
+                 progress: Callable[[int], None] | None = None, shared: BoardRun | None = None,
+                 lineage: dict[str, Any] | None = None) -> RunOutcome:
+    """One board cell asked adaptively (:mod:`helmflow.adaptive`): items one at a time through the
+    query path (the journal answers any request asked before), each scored by the scenario's main
+    metric; then the asked items are scored and published as a run with its trajectory."""
+    from helmflow.adaptive import run_adaptive
+    from helmflow.calibration import read_easiness
+
+    assert plan.adaptive is not None
+    easiness_all = read_easiness(store, plan.scenario)
+    base = layout.query_dir(plan.query_key)
+    requests_key, completions_key = f"{base}/requests.parquet", f"{base}/completions.parquet"
+    meta = parquet_meta(query_key=plan.query_key, deployment=plan.deployment.name, model_version=plan.model_version)
+    hashes, max_tokens = write_requests(store, plan, prepared.prompts, requests_key, meta)
+    by_instance: dict[str, list[Any]] = {}
+    for r in store.read_parquet(requests_key).to_pylist():
+        request = request_from_row(r)
+        by_instance.setdefault(request.instance_id, []).append(request)
+    easiness = {i: z for i, z in easiness_all.items() if i in by_instance}  # unmatched items are never asked
+    instances = {i.id: i for i in read_instances(store, prepared.data.instances_key, set(easiness))}
+    asked: list[Any] = []
+    answers: list[Completion] = []
+    sending = Sending(store, plan.deployment, hashes, max_tokens, progress, shared)
+
+    def ask(instance_id: str) -> float:
+        requests = by_instance[instance_id]
+        completions = sending.send(requests)
+        asked.extend(requests)
+        answers.extend(completions)
+        stats = score_instances([instances[instance_id]], requests, completions, plan.scenario.adapter,
+                                plan.scenario.metrics)
+        values = [s.value for s in stats if s.name == plan.scenario.main_metric]
+        return float(values[0]) if values else 0.0
+
+    try:
+        trajectory = run_adaptive(easiness, ask, plan.adaptive.max_items, plan.adaptive.initial_ability)
+    finally:
+        sending.close()
+    store.write_parquet(requests_key, to_table([request_to_row(r) for r in asked], REQUEST_SCHEMA), meta)
+    store.write_parquet(completions_key, models_to_table(answers, COMPLETION_SCHEMA), meta)
+    result = sending.result
+    query = QueryOutcome(query_key=plan.query_key, requests_key=requests_key, completions_key=completions_key,
+                         num_requests=len(asked), sent=result.sent, reused=result.reused, errors=result.errors)
+    score = score_pair(store, plan, prepared.data, query, shared)
+    table = pa.table({
+        "step": pa.array(range(1, len(trajectory.steps) + 1), pa.int32()),
+        "instance_id": pa.array([s.item for s in trajectory.steps], pa.string()),
+        "easiness": [s.easiness for s in trajectory.steps],
+        "ability_before": [s.ability_before for s in trajectory.steps],
+        "score": [s.score for s in trajectory.steps],
+        "ability": [s.ability_after for s in trajectory.steps],
+        "standard_error": [_finite(s.standard_error) for s in trajectory.steps],
+    }, schema=TRAJECTORY_SCHEMA)
+    out = publish_run(store, plan, query, score, lineage, trajectory=table)
+    return out.model_copy(update={"ability": trajectory.ability, "ability_se": _finite(trajectory.standard_error)})
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
 # --------------------------------------------------------------------------- publish a run
 RUN_ROW_GROUP_ROWS = 1000  # the web report decodes one row group (1,000 requests, ten of its 100-row pages) per page
 
 
 def publish_run(
-    store: Store, plan: RunPlan, query: QueryOutcome, score: ScoreOutcome, lineage: dict[str, Any] | None = None
+    store: Store, plan: RunPlan, query: QueryOutcome, score: ScoreOutcome, lineage: dict[str, Any] | None = None,
+    trajectory: pa.Table | None = None,
 ) -> RunOutcome:
     """Copy the run's files into ``runs/<run_id>/`` and write ``run.json`` last (the commit marker)."""
     prefix = layout.run_dir(plan.run_id)
@@ -411,6 +485,8 @@ def publish_run(
     references = references_table(store, layout.instances(plan.scenario.key, plan.scenario.scenario_version),
                                   request_ids)
     writer.write(layout.RUN_REFERENCES, [references], references.schema, STATS_ROW_GROUP_ROWS)
+    if trajectory is not None:
+        writer.write(layout.RUN_TRAJECTORY, [trajectory], trajectory.schema)
     if score.annotations_key:
         writer.copy(layout.RUN_ANNOTATIONS, score.annotations_key, RUN_ROW_GROUP_ROWS)
     published = ("name", "client", "model", "revision")

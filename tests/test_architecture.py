@@ -114,7 +114,7 @@ LAYERS = {
     "helmflow.manifests": 0, "helmflow.versions": 0, "helmflow.stats": 0, "helmflow.aio": 0,
     "helmflow.progress": 0, "helmflow.tokenizers": 0, "helmflow.errors": 0, "helmflow.media": 0,
     "helmflow.integrity": 0, "helmflow.releases": 0, "helmflow.stopping": 0, "helmflow.lease": 0,
-    "helmflow.settings": 0, "helmflow.outcomes": 0, "helmflow.chunks": 0, "helmflow.render": 0,
+    "helmflow.settings": 0, "helmflow.outcomes": 0, "helmflow.chunks": 0, "helmflow.render": 0, "helmflow.adaptive": 0,
     # 1: the benchmark knowledge (plugins) and the engines that run one request or one file
     "helmflow.adapters": 1, "helmflow.scenarios": 1, "helmflow.metrics": 1, "helmflow.clients": 1,
     "helmflow.perturbations": 1, "helmflow.judges": 1, "helmflow.prompts": 1, "helmflow.journal": 1, "helmflow.datasets": 1,
@@ -122,6 +122,7 @@ LAYERS = {
     # 2: planning a board and the plain stage functions
     "helmflow.plan": 2, "helmflow.pipeline": 2, "helmflow.aggregate": 2, "helmflow.uptodate": 2, "helmflow.dryrun": 2, "helmflow.reproduce": 2,
     "helmflow.publish": 2, "helmflow.helm": 2, "helmflow.bundle": 2, "helmflow.compare": 2, "helmflow.agreement": 2,
+    "helmflow.calibration": 2,
     # 3: Prefect: thin tasks and flows
     "helmflow.tasks": 3, "helmflow.flows": 3,
     # 4: commands and the web report

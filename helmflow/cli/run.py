@@ -33,6 +33,11 @@ def add_parser(sub) -> None:
     run.add_argument("--variant", choices=["v1", "v2"],
                      help="HELM Capabilities variant for scenarios that have one (MMLU-Pro, GPQA): v2 adds the larger "
                           "token budget and the answer-format suffix; a v2 board publishes as <board>-v2")
+    run.add_argument("--adaptive", action="store_true", default=None,
+                     help="adaptive testing: ask each model the items closest to even odds under the Rasch model, "
+                          "refitting its ability after each, at most --max-instances items (default 50); needs "
+                          "item easiness from `helmflow calibrate-items`")
+    run.add_argument("--model-ability", type=float, metavar="X", help="the initial ability of --adaptive (default 0)")
     prompts_arg(run)
     budget_arg(run)
     batch_arg(run)

@@ -18,7 +18,7 @@ from helmflow.plan.extras import (
     scorer_template_for,
     with_board_wide,
 )
-from helmflow.plan.records import BoardPlan, RunPlan, ScenarioPlan
+from helmflow.plan.records import AdaptivePlan, BoardPlan, RunPlan, ScenarioPlan
 from helmflow.plan.selection import Selection
 from helmflow.plan.spec import BoardError, BoardSpec, ScenarioEntry, check_prompts, judge_template_names, load_board
 from helmflow.records import Deployment
@@ -194,6 +194,18 @@ def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deploy
     )
 
 
+DEFAULT_ADAPTIVE_ITEMS = 50  # HELM's documented REEval example: --max-eval-instances 50
+
+
+def adaptive_run(plan: RunPlan, adaptive: AdaptivePlan) -> RunPlan:
+    """``plan`` asked adaptively: its own run, query and score keys (the requests stay the full run's,
+    so the journal answers every item a full or earlier adaptive run asked)."""
+    tag = versions.stable_hash(adaptive.model_dump(mode="json"))[:12]
+    return plan.model_copy(update={"adaptive": adaptive, "run_id": f"{plan.run_id}-adaptive-{tag}",
+                                   "query_key": f"{plan.query_key}-adaptive-{tag}",
+                                   "score_key": f"{plan.score_key}-adaptive-{tag}"})
+
+
 def worded_versions(templates: dict[str, str], texts: dict[str, str]) -> dict[str, str]:
     """Template name -> VERSION, with a replaced text's hash on the ones the board rewords."""
     return {n: prompt_module.judge_version(v, texts.get(n)) for n, v in templates.items()}
@@ -249,7 +261,7 @@ def plan_board(
                              f"it has: {', '.join(sorted(known))}")
         entries = [e for e in entries if e.name in scenarios or e.label in scenarios]
     effective = spec.model_copy(update={"models": chosen_models, "scenarios": entries})
-    if max_instances is not None:
+    if max_instances is not None and not chosen.adaptive:  # adaptive: N items asked from the whole pool
         effective = effective.model_copy(update={"max_instances": max_instances})
     check_extras(entries)  # a missing extra is named before any scenario reads its data
     # the board-wide metrics this run turns on, in the order they join each scenario's metrics
@@ -286,6 +298,9 @@ def plan_board(
     effective = effective.model_copy(update={"judges": [j.name for j in judge_deployments] if judged else []})
     runs = [plan_run(s, with_increase(deployments[m], spec.increase_max_tokens), judge_deployments, scorers,
                      spec.prompts) for s in scenario_plans + perturbed for m in chosen_models]
+    if chosen.adaptive:
+        runs = [adaptive_run(r, AdaptivePlan(max_items=max_instances or DEFAULT_ADAPTIVE_ITEMS,
+                                             initial_ability=chosen.model_ability)) for r in runs]
     return BoardPlan(
         spec=effective,
         board_version=versions.stable_hash(effective.version_data()),

@@ -47,6 +47,14 @@ class ScenarioPlan(BaseModel):
     perturbation: PerturbedFrom | None = None  # set on a perturbed copy: what it perturbs and how
 
 
+class AdaptivePlan(BaseModel):
+    """An adaptive run: at most ``max_items`` items, chosen by their easiness, from ``initial_ability``."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_items: int
+    initial_ability: float = 0.0
+
+
 class RunPlan(BaseModel):
     model_config = ConfigDict(extra="forbid")
     scenario: ScenarioPlan
@@ -62,6 +70,7 @@ class RunPlan(BaseModel):
     judge_texts: dict[str, str] = Field(default_factory=dict)  # template name -> the board's replacement text
     scorer: Deployment | None = None  # the scorer of the scenario's board-wide metric that reads one
     scorer_template: str | None = None
+    adaptive: AdaptivePlan | None = None
 
 
 def cell_name(plan: RunPlan) -> str:
