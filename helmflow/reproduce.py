@@ -20,7 +20,7 @@ HELM_V1_JURY = ["openai/gpt-4o-2024-05-13", "together/llama-3.1-405b-instruct-tu
                 "anthropic/claude-3-5-sonnet-20241022"]
 HELM_HEAD_JURY = ["openai/gpt-4o-2024-05-13"]
 MAX_INSTANCES = 1000
-REPRODUCIBLE = ("capabilities", "safety", "lite")
+REPRODUCIBLE = ("capabilities", "safety", "lite", "mmlu", "enterprise")
 
 
 def judged_templates(spec: dict[str, Any]) -> dict[str, list[str]]:
@@ -37,10 +37,12 @@ def judged_templates(spec: dict[str, Any]) -> dict[str, list[str]]:
 
 
 def official_spec(board: str, variant: str) -> dict[str, Any]:
-    """The board spec as data, at HELM's sample size, with the variant on every scenario that has one."""
+    """The board spec as data, at HELM's sample size (1,000, or the board's own cap when HELM ran more, as
+    HELM MMLU's 10,000), with the variant on every scenario that has one."""
     from helmflow.plan.spec import with_variant
 
-    return {**with_variant(board, variant), "max_instances": MAX_INSTANCES}
+    spec = with_variant(board, variant)
+    return {**spec, "max_instances": max(spec.get("max_instances") or 0, MAX_INSTANCES)}
 
 
 def wording(scen: Any, prompts: dict[str, str]) -> str:

@@ -4,7 +4,7 @@
 ``float_equiv`` compares the first number in the output with the first number in the (single) reference,
 within 1e-6; an output or reference without a number scores 0 (HELM's code; its docstring says 1).
 ``classification_weighted_f1`` is a run-level number: HELM normalises each reference and the output
-(``normalize_text``), binarises them over the labels seen and takes scikit-learn's support-weighted F1.
+(``normalize_text``, articles kept), binarises them over the labels seen and takes scikit-learn's support-weighted F1.
 Each instance records its per-label true/false positives and false negatives as sparse counts, so the
 run's value (and its bootstrap) comes from their sums, exactly as the binarised matrix gives it.
 """
@@ -51,8 +51,8 @@ PREFIX = "classification_weighted_f1:"
 
 def label_counts(golds: list[str], pred: str) -> dict[str, float]:
     """One instance's per-label counts (``tp:``, ``fp:``, ``fn:`` + normalised label) over its binarised row."""
-    true = {normalize_text(g) for g in golds}
-    predicted = {normalize_text(pred)} if pred else set()
+    true = {normalize_text(g, remove_articles=False) for g in golds if g}
+    predicted = {normalize_text(pred, remove_articles=False)} if pred else set()
     out: dict[str, float] = {}
     for label in true | predicted:
         kind = "tp" if label in true and label in predicted else "fn" if label in true else "fp"

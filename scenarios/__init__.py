@@ -41,6 +41,8 @@ _BUILTIN = [
     "openbookqa",
     "mmlu",
     "med_qa",
+    "financial_phrasebank",
+    "conv_fin_qa_calc",
 ]
 
 

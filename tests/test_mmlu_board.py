@@ -28,6 +28,13 @@ def test_the_board_runs_all_57_subjects_with_helms_cap_and_the_mean_headline():
     assert accuracy.aggregation == ["mean", "win_rate"] and len(accuracy.columns) == 57
 
 
+def test_reproduce_mmlu_keeps_helms_10000_instance_cap():
+    out = run_cli("reproduce", "mmlu", "--explain")
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert "at most 10000 instances per scenario" in text and text.count("mmlu: data.tar") == 1
+
+
 def _tar() -> bytes:
     members = {}
     for subject in SUBJECTS:

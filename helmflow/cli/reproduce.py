@@ -16,7 +16,7 @@ from helmflow.cli.options import (
     storage_arg,
     verbose_arg,
 )
-from helmflow.reproduce import MAX_INSTANCES, REPRODUCIBLE, differences, official_spec
+from helmflow.reproduce import REPRODUCIBLE, differences, official_spec
 
 
 def add_parser(sub) -> None:
@@ -57,8 +57,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         spec = with_prompts(spec, args.prompts)
     judges = selection.jury(load_board(args.board).judges)
     console = Console()
-    console.print(f"[bold]reproducing {args.board} ({args.variant})[/]: at most {MAX_INSTANCES} instances per scenario "
-                  f"(HELM's seeded sample), pinned dataset revisions, judges: {', '.join(judges) or 'none'}")
+    console.print(f"[bold]reproducing {args.board} ({args.variant})[/]: at most {spec['max_instances']} instances per "
+                  f"scenario (HELM's seeded sample), pinned dataset revisions, judges: {', '.join(judges) or 'none'}")
     console.print("differences from HELM's published setup:")
     from helmflow.clients import load_deployments
 
