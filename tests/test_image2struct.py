@@ -4,6 +4,7 @@ answer scores 1, a broken one 0 on everything, LPIPS and the FID proxy are named
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,13 +24,14 @@ pytest.importorskip("cv2")
 pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None, reason="needs TeX Live (texlive-latex-base)")
 
 
-@pytest.fixture
-def mirror(tmp_path, monkeypatch) -> Path:
+@pytest.fixture(scope="module")
+def mirror(tmp_path_factory) -> Iterator[Path]:
     from tests.support.image2struct_fixtures import write_mirror
 
-    root = write_mirror(tmp_path / "mirror")
-    monkeypatch.setenv("HELMFLOW_MIRROR", str(root))
-    return root
+    root = write_mirror(tmp_path_factory.mktemp("image2struct") / "mirror")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HELMFLOW_MIRROR", str(root))
+        yield root
 
 
 def instances(store: Store, label: str):
@@ -44,7 +46,7 @@ def test_rows_are_filtered_by_quoted_category_and_difficulty(mirror, store):
     assert inst.split == "valid" and inst.extra["difficulty"] == "easy"
     assert inst.input.parts[0].text.startswith("Please provide the LaTeX code")
     assert inst.input.parts[1].type == "image" and store.exists(inst.input.parts[1].uri)
-    assert inst.references[0].text == "$$x^2 + y^2 = z^2$$"
+    assert inst.references[0].text == "$$x^2$$"
 
 
 def score(store: Store, insts, answers: list[str], metric: str):
@@ -77,3 +79,40 @@ def test_a_perfect_answer_scores_one_and_a_broken_one_zero(mirror, store):
     assert "lpips_similarity" not in names and "fid_similarity" not in names
     assert "torchvision weights" in (unavailable_reason(summary, "lpips_similarity") or "")
     assert next(r.mean for r in summary if r.name == "compilation_success") == 0.5
+
+
+@pytest.mark.slow
+def test_helmflow_run_image2struct_end_to_end_against_the_dev_server(mirror, tmp_path, prefect_server):
+    """Two perfect answers and one that does not compile, through the CLI, the OpenAI SDK and the
+    sandboxed renderer: the board's accuracy cells are the means worked out by hand."""
+    import json
+
+    from helmflow import layout
+    from helmflow.devserver import start_dev_server
+    from tests.support.cli import run_cli
+    from tests.support.image2struct_fixtures import write_answers
+
+    answers = write_answers(mirror)
+    repo = Path(__file__).resolve().parents[1]
+    with start_dev_server("--policy", "fn:tests.support.image2struct_fixtures:policy",
+                          env={"PYTHONPATH": str(repo), "IMAGE2STRUCT_ANSWERS": str(answers)}) as server:
+        models = tmp_path / "models.yaml"
+        models.write_text(json.dumps({"deployments": [
+            {"name": "dev/vlm", "client": "openai-compatible", "model": "dev-vlm", "base_url": server.openai_url,
+             "context_window": 32768}]}))
+        storage = tmp_path / "store"
+        proc = run_cli("run", "image2struct", "--models-file", str(models), "--models", "dev/vlm",
+                       "--storage", str(storage), env={"HELMFLOW_MIRROR": str(mirror)}, timeout=900)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert server.stats()["answered"] == 12  # one fixture per cell
+    store = Store(str(storage))
+    latest = store.read_json(layout.latest("image2struct", subset=True))
+    prefix = latest["uri"].removeprefix(store.root + "/")
+    (row,) = store.read_parquet(f"{prefix}/leaderboard.parquet").to_pylist()
+    # each cell has one instance: eleven answers draw their image exactly, tab-1 does not compile
+    assert row["image2latex-equation-easy"] == 1.0 and row["image2latex-table-easy"] == 0.0
+    assert row["image2latex/earth_mover_similarity"] == pytest.approx(11 / 12)
+    assert row["image2latex/compilation_success"] == pytest.approx(11 / 12)
+    assert row["image2latex/edit_similarity"] == pytest.approx(11 / 12)
+    assert row["image2latex/lpips_similarity"] is None
+    assert "torchvision weights" in row["image2latex/lpips_similarity note"]
