@@ -52,7 +52,8 @@ HEADLINE_RANKS = ("rank", "rank_low", "rank_high", "tied_group", "win_rate_rank"
 
 def leaderboard_schema(labels: list[str], groups: list[str] | None = None, aspects: list[str] | None = None,
                        metric_groups: list[str] | None = None, columns: list[str] | None = None,
-                       mean_groups: list[str] | None = None) -> pa.Schema:
+                       mean_groups: list[str] | None = None, abilities: bool = False) -> pa.Schema:
+    """``abilities``: an adaptive release, whose cells also carry the Rasch ability and its standard error."""
     fields = [("deployment", pa.string()), ("mean_score", pa.float64()), ("mean_win_rate", pa.float64())]
     fields += [(name, pa.int64()) for name in HEADLINE_RANKS]
     for label in labels:
@@ -70,6 +71,9 @@ def leaderboard_schema(labels: list[str], groups: list[str] | None = None, aspec
     fields += [("reasoning_tokens", pa.int64()), ("reasoning_tokens_per_instance", pa.float64()),
                ("cost_per_correct_usd", pa.float64())]
     fields += [(f"{label} truncated_in_reasoning", pa.float64()) for label in labels]
+    if abilities:
+        fields += [("mean_ability", pa.float64())]
+        fields += [(f"{label} {name}", pa.float64()) for label in labels for name in ("ability", "ability_se")]
     return pa.schema(fields)
 
 
@@ -365,6 +369,13 @@ def rank(models: Sequence[str], labels: Sequence[str], cells: dict[tuple[str, st
         row["output_tokens"] = sum(c.output_tokens for c in spent)
         row["judge_cost_usd"] = sum(c.judge_cost_usd for c in spent)
         row["missing"] = len(labels) - len(mine)
+        if any(c.ability is not None for c in cells.values()):  # an adaptive release
+            for lab in labels:
+                cell = cells.get((m, lab))
+                row[f"{lab} ability"] = cell.ability if cell else None
+                row[f"{lab} ability_se"] = cell.ability_se if cell else None
+            found = [c.ability for c in mine if c.ability is not None]
+            row["mean_ability"] = sum(found) / len(found) if found else None
         rows.append(row)
     key = "mean_score" if "mean" in aggregation else "mean_win_rate"
     rows.sort(key=lambda r: (r[key] is None, -(r[key] or 0.0), r["deployment"]))
@@ -419,7 +430,8 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
     groups = board_groups(board)
     writer.leaderboard(rows, leaderboard_schema(labels, list(groups), list(board.spec.aspects),
                                                 [g.name for g in board.spec.metric_groups], group_columns(board),
-                                                mean_groups(board.spec.metric_groups)))
+                                                mean_groups(board.spec.metric_groups),
+                                                abilities=any(r.ability is not None for r in runs)))
     writer.runs(runs, failed)
     writer.commit(ReleaseManifest(
         board=board.spec.name,

@@ -158,6 +158,11 @@ def _with_ci(row: dict[str, Any], label: str) -> str:
     return f"{_fmt(row[label])} [{_fmt(row[f'{label} ci_low'])}, {_fmt(row[f'{label} ci_high'])}]"
 
 
+def _with_se(row: dict[str, Any], label: str) -> str:
+    ability = row.get(f"{label} ability")
+    return "missing" if ability is None else f"{_fmt(ability)} ± {_fmt(row.get(f'{label} ability_se'))}"
+
+
 MAX_RUN_COLUMNS = 12
 
 
@@ -184,6 +189,9 @@ def _table_row(row: dict[str, Any], labels: list[str], groups: list[tuple[str, l
     if row.get("rank") is not None:  # the headline's rank and its 95% interval
         out["rank (95%)"] = rank_text(row)
     out.update({label: _with_ci(row, label) for label in labels})
+    if "mean_ability" in row:  # an adaptive release: each cell's Rasch ability and its standard error
+        out["mean ability"] = _fmt(row["mean_ability"])
+        out.update({f"{label} ability": _with_se(row, label) for label in labels})
     for group, keys in groups:
         out[f"{group} mean win rate"] = _fmt(row.get(f"{group} mean_win_rate"))
         out.update({key: _fmt(row[key]) if row.get(key) is not None

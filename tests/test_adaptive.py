@@ -78,3 +78,39 @@ def test_calibration_keeps_unanimous_items_finite_and_symmetric():
     easiness, _ = calibrate_items(scores)
     assert easiness["easy"] > 1.0 and math.isfinite(easiness["easy"])
     assert easiness["hard"] == pytest.approx(-easiness["easy"], abs=1e-4)
+
+
+def test_an_adaptive_run_uses_calibrated_items_asks_nothing_new_and_publishes_its_trajectory(store):
+    from helmflow import layout
+    from helmflow.adaptive import fit_ability as refit
+    from helmflow.calibration import calibrate_board, read_easiness
+    from helmflow.pipeline import evaluate_run, prepare_scenario
+    from helmflow.plan.compile import prepare
+
+    models = ["offline/solver", "offline/solver-noisy", "offline/echo"]
+    full = prepare("demo", models=models, scenarios=["arithmetic-3"], max_instances=12)
+    scenario = full.scenarios[0]
+    prepared = prepare_scenario(store, scenario)
+    for run in [r for r in full.runs if r.scenario.label == scenario.label]:
+        evaluate_run(store, run, prepared)
+    [fitted] = [row for row in calibrate_board(store, full) if row["scenario"] == scenario.label]
+    assert (fitted["models"], fitted["items"]) == (3, 12)
+    easiness = read_easiness(store, scenario)
+
+    adaptive = prepare("demo", models=models, scenarios=["arithmetic-3"], max_instances=4, adaptive=True)
+    run = next(r for r in adaptive.runs if r.scenario.label == scenario.label and r.deployment.name == models[1])
+    assert run.adaptive is not None and run.adaptive.max_items == 4
+    pool = prepare_scenario(store, run.scenario)
+    assert pool.prompts.num_prompts == 45  # the pool stays the board's (45); N counts the items asked
+    out = evaluate_run(store, run, pool)
+    manifest = store.read_json(layout.run_json(run.run_id))
+    assert manifest["counts"]["requests"] == 4 and manifest["counts"]["sent"] == 0  # the journal answered all
+    steps = store.read_parquet(layout.run_file(run.run_id, layout.RUN_TRAJECTORY)).to_pylist()
+    assert [s["step"] for s in steps] == [1, 2, 3, 4]
+    assert len({s["instance_id"] for s in steps}) == 4
+    assert steps[0]["ability_before"] == 0.0
+    for k, s in enumerate(steps):
+        assert s["easiness"] == easiness[s["instance_id"]]
+        assert s["ability"] == pytest.approx(refit(s["ability_before"], [t["score"] for t in steps[:k + 1]],
+                                                   [t["easiness"] for t in steps[:k + 1]]), abs=1e-6)
+    assert out.ability == steps[-1]["ability"] and out.ability_se == steps[-1]["standard_error"]
