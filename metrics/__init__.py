@@ -183,6 +183,7 @@ _BUILTIN = [
     "bias",
     "enterprise",
     "image2struct",
+    "medhelm_jury",
 ]
 
 

@@ -71,12 +71,14 @@ def test_judge_templates_are_registered_by_their_metric_modules():
     from helmflow.metrics import METRICS
 
     judged = {name: METRICS.get(name).judge for name in METRICS.names() if METRICS.get(name).judge}
+    jury = {f"{name}_accuracy": name for name in ("medication_qa", "med_dialog")}  # one module, a template per scenario
     assert judged == {name: name for name in ("wildbench", "omni_math", "harm_bench", "simple_safety_tests", "xstest",
-                                              "anthropic_red_team")}
+                                              "anthropic_red_team")} | jury
     for metric, template in judged.items():
         assert template in judges.TEMPLATES
         # the metric module, or the metrics package's shared safety helpers it calls
-        assert judges.TEMPLATES.get(template).fields.__module__ in (f"helmflow.metrics.{metric}", "helmflow.metrics.safety")
+        assert judges.TEMPLATES.get(template).fields.__module__ in (f"helmflow.metrics.{metric}", "helmflow.metrics.safety",
+                                                                   "helmflow.metrics.medhelm_jury")
 
 
 STORAGE_PREFIXES = re.compile(r"^(runs|leaderboards|work|instances|datasets|responses|prefect-results|media|quarantine|leases)/")

@@ -1,0 +1,164 @@
+"""MedHELM's LLM jury (HELM's ``LLMAsJuryAnnotator`` + ``LLMJuryMetric``): each judge rates the reply on
+three criteria, 1 to 5, each with a short justification, written as one JSON object
+``{criterion: {"score": n, "explanation": "..."}}``.
+
+The parser is HELM's, quirks included:
+
+- the JSON is the text from the first ``{`` to the last ``}`` (the whole reply when there is none);
+- when ``json.loads`` fails with "Expecting ',' delimiter", one ``}`` is appended and it is tried once more
+  (HELM's only repair: a judge that stopped before closing the object);
+- every criterion must be present with both ``score`` and ``explanation``, else the judge is dropped
+  (an annotation error, counted);
+- HELM's metric takes ``int(score)`` of every entry of the object that has a score (a criterion it did not
+  ask for counts too), so a score of 4.7 counts 4. A score that ``int()`` refuses is unparsable here (HELM
+  would crash the run).
+
+Score per instance (``<scenario>_accuracy``): the mean of every criterion score of every judge whose reply
+parsed, pooled (not averaged per judge first). With annotations but no parsed judge (every reply
+unparsable, or an empty model output, which is not sent) it is the task's default, as in HELM (0.0, or
+1.0 for the note-generation tasks that set it). Without annotations (``--no-judge``) it is missing.
+
+Each judged scenario has its own template (ours, versioned: ``judge.<scenario>`` in a board's
+``prompts:`` replaces its wording); the judge deployments and the template VERSIONs are in metric_version.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from helmflow.judges import TEMPLATES, JudgeParseError, JudgeTemplate, Verdict, judge_counts
+from helmflow.metrics import metric
+from helmflow.metrics.base import MetricInput
+from helmflow.records import Instance
+
+JUDGE_MAX_TOKENS = 4096  # HELM: temperature 0, 4096 tokens per judge request
+DEFAULT_CRITERIA = ("accuracy", "completeness", "clarity")
+EMPTY_OUTPUT = "The model output is empty; it was not sent to the judges."
+
+_CRITERION_TEXT = {
+    "accuracy": "Is the response medically correct and consistent with the reference answer?",
+    "completeness": "Does the response cover everything the question needs, as the reference answer does?",
+    "clarity": "Is the response clear and easy for the intended reader to follow?",
+    "structure": "Is the response organised the way the task asks?",
+}
+
+
+def jury_text(role: str, question_label: str, criteria: tuple[str, ...] = DEFAULT_CRITERIA) -> str:
+    """Our judge wording for one scenario: the expert's role, the question, the reply, the reference, the
+    criteria on a 1-5 scale and the JSON reply shape HELM's parser reads."""
+    rubric = "\n".join(f"- {c}: {_CRITERION_TEXT[c]}" for c in criteria)
+    shape = ", ".join(f'"{c}": {{"score": <1-5>, "explanation": "<one sentence>"}}' for c in criteria)
+    return (
+        f"You are {role}. Rate the response below against the reference answer.\n\n"
+        f"<{question_label}>\n{{$question}}\n</{question_label}>\n\n"
+        "<response>\n{$response}\n</response>\n\n"
+        "<reference>\n{$gold_response}\n</reference>\n\n"
+        f"Rate each criterion with a whole number from 1 (very poor) to 5 (excellent) and justify it in one short "
+        f"sentence:\n{rubric}\n\n"
+        "Reply with one JSON object and nothing else, escaping any double quotes inside the explanations:\n"
+        f"{{{shape}}}\n"
+    )
+
+
+def jury_fields(instance: Instance, output: str) -> dict[str, str]:
+    """HELM's substitution: the input text, the first completion, the first reference (empty when none)."""
+    return {
+        "question": instance.input.text or "",
+        "response": output,
+        "gold_response": instance.references[0].text if instance.references else "",
+    }
+
+
+def helm_json(text: str) -> Any:
+    """HELM's extraction and its one repair (see the module docstring)."""
+    found = re.search(r"\{.*\}", text, re.DOTALL)
+    candidate = found.group(0) if found else text
+    try:
+        return json.loads(candidate)
+    except json.JSONDecodeError as exc:
+        if exc.msg != "Expecting ',' delimiter":
+            raise JudgeParseError(f"not JSON: {exc.msg}") from None
+    try:
+        return json.loads(candidate + "}")
+    except json.JSONDecodeError as exc:
+        raise JudgeParseError(f"not JSON after adding a closing brace: {exc.msg}") from None
+
+
+def parse_jury(text: str, criteria: tuple[str, ...] = DEFAULT_CRITERIA) -> Verdict:
+    """One judge's verdict: details ``<key>_score`` (int, as HELM counts it) and ``<key>_explanation`` for
+    every entry that has a score; ``score`` is their mean (what the run page shows per judge)."""
+    obj = helm_json(text)
+    if not isinstance(obj, dict):
+        raise JudgeParseError("the JSON is not an object")
+    for c in criteria:
+        entry = obj.get(c)
+        if not isinstance(entry, dict) or "score" not in entry or "explanation" not in entry:
+            raise JudgeParseError(f"criterion {c!r} has no score and explanation")
+    details: dict[str, str | float] = {}
+    for key, entry in obj.items():
+        if isinstance(entry, dict) and "score" in entry:
+            try:
+                details[f"{key}_score"] = float(int(entry["score"]))
+            except (TypeError, ValueError):
+                raise JudgeParseError(f"{key} score {entry['score']!r} is not an integer") from None
+            details[f"{key}_explanation"] = str(entry.get("explanation", ""))
+    scores = [v for k, v in details.items() if k.endswith("_score") and isinstance(v, float)]
+    return Verdict(sum(scores) / len(scores), details)
+
+
+def pooled_scores(x: MetricInput, template: str) -> dict[int, list[float]]:
+    """Sample index -> every criterion score of every judge that parsed."""
+    out: dict[int, list[float]] = {}
+    for a in x.annotations:
+        if a.template != template or a.score is None:
+            continue
+        details = json.loads(a.details_json)
+        out.setdefault(a.sample_index, []).extend(
+            float(v) for k, v in details.items() if k.endswith("_score") and isinstance(v, int | float)
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class JuryTask:
+    scenario: str
+    role: str
+    question_label: str
+    default_score: float = 0.0
+    criteria: tuple[str, ...] = DEFAULT_CRITERIA
+
+    @property
+    def stat(self) -> str:
+        return f"{self.scenario}_accuracy"
+
+
+def jury_stats(x: MetricInput, task: JuryTask) -> dict[str, float]:
+    if not x.annotations:
+        return {}
+    out = judge_counts(x.annotations, task.scenario)
+    pooled = pooled_scores(x, task.scenario)
+    samples = [sum(v) / len(v) if v else task.default_score for v in pooled.values()]
+    out[task.stat] = sum(samples) / len(samples) if samples else task.default_score
+    return out
+
+
+def register(task: JuryTask) -> None:
+    """The scenario's judge template and its ``<scenario>_accuracy`` metric (same name as the template)."""
+    criteria = task.criteria
+    TEMPLATES.add(task.scenario, JudgeTemplate(
+        name=task.scenario, version="1", text=jury_text(task.role, task.question_label, criteria), fields=jury_fields,
+        parse=lambda text: parse_jury(text, criteria), on_empty=Verdict(task.default_score, {"note": EMPTY_OUTPUT}),
+        max_tokens=JUDGE_MAX_TOKENS,
+    ))
+    metric(task.stat, version="1", judge=task.scenario)(lambda x: jury_stats(x, task))
+
+
+JURY_TASKS = [
+    JuryTask("medication_qa", "a pharmacist answering consumers' questions about their medicines", "question"),
+    JuryTask("med_dialog", "a physician reviewing summaries of patient-doctor conversations", "conversation"),
+]
+for _task in JURY_TASKS:
+    register(_task)
