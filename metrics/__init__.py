@@ -184,6 +184,7 @@ _BUILTIN = [
     "enterprise",
     "image2struct",
     "medhelm_jury",
+    "table_reasoning",
 ]
 
 

@@ -43,6 +43,8 @@ _BUILTIN = [
     "med_qa",
     "financial_phrasebank",
     "conv_fin_qa_calc",
+    "wikitq",
+    "tab_fact",
 ]
 
 

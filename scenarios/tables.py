@@ -39,8 +39,10 @@ import hashlib
 import io
 import json
 import random
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 TABLES_VERSION = "1"
 
@@ -188,9 +190,29 @@ def render_table(table: Table, serialization: str, augmentation: str = "none", s
     return SERIALIZATIONS[serialization](AUGMENTATIONS[augmentation](table, seed))
 
 
-def rectangular(header: Sequence[Any], rows: Sequence[Sequence[Any]]) -> Table:
-    """A table from parsed lines, short rows padded with empty cells (unitxt's ``ParseCSV`` reads with pandas,
-    which pads the same way), cells as strings."""
-    width = len(header)
-    return {"header": [str(c) for c in header],
-            "rows": [[str(c) for c in row][:width] + [""] * (width - len(row)) for row in rows]}
+def parse_delimited(text: str, separator: str, strip_cells: bool = False) -> Table:
+    """unitxt's ``ParseCSV`` (header in the first line): Python's ``csv.reader`` with ``"`` quotes, rows as
+    read (no padding); ``strip_cells`` turns newlines into spaces and strips each cell."""
+    lines = list(csv.reader(io.StringIO(text), delimiter=separator, quotechar='"'))
+    header, rows = (lines[0] if lines else []), lines[1:]
+    if strip_cells:
+        header = [c.replace("\n", " ").strip() for c in header]
+        rows = [[c.replace("\n", " ").strip() for c in row] for row in rows]
+    return {"header": header, "rows": rows}
+
+
+def table_cells(table: Table) -> int:
+    """unitxt's ``GetNumOfTableCells``: rows times header columns."""
+    return len(table.get("rows") or []) * len(table.get("header") or [])
+
+
+class TableParams(BaseModel):
+    """The two axes ToRR varies (its 35 runs per dataset), and the augmentations' seed."""
+
+    model_config = ConfigDict(extra="forbid")
+    serialization: Literal["concat", "csv", "df", "html", "indexed_row_major", "json", "markdown"] = "csv"
+    augmentation: Literal["none", "shuffle_rows", "shuffle_cols", "insert_empty_rows", "transpose"] = "none"
+    seed: int = 0
+
+    def render(self, table: Table) -> str:
+        return render_table(table, self.serialization, self.augmentation, self.seed)

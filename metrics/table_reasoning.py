@@ -1,0 +1,111 @@
+"""ToRR's per-instance scores, as unitxt computes them after each card template's post-processors.
+
+- ``f1_strings`` (WikiTQ; unitxt's ``F1Strings``): the output and each reference go through
+  ``take_first_non_empty_line``, ``to_list_by_comma_space`` (a list split on ", ") and
+  ``str_to_float_format``, which cannot turn a list into a float and so returns the list's ``str``
+  (``['26']``). The references are joined by spaces, both sides are tokenised with spaCy's English
+  tokenizer, lower-cased, and F1 is taken over the token multisets. The brackets and quotes of the list's
+  ``str`` are tokens too, so a wrong one-word answer still scores 0.8 (4 of 5 tokens): HELM's number.
+- ``f1_strings_answers``: the same F1 over the answers' own tokens (the list's items, not its ``str``), so
+  a wrong answer scores 0. helmflow's corrected number beside HELM's.
+- ``accuracy`` (TabFact, TURL; unitxt's ``Accuracy`` after ``take_first_non_empty_line`` and
+  ``lower_case_till_punc``): 1 when the processed output equals a processed reference.
+
+spaCy's tokenizer is ``spacy.blank("en")``: the rules ``en_core_web_sm``'s tokenizer is built from (unitxt
+loads that model with every other component disabled), without the model download.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import cache
+from typing import Any
+
+from helmflow.metrics import HelmEquivalent, metric
+from helmflow.metrics.base import MetricInput
+
+
+def first_line(text: str) -> str:
+    """unitxt's ``TakeFirstNonEmptyLine`` (which takes the first line of the stripped text)."""
+    return str(text).strip().split("\n")[0].strip()
+
+
+def comma_list(text: str) -> list[str]:
+    """unitxt's ``ToListByCommaSpace``: split on ", ", each item stripped."""
+    return [part.strip() for part in text.split(", ")]
+
+
+def float_format(value: Any) -> str:
+    """unitxt's ``StrToFloatFormat``: ``str(float(v))``, else ``str(v)`` (a list: its ``str``)."""
+    try:
+        return str(float(value))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def lower_till_punctuation(text: str) -> str:
+    """unitxt's ``LowerCaseTillPunc``: lower-cased, cut at the first of ``. , ! ? ;``."""
+    low = text.lower()
+    found = re.search(r"[.,!?;]", low)
+    return low[: found.start()] if found else low
+
+
+@cache
+def _tokenizer() -> Any:
+    import spacy
+
+    return spacy.blank("en")
+
+
+def tokens(text: str) -> Counter[str]:
+    return Counter(t.text.lower() for t in _tokenizer()(text))
+
+
+def token_f1(references: list[str], prediction: str) -> float:
+    """unitxt's ``F1Strings.compute``: token-multiset F1 of the prediction against the joined references."""
+    ref, pred = tokens(" ".join(references)), tokens(prediction)
+    hits = sum((ref & pred).values())
+    if hits == 0:
+        return 0.0
+    precision, recall = hits / sum(pred.values()), hits / sum(ref.values())
+    return 2 * precision * recall / (precision + recall)
+
+
+def wikitq_f1(golds: list[str], output: str) -> float:
+    """HELM's ``f1_strings`` on one output: each side as WikiTQ's template leaves it (the list's ``str``)."""
+    processed = [float_format(comma_list(first_line(g))) for g in golds]
+    return token_f1(processed, float_format(comma_list(first_line(output))))
+
+
+def answers_f1(golds: list[str], output: str) -> float:
+    """The corrected F1: the answers' own items, joined by spaces, without the list's brackets and quotes."""
+    items = [" ".join(float_format(a) for a in comma_list(first_line(g))) for g in golds]
+    return token_f1(items, " ".join(float_format(a) for a in comma_list(first_line(output))))
+
+
+def _output(x: MetricInput) -> str | None:
+    return x.completions[0].text if x.completions else None
+
+
+@metric("f1_strings", version="1", requires=("spacy",), extra="torr", helm=HelmEquivalent(("f1_strings",)))
+def f1_strings(x: MetricInput) -> dict[str, float]:
+    output = _output(x)
+    return {} if output is None or not x.correct_texts else {"f1_strings": wikitq_f1(x.correct_texts, output)}
+
+
+@metric("f1_strings_answers", version="1", requires=("spacy",), extra="torr")
+def f1_strings_answers(x: MetricInput) -> dict[str, float]:
+    output = _output(x)
+    return {} if output is None or not x.correct_texts else {"f1_strings_answers": answers_f1(x.correct_texts, output)}
+
+
+def label_accuracy(golds: list[str], output: str) -> float:
+    said = lower_till_punctuation(first_line(output))
+    return float(said in [lower_till_punctuation(first_line(g)) for g in golds])
+
+
+@metric("accuracy", version="1", helm=HelmEquivalent(("accuracy",)))
+def accuracy(x: MetricInput) -> dict[str, float]:
+    output = _output(x)
+    return {} if output is None or not x.correct_texts else {"accuracy": label_accuracy(x.correct_texts, output)}

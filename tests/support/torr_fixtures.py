@@ -1,0 +1,76 @@
+"""Fixture mirrors for the table scenarios, in the datasets' raw shapes, holding items written here (never
+real rows): WikiTQ's release zip (tab-separated question files and ``csv/<n>-csv/<k>.tsv`` tables) and
+TabFact's Parquet conversion (``table_text`` with ``#`` cells)."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from helmflow.scenarios.tab_fact import SPLITS
+from helmflow.scenarios.wikitq import RELEASE, ZIP
+
+# WikiTQ: two small tables and one of 21 x 10 = 210 cells (over the 200-cell limit, so its question is dropped)
+TOWNS = "Town\tPeople\tRiver\nAlder\t120\tOuse\nBirch\t 95 \tTees\nCedar\t300\t\"Wye, upper\"\n"
+PEAKS = "Peak\tHeight\nNorth Top\t812\nSouth Top\t640\n"
+WIDE = "\t".join(f"c{j}" for j in range(10)) + "\n" + "".join(
+    "\t".join(f"{i}.{j}" for j in range(10)) + "\n" for i in range(21))
+QUESTIONS = {
+    "train": [("nt-0", "which town has 120 people?", "csv/200-csv/0.csv", "Alder"),
+              ("nt-1", "which peak is higher?", "csv/200-csv/1.csv", "North Top")],
+    "dev": [("nt-2", "which river runs by Birch?", "csv/200-csv/0.csv", "Tees")],
+    "test": [("nu-0", "which town is biggest?", "csv/200-csv/0.csv", "Cedar"),
+             ("nu-1", "how tall is South Top?", "csv/200-csv/1.csv", "640"),
+             ("nu-2", "which towns have over 100 people?", "csv/200-csv/0.csv", "Alder|Cedar"),
+             ("nu-3", "what is c0 of row 3?", "csv/201-csv/9.csv", "3.0")],
+}
+QUESTION_FILES = {"train": "random-split-1-train.tsv", "dev": "random-split-1-dev.tsv",
+                  "test": "pristine-unseen-tables.tsv"}
+
+
+def wikitq_zip() -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for split, name in QUESTION_FILES.items():
+            lines = ["id\tutterance\tcontext\ttargetValue"] + ["\t".join(q) for q in QUESTIONS[split]]
+            z.writestr(f"WikiTableQuestions/data/{name}", "\n".join(lines) + "\n")
+        for path, text in (("200-csv/0", TOWNS), ("200-csv/1", PEAKS), ("201-csv/9", WIDE)):
+            z.writestr(f"WikiTableQuestions/csv/{path}.tsv", text)
+            z.writestr(f"WikiTableQuestions/csv/{path}.csv", text.replace("\t", ","))  # the .csv beside it, unread
+    return buf.getvalue()
+
+
+# TabFact: (table_text, statement, label) per split; labels 1 = entailed, 0 = refuted
+SHIPS = "ship#launched#tons\nAster#1901#300\nBrill#1907#\"1,200\"\nCrane#1912#850\n"
+TABFACT = {
+    "train": [(SHIPS, "brill was launched in 1907", 1), (SHIPS, "crane is the oldest ship", 0),
+              (SHIPS, "aster weighs 300 tons", 1), (SHIPS, "there are 5 ships", 0),
+              (SHIPS, "crane was launched after brill", 1), (SHIPS, "aster was launched in 1912", 0)],
+    "validation": [(SHIPS, "brill weighs 1,200 tons", 1)],
+    "test": [(SHIPS, "aster was launched first", 1), (SHIPS, "crane weighs the most", 0),
+             (SHIPS, "three ships are listed", 1), (SHIPS, "brill was launched in 1901", 0)],
+}
+TABFACT_SCHEMA = pa.schema([("id", pa.int64()), ("table_id", pa.string()), ("table_text", pa.string()),
+                            ("table_caption", pa.string()), ("statement", pa.string()), ("label", pa.int64())])
+
+
+def tab_fact_parquet(split: str) -> bytes:
+    rows = [{"id": k, "table_id": "1-100-1.html.csv", "table_text": t, "table_caption": "ships",
+             "statement": s, "label": label} for k, (t, s, label) in enumerate(TABFACT[split])]
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows, schema=TABFACT_SCHEMA), buf)
+    return buf.getvalue()
+
+
+def write_mirror(root: Path) -> Path:
+    """``<root>/<scenario>/<revision>/<file>``, the layout ``$HELMFLOW_MIRROR`` reads."""
+    (root / "wikitq" / RELEASE).mkdir(parents=True, exist_ok=True)
+    (root / "wikitq" / RELEASE / ZIP).write_bytes(wikitq_zip())
+    (root / "tab_fact" / "unpinned").mkdir(parents=True, exist_ok=True)
+    for split, _ in SPLITS:
+        (root / "tab_fact" / "unpinned" / f"{split}.parquet").write_bytes(tab_fact_parquet(split))
+    return root
