@@ -69,7 +69,9 @@ def summarize_objects(stats: list[Stat]) -> list[MetricSummary]:
             if ids:
                 mean, low, high = pooled_ci({n: [value[(split, n, i)] for i in ids] for n in pooled.stats}, pooled.fn,
                                            rows=pooled.rows, bootstrap=pooled.bootstrap, batched=pooled.batched)
-                out.append(MetricSummary(name=pooled.name, split=split, count=len(ids), mean=mean, ci_low=low, ci_high=high))
+                if mean == mean:  # a pooled number undefined for the run (NaN) is absent, never 0
+                    out.append(MetricSummary(name=pooled.name, split=split, count=len(ids), mean=mean, ci_low=low,
+                                             ci_high=high))
     for counted in sorted({c for m in METRICS.names() for c in METRICS.get(m).counted}, key=lambda c: c.name):
         for split in splits:
             mine = [s for s in stats if s.split == split and s.name.startswith(counted.prefix)]
