@@ -167,6 +167,39 @@ def perturbation_cells(store: Store, board: BoardPlan, runs: list[RunOutcome]) -
     return out
 
 
+def across_run_cells(store: Store, board: BoardPlan, runs: list[RunOutcome]) -> GroupCells:
+    """Metric group columns whose metric is an across-runs statistic (``helmflow.metrics.ACROSS_RUNS``):
+    per model, each instance id's main-metric values in every run of the column's scenario or group
+    (ids from any run, as HELM's ToRR summarizer takes them), the statistic of those values, then the
+    mean over ids with a bootstrap interval. A cell is missing when any of the group's runs is."""
+    from helmflow.metrics import ACROSS_RUNS
+
+    known = set(ACROSS_RUNS.names())
+    wanted = [c for g in board.spec.metric_groups for c in g.columns if c.metric in known]
+    if not wanted:
+        return {}
+    published = {r.run_id for r in runs}
+    by_cell = {(p.scenario.label, p.deployment.name): p for p in board.runs}
+    out: GroupCells = {}
+    for column in wanted:
+        members = [s for s in board.scenarios if column.scenario in (s.label, s.group)]
+        fn = ACROSS_RUNS.get(column.metric).fn
+        for m in board.spec.models:
+            plans = [by_cell.get((s.label, m)) for s in members]
+            if not members or any(p is None or p.run_id not in published for p in plans):
+                continue
+            values: dict[str, list[float]] = {}
+            for s, p in zip(members, plans, strict=True):
+                assert p is not None
+                for iid, value in _main_values(store, p.run_id, s.main_metric).items():
+                    if value == value:  # a NaN is no score, as HELM leaves out a stat without a mean
+                        values.setdefault(iid, []).append(value)
+            if values:
+                mean, low, high = mean_ci([fn(v) for _, v in sorted(values.items())])
+                out[(m, column.key)] = (finite(mean), finite(low), finite(high))
+    return out
+
+
 def _main_values(store: Store, run_id: str, metric: str) -> dict[str, float]:
     """A run's per-instance values of one stat (its test split, else its only split), by instance id."""
     table = store.read_parquet(layout.run_file(run_id, "stats.parquet"))
@@ -416,7 +449,8 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
     status: Literal["complete", "partial"] = "partial" if failed else "complete"
     notes: GroupNotes = {}
     rows = leaderboard_rows(board, runs,
-                            group_cells(store, board, runs, notes) | perturbation_cells(store, board, runs), notes)
+                            group_cells(store, board, runs, notes) | perturbation_cells(store, board, runs)
+                            | across_run_cells(store, board, runs), notes)
     add_rank_intervals(store, board, runs, rows)
     if (rid := existing_release(store, name, digest)) is not None:
         return ReleaseOutcome(release_id=rid, uri=store.url(layout.release_dir(name, rid)), status=status, wrote=False,

@@ -102,6 +102,33 @@ class BoardWide:
 
 
 @dataclass(frozen=True)
+class AcrossRuns:
+    """A number over several runs of one model (a scenario group's runs, e.g. one dataset in every prompt
+    variant), for a metric group column naming the group: per instance id, ``fn`` of the main metric's
+    values in the runs that scored it; the cell is their mean over instance ids, with a bootstrap
+    interval. Declared here, reached by the aggregation only through this registry."""
+
+    name: str
+    version: str
+    fn: Callable[[list[float]], float]
+    description: str = ""
+
+
+ACROSS_RUNS: Registry[AcrossRuns] = Registry("across-runs statistic")
+
+
+def across_runs(name: str, version: str, description: str = "") -> Callable[[Callable[[list[float]], float]],
+                                                                            Callable[[list[float]], float]]:
+    """Register an :class:`AcrossRuns` statistic (``fn``: one instance's values across the runs)."""
+
+    def deco(fn: Callable[[list[float]], float]) -> Callable[[list[float]], float]:
+        ACROSS_RUNS.add(name, AcrossRuns(name=name, version=version, fn=fn, description=description))
+        return fn
+
+    return deco
+
+
+@dataclass(frozen=True)
 class Metric:
     name: str
     fn: MetricFn
@@ -237,5 +264,5 @@ def metric_versions(names: list[str]) -> dict[str, str]:
 for _module in _BUILTIN:
     importlib.import_module(f"helmflow.metrics.{_module}")
 
-__all__ = ["METRICS", "Counted", "HelmEquivalent", "Metric", "MetricInput", "MissingExtra", "Pooled", "helm_stats",
-           "metric", "metric_versions"]
+__all__ = ["ACROSS_RUNS", "METRICS", "AcrossRuns", "Counted", "HelmEquivalent", "Metric", "MetricInput",
+           "MissingExtra", "Pooled", "across_runs", "helm_stats", "metric", "metric_versions"]

@@ -22,7 +22,7 @@ from collections import Counter
 from functools import cache
 from typing import Any
 
-from helmflow.metrics import HelmEquivalent, metric
+from helmflow.metrics import HelmEquivalent, across_runs, metric
 from helmflow.metrics.base import MetricInput
 
 
@@ -109,3 +109,10 @@ def label_accuracy(golds: list[str], output: str) -> float:
 def accuracy(x: MetricInput) -> dict[str, float]:
     output = _output(x)
     return {} if output is None or not x.correct_texts else {"accuracy": label_accuracy(x.correct_texts, output)}
+
+
+@across_runs("variant_robustness", version="1",
+             description="ToRR's robustness: per instance, 1 - (max - min) of the main metric over the group's runs")
+def variant_robustness(values: list[float]) -> float:
+    """HELM's ``ToRRRobustnessSummarizer``: an instance scored by one run only counts as 1."""
+    return 1.0 - (max(values) - min(values))

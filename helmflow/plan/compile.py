@@ -233,6 +233,19 @@ def batch_capable(deployment: Deployment) -> bool:
     return deployment.client in CLIENTS and CLIENTS.get(deployment.client).batch_limits[0] > 0
 
 
+def board_version_data(spec: BoardSpec) -> dict[str, Any]:
+    """What the board version hashes: the spec, and the versions of the across-runs statistics its
+    metric groups read (their cells are computed at release time, so they are part of the release id)."""
+    from helmflow.metrics import ACROSS_RUNS
+
+    data = spec.version_data()
+    known = set(ACROSS_RUNS.names())
+    used = sorted({c.metric for g in spec.metric_groups for c in g.columns if c.metric in known})
+    if used:
+        data["across_runs"] = {name: ACROSS_RUNS.get(name).version for name in used}
+    return data
+
+
 def plan_board(
     spec: BoardSpec,
     deployments: dict[str, Deployment],
@@ -303,7 +316,7 @@ def plan_board(
                                              initial_ability=chosen.model_ability)) for r in runs]
     return BoardPlan(
         spec=effective,
-        board_version=versions.stable_hash(effective.version_data()),
+        board_version=versions.stable_hash(board_version_data(effective)),
         scenarios=scenario_plans,
         perturbed=perturbed,
         runs=runs,
