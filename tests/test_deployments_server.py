@@ -93,7 +93,7 @@ def test_prefect_yaml_deploys_every_board_nightly_and_a_worker_publishes_the_rel
     spec = yaml.safe_load((REPO / "prefect.yaml").read_text())
     boards = {d["name"]: d["entrypoint"] for d in spec["deployments"]}
     assert boards == {f"{b}-nightly": f"flows/{b.replace('-', '_')}.py:{b.replace('-', '_')}"
-                      for b in ("demo", "capabilities", "safety", "vhelm", "vision-demo", "lite")}
+                      for b in (p.stem.replace("_", "-") for p in (REPO / "flows").glob("*.yaml"))}
 
     started = time.monotonic()
     _ok(server.cli("work-pool", "create", POOL, "--type", "process"))
