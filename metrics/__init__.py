@@ -209,6 +209,7 @@ _BUILTIN = [
     "calibration",
     "bias",
     "enterprise",
+    "classification",
     "image2struct",
     "medhelm_jury",
     "table_reasoning",

@@ -49,25 +49,31 @@ def float_equiv(x: MetricInput) -> dict[str, float]:
 PREFIX = "classification_weighted_f1:"
 
 
-def label_counts(golds: list[str], pred: str) -> dict[str, float]:
+def label_counts(golds: list[str], pred: str, prefix: str = PREFIX) -> dict[str, float]:
     """One instance's per-label counts (``tp:``, ``fp:``, ``fn:`` + normalised label) over its binarised row."""
     true = {normalize_text(g, remove_articles=False) for g in golds if g}
     predicted = {normalize_text(pred, remove_articles=False)} if pred else set()
     out: dict[str, float] = {}
     for label in true | predicted:
         kind = "tp" if label in true and label in predicted else "fn" if label in true else "fp"
-        out[f"{PREFIX}{kind}:{label}"] = 1.0
+        out[f"{prefix}{kind}:{label}"] = 1.0
     return out
+
+
+def per_label(sums: dict[str, float], prefix: str = PREFIX) -> dict[str, dict[str, float]]:
+    """The summed counts of :func:`label_counts` by label: ``{label: {"tp"|"fp"|"fn": count}}``."""
+    labels: dict[str, dict[str, float]] = {}
+    for name, value in sums.items():
+        if name.startswith(prefix):
+            kind, _, label = name[len(prefix):].partition(":")
+            labels.setdefault(label, {})[kind] = value
+    return labels
 
 
 def weighted_f1(sums: dict[str, float]) -> float | None:
     """scikit-learn's ``f1_score(average="weighted")`` from per-label counts: each label's F1 weighted by its
     support (true count); a label with no true or predicted hit scores 0; None with no support at all."""
-    labels: dict[str, dict[str, float]] = {}
-    for name, value in sums.items():
-        if name.startswith(PREFIX):
-            kind, _, label = name[len(PREFIX):].partition(":")
-            labels.setdefault(label, {})[kind] = value
+    labels = per_label(sums)
     total = weighted = 0.0
     for counts in labels.values():
         tp, fp, fn = counts.get("tp", 0.0), counts.get("fp", 0.0), counts.get("fn", 0.0)
