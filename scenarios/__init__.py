@@ -43,6 +43,9 @@ _BUILTIN = [
     "med_qa",
     "financial_phrasebank",
     "conv_fin_qa_calc",
+    "casehold",
+    "echr_judgment_classification",
+    "legal_contract_summarization",
     "wikitq",
     "tab_fact",
 ]

@@ -357,3 +357,18 @@ class LegacyDraws:
         for i in range(len(items) - 1, 0, -1):
             j = self.interval(i)
             items[i], items[j] = items[j], items[i]
+
+
+def pandas_sample_split(count: int, frac: float, seed: int) -> tuple[list[int], list[int]]:
+    """HELM's random split of ``count`` rows by pandas: ``train = df.sample(frac=frac, random_state=seed)``,
+    ``test = df.drop(train.index).sample(frac=1, random_state=seed)``, as row positions in that order.
+
+    pandas draws ``round(frac * count)`` rows (Python's rounding) as the head of
+    ``RandomState(seed).permutation(count)``, and shuffles the rest, kept in file order, with a fresh
+    ``RandomState(seed)``; the same numbers without pandas (the tests check them against pandas).
+    """
+    size = round(frac * count)
+    train = np.random.RandomState(seed).permutation(count)[:size].tolist()
+    chosen = set(train)
+    rest = [i for i in range(count) if i not in chosen]
+    return train, [rest[j] for j in np.random.RandomState(seed).permutation(len(rest)).tolist()]
