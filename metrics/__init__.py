@@ -213,6 +213,8 @@ _BUILTIN = [
     "image2struct",
     "medhelm_jury",
     "table_reasoning",
+    "medhelm",
+    "ehr_sql",
 ]
 
 

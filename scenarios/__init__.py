@@ -48,6 +48,10 @@ _BUILTIN = [
     "legal_contract_summarization",
     "wikitq",
     "tab_fact",
+    "medcalc_bench",
+    "medec",
+    "ehr_sql",
+    "pubmed_qa",
 ]
 
 

@@ -1,0 +1,46 @@
+"""MedHELM's adapter shapes (``run_specs/medhelm_run_specs.py``), shared by its scenario modules.
+
+Every MedHELM run is zero-shot at temperature 0. ``generation`` is HELM's ``get_generation_adapter_spec``
+(``<Noun>: `` prefixes, or ``<Noun>:`` and a newline, none without a noun; stop at a newline unless the
+spec says otherwise); ``multiple_choice`` is its ``multiple_choice_joint`` spec with one output token,
+the options lettered ``A.``, ``B.``, ... The instructions are each scenario's own wording (ours), which
+``helm_wording`` describes next to HELM's.
+"""
+
+from __future__ import annotations
+
+from helmflow.records import AdapterSpec, GenerationParams
+
+#: how a MedHELM scenario's wording compares with HELM's (its own sentence, HELM's layout)
+WORDING = ("the layout (labels, newlines, zero-shot, max tokens, stop sequences) is HELM's MedHELM run spec; the "
+           "instruction sentences are helmflow's own wording of the same task")
+
+
+def _prefix(noun: str | None, newline: bool) -> str:
+    if not noun:
+        return ""
+    return f"{noun}:" + ("\n" if newline else " ")
+
+
+def generation(instructions: str, input_noun: str | None, output_noun: str | None, max_tokens: int, *,
+               stop: tuple[str, ...] = ("\n",), newline_after_input: bool = False,
+               newline_after_output: bool = False) -> AdapterSpec:
+    """HELM's ``get_generation_adapter_spec(..., max_train_instances=0)``."""
+    return AdapterSpec(
+        method="generation", instructions=instructions, input_prefix=_prefix(input_noun, newline_after_input),
+        input_suffix="\n", output_prefix=_prefix(output_noun, newline_after_output), output_suffix="\n",
+        instance_prefix="\n", max_train_instances=0,
+        generation=GenerationParams(max_tokens=max_tokens, temperature=0.0, stop=list(stop), num_outputs=1),
+    )
+
+
+def multiple_choice(instructions: str, input_noun: str | None, output_noun: str) -> AdapterSpec:
+    """HELM's ``get_multiple_choice_adapter_spec(method=multiple_choice_joint, max_tokens=1, max_train_instances=0)``:
+    ``<Noun>: `` before the input (nothing, and no newline after it, without a noun)."""
+    return AdapterSpec(
+        method="multiple_choice_joint", instructions=instructions,
+        input_prefix=f"{input_noun}: " if input_noun else "", input_suffix="\n" if input_noun else "",
+        reference_prefix="A. ", reference_suffix="\n", output_prefix=f"{output_noun}: ", output_suffix="\n",
+        instance_prefix="\n", max_train_instances=0,
+        generation=GenerationParams(max_tokens=1, temperature=0.0, stop=["\n"], num_outputs=1),
+    )

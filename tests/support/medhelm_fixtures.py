@@ -1,0 +1,179 @@
+"""MedHELM fixtures, written here in each dataset's raw schema (never real rows): MedCalc-Bench's Parquet
+test split, MEDEC's test CSV, PubMedQA's ori_pqal.json, EHRSQL's eICU JSON files with its schema file and a
+tiny sqlite database. Markers ``[ans:...]`` in a task's text tell the dev-server policy what to answer."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sqlite3
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+MEDCALC_SCHEMA = pa.schema([
+    ("Row Number", pa.int64()), ("Calculator ID", pa.int64()), ("Calculator Name", pa.string()),
+    ("Category", pa.string()), ("Output Type", pa.string()), ("Note ID", pa.string()), ("Note Type", pa.string()),
+    ("Patient Note", pa.string()), ("Question", pa.string()), ("Relevant Entities", pa.string()),
+    ("Ground Truth Answer", pa.string()), ("Lower Limit", pa.string()), ("Upper Limit", pa.string()),
+    ("Ground Truth Explanation", pa.string()),
+])  # fmt: skip
+
+# (category, output type, answer, lower, upper)
+MEDCALC_ITEMS = [
+    ("risk", "integer", "3", "3", "3"),
+    ("physical", "decimal", "24.5", "23.275", "25.725"),
+    ("lab", "decimal", "140.0", "133.0", "147.0"),
+    ("date", "date", "03/15/2024", "03/15/2024", "03/15/2024"),
+    ("date", "weeks and days", "('14 weeks', '2 days')", "('14 weeks', '2 days')", "('14 weeks', '2 days')"),
+    ("dosage conversion", "decimal", "7.5", "7.125", "7.875"),
+]
+
+
+def medcalc_parquet(items=MEDCALC_ITEMS) -> bytes:
+    rows = [{
+        "Row Number": 100 + k, "Calculator ID": k, "Calculator Name": f"Fixture calculator {k}", "Category": cat,
+        "Output Type": kind, "Note ID": f"note-{k}", "Note Type": "Fixture",
+        "Patient Note": f"Fixture patient {k} is a 50-year-old with fixture findings. [ans:{answer}]",
+        "Question": f"What is fixture value {k}?", "Relevant Entities": "{}",
+        "Ground Truth Answer": answer, "Lower Limit": lower, "Upper Limit": upper,
+        "Ground Truth Explanation": "Fixture explanation.",
+    } for k, (cat, kind, answer, lower, upper) in enumerate(items)]
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows, schema=MEDCALC_SCHEMA), buf)
+    return buf.getvalue()
+
+
+MEDEC_COLUMNS = ["Text ID", "Text", "Sentences", "Error Flag", "Error Type", "Error Sentence ID",
+                 "Error Sentence", "Corrected Sentence", "Corrected Text"]
+
+
+def medec_csv() -> bytes:
+    """Four notes: two correct, two with an error (sentence 1 and sentence 2); one row without Sentences."""
+    def note(k: int, answer: str) -> str:
+        return f"0 Fixture patient {k} presents with a cough. [ans:{answer}]\n1 Fixture drug A was given.\n2 Fixture follow-up in a week."
+
+    rows = [
+        {"Text ID": "ms-test-0", "Sentences": note(0, "CORRECT"), "Error Flag": "0", "Error Sentence ID": "-1",
+         "Corrected Sentence": "NA"},
+        {"Text ID": "ms-test-1", "Sentences": note(1, "1 Fixture drug B was given."), "Error Flag": "1",
+         "Error Type": "pharmacotherapy", "Error Sentence ID": "1", "Error Sentence": "Fixture drug A was given.",
+         "Corrected Sentence": "Fixture drug B was given."},
+        {"Text ID": "ms-test-2", "Sentences": note(2, "CORRECT"), "Error Flag": "1", "Error Type": "diagnosis",
+         "Error Sentence ID": "2", "Error Sentence": "Fixture follow-up in a week.",
+         "Corrected Sentence": "Fixture follow-up in a day."},
+        {"Text ID": "ms-test-3", "Sentences": note(3, "CORRECT"), "Error Flag": "0",
+         "Error Sentence ID": "-1", "Corrected Sentence": "NA"},
+        {"Text ID": "ms-test-4", "Sentences": "", "Error Flag": "0", "Error Sentence ID": "-1", "Corrected Sentence": "NA"},
+    ]
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=MEDEC_COLUMNS, lineterminator="\r\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({c: row.get(c, "") for c in MEDEC_COLUMNS})
+    return buf.getvalue().encode()
+
+
+def pubmed_json(answers=("yes", "no", "maybe", "yes")) -> bytes:
+    """ori_pqal.json: an object keyed by PubMed id; the model is told (by marker) to answer A (yes) each time."""
+    out = {}
+    for k, answer in enumerate(answers):
+        out[str(21645374 + k)] = {
+            "QUESTION": f"Does fixture treatment {k} help? [ans:A]",
+            "CONTEXTS": [f"Fixture background {k}.", f"Fixture results {k}."],
+            "LABELS": ["BACKGROUND", "RESULTS"], "MESHES": ["Fixture"], "YEAR": "2020",
+            "reasoning_required_pred": answer, "reasoning_free_pred": answer, "final_decision": answer,
+            "LONG_ANSWER": f"Fixture conclusion {k}.",
+        }
+    return json.dumps(out).encode()
+
+
+EICU_SQL = """DROP TABLE IF EXISTS patient;
+CREATE TABLE patient
+(
+    uniquepid VARCHAR(10) NOT NULL,
+    patientunitstayid INT NOT NULL PRIMARY KEY,
+    gender VARCHAR(25) NOT NULL,
+    age VARCHAR(10) NOT NULL
+) ;
+
+DROP TABLE IF EXISTS lab;
+CREATE TABLE lab
+(
+    labid INT NOT NULL PRIMARY KEY,
+    patientunitstayid INT NOT NULL,
+    labname VARCHAR(256) NOT NULL,
+    labresult NUMERIC(11,4) NOT NULL
+) ;
+"""
+PATIENTS = [("002-1", 1, "female", "70"), ("002-2", 2, "male", "45"), ("002-3", 3, "female", "33")]
+LABS = [(1, 1, "sodium", 140.0), (2, 1, "potassium", 4.1), (3, 2, "sodium", 135.0)]
+
+
+def eicu_sqlite() -> bytes:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "eicu.sqlite"
+        conn = sqlite3.connect(path)
+        conn.executescript(EICU_SQL)
+        conn.executemany("INSERT INTO patient VALUES (?, ?, ?, ?)", PATIENTS)
+        conn.executemany("INSERT INTO lab VALUES (?, ?, ?, ?)", LABS)
+        conn.commit()
+        conn.close()
+        return path.read_bytes()
+
+
+GOLD_FEMALE = "SELECT uniquepid FROM patient WHERE gender = 'female'"
+GOLD_SODIUM = "SELECT labresult FROM lab WHERE patientunitstayid = 1 AND labname = 'sodium'"
+# (split file, question, gold query, value, is_impossible, the model's answer)
+EHRSQL_ENTRIES = {
+    "train": [("Fixture training question?", "SELECT COUNT(*) FROM patient", {}, False, "")],
+    "valid": [
+        ("Which patients are female?", GOLD_FEMALE, {}, False,
+         "<sql>SELECT uniquepid FROM patient WHERE gender = 'female' ORDER BY uniquepid DESC</sql>"),
+        ("What was patient 1's sodium?", GOLD_SODIUM, {"patientunitstayid": "1"}, False,
+         "```sql\nSELECT labresult FROM lab WHERE labname = 'sodium'\n```"),
+    ],
+    "test": [
+        ("What is patient 9's favourite colour?", "null", {}, True, ""),
+        ("How many patients are there?", "SELECT COUNT(*) FROM patient", {}, False, "DROP TABLE patient;"),
+        ("Which patients are male?", "SELECT uniquepid FROM patient WHERE gender = 'male'", {}, False,
+         "SELECT uniquepid FROM patient WHERE gender = 'male'"),
+    ],
+}
+
+
+def ehrsql_json(split: str) -> bytes:
+    return json.dumps([{
+        "db_id": "eicu", "id": f"{split}-{k}", "question": f"{q} [ans:{k}:{split}]", "template": "fixture",
+        "query": gold, "value": value, "is_impossible": impossible,
+    } for k, (q, gold, value, impossible, _) in enumerate(EHRSQL_ENTRIES[split])]).encode()
+
+
+def ehrsql_answer(prompt: str) -> str | None:
+    """The scripted model's SQL for an EHRSQL prompt (by its ``[ans:k:split]`` marker), None for other prompts."""
+    import re
+
+    found = re.search(r"\[ans:(\d+):(\w+)\]", prompt)
+    if not found:
+        return None
+    return EHRSQL_ENTRIES[found.group(2)][int(found.group(1))][4]
+
+
+def ehrsql_files() -> dict[str, bytes]:
+    return {**{f"{s}.json": ehrsql_json(s) for s in EHRSQL_ENTRIES}, "eicu.sql": EICU_SQL.encode(),
+            "eicu.sqlite": eicu_sqlite()}
+
+
+# --------------------------------------------------------------------------- the dev server policy
+def policy(prompt: str, payload: dict) -> str:
+    """The scripted model: EHRSQL's scripted SQL, else the ``[ans:...]`` marker's text, else ``A``."""
+    import re
+
+    sql = ehrsql_answer(prompt)
+    if sql is not None:
+        return sql
+    found = re.search(r"\[ans:(.*?)\]", prompt)
+    return found.group(1) if found else "A"

@@ -1,0 +1,107 @@
+"""The MedHELM board: its category tables, `show` and `reproduce --explain` offline, and `helmflow run medhelm`
+end to end through the CLI on fixtures mirrored by `helmflow mirror medhelm`, against the dev server scripted
+as a model and an offline constant model, on a real Prefect server."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from helmflow.devserver import start_dev_server
+from helmflow.scenarios.ehr_sql import COMMIT as EHRSQL_COMMIT
+from helmflow.scenarios.medec import COMMIT as MEDEC_COMMIT
+from helmflow.scenarios.medec import TEST_PATH as MEDEC_PATH
+from helmflow.scenarios.pubmed_qa import COMMIT as PUBMED_COMMIT
+from tests.support.cli import REPO, run_cli
+from tests.support.devserver import FAST_RETRY
+from tests.support.lite_fixtures import medqa_rows, medqa_zip, serve
+from tests.support.medhelm_fixtures import ehrsql_files, medcalc_parquet, medec_csv, pubmed_json
+
+CATEGORIES = ["clinical_decision_support", "medical_research"]
+
+
+def test_the_board_has_a_table_and_an_efficiency_table_per_category():
+    from helmflow.plan.spec import load_board
+
+    spec = load_board("medhelm")
+    groups = {g.name: g for g in spec.metric_groups}
+    assert list(groups) == [n for c in CATEGORIES for n in (c, f"{c}_efficiency")]
+    assert spec.aggregation == ["win_rate"] and spec.max_instances == 1000
+    assert all(g.aggregation == ["win_rate"] for g in groups.values())
+    assert all(c.metric == "latency_s" and c.lower_is_better for c in groups["medical_research_efficiency"].columns)
+    labels = {s.label for s in spec.scenarios}
+    assert {c.scenario for g in groups.values() for c in g.columns} == labels
+
+
+def test_show_and_reproduce_explain_work_offline():
+    out = run_cli("show", "medhelm")
+    assert out.returncode == 0, out.stderr
+    assert "ehr_sql" in out.stdout and "medcalc_bench_accuracy" in out.stdout
+    out = run_cli("reproduce", "medhelm", "--explain")
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert "at most 1000 instances" in text and "read-only connection" in text
+    assert "gated and Stanford-private suites are not on this board" in text
+
+
+def _sources(root):
+    raw = "raw.githubusercontent.com"
+    ehr = ehrsql_files()
+    files = {
+        f"{raw}/abachaa/MEDEC/{MEDEC_COMMIT}/{MEDEC_PATH}": medec_csv(),
+        f"{raw}/pubmedqa/pubmedqa/{PUBMED_COMMIT}/data/ori_pqal.json": pubmed_json(),
+        **{f"{raw}/glee4810/EHRSQL/{EHRSQL_COMMIT}/dataset/ehrsql/eicu/{n}": ehr[n]
+           for n in ("train.json", "valid.json", "test.json", "eicu.sql")},
+        "github.com/raulista1997/benchmarkdata/raw/c4c252443fa9c52afb6960f53e51be278639bea2/eicu.sqlite": ehr["eicu.sqlite"],
+        "drive.google.com/uc": medqa_zip(20, 6, 8),
+    }
+    for path, data in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(data)
+    return root
+
+
+@pytest.mark.slow
+def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_server):
+    mirror, storage = tmp_path / "mirror", tmp_path / "store"
+    medcalc = tmp_path / "medcalc"  # the Hub dataset HELM loads unpinned: a mirror folder of its own
+    medcalc.mkdir()
+    (medcalc / "test.parquet").write_bytes(medcalc_parquet())
+    with serve(_sources(tmp_path / "src")) as host:
+        env = {"HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com",
+               "HELMFLOW_MIRROR_MEDCALC_BENCH": str(medcalc)}
+        out = run_cli("mirror", "medhelm", "--to", str(mirror), env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    with start_dev_server("--policy", "fn:tests.support.medhelm_fixtures:policy", env={"PYTHONPATH": str(REPO)}) as server:
+        models = tmp_path / "models.yaml"
+        models.write_text(yaml.safe_dump({"deployments": [
+            {"name": "dev/model", "client": "openai-compatible", "model": "model-x", "base_url": server.openai_url,
+             "retry": FAST_RETRY, "max_concurrency": 16},
+            {"name": "offline/says-CORRECT", "client": "offline", "model": "says-CORRECT",
+             "options": {"behavior": "constant", "answer": "CORRECT"}}]}))
+        out = run_cli("run", "medhelm", "--models", "dev/model,offline/says-CORRECT", "--models-file", str(models),
+                      "--storage", str(storage), env={"HELMFLOW_MIRROR": str(mirror),
+                                                      "HELMFLOW_MIRROR_MEDCALC_BENCH": str(medcalc)}, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    latest = json.loads((storage / "leaderboards/medhelm/latest-subset.json").read_text())
+    rows = {r["deployment"]: r for r in pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()}
+    model, constant = rows["dev/model"], rows["offline/says-CORRECT"]
+    # MedCalc-Bench: the model gives every gold answer; HELM scores the lab-category one 0 ("not supported")
+    assert model["medcalc_bench"] == pytest.approx(5 / 6) and constant["medcalc_bench"] == 0.0
+    # MEDEC: notes 0, 1 and 3 answered right, note 2 (an error) answered CORRECT; the constant model gets the
+    # two correct notes
+    assert model["medec"] == 0.75 and constant["medec"] == 0.5
+    # MedQA, zero-shot: the model always answers A (the fixture's valid + test rows whose answer is A)
+    golds = [r["answer_idx"] for r in medqa_rows(6, "dev", 6) + medqa_rows(8, "test", 7)]
+    assert model["med_qa"] == pytest.approx(golds.count("A") / 14) and constant["med_qa"] == 0.0
+    assert model["pubmed_qa"] == 0.5  # A (yes) on yes, no, maybe, yes
+    # EHRSQL (valid + test): right, wrong rows, an impossible question left empty, DROP TABLE (refused), right
+    assert model["ehr_sql"] == pytest.approx(3 / 5) and constant["ehr_sql"] == 0.0
+    db = next(storage.glob("datasets/ehr_sql/*/eicu.sqlite"))
+    assert db.read_bytes() == ehrsql_files()["eicu.sqlite"]  # the DROP wrote nothing
+    for category in CATEGORIES:
+        assert model[f"{category} mean_win_rate"] == 1.0 and constant[f"{category} mean_win_rate"] == 0.0
+        assert model[f"{category}_efficiency mean_win_rate"] is not None

@@ -1,0 +1,190 @@
+"""MedHELM's public scenarios read from fixtures in their raw shapes, and their rule-scored metrics on
+hand-worked cases whose expected values are also what HELM 0.5.16's own metric classes return on the same
+inputs (run in a separate crfm-helm venv; the numbers are written here)."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+
+import pytest
+
+from helmflow.media import scoring_media
+from helmflow.metrics import METRICS
+from helmflow.metrics.base import MetricInput
+from helmflow.metrics.ehr_sql import QueryError, run_readonly
+from helmflow.metrics.medhelm import medcalc_correct, medec_scores
+from helmflow.records import AdapterSpec, Completion, Input, Instance, Reference
+from helmflow.scenarios import get_scenario
+from helmflow.scenarios.ehr_sql import QUESTION_LABEL, extract_schema
+from helmflow.storage import Store
+from tests.support.medhelm_fixtures import (
+    EHRSQL_ENTRIES,
+    EICU_SQL,
+    ehrsql_files,
+    medcalc_parquet,
+    medec_csv,
+    pubmed_json,
+)
+
+
+def _files(tmp_path, files: dict[str, bytes]) -> dict[str, str]:
+    out = {}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        out[name] = str(tmp_path / name)
+    return out
+
+
+def _score(metric: str, instance: Instance, text: str) -> dict[str, float]:
+    return METRICS.get(metric).fn(MetricInput(instance, [], [Completion(request_hash="h", text=text)], AdapterSpec()))
+
+
+# --------------------------------------------------------------------------- MedCalc-Bench
+def test_medcalc_bench_loads_the_test_split_with_helms_passage_question_input(tmp_path):
+    instances = get_scenario("medcalc_bench").load(_files(tmp_path, {"test.parquet": medcalc_parquet()}))
+    first = instances[0]
+    assert [i.id for i in instances] == [str(100 + k) for k in range(6)] and {i.split for i in instances} == {"test"}
+    assert first.input.text == ("Patient note: Fixture patient 0 is a 50-year-old with fixture findings. [ans:3]\n\n"
+                                "Question: What is fixture value 0?\n")
+    assert first.references[0].text == "3" and first.extra == {"category": "risk", "lower_limit": "3", "upper_limit": "3"}
+
+
+WEEKS = {"category": "date", "lower_limit": "('14 weeks', '1 days')", "upper_limit": "('14 weeks', '3 days')"}
+DATES = {"category": "date", "lower_limit": "03/14/2024", "upper_limit": "03/16/2024"}
+RANGE = {"lower_limit": "4.75", "upper_limit": "5.25"}
+
+
+@pytest.mark.parametrize("prediction, reference, extra, helm, corrected", [
+    (" 12 ", "12", {"category": "risk"}, 1, 1),  # stripped, then exact
+    ("12.0", "12", {"category": "risk"}, 0, 0),
+    ("5.1", "5.0", {"category": "physical", **RANGE}, 1, 1),
+    ("5.3", "5.0", {"category": "physical", **RANGE}, 0, 0),
+    ("5.1 mg", "5.0", {"category": "dosage conversion", **RANGE}, 0, 0),  # float() refuses units
+    ("140", "140", {"category": "lab", "lower_limit": "133", "upper_limit": "147"}, 0, 1),  # HELM: "not supported"
+    ("03/15/2024", "03/14/2024", DATES, 1, 1),
+    ("2024-03-15", "03/14/2024", DATES, 0, 0),
+    ("('14 weeks', '3 days')", "('14 weeks', '2 days')", WEEKS, 1, 1),
+    ("('15 weeks', '0 days')", "('14 weeks', '2 days')", WEEKS, 0, 0),
+    ("(14 weeks, 2 days)", "('14 weeks', '2 days')", WEEKS, 0, 0),
+])
+def test_medcalc_accuracy_is_helms_and_the_range_accuracy_also_checks_lab_values(prediction, reference, extra, helm,
+                                                                                 corrected):
+    # `helm`: what HELM 0.5.16's MedCalcBenchMetric returns for the same prediction, reference and extra_data
+    instance = Instance(id="1", input=Input(text="q"), references=[Reference(text=reference, correct=True)], extra=extra)
+    assert _score("medcalc_bench_accuracy", instance, prediction) == {"medcalc_bench_accuracy": float(helm)}
+    assert _score("medcalc_bench_range_accuracy", instance, prediction) == {"medcalc_bench_range_accuracy": float(corrected)}
+    assert medcalc_correct(prediction.strip(), reference, extra, ("dosage conversion", "physical")) == helm
+
+
+# --------------------------------------------------------------------------- MEDEC
+def test_medec_loads_helms_references_and_skips_rows_without_sentences(tmp_path):
+    instances = get_scenario("medec").load(_files(tmp_path, {"test.csv": medec_csv()}))
+    assert [i.references[0].text for i in instances] == ["CORRECT", "1 Fixture drug B was given.",
+                                                         "2 Fixture follow-up in a day.", "CORRECT"]
+    assert instances[0].input.text.startswith("0 Fixture patient 0 presents") and len(instances) == 4
+
+
+@pytest.mark.parametrize("prediction, reference, helm, corrected_sentence", [
+    ("CORRECT", "CORRECT", (1, 1), 1),
+    ("CORRECT.", "CORRECT", (0, 0), 0),  # anything but exactly CORRECT flags an error
+    ("3 The patient has asthma.", "3 The patient has asthma.", (1, 0), 1),  # HELM's gold id is always -1
+    ("3", "3 The patient has asthma.", (1, 0), 1),
+    ("4 x", "3 The patient has asthma.", (1, 0), 0),
+    ("The note is fine", "CORRECT", (0, 0), 0),
+    ("CORRECT", "3 The patient has asthma.", (0, 0), 0),
+    ("Sentence 3 is wrong", "3 x.", (1, 0), 0),  # no leading digits: id -2
+])
+def test_medec_flag_and_sentence_accuracy_are_helms_and_the_id_accuracy_reads_the_gold_id(prediction, reference, helm,
+                                                                                         corrected_sentence):
+    # `helm`: HELM 0.5.16's MedecMetric (flag accuracy, sentence accuracy) on the same texts
+    assert medec_scores(prediction, reference) == helm
+    instance = Instance(id="1", input=Input(text="n"), references=[Reference(text=reference, correct=True)])
+    assert _score("medec_error_flag_accuracy", instance, prediction) == {"medec_error_flag_accuracy": float(helm[0])}
+    assert _score("medec_error_sentence_accuracy", instance, prediction) == {"medec_error_sentence_accuracy": float(helm[1])}
+    assert _score("medec_error_sentence_id_accuracy", instance, prediction) == {
+        "medec_error_sentence_id_accuracy": float(corrected_sentence)}
+
+
+# --------------------------------------------------------------------------- PubMedQA
+def test_pubmed_qa_input_is_helms_context_then_question(tmp_path):
+    instances = get_scenario("pubmed_qa").load(_files(tmp_path, {"ori_pqal.json": pubmed_json()}))
+    assert len(instances) == 4 and instances[0].input.text == (
+        "Context: Background. Fixture background 0.\nResults. Fixture results 0.\n\n"
+        "Question: Does fixture treatment 0 help? [ans:A]\n")
+    assert [[r.text for r in i.references if r.correct] for i in instances] == [["yes"], ["no"], ["maybe"], ["yes"]]
+    assert [r.text for r in instances[0].references] == ["yes", "no", "maybe"]
+
+
+# --------------------------------------------------------------------------- EHRSQL
+def test_ehr_sql_schema_and_input_are_helms(tmp_path):
+    assert extract_schema(EICU_SQL) == (
+        "CREATE TABLE patient\n(\nuniquepid VARCHAR(10) NOT NULL,\npatientunitstayid INT NOT NULL PRIMARY KEY,\n"
+        "gender VARCHAR(25) NOT NULL,\nage VARCHAR(10) NOT NULL\n) ;\n\nCREATE TABLE lab\n(\nlabid INT NOT NULL "
+        "PRIMARY KEY,\npatientunitstayid INT NOT NULL,\nlabname VARCHAR(256) NOT NULL,\nlabresult NUMERIC(11,4) NOT NULL\n) ;")
+    instances = get_scenario("ehr_sql").load(_files(tmp_path, ehrsql_files()))
+    assert [i.split for i in instances] == ["train", "test", "test", "test", "test", "test"]
+    assert instances[1].input.text.startswith("-- Database Schema:\nCREATE TABLE patient\n(")
+    assert instances[1].input.text.endswith(f") ;\n\n{QUESTION_LABEL}\nWhich patients are female? [ans:0:valid]\n\n")
+    assert QUESTION_LABEL == "--" + " " * 21 + "Question:"
+    assert instances[2].extra["value"] == {"patientunitstayid": "1"} and instances[3].extra["is_impossible"] is True
+    assert instances[1].extra["database_sha256"] == hashlib.sha256(ehrsql_files()["eicu.sqlite"]).hexdigest()
+
+
+def _ehr_store(tmp_path):
+    """The scenario's instances and a store holding the database where the download stage puts it."""
+    files = ehrsql_files()
+    instances = get_scenario("ehr_sql").load(_files(tmp_path, files))
+    store = Store(str(tmp_path / "store"))
+    store.write_bytes(instances[0].extra["database"], files["eicu.sqlite"])
+    return instances, store
+
+
+# HELM 0.5.16's annotator + metric on the same entries, each on a fresh copy of the database:
+# (execution accuracy, query validity, precision, recall, predicted answerable, gold answerable)
+HELM_EHRSQL = [(1, 1, 1, 1, 1, 1), (0, 1, 1, 1, 1, 1), (1, 0, 0, 0, 0, 0), (0, 1, 1, 1, 1, 1), (1, 1, 1, 1, 1, 1)]
+
+
+def test_ehr_sql_scores_as_helm_and_a_dropping_model_writes_nothing(tmp_path):
+    instances, store = _ehr_store(tmp_path)
+    key = instances[0].extra["database"]
+    before = store.read_bytes(key)
+    answers = [e[4] for split in ("valid", "test") for e in EHRSQL_ENTRIES[split]]
+    with scoring_media(store):
+        scored = [_score("ehr_sql_execution_accuracy", inst, text) for inst, text in zip(instances[1:], answers, strict=True)]
+    stats = [tuple(int(s[k]) for k in ("ehr_sql_execution_accuracy", "ehr_sql_query_validity",
+                                       "ehr_sql_precision_answerable", "ehr_sql_recall_answerable",
+                                       "ehr_sql_total_predicted_answerable", "ehr_sql_total_ground_truth_answerable"))
+             for s in scored]
+    # the same as HELM but for "DROP TABLE patient;": HELM runs it (valid, and it drops the table for the queries
+    # after it); here it is refused, a query error
+    assert stats == [*HELM_EHRSQL[:3], (0, 0, 1, 1, 1, 1), HELM_EHRSQL[4]]
+    assert store.read_bytes(key) == before  # nothing was written, and the query after the DROP still saw the table
+
+
+@pytest.mark.parametrize("sql", [
+    "DROP TABLE patient", "DELETE FROM patient", "INSERT INTO lab VALUES (9, 9, 'x', 1)", "UPDATE lab SET labresult = 0",
+    "CREATE TABLE t (x)", "ATTACH DATABASE ':memory:' AS other", "PRAGMA writable_schema = 1", "VACUUM",
+    "SELECT load_extension('x')",
+])
+def test_the_sql_sandbox_refuses_every_write(tmp_path, sql):
+    path = tmp_path / "eicu.sqlite"
+    path.write_bytes(ehrsql_files()["eicu.sqlite"])
+    before = path.read_bytes()
+    with pytest.raises(QueryError):
+        run_readonly(path, sql)
+    assert path.read_bytes() == before
+    assert run_readonly(path, "SELECT COUNT(*) FROM patient") == [(3,)]
+
+
+def test_the_sql_sandbox_stops_a_runaway_query_and_caps_rows(tmp_path):
+    path = tmp_path / "eicu.sqlite"
+    path.write_bytes(ehrsql_files()["eicu.sqlite"])
+    forever = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT MAX(i) FROM n"
+    with pytest.raises(QueryError, match="limit"):
+        run_readonly(path, forever, seconds=0.2)
+    with pytest.raises(QueryError, match="more than 2 rows"):
+        run_readonly(path, "SELECT * FROM patient", max_rows=2)
+    with pytest.raises(sqlite3.OperationalError):  # opened read-only: even sqlite's own writer is refused
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn.execute("DELETE FROM patient")
