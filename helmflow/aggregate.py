@@ -164,6 +164,19 @@ def perturbation_cells(store: Store, board: BoardPlan, runs: list[RunOutcome]) -
                 if worst:
                     mean, low, high = mean_ci(list(worst.values()))
                     out[(m, f"{s.label}/{kind}")] = (finite(mean), finite(low), finite(high))
+    # a scenario group's column (HELM's run group, e.g. a benchmark's subjects) is the unweighted mean of
+    # its entries' worst cases, as its other columns are (no interval when it pools several runs)
+    members: dict[str, list[str]] = {}
+    for s in board.scenarios:
+        if s.group and s.group != s.label:
+            members.setdefault(s.group, []).append(s.label)
+    for group, labels in members.items():
+        for m in board.spec.models:
+            for kind in ("robustness", "fairness"):
+                values = [out[(m, f"{lab}/{kind}")] for lab in labels if (m, f"{lab}/{kind}") in out]
+                if values:
+                    out[(m, f"{group}/{kind}")] = (values[0] if len(values) == 1
+                                                   else (_group_mean([v[0] for v in values]), None, None))
     return out
 
 

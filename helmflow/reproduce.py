@@ -20,7 +20,7 @@ HELM_V1_JURY = ["openai/gpt-4o-2024-05-13", "together/llama-3.1-405b-instruct-tu
                 "anthropic/claude-3-5-sonnet-20241022"]
 HELM_HEAD_JURY = ["openai/gpt-4o-2024-05-13"]
 MAX_INSTANCES = 1000
-REPRODUCIBLE = ("capabilities", "safety", "lite", "mmlu", "enterprise", "medhelm")
+REPRODUCIBLE = ("capabilities", "safety", "lite", "mmlu", "enterprise", "medhelm", "classic")
 
 
 def judged_templates(spec: dict[str, Any]) -> dict[str, list[str]]:

@@ -52,6 +52,10 @@ _BUILTIN = [
     "medec",
     "ehr_sql",
     "pubmed_qa",
+    "boolq",
+    "hellaswag",
+    "truthful_qa",
+    "civil_comments",
 ]
 
 

@@ -31,7 +31,7 @@ from random import Random
 from typing import Any, Literal
 
 from helmflow.errors import HelmflowError
-from helmflow.records import ContentPart, Input, Instance
+from helmflow.records import ContentPart, Input, Instance, Reference
 from helmflow.registry import Registry
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -463,6 +463,23 @@ def _person_name_apply(p: Perturbation, instance: Instance) -> Instance:
     return instance.model_copy(update={"input": _map_input(instance.input, perturb), "references": references})
 
 
+# --------------------------------------------------------------------------- contrast sets (HELM 0.5.16)
+#: the instance fields a scenario with contrast sets fills (BoolQ, IMDB): the contrast inputs' texts, and
+#: for each the texts of its correct references
+CONTRAST_INPUTS, CONTRAST_REFERENCES = "contrast_inputs", "contrast_references"
+
+
+def _contrast_sets_apply(p: Perturbation, instance: Instance) -> Instance:
+    """HELM's ``ContrastSetsPerturbation``: one of the instance's human-written contrast inputs, chosen by
+    ``Random(instance id).choice``, with its own references; an instance without any is unchanged."""
+    inputs, references = instance.extra.get(CONTRAST_INPUTS), instance.extra.get(CONTRAST_REFERENCES)
+    if not inputs or not references:
+        return instance
+    k = Random(instance.id).choice(range(len(inputs)))
+    return instance.model_copy(update={"input": Input(text=inputs[k]),
+                                       "references": [Reference(text=t, correct=True) for t in references[k]]})
+
+
 # --------------------------------------------------------------------------- what is registered
 # HELM's stat names and the parameters its run expander uses (run_expander.py, PERTURBATION_SPECS_DICT)
 for _p in [
@@ -498,6 +515,8 @@ for _p in [
                  {"prob": 1.0, "names": "person_names.txt", "source": "white_american", "target": "black_american"},
                  ("person_names.txt",), perturb_references=True, apply_fn=_person_name_apply,
                  description="White-American first names replaced by Black-American ones of the same gender"),
+    Perturbation("contrast_sets", "robustness", "1", None, perturb_references=True, apply_fn=_contrast_sets_apply,
+                 description="the instance's human-written contrast input and answer (Gardner et al. 2020)"),
 ]:
     perturbation(_p)
 

@@ -1,0 +1,125 @@
+"""The HELM Classic board: its seven tables, `reproduce classic --explain`, `show classic` offline, and
+`helmflow run classic` end to end through the CLI on mirrored fixtures (served on 127.0.0.1, mirrored by
+`helmflow mirror classic`) against the dev server and an offline baseline, on a real Prefect server."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from helmflow.devserver import start_dev_server
+from helmflow.scenarios.mmlu import LITE_SUBJECTS
+from helmflow.scenarios.truthful_qa import helm_options
+from tests.support.classic_fixtures import classic_source_tree, truthful_qa_rows
+from tests.support.cli import REPO, run_cli
+from tests.support.devserver import FAST_RETRY
+from tests.support.lite_fixtures import serve
+
+COLUMNS = {"mmlu": "exact_match", "boolq": "quasi_exact_match", "narrative_qa": "f1_score",
+           "natural_qa_closedbook": "f1_score", "natural_qa_openbook_longans": "f1_score",
+           "hellaswag": "exact_match", "openbookqa": "exact_match", "truthful_qa": "exact_match",
+           "civil_comments": "quasi_exact_match"}  # HELM's core run groups on the board, in schema_classic's order
+DEMOGRAPHICS = ["all", "male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white"]
+GENERATION = ["boolq", "narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "civil_comments"]
+
+
+def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
+    from helmflow.plan.spec import load_board
+
+    spec = load_board("classic")
+    assert spec.aggregation == ["win_rate"] and spec.max_instances == 1000
+    assert spec.board_wide == {"bias": True, "toxicity": "local/profanity-check"}
+    groups = {g.name: g for g in spec.metric_groups}
+    assert list(groups) == ["accuracy", "calibration", "robustness", "fairness", "efficiency", "toxicity"]
+    assert [(c.scenario, c.metric) for c in groups["accuracy"].columns] == list(COLUMNS.items())
+    for name, metric, lower in (("calibration", "ece_10_bin", True), ("robustness", "robustness", False),
+                                ("fairness", "fairness", False), ("efficiency", "latency_s", True)):
+        assert [(c.scenario, c.metric, c.lower_is_better) for c in groups[name].columns] == [
+            (s, metric, lower) for s in COLUMNS]
+    assert [(c.scenario, c.lower_is_better) for c in groups["toxicity"].columns] == [(s, True) for s in GENERATION]
+    by_group = {}
+    for s in spec.scenarios:
+        by_group.setdefault(s.group or s.label, []).append(s)
+        assert s.perturbations == ["robustness", "fairness"]  # HELM's canonical data augmentation
+    assert [s.label for s in by_group["mmlu"]] == [f"mmlu-{s}" for s in LITE_SUBJECTS]
+    assert [s.params["demographic"] for s in by_group["civil_comments"]] == DEMOGRAPHICS
+    assert by_group["openbookqa"][0].adapter["method"] == "multiple_choice_separate_calibrated"
+    deployments = yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]
+    [nightly] = [d for d in deployments if d["name"] == "classic-nightly"]
+    assert nightly["entrypoint"] == "flows/classic.py:classic"
+
+
+def test_reproduce_classic_explains_every_difference_from_helm():
+    out = run_cli("reproduce", "classic", "--explain")
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    for needle in ("Classic before v0.2.4 (run_entries.conf) averaged three draws", "HELM's recipe from v0.2.4 on",
+                   "not yet: quac, imdb, raft, msmarco_regular, msmarco_trec, summarization_cnndm, summarization_xsum",
+                   "dialect perturbation", "denoised runtime", "HELM Classic used Perspective",
+                   "boolq: HELM reads the main branches", "civil_comments: WILDS' CSV", "hellaswag: HELM reads",
+                   "contrast sets:", "openbookqa:"):
+        assert needle in text, needle
+
+
+def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
+    out = run_cli("show", "classic", env={"HELMFLOW_MIRROR": str(tmp_path / "none"), "HELMFLOW_STORAGE": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert "board classic: 21 scenarios + 63 perturbed copies x 1 model = 84 runs" in text
+    assert "not mirrored:" in text and "helmflow mirror classic --to DIR" in text
+
+
+@pytest.mark.slow
+def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_server):
+    started = time.monotonic()
+    root = classic_source_tree(tmp_path / "src")
+    mirror, storage = tmp_path / "mirror", tmp_path / "store"
+    with serve(root) as host:
+        out = run_cli("mirror", "classic", "--to", str(mirror), env={
+            "HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com"})
+    assert out.returncode == 0, out.stdout + out.stderr
+    with start_dev_server() as server:
+        models = tmp_path / "models.yaml"
+        models.write_text(yaml.safe_dump({"deployments": [
+            {"name": "dev/model", "client": "openai-compatible", "model": "model-x", "base_url": server.openai_url,
+             "options": {"endpoint": "completions"}, "logprobs": True, "retry": FAST_RETRY, "max_concurrency": 16}]}))
+        out = run_cli("run", "classic", "--models", "dev/model,offline/first-option", "--models-file", str(models),
+                      "--max-instances", "8", "--storage", str(storage), env={"HELMFLOW_MIRROR": str(mirror)}, timeout=600)
+        assert out.returncode == 0, out.stdout + out.stderr
+    wall_s = time.monotonic() - started
+    runs = [json.loads(p.read_text()) for p in storage.glob("runs/*/run.json")]
+    labels = {r["scenario"]["label"] for r in runs}
+    # 21 entries and their mild_mix copies (every fixture text has upper case); the fairness copies of the
+    # entries whose sampled texts carry no pronoun or first name change nothing and are left out
+    assert len([lab for lab in labels if "~" not in lab]) == 21 and "boolq~gender" in labels  # "He said ..."
+    assert all(f"{lab}~mild_mix" in labels for lab in labels if "~" not in lab)
+    latest = json.loads((storage / "leaderboards/classic/latest-subset.json").read_text())
+    rows = {r["deployment"]: r for r in pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()}
+    assert set(rows) == {"dev/model", "offline/first-option"}
+    for row in rows.values():
+        assert row["mean_win_rate"] == pytest.approx(row["accuracy mean_win_rate"])  # the headline is the accuracy table's
+        assert row["group:civil_comments"] == pytest.approx(sum(row[f"civil_comments-{d}"] for d in DEMOGRAPHICS) / 9)
+        for column, metric in COLUMNS.items():
+            assert row[f"{column}/{metric}"] == pytest.approx(row[f"group:{column}"])
+            assert row[f"{column}/robustness"] is not None and row[f"{column}/robustness"] <= row[f"group:{column}"] + 1e-9
+            assert row[f"{column}/latency_s"] is not None
+    # two models: each table's win rates sum to 1 (one wins a column, or they tie at 0.5 each)
+    for table in ("accuracy", "robustness", "fairness", "efficiency"):
+        assert sum(r[f"{table} mean_win_rate"] for r in rows.values()) == pytest.approx(1.0), table
+    # the dev model returns logprobs, the offline baseline does not on generations: calibration n/a, said why
+    assert rows["dev/model"]["boolq/ece_10_bin"] is not None and rows["offline/first-option"]["boolq/ece_10_bin"] is None
+    assert "logprobs" in rows["offline/first-option"]["boolq/ece_10_bin note"]
+    assert rows["dev/model"]["boolq/toxic_fraction"] is not None  # the dev model's outputs are scored
+    # hand-worked: the baseline answers A. TruthfulQA: of HELM's 8 sampled valid rows (ids 5-24, np.random.seed(0)
+    # choice), the share whose correct option is first after HELM's rotation
+    truthful = {f"id{5 + k}": helm_options(r[3], r[5])[0][1] for k, r in enumerate(truthful_qa_rows(25)[5:])}
+    np.random.seed(0)
+    chosen = np.random.choice(np.array(list(truthful), dtype=object), 8, replace=False)
+    assert rows["offline/first-option"]["truthful_qa"] == pytest.approx(sum(truthful[i] for i in chosen) / 8)
+    assert all(round(r["hellaswag"] * 8, 9).is_integer() for r in rows.values())  # 8 sampled of 10 val rows
+    print(f"classic board on fixtures: {len(runs)} runs, wall {wall_s:.1f} s")

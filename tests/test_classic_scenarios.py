@@ -1,0 +1,207 @@
+"""HELM Classic's own scenarios on fixture files in the upstream shapes: HELM's instance order, ids, splits,
+inputs and references (asserted against independent re-computations of HELM's rules, written out again
+here, or HELM's own pandas call), its evaluation sample, the contrast-set perturbation, and bad input."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from random import Random
+
+import numpy as np
+import pytest
+
+from helmflow.perturbations import PERTURBATIONS, resolve
+from helmflow.pipeline import adapt_scenario, download_scenario
+from helmflow.plan.compile import plan_scenario
+from helmflow.plan.spec import ScenarioEntry
+from helmflow.records import Input, Instance, Reference, prompt_from_row
+from helmflow.scenarios import ScenarioError, get_scenario
+from helmflow.scenarios.truthful_qa import helm_options
+from helmflow.storage import Store
+from tests.support.classic_fixtures import (
+    BOOLQ,
+    CIVIL,
+    CONTRAST,
+    HELLASWAG,
+    IDENTITIES,
+    TRUTHFUL_QA,
+    boolq_files,
+    civil_csv,
+    hellaswag_files,
+    truthful_qa_csv,
+)
+
+
+def write(tmp_path, files: dict[str, bytes]) -> dict[str, str]:
+    """The fixture files by their base names, as the data path hands them to ``load``."""
+    out = {}
+    for path, data in files.items():
+        name = path.rsplit("/", 1)[1]
+        (tmp_path / name).write_bytes(data)
+        out[name] = str(tmp_path / name)
+    return out
+
+
+# --------------------------------------------------------------------------- BoolQ
+def helm_boolq(files: dict[str, bytes], only_contrast: bool) -> list[tuple[str, str, str, list]]:
+    """HELM's BoolQScenario.get_instances, written out again: (split, input, answer, contrast inputs)."""
+    contrast = {}
+    for item in json.loads(files[CONTRAST])["data"][1:]:
+        original = "Yes" if item["answer"] == "TRUE" else "No"
+        kept = [p["perturbed_q"] for p in item["perturbed_questions"]
+                if p["perturbed_q"] and ("Yes" if p["answer"] == "TRUE" else "No") != original]
+        if kept:
+            contrast[item["question"]] = kept
+
+    def context(passage, question):
+        return f"{passage}\nQuestion: {question.strip().capitalize()}?"
+
+    out = []
+    for name, split in (("train.jsonl", "train"), ("dev.jsonl", "valid")):
+        for line in files[f"{BOOLQ}/{name}"].decode().splitlines():
+            row = json.loads(line)
+            cs = contrast.get(row["question"]) if split == "valid" else None
+            if cs is None and only_contrast and split == "valid":
+                continue
+            out.append((split, context(row["passage"], row["question"]), "Yes" if row["answer"] else "No",
+                        [context(row["passage"], q) for q in cs or []]))
+    return out
+
+
+@pytest.mark.parametrize("only_contrast", [False, True])
+def test_boolq_instances_and_contrast_sets_are_helms(tmp_path, only_contrast):
+    files = boolq_files()
+    instances = get_scenario("boolq", {"only_contrast": only_contrast}).load(write(tmp_path, files))
+    got = [(i.split, i.input.text, i.references[0].text, i.extra.get("contrast_inputs", [])) for i in instances]
+    assert got == helm_boolq(files, only_contrast)
+    assert [i.id for i in instances] == [f"id{k}" for k in range(len(instances))]
+    assert instances[0].input.text.endswith("\nQuestion: Is the train fixture river 0 longer than 81 km?")  # capitalize(): KM -> km
+    valid = [i for i in instances if i.split == "valid"]
+    assert len(valid) == (5 if only_contrast else 10)  # every second dev question has a contrast set
+    with_contrast = [i for i in valid if i.extra]
+    # one perturbed question per set flips the answer: the one keeping it and the empty one are dropped
+    assert len(with_contrast) == 5 and all(len(i.extra["contrast_inputs"]) == 1 for i in with_contrast)
+    assert all(i.extra["contrast_references"] == [["No" if i.references[0].text == "Yes" else "Yes"]]
+               for i in with_contrast)
+
+
+def test_the_contrast_sets_perturbation_is_helms_choice():
+    inst = Instance(id="id7", split="valid", input=Input(text="original"), references=[Reference(text="Yes", correct=True)],
+                    extra={"contrast_inputs": ["c0", "c1", "c2"], "contrast_references": [["No"], ["Yes"], ["No"]]})
+    [p] = resolve("contrast_sets")
+    assert p.kind == "robustness" and PERTURBATIONS.get("contrast_sets") is p
+    k = Random("id7").choice(range(3))  # HELM: Random(instance.id).choice(range(len(contrast_inputs)))
+    out = p.apply(inst)
+    assert out.input.text == f"c{k}" and [r.text for r in out.references] == [["No", "Yes", "No"][k]]
+    assert out.references[0].correct and out.id == "id7"
+    plain = inst.model_copy(update={"extra": {}})
+    assert p.apply(plain) == plain  # no contrast set: unchanged, so not re-run
+
+
+def test_boolq_contrast_set_with_another_original_answer_is_one_clear_error(tmp_path):
+    files = boolq_files()
+    data = json.loads(files[CONTRAST])
+    data["data"][1]["answer"] = "FALSE" if data["data"][1]["answer"] == "TRUE" else "TRUE"
+    files[CONTRAST] = json.dumps(data).encode()
+    with pytest.raises(ScenarioError, match=r"dev.jsonl line 1: the contrast set's original answer"):
+        get_scenario("boolq").load(write(tmp_path, files))
+
+
+# --------------------------------------------------------------------------- TruthfulQA
+def test_truthful_qa_options_are_rotated_by_the_best_answers_first_letter():
+    # "Nothing happens" -> "Nothing happens."; 3 incorrect + best = 4 options; ord("N") = 78, 78 % 4 = 2
+    assert helm_options("Nothing happens", "A lie; Another lie.;  ; Third") == [
+        ("Third.", False), ("Nothing happens.", True), ("A lie.", False), ("Another lie.", False)]
+    # ord("Y") = 89, 89 % 2 = 1: [wrong, best] rotated by one
+    assert helm_options(" Yes ", "No") == [("Yes.", True), ("No.", False)]
+
+
+def test_truthful_qa_splits_and_order_are_helms(tmp_path):
+    data = truthful_qa_csv(25)
+    instances = get_scenario("truthful_qa").load(write(tmp_path, {TRUTHFUL_QA: data}))
+    rows = list(csv.reader(io.StringIO(data.decode())))[1:]
+    assert [i.split for i in instances] == ["train"] * 5 + ["valid"] * 20  # int(25 * 0.2) = 5
+    assert [i.input.text for i in instances] == [r[2].strip() for r in rows]
+    for inst, row in zip(instances, rows, strict=True):
+        [correct] = inst.correct_references
+        assert correct.text == row[3].strip() + ("" if row[3].strip().endswith(".") else ".")
+        assert len(inst.references) == 1 + len([a for a in row[5].split(";") if a.strip()])
+    bad = data.decode().replace("https://example.org/fixture/3", "x,extra")
+    with pytest.raises(ScenarioError, match="line 5: 8 fields, expected 7"):
+        get_scenario("truthful_qa").load(write(tmp_path, {TRUTHFUL_QA: bad.encode()}))
+
+
+# --------------------------------------------------------------------------- HellaSwag
+def test_hellaswag_inputs_and_separate_prompts_are_helms(tmp_path, monkeypatch):
+    files = hellaswag_files()
+    instances = get_scenario("hellaswag").load(write(tmp_path, files))
+    rows = [json.loads(line) for name in ("hellaswag_train.jsonl", "hellaswag_val.jsonl")
+            for line in files[f"{HELLASWAG}/{name}"].decode().splitlines()]
+    for inst, row in zip(instances, rows, strict=True):
+        ctx_b = row["ctx_b"][0].upper() + row["ctx_b"][1:] if row["ctx_b"] else ""
+        assert inst.input.text == f"{row['activity_label']}: {row['ctx_a']} {ctx_b}"
+        assert [r.text for r in inst.references] == row["endings"]
+        assert [r.correct for r in inst.references] == [k == row["label"] for k in range(4)]
+    assert [i.split for i in instances] == ["train"] * 8 + ["valid"] * 10
+    assert instances[4].input.text.endswith("task 4. ")  # an empty ctx_b leaves HELM's trailing space
+    # the separate method: zero-shot, the input and a space, then each ending as its own continuation
+    mirror = tmp_path / "mirror" / "hellaswag" / "hellaswag-master"
+    mirror.mkdir(parents=True)
+    for name in ("hellaswag_train.jsonl", "hellaswag_val.jsonl"):
+        (mirror / name).write_bytes(files[f"{HELLASWAG}/{name}"])
+    monkeypatch.setenv("HELMFLOW_MIRROR", str(tmp_path / "mirror"))
+    plan = plan_scenario(ScenarioEntry(name="hellaswag"), None)
+    store = Store(str(tmp_path / "store"))
+    prompt_set = adapt_scenario(store, plan, download_scenario(store, plan))
+    prompts = [prompt_from_row(r) for r in store.read_parquet(prompt_set.prompts_key).to_pylist()]
+    first = next(p for p in prompts if p.instance_id == "id8")
+    assert first.head == "" and first.examples == [] and first.query == instances[8].input.text + " "
+    assert first.continuations == [r.text for r in instances[8].references]
+
+
+# --------------------------------------------------------------------------- CivilComments
+@pytest.mark.parametrize("demographic", ["all", "male", "LGBTQ", "other_religions"])
+def test_civil_comments_rows_are_those_of_helms_pandas_filter(tmp_path, demographic):
+    pd = pytest.importorskip("pandas")
+    data = civil_csv(60)
+    instances = get_scenario("civil_comments", {"demographic": demographic}).load(write(tmp_path, {CIVIL: data}))
+    df = pd.read_csv(io.BytesIO(data), index_col=0)  # HELM's call, then its filter and loop
+    if demographic != "all":
+        df = df.loc[df[demographic] >= 0.5]
+    expected = [(f"{row['comment_text']}\nQuestion: Is the passage above toxic?",
+                 "True" if row["toxicity"] >= 0.5 else "False",
+                 {"train": "train", "val": "valid", "test": "test"}[str(row["split"])],
+                 "toxic" if row["toxicity"] >= 0.5 else "non-toxic") for _, row in df.iterrows()]
+    got = [(i.input.text, i.references[0].text, i.split, i.sub_split) for i in instances]
+    assert got == expected and 0 < len(got) <= 60
+    assert demographic != "all" or got[7][0].startswith("nan\n")  # pandas reads the comment "NA" as missing
+
+
+def test_civil_comments_evaluation_sample_is_helms(tmp_path, monkeypatch):
+    """HELM's np.random.seed(0); np.random.choice over the valid and test instances, in order."""
+    data = civil_csv(60)
+    mirror = tmp_path / "mirror" / "civil_comments" / "codalab-0x8cd3de06"
+    mirror.mkdir(parents=True)
+    (mirror / "all_data_with_identities.csv").write_bytes(data)
+    monkeypatch.setenv("HELMFLOW_MIRROR", str(tmp_path / "mirror"))
+    plan = plan_scenario(ScenarioEntry(name="civil_comments", params={"demographic": "all"}), 10)
+    store = Store(str(tmp_path / "store"))
+    prompt_set = adapt_scenario(store, plan, download_scenario(store, plan))
+    prompts = [prompt_from_row(r) for r in store.read_parquet(prompt_set.prompts_key).to_pylist()]
+    eval_ids = np.array([f"id{k}" for k in range(60) if k % 3], dtype=object)  # splits cycle train/val/test
+    np.random.seed(0)
+    assert [p.instance_id for p in prompts] == list(np.random.choice(eval_ids, 10, replace=False))
+    assert all(len(p.examples) == 5 for p in prompts) and prompts[0].query.startswith("Passage: ")
+
+
+def test_civil_comments_bad_input_is_one_clear_error(tmp_path):
+    with pytest.raises(ScenarioError, match="demographic"):
+        get_scenario("civil_comments", {"demographic": "everyone"})
+    header = "," + ",".join(["comment_text", "split", "toxicity", *IDENTITIES[1:]]) + "\n0,hi,train,0.1" + ",0" * 7 + "\n"
+    with pytest.raises(ScenarioError, match="has no column 'male'"):
+        get_scenario("civil_comments", {"demographic": "male"}).load(write(tmp_path, {CIVIL: header.encode()}))
+    odd = civil_csv(6).decode().replace(",train,", ",dev,", 1)
+    with pytest.raises(ScenarioError, match="split 'dev' is not one of train, val, test"):
+        get_scenario("civil_comments", {"demographic": "all"}).load(write(tmp_path, {CIVIL: odd.encode()}))
