@@ -100,6 +100,9 @@ class Prompt(Record):
     # ``multiple_choice_separate_calibrated``: the answer-free prompt each option is also scored after
     # (HELM's "Answer:" in place of the input, without examples); empty for every other method
     calibration: str = ""
+    # ``ranking_binary``: the query block for each reference (one request per reference, each after the
+    # same head and examples); empty for every other method
+    variants: list[str] = Field(default_factory=list)
 
     def text(self, num_examples: int | None = None) -> str:
         examples = self.examples if num_examples is None else self.examples[:num_examples]
@@ -133,7 +136,8 @@ class AdapterSpec(Record):
     method: str = Field("generation", description=(
         "the adapter method: generation, chat, multiple_choice_joint, multiple_choice_joint_chain_of_thought, "
         "multiple_choice_separate_original (log-likelihood of each option), multiple_choice_separate_calibrated "
-        "(the same, less each option's log-likelihood after `Answer:`), or one a plugin registers"))
+        "(the same, less each option's log-likelihood after `Answer:`), ranking_binary (a yes/no request per "
+        "reference, ranked), or one a plugin registers"))
     global_prefix: str = Field("", description="text before everything else in the prompt")
     instructions: str = Field("", description="instructions before the in-context examples")
     input_prefix: str = Field("Input: ", description="text before each instance's input")
@@ -338,6 +342,8 @@ class Request(Record):
     # "calibration": the option scored after the answer-free prompt (``multiple_choice_separate_calibrated``);
     # None for every other request
     request_mode: str | None = None
+    # the reference this request is about (``ranking_binary``: the passage it asks about); None otherwise
+    reference_index: int | None = None
     # what the client kind leaves out of the request for its reasoning options (e.g. temperature)
     notes: list[str] = Field(default_factory=list)
 
@@ -498,6 +504,7 @@ REQUEST_SCHEMA = pa.schema(
         ("continuation", pa.string()),
         ("notes", pa.list_(pa.string())),
         ("request_mode", pa.string()),
+        ("reference_index", pa.int32()),
     ]
 )
 
@@ -592,6 +599,7 @@ PROMPT_SCHEMA = pa.schema(
         ("media", pa.list_(_PART)),
         ("continuations", pa.list_(pa.string())),
         ("calibration", pa.string()),
+        ("variants", pa.list_(pa.string())),
     ]
 )
 
@@ -633,6 +641,7 @@ def prompt_from_row(row: dict[str, Any]) -> Prompt:
     row["media"] = row.get("media") or []
     row["continuations"] = row.get("continuations") or []
     row["calibration"] = row.get("calibration") or ""
+    row["variants"] = row.get("variants") or []
     return Prompt.model_validate(row)
 
 
@@ -651,6 +660,7 @@ def request_to_row(req: Request) -> dict[str, Any]:
         "continuation": req.continuation,
         "notes": req.notes,
         "request_mode": req.request_mode,
+        "reference_index": req.reference_index,
     }
 
 
@@ -677,6 +687,7 @@ def request_from_row(row: dict[str, Any]) -> Request:
         continuation=row.get("continuation"),
         notes=row.get("notes") or [],
         request_mode=row.get("request_mode"),
+        reference_index=row.get("reference_index"),
     )
 
 

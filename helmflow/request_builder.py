@@ -112,6 +112,9 @@ def build_requests(
         if prompt.continuations:
             requests += continuation_requests(prompt, deployment)
             continue
+        if prompt.variants:
+            requests += variant_requests(prompt, adapter, deployment, max_tokens)
+            continue
         notes: list[str] = []
         messages, parts = prompt.messages, None
         if messages is not None:
@@ -174,6 +177,24 @@ def continuation_requests(prompt: Prompt, deployment: Deployment) -> list[Reques
                                split=prompt.split, sample_index=prompt.trial, body=body,
                                num_train_instances=n_train if mode is None else 0,
                                prompt_truncated=truncated and mode is None, continuation=option, request_mode=mode))
+    return out
+
+
+def variant_requests(prompt: Prompt, adapter: AdapterSpec, deployment: Deployment, max_tokens: int) -> list[Request]:
+    """Binary ranking: one generation request per reference, the shared head and examples followed by
+    that reference's query block, each fitted on its own (as HELM fits each of its prompts); the output
+    tokens' logprobs are always asked for, since they order the references."""
+    gen = adapter.generation
+    out = []
+    for index, query in enumerate(prompt.variants):
+        text, n_train, truncated = fit_prompt(prompt.model_copy(update={"query": query}), deployment, max_tokens)
+        body = RequestBody(model=deployment.model, prompt=text, max_tokens=max_tokens, temperature=gen.temperature,
+                           stop=gen.stop, logprobs=True, reasoning=deployment.reasoning)
+        for k in range(gen.num_outputs):
+            sample = prompt.trial * gen.num_outputs + k
+            out.append(Request(request_hash=request_hash(body, sample), instance_id=prompt.instance_id,
+                               split=prompt.split, sample_index=sample, body=body, num_train_instances=n_train,
+                               prompt_truncated=truncated, reference_index=index))
     return out
 
 

@@ -210,6 +210,7 @@ _BUILTIN = [
     "bias",
     "enterprise",
     "classification",
+    "ranking",
     "image2struct",
     "medhelm_jury",
     "table_reasoning",

@@ -56,6 +56,7 @@ _BUILTIN = [
     "hellaswag",
     "truthful_qa",
     "civil_comments",
+    "msmarco",
 ]
 
 

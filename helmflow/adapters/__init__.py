@@ -186,6 +186,7 @@ _BUILTIN = [
     "multiple_choice",
     "chat",
     "chain_of_thought",
+    "ranking",
 ]
 
 for _module in _BUILTIN:
