@@ -17,12 +17,13 @@ import pyarrow.compute as pc
 from helmflow import layout, versions
 from helmflow.adaptive import calibrate_items
 from helmflow.plan.records import BoardPlan, ScenarioPlan
+from helmflow.plan.spec import BoardError
 from helmflow.storage import Store
 
 EASINESS_SCHEMA = pa.schema([("instance_id", pa.string()), ("z", pa.float64())])
 
 
-class NoEasiness(Exception):
+class NoEasiness(BoardError):
     """A scenario asked adaptively has no calibrated item easiness."""
 
 
@@ -35,6 +36,26 @@ def read_easiness(store: Store, scenario: ScenarioPlan) -> dict[str, float]:
     version = store.read_json(latest)["version"]
     table = store.read_parquet(layout.item_easiness(scenario.key, scenario.scenario_version, version))
     return dict(zip(table["instance_id"].to_pylist(), table["z"].to_pylist(), strict=True))
+
+
+def uncalibrated(store: Store, plan: BoardPlan) -> list[str]:
+    """The labels of the scenarios the plan asks adaptively that have no calibrated item easiness."""
+    seen: dict[str, ScenarioPlan] = {}
+    for run in plan.runs:
+        if run.adaptive is not None:
+            seen.setdefault(run.scenario.label, run.scenario)
+    return [label for label, s in seen.items()
+            if not store.exists(layout.item_easiness_latest(s.key, s.scenario_version))]
+
+
+def check_calibrated(store: Store, plan: BoardPlan, board: str) -> None:
+    """Refuse (one line, exit 2) an adaptive plan with a scenario that has no item easiness, before any request."""
+    missing = uncalibrated(store, plan)
+    if missing:
+        raise NoEasiness(f"adaptive runs need item difficulties, and {', '.join(missing)} "
+                         f"{'has' if len(missing) == 1 else 'have'} none in {store.root}: run "
+                         f"`helmflow calibrate-items {board}` after full runs of at least two models have been "
+                         f"published, then run --adaptive again")
 
 
 def run_scores(store: Store, run_id: str, main_metric: str) -> dict[str, float]:

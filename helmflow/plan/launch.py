@@ -86,6 +86,10 @@ def prepare_launch(
             raise BoardError("; ".join(missing))
     store = Store(storage)
     store.check_writable()
+    if any(r.adaptive is not None for r in plan.runs):  # before any download or request
+        from helmflow.calibration import check_calibrated
+
+        check_calibrated(store, plan, board if isinstance(board, str) else plan.spec.name)
     check_stored_pins(store, plan.scenarios)  # data changed under this storage: bad input, before any work
     unverified = unverified_lines(plan)
     if unverified and require_verified_data:
