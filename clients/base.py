@@ -37,6 +37,13 @@ class PermanentError(ClientError):
     transient = False
 
 
+class InvalidOutput(ClientError):
+    """A response whose content cannot be kept (a generated image that does not decode, the wrong number
+    of images): that completion is an error, re-sent by the next run, and the deployment goes on."""
+
+    transient = True
+
+
 class Unreachable(TransientError):
     """Nothing listens at the address, or its host name does not resolve. Retried a few times only
     (a server restarting comes back in seconds), then the deployment stops: a wrong base_url would
@@ -176,6 +183,7 @@ class ClientResult:
     cached_tokens: int = 0  # prompt tokens read from the provider's cache
     cache_write_tokens: int = 0  # prompt tokens written to the provider's cache (Anthropic)
     truncated_in_reasoning: bool = False  # the output budget ran out before the answer began
+    images: list[bytes] = field(default_factory=list)  # generated images, as the provider sent them (untrusted)
 
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"

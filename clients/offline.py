@@ -11,6 +11,9 @@ Behaviours (``options.behavior``), each reading only the prompt it is sent:
 - ``constant``: always answers ``options.answer``.
 - ``first_option``: always picks the first option of a multiple-choice question (``A``; ``The
   correct answer is (A).`` when the prompt asks for that form); ``options.answer`` otherwise.
+- ``draw``: a text-to-image model: an image request gets ``n`` deterministic PNGs painted from the
+  shapes, colours and people its prompt names (see ``clients/offline_image.py``); a text request is
+  answered like ``echo``. Every other behaviour refuses image requests.
 - ``vision``: answers ``vision_shapes`` questions by looking at the request's image bytes (read from
   the media store; see ``clients/offline_vision.py``), as a letter when options are offered;
   ``options.answer`` when it sees no question it knows.
@@ -65,9 +68,10 @@ _CLOSER = {v: k for k, v in _DYCK.items()}
 
 class OfflineOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    behavior: Literal["solver", "echo", "constant", "first_option", "vision"] = Field(
+    behavior: Literal["solver", "echo", "constant", "first_option", "vision", "draw"] = Field(
         "solver", description="`solver` (a rule-based symbolic solver), `echo` (HELM's simple model), `constant` "
-                              "(always `answer`), `first_option` (always A), `vision` (reads the pixels)")
+                              "(always `answer`), `first_option` (always A), `vision` (reads the pixels), "
+                              "`draw` (paints images from the prompt: a text-to-image model)")
     accuracy: float = Field(1.0, ge=0, le=1, description="the solver is right on this seeded share of instances")
     answer: str = Field("", description="what `constant` answers")
     latency_ms: float = Field(0.0, ge=0, description="a delay per request")
@@ -325,6 +329,18 @@ class OfflineClient(Client):
             said = next((letter for letter, text in options if text == said), said)
         return said if said is not None else self.options.answer
 
+    def _draw(self, body: RequestBody) -> ClientResult:
+        """An image request's ``n`` images (behaviour ``draw``)."""
+        if self.options.behavior != "draw":
+            raise PermanentError(f"deployment {self.deployment.name!r} generates no images (offline behavior "
+                                 f"{self.options.behavior!r}; behavior draw does)")
+        from helmflow.clients.offline_image import draw
+
+        ask, prompt = body.image_generation, body.prompt or ""
+        assert ask is not None
+        images = [draw(prompt, i, ask.width, ask.height, ask.seed) for i in range(ask.n)]
+        return ClientResult(text="", prompt_tokens=len(prompt.split()), output_tokens=0, images=images)
+
     def _score(self, prompt: str, max_tokens: int) -> ClientResult:
         """An echoed prompt with its tokens' logprobs (nothing is generated)."""
         if max_tokens:
@@ -359,6 +375,8 @@ class OfflineClient(Client):
             await asyncio.sleep(self.options.latency_ms / 1000)
         if body.echo:
             return self._score(body.prompt or "", body.max_tokens)
+        if body.image_generation is not None:
+            return await asyncio.to_thread(self._draw, body)
         if body.parts is not None:
             prompt = "".join(p.text or "" for p in body.parts)
             text, confidence = (await asyncio.to_thread(self._look, body)), None

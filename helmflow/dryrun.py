@@ -65,17 +65,19 @@ def estimate(plan: BoardPlan) -> list[RunEstimate]:
             asked.append((run.scorer, run.scorer_template, f"scoring {scored} of"))
         tok = get_tokenizer(dep.tokenizer)
         kept: list[Request] = []  # only judged runs keep their requests: the judges' worst case reads them
-        n = prompt_tokens = output_tokens = 0
+        n = prompt_tokens = output_tokens = images = 0
         for prompt in iter_prompts(run.scenario.adapter, instances[label]):
             for r in build_requests([prompt], run.scenario.adapter, dep):
                 n += 1
                 prompt_tokens += tok.count(prompt_text(r.body))
                 output_tokens += r.body.max_tokens
+                images += r.body.image_generation.n if r.body.image_generation is not None else 0
                 if asked:
                     kept.append(r)
         out.append(RunEstimate(label, dep.name, n, prompt_tokens, output_tokens,
-                               cost_usd(dep, prompt_tokens, output_tokens),
-                               cost_usd(dep, prompt_tokens, output_tokens, batch=True) if batch_capable(dep) else None))
+                               cost_usd(dep, prompt_tokens, output_tokens, images=images),
+                               cost_usd(dep, prompt_tokens, output_tokens, batch=True, images=images)
+                               if batch_capable(dep) else None))
         by_id = {i.id: i for i in instances[label]}
         for judge, template, verb in asked:  # judge and scorer requests are paid too (and count in --budget-usd)
             jn, p_tokens, o_tokens = worst_case(judge, template, by_id, kept, run.judge_texts)

@@ -325,7 +325,7 @@ def query_stage(store: Store, plan: RunPlan, prompts: PromptSet, progress: Calla
     if store.exists(marker):
         return QueryOutcome.model_validate(store.read_json(marker))
     if on_start:
-        on_start(prompts.num_prompts * plan.scenario.adapter.generation.num_outputs)
+        on_start(prompts.num_prompts * plan.scenario.adapter.requests_per_prompt)
     out = query_pair(store, plan, prompts, progress, shared).model_copy(update={"task_run_id": task_run_id})
     if not out.errors:
         store.write_json(marker, out.model_dump(mode="json"))

@@ -34,13 +34,15 @@ from helmflow.clients.base import (
     ClientError,
     ClientResult,
     Interrupted,
+    InvalidOutput,
     PermanentError,
     TransientError,
     Unreachable,
 )
 from helmflow.journal import Journal, SpoolFull
 from helmflow.lease import lapsed as lease_lapsed
-from helmflow.records import COMPLETION_SCHEMA, Completion, Deployment, Request
+from helmflow.media import MediaError, MediaStore
+from helmflow.records import COMPLETION_SCHEMA, Completion, ContentPart, Deployment, Request
 from helmflow.request_builder import cost_usd, prompt_text
 from helmflow.stopping import InFlight, stop_requested
 from helmflow.storage import Store
@@ -228,7 +230,8 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
 
     try:
         if batch.budget is not None:
-            reserved = cost_usd(deployment, tok.count(prompt_text(req.body)), req.body.max_tokens)
+            asked = req.body.image_generation.n if req.body.image_generation is not None else 0
+            reserved = cost_usd(deployment, tok.count(prompt_text(req.body)), req.body.max_tokens, images=asked)
             batch.budget.reserve(reserved)
         async for state in AsyncRetrying(
             stop=stop_after_attempt(deployment.retry.attempts) | _give_up,
@@ -238,7 +241,12 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
         ):
             with state:
                 result = await attempt()
-        completion = completion_of(deployment, req, result, attempts, time.perf_counter() - started)
+        latency = time.perf_counter() - started
+        if req.body.image_generation is not None:  # decoded, checked and stored off the I/O loop
+            completion = await asyncio.to_thread(completion_of, deployment, req, result, attempts, latency,
+                                                 media=client.media)
+        else:
+            completion = completion_of(deployment, req, result, attempts, latency)
         cost = completion.cost_usd
         try:
             batch.journal.append(completion)  # spooled before it counts as done
@@ -268,9 +276,29 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
     return completion
 
 
+def stored_images(media: MediaStore, deployment: Deployment, req: Request, result: ClientResult) -> list[ContentPart]:
+    """The images of an image request's answer, each decoded and checked (model output is untrusted) and
+    stored once under ``media/`` by its sha256; :class:`InvalidOutput` when one is unusable or the count
+    is not what was asked."""
+    asked = req.body.image_generation.n if req.body.image_generation is not None else 0
+    if len(result.images) != asked:
+        raise InvalidOutput(f"deployment {deployment.name!r}: asked for {asked} image(s), got {len(result.images)}")
+    parts = []
+    for i, data in enumerate(result.images):
+        try:
+            parts.append(media.put(data, f"deployment {deployment.name!r}, request {req.request_hash[:12]}, "
+                                         f"image {i + 1}"))
+        except MediaError as exc:
+            raise InvalidOutput(f"generated image refused: {exc}") from None
+    return parts
+
+
 def completion_of(deployment: Deployment, req: Request, result: ClientResult, attempts: int, latency: float,
-                  batch: bool = False) -> Completion:
-    """The completion of ``req`` answered with ``result`` (in a provider batch: priced at its discount)."""
+                  batch: bool = False, media: MediaStore | None = None) -> Completion:
+    """The completion of ``req`` answered with ``result`` (in a provider batch: priced at its discount);
+    an image request's images are checked and put in ``media`` first (:func:`stored_images`)."""
+    images = stored_images(media or MediaStore(None), deployment, req, result) if (
+        req.body.image_generation is not None or result.images) else []
     tok = get_tokenizer(deployment.tokenizer)
     prompt_tokens = result.prompt_tokens or tok.count(prompt_text(req.body))
     reasoning_tokens = result.reasoning_tokens
@@ -280,7 +308,7 @@ def completion_of(deployment: Deployment, req: Request, result: ClientResult, at
     # reasoning tokens are output tokens; cached prompt tokens cost the cached price, if declared
     cached = min(result.cached_tokens, prompt_tokens)
     written = min(result.cache_write_tokens, prompt_tokens - cached)
-    cost = cost_usd(deployment, prompt_tokens, output_tokens, cached, batch, written)
+    cost = cost_usd(deployment, prompt_tokens, output_tokens, cached, batch, written, images=len(images))
     return Completion(
         request_hash=req.request_hash,
         instance_id=req.instance_id,
@@ -300,6 +328,7 @@ def completion_of(deployment: Deployment, req: Request, result: ClientResult, at
         reasoning_tokens=reasoning_tokens,
         cached_tokens=result.cached_tokens,
         truncated_in_reasoning=result.truncated_in_reasoning,
+        images=images,
     )
 
 

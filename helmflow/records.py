@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 Split = Literal["train", "valid", "test"]
 
@@ -117,6 +117,35 @@ class GenerationParams(Record):
     num_outputs: int = Field(1, ge=1, description="completions asked for per request")
 
 
+class ImageGenerationParams(Record):
+    """How images are asked for (HELM's ``ImageGenerationParameters``): None leaves a value to the model's
+    default. Each value set is sent, so it is part of the request hash; the count of images per prompt
+    is the adapter's ``num_outputs``."""
+
+    width: int | None = Field(None, ge=1, le=8192, description="the image's width in pixels")
+    height: int | None = Field(None, ge=1, le=8192, description="the image's height in pixels")
+    guidance_scale: float | None = Field(None, ge=0, description="classifier-free guidance scale (diffusion models)")
+    steps: int | None = Field(None, ge=1, le=1000, description="denoising steps (diffusion models)")
+    seed: int | None = Field(None, description="the seed a model draws with, when it takes one")
+
+    @model_validator(mode="after")
+    def _both_sides(self) -> ImageGenerationParams:
+        if (self.width is None) != (self.height is None):
+            raise ValueError("image_generation: give both width and height, or neither")
+        return self
+
+    @property
+    def size(self) -> str | None:
+        """``<width>x<height>`` (OpenAI's ``size``), None when left to the model."""
+        return f"{self.width}x{self.height}" if self.width is not None else None
+
+
+class ImageRequest(ImageGenerationParams):
+    """What an image request asks for: the parameters and ``n``, the images wanted in one completion."""
+
+    n: int = Field(1, ge=1, le=16, description="images generated for the prompt")
+
+
 #: The splits HELM evaluates, pooled before sampling.
 EVAL_SPLITS: tuple[Split, ...] = ("valid", "test")
 
@@ -154,6 +183,22 @@ class AdapterSpec(Record):
     train_seed: int = Field(0, description="the in-context examples' seed")
     generation: GenerationParams = Field(default_factory=GenerationParams, description="decoding parameters")
     sample: EvalSample = Field(default_factory=EvalSample, description="which instances are evaluated")
+    image_generation: ImageGenerationParams | None = Field(None, description=(
+        "set: requests ask for images (text-to-image), `num_outputs` of them in one completion; the "
+        "parameters are sent and hashed"))
+
+    @property
+    def requests_per_prompt(self) -> int:
+        """Requests sent per prompt: ``num_outputs``, or 1 for images (one completion carries them all)."""
+        return 1 if self.image_generation is not None else self.generation.num_outputs
+
+    @model_serializer(mode="wrap")
+    def _text_adapters_unchanged(self, handler: Any) -> Any:
+        """No ``image_generation`` is not written: every text adapter keeps its prompt_version."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("image_generation", 0) is None:
+            del data["image_generation"]
+        return data
 
     def override(self, **changes: Any) -> AdapterSpec:
         """A copy with dotted or nested overrides (``generation.max_tokens=5`` or ``max_tokens=5``)."""
@@ -162,6 +207,8 @@ class AdapterSpec(Record):
             target, leaf = data, key
             if "." in key:
                 head, leaf = key.split(".", 1)
+                if head == "image_generation" and data.get(head) is None:
+                    data[head] = {}
                 target = data[head]
             elif key in GenerationParams.model_fields:
                 target = data["generation"]
@@ -258,6 +305,8 @@ class Deployment(Record):
     price_input_per_mtok: float = Field(0.0, description="USD per million prompt tokens (costs, `--budget-usd`)")
     price_output_per_mtok: float = Field(0.0, description="USD per million output tokens (reasoning tokens "
                                                           "included)")
+    price_per_image: float = Field(0.0, ge=0, description="USD per generated image (text-to-image deployments; "
+                                                          "added to any token price)")
     price_cached_input_per_mtok: float | None = Field(None, ge=0, description=(
         "USD per million prompt tokens read from the provider's cache (default: the input price)"))
     price_cache_write_per_mtok: float | None = Field(None, ge=0, description=(
@@ -326,6 +375,8 @@ class RequestBody(Record):
     # a reasoning deployment's options (what its client maps to the provider's fields); None keeps the
     # request hashes of every other deployment put
     reasoning: ReasoningOptions | None = None
+    # an image request (text-to-image): its parameters and the number of images; None for text requests
+    image_generation: ImageRequest | None = None
 
 
 class Request(Record):
@@ -387,6 +438,9 @@ class Completion(Record):
     cached_tokens: int = 0  # of prompt_tokens, read from the provider's prompt cache
     # the output budget ran out while the model was still reasoning: there is no answer to score
     truncated_in_reasoning: bool = False
+    # generated images (an image request): each decoded and checked, stored once under media/ by its
+    # sha256, referenced here in the order the model sent them
+    images: list[ContentPart] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -417,7 +471,7 @@ class Completion(Record):
 
 
 #: completion columns added after the first stored runs: null (or absent) in older Parquet reads as the default
-_COMPLETION_ADDED = ("reasoning", "reasoning_tokens", "cached_tokens", "truncated_in_reasoning")
+_COMPLETION_ADDED = ("reasoning", "reasoning_tokens", "cached_tokens", "truncated_in_reasoning", "images")
 
 
 class Stat(Record):
@@ -530,6 +584,7 @@ COMPLETION_SCHEMA = pa.schema(
         ("reasoning_tokens", pa.int64()),
         ("cached_tokens", pa.int64()),
         ("truncated_in_reasoning", pa.bool_()),
+        ("images", pa.list_(_PART)),
     ]
 )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from helmflow.adapters import MEDIA_MARK, Prompt
 from helmflow.media import ImageOptions, MediaStore, image_options, prepare_image
-from helmflow.records import AdapterSpec, ChatMessage, ContentPart, Deployment, Request, RequestBody
+from helmflow.records import AdapterSpec, ChatMessage, ContentPart, Deployment, ImageRequest, Request, RequestBody
 from helmflow.storage import Store
 from helmflow.tokenizers import get_tokenizer
 from helmflow.versions import request_hash
@@ -108,6 +108,8 @@ def build_requests(
     opts = image_options(deployment) if any(p.media for p in prompts) else ImageOptions()
     media = MediaStore(store) if store is not None else None
     requests: list[Request] = []
+    images = (ImageRequest(**adapter.image_generation.model_dump(), n=gen.num_outputs)
+              if adapter.image_generation is not None else None)
     for prompt in prompts:
         if prompt.continuations:
             requests += continuation_requests(prompt, deployment)
@@ -138,10 +140,12 @@ def build_requests(
             logprobs=deployment.logprobs,
             image_detail=opts.detail if parts else None,
             reasoning=deployment.reasoning,
+            image_generation=images,
         )
         dropped = kind.reasoning_notes(body) if kind is not None else []
-        for k in range(gen.num_outputs):
-            sample = prompt.trial * gen.num_outputs + k
+        # an image request asks for all ``num_outputs`` images at once: one completion carries them
+        for k in range(adapter.requests_per_prompt):
+            sample = prompt.trial * adapter.requests_per_prompt + k
             requests.append(
                 Request(
                     request_hash=request_hash(body, sample),
@@ -207,10 +211,11 @@ def prompt_text(body: RequestBody) -> str:
 
 
 def cost_usd(deployment: Deployment, prompt_tokens: int, output_tokens: int, cached_tokens: int = 0,
-             batch: bool = False, cache_write_tokens: int = 0) -> float:
+             batch: bool = False, cache_write_tokens: int = 0, images: int = 0) -> float:
     """USD of one request; ``output_tokens`` includes any reasoning tokens (billed as output), and the
     ``cached_tokens`` of ``prompt_tokens`` cost the cached price when the deployment declares one (the
-    ``cache_write_tokens`` the cache-write price); a ``batch`` request costs the deployment's batch discount of it."""
+    ``cache_write_tokens`` the cache-write price), each of ``images`` generated images the price per
+    image; a ``batch`` request costs the deployment's batch discount of it."""
     cached_price = deployment.price_cached_input_per_mtok
     if cached_price is None or not cached_tokens:
         cached_price, cached_tokens = deployment.price_input_per_mtok, 0
@@ -220,4 +225,5 @@ def cost_usd(deployment: Deployment, prompt_tokens: int, output_tokens: int, cac
     uncached = prompt_tokens - cached_tokens - cache_write_tokens
     usd = (uncached * deployment.price_input_per_mtok + cached_tokens * cached_price
            + cache_write_tokens * write_price + output_tokens * deployment.price_output_per_mtok) / 1e6
+    usd += images * deployment.price_per_image  # generated images, at the deployment's price per image
     return usd * deployment.batch_discount if batch else usd

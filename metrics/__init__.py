@@ -212,6 +212,8 @@ _BUILTIN = [
     "classification",
     "ranking",
     "image2struct",
+    "image_efficiency",
+    "fractal_dimension",
     "medhelm_jury",
     "table_reasoning",
     "medhelm",

@@ -26,6 +26,7 @@ _BUILTIN = [
     "anthropic_red_team",
     "bbq",
     "vision_shapes",
+    "common_syntactic_processes",
     "mm_star",
     "image2struct",
     "mmmu",

@@ -230,6 +230,7 @@ def config_markdown() -> str:
         Deployment,
         EvalSample,
         GenerationParams,
+        ImageGenerationParams,
         ModelMetadata,
         ReasoningOptions,
         RetrySettings,
@@ -291,6 +292,7 @@ def config_markdown() -> str:
     lines += model_table(AdapterSpec, "AdapterSpec")
     lines += model_table(GenerationParams, "GenerationParams (`generation:`)")
     lines += model_table(EvalSample, "EvalSample (`sample:`)")
+    lines += model_table(ImageGenerationParams, "ImageGenerationParams (`image_generation:`; text-to-image boards)")
 
     from helmflow.plan.selection import Selection
 

@@ -1,0 +1,58 @@
+"""What HEIM's text-to-image scenarios share: the image-generation adapter and the metrics.
+
+HELM's ``get_image_generation_adapter_spec``: the instance's text is the whole prompt (empty
+prefixes and suffixes), zero-shot, and ``ImageGenerationParameters`` left to each model's defaults;
+``num_outputs`` images per prompt (4 on HEIM's normal runs, 1 for MS-COCO's FID and efficiency
+runs). HELM asks for ``max_tokens=0``; helmflow's generation parameters take at least 1, which an
+image request does not use.
+
+``TextToImageScenario`` is the base of every HEIM scenario here: a prompt-only family lists its
+prompts in :meth:`prompts` (no download); a scenario with reference images overrides :meth:`load`.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from helmflow.records import AdapterSpec, GenerationParams, ImageGenerationParams, Input, Instance
+from helmflow.scenarios.base import Scenario
+
+#: the weight-free metrics every generated image is scored by (HELM's core HEIM metrics that need no weights)
+CORE_METRICS = ["image_efficiency", "fractal_dimension"]
+#: HELM's bias metrics that need no weights
+BIAS_METRICS = ["skin_tone"]
+#: HELM's reference-based metrics that need no weights (MS-COCO)
+REFERENCE_METRICS = ["psnr", "ssim", "uiqi"]
+#: HEIM's number of images per prompt on its normal runs
+NUM_IMAGES = 4
+
+
+def image_adapter(num_outputs: int = NUM_IMAGES) -> AdapterSpec:
+    """HELM's ``get_image_generation_adapter_spec(num_outputs)``."""
+    return AdapterSpec(
+        method="generation", instructions="", input_prefix="", input_suffix="", output_prefix="", output_suffix="",
+        instance_prefix="", max_train_instances=0,
+        generation=GenerationParams(max_tokens=1, temperature=0.0, num_outputs=num_outputs),
+        image_generation=ImageGenerationParams(),
+    )
+
+
+class TextToImageScenario(Scenario):
+    """A HEIM scenario: prompts in, images out. Prompt-only families set :meth:`prompts`."""
+
+    main_metric = "fractal_dimension_loss"
+    metrics: ClassVar[list[str]] = CORE_METRICS
+    num_images: ClassVar[int] = NUM_IMAGES
+    helm_wording = "the prompt is the instance's text alone, as HELM's image-generation adapter sends it"
+
+    @property
+    def default_adapter(self) -> AdapterSpec:
+        return image_adapter(self.num_images)
+
+    def prompts(self) -> list[tuple[str, str | None]]:
+        """(prompt, sub_split) of each instance, in HELM's order."""
+        raise NotImplementedError
+
+    def load(self, files: dict[str, str]) -> list[Instance]:
+        return [Instance(id=f"id{i}", input=Input(text=text), split="test", sub_split=sub)
+                for i, (text, sub) in enumerate(self.prompts())]
