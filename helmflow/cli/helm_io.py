@@ -60,6 +60,16 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"exported {len(folders)} run(s) of {info.board} {info.release_id} as HELM run folders to {dest.root}")
         print(f"read them back with: helmflow import-helm {dest.root}")
         return 0
+    if args.format == "every-eval-ever":
+        from helmflow.helm.every_eval_ever import SCHEMA_VERSION, export_every_eval_ever
+
+        info = pick_release(store, args.board, args.release)
+        files = export_every_eval_ever(store, info, release_runs(store, info), dest, args.organization,
+                                       args.relationship)
+        results = sum(len(f.record["evaluation_results"]) for f in files)
+        print(f"exported {info.board} {info.release_id} in the Every Eval Ever schema {SCHEMA_VERSION}: "
+              f"{len(files)} model file(s), {results} results under {dest.url('data')}")
+        return 0
     out = export_bundle(store, args.board, args.release, dest)
     print(f"exported {out.board} {out.release_id}: {out.runs} run(s), {out.files} files, "
           f"{out.bytes:,} bytes to {out.uri}")
@@ -102,9 +112,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     exp.add_argument("board")
     exp.add_argument("--release", help="release id (default: the board's latest)")
     exp.add_argument("--to", required=True, metavar="DIR_OR_URL", help="where to write: a folder or s3://bucket/prefix")
-    exp.add_argument("--format", choices=("helmflow", "helm"), default="helmflow",
+    exp.add_argument("--format", choices=("helmflow", "helm", "every-eval-ever"), default="helmflow",
                      help="helmflow: a bundle (default); helm: HELM-shaped run folders (run_spec.json, stats.json, "
-                          "per_instance_stats.json, scenario_state.json, instances.json)")
+                          "per_instance_stats.json, scenario_state.json, instances.json); every-eval-ever: one "
+                          "JSON file per model in the Every Eval Ever schema 0.2.2, under "
+                          "data/<board>/<developer>/<model>/")
+    exp.add_argument("--organization", default="unknown",
+                     help="every-eval-ever: source_organization_name, who ran the evaluation (default: unknown)")
+    exp.add_argument("--relationship", default="third_party",
+                     choices=("first_party", "third_party", "collaborative", "other"),
+                     help="every-eval-ever: evaluator_relationship to the models (default: third_party)")
     storage_arg(exp)
     exp.set_defaults(func=cmd_export)
 
