@@ -58,6 +58,12 @@ _BUILTIN = [
     "truthful_qa",
     "civil_comments",
     "msmarco",
+    "head_qa",
+    "medbullets",
+    "med_mcqa",
+    "medication_qa",
+    "med_dialog",
+    "aci_bench",
 ]
 
 

@@ -11,16 +11,30 @@ import pytest
 import yaml
 
 from helmflow.devserver import start_dev_server
+from helmflow.scenarios.aci_bench import COMMIT as ACI_COMMIT
 from helmflow.scenarios.ehr_sql import COMMIT as EHRSQL_COMMIT
+from helmflow.scenarios.med_dialog import BUNDLE
 from helmflow.scenarios.medec import COMMIT as MEDEC_COMMIT
 from helmflow.scenarios.medec import TEST_PATH as MEDEC_PATH
 from helmflow.scenarios.pubmed_qa import COMMIT as PUBMED_COMMIT
 from tests.support.cli import REPO, run_cli
 from tests.support.devserver import FAST_RETRY
 from tests.support.lite_fixtures import medqa_rows, medqa_zip, serve
-from tests.support.medhelm_fixtures import ehrsql_files, medcalc_parquet, medec_csv, pubmed_json
+from tests.support.medhelm_fixtures import (
+    ACI_FILES,
+    MED_DIALOG,
+    ehrsql_files,
+    headqa_parquet,
+    medbullets_csv,
+    medcalc_parquet,
+    medec_csv,
+    medication_xlsx,
+    medmcqa_dev_jsonl,
+    pubmed_json,
+    src_tgt,
+)
 
-CATEGORIES = ["clinical_decision_support", "medical_research"]
+CATEGORIES = ["clinical_decision_support", "clinical_note_generation", "patient_communication", "medical_research"]
 
 
 def test_the_board_has_a_table_and_an_efficiency_table_per_category():
@@ -32,7 +46,7 @@ def test_the_board_has_a_table_and_an_efficiency_table_per_category():
     assert spec.aggregation == ["win_rate"] and spec.max_instances == 1000
     assert all(g.aggregation == ["win_rate"] for g in groups.values())
     assert all(c.metric == "latency_s" and c.lower_is_better for c in groups["medical_research_efficiency"].columns)
-    labels = {s.label for s in spec.scenarios}
+    labels = {s.group or s.label for s in spec.scenarios}  # MedDialog's two subsets are one column
     assert {c.scenario for g in groups.values() for c in g.columns} == labels
 
 
@@ -45,6 +59,11 @@ def test_show_and_reproduce_explain_work_offline():
     text = " ".join(out.stdout.split())
     assert "at most 1000 instances" in text and "read-only connection" in text
     assert "gated and Stanford-private suites are not on this board" in text
+    # HELM's jury, pinned, and what stands in for it; the scenarios left out
+    assert ("HELM published medhelm with a jury of stanfordhealthcare/gpt-4o-2024-05-13, "
+            "stanfordhealthcare/llama-3.3-70b-instruct, stanfordhealthcare/claude-3-7-sonnet-20250219") in text
+    assert "openai/gpt-4o-2024-05-13 alone, stands in for HELM's three" in text
+    assert "scenarios left out:" in text and "mimiciv_billing_code" in text and "administration and workflow" in text
 
 
 def _sources(root):
@@ -57,6 +76,11 @@ def _sources(root):
            for n in ("train.json", "valid.json", "test.json", "eicu.sql")},
         "github.com/raulista1997/benchmarkdata/raw/c4c252443fa9c52afb6960f53e51be278639bea2/eicu.sqlite": ehr["eicu.sqlite"],
         "drive.google.com/uc": medqa_zip(20, 6, 8),
+        f"{raw}/HanjieChen/ChallengeClinicalQA/refs/heads/main/medbullets/medbullets_op5.csv": medbullets_csv(),
+        "github.com/abachaa/Medication_QA_MedInfo2019/raw/master/MedInfo2019-QA-Medications.xlsx": medication_xlsx(),
+        **{f"worksheets.codalab.org/rest/bundles/{BUNDLE}/contents/blob/{subset}/test.json": src_tgt(pairs)
+           for subset, pairs in MED_DIALOG.items()},
+        **{f"{raw}/wyim/aci-bench/{ACI_COMMIT}/data/challenge_data_json/{n}": src_tgt(p) for n, p in ACI_FILES.items()},
     }
     for path, data in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
@@ -67,24 +91,29 @@ def _sources(root):
 @pytest.mark.slow
 def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_server):
     mirror, storage = tmp_path / "mirror", tmp_path / "store"
-    medcalc = tmp_path / "medcalc"  # the Hub dataset HELM loads unpinned: a mirror folder of its own
-    medcalc.mkdir()
-    (medcalc / "test.parquet").write_bytes(medcalc_parquet())
+    own = {}  # the Hub datasets HELM loads unpinned, and MedMCQA (its Drive URL differs from MedQA's by the query
+    for name, filename, data in (("medcalc_bench", "test.parquet", medcalc_parquet()),  # only): a folder each
+                                 ("head_qa", "test.parquet", headqa_parquet()), ("med_mcqa", "dev.json", medmcqa_dev_jsonl())):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / filename).write_bytes(data)
+        own[f"HELMFLOW_MIRROR_{name.upper()}"] = str(tmp_path / name)
     with serve(_sources(tmp_path / "src")) as host:
-        env = {"HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com",
-               "HELMFLOW_MIRROR_MEDCALC_BENCH": str(medcalc)}
+        env = {"HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com", **own}
         out = run_cli("mirror", "medhelm", "--to", str(mirror), env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     with start_dev_server("--policy", "fn:tests.support.medhelm_fixtures:policy", env={"PYTHONPATH": str(REPO)}) as server:
         models = tmp_path / "models.yaml"
+        def dev(name, model):
+            return {"name": name, "client": "openai-compatible", "model": model, "base_url": server.openai_url,
+                    "retry": FAST_RETRY, "max_concurrency": 16}
+
         models.write_text(yaml.safe_dump({"deployments": [
-            {"name": "dev/model", "client": "openai-compatible", "model": "model-x", "base_url": server.openai_url,
-             "retry": FAST_RETRY, "max_concurrency": 16},
+            dev("dev/model", "model-x"), *(dev(f"dev/judge-{j}", f"judge-{j}") for j in "abc"),
             {"name": "offline/says-CORRECT", "client": "offline", "model": "says-CORRECT",
              "options": {"behavior": "constant", "answer": "CORRECT"}}]}))
         out = run_cli("run", "medhelm", "--models", "dev/model,offline/says-CORRECT", "--models-file", str(models),
-                      "--storage", str(storage), env={"HELMFLOW_MIRROR": str(mirror),
-                                                      "HELMFLOW_MIRROR_MEDCALC_BENCH": str(medcalc)}, timeout=600)
+                      "--judge", "dev/judge-a,dev/judge-b,dev/judge-c", "--storage", str(storage),
+                      env={"HELMFLOW_MIRROR": str(mirror), **own}, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     latest = json.loads((storage / "leaderboards/medhelm/latest-subset.json").read_text())
     rows = {r["deployment"]: r for r in pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()}
@@ -97,11 +126,26 @@ def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     # MedQA, zero-shot: the model always answers A (the fixture's valid + test rows whose answer is A)
     golds = [r["answer_idx"] for r in medqa_rows(6, "dev", 6) + medqa_rows(8, "test", 7)]
     assert model["med_qa"] == pytest.approx(golds.count("A") / 14) and constant["med_qa"] == 0.0
+    assert model["head_qa"] == pytest.approx(1 / 3)  # B, right on one of the three questions without an image
+    assert model["medbullets"] == 0.5 and model["med_mcqa"] == 0.5
+    assert constant["head_qa"] == constant["medbullets"] == constant["med_mcqa"] == 0.0
     assert model["pubmed_qa"] == 0.5  # A (yes) on yes, no, maybe, yes
+    # the jury (stub judges; a judge without a marker replies with prose that does not parse, and is dropped):
+    # MedicationQA: (5+4+4+3+3+3)/6 = 22/6; an empty answer is not judged (HELM's default, 0); (2+2+2+4+4+4)/6 = 3.
+    # The constant model's non-empty answer to the second question is judged by judge-a alone: 5
+    assert model["medication_qa"] == pytest.approx((22 / 6 + 0 + 3) / 3)
+    assert constant["medication_qa"] == pytest.approx((22 / 6 + 5 + 3) / 3)
+    # MedDialog: healthcaremagic (4 + (1+2+3)/3) / 2 = 3, icliniq 5; the column is the mean of the two subsets
+    assert model["med_dialog/med_dialog_accuracy"] == constant["med_dialog/med_dialog_accuracy"] == pytest.approx(4.0)
+    assert model["med_dialog-healthcaremagic"] == pytest.approx(3.0) and model["med_dialog-icliniq"] == 5.0
+    # ACI-Bench: the empty note and the note no judge parsed score HELM's default for note generation, 1
+    assert model["aci_bench"] == pytest.approx((1 + 3 + 1) / 3) and constant["aci_bench"] == pytest.approx((5 + 3 + 1) / 3)
     # EHRSQL (valid + test): right, wrong rows, an impossible question left empty, DROP TABLE (refused), right
     assert model["ehr_sql"] == pytest.approx(3 / 5) and constant["ehr_sql"] == 0.0
     db = next(storage.glob("datasets/ehr_sql/*/eicu.sqlite"))
     assert db.read_bytes() == ehrsql_files()["eicu.sqlite"]  # the DROP wrote nothing
-    for category in CATEGORIES:
-        assert model[f"{category} mean_win_rate"] == 1.0 and constant[f"{category} mean_win_rate"] == 0.0
+    wins = {"clinical_decision_support": 1.0, "clinical_note_generation": 0.0, "patient_communication": 0.25,
+            "medical_research": 1.0}  # patient communication: MedicationQA lost, MedDialog tied
+    for category, win in wins.items():
+        assert model[f"{category} mean_win_rate"] == win and constant[f"{category} mean_win_rate"] == 1 - win
         assert model[f"{category}_efficiency mean_win_rate"] is not None

@@ -188,3 +188,47 @@ def test_the_sql_sandbox_stops_a_runaway_query_and_caps_rows(tmp_path):
     with pytest.raises(sqlite3.OperationalError):  # opened read-only: even sqlite's own writer is refused
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         conn.execute("DELETE FROM patient")
+
+
+# --------------------------------------------------------------------------- more multiple choice, judged generation
+def test_head_qa_skips_questions_with_an_image_and_marks_ra(tmp_path):
+    from tests.support.medhelm_fixtures import headqa_parquet
+
+    instances = get_scenario("head_qa").load(_files(tmp_path, {"test.parquet": headqa_parquet()}))
+    assert [i.extra["qid"] for i in instances] == [1, 2, 4]  # qid 3 has an image
+    assert [[r.text for r in i.references if r.correct] for i in instances] == [
+        ["fixture option 2 of 0"], ["fixture option 3 of 1"], ["fixture option 1 of 3"]]
+    only = get_scenario("head_qa", {"category": "biology"}).load(_files(tmp_path, {"test.parquet": headqa_parquet()}))
+    assert [i.extra["qid"] for i in only] == [2, 4]
+
+
+def test_medbullets_and_med_mcqa_read_their_raw_files(tmp_path):
+    from tests.support.medhelm_fixtures import medbullets_csv, medmcqa_dev_jsonl
+
+    bullets = get_scenario("medbullets").load(_files(tmp_path, {"medbullets_op5.csv": medbullets_csv()}))
+    assert len(bullets) == 2 and [len(i.references) for i in bullets] == [5, 5]  # the row without answer_idx skipped
+    assert [r.text for r in bullets[1].references if r.correct] == ["fixture choice E 1"]
+    mcqa = get_scenario("med_mcqa").load(_files(tmp_path, {"dev.json": medmcqa_dev_jsonl()}))
+    assert {i.split for i in mcqa} == {"valid"} and [[r.correct for r in i.references].index(True) for i in mcqa] == [
+        0, 1, 0, 3]
+
+
+def test_medication_qa_reads_the_workbook_and_drops_rows_without_an_answer(tmp_path):
+    from tests.support.medhelm_fixtures import medication_xlsx
+
+    instances = get_scenario("medication_qa").load(_files(tmp_path, {"MedInfo2019-QA-Medications.xlsx": medication_xlsx()}))
+    assert [i.references[0].text for i in instances] == ["With food.", "Better not.", "Twice a day."]
+    assert instances[0].input.text.startswith("How should I take fixture drug A?")
+
+
+def test_med_dialog_subsets_and_aci_bench_read_src_and_tgt(tmp_path):
+    from tests.support.medhelm_fixtures import ACI_FILES, MED_DIALOG, src_tgt
+
+    icliniq = get_scenario("med_dialog", {"subset": "icliniq"})
+    assert "icliniq/test.json" in icliniq.sources()[0].url
+    assert [i.references[0].text for i in icliniq.load(_files(tmp_path, {"icliniq-test.json": src_tgt(MED_DIALOG["icliniq"])}))] == [
+        "A patient asks about a rash."]
+    aci = get_scenario("aci_bench").load(_files(tmp_path, {n: src_tgt(p) for n, p in ACI_FILES.items()}))
+    assert [i.split for i in aci] == ["train", "test", "test", "test"]
+    assert aci[1].input.text == "Doctor-patient dialogue:\n\n[doctor] fixture visit one [ans:] [judge-a:5,5,5]"
+    assert METRICS.get("aci_bench_accuracy").judge == "aci_bench"

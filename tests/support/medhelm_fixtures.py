@@ -167,11 +167,115 @@ def ehrsql_files() -> dict[str, bytes]:
             "eicu.sqlite": eicu_sqlite()}
 
 
+# --------------------------------------------------------------------------- more multiple choice
+HEADQA_SCHEMA = pa.schema([
+    ("name", pa.string()), ("year", pa.string()), ("category", pa.string()), ("qid", pa.int64()),
+    ("qtext", pa.string()), ("ra", pa.int64()), ("image", pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
+    ("answers", pa.list_(pa.struct([("aid", pa.int64()), ("atext", pa.string())]))),
+])  # fmt: skip
+
+
+def headqa_parquet() -> bytes:
+    """Four questions (one with an image, which HELM skips); the model is told to answer B, right on two."""
+    rows = [{
+        "name": "Cuaderno_2013_1_B", "year": "2013", "category": "biology" if k % 2 else "medicine", "qid": k + 1,
+        "qtext": f"Fixture HEAD-QA question {k}? [ans:B]", "ra": ra,
+        "image": {"bytes": b"\x89PNG fixture", "path": "q.png"} if k == 2 else None,
+        "answers": [{"aid": a, "atext": f"fixture option {a} of {k}"} for a in (1, 2, 3, 4)],
+    } for k, ra in enumerate((2, 3, 2, 1))]
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows, schema=HEADQA_SCHEMA), buf)
+    return buf.getvalue()
+
+
+def medbullets_csv() -> bytes:
+    """Three vignettes (one row without answer_idx, which HELM skips); the model answers C, right once of two."""
+    rows = [("A fixture 60-year-old presents with chest pain. [ans:C]", "C"),
+            ("A fixture 30-year-old presents with a rash. [ans:C]", "E"), ("Fixture row without an answer.", "")]
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["question", "answer", "opa", "opb", "opc", "opd", "ope", "answer_idx", "link", "explanation"])
+    for k, (question, idx) in enumerate(rows):
+        writer.writerow([question, "fixture", *(f"fixture choice {c} {k}" for c in "ABCDE"), idx, "", "Fixture."])
+    return buf.getvalue().encode()
+
+
+def medmcqa_dev_jsonl() -> bytes:
+    """Four dev questions (JSON Lines in a .json file); the model answers A, right on the two whose cop is 1."""
+    rows = [{"id": f"fixture-{k}", "question": f"Fixture MedMCQA question {k}?", "opa": f"a{k}", "opb": f"b{k}",
+             "opc": f"c{k}", "opd": f"d{k}", "cop": cop, "choice_type": "single", "exp": "Fixture.",
+             "subject_name": "Fixture", "topic_name": None} for k, cop in enumerate((1, 2, 1, 4))]
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+# --------------------------------------------------------------------------- judged generation
+# Markers: [ans:<text>] is the model's answer ([ans:] an empty one); [judge-x:a,c,k] the accuracy, completeness
+# and clarity scores judge-x gives; a judge with no marker replies with prose that does not parse.
+MEDICATION_ROWS = [
+    ("How should I take fixture drug A? [ans:With food.] [judge-a:5,4,4] [judge-b:3,3,3]", "With food."),
+    ("Can I drink alcohol with fixture drug B? [ans:] [judge-a:5,5,5]", "Better not."),
+    ("What is fixture drug C for?", None),  # no answer: HELM drops the row
+    ("How often do I take fixture drug D? [ans:Twice daily.] [judge-a:2,2,2] [judge-c:4,4,4]", "Twice a day."),
+]
+
+
+def medication_xlsx() -> bytes:
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append(["Question", "Focus (Drug)", "Question Type", "Answer", "Section Title", "URL"])
+    for question, answer in MEDICATION_ROWS:
+        sheet.append([question, "fixture drug", "usage", answer, "Fixture", "https://example.org/fixture"])
+    buf = io.BytesIO()
+    book.save(buf)
+    return buf.getvalue()
+
+
+def src_tgt(pairs: list[tuple[str, str]]) -> bytes:
+    return json.dumps({"data": [{"src": s, "tgt": t} for s, t in pairs]}).encode()
+
+
+MED_DIALOG = {
+    "healthcaremagic": [("Patient: fixture cough for a week. Doctor: fixture advice. [ans:Fixture summary.] "
+                         "[judge-a:4,4,4] [judge-b:4,4,4] [judge-c:4,4,4]", "A patient asks about a cough."),
+                        ("Patient: fixture headache. Doctor: fixture advice. [ans:Another summary.] [judge-a:1,2,3]",
+                         "A patient asks about a headache.")],
+    "icliniq": [("Patient: fixture rash. Doctor: fixture advice. [ans:Summary.] [judge-a:5,5,5] [judge-b:5,5,5] "
+                 "[judge-c:5,5,5]", "A patient asks about a rash.")],
+}
+ACI_FILES = {
+    "train_full.json": [("[doctor] fixture training visit", "FIXTURE TRAINING NOTE")],
+    "clinicalnlp_taskB_test1_full.json": [("[doctor] fixture visit one [ans:] [judge-a:5,5,5]", "FIXTURE NOTE ONE")],
+    "clef_taskC_test3_full.json": [("[doctor] fixture visit three [ans:Note.] [judge-a:3,3,3] [judge-b:3,3,3] "
+                                    "[judge-c:3,3,3]", "FIXTURE NOTE THREE")],
+    "clinicalnlp_taskC_test2_full.json": [("[doctor] fixture visit two [ans:Note two.]", "FIXTURE NOTE TWO")],
+}
+
+
 # --------------------------------------------------------------------------- the dev server policy
-def policy(prompt: str, payload: dict) -> str:
-    """The scripted model: EHRSQL's scripted SQL, else the ``[ans:...]`` marker's text, else ``A``."""
+_JUDGE_MARK = r"\[{judge}:(\d),(\d),(\d)\]"
+
+
+def judge_reply(judge: str, prompt: str) -> str:
     import re
 
+    found = re.search(_JUDGE_MARK.format(judge=re.escape(judge)), prompt)
+    if not found:
+        return "The response seems reasonable overall; I would not change much."
+    a, c, k = found.groups()
+    return (f'{{"accuracy": {{"score": {a}, "explanation": "fixture"}}, "completeness": {{"score": {c}, '
+            f'"explanation": "fixture"}}, "clarity": {{"score": {k}, "explanation": "fixture"}}}}')
+
+
+def policy(prompt: str, payload: dict) -> str:
+    """The scripted model and judges: a judge (model ``judge-*``) replies from its marker; the model gives
+    EHRSQL's scripted SQL, else the ``[ans:...]`` marker's text, else ``A``."""
+    import re
+
+    model = str(payload.get("model", ""))
+    if model.startswith("judge"):
+        return judge_reply(model, prompt)
     sql = ehrsql_answer(prompt)
     if sql is not None:
         return sql
