@@ -17,6 +17,14 @@ cannot go with it (refused when the models file loads). The answer's
 ``usage.completion_tokens_details.reasoning_tokens`` and ``prompt_tokens_details.cached_tokens`` are
 recorded; an answer cut by the budget with no content is ``truncated_in_reasoning``.
 
+Text-to-image requests (a body with ``image_generation``) go through the SDK's images API
+(``images.generate``, ``/v1/images/generations``): ``model``, ``prompt``, ``n``, ``size`` (``WxH``, when the
+adapter sets one) and ``response_format: b64_json``; ``guidance_scale``, ``steps`` and ``seed``, which OpenAI's
+own models do not take, are sent in the body only when the adapter sets them (servers such as Together
+read them). The images come back as the base64 the server sent; the query path decodes and checks
+each before it is stored. An answer without ``b64_json`` (a URL) is malformed: helmflow fetches no URL a
+model hands it. Images are not batched.
+
 Images go out as ``image_url`` content parts holding base64 ``data:`` URLs of the stored bytes in
 their original format, in order with the text parts. HELM re-encodes every image as JPEG first;
 ``images: {reencode: jpeg}`` does the same (the re-encoded image is stored and hashed like any other).
@@ -123,7 +131,34 @@ class OpenAIClient(Client):
             )
         return self._sdk
 
+    async def _generate_images(self, body: RequestBody) -> ClientResult:
+        """``n`` images through the SDK's images API, as the bytes the server sent (checked by the caller)."""
+        sdk = self._client()
+        ask = body.image_generation
+        assert ask is not None
+        extra = {k: v for k, v in (("guidance_scale", ask.guidance_scale), ("steps", ask.steps), ("seed", ask.seed))
+                 if v is not None}
+        kwargs: dict[str, Any] = {"model": body.model, "prompt": body.prompt or "", "n": ask.n,
+                                  "response_format": "b64_json"}
+        if ask.size is not None:
+            kwargs["size"] = ask.size
+        try:
+            resp = await sdk.images.generate(**kwargs, extra_body=extra or None)
+        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a classified ClientError
+            raise classify(exc, self.deployment, self._key, self.url, self.credential_name()) from None
+        try:
+            images = [base64.b64decode(d.b64_json or "", validate=True) for d in resp.data or []]
+            if any(not d.b64_json for d in resp.data or []):
+                raise ValueError("an image came without b64_json")
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise malformed(self.deployment, self.url, exc) from None
+        usage = getattr(resp, "usage", None)
+        return ClientResult(text="", prompt_tokens=getattr(usage, "input_tokens", 0) or 0,
+                            output_tokens=getattr(usage, "output_tokens", 0) or 0, images=images)
+
     async def complete(self, body: RequestBody) -> ClientResult:
+        if body.image_generation is not None:
+            return await self._generate_images(body)
         sdk = self._client()
         from openai.types import Completion
         from openai.types.chat import ChatCompletion
@@ -239,6 +274,9 @@ class OpenAIClient(Client):
         return "/v1/chat/completions" if self.options.endpoint == "chat" else "/v1/completions"
 
     async def batch_line(self, request_hash: str, body: RequestBody) -> dict[str, Any]:
+        if body.image_generation is not None:
+            raise PermanentError(f"deployment {self.deployment.name!r}: image requests are not batched; "
+                                 f"drop batch: true for a text-to-image deployment")
         return {"custom_id": request_hash, "method": "POST", "url": self._endpoint(), "body": await self._body(body)}
 
     async def batch_submit(self, lines: list[dict[str, Any]], tag: str) -> str:

@@ -1,9 +1,9 @@
 """A wire-compatible model server on 127.0.0.1 for trying boards without keys, tests and benchmarks (never for
 evaluations: its answers are canned).
 
-It answers OpenAI ``/v1/chat/completions`` and ``/v1/completions`` and Anthropic ``/v1/messages``
-with the real JSON shapes (usage, finish reasons, logprobs), so the real SDKs talk to it over real
-HTTP. Tokens are whitespace-separated words; the answer comes from a policy:
+It answers OpenAI ``/v1/chat/completions``, ``/v1/completions`` and ``/v1/images/generations`` and
+Anthropic ``/v1/messages`` with the real JSON shapes (usage, finish reasons, logprobs), so the real SDKs
+talk to it over real HTTP. Tokens are whitespace-separated words; the answer comes from a policy:
 
 - ``echo``: the last non-empty line of the last user message (or prompt), like HELM's simple model;
 - ``script:FILE``: a JSON list of ``{"contains": ..., "reply": ...}``; the first rule whose text is in
@@ -72,6 +72,14 @@ Every request is counted, and so is the sha256 of every request body (``unique``
 bodies sent again: what a re-sent request costs); ``GET /_dev/stats`` returns the counts, ``POST /_dev/config`` changes
 latency and faults, ``POST /_dev/reset`` zeroes the counts, and ``--count-file`` gets the counts as
 JSON (rewritten atomically a few times a second and at exit).
+
+``/v1/images/generations`` draws ``n`` PNGs (1-10) of ``size`` (``WxH``, default 256x256, sides 16-2048) with
+the offline ``draw`` model (``clients/offline_image.py``: the shapes and colours the prompt names; ``seed`` in the body
+moves them) and answers them as ``b64_json`` (``response_format: url`` is refused with a 400: nothing is hosted).
+``guidance_scale`` and ``steps`` are accepted and ignored. The stats list the sha256 of every image sent
+(``generated_images``), so a test can check that what was stored is what was sent. The setting ``image_fault``
+makes answers untrusted on purpose: ``truncated`` (the second image cut short), ``svg`` (an SVG document in
+place of the first image) or ``count`` (one image fewer than asked).
 
 Every path also answers under ``/_scope/NAME/`` (``/_scope/NAME/v1/chat/completions``, ``/_scope/NAME/_dev/stats``,
 ...): a scope has its own counts, settings, fault draws and image log, created on first use with the settings the
@@ -419,6 +427,7 @@ class Settings:
     batch_expire: bool = False  # a batch expires instead of completing: only batch_done_fraction of it is done
     batch_done_fraction: float = 0.5  # what an expired or cancelled batch finished (its first lines)
     batch_error_rate: float = 0.0  # the share of a batch's lines that fail (HTTP 500 / api_error)
+    image_fault: str = ""  # images answered wrong on purpose: "truncated", "svg" or "count" (see the module doc)
 
     def update(self, changes: dict[str, Any]) -> None:
         for key, value in changes.items():
@@ -448,6 +457,7 @@ class Counts:
     faults: Counter = field(default_factory=Counter)
     rejected: Counter = field(default_factory=Counter)
     images: int = 0
+    generated: list[str] = field(default_factory=list)  # sha256 of every generated image sent, in order
     usage: Counter = field(default_factory=Counter)  # tokens the answers reported (prompt, completion, ...)
     body_keys: Counter = field(default_factory=Counter)  # "<endpoint>:<top-level key>" of every JSON body
     by_model: Counter = field(default_factory=Counter)
@@ -468,6 +478,7 @@ class Counts:
             "faults": dict(self.faults),
             "rejected": dict(self.rejected),
             "images": self.images,
+            "generated_images": list(self.generated),
             "usage": dict(self.usage),
             "body_keys": dict(self.body_keys),
             "by_model": dict(self.by_model),
@@ -553,6 +564,7 @@ class DevServer:
             app.router.add_post(f"{prefix}/v1/chat/completions", self._chat)
             app.router.add_post(f"{prefix}/v1/completions", self._completions)
             app.router.add_post(f"{prefix}/v1/messages", self._messages)
+            app.router.add_post(f"{prefix}/v1/images/generations", self._images)
             app.router.add_get(f"{prefix}/_dev/stats", self._stats)
             app.router.add_get(f"{prefix}/_dev/requests", self._requests)
             app.router.add_post(f"{prefix}/_dev/config", self._config)
@@ -613,6 +625,9 @@ class DevServer:
     async def _messages(self, request):
         return await self._serve(request, "messages")
 
+    async def _images(self, request):
+        return await self._serve(request, "images")
+
     async def _serve(self, request, endpoint: str):
         scope = self.scope(request)
         c = scope.counts
@@ -667,6 +682,8 @@ class DevServer:
         if model.startswith("unknown") or not model:
             c.rejected["404"] += 1
             return 404, _error_body(404, f"The model {model!r} does not exist", anthropic)
+        if endpoint == "images":
+            return self._images_body(payload, scope)
         sampling = [k for k in ("temperature", "top_p", "top_k") if k in payload]
         if anthropic and sampling and version >= "2026-10-21":
             c.rejected["400"] += 1  # what API version 2026-10-21 answers
@@ -692,6 +709,43 @@ class DevServer:
         body = getattr(self, f"_{endpoint}_body")(payload, max_tokens, s, scope)
         c.answered += 1
         return 200, body
+
+    def _images_body(self, payload: dict[str, Any], scope: Scope) -> tuple[int, dict[str, Any]]:
+        """OpenAI's images API answer: ``n`` PNGs drawn from the prompt, base64 in ``b64_json``."""
+        import base64
+
+        from helmflow.clients.offline_image import draw
+
+        c = scope.counts
+        prompt, n, size = payload.get("prompt"), payload.get("n", 1), payload.get("size") or "256x256"
+        problem = None
+        if not isinstance(prompt, str) or not prompt:
+            problem = "prompt: a non-empty string is required"
+        elif not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 10:
+            problem = "n: an integer from 1 to 10"
+        elif payload.get("response_format", "b64_json") != "b64_json":
+            problem = "response_format: only b64_json is served here (the dev server hosts no image URLs)"
+        found = re.fullmatch(r"(\d+)x(\d+)", size) if isinstance(size, str) else None
+        if problem is None and (found is None or not all(16 <= int(v) <= 2048 for v in found.groups())):
+            problem = f"size: WIDTHxHEIGHT with sides from 16 to 2048, not {size!r}"
+        if problem:
+            c.rejected["400"] += 1
+            return 400, _error_body(400, problem, False)
+        assert found is not None
+        width, height = int(found.group(1)), int(found.group(2))
+        seed = payload.get("seed") if isinstance(payload.get("seed"), int) else None
+        images = [draw(prompt, i, width, height, seed) for i in range(n)]
+        fault = scope.settings.image_fault
+        if fault == "truncated" and len(images) > 1:
+            images[1] = images[1][: len(images[1]) // 2]
+        elif fault == "svg":
+            images[0] = b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><rect width="9" height="9"/></svg>'
+        elif fault == "count":
+            images = images[:-1]
+        c.generated = [*c.generated, *(hashlib.sha256(i).hexdigest() for i in images)][-10_000:]
+        c.answered += 1
+        return 200, {"created": int(time.time()),
+                     "data": [{"b64_json": base64.b64encode(i).decode(), "revised_prompt": None} for i in images]}
 
     def _read_images(self, payload: dict[str, Any], scope: Scope) -> None:
         """Decode the last user turn's parts into ``payload["_parts"]`` and remember requests with images."""
