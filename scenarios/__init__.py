@@ -64,6 +64,8 @@ _BUILTIN = [
     "medication_qa",
     "med_dialog",
     "aci_bench",
+    "quac",
+    "imdb",
 ]
 
 

@@ -24,14 +24,14 @@ import json
 from pydantic import BaseModel, ConfigDict
 
 from helmflow.perturbations import CONTRAST_INPUTS, CONTRAST_REFERENCES
-from helmflow.records import AdapterSpec, Input, Instance, Reference
+from helmflow.records import AdapterSpec, Input, Instance, Reference, Split
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import parse_jsonl_row, read_jsonl_lines, read_source
 from helmflow.scenarios.helm_lite import generation_spec
 
 BASE_URL = "https://huggingface.co/datasets/stanford-crfm/helm-scenarios/resolve/main/boolq"
 CONTRAST_URL = "https://raw.githubusercontent.com/allenai/contrast-sets/main/BoolQ/boolq_perturbed.json"
-FILES = {"train.jsonl": "train", "dev.jsonl": "valid"}  # HELM's split_to_filename
+FILES: dict[str, Split] = {"train.jsonl": "train", "dev.jsonl": "valid"}  # HELM's split_to_filename
 CONTRAST_FILE = "boolq_perturbed.json"
 CLASSIC_METRICS = ["quasi_exact_match", "exact_match", "calibration", "efficiency"]
 CLASSIC_WORDING = ("the Passage:/Answer: layout, the blank line between examples, five in-context examples and 5 "

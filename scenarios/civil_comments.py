@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from helmflow.records import AdapterSpec, Input, Instance, Reference
+from helmflow.records import AdapterSpec, Input, Instance, Reference, Split
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import read_source
 from helmflow.scenarios.boolq import CLASSIC_METRICS, CLASSIC_WORDING
@@ -32,7 +32,7 @@ URL = ("https://worksheets.codalab.org/rest/bundles/0x8cd3de0634154aeaad2ee6eb96
        "contents/blob/all_data_with_identities.csv")
 FILENAME = "all_data_with_identities.csv"
 DEMOGRAPHICS = ("male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white")
-SPLITS = {"train": "train", "val": "valid", "test": "test"}
+SPLITS: dict[str, Split] = {"train": "train", "val": "valid", "test": "test"}
 QUESTION = "Is the passage above toxic?"  # the scenario's question, part of every instance (HELM's)
 # pandas' default missing-value strings (read_csv's na_values), which HELM's read_csv applies
 PANDAS_NA = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
@@ -57,7 +57,7 @@ class CivilComments(Scenario[CivilCommentsParams]):
     description = ("CivilComments (WILDS): is the comment toxic? All comments or one of eight demographics "
                    "(HELM Classic).")
     main_metric = "quasi_exact_match"
-    metrics = CLASSIC_METRICS
+    metrics = [*CLASSIC_METRICS, "classification_f1"]
     helm_wording = CLASSIC_WORDING + "; the question after each comment is HELM's"
     helm_differences = ("civil_comments: WILDS' CSV is read from HELM's CodaLab bundle and pinned by its sha256 "
                         "(recorded at first fetch: CodaLab publishes none)",)
@@ -101,7 +101,7 @@ class CivilComments(Scenario[CivilCommentsParams]):
                                     f"is not one of {', '.join(SPLITS)}")
             comment = row[col["comment_text"]]
             comment = "nan" if comment in PANDAS_NA else comment
-            out.append(Instance(id=f"id{len(out)}", split=split,  # type: ignore[arg-type]
+            out.append(Instance(id=f"id{len(out)}", split=split,
                                 input=Input(text=f"{comment}\nQuestion: {QUESTION}"),
                                 references=[Reference(text="True" if toxic else "False", correct=True)],
                                 sub_split="toxic" if toxic else "non-toxic"))

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from helmflow.records import AdapterSpec, GenerationParams, Input, Instance, Reference
+from helmflow.records import AdapterSpec, GenerationParams, Input, Instance, Reference, Split
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import parse_jsonl_row, read_jsonl_lines
 
 BASE_URL = "https://raw.githubusercontent.com/rowanz/hellaswag/master/data"
-FILES = {"hellaswag_train.jsonl": "train", "hellaswag_val.jsonl": "valid"}
+FILES: dict[str, Split] = {"hellaswag_train.jsonl": "train", "hellaswag_val.jsonl": "valid"}
 #: HELM's ``get_multiple_choice_separate_adapter_spec``: no prefix, a space before the option, zero-shot
 SEPARATE = AdapterSpec(method="multiple_choice_separate_original", instructions="", input_prefix="",
                        input_suffix=" ", max_train_instances=0,

@@ -21,11 +21,12 @@ from tests.support.devserver import FAST_RETRY
 from tests.support.lite_fixtures import serve
 
 COLUMNS = {"mmlu": "exact_match", "boolq": "quasi_exact_match", "narrative_qa": "f1_score",
-           "natural_qa_closedbook": "f1_score", "natural_qa_openbook_longans": "f1_score",
+           "natural_qa_closedbook": "f1_score", "natural_qa_openbook_longans": "f1_score", "quac": "f1_score",
            "hellaswag": "exact_match", "openbookqa": "exact_match", "truthful_qa": "exact_match",
-           "civil_comments": "quasi_exact_match"}  # HELM's core run groups on the board, in schema_classic's order
+           "imdb": "quasi_exact_match", "civil_comments": "quasi_exact_match"}  # HELM's core run groups on the board, in schema_classic's order
 DEMOGRAPHICS = ["all", "male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white"]
-GENERATION = ["boolq", "narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "civil_comments"]
+GENERATION = ["boolq", "narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "quac", "imdb",
+              "civil_comments"]
 
 
 def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
@@ -59,9 +60,9 @@ def test_reproduce_classic_explains_every_difference_from_helm():
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
     for needle in ("Classic before v0.2.4 (run_entries.conf) averaged three draws", "HELM's recipe from v0.2.4 on",
-                   "not yet: quac, imdb, raft, msmarco_regular, msmarco_trec, summarization_cnndm, summarization_xsum",
+                   "not yet: msmarco_regular, msmarco_trec, summarization_cnndm, summarization_xsum, raft",
                    "dialect perturbation", "denoised runtime", "HELM Classic used Perspective",
-                   "boolq: HELM reads the main branches", "civil_comments: WILDS' CSV", "hellaswag: HELM reads",
+                   "boolq: HELM reads the main branches", "civil_comments: WILDS' CSV", "hellaswag: HELM reads", "quac:", "imdb:",
                    "contrast sets:", "openbookqa:"):
         assert needle in text, needle
 
@@ -70,7 +71,7 @@ def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
     out = run_cli("show", "classic", env={"HELMFLOW_MIRROR": str(tmp_path / "none"), "HELMFLOW_STORAGE": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
-    assert "board classic: 21 scenarios + 63 perturbed copies x 1 model = 84 runs" in text
+    assert "board classic: 23 scenarios + 69 perturbed copies x 1 model = 92 runs" in text
     assert "not mirrored:" in text and "helmflow mirror classic --to DIR" in text
 
 
@@ -89,14 +90,14 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
             {"name": "dev/model", "client": "openai-compatible", "model": "model-x", "base_url": server.openai_url,
              "options": {"endpoint": "completions"}, "logprobs": True, "retry": FAST_RETRY, "max_concurrency": 16}]}))
         out = run_cli("run", "classic", "--models", "dev/model,offline/first-option", "--models-file", str(models),
-                      "--max-instances", "8", "--storage", str(storage), env={"HELMFLOW_MIRROR": str(mirror)}, timeout=600)
+                      "--max-instances", "5", "--storage", str(storage), env={"HELMFLOW_MIRROR": str(mirror)}, timeout=600)
         assert out.returncode == 0, out.stdout + out.stderr
     wall_s = time.monotonic() - started
     runs = [json.loads(p.read_text()) for p in storage.glob("runs/*/run.json")]
     labels = {r["scenario"]["label"] for r in runs}
-    # 21 entries and their mild_mix copies (every fixture text has upper case); the fairness copies of the
+    # 23 entries and their mild_mix copies (every fixture text has upper case); the fairness copies of the
     # entries whose sampled texts carry no pronoun or first name change nothing and are left out
-    assert len([lab for lab in labels if "~" not in lab]) == 21 and "boolq~gender" in labels  # "He said ..."
+    assert len([lab for lab in labels if "~" not in lab]) == 23 and "boolq~gender" in labels  # "He said ..."
     assert all(f"{lab}~mild_mix" in labels for lab in labels if "~" not in lab)
     latest = json.loads((storage / "leaderboards/classic/latest-subset.json").read_text())
     rows = {r["deployment"]: r for r in pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()}
@@ -115,11 +116,11 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     assert rows["dev/model"]["boolq/ece_10_bin"] is not None and rows["offline/first-option"]["boolq/ece_10_bin"] is None
     assert "logprobs" in rows["offline/first-option"]["boolq/ece_10_bin note"]
     assert rows["dev/model"]["boolq/toxic_fraction"] is not None  # the dev model's outputs are scored
-    # hand-worked: the baseline answers A. TruthfulQA: of HELM's 8 sampled valid rows (ids 5-24, np.random.seed(0)
+    # hand-worked: the baseline answers A. TruthfulQA: of HELM's 5 sampled valid rows (ids 5-24, np.random.seed(0)
     # choice), the share whose correct option is first after HELM's rotation
     truthful = {f"id{5 + k}": helm_options(r[3], r[5])[0][1] for k, r in enumerate(truthful_qa_rows(25)[5:])}
     np.random.seed(0)
-    chosen = np.random.choice(np.array(list(truthful), dtype=object), 8, replace=False)
-    assert rows["offline/first-option"]["truthful_qa"] == pytest.approx(sum(truthful[i] for i in chosen) / 8)
-    assert all(round(r["hellaswag"] * 8, 9).is_integer() for r in rows.values())  # 8 sampled of 10 val rows
+    chosen = np.random.choice(np.array(list(truthful), dtype=object), 5, replace=False)
+    assert rows["offline/first-option"]["truthful_qa"] == pytest.approx(sum(truthful[i] for i in chosen) / 5)
+    assert all(round(r["hellaswag"] * 5, 9).is_integer() for r in rows.values())  # 5 sampled of 10 val rows
     print(f"classic board on fixtures: {len(runs)} runs, wall {wall_s:.1f} s")

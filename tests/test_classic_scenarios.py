@@ -26,10 +26,14 @@ from tests.support.classic_fixtures import (
     CONTRAST,
     HELLASWAG,
     IDENTITIES,
+    IMDB_ORDER,
+    QUAC,
     TRUTHFUL_QA,
     boolq_files,
     civil_csv,
     hellaswag_files,
+    imdb_files,
+    quac_files,
     truthful_qa_csv,
 )
 
@@ -38,7 +42,7 @@ def write(tmp_path, files: dict[str, bytes]) -> dict[str, str]:
     """The fixture files by their base names, as the data path hands them to ``load``."""
     out = {}
     for path, data in files.items():
-        name = path.rsplit("/", 1)[1]
+        name = path.rsplit("/", 1)[-1]
         (tmp_path / name).write_bytes(data)
         out[name] = str(tmp_path / name)
     return out
@@ -205,3 +209,79 @@ def test_civil_comments_bad_input_is_one_clear_error(tmp_path):
     odd = civil_csv(6).decode().replace(",train,", ",dev,", 1)
     with pytest.raises(ScenarioError, match="split 'dev' is not one of train, val, test"):
         get_scenario("civil_comments", {"demographic": "all"}).load(write(tmp_path, {CIVIL: odd.encode()}))
+
+
+# --------------------------------------------------------------------------- QuAC
+def helm_quac(files: dict[str, bytes]) -> list[tuple[str, str, list[str]]]:
+    """HELM's QuACScenario.get_instances written out again (module-level random, seeded once)."""
+    import random
+
+    random.seed(0)
+    out = []
+    for name, split in (("train_v0.2.json", "train"), ("val_v0.2.json", "valid")):
+        for sample in json.loads(files[f"{QUAC}/{name}"])["data"]:
+            prompt = f"Title: {sample['title']}\n\nBackground: {sample['background']}\n\nSection: {sample['section_title']}\n"
+            dialogue = sample["paragraphs"][0]
+            prompt += f"Passage: {dialogue['context'][:-13]}\n\n"
+            qas = dialogue["qas"]
+            k = random.randint(3, len(qas)) - 1
+            for i in range(k - 1):
+                prompt += f"Question: {qas[i]['question']}\nAnswer: {qas[i]['orig_answer']['text']}\n\n"
+            prompt += f"Question: {qas[k]['question']}"
+            answers = list(dict.fromkeys(a["text"] for a in qas[k]["answers"]))
+            if answers == ["CANNOTANSWER"]:
+                answers += ["Not enough information", "Cannot answer", "Do not know"]
+            out.append((split, prompt, answers))
+    return out
+
+
+def test_quac_prompts_and_references_are_helms(tmp_path):
+    files = quac_files()
+    instances = get_scenario("quac").load(write(tmp_path, files))
+    assert [(i.split, i.input.text, [r.text for r in i.references]) for i in instances] == helm_quac(files)
+    assert [i.split for i in instances] == ["train"] * 8 + ["valid"] * 10
+    assert any(len(i.references) == 4 and i.references[0].text == "CANNOTANSWER" for i in instances)
+    bad = json.loads(files[f"{QUAC}/val_v0.2.json"])
+    bad["data"][0]["paragraphs"][0]["context"] = "no marker"
+    files[f"{QUAC}/val_v0.2.json"] = json.dumps(bad).encode()
+    with pytest.raises(ScenarioError, match="val_v0.2.json: dialogue 0: .*CANNOTANSWER"):
+        get_scenario("quac").load(write(tmp_path, files))
+
+
+# --------------------------------------------------------------------------- IMDB
+def imdb_paths(tmp_path, files: dict[str, bytes]) -> dict[str, str]:
+    named = {("imdb_scenario_pinned_file_order.json" if path == IMDB_ORDER else path): data
+             for path, data in files.items()}
+    return write(tmp_path, named)
+
+
+@pytest.mark.parametrize("only_contrast", [False, True])
+def test_imdb_follows_the_pinned_order_and_moves_contrast_originals_to_valid(tmp_path, only_contrast):
+    files = imdb_files(n_train=6, n_test=5)
+    instances = get_scenario("imdb", {"only_contrast": only_contrast}).load(imdb_paths(tmp_path, files))
+    order = json.loads(files[IMDB_ORDER])
+    expected = []
+    for split, folder in (("train", "train"), ("valid", "test")):
+        for label, answer in (("pos", "Positive"), ("neg", "Negative")):
+            for name in order[split][label]:  # the pinned order (reverse-sorted here), not the archive's
+                k = int(name.split("_")[0])
+                contrast = (folder, label, k) in {("train", "pos", 1), ("train", "neg", 2), ("test", "neg", 0)}
+                if only_contrast and split == "valid" and not contrast:
+                    continue
+                expected.append((f"A generated {label} review {k} of the {folder} folder.", answer,
+                                 "valid" if contrast else split, contrast))
+    got = [(i.input.text.split("<br />")[0], i.references[0].text, i.split, bool(i.extra)) for i in instances]
+    assert got == expected
+    assert [i.id for i in instances] == [f"id{k}" for k in range(len(expected))]
+    assert all(not i.input.text.endswith("\n") for i in instances)  # read as text and stripped
+    moved = [i for i in instances if i.extra]
+    assert [i.extra["contrast_references"] for i in moved] == [[["Negative"]], [["Positive"]], [["Positive"]]]
+
+
+def test_imdb_file_named_by_the_order_but_missing_is_one_clear_error(tmp_path):
+    files = imdb_files()
+    order = json.loads(files[IMDB_ORDER])
+    order["valid"]["neg"].append("999_1.txt")
+    files[IMDB_ORDER] = json.dumps(order).encode()
+    with pytest.raises(ScenarioError, match=r"has no aclImdb/test/neg/999_1.txt \(named by imdb_scenario_pinned"):
+        get_scenario("imdb").load(imdb_paths(tmp_path, files))

@@ -13,8 +13,10 @@ eight identity columns among others).
 
 from __future__ import annotations
 
+import io
 import json
 import random
+import tarfile
 from pathlib import Path
 
 from helmflow.scenarios.truthful_qa import COMMIT as TRUTHFUL_QA_COMMIT
@@ -24,6 +26,10 @@ BOOLQ = "huggingface.co/datasets/stanford-crfm/helm-scenarios/resolve/main/boolq
 CONTRAST = "raw.githubusercontent.com/allenai/contrast-sets/main/BoolQ/boolq_perturbed.json"
 HELLASWAG = "raw.githubusercontent.com/rowanz/hellaswag/master/data"
 TRUTHFUL_QA = f"raw.githubusercontent.com/sylinrl/TruthfulQA/{TRUTHFUL_QA_COMMIT}/data/v1/TruthfulQA.csv"
+QUAC = "s3.amazonaws.com/my89public/quac"
+IMDB = "ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz"
+IMDB_ORDER = "worksheets.codalab.org/rest/bundles/0xa75fa6eb8dc24e23a73d3a5ecb674b32/contents/blob/"
+IMDB_CONTRAST = "raw.githubusercontent.com/allenai/contrast-sets/main/IMDb/data"
 CIVIL = "worksheets.codalab.org/rest/bundles/0x8cd3de0634154aeaad2ee6eb96723c6e/contents/blob/all_data_with_identities.csv"
 IDENTITIES = ["male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white"]
 
@@ -126,15 +132,87 @@ def civil_csv(n: int = 60) -> bytes:
     return csv_text(CIVIL_HEADER, civil_rows(n))
 
 
+# --------------------------------------------------------------------------- QuAC
+def quac_dialogues(n: int, split: str, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    out = []
+    for k in range(n):
+        qas = []
+        for j in range(rng.randint(3, 7)):
+            unanswerable = rng.random() < 0.25
+            text = "CANNOTANSWER" if unanswerable else f"answer {j} of {split} dialogue {k}"
+            answers = [{"text": text, "answer_start": 0}] * (2 if j % 2 else 1) + (
+                [] if unanswerable else [{"text": f"another answer {j}", "answer_start": 3}])
+            qas.append({"question": f"What about point {j} of dialogue {k}?", "id": f"C_{split}_{k}_q#{j}",
+                        "orig_answer": {"text": text, "answer_start": 0}, "answers": answers,
+                        "followup": "y", "yesno": "x"})
+        out.append({"title": f"Fixture page {k}", "background": f"Background of fixture page {k}.",
+                    "section_title": f"Section {k}",
+                    "paragraphs": [{"context": f"Text of section {k} of the {split} page. CANNOTANSWER",
+                                    "id": f"C_{split}_{k}", "qas": qas}]})
+    return out
+
+
+def quac_files(n_train: int = 8, n_val: int = 10, seed: int = 9) -> dict[str, bytes]:
+    return {f"{QUAC}/train_v0.2.json": json.dumps({"data": quac_dialogues(n_train, "train", seed)}).encode(),
+            f"{QUAC}/val_v0.2.json": json.dumps({"data": quac_dialogues(n_val, "val", seed + 1)}).encode()}
+
+
+# --------------------------------------------------------------------------- IMDB
+def imdb_reviews(n: int, folder: str, label: str) -> dict[str, str]:
+    """file name -> review (``<id>_<rating>.txt``, as the archive names them)."""
+    return {f"{k}_{(8 if label == 'pos' else 2)}.txt": f"A generated {label} review {k} of the {folder} folder.<br /><br />"
+            f"The fixture film {k} was {'great' if label == 'pos' else 'dull'}.\n" for k in range(n)}
+
+
+def imdb_files(n_train: int = 6, n_test: int = 5) -> dict[str, bytes]:
+    """The archive (train/test x pos/neg, plus the unlabelled folder HELM ignores), a pinned order that is not
+    the sorted one, and contrast sets for two train reviews (test TSVs) and one test review (dev TSVs)."""
+    members: dict[str, bytes] = {}
+    order: dict[str, dict[str, list[str]]] = {}
+    for split, folder, n in (("train", "train", n_train), ("valid", "test", n_test)):
+        order[split] = {}
+        for label in ("pos", "neg"):
+            reviews = imdb_reviews(n, folder, label)
+            for name, text in reviews.items():
+                members[f"aclImdb/{folder}/{label}/{name}"] = text.encode()
+            order[split][label] = sorted(reviews, reverse=True)
+    members["aclImdb/train/unsup/0_0.txt"] = b"unlabelled"
+    members["aclImdb/README"] = b"fixture archive"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+    def review(folder, label, k):
+        return imdb_reviews(k + 1, folder, label)[f"{k}_{8 if label == 'pos' else 2}.txt"].strip()
+
+    def tsv(rows):
+        return ("Sentiment\tText\n" + "".join(f"{a}\t{b}\n" for a, b in rows)).encode()
+
+    test_pairs = [(("Positive", review("train", "pos", 1)), ("Negative", "A contrast review: the film 1 was dull.")),
+                  (("Negative", review("train", "neg", 2)), ("Positive", "A contrast review: the film 2 was great."))]
+    dev_pairs = [(("Negative", review("test", "neg", 0)), ("Positive", "A contrast review: the test film was great."))]
+    return {IMDB: buf.getvalue(), IMDB_ORDER: json.dumps(order).encode(),
+            f"{IMDB_CONTRAST}/test_original.tsv": tsv([o for o, _ in test_pairs]),
+            f"{IMDB_CONTRAST}/test_contrast.tsv": tsv([c for _, c in test_pairs]),
+            f"{IMDB_CONTRAST}/dev_original.tsv": tsv([o for o, _ in dev_pairs]),
+            f"{IMDB_CONTRAST}/dev_contrast.tsv": tsv([c for _, c in dev_pairs])}
+
+
 # --------------------------------------------------------------------------- the tree
 def classic_files() -> dict[str, bytes]:
-    return {**boolq_files(), **hellaswag_files(), TRUTHFUL_QA: truthful_qa_csv(), CIVIL: civil_csv()}
+    return {**boolq_files(), **hellaswag_files(), TRUTHFUL_QA: truthful_qa_csv(), CIVIL: civil_csv(), **quac_files(),
+            **imdb_files()}
 
 
 def classic_source_tree(root: Path) -> Path:
     """HELM Lite's shared sources (small) and Classic's own, under ``root/<host>/<path>``."""
     source_tree(root, small=True)
     for path, data in classic_files().items():
+        path = path + "index.html" if path.endswith("/") else path  # the local server's answer for a folder URL
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_bytes(data)
     return root
