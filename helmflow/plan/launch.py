@@ -86,10 +86,6 @@ def prepare_launch(
             raise BoardError("; ".join(missing))
     store = Store(storage)
     store.check_writable()
-    if any(r.adaptive is not None for r in plan.runs):  # before any download or request
-        from helmflow.calibration import check_calibrated
-
-        check_calibrated(store, plan, board if isinstance(board, str) else plan.spec.name)
     check_stored_pins(store, plan.scenarios)  # data changed under this storage: bad input, before any work
     unverified = unverified_lines(plan)
     if unverified and require_verified_data:
@@ -100,6 +96,10 @@ def prepare_launch(
         # bad data is bad input (exit 2) before Prefect starts; perturbed copies that changed no
         # sampled instance leave the plan
         plan = preflight(store, plan)
+    if any(r.adaptive is not None for r in plan.runs):  # after pre-flight (it drops perturbed copies that change
+        from helmflow.calibration import check_calibrated  # nothing), before any request
+
+        check_calibrated(store, plan, board if isinstance(board, str) else plan.spec.name)
     published = None
     if look_up_release:
         from helmflow.uptodate import published_release
