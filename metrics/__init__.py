@@ -211,6 +211,7 @@ _BUILTIN = [
     "enterprise",
     "classification",
     "ranking",
+    "summarization",
     "image2struct",
     "image_efficiency",
     "fractal_dimension",

@@ -66,6 +66,7 @@ _BUILTIN = [
     "aci_bench",
     "quac",
     "imdb",
+    "summarization",
 ]
 
 
