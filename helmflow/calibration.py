@@ -52,10 +52,12 @@ def check_calibrated(store: Store, plan: BoardPlan, board: str) -> None:
     """Refuse (one line, exit 2) an adaptive plan with a scenario that has no item easiness, before any request."""
     missing = uncalibrated(store, plan)
     if missing:
+        full = (f"full runs (`helmflow run {board} --no-adaptive`)" if "adaptive" not in plan.selection
+                else "full runs")  # the board itself declares adaptive: its full runs need the flag
         raise NoEasiness(f"adaptive runs need item difficulties, and {', '.join(missing)} "
                          f"{'has' if len(missing) == 1 else 'have'} none in {store.root}: run "
-                         f"`helmflow calibrate-items {board}` after full runs of at least two models have been "
-                         f"published, then run --adaptive again")
+                         f"`helmflow calibrate-items {board}` after {full} of at least two models have been "
+                         f"published, then run it again")
 
 
 def run_scores(store: Store, run_id: str, main_metric: str) -> dict[str, float]:

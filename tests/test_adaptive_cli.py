@@ -1,8 +1,13 @@
-"""``helmflow run --adaptive`` through the real command: a board whose scenarios have no item
-difficulties is refused with one line naming ``helmflow calibrate-items``, exit 2, before any request."""
+"""Adaptive runs through the real command: a board whose scenarios have no item difficulties is refused
+with one line naming ``helmflow calibrate-items``, exit 2, before any request; a board that declares
+``adaptive:`` runs in full with ``--no-adaptive``, calibrates, then runs adaptively without a flag."""
 
 from __future__ import annotations
 
+import json
+
+import pyarrow.parquet as pq
+import pytest
 import yaml
 
 from tests.support.cli import run_cli
@@ -31,3 +36,67 @@ def test_an_adaptive_run_without_item_difficulties_exits_2_naming_calibrate_item
     assert f"helmflow calibrate-items {tmp_path / 'board.yaml'}" in errors[0], errors
     assert dev_server.stats()["requests"] == 0
     assert not (tmp_path / "store" / "runs").exists()
+
+
+# --------------------------------------------------------------------------- a board that declares adaptive:
+BOARD = {
+    "name": "adaptive-declared", "version": "1", "max_instances": 12,
+    "models": ["offline/solver", "offline/solver-noisy", "offline/echo"],
+    "adaptive": {"max_items": 3},
+    "scenarios": [
+        {"name": "arithmetic", "params": {"digits": 2, "num_test": 12}, "label": "asked"},
+        {"name": "arithmetic", "params": {"digits": 3, "num_test": 12}, "label": "full", "adaptive": False},
+    ],
+}
+
+
+def test_a_board_declares_adaptive_runs_per_board_and_per_entry():
+    from helmflow.plan.compile import prepare
+
+    plan = prepare(BOARD)
+    asked = {r.scenario.label: r.adaptive for r in plan.runs}
+    assert asked["asked"] is not None and (asked["asked"].max_items, asked["asked"].initial_ability) == (3, 0.0)
+    assert asked["full"] is None
+    assert plan.selection == {}  # the board as written: its release is the board's own, not a subset
+    full = prepare(BOARD, adaptive=False)  # --no-adaptive: the full runs calibrate-items reads
+    assert all(r.adaptive is None for r in full.runs) and full.selection == {"adaptive": False}
+    assert {r.run_id for r in full.runs} >= {r.run_id for r in plan.runs if r.adaptive is None}
+    cli = prepare(BOARD, adaptive=True, max_instances=5, model_ability=1.5)  # --adaptive replaces the board's
+    assert {(r.adaptive.max_items, r.adaptive.initial_ability) for r in cli.runs} == {(5, 1.5)}
+    entry = {**BOARD, "adaptive": None, "scenarios": [{**BOARD["scenarios"][0], "adaptive": {"model_ability": -1}},
+                                                      BOARD["scenarios"][1]]}
+    per_entry = prepare(entry)
+    assert {r.scenario.label: (r.adaptive.max_items, r.adaptive.initial_ability) if r.adaptive else None
+            for r in per_entry.runs} == {"asked": (50, -1.0), "full": None}
+    assert len({plan.board_version, per_entry.board_version, prepare({**BOARD, "adaptive": None}).board_version}) == 3
+
+
+@pytest.mark.slow
+def test_a_board_that_declares_adaptive_runs_in_full_calibrates_then_runs_adaptively_without_the_flag(
+        prefect_server, tmp_path):
+    board = tmp_path / "board.yaml"
+    board.write_text(yaml.safe_dump(BOARD))
+    store = tmp_path / "store"
+    args = ["run", "--board-file", str(board), "--storage", str(store)]
+    refused = run_cli(*args)
+    assert refused.returncode == 2 and f"`helmflow run {board} --no-adaptive`" in refused.stderr, refused.stderr
+    full = run_cli(*args, "--no-adaptive")
+    assert full.returncode == 0, full.stdout + full.stderr
+    assert not (store / "leaderboards" / "adaptive-declared" / "latest.json").exists()  # a subset: full runs
+    fitted = run_cli("calibrate-items", str(board), "--storage", str(store))
+    assert fitted.returncode == 0 and "asked: 12 items from 3 models" in fitted.stdout, fitted.stdout + fitted.stderr
+    adaptive = run_cli(*args)
+    assert adaptive.returncode == 0, adaptive.stdout + adaptive.stderr
+    latest = json.loads((store / "leaderboards" / "adaptive-declared" / "latest.json").read_text())
+    rows = pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()
+    assert {r["deployment"] for r in rows} == set(BOARD["models"])
+    for row in rows:
+        assert row["asked ability"] is not None and row["full ability"] is None
+        assert row["mean_ability"] == row["asked ability"]
+    runs = [json.loads(p.read_text()) for p in store.glob("runs/*/run.json")]
+    adaptive_runs = [r for r in runs if "-adaptive-" in r["run_id"]]
+    assert len(adaptive_runs) == 3 and {r["counts"]["requests"] for r in adaptive_runs} == {3}
+    assert {r["counts"]["sent"] for r in adaptive_runs} == {0}  # the full runs' journal answers every item
+    for r in adaptive_runs:
+        steps = pq.read_table(store / "runs" / r["run_id"] / "trajectory.parquet").to_pylist()
+        assert [s["step"] for s in steps] == [1, 2, 3] and steps[0]["ability_before"] == 0.0

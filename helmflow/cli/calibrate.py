@@ -26,7 +26,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from helmflow.plan.compile import prepare
     from helmflow.storage import Store
 
-    plan = prepare(args.board, models_file=args.models_file, check_credentials=False,
+    plan = prepare(args.board, models_file=args.models_file, check_credentials=False, adaptive=False,
                    **({"models": args.models} if args.models else {}))
     store = Store(args.storage)
     for row in calibrate_board(store, plan):

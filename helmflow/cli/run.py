@@ -36,7 +36,10 @@ def add_parser(sub) -> None:
     run.add_argument("--adaptive", action="store_true", default=None,
                      help="adaptive testing: ask each model the items closest to even odds under the Rasch model, "
                           "refitting its ability after each, at most --max-instances items (default 50); needs "
-                          "item easiness from `helmflow calibrate-items`")
+                          "item easiness from `helmflow calibrate-items`; replaces a board's own `adaptive:`")
+    run.add_argument("--no-adaptive", dest="adaptive", action="store_false", default=None,
+                     help="full runs of every cell, on a board that declares `adaptive:` (the runs "
+                          "`helmflow calibrate-items` fits item easiness from)")
     run.add_argument("--model-ability", type=float, metavar="X", help="the initial ability of --adaptive (default 0)")
     prompts_arg(run)
     budget_arg(run)

@@ -20,7 +20,17 @@ from helmflow.plan.extras import (
 )
 from helmflow.plan.records import AdaptivePlan, BoardPlan, RunPlan, ScenarioPlan
 from helmflow.plan.selection import Selection
-from helmflow.plan.spec import BoardError, BoardSpec, ScenarioEntry, check_prompts, judge_template_names, load_board
+from helmflow.plan.spec import (
+    DEFAULT_ADAPTIVE_ITEMS,
+    AdaptiveSpec,
+    BoardError,
+    BoardSpec,
+    ScenarioEntry,
+    check_prompts,
+    entry_adaptive,
+    judge_template_names,
+    load_board,
+)
 from helmflow.records import Deployment
 from helmflow.storage import safe_key
 
@@ -194,9 +204,6 @@ def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deploy
     )
 
 
-DEFAULT_ADAPTIVE_ITEMS = 50  # HELM's documented REEval example: --max-eval-instances 50
-
-
 def adaptive_run(plan: RunPlan, adaptive: AdaptivePlan) -> RunPlan:
     """``plan`` asked adaptively: its own run, query and score keys (the requests stay the full run's,
     so the journal answers every item a full or earlier adaptive run asked)."""
@@ -311,9 +318,18 @@ def plan_board(
     effective = effective.model_copy(update={"judges": [j.name for j in judge_deployments] if judged else []})
     runs = [plan_run(s, with_increase(deployments[m], spec.increase_max_tokens), judge_deployments, scorers,
                      spec.prompts) for s in scenario_plans + perturbed for m in chosen_models]
-    if chosen.adaptive:
+    if chosen.adaptive:  # --adaptive: every cell, with the command's N and initial ability
         runs = [adaptive_run(r, AdaptivePlan(max_items=max_instances or DEFAULT_ADAPTIVE_ITEMS,
                                              initial_ability=chosen.model_ability)) for r in runs]
+    elif chosen.adaptive is None:  # the board's own `adaptive:` (--no-adaptive: full runs)
+        declared = {s.label: a for s, e in zip(scenario_plans, entries, strict=True)
+                    if (a := entry_adaptive(spec.adaptive, e)) is not None}
+
+        def declared_for(r: RunPlan) -> AdaptiveSpec | None:  # a perturbed copy is asked as its original
+            return declared.get(r.scenario.perturbation.label if r.scenario.perturbation else r.scenario.label)
+
+        runs = [adaptive_run(r, AdaptivePlan(max_items=a.max_items, initial_ability=a.model_ability))
+                if (a := declared_for(r)) is not None else r for r in runs]
     return BoardPlan(
         spec=effective,
         board_version=versions.stable_hash(board_version_data(effective)),

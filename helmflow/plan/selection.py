@@ -26,8 +26,10 @@ class Selection(BaseModel):
     board_wide: dict[str, str] = Field(default_factory=dict, description=(
         "board-wide metrics by name: the scorer deployment of a metric that reads one, `on` for one that does "
         "not, `none` to drop it (default: the board's own)"))
-    adaptive: bool = Field(False, description="adaptive testing: ask each model the items that tell most about its "
-                                              "ability (Rasch model), at most max_instances of them")
+    adaptive: bool | None = Field(None, description="adaptive testing: ask each model the items that tell most about "
+                                                     "its ability (Rasch model), at most max_instances of them; false: "
+                                                     "full runs on a board that declares `adaptive:` (default: the "
+                                                     "board's own)")
     model_ability: float = Field(0.0, description="the initial ability of an adaptive run")
     batch: bool = Field(False, description="every deployment with a batch API (openai, anthropic; judges too) sends "
                                            "through it, as with `batch: true` (the results are the same requests')")
@@ -60,6 +62,8 @@ class Selection(BaseModel):
             out["max_instances"] = effective.max_instances
         if self.adaptive:
             out["adaptive"] = {"max_items": self.max_instances, "model_ability": self.model_ability}
+        elif self.adaptive is False and spec.declares_adaptive:  # full runs of a board that is asked adaptively
+            out["adaptive"] = False
         if judged and self.no_judge:
             out["no_judge"] = True
         elif effective.judges and effective.judges != spec.judges:

@@ -25,6 +25,19 @@ class BoardError(HelmflowError, ValueError):
     """A board, scenario or model selection that cannot be run; the message says which and why."""
 
 
+DEFAULT_ADAPTIVE_ITEMS = 50  # HELM's documented REEval example: --max-eval-instances 50
+
+
+class AdaptiveSpec(BaseModel):
+    """Adaptive testing declared by a board (docs/adaptive.md): each model answers at most ``max_items``
+    items per scenario, each the one nearest even odds under the Rasch model."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_items: int = Field(DEFAULT_ADAPTIVE_ITEMS, ge=1, description="at most this many items asked per scenario "
+                                                                     "and model (HELM's --max-eval-instances)")
+    model_ability: float = Field(0.0, description="the ability each model starts from (HELM's --model-ability)")
+
+
 class ScenarioEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(description="the scenario's registered name (`helmflow list scenarios`)")
@@ -44,6 +57,9 @@ class ScenarioEntry(BaseModel):
                                                                     "`fairness`, or a list): each is a run of the "
                                                                     "perturbed instances, giving robustness and "
                                                                     "fairness columns")
+    adaptive: AdaptiveSpec | bool | None = Field(None, description=(
+        "adaptive testing of this entry (`true`, or `{max_items: N, model_ability: X}`), or `false` for full runs "
+        "on a board that declares `adaptive:` (default: the board's)"))
 
 
 class GroupColumn(BaseModel):
@@ -86,6 +102,14 @@ class MetricGroup(BaseModel):
 NAME_BANNED = "/%&<>"
 
 
+def entry_adaptive(board: AdaptiveSpec | bool | None, entry: ScenarioEntry) -> AdaptiveSpec | None:
+    """The adaptive testing a board declares for one entry: the entry's own, else the board's; None: full runs."""
+    value = entry.adaptive if entry.adaptive is not None else board
+    if value is None or value is False:
+        return None
+    return AdaptiveSpec() if value is True else value
+
+
 class BoardSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(description="the board's name: its flow, its folder under `leaderboards/` "
@@ -104,6 +128,10 @@ class BoardSpec(BaseModel):
     scenarios: list[ScenarioEntry] = Field(description="the board's scenario entries")
     max_instances: int | None = Field(None, ge=1, description="at most this many instances per scenario "
                                                              "(HELM's seeded sample)")
+    adaptive: AdaptiveSpec | bool | None = Field(None, description=(
+        "adaptive testing of every entry (`true`, or `{max_items: N, model_ability: X}`): the items are drawn from "
+        "the max_instances sample and need `helmflow calibrate-items` first; `helmflow run --no-adaptive` runs the "
+        "board in full (default: full runs)"))
     increase_max_tokens: int | None = Field(None, ge=0, description=(
         "tokens added to every request's max_tokens on every model of the board (HELM's `increase_max_tokens` run "
         "expander); replaces each deployment's own (default: 10000 for deployments with `reasoning`, 0 for the "
@@ -155,6 +183,11 @@ class BoardSpec(BaseModel):
         return {**{k: v for k, v in data.items() if k not in named},
                 "board_wide": {**given, **{k: data[k] for k in named}}}
 
+    @property
+    def declares_adaptive(self) -> bool:
+        """Some entry of the board is asked adaptively (its own `adaptive:` or the board's)."""
+        return any(entry_adaptive(self.adaptive, e) is not None for e in self.scenarios)
+
     def version_data(self) -> dict[str, Any]:
         """What the board version hashes: fields added later count only when used (old versions stay put).
         A board-wide metric that is on hashes under its own name at the top level, as boards spelled it."""
@@ -165,10 +198,11 @@ class BoardSpec(BaseModel):
         for key in ("aspects", "metric_groups", "helm_jury", "helm_differences", "prompts"):
             if not data[key]:
                 del data[key]
-        if data["increase_max_tokens"] is None:
-            del data["increase_max_tokens"]
+        for key in ("increase_max_tokens", "adaptive"):
+            if data[key] is None:
+                del data[key]
         for entry in data["scenarios"]:
-            for key in ("group", "perturbations"):
+            for key in ("group", "perturbations", "adaptive"):
                 if entry[key] is None:
                     del entry[key]
         for group in data.get("metric_groups", []):
