@@ -134,10 +134,11 @@ class HelmCheck(Manifest):
 
 
 class ImportedRun(Manifest):
-    """Where an imported run came from (``helmflow import-helm``): HELM's run spec verbatim, the
-    source folder, the sha256 of every source file read, and the recomputation of HELM's numbers."""
+    """Where an imported run came from (``helmflow import-helm``, ``import-inspect``): HELM's run spec
+    (or the Inspect log's task, model, versions and packages) verbatim, the source, the sha256 of every
+    source file read, and the recomputation of the source's numbers (``HelmCheck.helm`` is the source's)."""
 
-    format: Literal["helm"] = "helm"
+    format: Literal["helm", "inspect"] = "helm"
     source: str
     run_spec: dict[str, Any]
     sha256: dict[str, str] = Field(default_factory=dict)  # source file name -> sha256 of its bytes

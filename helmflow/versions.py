@@ -85,9 +85,10 @@ def run_id(scenario_v: str, prompt_v: str, model_v: str, metric_v: str) -> str:
     return stable_hash([scenario_v, prompt_v, model_v, metric_v])
 
 
-def imported_run_id(run_name: str, source_sha256: dict[str, str]) -> str:
-    """A run imported from HELM: its run spec's name and the sha256 of every source file read."""
-    return stable_hash({"format": "helm", "run": run_name, "sha256": source_sha256})
+def imported_run_id(run_name: str, source_sha256: dict[str, str], tool: str = "helm") -> str:
+    """A run imported from another tool's output (HELM's run folders, Inspect's logs): its run name and the
+    sha256 of every source file read."""
+    return stable_hash({"format": tool, "run": run_name, "sha256": source_sha256})
 
 
 def query_key(scenario_v: str, prompt_v: str, model_v: str) -> str:

@@ -1,9 +1,10 @@
-"""``helmflow import-helm``, ``export`` and ``import``: bringing runs across from HELM and between stores.
+"""``helmflow import-helm``, ``import-inspect``, ``export`` and ``import``: bringing runs across from HELM and
+Inspect, out to HELM and Every Eval Ever, and between stores.
 
 The work is in :mod:`helmflow.helm` and :mod:`helmflow.bundle`, imported when a command
 runs (``helmflow --help`` loads no Parquet code).
 
-Exit codes: 0 done; 1 ``import-helm`` skipped a run folder or found a number it does not
+Exit codes: 0 done; 1 ``import-helm`` (``import-inspect``) skipped a run folder (a log) or found a number it does not
 reproduce (everything whole was imported); 2 bad input (nothing written).
 """
 
@@ -39,6 +40,31 @@ def cmd_import_helm(args: argparse.Namespace) -> int:
         print(f"release   {args.board} {report.release_id}: {report.release_uri}")
     mismatched = sum(1 for r in report.runs if r.mismatches)
     print(f"{len(report.runs)} run(s) imported into {store.root}, {len(report.skipped)} skipped, "
+          f"{mismatched} with numbers helmflow does not reproduce")
+    return 0 if report.ok else EXIT_INCOMPLETE
+
+
+def cmd_import_inspect(args: argparse.Namespace) -> int:
+    from helmflow.helm.inspect_logs import import_logs
+    from helmflow.storage import Store
+
+    store = Store(args.storage)
+    store.check_writable()
+    report = import_logs(store, args.source, args.board)
+    for run in report.runs:
+        score = "n/a" if run.score is None else f"{run.score:.4f}"
+        verdict = f"{len(run.checks) - len(run.mismatches)}/{len(run.checks)} of Inspect's numbers reproduced"
+        state = "imported" if run.wrote else "already imported"
+        print(f"{state}  {run.label} x {run.deployment}: {run.main_metric}={score} (run {run.run_id}; {verdict})")
+        for c in run.checks if args.verbose else run.mismatches:
+            ours = "none" if c.helmflow is None else repr(c.helmflow)
+            print(f"  {'MATCH' if c.equal else 'MISMATCH'} {c.metric}: Inspect {c.helm!r}, helmflow {ours}")
+    for s in report.skipped:
+        print(f"skipped   {s.where}: {s.why}")
+    if report.release_id:
+        print(f"release   {args.board} {report.release_id}: {report.release_uri}")
+    mismatched = sum(1 for r in report.runs if r.mismatches)
+    print(f"{len(report.runs)} log(s) imported into {store.root}, {len(report.skipped)} skipped, "
           f"{mismatched} with numbers helmflow does not reproduce")
     return 0 if report.ok else EXIT_INCOMPLETE
 
@@ -103,6 +129,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                            "(without it, only the mismatches)")
     storage_arg(helm)
     helm.set_defaults(func=cmd_import_helm)
+
+    ins = sub.add_parser(
+        "import-inspect", help="import Inspect AI eval logs (.eval or .json; a file or a folder, local or fsspec URL)",
+        description="Reads each log with Inspect's own reader (the inspect extra) and writes it as a run here: "
+                    "samples as instances and completions, scores as stats, the task, model and scorers as the "
+                    "run's versions, marked imported from Inspect. Inspect's numbers are kept and recomputed "
+                    "where helmflow has the same metric. Logs that are not whole are skipped and listed (exit 1).")
+    ins.add_argument("source", help="an Inspect log file (.eval or .json) or a folder of them (e.g. ./logs)")
+    ins.add_argument("--board", help="also publish the imported runs as a release of this board (imports accumulate)")
+    ins.add_argument("-v", "--verbose", action="store_true",
+                     help="one line per recomputed number: MATCH or MISMATCH with Inspect's and helmflow's")
+    storage_arg(ins)
+    ins.set_defaults(func=cmd_import_inspect)
 
     exp = sub.add_parser(
         "export", help="write a release and every run behind it as a self-contained bundle (or as HELM run folders)",

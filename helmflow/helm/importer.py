@@ -577,11 +577,11 @@ def import_tree(store: Store, url: str, board: str | None = None) -> ImportRepor
 BOARD_VERSION = f"{IMPORTED}-{CLIENT}"
 
 
-def check_board(store: Store, board: str) -> ReleaseManifest | None:
+def check_board(store: Store, board: str, tool: str = "HELM") -> ReleaseManifest | None:
     """The imported board's current release (None for a new board); a board of runs made here is refused."""
     name = safe_key(board)
-    refusal = (f"import HELM's runs into a board of their own (--board helm-{name}) so they show beside it, "
-               f"labelled as imported")
+    refusal = (f"import {tool}'s runs into a board of their own (--board {tool.lower()}-{name}) so they show "
+               f"beside it, labelled as imported")
     if name in board_names():
         raise HelmflowError(f"{board!r} is a helmflow board; {refusal}")
     current = releases.latest_release_id(store, name)
@@ -593,14 +593,17 @@ def check_board(store: Store, board: str) -> ReleaseManifest | None:
     return info
 
 
-def publish_imported_board(store: Store, board: str, run_ids: list[str], source: str) -> tuple[str, str]:
-    """A release of ``board`` over these runs and those of its current release (imports accumulate).
+def publish_imported_board(store: Store, board: str, run_ids: list[str], source: str,
+                           tool: str = "HELM") -> tuple[str, str]:
+    """A release of ``board`` over these runs and those of its current release (imports accumulate);
+    ``tool`` names where they came from (``HELM``, ``Inspect``) in messages and the board version.
 
     A board that holds runs made here is refused: imported numbers are shown beside ours on a board
     of their own, never mixed into one."""
     name = safe_key(board)
     sources = [source]
-    current = check_board(store, board)
+    board_version = BOARD_VERSION if tool == "HELM" else f"{IMPORTED}-{tool.lower()}"
+    current = check_board(store, board, tool)
     if current:
         run_ids = [*current.run_ids, *run_ids]
         sources = [*current.imported_from, *(s for s in sources if s not in current.imported_from)]
@@ -609,7 +612,7 @@ def publish_imported_board(store: Store, board: str, run_ids: list[str], source:
     # one cell per (label, deployment): a later import of the same cell replaces the earlier one
     cells = {(m.scenario.label, m.deployment.name): run_outcome(store, m) for m in manifests.values()}
     ids = sorted(c.run_id for c in cells.values())
-    digest = versions.release_hash(BOARD_VERSION, ids)
+    digest = versions.release_hash(board_version, ids)
     if (rid := existing_release(store, name, digest)) is not None:
         info = ReleaseManifest.model_validate(store.read_json(layout.release_json(name, rid)))
         uri = store.url(layout.release_dir(name, rid))
@@ -623,14 +626,14 @@ def publish_imported_board(store: Store, board: str, run_ids: list[str], source:
                 metric_cells=metric_cells)
     now = datetime.now(UTC)
     rid = release_id(digest, now)
-    writer = ReleaseWriter(store, name, rid, parquet_meta(board=board, board_version=BOARD_VERSION, release_id=rid,
+    writer = ReleaseWriter(store, name, rid, parquet_meta(board=board, board_version=board_version, release_id=rid,
                                                           created_at=now.isoformat(), status="complete",
-                                                          imported=CLIENT))
+                                                          imported=tool.lower()))
     writer.leaderboard(rows, leaderboard_schema(labels, metric_groups=[g.name for g in groups],
                                                 columns=[c.key for g in groups for c in g.columns]))
     writer.runs(sorted(cells.values(), key=lambda c: c.run_id))
     release = writer.commit(ReleaseManifest(
-        board=board, board_version=BOARD_VERSION, release_id=rid, created_at=now.isoformat(),
+        board=board, board_version=board_version, release_id=rid, created_at=now.isoformat(),
         helmflow_version=helmflow.__version__, git_commit=versions.git_commit(), status="complete",
         scenarios=labels, models=models, run_ids=ids, imported_from=sources,
         metric_groups=[MetricGroupRecord(**g.model_dump(mode="json")) for g in groups],
