@@ -20,6 +20,7 @@ import tarfile
 from pathlib import Path
 
 from helmflow.scenarios.truthful_qa import COMMIT as TRUTHFUL_QA_COMMIT
+from tests.support import msmarco_fixtures
 from tests.support.lite_fixtures import csv_text, jsonl, source_tree
 
 BOOLQ = "huggingface.co/datasets/stanford-crfm/helm-scenarios/resolve/main/boolq"
@@ -209,8 +210,9 @@ def classic_files() -> dict[str, bytes]:
 
 
 def classic_source_tree(root: Path) -> Path:
-    """HELM Lite's shared sources (small) and Classic's own, under ``root/<host>/<path>``."""
+    """HELM Lite's shared sources (small), MS MARCO's and Classic's own, under ``root/<host>/<path>``."""
     source_tree(root, small=True)
+    msmarco_fixtures.source_tree(root)
     for path, data in classic_files().items():
         path = path + "index.html" if path.endswith("/") else path  # the local server's answer for a folder URL
         (root / path).parent.mkdir(parents=True, exist_ok=True)
