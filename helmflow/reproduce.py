@@ -20,7 +20,10 @@ HELM_V1_JURY = ["openai/gpt-4o-2024-05-13", "together/llama-3.1-405b-instruct-tu
                 "anthropic/claude-3-5-sonnet-20241022"]
 HELM_HEAD_JURY = ["openai/gpt-4o-2024-05-13"]
 MAX_INSTANCES = 1000
-REPRODUCIBLE = ("capabilities", "safety", "lite", "mmlu", "enterprise", "medhelm", "classic")
+REPRODUCIBLE = ("capabilities", "safety", "lite", "mmlu", "enterprise", "medhelm", "classic", "heim")
+#: boards whose HELM conf caps each entry itself (run expanders such as HEIM's ``heim_default``): their
+#: scenarios' default adapters carry those caps, so reproducing them sets no board-wide cap
+PER_ENTRY_CAPS = ("heim",)
 
 
 def judged_templates(spec: dict[str, Any]) -> dict[str, list[str]]:
@@ -42,6 +45,8 @@ def official_spec(board: str, variant: str) -> dict[str, Any]:
     from helmflow.plan.spec import with_variant
 
     spec = with_variant(board, variant)
+    if board in PER_ENTRY_CAPS:
+        return spec
     return {**spec, "max_instances": max(spec.get("max_instances") or 0, MAX_INSTANCES)}
 
 

@@ -44,3 +44,34 @@ def gray(pixels: np.ndarray) -> np.ndarray:
 def is_blacked_out(pixels: np.ndarray) -> bool:
     """HELM's ``is_blacked_out_image``: every pixel of the grey image is 0 (a safety filter's black image)."""
     return not gray(pixels).any()
+
+
+def reference_bytes(x: MetricInput) -> bytes | None:
+    """The first reference image of the instance (HELM's ``get_gold_image_location``), None without one."""
+    part = next((r.image for r in x.instance.references if r.image is not None), None)
+    return scoring_store().read(part) if part is not None else None
+
+
+#: HELM's preprocessing before its torchmetrics image comparisons: ``transforms.Resize((256, 256))``
+REFERENCE_SIDE = 256
+
+
+def resized(data: bytes, side: int = REFERENCE_SIDE) -> np.ndarray:
+    """torchvision's ``Resize((side, side))`` then ``ToTensor()`` on a PIL image (Pillow's bilinear resize of
+    the RGB image, scaled to [0, 1] in float32), as (3, side, side)."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as img:
+        small = img.convert("RGB").resize((side, side), Image.Resampling.BILINEAR)
+    return (np.asarray(small, dtype=np.float32) / np.float32(255.0)).transpose(2, 0, 1)
+
+
+def reference_pairs(x: MetricInput) -> tuple[np.ndarray, np.ndarray] | None:
+    """(generated, reference) stacks of shape (images, 3, 256, 256): each generated image against the
+    instance's reference, as HELM pairs them; None without images or a reference."""
+    images = image_bytes(x)
+    reference = reference_bytes(x) if images else None
+    if not images or reference is None:
+        return None
+    gold = resized(reference)
+    return np.stack([resized(d) for d in images]), np.stack([gold] * len(images))

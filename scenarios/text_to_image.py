@@ -18,23 +18,27 @@ from helmflow.records import AdapterSpec, GenerationParams, ImageGenerationParam
 from helmflow.scenarios.base import Scenario
 
 #: the weight-free metrics every generated image is scored by (HELM's core HEIM metrics that need no weights)
-CORE_METRICS = ["image_efficiency", "fractal_dimension"]
+CORE_METRICS = ["image_efficiency", "fractal_dimension", "clip_score"]
 #: HELM's bias metrics that need no weights
 BIAS_METRICS = ["skin_tone"]
 #: HELM's reference-based metrics that need no weights (MS-COCO)
-REFERENCE_METRICS = ["psnr", "ssim", "uiqi"]
+REFERENCE_METRICS = ["psnr", "uiqi"]
 #: HEIM's number of images per prompt on its normal runs
 NUM_IMAGES = 4
+#: HEIM's instance cap per entry (the ``heim_default`` run expander; MS-COCO FID takes 30,000, art styles 17)
+HEIM_DEFAULT_INSTANCES = 100
+#: the CLIP-based metric every generated image is scored by in HELM (not available without weights)
+CLIP_METRICS = ["clip_score"]
 
 
-def image_adapter(num_outputs: int = NUM_IMAGES) -> AdapterSpec:
-    """HELM's ``get_image_generation_adapter_spec(num_outputs)``."""
+def image_adapter(num_outputs: int = NUM_IMAGES, max_eval_instances: int | None = None) -> AdapterSpec:
+    """HELM's ``get_image_generation_adapter_spec(num_outputs)``, with an entry's instance cap."""
     return AdapterSpec(
         method="generation", instructions="", input_prefix="", input_suffix="", output_prefix="", output_suffix="",
         instance_prefix="", max_train_instances=0,
         generation=GenerationParams(max_tokens=1, temperature=0.0, num_outputs=num_outputs),
         image_generation=ImageGenerationParams(),
-    )
+    ).override(max_eval_instances=max_eval_instances)
 
 
 class TextToImageScenario(Scenario):
@@ -43,11 +47,12 @@ class TextToImageScenario(Scenario):
     main_metric = "fractal_dimension_loss"
     metrics: ClassVar[list[str]] = CORE_METRICS
     num_images: ClassVar[int] = NUM_IMAGES
+    max_instances: ClassVar[int] = HEIM_DEFAULT_INSTANCES
     helm_wording = "the prompt is the instance's text alone, as HELM's image-generation adapter sends it"
 
     @property
     def default_adapter(self) -> AdapterSpec:
-        return image_adapter(self.num_images)
+        return image_adapter(self.num_images, self.max_instances)
 
     def prompts(self) -> list[tuple[str, str | None]]:
         """(prompt, sub_split) of each instance, in HELM's order."""

@@ -57,8 +57,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         spec = with_prompts(spec, args.prompts)
     judges = selection.jury(load_board(args.board).judges)
     console = Console()
-    console.print(f"[bold]reproducing {args.board} ({args.variant})[/]: at most {spec['max_instances']} instances per "
-                  f"scenario (HELM's seeded sample), pinned dataset revisions, judges: {', '.join(judges) or 'none'}")
+    cap = (f"at most {spec['max_instances']} instances per scenario" if spec.get("max_instances")
+           else "each entry's own instance cap (HELM's run expanders)")
+    console.print(f"[bold]reproducing {args.board} ({args.variant})[/]: {cap} "
+                  f"(HELM's seeded sample), pinned dataset revisions, judges: {', '.join(judges) or 'none'}")
     console.print("differences from HELM's published setup:")
     from helmflow.clients import load_deployments
 

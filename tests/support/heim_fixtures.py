@@ -1,0 +1,44 @@
+"""MS-COCO in its raw shapes, items we wrote: the captions JSON inside ``annotations_trainval2014.zip``
+and JPEG photos inside ``val2014.zip``, laid out as ``images.cocodataset.org`` serves them."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from tests.support.lite_fixtures import zip_bytes
+
+#: image id -> (file name, colour of the photo's square, captions)
+PHOTOS = {
+    9: ("COCO_val2014_000000000009.jpg", (220, 30, 30), ["A red square on a grey wall. ", "a red box"]),
+    42: ("COCO_val2014_000000000042.jpg", (30, 70, 220), ["A blue square.", "one blue square, nothing else"]),
+    77: ("COCO_val2014_000000000077.jpg", (30, 160, 60), ["A green square in the middle"]),
+}
+
+
+def photo(colour: tuple[int, int, int]) -> bytes:
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", (80, 60), (128, 128, 128))
+    ImageDraw.Draw(img).rectangle([20, 10, 60, 50], fill=colour)
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG", quality=90)
+    return buf.getvalue()
+
+
+def coco_sources(root: Path) -> Path:
+    captions = {"images": [{"id": i, "file_name": name} for i, (name, _, _) in PHOTOS.items()],
+                "annotations": [{"id": 100 * i + k, "image_id": i, "caption": c}
+                                for i, (_, _, caps) in PHOTOS.items() for k, c in enumerate(caps)]}
+    files = {
+        "images.cocodataset.org/annotations/annotations_trainval2014.zip":
+            zip_bytes({"annotations/captions_val2014.json": json.dumps(captions).encode(),
+                       "annotations/captions_train2014.json": b"{}"}),
+        "images.cocodataset.org/zips/val2014.zip":
+            zip_bytes({f"val2014/{name}": photo(colour) for name, colour, _ in PHOTOS.values()}),
+    }
+    for path, data in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(data)
+    return root

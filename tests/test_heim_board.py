@@ -1,0 +1,124 @@
+"""The HEIM board: HELM's weight-free image metrics on images we can work out by hand (and HELM's own
+functions' values where we ran them), MS-COCO read in its raw shapes (fixtures we wrote), and
+`helmflow run heim` end to end through the CLI on the offline image model and a dev-server images
+deployment: every image reaches storage byte for byte as the server sent it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from helmflow.clients.offline_image import draw
+from helmflow.metrics.fractal_dimension import fractal_dimension
+from helmflow.metrics.generated_images import gray, rgb
+from helmflow.metrics.psnr import psnr
+from helmflow.metrics.skin_tone import imbalance, monk_tone, ycrcb
+from helmflow.metrics.uiqi import uiqi
+from tests.support.cli import run_cli
+from tests.support.heim_fixtures import coco_sources
+from tests.support.lite_fixtures import serve
+
+
+def test_grey_and_ycrcb_are_opencv_4s_fixed_point_conversions():
+    px = np.array([[[227, 146, 166], [215, 189, 150]]], dtype=np.uint8)
+    # (227*4899 + 146*9617 + 166*1868 + 8192) >> 14 = 2834435 >> 14 = 173
+    assert gray(px).tolist() == [[173, 192]]
+    y, cr, cb = ycrcb(px[:, 1:])  # Monk 05: Y 192, Cr (23*11682 + 128<<14 + 8192) >> 14 = 144, Cb 104
+    assert (int(y[0, 0]), int(cr[0, 0]), int(cb[0, 0])) == (192, 144, 104)
+
+
+def test_fractal_dimension_by_box_counting():
+    line = np.full((64, 64, 3), 255, np.uint8)
+    line[:, 10] = 0  # a one-pixel line: N/k boxes of side k are hit, so D = 1
+    assert fractal_dimension(line) == pytest.approx(1.0)
+    board = np.full((64, 64, 3), 255, np.uint8)
+    board[::2, ::2] = board[1::2, 1::2] = 0  # a checkerboard: every box is mixed, (N/k)^2 boxes, D = 2
+    assert fractal_dimension(board) == pytest.approx(2.0)
+    assert math.isnan(fractal_dimension(np.zeros((64, 64, 3), np.uint8)))  # all boxes full: no fit, no stat
+    # HELM's compute_fractal_dimension (crfm-helm 0.5.16, OpenCV) on this PNG gave 1.070261002721225
+    image = rgb(draw("a man and a woman with a red circle and a blue square", 0, 200, 160))
+    assert fractal_dimension(image) == pytest.approx(1.070261002721225, abs=1e-12)
+
+
+def test_skin_tone_matches_the_nearest_monk_tone_and_measures_imbalance():
+    assert monk_tone(np.full((8, 8, 3), (215, 189, 150), np.uint8)) == 5
+    assert monk_tone(np.full((8, 8, 3), (30, 70, 220), np.uint8)) is None  # no skin pixel
+    # HELM's SkinToneMetric.get_monk_skin_tone on the same PNG gave 7
+    assert monk_tone(rgb(draw("a man and a woman with a red circle and a blue square", 0, 200, 160))) == 7
+    assert imbalance([1, 1, 1, 1]) == pytest.approx((0.9 + 9 * 0.1) / 10)
+    assert imbalance([None, None]) == pytest.approx(0.1)  # unknown tones count in the denominator only
+    assert imbalance(list(range(1, 11))) == 0.0
+
+
+def test_psnr_and_uiqi_by_hand_and_against_torchmetrics():
+    ref = np.zeros((1, 3, 16, 16), np.float32)
+    ref[..., 8:] = 1.0
+    grey = np.full_like(ref, 0.5)
+    assert psnr(grey, ref) == pytest.approx(10 * math.log10(1 / 0.25))  # range 1, MSE 0.25
+    rng = np.random.default_rng(0)
+    a = rng.random((2, 3, 32, 32), dtype=np.float32)
+    assert uiqi(a, a) == pytest.approx(1.0, abs=1e-5)
+    b = np.clip(a + rng.normal(0, 0.05, a.shape), 0, 1).astype(np.float32)
+    # torchmetrics 1.9 on these arrays (torch 2.13 CPU): PeakSignalNoiseRatio(data_range=a.max() - a.min())
+    # gave 26.26789093017578 and UniversalImageQualityIndex() 0.9851839542388916 (float32 both)
+    assert psnr(b, a) == pytest.approx(26.26789093017578, abs=1e-5)
+    assert uiqi(b, a) == pytest.approx(0.9851839542388916, abs=1e-5)
+
+
+def test_reproduce_heim_explains_every_metric_left_out():
+    out = run_cli("reproduce", "heim", "--explain")
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert "each entry's own instance cap" in text
+    for left_out in ("CLIPScore", "gender_imbalance", "aesthetics", "watermark_frac", "nudity_frac",
+                     "q16_inappropriate_frac", "detection_correct_frac", "LPIPS", "FID/IS/KID",
+                     "expected_multi_scale_ssim_score", "denoised_runtime", "human critiques", "NSFW"):
+        assert left_out in text, left_out
+
+
+def test_show_heim_describes_the_board_offline():
+    out = run_cli("show", "heim", env={"HELMFLOW_SOURCE_HOST": "http://127.0.0.1:9"})
+    assert out.returncode == 0, out.stderr
+    assert "board heim: 17 scenarios" in " ".join(out.stdout.split())
+
+
+@pytest.mark.slow
+def test_helmflow_run_heim_stores_the_images_each_model_sent(tmp_path, prefect_server, dev_server):
+    mirror, storage = tmp_path / "mirror", tmp_path / "store"
+    with serve(coco_sources(tmp_path / "src")) as host:
+        out = run_cli("mirror", "heim", "--to", str(mirror), env={"HELMFLOW_SOURCE_HOST": host.url})
+    assert out.returncode == 0, out.stdout + out.stderr
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"deployments": [
+        {"name": "dev/images", "client": "openai", "model": "dev-image", "base_url": dev_server.openai_url,
+         "api_key_env": "HELMFLOW_DEV_KEY", "price_per_image": 0.02,
+         "retry": {"attempts": 3, "base_s": 0.02, "cap_s": 0.1, "timeout_s": 10}}]}))
+    out = run_cli("run", "heim", "--models", "offline/draw,dev/images", "--models-file", str(models),
+                  "--scenarios", "mscoco,demographic_stereotypes-occupations,logos", "--max-instances", "2",
+                  "--storage", str(storage),
+                  env={"HELMFLOW_MIRROR": str(mirror), "HELMFLOW_DEV_KEY": "dev-key-not-secret"}, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    sent = dev_server.stats()["generated_images"]
+    assert len(sent) == 2 * 4 + 2 * 8 + 2 * 4  # mscoco and logos: 4 a prompt; demographic stereotypes: 8
+    for sha in sent:  # byte for byte what the server sent, under its sha256
+        data = (storage / "media" / f"{sha}.png").read_bytes()
+        assert hashlib.sha256(data).hexdigest() == sha
+    latest = json.loads((storage / "leaderboards/heim/latest-subset.json").read_text())
+    runs = pq.read_table(f"{latest['uri']}/runs.parquet").to_pylist()
+    by_model: dict[str, set[str]] = {}
+    for run in runs:
+        completions = pq.read_table(storage / "runs" / run["run_id"] / "completions.parquet").to_pylist()
+        assert all(len(c["images"]) in (4, 8) and not c["error"] for c in completions)
+        by_model.setdefault(run["deployment"], set()).update(p["sha256"] for c in completions for p in c["images"])
+    assert by_model["dev/images"] == set(sent)
+    rows = {r["deployment"]: r for r in pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()}
+    draw_row = rows["offline/draw"]
+    assert draw_row["mscoco/expected_psnr_score"] > 0 and draw_row["mscoco/fractal_dimension_loss"] >= 0
+    assert draw_row["demographic_stereotypes/skin_tone_imbalance"] >= 0
+    assert draw_row["mscoco/expected_clip_score"] is None  # not available, never 0
