@@ -283,6 +283,14 @@ class Run:
     def prefix(self) -> str:
         return layout.run_dir(self.run_id)
 
+    @cached_property
+    def trajectory(self) -> list[dict[str, Any]]:
+        """An adaptive run's ``trajectory.parquet`` rows in asking order (empty for any other run)."""
+        key = layout.run_file(self.run_id, layout.RUN_TRAJECTORY)
+        if key not in self.manifest.files:
+            return []
+        return sorted(self.store.read_parquet(key).to_pylist(), key=lambda r: r["step"])
+
     @property
     def scenario(self) -> str:
         return self.manifest.scenario.name

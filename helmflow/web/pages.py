@@ -19,7 +19,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from helmflow import layout
 from helmflow.web.data import CHUNK_ROWS, CORRECT_AT, Release, Reports, Run
-from helmflow.web.plots import Bar, Point, cost_vs_score_svg, scenario_bars_svg
+from helmflow.web.plots import Bar, Point, Step, ability_trajectory_svg, cost_vs_score_svg, scenario_bars_svg
 
 STATIC_DIR = Path(__file__).with_name("static")
 PAGE_SIZE = 20
@@ -243,6 +243,8 @@ def run_html(release: Release, run: Run, mode: Mode, include_unsafe_text: bool =
     flow_run_id = manifest.lineage.flow_run_id
     ui = prefect_ui_url()
     files = [layout.run_json(run.run_id), *manifest.files]  # publish lists what it wrote
+    steps = [Step(step=r["step"], instance_id=r["instance_id"], easiness=r["easiness"], score=r["score"],
+                  ability=r["ability"], standard_error=r["standard_error"]) for r in run.trajectory]
     return _env.get_template("run.html").render(
         title=f"{manifest.scenario.label} × {manifest.deployment.name}",
         release=release,
@@ -251,6 +253,8 @@ def run_html(release: Release, run: Run, mode: Mode, include_unsafe_text: bool =
         summary=run.summary,
         splits=sorted({s["split"] for s in run.summary}),
         files=files,
+        trajectory=steps,
+        trajectory_plot=ability_trajectory_svg(steps),
         flow_run_id=flow_run_id,
         flow_run_url=f"{ui}/runs/flow-run/{flow_run_id}" if ui and flow_run_id else None,
         links=links,

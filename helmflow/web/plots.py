@@ -164,3 +164,77 @@ def scenario_bars_svg(groups: dict[str, list[Bar]], height: int = 320) -> Markup
         )
     out.append("</svg>")
     return Markup("".join(out))
+
+
+@dataclass(frozen=True)
+class Step:
+    """One asked item of an adaptive run (a row of ``trajectory.parquet``)."""
+
+    step: int
+    instance_id: str
+    easiness: float
+    score: float
+    ability: float
+    standard_error: float | None
+
+
+def ability_trajectory_svg(steps: list[Step], width: int = 560, height: int = 300) -> Markup:
+    """An adaptive run's ability after each item, with its ±1.96 SE band, and each asked item at the
+    ability where the Rasch model gives it even odds (−easiness): filled when answered right, hollow
+    when wrong. The y axis spans the abilities and items, not a band that a saturated run makes huge."""
+    if not steps:
+        return Markup("")
+    left, right, top, bottom = 60, 130, 20, 46
+    pw, ph = width - left - right, height - top - bottom
+    values = [s.ability for s in steps] + [-s.easiness for s in steps]
+    y_low, y_high = min(values), max(values)
+    pad = max(0.5, 0.08 * (y_high - y_low))
+    y_low, y_high = y_low - pad, y_high + pad
+    n = len(steps)
+
+    def x(step: float) -> float:
+        return left + pw * ((step - 1) / (n - 1) if n > 1 else 0.5)
+
+    def y(v: float) -> float:
+        return top + ph * (1 - (max(y_low, min(y_high, v)) - y_low) / (y_high - y_low))
+
+    out = [_svg_open(width, height, "Ability after each item asked, with its 95% band, and the items asked")]
+    out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="frame"/>')
+    for t in _ticks(y_low, y_high):
+        out.append(
+            f'<line x1="{left}" x2="{left + pw}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="grid"/>'
+            f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{_fmt(t)}</text>'
+        )
+    for s in steps if n <= 12 else [steps[round(k * (n - 1) / 4)] for k in range(5)]:
+        out.append(f'<text x="{x(s.step):.1f}" y="{top + ph + 16}" text-anchor="middle">{s.step}</text>')
+    out.append(f'<text x="{left + pw / 2}" y="{height - 10}" text-anchor="middle" class="axis">item asked</text>')
+    out.append(f'<text transform="translate(14 {top + ph / 2}) rotate(-90)" text-anchor="middle" class="axis">'
+               "ability θ</text>")
+    banded = [s for s in steps if s.standard_error is not None]
+    if len(banded) > 1:
+        upper = [f"{x(s.step):.1f},{y(s.ability + 1.96 * (s.standard_error or 0)):.1f}" for s in banded]
+        lower = [f"{x(s.step):.1f},{y(s.ability - 1.96 * (s.standard_error or 0)):.1f}" for s in reversed(banded)]
+        out.append(f'<polygon points="{" ".join(upper + lower)}" class="band" fill="{PALETTE[0]}" '
+                   'fill-opacity="0.15" stroke="none"/>')
+    path = " ".join(f"{x(s.step):.1f},{y(s.ability):.1f}" for s in steps)
+    out.append(f'<polyline points="{path}" fill="none" stroke="{PALETTE[0]}" stroke-width="2" class="ability"/>')
+    for s in steps:
+        se = "∞" if s.standard_error is None else _fmt(s.standard_error)
+        out.append(f'<circle cx="{x(s.step):.1f}" cy="{y(s.ability):.1f}" r="3" fill="{PALETTE[0]}">'
+                   f"<title>after item {s.step}: θ {_fmt(s.ability)} ± {se}</title></circle>")
+        right_answer = s.score >= 0.5
+        fill = PALETTE[4] if right_answer else "none"
+        out.append(
+            f'<rect x="{x(s.step) - 4:.1f}" y="{y(-s.easiness) - 4:.1f}" width="8" height="8" fill="{fill}" '
+            f'stroke="{PALETTE[4] if right_answer else PALETTE[2]}" class="item">'
+            f"<title>item {s.step}: {escape(s.instance_id)}, easiness {_fmt(s.easiness)}, score {_fmt(s.score)}"
+            "</title></rect>"
+        )
+    legend = [(f'<line x1="0" x2="14" y1="-4" y2="-4" stroke="{PALETTE[0]}" stroke-width="2"/>', "ability θ"),
+              (f'<rect x="3" y="-8" width="8" height="8" fill="{PALETTE[4]}" stroke="{PALETTE[4]}"/>', "item, right"),
+              (f'<rect x="3" y="-8" width="8" height="8" fill="none" stroke="{PALETTE[2]}"/>', "item, wrong")]
+    for i, (mark, text) in enumerate(legend):
+        ly = top + 14 + 16 * i
+        out.append(f'<g transform="translate({left + pw + 10} {ly})">{mark}<text x="20" y="0">{text}</text></g>')
+    out.append("</svg>")
+    return Markup("".join(out))
