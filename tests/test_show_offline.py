@@ -17,9 +17,47 @@ import pytest
 from tests.support.cli import REPO, run_cli
 from tests.support.processes import free_port
 
-# the modules of the optional extras (capabilities, lite, safety, hf): hidden from the subprocess
-EXTRA_MODULES = ("nltk", "punkt", "rouge_score", "langdetect", "math_verify", "sacrebleu", "profanity_check",
-                 "transformers")
+
+
+def _extras_only_modules() -> tuple[str, ...]:
+    """The top-level modules that only the optional extras bring: the distributions an extra requires
+    (and what those require in turn) that the base dependencies do not, mapped to the modules they install."""
+    import tomllib
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    def closure(requirements: list[str]) -> set[str]:
+        seen: set[str] = set()
+        todo = [Requirement(r) for r in requirements]
+        while todo:
+            req = todo.pop()
+            name = canonicalize_name(req.name)
+            if name in seen:
+                continue
+            seen.add(name)
+            try:
+                requires = metadata.requires(req.name) or []
+            except metadata.PackageNotFoundError:
+                continue
+            for r in map(Requirement, requires):
+                if r.marker is None or r.marker.evaluate({"extra": ""}):
+                    todo.append(r)
+        return seen
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    extras = [r for name, reqs in project["optional-dependencies"].items() if name not in ("test", "docs")
+              for r in reqs]
+    only = closure(extras) - closure(project["dependencies"]) - {"setuptools", "pip", "wheel"}  # in every venv
+    modules = {module for module, dists in metadata.packages_distributions().items()
+               if module.isidentifier() and any(canonicalize_name(d) in only for d in dists)}
+    return tuple(sorted(modules))
+
+
+# the modules of the optional extras (every extra a board's run may need): hidden from the subprocess
+EXTRA_MODULES = tuple(sorted({"nltk", "punkt", "rouge_score", "langdetect", "math_verify", "sacrebleu",
+                              "profanity_check", "transformers", *_extras_only_modules()}))
 
 
 def base_install_shim(folder: Path) -> Path:
