@@ -2,7 +2,8 @@
 # Installs everything the test suite needs (Debian packages included; run as root on Debian),
 # then runs the whole suite. Extra arguments go to pytest (e.g. -m "not slow"). HELMFLOW_TEST_WORKERS=N
 # runs it in N pytest-xdist workers (--dist loadgroup; each worker has its own Prefect server, database,
-# moto and dev server; tests sharing a module fixture stay together); the default, 0, is one process.
+# moto and dev server; tests sharing a module fixture stay together); the default is 2, one per CPU of CI's
+# machine, and HELMFLOW_TEST_WORKERS=0 runs it in one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -20,7 +21,7 @@ $PY -m pip install -q torch==2.13.0
 $PY -m pip install -q -e ".[test,hf,capabilities,lite,safety,image2struct,torr,classic,medhelm,inspect]"
 
 set +e
-$PY -m pytest -n "${HELMFLOW_TEST_WORKERS:-0}" --dist loadgroup --durations=25 "$@"
+$PY -m pytest -n "${HELMFLOW_TEST_WORKERS:-2}" --dist loadgroup --durations=25 "$@"
 rc=$?
 set -e
 if [ "$rc" = 5 ]; then

@@ -18,7 +18,6 @@ from tests.support.cli import REPO, run_cli
 from tests.support.processes import free_port
 
 
-
 def _extras_only_modules() -> tuple[str, ...]:
     """The top-level modules that only the optional extras bring: the distributions an extra requires
     (and what those require in turn) that the base dependencies do not, mapped to the modules they install."""
