@@ -322,6 +322,23 @@ def whereabouts(scen: Scenario, source: DataSource) -> tuple[str, str | None]:
     return _join(folder, source.filename), f"not mirrored: {folder} has no {' or '.join(mirror_names(source))}"
 
 
+def gated_missing(scen: Scenario) -> list[str]:
+    """One sentence per credential-gated file of ``scen`` this machine cannot read (on no local mirror, and
+    not at a local path the scenario names): where to get access and where to put the file. A remote mirror
+    is not looked at (it is assumed to hold the file)."""
+    out = []
+    for source in scen.sources():
+        if not source.gated:
+            continue
+        _, why = whereabouts(scen, source)
+        if why is None or why.startswith("in the remote mirror"):
+            continue
+        out.append(f"{source.filename} is credential-gated and not on this machine: {source.gated}; or put it in "
+                   f"the folder ${mirror_env_var(scen.name)} names, or in "
+                   f"${MIRROR_ENV}/{scen.name}/{scen.dataset_revision()}/")
+    return out
+
+
 def fetch_verified(scenario: str, url: str, expected: str) -> bytes:
     data = fetch(scenario, url)
     digest = hashlib.sha256(data).hexdigest()

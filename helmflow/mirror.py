@@ -77,7 +77,7 @@ def cmd_mirror(args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from helmflow.datasets import MIRROR_ENV, mirror_scenario, pin_line
+    from helmflow.datasets import MIRROR_ENV, gated_missing, mirror_scenario, pin_line
     from helmflow.errors import HelmflowError
     from helmflow.scenarios.base import UNPINNED
     from helmflow.storage import resolve_root
@@ -90,6 +90,11 @@ def cmd_mirror(args: argparse.Namespace) -> int:
     for scen in targets:
         if not scen.sources():
             print(f"scenario {scen.name!r} is generated locally: it has no files to mirror")
+            continue
+        gated = gated_missing(scen)
+        if gated:  # a credential-gated file on no mirror here cannot be fetched: named, not a failure
+            for line in gated:
+                console.print(f"[yellow]not mirrored: {escape(scen.name)}: {escape(line)}[/]", soft_wrap=True)
             continue
         note = pin_note(scen)
         if note and (scen.name, scen.dataset_revision()) not in noted:

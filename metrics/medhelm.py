@@ -135,3 +135,31 @@ def medec_error_sentence_accuracy(x: MetricInput) -> dict[str, float]:
 @metric("medec_error_sentence_id_accuracy", version="1")
 def medec_error_sentence_id_accuracy(x: MetricInput) -> dict[str, float]:
     return _medec(x, "medec_error_sentence_id_accuracy", 1, helm=False)
+
+
+ICD_CODE = re.compile(r"\b[A-Z]\d{1,3}(?:\.\d{1,4})?\.?\b")  # HELM's pattern, after removing "**"
+
+
+def icd_codes(text: str) -> set[str]:
+    """HELM's ``extract_icd_codes``: bold markers removed, codes matched, a trailing full stop dropped."""
+    if not text:
+        return set()
+    return {code.rstrip(".").strip() for code in ICD_CODE.findall(re.sub(r"\*\*", "", text))}
+
+
+def billing_scores(prediction: str, references: list[str]) -> dict[str, float]:
+    """HELM's micro precision, recall and F1 of one instance's code sets (scikit-learn, zero_division=0)."""
+    gold = set().union(*(icd_codes(r) for r in references if r)) if references else set()
+    pred = icd_codes(prediction)
+    tp, fp, fn = len(gold & pred), len(pred - gold), len(gold - pred)
+    return {"mimiciv_billing_code_precision": tp / (tp + fp) if tp + fp else 0.0,
+            "mimiciv_billing_code_recall": tp / (tp + fn) if tp + fn else 0.0,
+            "mimiciv_billing_code_f1": 2 * tp / (2 * tp + fp + fn) if tp else 0.0}
+
+
+@metric("mimiciv_billing_code_f1", version="1", helm=HelmEquivalent(
+    ("mimiciv_billing_code_precision", "mimiciv_billing_code_recall", "mimiciv_billing_code_f1")))
+def mimiciv_billing_code_f1(x: MetricInput) -> dict[str, float]:
+    if not x.completions or not x.instance.references:
+        return {}
+    return billing_scores(x.completions[0].text.strip(), [r.text for r in x.instance.references])

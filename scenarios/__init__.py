@@ -75,6 +75,7 @@ _BUILTIN = [
     "quac",
     "imdb",
     "summarization",
+    "mimiciv_billing_code",
 ]
 
 

@@ -36,9 +36,9 @@ class DataSource(BaseModel):
 
     ``url`` may be a chained fsspec URL naming a file inside an archive (:meth:`Scenario.archive_url`);
     ``sha256`` is then the member's, so the pin is the content a run reads, whatever the archive's bytes
-    (GitHub regenerates its zips). ``sha256_unknown``: the scenario declares that nobody could know the
-    hash when it was written (an unpinned upstream URL); ``helmflow mirror`` records it at first fetch and
-    prints the line to fill in, and runs report the data as unverified until the pin is declared.
+    (GitHub regenerates its zips). ``gated``: see the field. ``sha256_unknown``: the scenario declares that
+    nobody could know the hash when it was written (an unpinned upstream URL); ``helmflow mirror`` records it at
+    first fetch and prints the line to fill in, and runs report the data as unverified until the pin is declared.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -46,6 +46,9 @@ class DataSource(BaseModel):
     url: str
     sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
     sha256_unknown: bool = False
+    # A file behind a credential (a data use agreement): where and how to get access, one sentence. A board
+    # leaves out a scenario whose gated file is on no mirror of this machine, naming this, and runs the rest.
+    gated: str = ""
 
     @model_validator(mode="after")
     def _one_pin(self) -> DataSource:

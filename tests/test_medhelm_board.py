@@ -34,7 +34,8 @@ from tests.support.medhelm_fixtures import (
     src_tgt,
 )
 
-CATEGORIES = ["clinical_decision_support", "clinical_note_generation", "patient_communication", "medical_research"]
+CATEGORIES = ["clinical_decision_support", "clinical_note_generation", "patient_communication", "medical_research",
+              "administration_and_workflow"]
 
 
 def test_the_board_has_a_table_and_an_efficiency_table_per_category():
@@ -64,6 +65,22 @@ def test_show_and_reproduce_explain_work_offline():
             "stanfordhealthcare/llama-3.3-70b-instruct, stanfordhealthcare/claude-3-7-sonnet-20250219") in text
     assert "openai/gpt-4o-2024-05-13 alone, stands in for HELM's three" in text
     assert "scenarios left out:" in text and "mimiciv_billing_code" in text and "administration and workflow" in text
+
+
+def test_a_credential_gated_scenario_is_left_out_and_named_unless_its_file_is_here(tmp_path):
+    from tests.support.medhelm_fixtures import billing_feather
+
+    out = run_cli("show", "medhelm", env={"HELMFLOW_MIRROR": str(tmp_path / "empty")})
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert "left out: mimiciv_billing_code: mimiciv_icd10.feather is credential-gated" in text
+    assert "https://physionet.org/content/mimiciv/" in text and "$HELMFLOW_MIRROR_MIMICIV_BILLING_CODE" in text
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "mimiciv_icd10.feather").write_bytes(billing_feather())
+    out = run_cli("show", "medhelm", "--scenarios", "mimiciv_billing_code",
+                  env={"HELMFLOW_MIRROR_MIMICIV_BILLING_CODE": str(tmp_path / "mine")})
+    assert out.returncode == 0, out.stderr
+    assert "left out" not in out.stdout and "mimiciv_billing_code_f1" in out.stdout
 
 
 def _sources(root):
@@ -101,6 +118,7 @@ def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
         env = {"HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com", **own}
         out = run_cli("mirror", "medhelm", "--to", str(mirror), env=env)
     assert out.returncode == 0, out.stdout + out.stderr
+    assert "not mirrored: mimiciv_billing_code: mimiciv_icd10.feather is credential-gated" in " ".join(out.stdout.split())
     with start_dev_server("--policy", "fn:tests.support.medhelm_fixtures:policy", env={"PYTHONPATH": str(REPO)}) as server:
         models = tmp_path / "models.yaml"
         def dev(name, model):
@@ -115,6 +133,7 @@ def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
                       "--judge", "dev/judge-a,dev/judge-b,dev/judge-c", "--storage", str(storage),
                       env={"HELMFLOW_MIRROR": str(mirror), **own}, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
+    assert "left out: mimiciv_billing_code" in out.stdout  # the gated file is not here: named, the rest ran
     latest = json.loads((storage / "leaderboards/medhelm/latest-subset.json").read_text())
     rows = {r["deployment"]: r for r in pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()}
     model, constant = rows["dev/model"], rows["offline/says-CORRECT"]
@@ -149,3 +168,4 @@ def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     for category, win in wins.items():
         assert model[f"{category} mean_win_rate"] == win and constant[f"{category} mean_win_rate"] == 1 - win
         assert model[f"{category}_efficiency mean_win_rate"] is not None
+    assert "mimiciv_billing_code" not in model and "administration_and_workflow mean_win_rate" not in model

@@ -232,3 +232,31 @@ def test_med_dialog_subsets_and_aci_bench_read_src_and_tgt(tmp_path):
     assert [i.split for i in aci] == ["train", "test", "test", "test"]
     assert aci[1].input.text == "Doctor-patient dialogue:\n\n[doctor] fixture visit one [ans:] [judge-a:5,5,5]"
     assert METRICS.get("aci_bench_accuracy").judge == "aci_bench"
+
+
+# --------------------------------------------------------------------------- credential-gated
+@pytest.mark.parametrize("prediction, reference, helm", [
+    ("**I10**, E11.9, and Z79.4.", "I10,E11.9,N18.3", (2 / 3, 2 / 3, 2 / 3)),
+    ("none", "I10", (0.0, 0.0, 0.0)), ("I10 I10", "I10", (1.0, 1.0, 1.0)), ("", "I10", (0.0, 0.0, 0.0)),
+    ("A1.23456", "A1.2345", (0.0, 0.0, 0.0)),
+])
+def test_billing_codes_micro_scores_are_helms(prediction, reference, helm):
+    # `helm`: HELM 0.5.16's MIMICIVBillingCodeMetric (precision, recall, F1) on the same texts
+    instance = Instance(id="1", input=Input(text="n"), references=[Reference(text=reference, correct=True)])
+    out = _score("mimiciv_billing_code_f1", instance, prediction)
+    assert (out["mimiciv_billing_code_precision"], out["mimiciv_billing_code_recall"],
+            out["mimiciv_billing_code_f1"]) == pytest.approx(helm)
+
+
+def test_billing_codes_read_the_users_feather_file_from_data_path(tmp_path):
+    from helmflow.datasets import gated_missing
+    from tests.support.medhelm_fixtures import billing_feather
+
+    absent = get_scenario("mimiciv_billing_code", {"data_path": str(tmp_path)})
+    assert "physionet.org/content/mimiciv" in gated_missing(absent)[0]
+    (tmp_path / "mimiciv_icd10.feather").write_bytes(billing_feather())
+    scen = get_scenario("mimiciv_billing_code", {"data_path": str(tmp_path)})
+    assert gated_missing(scen) == []
+    instances = scen.load({"mimiciv_icd10.feather": scen.sources()[0].url})
+    assert [i.references[0].text for i in instances] == ["I10,E11.9,N18.3", "J18.9"]
+    assert scen.publish_text is False

@@ -189,6 +189,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     console.print(f"[bold]{plan.spec.name}[/] version {plan.spec.version} (board version {plan.board_version})")
     if plan.spec.description:
         console.print(plan.spec.description)
+    for label, why in plan.left_out.items():
+        console.print(f"left out: {label}: {why}", style="yellow", markup=False, soft_wrap=True)
     if plan.spec.prompts:
         console.print("prompt wording replaced (`helmflow prompts` shows the texts): "
                       f"{', '.join(sorted(plan.spec.prompts))}", markup=False)

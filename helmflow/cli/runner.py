@@ -96,6 +96,8 @@ def _run_board(request: RunRequest) -> int:
     console.print(f"storage: {store.root}", soft_wrap=True, markup=False)  # a path never breaks across lines
     for line in launch.unverified:
         console.print(f"UNVERIFIED data: {line}", style="yellow", markup=False)
+    for label, why in plan.left_out.items():
+        console.print(f"left out: {label}: {why}", style="yellow", markup=False, soft_wrap=True)
     from helmflow.terminal import count_line
 
     console.print(count_line(plan.spec.name, len(plan.scenarios), len(plan.perturbed), len(plan.spec.models),

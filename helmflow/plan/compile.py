@@ -280,6 +280,12 @@ def plan_board(
             raise BoardError(f"board {spec.name!r} has no scenario {', '.join(missing)}; "
                              f"it has: {', '.join(sorted(known))}")
         entries = [e for e in entries if e.name in scenarios or e.label in scenarios]
+    left_out = gated_left_out(entries)
+    entries = [e for e in entries if (e.label or e.name) not in left_out]
+    if not entries:
+        raise BoardError(f"board {spec.name!r}: every scenario it would run is credential-gated and not on this "
+                         "machine: "
+                         + "; ".join(f"{k}: {v}" for k, v in left_out.items()))
     effective = spec.model_copy(update={"models": chosen_models, "scenarios": entries})
     if max_instances is not None and not chosen.adaptive:  # adaptive: N items asked from the whole pool
         effective = effective.model_copy(update={"max_instances": max_instances})
@@ -300,7 +306,7 @@ def plan_board(
             raise BoardError(f"board {spec.name!r}: aspect {aspect!r} names {', '.join(unknown_members)}, which is no "
                              f"scenario group or label of the board")
     group_names = sorted({s.group for s in scenario_plans if s.group})
-    if scenarios:  # a selection keeps the group columns of the scenarios it runs
+    if scenarios or left_out:  # a selection (or gated data left out) keeps the group columns of the scenarios it runs
         groups = [g.model_copy(update={"columns": [c for c in g.columns
                                                    if c.scenario in labels or c.scenario in group_names]})
                   for g in spec.metric_groups]
@@ -337,7 +343,22 @@ def plan_board(
         perturbed=perturbed,
         runs=runs,
         selection=chosen.narrowing(spec, effective, judged=bool(judged)),
+        left_out=left_out,
     )
+
+
+def gated_left_out(entries: list[ScenarioEntry]) -> dict[str, str]:
+    """Entry label -> why the board runs without it: a credential-gated file of its scenario that is on no
+    mirror of this machine (``DataSource.gated``). Scenarios without gated files are never looked at."""
+    from helmflow.datasets import gated_missing
+    from helmflow.scenarios import get_scenario
+
+    out = {}
+    for entry in entries:
+        scen = get_scenario(entry.name, entry.params)
+        if any(s.gated for s in scen.sources()) and (missing := gated_missing(scen)):
+            out[entry.label or entry.name] = "; ".join(missing)
+    return out
 
 
 def _jury(board: str, names: list[str], deployments: dict[str, Deployment], judged: list[ScenarioPlan],

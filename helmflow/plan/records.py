@@ -89,6 +89,8 @@ class BoardPlan(BaseModel):
     # How this run narrows its board (Selection.narrowing: models, scenarios, sample, judges); empty for
     # the board as written. A release with a selection is a subset: it never moves ``latest.json``.
     selection: dict[str, Any] = Field(default_factory=dict)
+    # scenario label -> why the board runs without it (its credential-gated data is not on this machine)
+    left_out: dict[str, str] = Field(default_factory=dict)
 
     @property
     def subset(self) -> bool:

@@ -281,3 +281,19 @@ def policy(prompt: str, payload: dict) -> str:
         return sql
     found = re.search(r"\[ans:(.*?)\]", prompt)
     return found.group(1) if found else "A"
+
+
+# --------------------------------------------------------------------------- credential-gated: MIMIC-IV billing codes
+BILLING_ROWS = [("Discharge summary: fixture hypertension and diabetes. [ans:**I10**, E11.9, and Z79.4.]",
+                 ["I10", "E11.9", "N18.3"]),
+                ("Discharge summary: fixture pneumonia. [ans:J18.9]", ["J18.9"])]
+
+
+def billing_feather() -> bytes:
+    import pyarrow.feather as feather
+
+    table = pa.table({"text": [t for t, _ in BILLING_ROWS], "target": [c for _, c in BILLING_ROWS],
+                      "hadm_id": [20000001, 20000002]})
+    buf = io.BytesIO()
+    feather.write_feather(table, buf)
+    return buf.getvalue()
