@@ -20,7 +20,9 @@ HELM_V1_JURY = ["openai/gpt-4o-2024-05-13", "together/llama-3.1-405b-instruct-tu
                 "anthropic/claude-3-5-sonnet-20241022"]
 HELM_HEAD_JURY = ["openai/gpt-4o-2024-05-13"]
 MAX_INSTANCES = 1000
-REPRODUCIBLE = ("capabilities", "safety", "lite", "mmlu", "enterprise", "medhelm", "classic", "heim")
+REPRODUCIBLE = ("capabilities", "safety", "lite", "mmlu", "enterprise", "medhelm", "classic", "heim", "torr")
+#: boards HELM ran with a --max-eval-instances of its own (ToRR: 100 per run, run_entries_torr.conf's flags)
+HELM_CAPS = {"torr": 100}
 #: boards whose HELM conf caps each entry itself (run expanders such as HEIM's ``heim_default``): their
 #: scenarios' default adapters carry those caps, so reproducing them sets no board-wide cap
 PER_ENTRY_CAPS = ("heim",)
@@ -47,6 +49,8 @@ def official_spec(board: str, variant: str) -> dict[str, Any]:
     spec = with_variant(board, variant)
     if board in PER_ENTRY_CAPS:
         return spec
+    if board in HELM_CAPS:
+        return {**spec, "max_instances": HELM_CAPS[board]}
     return {**spec, "max_instances": max(spec.get("max_instances") or 0, MAX_INSTANCES)}
 
 

@@ -41,6 +41,9 @@ class TabFact(Scenario[TableParams]):
                     "the instructions are helmflow's own sentences and an Answer: label precedes each label; the "
                     "examples are drawn by HELM's seeded class-balanced draw, not unitxt's demo sampler")
 
+    helm_differences = ("tab_fact: unitxt reads wenhu/tab_fact's Parquet conversion unpinned; here it is read from a "
+                        "mirror only, pinned by each file's sha256 at first use",)
+
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=f"{split}.parquet", url=self.hub_url(f"tab_fact/{split}/0000.parquet"))
                 for split, _ in SPLITS]
