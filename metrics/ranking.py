@@ -99,8 +99,37 @@ def check_judged(inst: Instance) -> None:
                           "at least one relevant")
 
 
+def from_helm(helm_instance: dict) -> dict:
+    """Our ``extra`` from a HELM MS MARCO instance's reference tags (``docid=``, ``relevance=``, ``rank=``); judgements
+    above 1 mean the graded (TREC) track. HELM's instance does not say its run's ``valid_topk``: no topk stats."""
+    relevance, rank, docids = [], [], []
+    for ref in helm_instance.get("references") or []:
+        tags = dict(t.split("=", 1) for t in ref.get("tags") or [] if isinstance(t, str) and "=" in t)
+        try:
+            relevance.append(int(tags["relevance"]) if "relevance" in tags else None)
+            rank.append(int(tags["rank"]) if "rank" in tags else None)
+            docids.append(int(tags["docid"]) if "docid" in tags else None)
+        except ValueError:
+            return {}
+    if not any(relevance):
+        return {}
+    return {"relevance": relevance, "rank": rank, "docids": docids,
+            "graded_relevance": max(r or 0 for r in relevance) > 1, "topk": None}
+
+
+def to_helm(inst: Instance) -> dict:
+    relevance = inst.extra.get("relevance")
+    if not isinstance(relevance, list) or len(relevance) != len(inst.references):
+        return {}
+    none = [None] * len(relevance)
+    rank, docids = inst.extra.get("rank") or none, inst.extra.get("docids") or none
+    return {"tags": [[*([f"docid={d}"] if d is not None else []), *(["correct"] if ref.correct else []),
+                      *([f"relevance={rel}"] if rel else []), *([f"rank={k}"] if k else [])]
+                     for ref, rel, k, d in zip(inst.references, relevance, rank, docids, strict=True)]}
+
+
 @metric("ranking", version="1", requires=("pytrec_eval",), extra="classic", check=check_judged,
-        helm=HelmEquivalent(tuple(stat_name(m) for m in measures(True))))
+        helm=HelmEquivalent(tuple(stat_name(m) for m in measures(True)), from_helm, to_helm))
 def ranking(x: MetricInput) -> dict[str, float]:
     """HELM's ranking measures per query, averaged over train trials (one ranking per trial)."""
     extra = x.instance.extra

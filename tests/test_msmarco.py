@@ -15,6 +15,7 @@ import pytest
 from helmflow.adapters import adapt
 from helmflow.metrics import METRICS
 from helmflow.metrics.base import MetricInput
+from helmflow.metrics.ranking import from_helm, to_helm
 from helmflow.records import Completion, Deployment, Input, Instance, Reference
 from helmflow.request_builder import build_requests
 from helmflow.scenarios import get_scenario
@@ -32,14 +33,10 @@ def _digest(obj) -> str:
 
 
 def _as_helm(inst: Instance) -> list:
-    """An instance as HELM's: [split, query, [[passage, tags]]] with its docid, correct, relevance and rank tags."""
-    refs = []
-    for j, ref in enumerate(inst.references):
-        rel, rank = inst.extra["relevance"][j], inst.extra["rank"][j]
-        tags = [f"docid={inst.extra['docids'][j]}", *(["correct"] if ref.correct else []),
-                *([f"relevance={rel}"] if rel else []), *([f"rank={rank}"] if rank else [])]
-        refs.append([ref.text, tags])
-    return [inst.split, inst.input.text, refs]
+    """An instance as HELM's: [split, query, [[passage, tags]]], the tags (docid, correct, relevance, rank) being
+    what the ranking metric writes for HELM (``to_helm``)."""
+    tags = to_helm(inst)["tags"]
+    return [inst.split, inst.input.text, [[ref.text, t] for ref, t in zip(inst.references, tags, strict=True)]]
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +49,17 @@ def files(tmp_path_factory) -> dict[str, str]:
                                              ({"track": "trec", "valid_topk": 30}, "trec,30")])
 def test_instances_are_helms(files, params, key):
     """HELM's Random(1885) shuffles, query filters, train pairs and valid reference sets, reference for reference."""
-    ours = [_as_helm(i) for i in get_scenario("msmarco", params).load(files)]
+    instances = get_scenario("msmarco", params).load(files)
+    ours = [_as_helm(i) for i in instances]
     expected = HELM["instances"][key]
     assert (ours == expected) if isinstance(expected, list) else (_digest(ours) == expected)
+    # and back: HELM's tags give the judgements the metric reads (import-helm)
+    for inst, (_, _, refs) in zip(instances, ours, strict=True):
+        back = from_helm({"references": [{"tags": tags} for _, tags in refs]})
+        # a judgement of 0 has no tag in HELM (it is read as unjudged, the same to trec_eval)
+        assert (back["relevance"], back["rank"], back["docids"]) == (
+            [r or None for r in inst.extra["relevance"]], inst.extra["rank"], inst.extra["docids"])
+        assert back["graded_relevance"] == (params["track"] == "trec" and max(r or 0 for r in back["relevance"]) > 1)
 
 
 def test_tracks_differ_in_main_metric_and_judgements(files):
@@ -148,3 +153,38 @@ def test_msmarco_runs_end_to_end_through_eval(tmp_path, prefect_server):
         expected.append(ranking_stats(outputs, inst.extra["relevance"], inst.extra["rank"], False, 11)["RR@10"])
     summary = {(s["name"], s["split"]): s for s in pq.read_table(run_dir / "summary.parquet").to_pylist()}
     assert summary[("RR@10", "valid")]["mean"] == pytest.approx(sum(expected) / len(expected))
+
+
+def test_a_helm_msmarco_run_imports_and_its_measures_reproduce(tmp_path):
+    """A HELM ranking_binary run (one TREC query, the graded case above): its seven request states import as one
+    generation per passage, the judgements come from HELM's reference tags, and RR@10 and NDCG@10 recompute to
+    crfm-helm 0.5.16's values."""
+    pytest.importorskip("pytrec_eval")
+    from tests.support.helm_fixtures import GPT, _per_instance, instance, request_state, run_stat, write_run
+
+    case = HELM["ranking_cases"][2]
+    refs = [(f"toy passage {i}", [f"docid={100 + i}", *(["correct"] if rel in (2, 3) else []),
+                                  *([f"relevance={rel}"] if rel else []), *([f"rank={k}"] if k else [])])
+            for i, (rel, k) in enumerate(zip(case["relevance"], case["rank"], strict=True))]
+    inst = dict(instance("m1", "toy query", refs), split="valid")
+    helm = {name: case["helm"][name] for name in ("RR@10", "NDCG@10")}
+    stats = [run_stat(name, [value], split="valid") for name, value in helm.items()]
+    suite = tmp_path / "benchmark_output" / "runs" / "toy"
+    folder = write_run(suite, f"msmarco:track=trec,model={GPT}", "ranking_binary", GPT, [(inst, "", None)], stats,
+                       {"m1": [s | {"name": {**s["name"], "split": "valid"}} for s in _per_instance({"m1": helm})["m1"]]})
+    states = []
+    for index, (text, lps) in enumerate(case["outputs"]):
+        state = request_state(inst, f"Passage: toy passage {index}\nQuery: toy query\nAnswer:", text, GPT)
+        state["result"]["completions"] = [{"text": text, "logprob": sum(lps), "finish_reason": {"reason": "stop"},
+                                           "tokens": [{"text": "t", "logprob": lp} for lp in lps]}]
+        state.update(reference_index=index, request_mode="original")
+        states.append(state)
+    state_file = folder / "scenario_state.json"
+    state_file.write_text(json.dumps({**json.loads(state_file.read_text()), "request_states": states}))
+    out = run_cli("import-helm", str(suite), "-v", "--storage", str(tmp_path / "s"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = " ".join((out.stdout + out.stderr).split())
+    assert "MATCH RR@10 [valid]" in text and "MATCH NDCG@10 [valid]" in text and "MISMATCH" not in text, text
+    [run_dir] = (tmp_path / "s" / "runs").iterdir()
+    requests = pq.read_table(run_dir / "requests.parquet").to_pylist()
+    assert [r["reference_index"] for r in requests] == list(range(7)) and not any(r["continuation"] for r in requests)

@@ -221,10 +221,11 @@ def convert(raw: dict[str, bytes], source: str) -> Converted:
                 logprobs=echo,
                 echo=True if echo else None,
             )
-            # HELM's separate multiple choice: one request per option, the option appended to the prompt
+            # HELM's separate multiple choice: one echoed request per option, the option appended to the prompt;
+            # its binary ranking: one generation per reference (the document it asks about)
             option = rs.get("reference_index")
-            continuation = (inst.references[option].text
-                            if isinstance(option, int) and 0 <= option < len(inst.references) else None)
+            about = option if isinstance(option, int) and 0 <= option < len(inst.references) else None
+            continuation = inst.references[about].text if about is not None and echo else None
             got = res.get("completions") or []
             for k in range(n):
                 sample = int(rs.get("train_trial_index") or 0) * n + k
@@ -233,7 +234,7 @@ def convert(raw: dict[str, bytes], source: str) -> Converted:
                     request_hash=digest, instance_id=inst.id, split=inst.split, sample_index=sample, body=body,
                     num_train_instances=int(rs.get("num_train_instances") or 0),
                     prompt_truncated=bool(rs.get("prompt_truncated")), output_mapping=rs.get("output_mapping") or {},
-                    continuation=continuation,
+                    continuation=continuation, reference_index=about if not echo else None,
                     # the answer-free request of HELM's calibrated method, scored as ours is
                     request_mode="calibration" if rs.get("request_mode") == "calibration" else None,
                 ))
