@@ -430,7 +430,8 @@ class Run:
         return table["references"].take(pc.index_in(self._request_ids, value_set=table["id"].combine_chunks()))
 
     def media_names(self) -> set[str]:
-        """The images this run's pages show: request parts and image-valued references (``<sha256>.<ext>``)."""
+        """The images this run's pages show: request parts, image-valued references and generated images
+        (``<sha256>.<ext>``)."""
         return set(self.media_sources())
 
     def media_sources(self) -> dict[str, str]:
@@ -443,6 +444,11 @@ class Run:
         for body, instance in zip(rows["body_json"].to_pylist(), rows["instance_id"].to_pylist(), strict=True):
             for name in media_names(json.loads(body).get("parts")):
                 sources.setdefault(name, instance)
+        if "images" in self._footers["completions.parquet"].schema.to_arrow_schema().names:
+            generated = self._read_rows("completions.parquet", 0, self.num_rows, ["images"])["images"].to_pylist()
+            for images, instance in zip(generated, rows["instance_id"].to_pylist(), strict=True):
+                for name in media_names(images):
+                    sources.setdefault(name, instance)
         if self.references is not None:
             for refs, instance in zip(self.references.to_pylist(), self._request_ids.to_pylist(), strict=True):
                 for name in media_names([r.get("image") for r in refs or [] if r.get("image")]):
@@ -559,6 +565,7 @@ class Run:
                     output_mapping=json.loads(req["output_mapping_json"] or "{}"),
                     references=(refs[i] if refs else None) or [],
                     completion=comp["text"],
+                    images=comp.get("images") or [],  # generated images (a text-to-image run), in order
                     reasoning=comp.get("reasoning") or "",
                     notes=req.get("notes") or [],  # what the client left out of the request (e.g. temperature)
                     response=comp,

@@ -188,7 +188,25 @@
         block(left, "prompt" + examples, r.prompt, "prompt");
       }
       (r.notes || []).forEach(function (n) { left.appendChild(el("p", "muted request-note", n)); });
-      block(left, "completion", r.completion, "completion");
+      if (r.images && r.images.length) {  // a text-to-image completion: its images as a grid, the metrics under it
+        left.appendChild(el("div", "label", "generated images (" + r.images.length + ")"));
+        var grid = el("div", "image-grid");
+        r.images.forEach(function (p, j) {
+          var fig = el("figure", "generated");
+          fig.appendChild(thumb(p));
+          fig.appendChild(el("figcaption", "muted", "image " + (j + 1)));
+          grid.appendChild(fig);
+        });
+        left.appendChild(grid);
+        var under = el("table", "stats image-metrics");
+        Object.keys(r.stats || {}).sort().forEach(function (name) {
+          var tr = el("tr"); tr.appendChild(el("td", "", name)); tr.appendChild(el("td", "", fmt(r.stats[name])));
+          under.appendChild(tr);
+        });
+        left.appendChild(under);
+      } else {
+        block(left, "completion", r.completion, "completion");
+      }
       if (r.reasoning) {  // the model's thinking: kept apart from the scored answer, shown folded
         var think = el("details", "reasoning");
         think.appendChild(el("summary", "", "reasoning (" + r.reasoning_tokens + " tokens, not scored)"));
