@@ -16,21 +16,25 @@ import yaml
 from helmflow.devserver import start_dev_server
 from helmflow.scenarios.mmlu import LITE_SUBJECTS
 from helmflow.scenarios.truthful_qa import helm_options
-from tests.support.classic_fixtures import classic_source_tree, truthful_qa_rows
+from tests.support.classic_fixtures import classic_source_tree, summarization_mirrors, truthful_qa_rows
 from tests.support.cli import REPO, run_cli
 from tests.support.devserver import FAST_RETRY
 from tests.support.lite_fixtures import serve
 
+# HELM's core run groups on the board, in schema_classic's order, with their main metrics
 COLUMNS = {"mmlu": "exact_match", "boolq": "quasi_exact_match", "narrative_qa": "f1_score",
            "natural_qa_closedbook": "f1_score", "natural_qa_openbook_longans": "f1_score", "quac": "f1_score",
            "hellaswag": "exact_match", "openbookqa": "exact_match", "truthful_qa": "exact_match",
-           "msmarco_regular": "RR@10", "msmarco_trec": "NDCG@10", "imdb": "quasi_exact_match", "civil_comments": "quasi_exact_match"}  # HELM's core run groups on the board, in schema_classic's order
+           "msmarco_regular": "RR@10", "msmarco_trec": "NDCG@10", "summarization_cnndm": "rouge_2",
+           "summarization_xsum": "rouge_2", "imdb": "quasi_exact_match", "civil_comments": "quasi_exact_match"}
 DEMOGRAPHICS = ["all", "male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white"]
 # the end-to-end run's entries: every adapter method, metric and group kind of the board, half its runs
 SELECTED = ["mmlu-abstract_algebra", "mmlu-econometrics", "boolq", "narrative_qa", "quac", "hellaswag", "openbookqa",
-            "truthful_qa", "msmarco_regular", "imdb", "civil_comments-all", "civil_comments-female"]
-GENERATION = ["boolq", "narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "quac", "imdb",
-              "civil_comments"]
+            "truthful_qa", "msmarco_regular", "summarization_cnndm", "imdb", "civil_comments-all",
+            "civil_comments-female"]
+GENERATION = ["boolq", "narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "quac",
+              "summarization_cnndm", "summarization_xsum", "imdb", "civil_comments"]
+SUMMARIZATION = ["summarization_cnndm", "summarization_xsum"]  # HELM: no calibration, robustness or fairness
 
 
 def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
@@ -40,19 +44,23 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
     assert spec.aggregation == ["win_rate"] and spec.max_instances == 1000
     assert spec.board_wide == {"bias": True, "toxicity": "local/profanity-check"}
     groups = {g.name: g for g in spec.metric_groups}
-    assert list(groups) == ["accuracy", "calibration", "robustness", "fairness", "efficiency", "toxicity"]
+    assert list(groups) == ["accuracy", "calibration", "robustness", "fairness", "efficiency", "toxicity",
+                            "summarization"]
     assert [(c.scenario, c.metric) for c in groups["accuracy"].columns] == list(COLUMNS.items())
     ranking = ["msmarco_regular", "msmarco_trec"]  # HELM shows no calibration for them
-    assert [c.scenario for c in groups["calibration"].columns] == [s for s in COLUMNS if s not in ranking]
+    assert [c.scenario for c in groups["calibration"].columns] == [
+        s for s in COLUMNS if s not in ranking + SUMMARIZATION]
     for name, metric, lower in (("robustness", "robustness", False),
                                 ("fairness", "fairness", False), ("efficiency", "latency_s", True)):
         assert [(c.scenario, c.metric, c.lower_is_better) for c in groups[name].columns] == [
-            (s, metric, lower) for s in COLUMNS]
+            (s, metric, lower) for s in COLUMNS if name == "efficiency" or s not in SUMMARIZATION]
+    assert [(c.scenario, c.metric) for c in groups["summarization"].columns] == [
+        (s, f"summarization_{m}") for s in SUMMARIZATION for m in ("coverage", "density", "compression")]
     assert [(c.scenario, c.lower_is_better) for c in groups["toxicity"].columns] == [(s, True) for s in GENERATION]
     by_group = {}
     for s in spec.scenarios:
         by_group.setdefault(s.group or s.label, []).append(s)
-        assert s.perturbations == ["robustness", "fairness"]  # HELM's canonical data augmentation
+        assert s.perturbations == (None if s.name in SUMMARIZATION else ["robustness", "fairness"])  # HELM's canonical
     assert [s.label for s in by_group["mmlu"]] == [f"mmlu-{s}" for s in LITE_SUBJECTS]
     assert [s.params["demographic"] for s in by_group["civil_comments"]] == DEMOGRAPHICS
     assert by_group["openbookqa"][0].adapter["method"] == "multiple_choice_separate_calibrated"
@@ -66,7 +74,7 @@ def test_reproduce_classic_explains_every_difference_from_helm():
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
     for needle in ("Classic before v0.2.4 (run_entries.conf) averaged three draws", "HELM's recipe from v0.2.4 on",
-                   "not yet: summarization_cnndm, summarization_xsum, raft",
+                   "not yet: raft", "summarization_xsum_sampled",
                    "dialect perturbation", "denoised runtime", "HELM Classic used Perspective",
                    "boolq: HELM reads the main branches", "civil_comments: WILDS' CSV", "hellaswag: HELM reads", "quac:", "imdb:",
                    "contrast sets:", "openbookqa:"):
@@ -77,7 +85,7 @@ def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
     out = run_cli("show", "classic", env={"HELMFLOW_MIRROR": str(tmp_path / "none"), "HELMFLOW_STORAGE": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
-    assert "board classic: 25 scenarios + 75 perturbed copies x 1 model = 100 runs" in text
+    assert "board classic: 27 scenarios + 75 perturbed copies x 1 model = 102 runs" in text
     assert "not mirrored:" in text and "helmflow mirror classic --to DIR" in text
 
 
@@ -88,7 +96,8 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     mirror, storage = tmp_path / "mirror", tmp_path / "store"
     with serve(root) as host:
         out = run_cli("mirror", "classic", "--to", str(mirror), env={
-            "HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com"})
+            "HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com",
+            **summarization_mirrors(tmp_path / "hub")})
     assert out.returncode == 0, out.stdout + out.stderr
     with start_dev_server() as server:
         models = tmp_path / "models.yaml"
@@ -104,7 +113,7 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     # the entries and their mild_mix copies (every fixture text has upper case); the fairness copies of the
     # entries whose sampled texts carry no pronoun or first name change nothing and are left out
     assert {lab for lab in labels if "~" not in lab} == set(SELECTED) and "boolq~gender" in labels  # "He said ..."
-    assert all(f"{lab}~mild_mix" in labels for lab in SELECTED)
+    assert all(f"{lab}~mild_mix" in labels for lab in SELECTED if lab not in SUMMARIZATION)
     latest = json.loads((storage / "leaderboards/classic/latest-subset.json").read_text())
     rows = {r["deployment"]: r for r in pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()}
     assert set(rows) == {"dev/model", "offline/first-option"}
@@ -113,11 +122,13 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
         assert row["group:civil_comments"] == pytest.approx((row["civil_comments-all"] + row["civil_comments-female"]) / 2)
         assert row["group:mmlu"] == pytest.approx((row["mmlu-abstract_algebra"] + row["mmlu-econometrics"]) / 2)
         for column, metric in COLUMNS.items():
-            if column in ("natural_qa_closedbook", "natural_qa_openbook_longans", "msmarco_trec"):
+            if column in ("natural_qa_closedbook", "natural_qa_openbook_longans", "msmarco_trec",
+                          "summarization_xsum"):
                 assert row.get(f"group:{column}") is None  # not selected
                 continue
             assert row[f"{column}/{metric}"] == pytest.approx(row[f"group:{column}"])
-            assert row[f"{column}/robustness"] is not None and row[f"{column}/robustness"] <= row[f"group:{column}"] + 1e-9
+            if column not in SUMMARIZATION:
+                assert row[f"{column}/robustness"] <= row[f"group:{column}"] + 1e-9
             assert row[f"{column}/latency_s"] is not None
     # two models: each table's win rates sum to 1 (one wins a column, or they tie at 0.5 each)
     for table in ("accuracy", "robustness", "fairness", "efficiency"):

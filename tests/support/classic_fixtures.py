@@ -209,6 +209,18 @@ def classic_files() -> dict[str, bytes]:
             **imdb_files()}
 
 
+def summarization_mirrors(root: Path) -> dict[str, str]:
+    """CNN/DailyMail's and XSum's Parquet files (read from a mirror only) as the ``HELMFLOW_MIRROR_<NAME>``
+    variables naming their folders, for ``helmflow mirror`` to copy."""
+    from tests.support.summarization_fixtures import write_files
+
+    env = {}
+    for name, xsum in (("summarization_cnndm", False), ("summarization_xsum", True)):
+        write_files(root / name, xsum)
+        env[f"HELMFLOW_MIRROR_{name.upper()}"] = str(root / name)
+    return env
+
+
 def classic_source_tree(root: Path) -> Path:
     """HELM Lite's shared sources (small), MS MARCO's and Classic's own, under ``root/<host>/<path>``."""
     source_tree(root, small=True)
