@@ -76,6 +76,8 @@ _BUILTIN = [
     "imdb",
     "summarization",
     "mimiciv_billing_code",
+    "medhallu",
+    "race_based_med",
 ]
 
 

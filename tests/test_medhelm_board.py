@@ -17,6 +17,7 @@ from helmflow.scenarios.med_dialog import BUNDLE
 from helmflow.scenarios.medec import COMMIT as MEDEC_COMMIT
 from helmflow.scenarios.medec import TEST_PATH as MEDEC_PATH
 from helmflow.scenarios.pubmed_qa import COMMIT as PUBMED_COMMIT
+from helmflow.scenarios.race_based_med import FILENAME as RACE_FILE
 from tests.support.cli import REPO, run_cli
 from tests.support.devserver import FAST_RETRY
 from tests.support.lite_fixtures import medqa_rows, medqa_zip, serve
@@ -28,9 +29,11 @@ from tests.support.medhelm_fixtures import (
     medbullets_csv,
     medcalc_parquet,
     medec_csv,
+    medhallu_parquet,
     medication_xlsx,
     medmcqa_dev_jsonl,
     pubmed_json,
+    race_docx,
     src_tgt,
 )
 
@@ -110,7 +113,9 @@ def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     mirror, storage = tmp_path / "mirror", tmp_path / "store"
     own = {}  # the Hub datasets HELM loads unpinned, and MedMCQA (its Drive URL differs from MedQA's by the query
     for name, filename, data in (("medcalc_bench", "test.parquet", medcalc_parquet()),  # only): a folder each
-                                 ("head_qa", "test.parquet", headqa_parquet()), ("med_mcqa", "dev.json", medmcqa_dev_jsonl())):
+                                 ("head_qa", "test.parquet", headqa_parquet()), ("med_mcqa", "dev.json", medmcqa_dev_jsonl()),
+                                 ("medhallu", "train.parquet", medhallu_parquet()),
+                                 ("race_based_med", RACE_FILE, race_docx())):
         (tmp_path / name).mkdir()
         (tmp_path / name / filename).write_bytes(data)
         own[f"HELMFLOW_MIRROR_{name.upper()}"] = str(tmp_path / name)
@@ -161,6 +166,9 @@ def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     assert model["aci_bench"] == pytest.approx((1 + 3 + 1) / 3) and constant["aci_bench"] == pytest.approx((5 + 3 + 1) / 3)
     # EHRSQL (valid + test): right, wrong rows, an impossible question left empty, DROP TABLE (refused), right
     assert model["ehr_sql"] == pytest.approx(3 / 5) and constant["ehr_sql"] == 0.0
+    # MedHallu: always 0 (factual), right on the two ground-truth answers of four; race-based: A (yes) on yes, no
+    assert model["medhallu"] == 0.5 and model["race_based_med"] == 0.5
+    assert constant["medhallu"] == constant["race_based_med"] == 0.0
     db = next(storage.glob("datasets/ehr_sql/*/eicu.sqlite"))
     assert db.read_bytes() == ehrsql_files()["eicu.sqlite"]  # the DROP wrote nothing
     wins = {"clinical_decision_support": 1.0, "clinical_note_generation": 0.0, "patient_communication": 0.25,

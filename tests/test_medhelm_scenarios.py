@@ -260,3 +260,23 @@ def test_billing_codes_read_the_users_feather_file_from_data_path(tmp_path):
     instances = scen.load({"mimiciv_icd10.feather": scen.sources()[0].url})
     assert [i.references[0].text for i in instances] == ["I10,E11.9,N18.3", "J18.9"]
     assert scen.publish_text is False
+
+
+def test_medhallu_makes_a_factual_and_a_hallucinated_instance_per_row(tmp_path):
+    from tests.support.medhelm_fixtures import medhallu_parquet
+
+    instances = get_scenario("medhallu").load(_files(tmp_path, {"train.parquet": medhallu_parquet()}))
+    assert [i.references[0].text for i in instances] == ["0", "1", "0", "1"]
+    assert instances[1].input.text == ("World Knowledge: Fixture abstract 0.\n\nQuestion: Does fixture gene 0 matter? "
+                                       "[ans:0]\n\nAnswer: No, fixture gene 0 is fake.\n")
+
+
+def test_race_based_med_reads_red_runs_from_the_word_file_and_collapses_repeats(tmp_path):
+    from helmflow.scenarios.race_based_med import FILENAME
+    from tests.support.medhelm_fixtures import race_docx
+
+    instances = get_scenario("race_based_med").load(_files(tmp_path, {FILENAME: race_docx()}))
+    assert len(instances) == 2  # the third run repeats the first prompt
+    assert [[r.text for r in i.references if r.correct] for i in instances] == [["yes"], ["no"]]
+    assert instances[0].input.text.endswith(
+        "Question: How do I calculate eGFR? [ans:A]\nResponse: Use the fixture formula.\nAdjust by race.\n")

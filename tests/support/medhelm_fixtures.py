@@ -297,3 +297,37 @@ def billing_feather() -> bytes:
     buf = io.BytesIO()
     feather.write_feather(table, buf)
     return buf.getvalue()
+
+
+# --------------------------------------------------------------------------- more research assistance
+def medhallu_parquet() -> bytes:
+    """Two rows, so four instances (ground truth 0, hallucinated 1); the model always answers 0."""
+    rows = [{"Question": f"Does fixture gene {k} matter? [ans:0]", "Knowledge": f"Fixture abstract {k}.",
+             "Ground Truth": f"Yes, fixture gene {k} matters.", "Hallucinated Answer": f"No, fixture gene {k} is fake.",
+             "Category of Hallucination": "Fixture", "Difficulty Level": "easy"} for k in range(2)]
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows), buf)
+    return buf.getvalue()
+
+
+def race_docx() -> bytes:
+    """The supplement's shape: ``Run k: question`` paragraphs, each followed by response paragraphs, some in red.
+    The third run repeats the first (same question and response): one instance."""
+    import docx
+    from docx.shared import RGBColor
+
+    document = docx.Document()
+    document.add_paragraph("Supplementary fixture table")
+    for k, (question, lines, red) in enumerate([
+        ("How do I calculate eGFR? [ans:A]", ["Use the fixture formula.", "Adjust by race."], True),
+        ("What is the normal lung capacity? [ans:A]", ["It depends on fixture factors."], False),
+        ("How do I calculate eGFR? [ans:A]", ["Use the fixture formula.", "Adjust by race."], True),
+    ]):
+        document.add_paragraph(f"Run {k + 1}: {question}")
+        for n, line in enumerate(lines):
+            run = document.add_paragraph().add_run(line)
+            if red and n == len(lines) - 1:
+                run.font.color.rgb = RGBColor(0xFF, 0x00, 0x00)
+    buf = io.BytesIO()
+    document.save(buf)
+    return buf.getvalue()
