@@ -143,9 +143,27 @@ def test_ctrl_c_leaves_the_batches_running_and_the_rerun_collects_them(prefect_s
     assert stats["batches"] == 2 * SCENARIOS and stats["batch_answered"] == 0  # nothing cancelled, nothing new
     records = [json.loads(p.read_text()) for p in (tmp_path / "store/batches").rglob("*.json")]
     assert len(records) == 2 * SCENARIOS and all(r["state"] == "live" for r in records)
+    # `batches list` names each; `batches cancel --batch ID` stops one at the provider, an unknown id is one line
+    store = ["--storage", str(tmp_path / "store")]
+    listed = run_cli_text("batches", "list", *store, env=ENV)
+    assert listed.returncode == 0 and all(r["batch_id"] in listed.stdout for r in records), listed.stdout
+    assert f"{2 * SCENARIOS} batch(es) running" in listed.stdout
+    wrong = run_cli_text("batches", "cancel", "--batch", "batch_nope", *store, env=ENV)
+    assert wrong.returncode == 2 and wrong.stdout.strip().count("\n") == 0 and "batch_nope" in wrong.stdout
+    gone = next(r for r in records if r["deployment"] == "dev/gpt")
+    cancelled = run_cli_text("batches", "cancel", "--batch", gone["batch_id"], "--models-file",
+                             str(tmp_path / "models.yaml"), *store, env=ENV)
+    assert cancelled.returncode == 0 and "1 of 1 batch(es) cancelled" in cancelled.stdout, cancelled.stdout
+    # the provider bills a cancelled batch for the lines it finished: the dev server's first half
+    assert dev_server.stats()["batch_answered"] == len(gone["hashes"]) // 2
     dev_server.configure(batch_delay_s=0)
     done = run_cli_text(*args, "--batch", env=ENV)
     assert done.returncode == 0, done.stdout
     final = dev_server.stats()
-    assert final["batches"] == 2 * SCENARIOS and final["batch_lines"] == final["batch_answered"] == total
-    assert final["batch_line_repeats"] == 0 and final["requests"] == 0
+    # the cancelled batch finished its first half (the dev server's batch_done_fraction): the rerun kept those and
+    # sent the other half once more, in one new batch; the three others were collected whole
+    unfinished = len(gone["hashes"]) // 2
+    assert final["batches"] == 2 * SCENARIOS + 1 and final["batch_line_repeats"] == unfinished
+    assert final["batch_lines"] == total + unfinished and final["batch_answered"] == total
+    assert final["batch_answered_repeats"] == 0 and final["requests"] == 0
+    assert "no provider batch" in run_cli_text("batches", "list", *store, env=ENV).stdout

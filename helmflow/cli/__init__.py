@@ -34,6 +34,7 @@ COMMAND_MODULES: list[str] = [
     "helmflow.cli.compare",
     "helmflow.cli.calibrate",
     "helmflow.cli.server",
+    "helmflow.cli.batches",
 ]
 
 # --help lists commands in the order a user reaches for them; commands not named here follow, as registered
