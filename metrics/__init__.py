@@ -218,6 +218,7 @@ _BUILTIN = [
     "skin_tone",
     "psnr",
     "uiqi",
+    "multi_scale_ssim",
     "clip_score",
     "medhelm_jury",
     "table_reasoning",

@@ -31,14 +31,15 @@ def gaussian_window(size: int = KERNEL, sigma: float = SIGMA) -> np.ndarray:
     return gauss / gauss.sum()
 
 
-def local_mean(images: np.ndarray, size: int = KERNEL, sigma: float = SIGMA) -> np.ndarray:
-    """The Gaussian-weighted mean of every window wholly inside the image (last two axes)."""
+def local_mean(images: np.ndarray, size: int = KERNEL, sigma: float = SIGMA, crop: bool = True) -> np.ndarray:
+    """The Gaussian-weighted mean around every pixel of the last two axes, the image reflected at its edges
+    (torch's ``reflect`` padding: scipy's ``mirror``); ``crop``: only the windows wholly inside the image."""
     from scipy.ndimage import correlate1d
 
     g = gaussian_window(size, sigma)
     pad = (size - 1) // 2
     out = correlate1d(correlate1d(images, g, axis=-1, mode="mirror"), g, axis=-2, mode="mirror")
-    return out[..., pad:-pad, pad:-pad]
+    return out[..., pad:-pad, pad:-pad] if crop else out
 
 
 def uiqi(generated: np.ndarray, reference: np.ndarray) -> float:

@@ -22,7 +22,7 @@ CORE_METRICS = ["image_efficiency", "fractal_dimension", "clip_score"]
 #: HELM's bias metrics that need no weights
 BIAS_METRICS = ["skin_tone"]
 #: HELM's reference-based metrics that need no weights (MS-COCO)
-REFERENCE_METRICS = ["psnr", "uiqi"]
+REFERENCE_METRICS = ["psnr", "multi_scale_ssim", "uiqi"]
 #: HEIM's number of images per prompt on its normal runs
 NUM_IMAGES = 4
 #: HEIM's instance cap per entry (the ``heim_default`` run expander; MS-COCO FID takes 30,000, art styles 17)
