@@ -11,6 +11,10 @@
 - ``accuracy`` (TabFact, TURL; unitxt's ``Accuracy`` after ``take_first_non_empty_line`` and
   ``lower_case_till_punc``): 1 when the processed output equals a processed reference.
 
+- ``rougeL`` (SciGen; unitxt's ``Rouge``, the card's template lower-casing both sides): Google's
+  rouge-score ROUGE-L F-measure **without** a stemmer, the best over the references (``score_multi``).
+  HELM's other boards' ``rouge_l`` stems (Porter), so the two differ on inflected words.
+
 spaCy's tokenizer is ``spacy.blank("en")``: the rules ``en_core_web_sm``'s tokenizer is built from (unitxt
 loads that model with every other component disabled), without the model download.
 """
@@ -109,6 +113,24 @@ def label_accuracy(golds: list[str], output: str) -> float:
 def accuracy(x: MetricInput) -> dict[str, float]:
     output = _output(x)
     return {} if output is None or not x.correct_texts else {"accuracy": label_accuracy(x.correct_texts, output)}
+
+
+@cache
+def _rouge_l_unstemmed() -> Any:
+    from rouge_score.rouge_scorer import RougeScorer
+
+    return RougeScorer(["rougeL"], use_stemmer=False)
+
+
+def unitxt_rouge_l(golds: list[str], output: str) -> float:
+    """unitxt's ``Rouge`` rougeL of one output (after the card's lower-casing), best over the references."""
+    return float(_rouge_l_unstemmed().score_multi([g.lower() for g in golds], output.lower())["rougeL"].fmeasure)
+
+
+@metric("rougeL", version="1", requires=("rouge_score",), extra="torr", helm=HelmEquivalent(("rougeL",)))
+def rouge_l_unitxt(x: MetricInput) -> dict[str, float]:
+    output = _output(x)
+    return {} if output is None or not x.correct_texts else {"rougeL": unitxt_rouge_l(x.correct_texts, output)}
 
 
 @across_runs("variant_robustness", version="1",

@@ -57,6 +57,7 @@ _BUILTIN = [
     "legal_contract_summarization",
     "wikitq",
     "tab_fact",
+    "scigen",
     "medcalc_bench",
     "medec",
     "ehr_sql",

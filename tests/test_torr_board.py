@@ -1,4 +1,4 @@
-"""The ToRR board: its 70 entries grouped per dataset, the robustness cells (1 - range per instance over a
+"""The ToRR board: its 105 entries grouped per dataset, the robustness cells (1 - range per instance over a
 dataset's runs, averaged over instance ids) against a hand computation, and `helmflow run torr` end to end
 on fixture mirrors with two offline constant models on a real Prefect server (a reduced set of variants)."""
 
@@ -26,9 +26,9 @@ VARIANTS = ["wikitq-csv-none", "wikitq-markdown-transpose", "wikitq-json-shuffle
 
 def test_the_board_is_seven_serialisations_by_five_augmentations_per_dataset():
     spec = load_board("torr")
-    assert len(spec.scenarios) == 70 and spec.aggregation == ["mean"] and spec.max_instances == 100
+    assert len(spec.scenarios) == 105 and spec.aggregation == ["mean"] and spec.max_instances == 100
     cells = {(s.group, s.params["serialization"], s.params["augmentation"]) for s in spec.scenarios}
-    assert len(cells) == 70 and {g for g, _, _ in cells} == {"wikitq", "tab_fact"}
+    assert len(cells) == 105 and {g for g, _, _ in cells} == {"wikitq", "tab_fact", "scigen"}
     assert {g.name: g.aggregation for g in spec.metric_groups} == {"performance": ["mean"], "robustness": ["mean"]}
 
 

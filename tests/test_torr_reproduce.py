@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.support.cli import run_cli
 
-NOT_PORTED = ("fin_qa", "numeric_nlg", "qtsumm", "scigen", "tablebench", "turl_col_type")
+NOT_PORTED = ("fin_qa", "numeric_nlg", "qtsumm", "tablebench", "turl_col_type")
 
 
 def test_reproduce_torr_explains_the_cap_the_missing_datasets_and_the_pins(tmp_path):
@@ -12,11 +12,12 @@ def test_reproduce_torr_explains_the_cap_the_missing_datasets_and_the_pins(tmp_p
     assert out.returncode == 0, out.stdout + out.stderr
     text = " ".join(out.stdout.split())
     assert "reproducing torr (v1): at most 100 instances per scenario" in text  # HELM's --max-eval-instances 100
-    assert "2 of HELM's 10 ToRR datasets are ported (wikitq, tab_fact)" in text
+    assert "3 of HELM's 10 ToRR datasets are ported (wikitq, tab_fact, scigen)" in text
     for name in NOT_PORTED:
         assert name in text, name
     assert "pins: HELM's ToRR recipes read unitxt's catalog" in text
     assert "wikitq: the question and table files come from the 1.0.2 release zip" in text
     assert "tab_fact: unitxt reads wenhu/tab_fact's Parquet conversion unpinned" in text
+    assert "scigen: unitxt reads kasnerz/scigen's main branch unpinned" in text
     assert "insert_empty_rows:" in text and "robustness:" in text
     assert not (tmp_path / "store").exists()  # --explain runs nothing

@@ -74,3 +74,39 @@ def write_mirror(root: Path) -> Path:
     for split, _ in SPLITS:
         (root / "tab_fact" / "unpinned" / f"{split}.parquet").write_bytes(tab_fact_parquet(split))
     return root
+
+
+# SciGen: (table_caption, table_column_names, table_content_values, text) per split, the columns as the Hub's
+# Parquet files hold them (Python literal lists in strings); a row with no values ("[]") is dropped by the card
+SCIGEN_SCHEMA = pa.schema([("paper", pa.string()), ("paper_id", pa.string()), ("table_caption", pa.string()),
+                           ("table_column_names", pa.large_string()), ("table_content_values", pa.large_string()),
+                           ("text", pa.large_string())])
+SCIGEN_HEADER = "['Model', 'Acc.', 'F1']"
+SCIGEN_VALUES = "[['base', '71.2', '68.0'], ['ours', '[BOLD] 74.5', '70.1']]"
+SCIGEN = {
+    "train": [("Table 1: results on dev.", SCIGEN_HEADER, SCIGEN_VALUES, "ours beats base by 3.3 points."),
+              ("Table 2: empty.", SCIGEN_HEADER, "[]", "nothing to say."),
+              ("Table 3: ablation.", "['Setting', 'Acc.']", "[['full', '74.5'], ['no pretraining', '69.9']]",
+               "pretraining adds 4.6 points.")],
+    "validation": [("Table 4: sizes.", "['Split', 'Size']", "[['train', '1000']]", "the train split has 1000 rows.")],
+    "test": [("Table 5: test results.", SCIGEN_HEADER, SCIGEN_VALUES, "ours improves accuracy and f1."),
+             ("Table 6: none.", SCIGEN_HEADER, "[]", "no values."),
+             ("Table 7: speed.", "['Model', 'Tokens/s']", "[['base', '410'], ['ours', '395']]",
+              "the models run at similar speeds.")],
+}
+
+
+def scigen_parquet(split: str, rows: list[tuple[str, str, str, str]] | None = None) -> bytes:
+    records = [{"paper": "A paper", "paper_id": f"{split}-{k}", "table_caption": c, "table_column_names": h,
+                "table_content_values": v, "text": t} for k, (c, h, v, t) in enumerate(rows or SCIGEN[split])]
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(records, schema=SCIGEN_SCHEMA), buf)
+    return buf.getvalue()
+
+
+def write_scigen_mirror(root: Path) -> Path:
+    """SciGen's three split files at ``<root>/scigen/unpinned/<split>.parquet``."""
+    (root / "scigen" / "unpinned").mkdir(parents=True, exist_ok=True)
+    for split in SCIGEN:
+        (root / "scigen" / "unpinned" / f"{split}.parquet").write_bytes(scigen_parquet(split))
+    return root
