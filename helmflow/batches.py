@@ -26,6 +26,7 @@ polling and leaves the batches running: the next run of the same command collect
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import time
@@ -162,13 +163,60 @@ def _error(req: Request, message: str, attempts: int) -> Completion:
                       error=message, attempts=attempts, created_at=datetime.now(UTC).isoformat())
 
 
+class Watch:
+    """The cell's progress artifact in Prefect while it waits on provider batches: one per chunk, created at
+    the first poll and updated as lines finish (the task run's Artifacts tab shows a bar). ``context`` is the
+    task run's (captured in its thread, :func:`task_context`); without one nothing is written. A failure to
+    write it is logged, never the run's."""
+
+    def __init__(self, context: contextvars.Context | None, deployment: str,
+                 log: logging.Logger | logging.LoggerAdapter):
+        self.context, self.deployment, self.log = context, deployment, log
+        self.artifact_id: Any = None
+        self.last: float | None = None
+
+    async def report(self, counts: dict[str, tuple[int, int]]) -> None:
+        done, total = sum(c[0] for c in counts.values()), sum(c[1] for c in counts.values())
+        if self.context is None or not total:
+            return
+        progress = round(100.0 * done / total, 1)
+        if progress == self.last:
+            return
+        self.last = progress
+        line = f"{self.deployment}: {done:,} of {total:,} batched request(s) done, in {len(counts)} provider batch(es)"
+        await asyncio.to_thread(self.context.run, self._write, progress, line)
+
+    def _write(self, progress: float, description: str) -> None:
+        try:
+            from prefect.artifacts import create_progress_artifact, update_progress_artifact
+
+            if self.artifact_id is None:
+                self.artifact_id = create_progress_artifact(progress=progress, description=description)
+            else:
+                update_progress_artifact(self.artifact_id, progress=progress, description=description)
+        except Exception as exc:  # noqa: BLE001 - the artifact is a view; the run goes on without it
+            self.log.debug("%s: batch progress artifact not written: %s", self.deployment, exc)
+
+
+def task_context() -> contextvars.Context | None:
+    """The calling thread's context when it is a Prefect task run's (what :class:`Watch` writes under)."""
+    try:
+        from prefect.context import TaskRunContext
+    except ImportError:
+        return None
+    return contextvars.copy_context() if TaskRunContext.get() is not None else None
+
+
 async def send_batched(batch: Sender, pending: list[Request], store: Store,
                        log: logging.Logger | logging.LoggerAdapter, completion_of: CompletionOf,
-                       realtime: Callable[[Request], Awaitable[Completion]]) -> list[Completion]:
+                       realtime: Callable[[Request], Awaitable[Completion]],
+                       context: contextvars.Context | None = None) -> list[Completion]:
     """Completions for ``pending`` (none of them journaled) through the provider's batch API; past the
-    deployment's ``batch_max_wait_s`` the batches are cancelled and what they did not finish goes to ``realtime``."""
+    deployment's ``batch_max_wait_s`` the batches are cancelled and what they did not finish goes to ``realtime``.
+    With a task run's ``context`` the wait is a progress artifact of that task run (:class:`Watch`)."""
     client = batch.client
     d = client.deployment
+    watch, counts = Watch(context, d.name, log), dict[str, tuple[int, int]]()
     ledger = Ledger(store, d.name)
     want = {r.request_hash: r for r in pending}
     records = await asyncio.to_thread(ledger.records)
@@ -329,8 +377,10 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
                 continue
             log.info("batch %d/%d: %s of %s done (%s, %s)", i + 1, len(live), f"{state.done:,}",
                      f"{state.total:,}", rec.batch_id, state.status)
+            counts[rec.batch_id] = (state.done, state.total)
             if state.ended:
                 ended.append((rec, state.status))
+        await watch.report(counts)
         again: list[str] = []
         for rec, status in ended:
             live.remove(rec)

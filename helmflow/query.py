@@ -433,10 +433,10 @@ class Sending:
             self.progress(len(requests) - len(pending))
         fresh: list[Completion] = []
         if pending and self.batch.client.deployment.batch:
-            from helmflow.batches import send_batched
+            from helmflow.batches import send_batched, task_context
 
             fresh = run_io(send_batched(self.batch, pending, self.store, self.log, completion_of,
-                                      lambda r: _send_one(self.batch, r)))
+                                      lambda r: _send_one(self.batch, r), task_context()))
         elif pending:
             async def send() -> list[Completion]:
                 return await asyncio.gather(*(_send_one(self.batch, r) for r in pending))

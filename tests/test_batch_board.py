@@ -84,6 +84,17 @@ def test_a_batched_board_matches_real_time_at_half_the_cost(prefect_server, dev_
     assert len(records) == 2 * SCENARIOS and all(r["state"] == "ended" for r in records)
     assert sum(len(r["hashes"]) for r in records) == 2 * total
     print(f"real-time ${sum(costs_rt.values()):.6f}, batch ${sum(costs_b.values()):.6f}")
+    # each cell's wait is a progress artifact of its query task run in Prefect, at 100% once collected
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterType
+
+    lineage = [json.loads(p.read_text())["lineage"] for p in (tmp_path / "batch").glob("runs/*/run.json")]
+    with get_client(sync_client=True) as client:
+        bars = client.read_artifacts(artifact_filter=ArtifactFilter(type=ArtifactFilterType(any_=["progress"])))
+    bars = [a for a in bars if str(a.task_run_id) in {run["query_task_run_id"] for run in lineage}]
+    assert len(bars) == 2 * SCENARIOS and all(a.data == 100.0 for a in bars), bars
+    assert {a.description.split(":")[0] for a in bars} == {"dev/gpt", "dev/claude"}
+    assert all(f"{PER_SCENARIO} of {PER_SCENARIO} batched request(s) done" in a.description for a in bars)
 
 
 def test_sigkill_while_batches_run_then_rerun_pays_each_request_once(prefect_server, dev_server, tmp_path):
