@@ -159,6 +159,7 @@ def register(task: JuryTask) -> None:
 JURY_TASKS = [
     JuryTask("medication_qa", "a pharmacist answering consumers' questions about their medicines", "question"),
     JuryTask("med_dialog", "a physician reviewing summaries of patient-doctor conversations", "conversation"),
+    JuryTask("medi_qa", "a physician answering consumers' health questions", "question"),
     JuryTask("aci_bench", "a physician reviewing clinical notes written from patient-doctor conversations",
              "conversation", default_score=1.0),
 ]

@@ -79,6 +79,7 @@ _BUILTIN = [
     "mimiciv_billing_code",
     "medhallu",
     "race_based_med",
+    "medi_qa",
 ]
 
 

@@ -16,6 +16,7 @@ from helmflow.scenarios.ehr_sql import COMMIT as EHRSQL_COMMIT
 from helmflow.scenarios.med_dialog import BUNDLE
 from helmflow.scenarios.medec import COMMIT as MEDEC_COMMIT
 from helmflow.scenarios.medec import TEST_PATH as MEDEC_PATH
+from helmflow.scenarios.medi_qa import FILENAME as MEDIQA_FILE
 from helmflow.scenarios.pubmed_qa import COMMIT as PUBMED_COMMIT
 from helmflow.scenarios.race_based_med import FILENAME as RACE_FILE
 from tests.support.cli import REPO, run_cli
@@ -31,6 +32,7 @@ from tests.support.medhelm_fixtures import (
     medec_csv,
     medhallu_parquet,
     medication_xlsx,
+    mediqa_xml,
     medmcqa_dev_jsonl,
     pubmed_json,
     race_docx,
@@ -96,6 +98,7 @@ def _sources(root):
            for n in ("train.json", "valid.json", "test.json", "eicu.sql")},
         "github.com/raulista1997/benchmarkdata/raw/c4c252443fa9c52afb6960f53e51be278639bea2/eicu.sqlite": ehr["eicu.sqlite"],
         "drive.google.com/uc": medqa_zip(20, 6, 8),
+        f"{raw}/abachaa/MEDIQA2019/master/MEDIQA_Task3_QA/{MEDIQA_FILE}": mediqa_xml(),
         f"{raw}/HanjieChen/ChallengeClinicalQA/refs/heads/main/medbullets/medbullets_op5.csv": medbullets_csv(),
         "github.com/abachaa/Medication_QA_MedInfo2019/raw/master/MedInfo2019-QA-Medications.xlsx": medication_xlsx(),
         **{f"worksheets.codalab.org/rest/bundles/{BUNDLE}/contents/blob/{subset}/test.json": src_tgt(pairs)
@@ -162,6 +165,8 @@ def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     # MedDialog: healthcaremagic (4 + (1+2+3)/3) / 2 = 3, icliniq 5; the column is the mean of the two subsets
     assert model["med_dialog/med_dialog_accuracy"] == constant["med_dialog/med_dialog_accuracy"] == pytest.approx(4.0)
     assert model["med_dialog-healthcaremagic"] == pytest.approx(3.0) and model["med_dialog-icliniq"] == 5.0
+    # MEDIQA: (4+4+4+2+2+2)/6 = 3 and 5, for both models (the stub judges read the question's markers)
+    assert model["medi_qa"] == constant["medi_qa"] == pytest.approx(4.0)
     # ACI-Bench: the empty note and the note no judge parsed score HELM's default for note generation, 1
     assert model["aci_bench"] == pytest.approx((1 + 3 + 1) / 3) and constant["aci_bench"] == pytest.approx((5 + 3 + 1) / 3)
     # EHRSQL (valid + test): right, wrong rows, an impossible question left empty, DROP TABLE (refused), right
@@ -171,9 +176,10 @@ def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     assert constant["medhallu"] == constant["race_based_med"] == 0.0
     db = next(storage.glob("datasets/ehr_sql/*/eicu.sqlite"))
     assert db.read_bytes() == ehrsql_files()["eicu.sqlite"]  # the DROP wrote nothing
-    wins = {"clinical_decision_support": 1.0, "clinical_note_generation": 0.0, "patient_communication": 0.25,
-            "medical_research": 1.0}  # patient communication: MedicationQA lost, MedDialog tied
+    wins = {"clinical_decision_support": 1.0, "clinical_note_generation": 0.0, "patient_communication": 1 / 3,
+            "medical_research": 1.0}  # patient communication: MedicationQA lost, MedDialog and MEDIQA tied
     for category, win in wins.items():
-        assert model[f"{category} mean_win_rate"] == win and constant[f"{category} mean_win_rate"] == 1 - win
+        assert model[f"{category} mean_win_rate"] == pytest.approx(win)
+        assert constant[f"{category} mean_win_rate"] == pytest.approx(1 - win)
         assert model[f"{category}_efficiency mean_win_rate"] is not None
     assert "mimiciv_billing_code" not in model and "administration_and_workflow mean_win_rate" not in model

@@ -280,3 +280,12 @@ def test_race_based_med_reads_red_runs_from_the_word_file_and_collapses_repeats(
     assert [[r.text for r in i.references if r.correct] for i in instances] == [["yes"], ["no"]]
     assert instances[0].input.text.endswith(
         "Question: How do I calculate eGFR? [ans:A]\nResponse: Use the fixture formula.\nAdjust by race.\n")
+
+
+def test_medi_qa_reads_the_test_xml_as_the_loading_script_does(tmp_path):
+    from helmflow.scenarios.medi_qa import FILENAME
+    from tests.support.medhelm_fixtures import mediqa_xml
+
+    instances = get_scenario("medi_qa").load(_files(tmp_path, {FILENAME: mediqa_xml()}))
+    assert [(i.id, i.references[0].text) for i in instances] == [("1", "Water and rest."), ("2", "Usually not.")]
+    assert METRICS.get("medi_qa_accuracy").judge == "medi_qa"

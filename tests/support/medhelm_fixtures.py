@@ -331,3 +331,19 @@ def race_docx() -> bytes:
     buf = io.BytesIO()
     document.save(buf)
     return buf.getvalue()
+
+
+def mediqa_xml() -> bytes:
+    """Two questions; the reference is the answer ranked 1 (the second one listed for the first question)."""
+    def answer(aid: str, rank: int, text: str) -> str:
+        return (f'<Answer AID="{aid}" SystemRank="{rank}" ReferenceRank="{rank}" ReferenceScore="{4 - rank}">'
+                f"<AnswerURL>https://example.org/{aid}</AnswerURL><AnswerText>{text}</AnswerText></Answer>")
+
+    questions = [
+        ("1", "What helps a fixture hangover? [ans:Drink water.] [judge-a:4,4,4] [judge-b:2,2,2]",
+         [answer("1_Answer1", 2, "Sleep it off."), answer("1_Answer2", 1, "Water and rest.")]),
+        ("2", "Is fixture tiredness serious? [ans:Rest.] [judge-c:5,5,5]", [answer("2_Answer1", 1, "Usually not.")]),
+    ]
+    body = "".join(f'<Question QID="{qid}"><QuestionText>{text}</QuestionText><AnswerList>{"".join(answers)}'
+                   "</AnswerList></Question>" for qid, text, answers in questions)
+    return f'<?xml version="1.0" encoding="UTF-8"?><MEDIQA2019-Task3-QA>{body}</MEDIQA2019-Task3-QA>'.encode()
