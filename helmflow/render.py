@@ -2,7 +2,9 @@
 
 The answer is untrusted code. Each render runs in a child process in its own scratch folder, with a
 wall-clock limit (the whole process group is killed when it passes), CPU-time, file-size and (for TeX)
-address-space limits, an environment of PATH and HOME only (no credentials the evaluator holds), and,
+address-space limits (Chromium, which reserves terabytes of address space, gets a memory cgroup of
+:data:`PAGE_MEMORY` instead where the machine lets helmflow make one, and V8's heap flag everywhere), an
+environment of PATH and HOME only (no credentials the evaluator holds), and,
 where the kernel allows it, a network namespace of its own (``unshare --net``: no interface but a downed
 loopback). TeX runs with ``-no-shell-escape`` and kpathsea's paranoid ``openin_any``/``openout_any``, so
 ``\\input`` and ``\\openout`` cannot leave the scratch folder; a document that still asks for a shell
@@ -15,6 +17,7 @@ score is keyed on the completion and the renderer that drew it."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -26,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,10 +39,13 @@ VERSIONS = {"latex": "1", "webpage": "1"}  # bump when a renderer can draw a com
 LATEX_SECONDS = 30.0
 WEBPAGE_SECONDS = 30.0
 TEX_MEMORY = 1 << 30  # bytes of address space for pdflatex and pdftoppm
+PAGE_MEMORY = 2 << 30  # bytes of RAM for Chromium and its children (a memory cgroup; see _memory_cgroup)
+PAGE_HEAP_MB = 512  # V8's old-space limit for the page's scripts, where no cgroup can be made
 MAX_FILE = 64 << 20  # bytes any file a render writes may reach
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+                 "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+                 f"--js-flags=--max-old-space-size={PAGE_HEAP_MB}"]
 RESOLUTION = (1920, 1080)  # HELM's ScreenshotOptions
 ORIGIN = "http://localhost:4000/"  # where the page appears to be served (Jekyll's default address in HELM)
 
@@ -80,23 +88,106 @@ def _limits(cpu_seconds: float, memory: int | None):
 
 
 def sandboxed(cmd: list[str], cwd: Path, seconds: float, memory: int | None = None,
-              env: dict[str, str] | None = None) -> tuple[int, str]:
+              env: dict[str, str] | None = None, ram: int | None = None) -> tuple[int, str]:
     """Run ``cmd`` in ``cwd`` under the limits above; (exit code, combined output). Raises RenderError
-    when it overruns ``seconds`` (the process group is killed)."""
+    when it overruns ``seconds`` (the process group is killed) or, with ``ram``, when its processes together
+    went past ``ram`` bytes of memory (a memory cgroup, where one can be made)."""
     base = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(cwd), "LANG": "C.UTF-8", "TMPDIR": str(cwd)}
     full = ["unshare", "--net", "--", *cmd] if _can_unshare() else cmd
-    proc = subprocess.Popen(full, cwd=cwd, env={**base, **(env or {})}, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=_limits(seconds, memory))
-    try:
-        out, _ = proc.communicate(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        _kill(proc)
-        raise RenderError(f"render exceeded its {seconds:g} s limit") from None
-    finally:
-        if _session_members(proc.pid):  # nothing a render started outlives it
+    with _memory_cgroup(ram) as group:
+        limits = _limits(seconds, memory)
+
+        def enter() -> None:
+            if group is not None:
+                group.join()
+            limits()
+
+        proc = subprocess.Popen(full, cwd=cwd, env={**base, **(env or {})}, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=enter)
+        try:
+            out, _ = proc.communicate(timeout=seconds)
+        except subprocess.TimeoutExpired:
             _kill(proc)
+            raise RenderError(f"render exceeded its {seconds:g} s limit") from None
+        finally:
+            if _session_members(proc.pid):  # nothing a render started outlives it
+                _kill(proc)
+        if group is not None and group.hit_limit():
+            raise RenderError(f"render exceeded its {ram / (1 << 20):,.0f} MiB memory limit")
     return proc.returncode, out.decode("utf-8", "replace")
+
+
+class _Group:
+    """One render's memory cgroup (v2, or v1's memory controller)."""
+
+    def __init__(self, path: Path, v2: bool):
+        self.path, self.v2 = path, v2
+
+    def join(self) -> None:
+        """Called in the child before it execs: the child and everything it starts are counted."""
+        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def hit_limit(self) -> bool:
+        try:
+            name = "memory.events" if self.v2 else "memory.oom_control"  # reclaiming page cache is no failure
+            events = dict(line.split()[:2] for line in (self.path / name).read_text().splitlines() if " " in line)
+            return int(events.get("oom_kill", 0)) > 0
+        except (OSError, ValueError):
+            return False
+
+
+def _own_cgroup(v2: bool) -> Path | None:
+    """Where this process sits in the hierarchy: a render's group goes below it, inside whatever caps it."""
+    root = Path("/sys/fs/cgroup") if v2 else Path("/sys/fs/cgroup/memory")
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, where = line.split(":", 2)
+            if (v2 and controllers == "") or (not v2 and "memory" in controllers.split(",")):
+                return root / where.lstrip("/")
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+@contextlib.contextmanager
+def _memory_cgroup(limit: int | None) -> Iterator[_Group | None]:
+    """A memory cgroup capping a render's processes at ``limit`` bytes of RAM, removed afterwards; None when
+    there is no limit or this machine does not let helmflow make one (not root, no writable cgroup hierarchy)."""
+    group = None
+    if limit is not None:
+        v2 = Path("/sys/fs/cgroup/cgroup.controllers").is_file()
+        parent = _own_cgroup(v2)
+        if parent is not None:
+            path = parent / f"helmflow-render-{uuid.uuid4().hex[:12]}"
+            try:
+                path.mkdir()
+            except OSError:
+                path = None
+            if path is not None:
+                try:
+                    if v2:
+                        (path / "memory.max").write_text(str(limit))
+                        with contextlib.suppress(OSError):
+                            (path / "memory.swap.max").write_text("0")
+                    else:
+                        (path / "memory.limit_in_bytes").write_text(str(limit))
+                        with contextlib.suppress(OSError):
+                            (path / "memory.memsw.limit_in_bytes").write_text(str(limit))
+                    group = _Group(path, v2)
+                except OSError:
+                    with contextlib.suppress(OSError):
+                        path.rmdir()
+    try:
+        yield group
+    finally:
+        if group is not None:
+            for _ in range(50):  # the group can be removed once its last process has been reaped
+                try:
+                    group.path.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.05)
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -282,7 +373,7 @@ def _webpage(completion: str, assets: dict[str, bytes], seconds: float) -> tuple
             (site / name).write_text(content)
         site.mkdir(exist_ok=True)
         code, log = sandboxed([sys.executable, "-m", "helmflow.render", str(site), "shot.png", str(seconds)],
-                              Path(scratch), seconds, None)
+                              Path(scratch), seconds, None, ram=PAGE_MEMORY)
         shot = Path(scratch) / "shot.png"
         if code != 0 or not shot.is_file():
             last = [line for line in log.strip().splitlines() if line.strip()]

@@ -115,3 +115,27 @@ def test_a_page_that_loops_forever_ends_at_the_time_limit():
                                 seconds=4)
     assert out.image is None and "4 s limit" in (out.error or "")
     assert out.seconds < 8
+
+
+def _render_cgroups() -> set[str]:
+    found = set()
+    for root in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/memory")):
+        if root.is_dir():
+            found |= {p.name for p in root.rglob("helmflow-render-*") if p.is_dir()}
+    return found
+
+
+@pytest.mark.slow
+def test_a_page_that_takes_more_memory_than_its_limit_fails_and_leaves_no_group():
+    """Typed arrays live outside V8's heap limit: only the render's memory cgroup stops 6 GiB of them. CI runs
+    as root, where helmflow can make one (below its own group, so a container's own cap still holds)."""
+    before = _render_cgroups()
+    bomb = ("<html><body><h1>x</h1><script>const keep = [];"
+            "for (let i = 0; i < 96; i++) { const a = new Uint8Array(64 << 20); a.fill(1); keep.push(a); }"
+            "document.querySelector('h1').textContent = 'kept ' + keep.length;</script></body></html>")
+    out = render.render_webpage(page(bomb), seconds=25)
+    assert out.image is None and f"{render.PAGE_MEMORY >> 20:,} MiB memory limit" in (out.error or ""), out.error
+    assert _render_cgroups() == before  # the group is removed with the render
+    # a page within the limit still renders under the same cgroup
+    fine = render.render_webpage(page("<html><body><h1>Fine</h1></body></html>"), seconds=25)
+    assert fine.error is None and fine.text == "# Fine"
