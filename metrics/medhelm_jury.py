@@ -15,8 +15,9 @@ The parser is HELM's, quirks included:
 
 Score per instance (``<scenario>_accuracy``): the mean of every criterion score of every judge whose reply
 parsed, pooled (not averaged per judge first). With annotations but no parsed judge (every reply
-unparsable, or an empty model output, which is not sent) it is the task's default, as in HELM (0.0, or
-1.0 for the note-generation tasks that set it). Without annotations (``--no-judge``) it is missing.
+unparsable, or an empty model output, which is not sent) it is the task's default, as in HELM: 1.0 (every
+MedHELM spec function passes ``default_score=1.0``; the metric class's own default, 0.0, is never used).
+Without annotations (``--no-judge``) it is missing.
 
 Each judged scenario has its own template (ours, versioned: ``judge.<scenario>`` in a board's
 ``prompts:`` replaces its wording); the judge deployments and the template VERSIONs are in metric_version.
@@ -34,6 +35,7 @@ from helmflow.metrics import metric
 from helmflow.metrics.base import MetricInput
 from helmflow.records import Instance
 
+JURY_VERSION = "2"  # 2: the default when no judge parsed is 1.0, as every MedHELM spec sets it
 JUDGE_MAX_TOKENS = 4096  # HELM: temperature 0, 4096 tokens per judge request
 DEFAULT_CRITERIA = ("accuracy", "completeness", "clarity")
 EMPTY_OUTPUT = "The model output is empty; it was not sent to the judges."
@@ -127,7 +129,7 @@ class JuryTask:
     scenario: str
     role: str
     question_label: str
-    default_score: float = 0.0
+    default_score: float = 1.0  # what every MedHELM jury spec function of HELM 0.5.16 sets
     criteria: tuple[str, ...] = DEFAULT_CRITERIA
 
     @property
@@ -149,11 +151,12 @@ def register(task: JuryTask) -> None:
     """The scenario's judge template and its ``<scenario>_accuracy`` metric (same name as the template)."""
     criteria = task.criteria
     TEMPLATES.add(task.scenario, JudgeTemplate(
-        name=task.scenario, version="1", text=jury_text(task.role, task.question_label, criteria), fields=jury_fields,
+        name=task.scenario, version=JURY_VERSION, text=jury_text(task.role, task.question_label, criteria),
+        fields=jury_fields,
         parse=lambda text: parse_jury(text, criteria), on_empty=Verdict(task.default_score, {"note": EMPTY_OUTPUT}),
         max_tokens=JUDGE_MAX_TOKENS,
     ))
-    metric(task.stat, version="1", judge=task.scenario)(lambda x: jury_stats(x, task))
+    metric(task.stat, version=JURY_VERSION, judge=task.scenario)(lambda x: jury_stats(x, task))
 
 
 JURY_TASKS = [
@@ -161,7 +164,7 @@ JURY_TASKS = [
     JuryTask("med_dialog", "a physician reviewing summaries of patient-doctor conversations", "conversation"),
     JuryTask("medi_qa", "a physician answering consumers' health questions", "question"),
     JuryTask("aci_bench", "a physician reviewing clinical notes written from patient-doctor conversations",
-             "conversation", default_score=1.0),
+             "conversation"),
 ]
 for _task in JURY_TASKS:
     register(_task)

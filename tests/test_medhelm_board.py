@@ -158,9 +158,9 @@ def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     assert constant["head_qa"] == constant["medbullets"] == constant["med_mcqa"] == 0.0
     assert model["pubmed_qa"] == 0.5  # A (yes) on yes, no, maybe, yes
     # the jury (stub judges; a judge without a marker replies with prose that does not parse, and is dropped):
-    # MedicationQA: (5+4+4+3+3+3)/6 = 22/6; an empty answer is not judged (HELM's default, 0); (2+2+2+4+4+4)/6 = 3.
+    # MedicationQA: (5+4+4+3+3+3)/6 = 22/6; an empty answer is not judged (HELM's default, 1); (2+2+2+4+4+4)/6 = 3.
     # The constant model's non-empty answer to the second question is judged by judge-a alone: 5
-    assert model["medication_qa"] == pytest.approx((22 / 6 + 0 + 3) / 3)
+    assert model["medication_qa"] == pytest.approx((22 / 6 + 1 + 3) / 3)
     assert constant["medication_qa"] == pytest.approx((22 / 6 + 5 + 3) / 3)
     # MedDialog: healthcaremagic (4 + (1+2+3)/3) / 2 = 3, icliniq 5; the column is the mean of the two subsets
     assert model["med_dialog/med_dialog_accuracy"] == constant["med_dialog/med_dialog_accuracy"] == pytest.approx(4.0)

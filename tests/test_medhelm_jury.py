@@ -74,8 +74,8 @@ def test_pooled_score_over_judges_that_parsed():
     # pooled, not averaged per judge: a judge with a fourth scored entry weighs 4/7
     out = fn(_judged({"a": _reply(5, 5, 5, ', "extra": {"score": 5, "explanation": "x"}'), "b": _reply(1, 1, 1)}))
     assert out["medication_qa_accuracy"] == (5 * 4 + 1 * 3) / 7
-    # no judge parsed: the task's default (0.0 for medication_qa), as HELM; --no-judge: missing
-    assert fn(_judged({"a": "nope", "b": "{}"}))["medication_qa_accuracy"] == 0.0
+    # no judge parsed: the task's default, 1.0 as HELM's get_medication_qa_spec sets it; --no-judge: missing
+    assert fn(_judged({"a": "nope", "b": "{}"}))["medication_qa_accuracy"] == 1.0
     assert fn(MetricInput(_inst(), [], [], AdapterSpec(), [])) == {}
 
 
@@ -84,7 +84,7 @@ def test_template_renders_question_reply_and_reference_once_and_is_replaceable()
     text = t.render(_inst(), "Reply naming {$gold_response}")
     assert "Can I take ibuprofen with {$response}?" in text and "Reply naming {$gold_response}" in text
     assert "Yes, with food." in text and '"completeness": {"score": <1-5>' in text
-    assert (t.max_tokens, t.temperature, t.version) == (4096, 0.0, "1")
+    assert (t.max_tokens, t.temperature, t.version) == (4096, 0.0, "2")
     assert METRICS.get("medication_qa_accuracy").judge == "medication_qa"
     assert json.loads(_annotation(Deployment(name="j", client="offline", model="j"), t, Request(
         request_hash="h", instance_id="id0", split="test", body=RequestBody(model="m", prompt="p", max_tokens=1,
