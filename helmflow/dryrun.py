@@ -10,6 +10,7 @@ whose provider has a batch API is priced at its batch discount too, side by side
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from helmflow.adapters import iter_prompts
 from helmflow.plan.extras import scored_by_scorer
@@ -64,16 +65,22 @@ def estimate(plan: BoardPlan) -> list[RunEstimate]:
             scored = ", ".join(scored_by_scorer(run.scenario.metrics))
             asked.append((run.scorer, run.scorer_template, f"scoring {scored} of"))
         tok = get_tokenizer(dep.tokenizer)
-        kept: list[Request] = []  # only judged runs keep their requests: the judges' worst case reads them
-        n = prompt_tokens = output_tokens = images = 0
+        # per instance: requests, prompt tokens, output tokens, images, and (judged runs) the requests themselves
+        per: dict[str, list[Any]] = {}
         for prompt in iter_prompts(run.scenario.adapter, instances[label]):
             for r in build_requests([prompt], run.scenario.adapter, dep):
-                n += 1
-                prompt_tokens += tok.count(prompt_text(r.body))
-                output_tokens += r.body.max_tokens
-                images += r.body.image_generation.n if r.body.image_generation is not None else 0
-                if asked:
-                    kept.append(r)
+                row = per.setdefault(r.instance_id, [0, 0, 0, 0, []])
+                row[0] += 1
+                row[1] += tok.count(prompt_text(r.body))
+                row[2] += r.body.max_tokens
+                row[3] += r.body.image_generation.n if r.body.image_generation is not None else 0
+                if asked:  # only judged runs keep their requests: the judges' worst case reads them
+                    row[4].append(r)
+        rows = list(per.values())
+        if run.adaptive is not None:  # at most max_items items are asked, which ones is known only as it runs:
+            rows = sorted(rows, key=lambda v: -(v[1] + v[2]))[:run.adaptive.max_items]  # the costliest, worst case
+        n, prompt_tokens, output_tokens, images = (sum(v[k] for v in rows) for k in range(4))
+        kept: list[Request] = [r for v in rows for r in v[4]]
         out.append(RunEstimate(label, dep.name, n, prompt_tokens, output_tokens,
                                cost_usd(dep, prompt_tokens, output_tokens, images=images),
                                cost_usd(dep, prompt_tokens, output_tokens, batch=True, images=images)

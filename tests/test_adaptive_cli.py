@@ -1,6 +1,6 @@
 """Adaptive runs through the real command: a board whose scenarios have no item difficulties is refused
 with one line naming ``helmflow calibrate-items``, exit 2, before any request; a board that declares
-``adaptive:`` runs in full with ``--no-adaptive``, calibrates, then runs adaptively without a flag."""
+``adaptive:`` is priced, calibrated from its full runs, then runs adaptively without a flag."""
 
 from __future__ import annotations
 
@@ -71,23 +71,48 @@ def test_a_board_declares_adaptive_runs_per_board_and_per_entry():
     assert len({plan.board_version, per_entry.board_version, prepare({**BOARD, "adaptive": None}).board_version}) == 3
 
 
+def _requests(dry_run) -> dict[tuple[str, str], int]:
+    """(scenario, model) -> requests, from a dry run's table."""
+    out = {}
+    for line in dry_run.stdout.splitlines():
+        cells = [c.strip() for c in line.strip("│┃ ").split("│")]
+        if len(cells) == 6 and cells[2].isdigit():
+            out[(cells[0], cells[1])] = int(cells[2])
+    return out
+
+
+def test_a_dry_run_counts_the_items_an_adaptive_board_asks_and_no_adaptive_its_full_runs(tmp_path):
+    board = tmp_path / "board.yaml"
+    board.write_text(yaml.safe_dump(BOARD))
+    adaptive = _requests(run_cli("run", "--board-file", str(board), "--dry-run"))
+    full = _requests(run_cli("run", "--board-file", str(board), "--dry-run", "--no-adaptive"))
+    for model in BOARD["models"]:
+        assert adaptive[("asked", model)] == 3 and adaptive[("full", model)] == 12  # at most max_items are asked
+        assert full[("asked", model)] == 12 and full[("full", model)] == 12
+
+
 @pytest.mark.slow
-def test_a_board_that_declares_adaptive_runs_in_full_calibrates_then_runs_adaptively_without_the_flag(
-        prefect_server, tmp_path):
+def test_a_board_that_declares_adaptive_runs_adaptively_without_the_flag_once_calibrated(prefect_server, tmp_path):
+    from helmflow.pipeline import evaluate_run, preflight, prepare_scenario
+    from helmflow.plan.compile import prepare
+    from helmflow.storage import Store
+
     board = tmp_path / "board.yaml"
     board.write_text(yaml.safe_dump(BOARD))
     store = tmp_path / "store"
     args = ["run", "--board-file", str(board), "--storage", str(store)]
     refused = run_cli(*args)
     assert refused.returncode == 2 and f"`helmflow run {board} --no-adaptive`" in refused.stderr, refused.stderr
-    full = run_cli(*args, "--no-adaptive")
-    assert full.returncode == 0, full.stdout + full.stderr
-    assert not (store / "leaderboards" / "adaptive-declared" / "latest.json").exists()  # a subset: full runs
+    # the board's full runs (what `helmflow run --no-adaptive` runs), published through the pipeline's own stages
+    full = preflight(Store(str(store)), prepare(str(board), adaptive=False))
+    prepared = {s.label: prepare_scenario(Store(str(store)), s) for s in full.scenarios}
+    for run in full.runs:
+        evaluate_run(Store(str(store)), run, prepared[run.scenario.label])
     fitted = run_cli("calibrate-items", str(board), "--storage", str(store))
     assert fitted.returncode == 0 and "asked: 12 items from 3 models" in fitted.stdout, fitted.stdout + fitted.stderr
     adaptive = run_cli(*args)
     assert adaptive.returncode == 0, adaptive.stdout + adaptive.stderr
-    latest = json.loads((store / "leaderboards" / "adaptive-declared" / "latest.json").read_text())
+    latest = json.loads((store / "leaderboards" / "adaptive-declared" / "latest.json").read_text())  # the board's own
     rows = pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()
     assert {r["deployment"] for r in rows} == set(BOARD["models"])
     for row in rows:

@@ -1,6 +1,6 @@
 """The ToRR board: its 105 entries grouped per dataset, the robustness cells (1 - range per instance over a
 dataset's runs, averaged over instance ids) against a hand computation, and `helmflow run torr` end to end
-on fixture mirrors with two offline constant models on a real Prefect server (a reduced set of variants)."""
+on fixture mirrors with three offline constant models on a real Prefect server (a reduced set of variants)."""
 
 from __future__ import annotations
 
@@ -95,8 +95,12 @@ def test_helmflow_run_torr_end_to_end_on_fixture_mirrors(tmp_path, prefect_serve
     models = tmp_path / "models.yaml"
     models.write_text(yaml.safe_dump({"deployments": [
         {"name": f"offline/says-{answer}", "client": "offline", "model": f"says-{answer}",
-         "options": {"behavior": "constant", "answer": answer}} for answer in ("Alder", "entailed")]}))
-    out = run_cli("run", "torr", "--scenarios", ",".join(VARIANTS), "--models", "offline/says-Alder,offline/says-entailed",
+         "options": {"behavior": "constant", "answer": answer}} for answer in ("Alder", "entailed")]
+        + [{"name": "offline/describes", "client": "offline", "model": "describes",
+            "options": {"behavior": "constant", "answer": "The models improve accuracy"}}]}))
+    variants = [*VARIANTS, "scigen-csv-none", "scigen-markdown-transpose"]
+    out = run_cli("run", "torr", "--scenarios", ",".join(variants),
+                  "--models", "offline/says-Alder,offline/says-entailed,offline/describes",
                   "--models-file", str(models), "--storage", str(storage), env={"HELMFLOW_MIRROR": str(mirror)},
                   timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -115,5 +119,11 @@ def test_helmflow_run_torr_end_to_end_on_fixture_mirrors(tmp_path, prefect_serve
         assert row["wikitq/variant_robustness"] == pytest.approx(1.0)
         assert row["tab_fact/variant_robustness"] == pytest.approx(1.0)
         assert row["robustness mean"] == pytest.approx(1.0)
-    assert alder["performance mean"] == pytest.approx(f1 / 2)
-    assert alder["mean_score"] == pytest.approx(f1 / 2)  # the mean over the two dataset groups
+    assert alder["performance mean"] == pytest.approx(f1 / 3)  # SciGen's rougeL is 0 for "Alder"
+    assert alder["mean_score"] == pytest.approx(f1 / 3)  # the mean over the three dataset groups
+    # SciGen's two test rows kept ("[]" dropped): "the models improve accuracy" against
+    # "ours improves accuracy and f1." shares "accuracy" (P 1/4, R 1/5: 2/9), against "the models run at similar
+    # speeds." shares "the models" (P 2/4, R 2/6: 0.4); unstemmed, so "improve" is not "improves"
+    describes = rows["offline/describes"]
+    assert describes["scigen/rougeL"] == pytest.approx((2 / 9 + 0.4) / 2)
+    assert describes["scigen/variant_robustness"] == pytest.approx(1.0)

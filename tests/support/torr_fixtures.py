@@ -1,6 +1,6 @@
 """Fixture mirrors for the table scenarios, in the datasets' raw shapes, holding items written here (never
 real rows): WikiTQ's release zip (tab-separated question files and ``csv/<n>-csv/<k>.tsv`` tables) and
-TabFact's Parquet conversion (``table_text`` with ``#`` cells)."""
+TabFact's Parquet conversion (``table_text`` with ``#`` cells) and SciGen's Parquet files (literal lists)."""
 
 from __future__ import annotations
 
@@ -73,6 +73,7 @@ def write_mirror(root: Path) -> Path:
     (root / "tab_fact" / "unpinned").mkdir(parents=True, exist_ok=True)
     for split, _ in SPLITS:
         (root / "tab_fact" / "unpinned" / f"{split}.parquet").write_bytes(tab_fact_parquet(split))
+    write_scigen_mirror(root)
     return root
 
 
