@@ -63,12 +63,17 @@ def failed_cells(failed: list[FailedCell]) -> str:
     return "\n".join(f"  {error} ({len(c)} run{'s' * (len(c) > 1)}: {', '.join(c)})" for error, c in cells.items())
 
 
+TASK_EXCEPTION = "Task run encountered an exception "  # how Prefect's failed-state message starts
+
+
 def _failure(*futures: PrefectFuture) -> str:
     for fut in futures:
         state = fut.state
         if state.is_failed() or state.is_crashed():
             try:
                 state.result(raise_on_failure=True)
+            except FileNotFoundError as exc:  # also: the failure's result record not written yet (read at once)
+                return state.message.removeprefix(TASK_EXCEPTION) if state.message else f"{type(exc).__name__}: {exc}"
             except Exception as exc:  # noqa: BLE001 - we report the task's own error message
                 return f"{type(exc).__name__}: {exc}"
             return state.message or "failed"
@@ -88,6 +93,9 @@ def submit_runs(run: Task, store: Store, board: str, runs: list[RunPlan], prepar
         by_scenario.setdefault(r.scenario.label, []).append(r)
     label_of = {fut.task_run_id: label for label, fut in prepared.items()}
     for done in as_completed(list(prepared.values())):
+        done.wait()  # the final state, from the future itself (the API's copy can still say Running)
+        if done.state.is_failed() or done.state.is_crashed():
+            continue  # its cells fail with the prepare's error (a run given a failed future waits, NotReady)
         argument = prepared_argument(done)
         for r in by_scenario.get(label_of[done.task_run_id], []):
             yield r.run_id, run.with_options(**run_assets(store, board, r)).submit(
@@ -97,8 +105,8 @@ def submit_runs(run: Task, store: Store, board: str, runs: list[RunPlan], prepar
 def prepared_argument(done: PrefectFuture) -> Any:
     """What a run task gets for its finished prepare: the result when the run executes in this process
     (the thread runner: Prefect still draws the graph's edge, from the identity of the object its task
-    run returned); else the future (Dask workers resolve it there: identity does not cross processes),
-    as does a failed prepare's run (it ends ``NotReady``, as it always did)."""
+    run returned); else the future (Dask workers resolve it there: identity does not cross processes).
+    A failed prepare's runs are not submitted (:func:`submit_runs`): its cells fail with its error."""
     if isinstance(done, PrefectConcurrentFuture) and done.state.is_completed():
         return done.result()
     return done
@@ -215,8 +223,18 @@ def evaluate(
 
     published: list[RunOutcome] = []
     failed: list[FailedCell] = []
+    prepare_errors: dict[str, str] = {}
     for r in plan.runs:
-        fut = cells[r.run_id]
+        fut = cells.get(r.run_id)
+        if fut is None:  # its scenario's prepare failed: the cell was never submitted
+            if r.scenario.label not in prepare_errors:  # read once per scenario (each read can wait on storage)
+                prepare_errors[r.scenario.label] = _failure(prepared[r.scenario.label])
+            error = prepare_errors[r.scenario.label]
+            log.error("%s x %s failed: %s", r.scenario.label, r.deployment.name, error, extra={REPORTED: True})
+            failed.append(FailedCell(run_id=r.run_id, scenario=r.scenario.label, deployment=r.deployment.name,
+                                     error=error))
+            reporter().run_done(r.scenario.label)
+            continue
         fut.wait()
         if fut.state.is_completed():
             out: RunOutcome = fut.result()

@@ -75,7 +75,7 @@ def mirror_names(source: DataSource) -> list[str]:
     """The names a mirror may hold a file under: its flat name, then its Hub repository path (what
     ``huggingface-cli download --revision R --local-dir DIR`` writes) or its path inside its archive
     (what unpacking the archive into the folder writes)."""
-    return [source.filename, *filter(None, [repo_path(source) or source.member])]
+    return list(dict.fromkeys([source.filename, *filter(None, [repo_path(source) or source.member])]))
 
 
 def _first_existing(scenario: str, folder: str, source: DataSource) -> str:

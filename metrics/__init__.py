@@ -212,6 +212,7 @@ _BUILTIN = [
     "classification",
     "ranking",
     "summarization",
+    "kpi_edgar",
     "image2struct",
     "image_efficiency",
     "fractal_dimension",

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import re
+import zipfile
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
@@ -375,3 +376,27 @@ def pandas_sample_split(count: int, frac: float, seed: int) -> tuple[list[int], 
     chosen = set(train)
     rest = [i for i in range(count) if i not in chosen]
     return train, [rest[j] for j in np.random.RandomState(seed).permutation(len(rest)).tolist()]
+
+
+def read_xlsx_rows(scenario: str, url: str, skip_rows: int = 0) -> tuple[list[str], list[dict[str, Any]]]:
+    """The header and rows of the first sheet of an Excel workbook, as ``pandas.read_excel(path,
+    skiprows=skip_rows)`` reads them through openpyxl (cell values, the row after the skipped ones as header,
+    trailing empty rows dropped); rows with no value at all are left out. Needs the ``enterprise`` extra."""
+    try:
+        import openpyxl
+    except ModuleNotFoundError:
+        raise ScenarioError(f"scenario {scenario!r} reads Excel files with openpyxl: "
+                            "pip install 'helmflow[enterprise]'") from None
+    try:
+        book = openpyxl.load_workbook(io.BytesIO(read_source(scenario, url)), read_only=True, data_only=True)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        raise ScenarioError(f"scenario {scenario!r}: {url} is not a readable .xlsx workbook: {exc}") from None
+    try:
+        cells = [tuple(row) for row in book.worksheets[0].iter_rows(values_only=True)][skip_rows:]
+    finally:
+        book.close()
+    if not cells:
+        raise ScenarioError(f"scenario {scenario!r}: {url}: the first sheet has no header row")
+    header = ["" if c is None else str(c) for c in cells[0]]
+    rows = [dict(zip(header, row, strict=False)) for row in cells[1:] if any(c is not None for c in row)]
+    return header, rows

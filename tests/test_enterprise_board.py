@@ -1,7 +1,7 @@
 """The HELM Enterprise board: Financial PhraseBank and ConvFinQA calculations read in their raw shapes
 (fixtures we wrote: the zip's ISO-8859-1 ``sentence@label`` lines, ConvFinQA's JSON turns), and
 `helmflow run enterprise` end to end through the CLI on mirrored fixtures of every scenario (the legal ones
-from tests/test_enterprise_legal.py) against three offline models on a real Prefect server."""
+from tests/test_enterprise_legal.py) against two offline models on a real Prefect server."""
 
 from __future__ import annotations
 
@@ -14,10 +14,20 @@ import pytest
 import yaml
 
 from helmflow.scenarios.conv_fin_qa_calc import COMMIT, helm_input
+from helmflow.scenarios.cti_to_mitre import CTI_COMMIT
 from helmflow.scenarios.financial_phrasebank import REVISION, helm_split
+from helmflow.scenarios.kpi_edgar import COMMIT as KPI_COMMIT
 from tests.support.cli import run_cli
 from tests.support.lite_fixtures import serve, zip_bytes
 from tests.test_enterprise_legal import ECHR_MEMBERS, SUMMARIES, casehold_table
+from tests.test_enterprise_scenarios import (
+    ATTACK,
+    KPI_DOCUMENTS,
+    OPINION_TEST,
+    OPINION_TRAIN,
+    SUMO,
+    cti_csv,
+)
 
 SENTENCES = [("Operating profit rose to EUR 13.1 mn from EUR 8.7 mn.", "positive"),
              ("The company cut its outlook.", "negative"),
@@ -75,6 +85,15 @@ def _sources(root):
             zip_bytes({"data/train_turn.json": json.dumps(TRAIN).encode(), "data/dev_turn.json": json.dumps(DEV).encode()}),
         "archive.org/download/ECHR-ACL2019/ECHR_Dataset.zip": zip_bytes(ECHR_MEMBERS),
         "raw.githubusercontent.com/lauramanor/legal_summarization/master/all_v1.json": json.dumps(SUMMARIES).encode(),
+        # HELM's OSF URLs end in a slash: the test server answers a folder with its index.html
+        "osf.io/download/hfn62/index.html": OPINION_TRAIN,
+        "osf.io/download/q4adh/index.html": OPINION_TEST,
+        "github.com/rahulOmishra/SUMO/raw/main/climate_claims_raw.xlsx": SUMO,
+        f"raw.githubusercontent.com/tobideusser/kpi-edgar/{KPI_COMMIT}/data/kpi_edgar.json":
+            json.dumps(KPI_DOCUMENTS).encode(),
+        f"github.com/dessertlab/cti-to-mitre-with-nlp/raw/{CTI_COMMIT}/data/dataset.csv": cti_csv(),
+        "github.com/mitre/cti/raw/refs/tags/ATT&CK-v10.1/enterprise-attack/enterprise-attack.json":
+            json.dumps(ATTACK).encode(),
     }
     casehold = "huggingface.co/datasets/casehold/casehold/resolve/refs/convert/parquet/all"
     for split, rows in {"train": [(1, "cite", "3")], "test": [(2, "cite", "0"), (3, "cite", "2"), (4, "cite", "0")]}.items():
@@ -90,50 +109,65 @@ def _sources(root):
 @pytest.mark.slow
 def test_helmflow_run_enterprise_end_to_end_on_mirrored_fixtures(tmp_path, prefect_server):
     mirror, storage = tmp_path / "mirror", tmp_path / "store"
-    with serve(_sources(tmp_path / "src")) as host:
-        out = run_cli("mirror", "enterprise", "--to", str(mirror), env={"HELMFLOW_SOURCE_HOST": host.url})
+    with serve(_sources(tmp_path / "src")) as host:  # no Kaggle CSV is supplied: the others are mirrored
+        out = run_cli("mirror", "enterprise", "--to", str(mirror), env={
+            "HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com"})
     assert out.returncode == 0, out.stdout + out.stderr
+    text = " ".join(out.stdout.split())
+    assert "not mirrored: gold_commodity_news: finalDataset_0208.csv is credential-gated" in text
+    assert "kaggle.com/datasets/daittan" in text
     models = tmp_path / "models.yaml"
     models.write_text(yaml.safe_dump({"deployments": [
-        {"name": "offline/says-positive", "client": "offline", "model": "says-positive",
-         "options": {"behavior": "constant", "answer": "positive"}},
+        # "A" for a multiple-choice question, "positive" otherwise
+        {"name": "offline/first-or-positive", "client": "offline", "model": "first-or-positive",
+         "options": {"behavior": "first_option", "answer": "positive"}},
         {"name": "offline/says-Yes", "client": "offline", "model": "says-Yes",
-         "options": {"behavior": "constant", "answer": "Yes"}},
-        # "A" for a multiple-choice question, "12.5" otherwise
-        {"name": "offline/first-or-12.5", "client": "offline", "model": "first-or-12.5",
-         "options": {"behavior": "first_option", "answer": "12.5"}}]}))
-    out = run_cli("run", "enterprise", "--models", "offline/says-positive,offline/says-Yes,offline/first-or-12.5",
-                  "--models-file", str(models), "--storage", str(storage), env={"HELMFLOW_MIRROR": str(mirror)},
-                  timeout=600)
+         "options": {"behavior": "constant", "answer": "Yes"}}]}))
+    out = run_cli("run", "enterprise", "--models", "offline/first-or-positive,offline/says-Yes", "--models-file",
+                  str(models), "--storage", str(storage), env={"HELMFLOW_MIRROR": str(mirror)}, timeout=600)
+    # without the CSV the board leaves gold news out, saying where to get it, and runs the other nine (the
+    # loader's numbers on a supplied CSV: tests/test_enterprise_scenarios.py)
     assert out.returncode == 0, out.stdout + out.stderr
+    text = " ".join(out.stdout.split())
+    assert "left out: gold_commodity_news: finalDataset_0208.csv is credential-gated" in text, text
     latest = json.loads((storage / "leaderboards/enterprise/latest-subset.json").read_text())
     rows = {r["deployment"]: r for r in pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()}
-    positive, yes, first = rows["offline/says-positive"], rows["offline/says-Yes"], rows["offline/first-or-12.5"]
+    first, yes = rows["offline/first-or-positive"], rows["offline/says-Yes"]
     shuffled = list(LINES)
     random.Random(121).shuffle(shuffled)
     test_labels = [line.strip().rsplit("@", 1)[1] for line in shuffled[7:]]
     assert sorted(test_labels) == ["negative", "neutral", "positive"]  # lines 6, 3 and 1 after the shuffle
     # always "positive": that label's F1 is 2 * 1 / (2 * 1 + 2 false positives) = 1/2, weighted by its support
     # 1/3; neutral and negative score 0
-    assert positive["financial_phrasebank"] == pytest.approx(1 / 6)
-    assert first["financial_phrasebank"] == yes["financial_phrasebank"] == 0.0  # no label: nothing is predicted
-    # float_equiv on the three dev turns (answers 12.5, 0.2, 12.5)
-    assert first["conv_fin_qa_calc"] == pytest.approx(2 / 3)
-    assert first["conv_fin_qa_calc/float_equiv"] == pytest.approx(2 / 3)
-    assert positive["conv_fin_qa_calc"] == yes["conv_fin_qa_calc"] == 0.0
-    # CaseHOLD's test rows are keyed 0, 2, 0: "A" is right twice; the constant answers are no letter
+    assert first["financial_phrasebank"] == pytest.approx(1 / 6)
+    assert yes["financial_phrasebank"] == 0.0  # "yes" is no label: nothing is predicted
+    # float_equiv on the three dev turns (answers 12.5, 0.2, 12.5): neither answer has a number
+    assert first["conv_fin_qa_calc"] == yes["conv_fin_qa_calc"] == 0.0
+    # CaseHOLD's test rows are keyed 0, 2, 0: "A" is right twice; "Yes" is no letter
     assert first["casehold"] == pytest.approx(2 / 3)
-    assert positive["casehold"] == yes["casehold"] == 0.0
+    assert yes["casehold"] == 0.0
     # ECHR's column is its test split, as HELM's (main split test): No, Yes (the 601-word case is left out).
     # Always "yes": F1(yes) = 2 * 1 / (2 * 1 + 1 false positive) = 2/3 on support 1, F1(no) = 0: 1/3
     assert yes["echr_judgment_classification"] == pytest.approx(1 / 3)
-    assert positive["echr_judgment_classification"] == first["echr_judgment_classification"] == 0.0
+    assert first["echr_judgment_classification"] == 0.0
     # each test summary is "they keep positive <i>": "positive" is one of its four tokens, so ROUGE-L
-    # is 2 * 1 * (1/4) / (1 + 1/4) = 0.4 for every one; "Yes" and "12.5" share no token with any
-    assert positive["legal_contract_summarization"] == pytest.approx(0.4)
-    assert yes["legal_contract_summarization"] == first["legal_contract_summarization"] == 0.0
-    # win rates, column by column (a win counts 1, a tie 1/2, over the two others):
-    # phrasebank 1, 1/4, 1/4; convfinqa 1/4, 1/4, 1; casehold 1/4, 1/4, 1; echr 1/4, 1, 1/4; summaries 1, 1/4, 1/4
-    assert positive["mean_win_rate"] == pytest.approx((1 + 1 / 4 + 1 / 4 + 1 / 4 + 1) / 5)
-    assert yes["mean_win_rate"] == pytest.approx((1 / 4 + 1 / 4 + 1 / 4 + 1 + 1 / 4) / 5)
-    assert first["mean_win_rate"] == pytest.approx((1 / 4 + 1 + 1 + 1 / 4 + 1 / 4) / 5)
+    # is 2 * 1 * (1/4) / (1 + 1/4) = 0.4 for every one; "Yes" shares no token with any
+    assert first["legal_contract_summarization"] == pytest.approx(0.4)
+    assert yes["legal_contract_summarization"] == 0.0
+    # legal opinions' test labels: negative, neutral, positive
+    assert first["legal_opinion_sentiment_classification"] == pytest.approx(1 / 3)
+    assert yes["legal_opinion_sentiment_classification"] == 0.0
+    assert "gold_commodity_news" not in first  # left out
+    # KPI-EDGAR: no output names a tag, so every tag's F1 is 0
+    assert first["kpi_edgar"] == yes["kpi_edgar"] == 0.0
+    # SUMO test titles: "Storms", "Positive heat", "Ice melts", "Sea levels rise": "positive" scores
+    # ROUGE-L 2 * 1 * (1/2) / (1 + 1/2) = 2/3 on one of four
+    assert first["sumosum"] == pytest.approx(1 / 6)
+    assert yes["sumosum"] == 0.0
+    # CTI to MITRE: the test rows' right letters are C, E, H and A (tests/test_enterprise_scenarios.py)
+    assert first["cti_to_mitre"] == pytest.approx(1 / 4)
+    assert yes["cti_to_mitre"] == 0.0
+    # win rates over the nine columns (a win 1, a tie 1/2): the first-option model wins six and
+    # ties two (ConvFinQA, KPI-EDGAR); "Yes" wins ECHR
+    assert first["mean_win_rate"] == pytest.approx((6 + 2 / 2) / 9)
+    assert yes["mean_win_rate"] == pytest.approx((1 + 2 / 2) / 9)
