@@ -35,6 +35,8 @@ _BUILTIN = [
     "time_most_significant_historical_figures",
     "demographic_stereotypes",
     "mscoco",
+    "parti_prompts",
+    "draw_bench",
     "mm_star",
     "image2struct",
     "mmmu",

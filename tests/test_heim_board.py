@@ -72,6 +72,19 @@ def test_psnr_and_uiqi_by_hand_and_against_torchmetrics():
     assert uiqi(b, a) == pytest.approx(0.9851839542388916, abs=1e-5)
 
 
+def test_parti_prompts_and_draw_bench_keep_the_rows_whose_category_starts_with_the_entry_s(tmp_path):
+    from helmflow.scenarios import SCENARIOS
+    from tests.support.heim_fixtures import DRAW_BENCH_PATH, PARTI_PATH
+
+    root = coco_sources(tmp_path)
+    parti = SCENARIOS.get("parti_prompts")
+    food = parti(category="Food").load({"PartiPrompts.tsv": str(root / PARTI_PATH)})
+    assert [(i.input.text, i.sub_split, i.id) for i in food] == [("a red apple", "Food & Beverage", "id1")]
+    assert len(parti().load({"PartiPrompts.tsv": str(root / PARTI_PATH)})) == 5  # category all
+    colors = SCENARIOS.get("draw_bench")(category="Colors").load({"draw_bench.csv": str(root / DRAW_BENCH_PATH)})
+    assert [i.input.text for i in colors] == ["A red colored car.", "A yellow book and a red vase."]
+
+
 def test_multi_scale_ssim_against_torchmetrics():
     rng = np.random.default_rng(0)
     a = rng.random((2, 3, 256, 256), dtype=np.float32)
@@ -95,7 +108,7 @@ def test_reproduce_heim_explains_every_metric_left_out():
 def test_show_heim_describes_the_board_offline():
     out = run_cli("show", "heim", env={"HELMFLOW_SOURCE_HOST": "http://127.0.0.1:9"})
     assert out.returncode == 0, out.stderr
-    assert "board heim: 17 scenarios" in " ".join(out.stdout.split())
+    assert "board heim: 38 scenarios" in " ".join(out.stdout.split())
 
 
 @pytest.mark.slow
@@ -110,12 +123,14 @@ def test_helmflow_run_heim_stores_the_images_each_model_sent(tmp_path, prefect_s
          "api_key_env": "HELMFLOW_DEV_KEY", "price_per_image": 0.02,
          "retry": {"attempts": 3, "base_s": 0.02, "cap_s": 0.1, "timeout_s": 10}}]}))
     out = run_cli("run", "heim", "--models", "offline/draw,dev/images", "--models-file", str(models),
-                  "--scenarios", "mscoco,demographic_stereotypes-occupations,logos", "--max-instances", "2",
+                  "--scenarios", "mscoco,logos", "--max-instances", "1",
                   "--storage", str(storage),
                   env={"HELMFLOW_MIRROR": str(mirror), "HELMFLOW_DEV_KEY": "dev-key-not-secret"}, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     sent = dev_server.stats()["generated_images"]
-    assert len(sent) == 2 * 4 + 2 * 8 + 2 * 4  # mscoco and logos: 4 a prompt; demographic stereotypes: 8
+    # mscoco and logos: 4 images a prompt; the name mscoco also selects mscoco_efficiency: 1 image a prompt
+    # in each of 5 trials
+    assert len(sent) == 4 + 4 + 5
     for sha in sent:  # byte for byte what the server sent, under its sha256
         data = (storage / "media" / f"{sha}.png").read_bytes()
         assert hashlib.sha256(data).hexdigest() == sha
@@ -124,12 +139,12 @@ def test_helmflow_run_heim_stores_the_images_each_model_sent(tmp_path, prefect_s
     by_model: dict[str, set[str]] = {}
     for run in runs:
         completions = pq.read_table(storage / "runs" / run["run_id"] / "completions.parquet").to_pylist()
-        assert all(len(c["images"]) in (4, 8) and not c["error"] for c in completions)
+        assert all(len(c["images"]) in (1, 4, 8) and not c["error"] for c in completions)
         by_model.setdefault(run["deployment"], set()).update(p["sha256"] for c in completions for p in c["images"])
     assert by_model["dev/images"] == set(sent)
     rows = {r["deployment"]: r for r in pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()}
     draw_row = rows["offline/draw"]
     assert draw_row["mscoco/expected_psnr_score"] > 0 and draw_row["mscoco/fractal_dimension_loss"] >= 0
-    assert draw_row["demographic_stereotypes/skin_tone_imbalance"] >= 0
     assert 0 < draw_row["mscoco/expected_multi_scale_ssim_score"] <= 1
+    assert draw_row["mscoco_efficiency/seconds_per_image"] > 0
     assert draw_row["mscoco/expected_clip_score"] is None  # not available, never 0

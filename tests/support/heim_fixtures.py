@@ -1,5 +1,6 @@
-"""MS-COCO in its raw shapes, items we wrote: the captions JSON inside ``annotations_trainval2014.zip``
-and JPEG photos inside ``val2014.zip``, laid out as ``images.cocodataset.org`` serves them."""
+"""HEIM's downloaded sources in their raw shapes, items we wrote: MS-COCO's captions JSON inside
+``annotations_trainval2014.zip`` and JPEG photos inside ``val2014.zip``, PartiPrompts' TSV and DrawBench's
+CSV export, laid out as their hosts serve them."""
 
 from __future__ import annotations
 
@@ -15,6 +16,14 @@ PHOTOS = {
     42: ("COCO_val2014_000000000042.jpg", (30, 70, 220), ["A blue square.", "one blue square, nothing else"]),
     77: ("COCO_val2014_000000000077.jpg", (30, 160, 60), ["A green square in the middle"]),
 }
+
+
+PARTI_PATH = "raw.githubusercontent.com/google-research/parti/main/PartiPrompts.tsv"
+DRAW_BENCH_PATH = "docs.google.com/spreadsheets/d/1y7nAbmR4FREi6npB1u-Bo3GFdwdOPYJc617rBOxIRHY/gviz/tq"
+PARTI = [("a red apple", "Food & Beverage"), ("a blue car", "Vehicles"), ("a green tree", "Produce & Plants"),
+         ("a square and a circle", "Illustrations"), ("the Eiffel tower", "World Knowledge")]
+DRAW_BENCH = [("A red colored car.", "Colors"), ("Three cats, one circle.", "Counting"),
+              ("A sign that says 'hello, world'.", "Text"), ("A yellow book and a red vase.", "Colors")]
 
 
 def photo(colour: tuple[int, int, int]) -> bytes:
@@ -38,6 +47,9 @@ def coco_sources(root: Path) -> Path:
         "images.cocodataset.org/zips/val2014.zip":
             zip_bytes({f"val2014/{name}": photo(colour) for name, colour, _ in PHOTOS.values()}),
     }
+    files[PARTI_PATH] = ("Prompt\tCategory\tChallenge\tNote\n" + "".join(
+        f"{p}\t{c}\tBasic\t\n" for p, c in PARTI)).encode()
+    files[DRAW_BENCH_PATH] = ("Prompts,Category\n" + "".join(f'"{p}",{c}\n' for p, c in DRAW_BENCH)).encode()
     for path, data in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_bytes(data)
