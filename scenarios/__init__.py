@@ -87,6 +87,7 @@ _BUILTIN = [
     "medhallu",
     "race_based_med",
     "medi_qa",
+    "raft",
 ]
 
 

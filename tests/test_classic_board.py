@@ -16,7 +16,7 @@ import yaml
 from helmflow.devserver import start_dev_server
 from helmflow.scenarios.mmlu import LITE_SUBJECTS
 from helmflow.scenarios.truthful_qa import helm_options
-from tests.support.classic_fixtures import classic_source_tree, summarization_mirrors, truthful_qa_rows
+from tests.support.classic_fixtures import classic_source_tree, raft_mirror, summarization_mirrors, truthful_qa_rows
 from tests.support.cli import REPO, run_cli
 from tests.support.devserver import FAST_RETRY
 from tests.support.lite_fixtures import serve
@@ -26,14 +26,15 @@ COLUMNS = {"mmlu": "exact_match", "boolq": "quasi_exact_match", "narrative_qa": 
            "natural_qa_closedbook": "f1_score", "natural_qa_openbook_longans": "f1_score", "quac": "f1_score",
            "hellaswag": "exact_match", "openbookqa": "exact_match", "truthful_qa": "exact_match",
            "msmarco_regular": "RR@10", "msmarco_trec": "NDCG@10", "summarization_cnndm": "rouge_2",
-           "summarization_xsum": "rouge_2", "imdb": "quasi_exact_match", "civil_comments": "quasi_exact_match"}
+           "summarization_xsum": "rouge_2", "imdb": "quasi_exact_match", "civil_comments": "quasi_exact_match",
+           "raft": "quasi_exact_match"}
 DEMOGRAPHICS = ["all", "male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white"]
 # the end-to-end run's entries: every adapter method, metric and group kind of the board, half its runs
 SELECTED = ["mmlu-abstract_algebra", "mmlu-econometrics", "boolq", "narrative_qa", "quac", "hellaswag", "openbookqa",
             "truthful_qa", "msmarco_regular", "summarization_cnndm", "imdb", "civil_comments-all",
-            "civil_comments-female"]
+            "civil_comments-female", "raft-twitter_complaints"]
 GENERATION = ["boolq", "narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "quac",
-              "summarization_cnndm", "summarization_xsum", "imdb", "civil_comments"]
+              "summarization_cnndm", "summarization_xsum", "imdb", "civil_comments", "raft"]
 SUMMARIZATION = ["summarization_cnndm", "summarization_xsum"]  # HELM: no calibration, robustness or fairness
 
 
@@ -63,6 +64,7 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
         assert s.perturbations == (None if s.name in SUMMARIZATION else ["robustness", "fairness"])  # HELM's canonical
     assert [s.label for s in by_group["mmlu"]] == [f"mmlu-{s}" for s in LITE_SUBJECTS]
     assert [s.params["demographic"] for s in by_group["civil_comments"]] == DEMOGRAPHICS
+    assert len(by_group["raft"]) == 11 and by_group["raft"][0].label == "raft-ade_corpus_v2"
     assert by_group["openbookqa"][0].adapter["method"] == "multiple_choice_separate_calibrated"
     deployments = yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]
     [nightly] = [d for d in deployments if d["name"] == "classic-nightly"]
@@ -74,7 +76,7 @@ def test_reproduce_classic_explains_every_difference_from_helm():
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
     for needle in ("Classic before v0.2.4 (run_entries.conf) averaged three draws", "HELM's recipe from v0.2.4 on",
-                   "not yet: raft", "summarization_xsum_sampled",
+                   "all 16 of HELM Classic's core run groups", "summarization_xsum_sampled", "raft data:",
                    "dialect perturbation", "denoised runtime", "HELM Classic used Perspective",
                    "boolq: HELM reads the main branches", "civil_comments: WILDS' CSV", "hellaswag: HELM reads", "quac:", "imdb:",
                    "contrast sets:", "openbookqa:"):
@@ -85,7 +87,7 @@ def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
     out = run_cli("show", "classic", env={"HELMFLOW_MIRROR": str(tmp_path / "none"), "HELMFLOW_STORAGE": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
-    assert "board classic: 27 scenarios + 75 perturbed copies x 1 model = 102 runs" in text
+    assert "board classic: 38 scenarios + 108 perturbed copies x 1 model = 146 runs" in text
     assert "not mirrored:" in text and "helmflow mirror classic --to DIR" in text
 
 
@@ -97,7 +99,7 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     with serve(root) as host:
         out = run_cli("mirror", "classic", "--to", str(mirror), env={
             "HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com",
-            **summarization_mirrors(tmp_path / "hub")})
+            **summarization_mirrors(tmp_path / "hub"), **raft_mirror(tmp_path / "hub" / "raft")})
     assert out.returncode == 0, out.stdout + out.stderr
     with start_dev_server() as server:
         models = tmp_path / "models.yaml"

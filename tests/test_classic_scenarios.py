@@ -18,6 +18,7 @@ from helmflow.plan.compile import plan_scenario
 from helmflow.plan.spec import ScenarioEntry
 from helmflow.records import Input, Instance, Reference, prompt_from_row
 from helmflow.scenarios import ScenarioError, get_scenario
+from helmflow.scenarios.raft import helm_split
 from helmflow.scenarios.truthful_qa import helm_options
 from helmflow.storage import Store
 from tests.support.classic_fixtures import (
@@ -28,12 +29,15 @@ from tests.support.classic_fixtures import (
     IDENTITIES,
     IMDB_ORDER,
     QUAC,
+    RAFT_SETTINGS,
     TRUTHFUL_QA,
     boolq_files,
     civil_csv,
     hellaswag_files,
     imdb_files,
     quac_files,
+    raft_parquet,
+    raft_settings,
     truthful_qa_csv,
 )
 
@@ -285,3 +289,52 @@ def test_imdb_file_named_by_the_order_but_missing_is_one_clear_error(tmp_path):
     files[IMDB_ORDER] = json.dumps(order).encode()
     with pytest.raises(ScenarioError, match=r"has no aclImdb/test/neg/999_1.txt \(named by imdb_scenario_pinned"):
         get_scenario("imdb").load(imdb_paths(tmp_path, files))
+
+
+# --------------------------------------------------------------------------- RAFT
+def raft_paths(tmp_path, subset: str, n: int = 50) -> dict[str, str]:
+    return write(tmp_path, {f"x/{subset}-train.parquet": raft_parquet(subset, n), RAFT_SETTINGS: raft_settings()})
+
+
+@pytest.mark.parametrize("n", [50, 48, 7])
+def test_raft_split_is_datasets_train_test_split(n):
+    datasets = pytest.importorskip("datasets")
+    split = datasets.Dataset.from_dict({"ID": list(range(n))}).train_test_split(test_size=0.8, seed=42)  # HELM's call
+    assert helm_split(n) == (split["train"]["ID"], split["test"]["ID"])
+
+
+def test_raft_instances_fields_labels_and_order_are_helms(tmp_path):
+    import pyarrow.parquet as pq
+
+    subset = "neurips_impact_statement_risks"
+    paths = raft_paths(tmp_path, subset)
+    instances = get_scenario("raft", {"subset": subset}).load(paths)
+    rows = pq.read_table(paths[f"{subset}-train.parquet"]).to_pylist()
+    names = ["Unlabeled", "doesn't mention a harmful application", "mentions a harmful application"]
+    train, test = helm_split(50)
+    assert [i.split for i in instances] == ["train"] * 10 + ["test"] * 40  # ceil(0.8 * 50) = 40 test rows
+    for inst, k in zip(instances, train + test, strict=True):
+        assert inst.input.text == (f"Paper title: {rows[k]['Paper title']}\nPaper link: {rows[k]['Paper link']}\n"
+                                   f"Impact statement: {rows[k]['Impact statement']}")
+        assert [r.text for r in inst.references] == [names[rows[k]["Label"]]]
+    spec = get_scenario("raft", {"subset": subset}).default_adapter
+    assert spec.instructions.endswith("\nPossible labels:\n1. doesn't mention a harmful application\n"
+                                      "2. mentions a harmful application")
+    assert spec.output_prefix == "Label: " and spec.input_prefix == "" and spec.generation.max_tokens == 30
+    banking = get_scenario("raft", {"subset": "banking_77"}).default_adapter.instructions
+    assert banking.count("\n") == 78 and banking.endswith("\n77. wrong_exchange_rate_for_cash_withdrawal")
+
+
+def test_raft_bad_input_is_one_clear_error(tmp_path):
+    import pyarrow.parquet as pq
+
+    with pytest.raises(ScenarioError, match="subset"):
+        get_scenario("raft", {"subset": "banking"})
+    paths = raft_paths(tmp_path, "overruling")
+    table = pq.read_table(paths["overruling-train.parquet"])
+    pq.write_table(table.replace_schema_metadata({}), paths["overruling-train.parquet"])
+    with pytest.raises(ScenarioError, match="no ClassLabel names for 'Label'"):
+        get_scenario("raft", {"subset": "overruling"}).load(paths)
+    (tmp_path / "prompt_construction_settings.json").write_text("{}")
+    with pytest.raises(ScenarioError, match="not RAFT's two-line prompt settings"):
+        get_scenario("raft", {"subset": "overruling"}).load(paths)

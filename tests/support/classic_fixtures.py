@@ -203,6 +203,55 @@ def imdb_files(n_train: int = 6, n_test: int = 5) -> dict[str, bytes]:
             f"{IMDB_CONTRAST}/dev_contrast.tsv": tsv([c for _, c in dev_pairs])}
 
 
+# --------------------------------------------------------------------------- RAFT
+RAFT_SETTINGS = "www.dropbox.com/s/a5cyevryzw8rt4f/prompt_construction_settings.json"
+RAFT_FIELDS = {"ade_corpus_v2": ["Sentence"], "banking_77": ["Query"],
+               "neurips_impact_statement_risks": ["Paper title", "Paper link", "Impact statement"],
+               "one_stop_english": ["Article"], "overruling": ["Sentence"],
+               "semiconductor_org_types": ["Paper title", "Organization name"],
+               "systematic_review_inclusion": ["Title", "Abstract", "Authors", "Journal"],
+               "tai_safety_research": ["Title", "Abstract Note", "Url", "Publication Year", "Item Type", "Author",
+                                       "Publication Title"],
+               "terms_of_service": ["Sentence"], "tweet_eval_hate": ["Tweet"], "twitter_complaints": ["Tweet text"]}
+
+
+def raft_settings() -> bytes:
+    """RAFT's prompt construction settings: two JSON lines, field orderings then instructions."""
+    instructions = {subset: f"Fixture instructions for {subset}." for subset in RAFT_FIELDS}
+    return (json.dumps(RAFT_FIELDS) + "\n" + json.dumps(instructions) + "\n").encode()
+
+
+def raft_parquet(subset: str, n: int = 50, seed: int = 11) -> bytes:
+    """A subset's labelled train split as the Hub's Parquet conversion writes it: the text fields, ``ID`` and the
+    ``Label`` class index, with the ClassLabel names (``Unlabeled`` first) in the ``huggingface`` metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from helmflow.scenarios.raft import TASKS
+
+    rng = random.Random(f"{seed}-{subset}")
+    names = ["Unlabeled", *TASKS[subset][1]]
+    columns: dict[str, list] = {f: [f"{f} of fixture row {k} ({subset})" for k in range(n)] for f in RAFT_FIELDS[subset]}
+    columns["ID"] = list(range(n))
+    columns["Label"] = [rng.randint(1, len(names) - 1) for _ in range(n)]
+    features = {f: {"dtype": "string", "_type": "Value"} for f in RAFT_FIELDS[subset]}
+    features |= {"ID": {"dtype": "int32", "_type": "Value"}, "Label": {"names": names, "_type": "ClassLabel"}}
+    table = pa.table(columns).replace_schema_metadata({"huggingface": json.dumps({"info": {"features": features}})})
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    return buf.getvalue()
+
+
+def raft_mirror(root: Path, n: int = 50) -> dict[str, str]:
+    """The eleven subsets' Parquet files and the prompt settings (read from a mirror only) as ``HELMFLOW_MIRROR_RAFT``
+    naming their folder."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "prompt_construction_settings.json").write_bytes(raft_settings())
+    for subset in RAFT_FIELDS:
+        (root / f"{subset}-train.parquet").write_bytes(raft_parquet(subset, n))
+    return {"HELMFLOW_MIRROR_RAFT": str(root)}
+
+
 # --------------------------------------------------------------------------- the tree
 def classic_files() -> dict[str, bytes]:
     return {**boolq_files(), **hellaswag_files(), TRUTHFUL_QA: truthful_qa_csv(), CIVIL: civil_csv(), **quac_files(),
