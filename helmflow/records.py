@@ -103,6 +103,9 @@ class Prompt(Record):
     # ``ranking_binary``: the query block for each reference (one request per reference, each after the
     # same head and examples); empty for every other method
     variants: list[str] = Field(default_factory=list)
+    # ``language_modeling``: the text scored whole, in windows of the deployment's tokens (after ``head``, the
+    # conditioning prefix); empty for every other method
+    document: str = ""
 
     def text(self, num_examples: int | None = None) -> str:
         examples = self.examples if num_examples is None else self.examples[:num_examples]
@@ -166,7 +169,7 @@ class AdapterSpec(Record):
         "the adapter method: generation, chat, multiple_choice_joint, multiple_choice_joint_chain_of_thought, "
         "multiple_choice_separate_original (log-likelihood of each option), multiple_choice_separate_calibrated "
         "(the same, less each option's log-likelihood after `Answer:`), ranking_binary (a yes/no request per "
-        "reference, ranked), or one a plugin registers"))
+        "reference, ranked), language_modeling (the text echoed in windows, scored), or one a plugin registers"))
     global_prefix: str = Field("", description="text before everything else in the prompt")
     instructions: str = Field("", description="instructions before the in-context examples")
     input_prefix: str = Field("Input: ", description="text before each instance's input")
@@ -395,6 +398,8 @@ class Request(Record):
     request_mode: str | None = None
     # the reference this request is about (``ranking_binary``: the passage it asks about); None otherwise
     reference_index: int | None = None
+    # ``language_modeling``: how many of the echoed prompt's first tokens only condition (are not scored)
+    num_conditioning_tokens: int = 0
     # what the client kind leaves out of the request for its reasoning options (e.g. temperature)
     notes: list[str] = Field(default_factory=list)
 
@@ -559,6 +564,7 @@ REQUEST_SCHEMA = pa.schema(
         ("notes", pa.list_(pa.string())),
         ("request_mode", pa.string()),
         ("reference_index", pa.int32()),
+        ("num_conditioning_tokens", pa.int32()),
     ]
 )
 
@@ -655,6 +661,7 @@ PROMPT_SCHEMA = pa.schema(
         ("continuations", pa.list_(pa.string())),
         ("calibration", pa.string()),
         ("variants", pa.list_(pa.string())),
+        ("document", pa.string()),
     ]
 )
 
@@ -697,6 +704,7 @@ def prompt_from_row(row: dict[str, Any]) -> Prompt:
     row["continuations"] = row.get("continuations") or []
     row["calibration"] = row.get("calibration") or ""
     row["variants"] = row.get("variants") or []
+    row["document"] = row.get("document") or ""
     return Prompt.model_validate(row)
 
 
@@ -716,6 +724,7 @@ def request_to_row(req: Request) -> dict[str, Any]:
         "notes": req.notes,
         "request_mode": req.request_mode,
         "reference_index": req.reference_index,
+        "num_conditioning_tokens": req.num_conditioning_tokens,
     }
 
 
@@ -743,6 +752,7 @@ def request_from_row(row: dict[str, Any]) -> Request:
         notes=row.get("notes") or [],
         request_mode=row.get("request_mode"),
         reference_index=row.get("reference_index"),
+        num_conditioning_tokens=row.get("num_conditioning_tokens") or 0,
     )
 
 

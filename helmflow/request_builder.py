@@ -117,6 +117,9 @@ def build_requests(
         if prompt.variants:
             requests += variant_requests(prompt, adapter, deployment, max_tokens)
             continue
+        if prompt.document:
+            requests += document_requests(prompt, deployment)
+            continue
         notes: list[str] = []
         messages, parts = prompt.messages, None
         if messages is not None:
@@ -199,6 +202,52 @@ def variant_requests(prompt: Prompt, adapter: AdapterSpec, deployment: Deploymen
             out.append(Request(request_hash=request_hash(body, sample), instance_id=prompt.instance_id,
                                split=prompt.split, sample_index=sample, body=body, num_train_instances=n_train,
                                prompt_truncated=truncated, reference_index=index))
+    return out
+
+
+def document_windows(tokens: list[str], prefix: list[str], window: int, pieces) -> list[tuple[str, int]]:
+    """HELM's ``LanguageModelingAdapter`` windows over a document's tokens: (echoed prompt text, conditioning
+    tokens). The first window is the prefix and the first ``window`` tokens, the prefix conditioning (its
+    count is 1 when there is one, as HELM counts it); each next window scores the next at most ``window - 1``
+    tokens after the tokens before them that fill the window. A window longer than ``window`` after
+    re-tokenising (``pieces``) loses tokens from its end until it fits, as HELM's
+    ``fits_tokens_within_context_window`` (the first window's lost tokens are never scored: HELM's count moves on)."""
+    def fit(conditioning: list[str], predicted: list[str]) -> str:
+        text = "".join(conditioning + predicted)
+        while len(pieces(text)) > window:
+            predicted = predicted[: -(len(pieces(text)) - window)]
+            if not predicted:
+                raise ValueError("no document token fits in the window after its conditioning tokens")
+            text = "".join(conditioning + predicted)
+        return text
+
+    first = min(window, len(tokens))
+    out = [(fit(prefix, tokens[:first]), 1 if prefix else 0)]
+    done = first
+    while done < len(tokens):
+        size = min(len(tokens) - done, window - 1)
+        end = done + size
+        conditioning = tokens[end - window:done]  # HELM's slice, negative start included
+        out.append((fit(conditioning, tokens[done:end]), len(conditioning)))
+        done += size
+    return out
+
+
+def document_requests(prompt: Prompt, deployment: Deployment) -> list[Request]:
+    """Language modeling: the document echoed with logprobs in windows of the deployment's context window
+    (its tokenizer's tokens), nothing generated; each request says how many of its first tokens condition."""
+    tok = get_tokenizer(deployment.tokenizer)
+    pieces = getattr(tok, "pieces", None)
+    if pieces is None:
+        raise ValueError(f"deployment {deployment.name!r}: tokenizer {deployment.tokenizer!r} cannot split a text "
+                         "into its tokens, which language modeling windows need (use a whitespace or hf: tokenizer)")
+    out = []
+    for text, conditioning in document_windows(pieces(prompt.document), pieces(prompt.head) if prompt.head else [],
+                                               deployment.context_window, pieces):
+        body = RequestBody(model=deployment.model, prompt=text, max_tokens=0, temperature=0.0, logprobs=True, echo=True)
+        out.append(Request(request_hash=request_hash(body, prompt.trial), instance_id=prompt.instance_id,
+                           split=prompt.split, sample_index=prompt.trial, body=body,
+                           num_conditioning_tokens=conditioning))
     return out
 
 

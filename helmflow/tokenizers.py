@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
 import uuid
 from collections.abc import Callable
@@ -63,6 +64,14 @@ class WhitespaceTokenizer:
     def count(self, text: str) -> int:
         return len(text.split())
 
+    def pieces(self, text: str) -> list[str]:
+        """The tokens as text that joins back to ``text``: each word with the whitespace before it (trailing
+        whitespace stays on the last word)."""
+        words = re.findall(r"\s*\S+", text)
+        if words:
+            words[-1] += text[len("".join(words)):]
+        return words
+
     def truncate(self, text: str, max_tokens: int) -> str:
         if max_tokens <= 0:
             return ""
@@ -92,6 +101,18 @@ class HFTokenizer:
 
     def count(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=True).ids)
+
+    def pieces(self, text: str) -> list[str]:
+        """The tokens (no special ones) as text that joins back to ``text``: each from the end of the one before
+        it to its own end offset (the rest of the text stays on the last)."""
+        out, start = [], 0
+        for _, end in self._tok.encode(text, add_special_tokens=False).offsets:
+            if end > start:
+                out.append(text[start:end])
+                start = end
+        if out and start < len(text):
+            out[-1] += text[start:]
+        return out
 
     def truncate(self, text: str, max_tokens: int) -> str:
         if self.count(text) <= max_tokens:

@@ -213,6 +213,7 @@ _BUILTIN = [
     "ranking",
     "summarization",
     "kpi_edgar",
+    "language_modeling",
     "image2struct",
     "image_efficiency",
     "fractal_dimension",

@@ -187,6 +187,7 @@ _BUILTIN = [
     "chat",
     "chain_of_thought",
     "ranking",
+    "language_modeling",
 ]
 
 for _module in _BUILTIN:
