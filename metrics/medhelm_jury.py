@@ -163,6 +163,10 @@ JURY_TASKS = [
     JuryTask("medication_qa", "a pharmacist answering consumers' questions about their medicines", "question"),
     JuryTask("med_dialog", "a physician reviewing summaries of patient-doctor conversations", "conversation"),
     JuryTask("medi_qa", "a physician answering consumers' health questions", "question"),
+    JuryTask("mtsamples_replicate", "a physician reviewing treatment plans written from medical reports",
+             "patient_information"),
+    JuryTask("mtsamples_procedures", "a physician reviewing treatment plans written from procedure notes",
+             "patient_notes"),
     JuryTask("aci_bench", "a physician reviewing clinical notes written from patient-doctor conversations",
              "conversation"),
 ]

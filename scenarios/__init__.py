@@ -88,6 +88,7 @@ _BUILTIN = [
     "race_based_med",
     "medi_qa",
     "raft",
+    "mtsamples",
 ]
 
 

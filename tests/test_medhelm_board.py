@@ -17,6 +17,7 @@ from helmflow.scenarios.med_dialog import BUNDLE
 from helmflow.scenarios.medec import COMMIT as MEDEC_COMMIT
 from helmflow.scenarios.medec import TEST_PATH as MEDEC_PATH
 from helmflow.scenarios.medi_qa import FILENAME as MEDIQA_FILE
+from helmflow.scenarios.mtsamples import MTSamplesProcedures, MTSamplesReplicate
 from helmflow.scenarios.pubmed_qa import COMMIT as PUBMED_COMMIT
 from helmflow.scenarios.race_based_med import FILENAME as RACE_FILE
 from tests.support.cli import REPO, run_cli
@@ -25,6 +26,8 @@ from tests.support.lite_fixtures import medqa_rows, medqa_zip, serve
 from tests.support.medhelm_fixtures import (
     ACI_FILES,
     MED_DIALOG,
+    MTSAMPLES_PROCEDURES,
+    MTSAMPLES_REPLICATE,
     ehrsql_files,
     headqa_parquet,
     medbullets_csv,
@@ -34,6 +37,7 @@ from tests.support.medhelm_fixtures import (
     medication_xlsx,
     mediqa_xml,
     medmcqa_dev_jsonl,
+    mtsamples_zip,
     pubmed_json,
     race_docx,
     src_tgt,
@@ -98,6 +102,10 @@ def _sources(root):
            for n in ("train.json", "valid.json", "test.json", "eicu.sql")},
         "github.com/raulista1997/benchmarkdata/raw/c4c252443fa9c52afb6960f53e51be278639bea2/eicu.sqlite": ehr["eicu.sqlite"],
         "drive.google.com/uc": medqa_zip(20, 6, 8),
+        f"github.com/raulista1997/benchmarkdata/archive/{MTSamplesReplicate.COMMIT}.zip": mtsamples_zip(
+            MTSamplesReplicate.COMMIT, "mtsamples_processed", MTSAMPLES_REPLICATE),
+        f"github.com/raulista1997/benchmarkdata/archive/{MTSamplesProcedures.COMMIT}.zip": mtsamples_zip(
+            MTSamplesProcedures.COMMIT, "mtsample_procedure", MTSAMPLES_PROCEDURES),
         f"{raw}/abachaa/MEDIQA2019/master/MEDIQA_Task3_QA/{MEDIQA_FILE}": mediqa_xml(),
         f"{raw}/HanjieChen/ChallengeClinicalQA/refs/heads/main/medbullets/medbullets_op5.csv": medbullets_csv(),
         "github.com/abachaa/Medication_QA_MedInfo2019/raw/master/MedInfo2019-QA-Medications.xlsx": medication_xlsx(),
@@ -165,6 +173,10 @@ def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     # MedDialog: healthcaremagic (4 + (1+2+3)/3) / 2 = 3, icliniq 5; the column is the mean of the two subsets
     assert model["med_dialog/med_dialog_accuracy"] == constant["med_dialog/med_dialog_accuracy"] == pytest.approx(4.0)
     assert model["med_dialog-healthcaremagic"] == pytest.approx(3.0) and model["med_dialog-icliniq"] == 5.0
+    # MTSamples: the model's empty plan scores HELM's default 1 (the constant model's is judged 4), then 2 each;
+    # procedures: 5 each
+    assert model["mtsamples_replicate"] == 1.5 and constant["mtsamples_replicate"] == 3.0
+    assert model["mtsamples_procedures"] == constant["mtsamples_procedures"] == 5.0
     # MEDIQA: (4+4+4+2+2+2)/6 = 3 and 5, for both models (the stub judges read the question's markers)
     assert model["medi_qa"] == constant["medi_qa"] == pytest.approx(4.0)
     # ACI-Bench: the empty note and the note no judge parsed score HELM's default for note generation, 1
@@ -176,8 +188,10 @@ def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     assert constant["medhallu"] == constant["race_based_med"] == 0.0
     db = next(storage.glob("datasets/ehr_sql/*/eicu.sqlite"))
     assert db.read_bytes() == ehrsql_files()["eicu.sqlite"]  # the DROP wrote nothing
-    wins = {"clinical_decision_support": 1.0, "clinical_note_generation": 0.0, "patient_communication": 1 / 3,
-            "medical_research": 1.0}  # patient communication: MedicationQA lost, MedDialog and MEDIQA tied
+    # clinical decision support: MTSamples lost; note generation: ACI-Bench lost, procedures tied; patient
+    # communication: MedicationQA lost, MedDialog and MEDIQA tied
+    wins = {"clinical_decision_support": 6 / 7, "clinical_note_generation": 0.25, "patient_communication": 1 / 3,
+            "medical_research": 1.0}
     for category, win in wins.items():
         assert model[f"{category} mean_win_rate"] == pytest.approx(win)
         assert constant[f"{category} mean_win_rate"] == pytest.approx(1 - win)

@@ -289,3 +289,21 @@ def test_medi_qa_reads_the_test_xml_as_the_loading_script_does(tmp_path):
     instances = get_scenario("medi_qa").load(_files(tmp_path, {FILENAME: mediqa_xml()}))
     assert [(i.id, i.references[0].text) for i in instances] == [("1", "Water and rest."), ("2", "Usually not.")]
     assert METRICS.get("medi_qa_accuracy").judge == "medi_qa"
+
+
+def test_mtsamples_take_helms_reference_heading_and_skip_what_helm_skips(tmp_path):
+    from helmflow.scenarios.mtsamples import MTSamplesProcedures, MTSamplesReplicate
+    from tests.support.medhelm_fixtures import MTSAMPLES_PROCEDURES, MTSAMPLES_REPLICATE, mtsamples_zip
+
+    scen = get_scenario("mtsamples_replicate")
+    zipped = mtsamples_zip(MTSamplesReplicate.COMMIT, "mtsamples_processed", MTSAMPLES_REPLICATE)
+    instances = scen.load(_files(tmp_path, {scen.archive: zipped}))
+    assert [(i.extra["file"], i.references[0].text) for i in instances] == [("001_cough.txt", "Rest and fluids."),
+                                                                          ("003_rash.txt", "A red rash.")]
+    assert instances[0].input.text == "HISTORY: fixture patient with a cough. [ans:] [judge-a:4,4,4]"
+    assert instances[1].input.text.endswith("FINDINGS: A red rash.")  # replicate removes only the plan
+    scen = get_scenario("mtsamples_procedures")
+    zipped = mtsamples_zip(MTSamplesProcedures.COMMIT, "mtsample_procedure", MTSAMPLES_PROCEDURES)
+    (only,) = scen.load(_files(tmp_path, {scen.archive: zipped}))
+    assert only.references[0].text == "Surgery went well."
+    assert only.input.text == "PROCEDURE: fixture knee arthroscopy. [ans:Physio.] [judge-a:5,5,5]"

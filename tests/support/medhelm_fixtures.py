@@ -347,3 +347,29 @@ def mediqa_xml() -> bytes:
     body = "".join(f'<Question QID="{qid}"><QuestionText>{text}</QuestionText><AnswerList>{"".join(answers)}'
                    "</AnswerList></Question>" for qid, text, answers in questions)
     return f'<?xml version="1.0" encoding="UTF-8"?><MEDIQA2019-Task3-QA>{body}</MEDIQA2019-Task3-QA>'.encode()
+
+
+# --------------------------------------------------------------------------- MTSamples (GitHub's zip of a commit)
+MTSAMPLES_REPLICATE = {
+    "001_cough.txt": "HISTORY: fixture patient with a cough. [ans:] [judge-a:4,4,4]\nPLAN: Rest and fluids.\nSIGNED.",
+    "002_lower.txt": "HISTORY: fixture patient.\nPlan: only a lower-case heading, which HELM fails on and skips.",
+    "003_rash.txt": "HISTORY: fixture rash. [ans:Cream.] [judge-b:2,2,2]\nFINDINGS: A red rash.\n",
+    "004_none.txt": "HISTORY: no heading at all.",
+    "notes.md": "not a transcription",
+}
+MTSAMPLES_PROCEDURES = {
+    "knee.txt": "PROCEDURE: fixture knee arthroscopy. [ans:Physio.] [judge-a:5,5,5]\nSUMMARY: Surgery went well.\n"
+                "FINDINGS: Torn meniscus.",
+}
+
+
+def mtsamples_zip(commit: str, folder: str, files: dict[str, str]) -> bytes:
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr(f"benchmarkdata-{commit}/README.md", "fixture")
+        z.writestr(f"benchmarkdata-{commit}/eicu.sqlite", b"not read")
+        for name, text in files.items():
+            z.writestr(f"benchmarkdata-{commit}/{folder}/{name}", text)
+    return buf.getvalue()
