@@ -133,7 +133,7 @@ def test_msmarco_runs_end_to_end_through_eval(tmp_path, prefect_server):
     with serve(source_tree(tmp_path / "src", msmarco_files())) as host:
         out = run_cli("mirror", spec, "--to", str(mirror), env={"HELMFLOW_SOURCE_HOST": host.url})
     assert out.returncode == 0, out.stdout + out.stderr
-    out = run_cli("eval", spec, "--models", "offline/echo", "--storage", str(storage),
+    out = run_cli("eval", spec, "--models", "offline/echo", "--max-instances", "3", "--storage", str(storage),
                   env={"HELMFLOW_MIRROR": str(mirror)}, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     (run_dir,) = [p.parent for p in storage.glob("runs/*/run.json")]
