@@ -214,6 +214,8 @@ _BUILTIN = [
     "summarization",
     "kpi_edgar",
     "language_modeling",
+    "fin_qa",
+    "financebench",
     "image2struct",
     "image_efficiency",
     "fractal_dimension",
