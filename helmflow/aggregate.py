@@ -73,7 +73,8 @@ def leaderboard_schema(labels: list[str], groups: list[str] | None = None, aspec
     fields += [(f"{label} truncated_in_reasoning", pa.float64()) for label in labels]
     if abilities:
         fields += [("mean_ability", pa.float64())]
-        fields += [(f"{label} {name}", pa.float64()) for label in labels for name in ("ability", "ability_se")]
+        fields += [(f"{label} {name}", pa.float64()) for label in labels
+                   for name in ("ability", "ability_se", "full_score")]
     return pa.schema(fields)
 
 
@@ -420,6 +421,7 @@ def rank(models: Sequence[str], labels: Sequence[str], cells: dict[tuple[str, st
                 cell = cells.get((m, lab))
                 row[f"{lab} ability"] = cell.ability if cell else None
                 row[f"{lab} ability_se"] = cell.ability_se if cell else None
+                row[f"{lab} full_score"] = cell.full_score if cell else None  # the full run's, when published
             found = [c.ability for c in mine if c.ability is not None]
             row["mean_ability"] = sum(found) / len(found) if found else None
         rows.append(row)

@@ -103,6 +103,7 @@ class RunOutcome(Outcome):
     truncated_in_reasoning: float | None = None  # share of instances (None: no reasoning options)
     ability: float | None = None  # adaptive runs: the Rasch ability after the last item asked
     ability_se: float | None = None  # and its standard error
+    full_score: float | None = None  # and the main score of the same cell's full run, when one is published
 
     @property
     def correct(self) -> float | None:

@@ -422,7 +422,10 @@ def adaptive_run(store: Store, plan: RunPlan, prepared: PreparedScenario,
         "standard_error": [_finite(s.standard_error) for s in trajectory.steps],
     }, schema=TRAJECTORY_SCHEMA)
     out = publish_run(store, plan, query, score, lineage, trajectory=table)
-    return out.model_copy(update={"ability": trajectory.ability, "ability_se": _finite(trajectory.standard_error)})
+    full = layout.run_json(plan.full_run_id) if plan.full_run_id else None
+    full_score = store.read_json(full).get("score") if full and store.exists(full) else None
+    return out.model_copy(update={"ability": trajectory.ability, "ability_se": _finite(trajectory.standard_error),
+                                  "full_score": full_score})
 
 
 def _finite(x: float) -> float | None:

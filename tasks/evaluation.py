@@ -160,7 +160,11 @@ def _with_ci(row: dict[str, Any], label: str) -> str:
 
 def _with_se(row: dict[str, Any], label: str) -> str:
     ability = row.get(f"{label} ability")
-    return "missing" if ability is None else f"{_fmt(ability)} ± {_fmt(row.get(f'{label} ability_se'))}"
+    if ability is None:
+        return "missing"
+    full = row.get(f"{label} full_score")  # the same cell's full-run score, when one was published
+    return f"{_fmt(ability)} ± {_fmt(row.get(f'{label} ability_se'))}" + (f" (full run {_fmt(full)})"
+                                                                          if full is not None else "")
 
 
 MAX_RUN_COLUMNS = 12

@@ -36,7 +36,7 @@ def adaptive_release(tmp_path_factory):
 
     store = Store(str(tmp_path_factory.mktemp("adaptive-report") / "store"))
     models = ["offline/solver", "offline/solver-noisy", "offline/echo"]
-    full = prepare("demo", models=models, scenarios=["arithmetic-3"], max_instances=12)
+    full = prepare("demo", models=models, scenarios=["arithmetic-3"])  # the board's pool, which adaptive runs ask from
     scenario = full.scenarios[0]
     prepared = prepare_scenario(store, scenario)
     cells = [r for r in full.runs if r.scenario.label == scenario.label]
@@ -48,6 +48,20 @@ def adaptive_release(tmp_path_factory):
     outcomes = [evaluate_run(store, r, prepare_scenario(store, r.scenario)) for r in runs]
     release = publish_release(store, plan.model_copy(update={"runs": runs}), outcomes, [])
     return store, release.release_id, outcomes, (full_release.release_id, full_runs)
+
+
+def test_the_adaptive_release_has_each_cells_ability_with_the_full_runs_score_beside_it(adaptive_release):
+    from helmflow import layout
+
+    store, release_id, outcomes, (_, full_runs) = adaptive_release
+    rows = {r["deployment"]: r for r in store.read_parquet(
+        layout.release_file("demo", release_id, "leaderboard.parquet")).to_pylist()}
+    full = {o.deployment: o.score for o in full_runs}
+    for o in outcomes:
+        row = rows[o.deployment]
+        assert row["arithmetic-3 ability"] == o.ability and row["arithmetic-3 ability_se"] == o.ability_se
+        assert row["arithmetic-3 full_score"] == full[o.deployment]  # the same cell's full run, 45 instances
+        assert row["mean_ability"] == o.ability  # one scenario
 
 
 def test_an_adaptive_run_page_plots_its_trajectory(adaptive_release):

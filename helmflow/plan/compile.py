@@ -208,7 +208,8 @@ def adaptive_run(plan: RunPlan, adaptive: AdaptivePlan) -> RunPlan:
     """``plan`` asked adaptively: its own run, query and score keys (the requests stay the full run's,
     so the journal answers every item a full or earlier adaptive run asked)."""
     tag = versions.stable_hash(adaptive.model_dump(mode="json"))[:12]
-    return plan.model_copy(update={"adaptive": adaptive, "run_id": f"{plan.run_id}-adaptive-{tag}",
+    return plan.model_copy(update={"adaptive": adaptive, "full_run_id": plan.run_id,
+                                   "run_id": f"{plan.run_id}-adaptive-{tag}",
                                    "query_key": f"{plan.query_key}-adaptive-{tag}",
                                    "score_key": f"{plan.score_key}-adaptive-{tag}"})
 

@@ -71,6 +71,7 @@ class RunPlan(BaseModel):
     scorer: Deployment | None = None  # the scorer of the scenario's board-wide metric that reads one
     scorer_template: str | None = None
     adaptive: AdaptivePlan | None = None
+    full_run_id: str | None = None  # an adaptive run: the run id of the same cell asked in full
 
 
 def cell_name(plan: RunPlan) -> str:
