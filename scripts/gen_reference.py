@@ -218,9 +218,17 @@ def _client_options() -> list[tuple[str, type[BaseModel] | None]]:
 
 
 def _board_models() -> list[type[BaseModel]]:
-    from helmflow.plan.spec import AdaptiveSpec, BoardSpec, GroupColumn, MetricGroup, ScenarioEntry
+    from helmflow.plan.spec import (
+        AdaptiveSpec,
+        BoardSpec,
+        GroupColumn,
+        MetricGroup,
+        MlflowTracking,
+        ScenarioEntry,
+        TrackingSpec,
+    )
 
-    return [BoardSpec, ScenarioEntry, MetricGroup, GroupColumn, AdaptiveSpec]
+    return [BoardSpec, ScenarioEntry, MetricGroup, GroupColumn, AdaptiveSpec, TrackingSpec, MlflowTracking]
 
 
 def config_markdown() -> str:
@@ -278,13 +286,15 @@ def config_markdown() -> str:
         "`helmflow run --board-file FILE`. [Run what you want](../eval.md#board-files) shows a whole one.",
         "",
     ]
-    spec, entry, group, column, adaptive = _board_models()
+    spec, entry, group, column, adaptive, tracking, mlflow = _board_models()
     lines += model_table(spec, "BoardSpec (the file)")
     lines += model_table(entry, "ScenarioEntry (one item of `scenarios:`)")
     lines += model_table(group, "MetricGroup (one item of `metric_groups:`)")
     lines += model_table(column, "GroupColumn (one item of a group's `columns:`)")
     lines += model_table(adaptive, "AdaptiveSpec (`adaptive:` of the board or of an entry; see "
                                    "[REEval / adaptive testing](../adaptive.md))")
+    lines += model_table(tracking, "TrackingSpec (`tracking:`; see [Publishing results](../publishing.md))")
+    lines += model_table(mlflow, "MlflowTracking (`tracking: {mlflow: …}`)")
     lines += [
         "### Adapter fields (`adapter:`)", "",
         "A scenario entry's `adapter:` (and `helmflow eval --adapter k=v,…`) overrides fields of the "

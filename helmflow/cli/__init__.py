@@ -31,6 +31,7 @@ COMMAND_MODULES: list[str] = [
     "helmflow.cli.reproduce",
     "helmflow.cli.helm_models",
     "helmflow.cli.helm_io",
+    "helmflow.cli.track",
     "helmflow.cli.compare",
     "helmflow.cli.calibrate",
     "helmflow.cli.server",

@@ -42,6 +42,7 @@ class RunRequest(BaseModel):
     require_verified_data: bool = False  # reproduce: refuse a mirror that is not verified (exit 2)
     wait: bool = False  # for another run of the board on the same storage (helmflow.lease)
     ephemeral: bool = False  # Prefect's temporary server instead of helmflow's managed one
+    track: list[str] = Field(default_factory=list)  # mlflow:URI targets the release is logged to (helmflow.tracking)
 
     def flow_parameters(self, board: str | dict[str, Any], storage: str) -> dict[str, Any]:
         """The ``evaluate`` flow's parameters (JSON, so a deployment or a retry can replay them)."""
@@ -72,7 +73,10 @@ def _run_board(request: RunRequest) -> int:
     from helmflow.plan.launch import handing_over, launch_key, prepare_launch
     from helmflow.plan.spec import with_prompts, with_variant
     from helmflow.prefect_runtime import start_server
+    from helmflow.tracking import parse_target
 
+    for value in request.track:  # bad input: one line, before any work
+        parse_target(value)
     # before planning: a server's start-up (seconds of importing its app) overlaps this process's work
     server = None if request.dry_run else start_server(request.ephemeral, request.verbose)
     board = with_variant(request.board, request.variant) if request.variant else request.board
@@ -93,6 +97,11 @@ def _run_board(request: RunRequest) -> int:
                             plugins=request.plugins, status=console.status,
                             require_verified_data=request.require_verified_data, look_up_release=not request.force_flow)
     plan, store = launch.plan, launch.store
+    from helmflow.tracking import check_installed, targets
+
+    trackers = targets(request.track, plan.spec.tracking)
+    if trackers:
+        check_installed()
     console.print(f"storage: {store.root}", soft_wrap=True, markup=False)  # a path never breaks across lines
     for line in launch.unverified:
         console.print(f"UNVERIFIED data: {line}", style="yellow", markup=False)
@@ -109,6 +118,8 @@ def _run_board(request: RunRequest) -> int:
         _print_release(console, launch.published)
         console.print("no Prefect flow run was started: every run and this release are already published "
                       "(--force-flow starts one)", soft_wrap=True)
+        if not _track(console, store, launch.published, trackers):
+            return EXIT_PARTIAL
         from helmflow.prefect_server import Handle, started_line
 
         if isinstance(server, Handle) and server.started_here:  # started ahead, on a guess: it stays for later
@@ -136,11 +147,35 @@ def _run_board(request: RunRequest) -> int:
 
     with prefect_api(server):  # waits for it, under helmflow's start-up timeout
         return run_flow_here(console, server, store, plan.spec.name, call, started=started, wait=request.wait,
-                             verbose=request.verbose)
+                             verbose=request.verbose,
+                             on_release=lambda summary: _track(console, store, summary, trackers))
+
+
+def _track(console: Any, store: Any, summary: dict[str, Any], trackers: list[Any]) -> bool:
+    """Log the published release to each tracker; False (said in one line each) when one failed: the
+    release stands, and ``helmflow track`` logs it later."""
+    if not trackers:
+        return True
+    from helmflow.cli.track import report_writer, say
+    from helmflow.tracking import shown, track_release
+
+    ok = True
+    for target in trackers:
+        try:
+            tracked = track_release(store, summary["board"], summary["release_id"], target, report_writer())
+            console.print(say(tracked, summary["board"], summary["release_id"]), soft_wrap=True, markup=False)
+        except Exception as exc:  # noqa: BLE001 - one line, the release is published
+            ok = False
+            console.print(f"tracking: release {summary['release_id']} was not logged to MLflow at "
+                          f"{shown(target.uri)}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]} "
+                          f"(helmflow track {summary['board']} --to mlflow:URI logs it later)",
+                          soft_wrap=True, markup=False, style="red")
+    return ok
 
 
 def run_flow_here(console: Any, server: Any, store: Any, board: str, call: Callable[[], Any], *, started: float,
-                  wait: bool = False, verbose: bool = False) -> int:
+                  wait: bool = False, verbose: bool = False,
+                  on_release: Callable[[dict[str, Any]], bool] | None = None) -> int:
     """Run a board's flow run in this process (``call`` starts it and returns its final state) under the
     board's lease, with the progress bars, Ctrl-C handling and a watch on the Prefect server; then print
     the board table, the flow run and the release. ``run`` and ``retry`` end the same way."""
@@ -185,12 +220,13 @@ def run_flow_here(console: Any, server: Any, store: Any, board: str, call: Calla
         console.print(f"Prefect UI: {server.state.ui_url}/runs/flow-run/{state.state_details.flow_run_id}",
                       soft_wrap=True, markup=False)
     _print_release(console, summary)
+    tracked = on_release(summary) if on_release else True
     if isinstance(result, PartialRelease):
         from rich.markup import escape
 
         console.print(f"[red]partial release: {escape(str(result))}")
         return EXIT_PARTIAL
-    return 0
+    return 0 if tracked else EXIT_PARTIAL
 
 
 def _print_release(console: Any, summary: dict[str, Any]) -> None:

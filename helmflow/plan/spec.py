@@ -28,6 +28,21 @@ class BoardError(HelmflowError, ValueError):
 DEFAULT_ADAPTIVE_ITEMS = 50  # HELM's documented REEval example: --max-eval-instances 50
 
 
+class MlflowTracking(BaseModel):
+    """Where a board's releases are logged as MLflow runs (``helmflow.tracking``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    uri: str = Field(description="the MLflow tracking server (`http://host:5000`) or store URI")
+    experiment: str | None = Field(None, description="the experiment (default: the board's name)")
+
+
+class TrackingSpec(BaseModel):
+    """Experiment trackers a board's releases are logged to after `helmflow run` publishes them."""
+
+    model_config = ConfigDict(extra="forbid")
+    mlflow: MlflowTracking | None = Field(None, description="log each release as an MLflow run")
+
+
 class AdaptiveSpec(BaseModel):
     """Adaptive testing declared by a board (docs/adaptive.md): each model answers at most ``max_items``
     items per scenario, each the one nearest even odds under the Rasch model."""
@@ -158,6 +173,9 @@ class BoardSpec(BaseModel):
     helm_differences: list[str] = Field(default_factory=list, description="what this board does differently from "
                                                                           "HELM's published setup, one sentence "
                                                                           "each (`reproduce --explain`)")
+    tracking: TrackingSpec | None = Field(None, description="experiment trackers each release is logged to "
+                                                             "(`tracking: {mlflow: {uri, experiment}}`); not part "
+                                                             "of the board version")
     # prompt wording replaced: ``<scenario>.<text>`` or ``judge.<template>`` -> text (helmflow.prompts)
     prompts: dict[str, str] = Field(default_factory=dict, description="prompt wording replaced: "
                                                                       "`<scenario>.<text>` or `judge.<template>` "
@@ -192,6 +210,7 @@ class BoardSpec(BaseModel):
         """What the board version hashes: fields added later count only when used (old versions stay put).
         A board-wide metric that is on hashes under its own name at the top level, as boards spelled it."""
         data = self.model_dump(mode="json")
+        data.pop("tracking")  # where releases are logged changes no number
         for name, value in data.pop("board_wide").items():
             if value not in (None, False, "", OFF):
                 data[name] = value

@@ -1,0 +1,59 @@
+"""``helmflow track``: log a published release to an experiment tracker (an MLflow run), and what
+``helmflow run --track`` / a board's ``tracking:`` do after a run publishes (:mod:`helmflow.tracking`)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from helmflow.cli.options import storage_arg
+
+
+def report_writer():
+    """The release's static report, written into the store as ``helmflow report`` writes it."""
+    from helmflow.web.export import export_report
+
+    def write(store: Any, board: str, release_id: str) -> None:
+        export_report(store, board, release_id)
+
+    return write
+
+
+def say(tracked: Any, board: str, release_id: str) -> str:
+    if not tracked.created:
+        return (f"tracked   {board} {release_id} is already MLflow run {tracked.run_id} in experiment "
+                f"{tracked.experiment!r} at {tracked.uri}: nothing logged")
+    return (f"tracked   {board} {release_id} as MLflow run {tracked.run_id} in experiment {tracked.experiment!r} "
+            f"at {tracked.uri}: {tracked.params} params, {tracked.metrics} metrics, {tracked.artifacts} artifacts")
+
+
+def cmd_track(args: argparse.Namespace) -> int:
+    from helmflow.storage import Store
+    from helmflow.tracking import check_installed, parse_target, track_release
+
+    target = parse_target(args.to)
+    if args.experiment:
+        target.experiment = args.experiment
+    check_installed()
+    store = Store(args.storage)
+    from helmflow.bundle import pick_release
+
+    info = pick_release(store, args.board, args.release)
+    tracked = track_release(store, info.board, info.release_id, target, report_writer())
+    print(say(tracked, info.board, info.release_id))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "track", help="log a published release to an experiment tracker (one MLflow run per release)",
+        description="Logs the release as an MLflow run: the versions as params, every leaderboard cell (and "
+                    "its interval) as metrics, the leaderboard, release.json and the static report as "
+                    "artifacts. A release already logged is not logged again.")
+    p.add_argument("board")
+    p.add_argument("--release", help="release id (default: the board's latest)")
+    p.add_argument("--to", required=True, metavar="mlflow:URI",
+                   help="the tracker: mlflow:http://host:5000 (a tracking server) or mlflow:sqlite:///mlflow.db")
+    p.add_argument("--experiment", help="the MLflow experiment (default: the board's tracking setting, else its name)")
+    storage_arg(p)
+    p.set_defaults(func=cmd_track)
