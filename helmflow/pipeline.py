@@ -350,7 +350,7 @@ def evaluate_run(store: Store, plan: RunPlan, prepared: PreparedScenario, progre
     """One board cell end to end. ``lineage`` names the Prefect flow and task run doing it; the
     query and score task-run ids in ``run.json`` are those of whoever actually queried and scored."""
     if plan.adaptive is not None:
-        return adaptive_run(store, plan, prepared, progress, shared, lineage)
+        return adaptive_run(store, plan, prepared, progress, shared, lineage, on_start)
     task_run_id = (lineage or {}).get("publish_task_run_id")
     query = query_stage(store, plan, prepared.prompts, progress, shared, task_run_id, on_start)
     score = score_stage(store, plan, prepared.data, query, shared, task_run_id)
@@ -369,7 +369,8 @@ TRAJECTORY_SCHEMA = pa.schema([
 
 def adaptive_run(store: Store, plan: RunPlan, prepared: PreparedScenario,
                  progress: Callable[[int], None] | None = None, shared: BoardRun | None = None,
-                 lineage: dict[str, Any] | None = None) -> RunOutcome:
+                 lineage: dict[str, Any] | None = None,
+                 on_start: Callable[[int], None] | None = None) -> RunOutcome:
     """One board cell asked adaptively (:mod:`helmflow.adaptive`): items one at a time through the
     query path (the journal answers any request asked before), each scored by the scenario's main
     metric; then the asked items are scored and published as a run with its trajectory."""
@@ -388,6 +389,9 @@ def adaptive_run(store: Store, plan: RunPlan, prepared: PreparedScenario,
         by_instance.setdefault(request.instance_id, []).append(request)
     easiness = {i: z for i, z in easiness_all.items() if i in by_instance}  # unmatched items are never asked
     instances = {i.id: i for i in read_instances(store, prepared.data.instances_key, set(easiness))}
+    if on_start:  # the requests the run will ask at most (a progress bar's total)
+        on_start(sum(len(by_instance[i]) for i in sorted(easiness, key=lambda i: -len(by_instance[i]))
+                     [:plan.adaptive.max_items]))
     asked: list[Any] = []
     answers: list[Completion] = []
     sending = Sending(store, plan.deployment, hashes, max_tokens, progress, shared)

@@ -102,7 +102,9 @@ def test_an_adaptive_run_uses_calibrated_items_asks_nothing_new_and_publishes_it
     assert run.adaptive is not None and run.adaptive.max_items == 4
     pool = prepare_scenario(store, run.scenario)
     assert pool.prompts.num_prompts == 45  # the pool stays the board's (45); N counts the items asked
-    out = evaluate_run(store, run, pool)
+    totals: list[int] = []
+    out = evaluate_run(store, run, pool, on_start=totals.append)
+    assert totals == [4]  # the progress bar's total: the items it asks at most, not the pool's 45
     manifest = store.read_json(layout.run_json(run.run_id))
     assert manifest["counts"]["requests"] == 4 and manifest["counts"]["sent"] == 0  # the journal answered all
     steps = store.read_parquet(layout.run_file(run.run_id, layout.RUN_TRAJECTORY)).to_pylist()

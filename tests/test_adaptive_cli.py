@@ -125,3 +125,11 @@ def test_a_board_that_declares_adaptive_runs_adaptively_without_the_flag_once_ca
     for r in adaptive_runs:
         steps = pq.read_table(store / "runs" / r["run_id"] / "trajectory.parquet").to_pylist()
         assert [s["step"] for s in steps] == [1, 2, 3] and steps[0]["ability_before"] == 0.0
+
+
+def test_a_release_narrowed_to_adaptive_names_its_settings_in_one_line():
+    from helmflow.plan.selection import narrowed
+
+    assert narrowed({"models": ["a", "b"], "adaptive": {"max_items": 10, "model_ability": 0.0}}) == (
+        "models=a,b; adaptive=max_items:10,model_ability:0.0")
+    assert narrowed({"adaptive": False}) == "adaptive=False"

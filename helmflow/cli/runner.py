@@ -236,6 +236,7 @@ def _print_release(console: Any, summary: dict[str, Any]) -> None:
     if summary.get("subset"):
         from helmflow.plan.selection import narrowed
 
-        console.print(f"subset of the board ({narrowed(summary['subset'])}): latest.json was not moved", markup=False)
+        console.print(f"subset of the board ({narrowed(summary['subset'])}): latest.json was not moved", markup=False,
+                      soft_wrap=True)
     if summary.get("pointer") and not summary["wrote"]:
         console.print(f"{summary['pointer'].rsplit('/', 1)[-1]} now points at this release", markup=False)

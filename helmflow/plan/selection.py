@@ -97,5 +97,12 @@ class Selection(BaseModel):
 
 def narrowed(fields: dict[str, Any]) -> str:
     """How a release narrowed its board (``BoardPlan.selection``, a release's ``selection``), one line:
-    ``models=a,b; max_instances=2``."""
-    return "; ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in fields.items())
+    ``models=a,b; max_instances=2``, ``adaptive=max_items:10,model_ability:0.0``."""
+    def text(v: Any) -> str:
+        if isinstance(v, list):
+            return ",".join(map(str, v))
+        if isinstance(v, dict):  # adaptive's settings: max_items:10,model_ability:0.0
+            return ",".join(f"{k}:{x}" for k, x in v.items())
+        return str(v)
+
+    return "; ".join(f"{k}={text(v)}" for k, v in fields.items())
