@@ -181,10 +181,15 @@ def test_a_helm_msmarco_run_imports_and_its_measures_reproduce(tmp_path):
         states.append(state)
     state_file = folder / "scenario_state.json"
     state_file.write_text(json.dumps({**json.loads(state_file.read_text()), "request_states": states}))
-    out = run_cli("import-helm", str(suite), "-v", "--storage", str(tmp_path / "s"))
-    assert out.returncode == 0, out.stdout + out.stderr
-    text = " ".join((out.stdout + out.stderr).split())
-    assert "MATCH RR@10 [valid]" in text and "MATCH NDCG@10 [valid]" in text and "MISMATCH" not in text, text
-    [run_dir] = (tmp_path / "s" / "runs").iterdir()
-    requests = pq.read_table(run_dir / "requests.parquet").to_pylist()
-    assert [r["reference_index"] for r in requests] == list(range(7)) and not any(r["continuation"] for r in requests)
+    for source, store in ((suite, tmp_path / "s"), (tmp_path / "helm-out", tmp_path / "back")):
+        out = run_cli("import-helm", str(source), "-v", "--storage", str(store), "--board", "helm-msmarco")
+        assert out.returncode == 0, out.stdout + out.stderr
+        text = " ".join((out.stdout + out.stderr).split())
+        assert "MATCH RR@10 [valid]" in text and "MATCH NDCG@10 [valid]" in text and "MISMATCH" not in text, text
+        [run_dir] = (store / "runs").iterdir()
+        requests = pq.read_table(run_dir / "requests.parquet").to_pylist()
+        assert [r["reference_index"] for r in requests] == list(range(7)) and not any(r["continuation"] for r in requests)
+        if source == suite:  # and out again in HELM's shape: one request state per passage, imported back alike
+            out = run_cli("export", "helm-msmarco", "--format", "helm", "--to", str(tmp_path / "helm-out"),
+                          "--storage", str(store))
+            assert out.returncode == 0, out.stdout + out.stderr

@@ -101,18 +101,25 @@ def helm_files(store: Store, manifest: RunManifest) -> dict[str, bytes]:
                     "metric_specs": [{"class_name": f"helmflow.metrics.{m}", "args": {}}
                                      for m in sorted(manifest.metrics)],
                     "groups": [manifest.scenario.name]}
-    # one HELM request state per (instance, trial), and per option for log-likelihood multiple choice
-    grouped: dict[tuple[str, int, str | None, str | None], list[tuple[Request, Completion]]] = defaultdict(list)
+    # one HELM request state per (instance, trial), per option for log-likelihood multiple choice, per reference
+    # for binary ranking and per window for language modeling
+    grouped: dict[tuple, list[tuple[Request, Completion]]] = defaultdict(list)
     for r, c in zip(requests, completions, strict=True):
-        grouped[(r.instance_id, r.sample_index // n, r.continuation, r.request_mode)].append((r, c))
+        window = r.request_hash if r.body.echo and r.continuation is None else None
+        grouped[(r.instance_id, r.sample_index // n, r.continuation, r.request_mode, r.reference_index, window)].append(
+            (r, c))
     states = []
-    for (instance_id, trial, continuation, mode), pairs in grouped.items():
+    for (instance_id, trial, continuation, mode, reference, _), pairs in grouped.items():
         first = pairs[0][0]
         body = first.body
         failed = [c for _, c in pairs if not c.ok]
         options = [ref.text for ref in instances[instance_id].references]
         separate = {"request_mode": mode or "original", "reference_index": options.index(continuation)} \
             if continuation is not None and continuation in options else {}
+        if reference is not None and not separate:
+            separate = {"request_mode": "original", "reference_index": reference}
+        if first.num_conditioning_tokens:
+            separate["num_conditioning_tokens"] = first.num_conditioning_tokens
         states.append({
             "instance": to_helm_instance(instances[instance_id]),
             "train_trial_index": trial,
