@@ -28,6 +28,18 @@ HELM_CAPS = {"torr": 100}
 PER_ENTRY_CAPS = ("heim",)
 
 
+#: what an adaptive reproduction (``--adaptive``, HELM's REEval runner) does differently from HELM's; docs/adaptive.md
+REEVAL_DIFFERENCES = (
+    "adaptive (REEval): item easiness comes from `helmflow calibrate-items` over your published full runs of this "
+    "board, matched by instance id; HELM reads stair-lab/reeval-difficulty (unpinned) and matches by exact prompt "
+    "string",
+    "adaptive (REEval): items are drawn from the board's seeded sample above, not from every instance of the split",
+    "adaptive (REEval): the ability is refit with scipy's L-BFGS-B on HELM's mean Bernoulli loss and gradient "
+    "tolerance (HELM: torch's LBFGS), so abilities agree to the tolerance, not bit for bit",
+    "adaptive (REEval): each scenario's main metric is the board entry's, not HELM's scenario_to_metric_name",
+)
+
+
 def judged_templates(spec: dict[str, Any]) -> dict[str, list[str]]:
     """Scenario label -> the judge templates its metrics read (only the judged scenarios of the board)."""
     from helmflow.plan.spec import judge_template_names
@@ -158,6 +170,8 @@ def differences(spec: dict[str, Any], judges: list[str], variant: str, selection
     if deployments:
         out.extend(token_budgets(spec, (selection.models if selection else None) or spec.get("models") or [],
                                  deployments, variant))
+    if selection is not None and selection.adaptive:
+        out.extend(REEVAL_DIFFERENCES)
     out.append("models: HELM's numbers come from its own deployments of each model; a provider's model behind "
                "another endpoint, revision or decoding setting can differ")
     return out

@@ -133,3 +133,16 @@ def test_a_release_narrowed_to_adaptive_names_its_settings_in_one_line():
     assert narrowed({"models": ["a", "b"], "adaptive": {"max_items": 10, "model_ability": 0.0}}) == (
         "models=a,b; adaptive=max_items:10,model_ability:0.0")
     assert narrowed({"adaptive": False}) == "adaptive=False"
+
+
+def test_reproduce_adaptive_explains_helms_reeval_recipe_and_its_differences():
+    out = run_cli("reproduce", "mmlu", "--adaptive", "--model-ability", "0.5", "--explain")
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = " ".join(out.stdout.split())
+    assert "adaptive (HELM's REEval runner): at most 50 items per scenario and model" in text
+    assert "starting at ability 0.5" in text and "`helmflow calibrate-items mmlu`" in text
+    for line in ("stair-lab/reeval-difficulty", "drawn from the board's seeded sample", "L-BFGS-B",
+                 "not HELM's scenario_to_metric_name"):
+        assert line in text, line
+    plain = run_cli("reproduce", "mmlu", "--explain")
+    assert plain.returncode == 0 and "REEval" not in plain.stdout

@@ -39,6 +39,11 @@ def add_parser(sub) -> None:
                    help="print the configuration and the differences only; run nothing")
     p.add_argument("--allow-unverified-data", action="store_true",
                    help="run even if a mirror's files are not verified against the pinned data (the release says so)")
+    p.add_argument("--adaptive", action="store_true", default=None,
+                   help="as HELM's REEval runner: ask each model at most 50 items per scenario (HELM's documented "
+                        "example), each the one nearest even odds, from item easiness fitted by `helmflow "
+                        "calibrate-items` on this board's published full runs")
+    p.add_argument("--model-ability", type=float, metavar="X", help="the initial ability of --adaptive (default 0)")
     verbose_arg(p)
     ephemeral_arg(p)
     judge_args(p)
@@ -61,6 +66,12 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
            else "each entry's own instance cap (HELM's run expanders)")
     console.print(f"[bold]reproducing {args.board} ({args.variant})[/]: {cap} "
                   f"(HELM's seeded sample), pinned dataset revisions, judges: {', '.join(judges) or 'none'}")
+    if selection.adaptive:
+        from helmflow.plan.spec import DEFAULT_ADAPTIVE_ITEMS
+
+        console.print(f"adaptive (HELM's REEval runner): at most {DEFAULT_ADAPTIVE_ITEMS} items per scenario and "
+                      f"model from that sample, starting at ability {selection.model_ability:g}; item easiness from "
+                      f"`helmflow calibrate-items {args.board}`", markup=False)
     console.print("differences from HELM's published setup:")
     from helmflow.clients import load_deployments
 
