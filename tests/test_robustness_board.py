@@ -147,3 +147,35 @@ def test_adding_perturbations_to_a_cached_board_sends_only_the_perturbed_instanc
     for kind in ("robustness", "fairness"):
         assert 0 <= table[f"qa/{kind} ci_low"] <= table[f"qa/{kind}"] <= table[f"qa/{kind} ci_high"] <= 1
         assert table[f"qa/{kind}"] <= table["qa"]  # a worst case never beats the original
+
+
+def test_a_scenario_groups_worst_case_is_the_mean_of_its_entries(tmp_path):
+    """HELM's run-group cell for robustness: each entry's worst case, then their unweighted mean (no interval).
+    Hand-checked: x [1, 1] under mild_mix [0, .] -> worst [0, 1] = 0.5; y [1, 0] under mild_mix [1, .] -> 0.5;
+    the group (0.5 + 0.5) / 2 = 0.5. With x's mild_mix [1, .] instead, x is 1 and the group 0.75."""
+    from helmflow.aggregate import perturbation_cells
+    from helmflow.outcomes import RunOutcome
+
+    spec = {"name": "grouped", "version": "1", "models": ["offline/solver"], "max_instances": 2,
+            "scenarios": [{"name": "arithmetic", "params": {"digits": d}, "label": label, "group": "g",
+                           "perturbations": "robustness"} for d, label in ((2, "x"), (3, "y"))]}
+    plan = plan_board(load_board(spec), load_deployments())
+    store = Store(str(tmp_path / "store"))
+
+    def cells_for(values):
+        runs = []
+        for r in plan.runs:
+            stats = [Stat(instance_id=i, split="test", name="exact_match", value=v)
+                     for i, v in values[r.scenario.label].items()]
+            store.write_parquet(layout.run_file(r.run_id, "stats.parquet"), models_to_table(stats, STAT_SCHEMA), {})
+            runs.append(RunOutcome(run_id=r.run_id, scenario=r.scenario.label, deployment="offline/solver",
+                                   status="complete", uri="x", main_metric="exact_match", score=None, ci_low=None,
+                                   ci_high=None, error_rate=0, cost_usd=0, prompt_tokens=0, output_tokens=0))
+        return perturbation_cells(store, plan, runs)
+
+    cells = cells_for({"x": {"a": 1, "b": 1}, "x~mild_mix": {"a": 0}, "y": {"a": 1, "b": 0}, "y~mild_mix": {"a": 1}})
+    assert cells[("offline/solver", "x/robustness")][0] == 0.5 and cells[("offline/solver", "y/robustness")][0] == 0.5
+    assert cells[("offline/solver", "g/robustness")] == (0.5, None, None)
+    cells = cells_for({"x": {"a": 1, "b": 1}, "x~mild_mix": {"a": 1}, "y": {"a": 1, "b": 0}, "y~mild_mix": {"a": 1}})
+    assert cells[("offline/solver", "g/robustness")] == (0.75, None, None)
+    assert ("offline/solver", "g/fairness") not in cells  # no entry of the group runs a fairness perturbation
