@@ -37,7 +37,7 @@ def mlflow_server(tmp_path_factory):
         wait_http(f"{url}/health", timeout=240, proc=proc)
         yield url
     finally:
-        stop_process(proc)
+        stop_process(proc, timeout=5)  # a server that takes longer to stop on SIGTERM is killed
         log.close()
 
 
