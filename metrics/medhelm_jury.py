@@ -167,6 +167,7 @@ JURY_TASKS = [
              "patient_information"),
     JuryTask("mtsamples_procedures", "a physician reviewing treatment plans written from procedure notes",
              "patient_notes"),
+    JuryTask("mimic_bhc", "a physician reviewing brief hospital courses written from discharge notes", "clinical_note"),
     JuryTask("aci_bench", "a physician reviewing clinical notes written from patient-doctor conversations",
              "conversation"),
 ]

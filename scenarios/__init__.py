@@ -92,6 +92,7 @@ _BUILTIN = [
     "medi_qa",
     "raft",
     "mtsamples",
+    "mimic_bhc",
 ]
 
 

@@ -68,7 +68,8 @@ def test_show_and_reproduce_explain_work_offline():
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
     assert "at most 1000 instances" in text and "read-only connection" in text
-    assert "gated and Stanford-private suites are not on this board" in text
+    assert "every entry of HELM's run_entries_medhelm_public.conf" in text
+    assert "the rest of the gated suite and the Stanford-private suite are not on this board" in text
     # HELM's jury, pinned, and what stands in for it; the scenarios left out
     assert ("HELM published medhelm with a jury of stanfordhealthcare/gpt-4o-2024-05-13, "
             "stanfordhealthcare/llama-3.3-70b-instruct, stanfordhealthcare/claude-3-7-sonnet-20250219") in text
@@ -149,7 +150,8 @@ def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
                       "--judge", "dev/judge-a,dev/judge-b,dev/judge-c", "--storage", str(storage),
                       env={"HELMFLOW_MIRROR": str(mirror), **own}, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "left out: mimiciv_billing_code" in out.stdout  # the gated file is not here: named, the rest ran
+    assert "left out: mimiciv_billing_code" in out.stdout  # the gated files are not here: named, the rest ran
+    assert "left out: mimic_bhc" in out.stdout
     latest = json.loads((storage / "leaderboards/medhelm/latest-subset.json").read_text())
     rows = {r["deployment"]: r for r in pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()}
     model, constant = rows["dev/model"], rows["offline/says-CORRECT"]

@@ -307,3 +307,16 @@ def test_mtsamples_take_helms_reference_heading_and_skip_what_helm_skips(tmp_pat
     (only,) = scen.load(_files(tmp_path, {scen.archive: zipped}))
     assert only.references[0].text == "Surgery went well."
     assert only.input.text == "PROCEDURE: fixture knee arthroscopy. [ans:Physio.] [judge-a:5,5,5]"
+
+
+def test_mimic_bhc_reads_the_users_json_lines_and_is_gated(tmp_path):
+    from helmflow.datasets import gated_missing
+
+    assert "labelled-notes-hospital-course" in gated_missing(get_scenario("mimic_bhc", {"data_path": str(tmp_path)}))[0]
+    (tmp_path / "mimic_iv_bhc.json").write_text(
+        '{"input": "Fixture discharge note.", "target": "Fixture course."}\n{"input": "", "target": "skipped"}\n')
+    scen = get_scenario("mimic_bhc", {"data_path": str(tmp_path)})
+    assert gated_missing(scen) == [] and scen.publish_text is False
+    (only,) = scen.load({"mimic_iv_bhc.json": scen.sources()[0].url})
+    assert (only.input.text, only.references[0].text) == ("Fixture discharge note.", "Fixture course.")
+    assert METRICS.get("mimic_bhc_accuracy").judge == "mimic_bhc"
