@@ -114,7 +114,7 @@ def sandboxed(cmd: list[str], cwd: Path, seconds: float, memory: int | None = No
             if _session_members(proc.pid):  # nothing a render started outlives it
                 _kill(proc)
         if group is not None and group.hit_limit():
-            raise RenderError(f"render exceeded its {ram / (1 << 20):,.0f} MiB memory limit")
+            raise RenderError(f"render exceeded its {(ram or 0) / (1 << 20):,.0f} MiB memory limit")
     return proc.returncode, out.decode("utf-8", "replace")
 
 
@@ -159,9 +159,9 @@ def _memory_cgroup(limit: int | None) -> Iterator[_Group | None]:
         v2 = Path("/sys/fs/cgroup/cgroup.controllers").is_file()
         parent = _own_cgroup(v2)
         if parent is not None:
-            path = parent / f"helmflow-render-{uuid.uuid4().hex[:12]}"
+            path: Path | None = parent / f"helmflow-render-{uuid.uuid4().hex[:12]}"
             try:
-                path.mkdir()
+                Path(str(path)).mkdir()
             except OSError:
                 path = None
             if path is not None:

@@ -301,9 +301,20 @@ def image2struct_latex(x: MetricInput) -> dict[str, float]:
     return _scored(x, render.render_latex(x.texts[0] if x.texts else ""), "padding")
 
 
-@metric("image2struct_webpage", version=f"1+render-webpage-{render.VERSIONS['webpage']}", pooled=NOT_AVAILABLE,
+def page_assets(x: MetricInput) -> dict[str, bytes]:
+    """The instance's assets (the dataset repository's images), read back from the media store by their
+    checked keys, by the names the page links them with (HELM's ``WebpageCompilerAnnotator``)."""
+    from helmflow.media import scoring_store
+    from helmflow.records import ContentPart
+
+    media = scoring_store()
+    return {a["name"]: media.read(ContentPart(type="image", uri=a["uri"], sha256=a["sha256"], mime=a["mime"]))
+            for a in x.instance.extra.get("assets", [])}
+
+
+@metric("image2struct_webpage", version=f"2+render-webpage-{render.VERSIONS['webpage']}", pooled=NOT_AVAILABLE,
         requires=(*REQUIRES, "html2text", "playwright"), extra="image2struct", check=_check)
 def image2struct_webpage(x: MetricInput) -> dict[str, float]:
-    """Render the web page answer (sandboxed Chromium, 1920x1080) and compare it with the screenshot;
-    HELM resizes the render to the reference's size for web pages."""
-    return _scored(x, render.render_webpage(x.texts[0] if x.texts else ""), "resize")
+    """Render the web page answer (sandboxed Chromium, 1920x1080) with the dataset's assets in its folder
+    and compare it with the screenshot; HELM resizes the render to the reference's size for web pages."""
+    return _scored(x, render.render_webpage(x.texts[0] if x.texts else "", page_assets(x)), "resize")

@@ -6,13 +6,23 @@ As HELM's ``Image2StructureScenario`` with ``recompile_prompt=False`` (what its 
 dataset's own image is the prompt's image and the reference image; a row is kept when its quoted
 ``category`` names the subset and, unless ``difficulty`` is ``all``, its ``difficulty`` matches; the
 reference text is the row's ``text`` (the wild subsets have none, so no edit similarity). HELM valid =
-the Hub's ``validation`` split. HELM pins none of the datasets, so they run from a mirror only. The music
-sheets (LilyPond) are not here: helmflow has no LilyPond renderer yet.
+the Hub's ``validation`` split. HELM pins none of the datasets, so they run from a mirror only.
+
+Web pages (HELM ``WebpageScenario.preprocess_row``): a row's ``structure`` is a base64 ``tar.gz`` of the
+page's repository; its images (HELM's ``ASSETS_EXTENSIONS``, outside ``_site`` and dot folders) are the
+page's assets, named in the prompt ("You have access to the following assets") and kept with the
+instance (``extra["assets"]``: name, media key, sha256), to be written into the page's folder when an
+answer is rendered. HELM drops the row's ``assets`` column; so does helmflow. An asset the media store
+cannot hold as a raster image (SVG, ICO, BMP, TIFF) is left out and counted in ``extra["assets_left_out"]``.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+import base64
+import io
+import posixpath
+import tarfile
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -51,6 +61,9 @@ WEBPAGE_PROMPT = (
     " they will be created for you automatically. Try to write some realistic code keeping in mind that it should"
     " look like the image as much as feasibly possible."
 )
+ASSETS_INTRO = "\nYou have access to the following assets:\n"
+ASSETS_EXTENSIONS = ("png", "jpg", "jpeg", "gif", "svg", "webp", "ico", "bmp", "tiff")  # HELM's
+MAX_ARCHIVE = 64 << 20  # bytes a row's decoded repository may hold
 COLUMNS = {"uuid": "string", "image": "image", "text": "string", "difficulty": "string", "category": "string"}
 
 
@@ -80,7 +93,8 @@ class Image2Struct(HubVisionScenario[Image2StructParams]):
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         name = self.file()
-        table = read_parquet_source(self.name, files[name], COLUMNS)
+        columns = {**COLUMNS, "structure": "string"} if self.ASSETS else COLUMNS
+        table = read_parquet_source(self.name, files[name], columns)
         wild = self.params.subset.startswith("wild")
         out = []
         for i, row in enumerate(table.to_pylist()):
@@ -88,13 +102,62 @@ class Image2Struct(HubVisionScenario[Image2StructParams]):
                 continue
             if self.params.difficulty != "all" and row["difficulty"] != self.params.difficulty:
                 continue
-            parts = [ContentPart(type="text", text=self.PROMPT), self.image(row["image"], self.where(name, i))]
+            extra: dict[str, Any] = {"difficulty": row["difficulty"], "wild": wild}
+            prompt = self.PROMPT
+            if self.ASSETS and not wild:
+                assets, left_out = self.assets(row.get("structure"), self.where(name, i))
+                extra["assets"] = assets
+                if left_out:
+                    extra["assets_left_out"] = left_out
+                names = [a["name"] for a in assets] + left_out
+                if names:  # HELM lists every asset it found, in the order it walked the repository
+                    prompt += ASSETS_INTRO + "".join(f"- {n}\n" for n in names)
+            parts = [ContentPart(type="text", text=prompt), self.image(row["image"], self.where(name, i))]
             out.append(Instance(
                 id=str(row["uuid"]).replace('"', ""), split="valid", input=Input(parts=parts),
-                references=[Reference(text=row["text"] or "", correct=True)],
-                extra={"difficulty": row["difficulty"], "wild": wild},
+                references=[Reference(text=row["text"] or "", correct=True)], extra=extra,
             ))
         return out
+
+    ASSETS: ClassVar[bool] = False
+
+    def assets(self, structure: Any, where: str) -> tuple[list[dict[str, str]], list[str]]:
+        """HELM ``extract_repo`` + ``list_assets``: the images in the row's base64 ``tar.gz`` repository,
+        read in memory (nothing is extracted to disk, no member can name a path outside the page), in
+        sorted order (HELM's follows ``os.walk``, the file system's order)."""
+        if not structure:
+            return [], []
+        try:
+            archive = base64.b64decode(structure, validate=False)
+            if len(archive) > MAX_ARCHIVE:
+                raise ScenarioError(f"scenario {self.name!r}: {where}: repository archive over {MAX_ARCHIVE} bytes")
+            tar = tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz")
+            members = [m for m in tar.getmembers() if m.isfile()]
+        except (ValueError, tarfile.TarError, OSError, EOFError) as e:
+            raise ScenarioError(f"scenario {self.name!r}: {where}: the structure is not a base64 tar.gz "
+                                f"({e})") from None
+        assets: list[dict[str, str]] = []
+        left_out: list[str] = []
+        with tar:
+            for member in sorted(members, key=lambda m: posixpath.normpath(m.name)):
+                rel = posixpath.normpath(member.name)
+                folder = posixpath.dirname(rel)
+                if (rel.startswith(("/", "..")) or rel.split(".")[-1].lower() not in ASSETS_EXTENSIONS
+                        or folder.split("/")[0] == "_site" or any(p.startswith(".") for p in folder.split("/") if p)):
+                    continue
+                data = tar.extractfile(member)
+                blob = data.read() if data is not None else b""
+                if rel.split(".")[-1].lower() in ("svg", "ico", "bmp", "tiff"):
+                    left_out.append(rel)
+                    continue
+                try:
+                    part = self.image(blob, f"{where} asset {rel}")
+                except ScenarioError:
+                    left_out.append(rel)
+                    continue
+                assets.append({"name": rel, "uri": part.uri or "", "sha256": part.sha256 or "",
+                               "mime": part.mime or ""})
+        return assets, left_out
 
 
 @scenario("image2latex")
@@ -111,6 +174,8 @@ class Image2Webpage(Image2Struct):
     HUB_REPO = "stanford-crfm/i2s-webpage"
     SUBSETS = ("css", "html", "javascript", "wild", "wild_legacy")
     PROMPT = WEBPAGE_PROMPT
+    VERSION = "2"  # the repository's images are the page's assets, named in the prompt
     metrics = ["image2struct_webpage"]
+    ASSETS = True
     description = "Image2Webpage: write the HTML, CSS and JavaScript of a page from its screenshot."
 

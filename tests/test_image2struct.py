@@ -49,6 +49,21 @@ def test_rows_are_filtered_by_quoted_category_and_difficulty(mirror, store):
     assert inst.references[0].text == "$$x^2$$"
 
 
+def test_a_web_page_rows_repository_gives_its_assets_named_in_the_prompt(mirror, store):
+    from tests.support.image2struct_fixtures import ASSET, asset_png
+
+    (inst,), _ = instances(store, "image2webpage-css-hard")
+    assert inst.id == "css-3"
+    # HELM's list_assets: the repository's images, not its HTML or CSS, not Jekyll's _site copy
+    (asset,) = inst.extra["assets"]
+    assert asset["name"] == ASSET and store.read_bytes(asset["uri"]) == asset_png()
+    assert inst.input.parts[0].text.endswith("\nYou have access to the following assets:\n- img/logo.png\n")
+    (plain,), _ = instances(store, "image2webpage-css-easy")
+    assert plain.extra["assets"] == [] and "assets" not in plain.input.parts[0].text
+    (wild,), _ = instances(store, "image2webpage-wild")
+    assert wild.extra["wild"] is True and "assets" not in wild.extra
+
+
 def score(store: Store, insts, answers: list[str], metric: str):
     reqs = [Request(request_hash=f"r{k}", instance_id=i.id, split=i.split, body=RequestBody(model="m", prompt="p", max_tokens=2000,
                                                                                 temperature=0.0))
@@ -83,8 +98,8 @@ def test_a_perfect_answer_scores_one_and_a_broken_one_zero(mirror, store):
 
 @pytest.mark.slow
 def test_helmflow_run_image2struct_end_to_end_against_the_dev_server(mirror, tmp_path, prefect_server):
-    """Two perfect answers and one that does not compile, through the CLI, the OpenAI SDK and the
-    sandboxed renderer: the board's accuracy cells are the means worked out by hand."""
+    """Perfect LaTeX and web page answers and one of each that does not compile, through the CLI, the
+    OpenAI SDK and the sandboxed renderers: the board's cells are the means worked out by hand."""
     import json
 
     from helmflow import layout
@@ -104,7 +119,7 @@ def test_helmflow_run_image2struct_end_to_end_against_the_dev_server(mirror, tmp
         proc = run_cli("run", "image2struct", "--models-file", str(models), "--models", "dev/vlm",
                        "--storage", str(storage), env={"HELMFLOW_MIRROR": str(mirror)}, timeout=900)
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert server.stats()["answered"] == 12  # one fixture per cell
+        assert server.stats()["answered"] == 23  # one fixture per cell
     store = Store(str(storage))
     latest = store.read_json(layout.latest("image2struct", subset=True))
     prefix = latest["uri"].removeprefix(store.root + "/")
@@ -116,3 +131,11 @@ def test_helmflow_run_image2struct_end_to_end_against_the_dev_server(mirror, tmp
     assert row["image2latex/edit_similarity"] == pytest.approx(11 / 12)
     assert row["image2latex/lpips_similarity"] is None
     assert "torchvision weights" in row["image2latex/lpips_similarity note"]
+    assert row["image2latex-wild"] == 1.0
+    # nine web pages: eight drawn exactly (css-3 only with the dataset's image served into its folder),
+    # js-2 answered with bare HTML instead of HELM's JSON list of files
+    assert row["image2webpage-css-hard"] == 1.0 and row["image2webpage-javascript-medium"] == 0.0
+    assert row["image2webpage/earth_mover_similarity"] == pytest.approx(8 / 9)
+    assert row["image2webpage/compilation_success"] == pytest.approx(8 / 9)
+    assert row["image2webpage/edit_similarity"] == pytest.approx(8 / 9)
+    assert row["image2webpage-wild"] == 1.0

@@ -30,6 +30,7 @@ SOURCES = [
     ("alg-1", "algorithm", "easy", "if $a$"),
     ("alg-2", "algorithm", "medium", "do $b$"),
     ("alg-3", "algorithm", "hard", "end"),
+    ("wild-1", "wild", "easy", "$$z$$"),  # HELM's wild rows have no reference text
 ]
 
 
@@ -45,21 +46,119 @@ def latex_rows(subset: str) -> pa.Table:
         out = render.render_latex(source)
         assert out.image is not None, out.error
         rows.append({"uuid": f'"{uuid}"', "image": {"bytes": png(out.image), "path": f"{uuid}.png"},
-                     "structure": source, "text": out.text, "difficulty": difficulty, "category": f'"{sub}"',
+                     "structure": source, "text": None if sub == "wild" else out.text, "difficulty": difficulty,
+                     "category": f'"{sub}"',
                      "assets": []})
     schema = pa.schema([("uuid", pa.string()), ("image", IMAGE), ("structure", pa.string()), ("text", pa.string()),
                         ("difficulty", pa.string()), ("category", pa.string()), ("assets", pa.list_(pa.string()))])
     return pa.Table.from_pylist(rows, schema=schema)
 
 
+# Web pages: (uuid, subset, difficulty, blocks as (left, top, width, height, colour), text, with the asset).
+# Solid blocks at pixel positions and text drawn in a transparent colour, so PIL draws exactly what
+# Chromium screenshots; the reference images are that drawing at THUMB, HELM's metric resizing the
+# 1920x1080 render to it (HELM's block EMD is quadratic in blocks: a thumbnail keeps the board's test quick).
+PAGES = [
+    ("css-1", "css", "easy", [(0, 0, 960, 540, (31, 78, 154))], "Prices", False),
+    ("css-2", "css", "medium", [(960, 0, 960, 540, (200, 30, 30))], "About us", False),
+    ("css-3", "css", "hard", [(0, 540, 960, 540, (20, 140, 60))], "Contact", True),
+    ("html-1", "html", "easy", [(480, 270, 960, 540, (0, 0, 0))], "Home", False),
+    ("html-2", "html", "medium", [(0, 0, 1920, 360, (240, 200, 0))], "News", False),
+    ("html-3", "html", "hard", [(0, 720, 1920, 360, (90, 0, 120))], "Archive", False),
+    ("js-1", "javascript", "easy", [(0, 0, 480, 1080, (0, 120, 120))], "Menu", False),
+    ("js-2", "javascript", "medium", [(1440, 0, 480, 1080, (120, 60, 0))], "Cart", False),
+    ("js-3", "javascript", "hard", [(0, 0, 960, 540, (0, 0, 0)), (960, 540, 960, 540, (0, 0, 0))], "Grid", False),
+    ("web-wild-1", "wild", "easy", [(240, 135, 1440, 810, (50, 50, 50))], "Wild", False),
+]
+THUMB = (32, 18)
+ASSET = "img/logo.png"
+ASSET_AT = (1200, 120)
+BROKEN_PAGE = "js-2"  # answered with bare HTML, not HELM's JSON list of files: a failed compile
+
+
+def asset_png() -> bytes:
+    from PIL import Image
+
+    return png(Image.new("RGB", (480, 270), (250, 120, 0)))
+
+
+def page_html(uuid: str) -> str:
+    _, _, _, blocks, text, asset = next(p for p in PAGES if p[0] == uuid)
+    divs = "".join(f'<div style="position:absolute;left:{x}px;top:{y}px;width:{w}px;height:{h}px;'
+                   f'background:rgb{c};color:transparent">{text if k == 0 else ""}</div>'
+                   for k, (x, y, w, h, c) in enumerate(blocks))
+    img = f'<img src="{ASSET}" style="position:absolute;left:{ASSET_AT[0]}px;top:{ASSET_AT[1]}px">' if asset else ""
+    return f'<html><head><link rel="stylesheet" href="style.css"></head><body>{divs}{img}</body></html>'
+
+
+PAGE_CSS = "body { margin: 0; background: rgb(255, 255, 255); }"
+
+
+def page_image(uuid: str):
+    """What the page looks like, drawn with PIL (the screenshot Chromium takes of it), at THUMB."""
+    from PIL import Image, ImageDraw
+
+    _, _, _, blocks, _, asset = next(p for p in PAGES if p[0] == uuid)
+    img = Image.new("RGB", render.RESOLUTION, (255, 255, 255))
+    draw = ImageDraw.Draw(img)
+    for x, y, w, h, c in blocks:
+        draw.rectangle([x, y, x + w - 1, y + h - 1], fill=c)
+    if asset:
+        with Image.open(io.BytesIO(asset_png())) as logo:
+            img.paste(logo.convert("RGB"), ASSET_AT)
+    return img.resize(THUMB)
+
+
+def repository(uuid: str, asset: bool) -> str:
+    """HELM's ``structure`` for a web page: the page's repository as a base64 tar.gz."""
+    import base64
+    import tarfile
+
+    files = {"index.html": page_html(uuid).encode(), "style.css": PAGE_CSS.encode()}
+    if asset:
+        files[ASSET] = asset_png()
+        files["_site/" + ASSET] = asset_png()  # Jekyll's output folder: not an asset (HELM skips it)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def webpage_rows() -> pa.Table:
+    rows = []
+    for uuid, sub, difficulty, _, _, asset in PAGES:
+        rows.append({"uuid": f'"{uuid}"', "image": {"bytes": png(page_image(uuid)), "path": f"{uuid}.png"},
+                     "structure": None if sub == "wild" else repository(uuid, asset),
+                     "text": None if sub == "wild" else render.html_text(page_html(uuid)),
+                     "difficulty": difficulty, "category": f'"{sub}"', "assets": []})
+    schema = pa.schema([("uuid", pa.string()), ("image", IMAGE), ("structure", pa.string()), ("text", pa.string()),
+                        ("difficulty", pa.string()), ("category", pa.string()), ("assets", pa.list_(pa.string()))])
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def page_answer(uuid: str) -> str:
+    """What a perfect model answers for a page fixture: HELM's JSON list of files in a ```json block
+    (the asset named too, with text for content, as models do: the dataset's file is kept)."""
+    import json
+
+    files = [{"filename": "index.html", "content": page_html(uuid)}, {"filename": "style.css", "content": PAGE_CSS}]
+    if next(p for p in PAGES if p[0] == uuid)[5]:
+        files.append({"filename": ASSET, "content": "a binary image cannot be shown as text"})
+    return f"Here are the files:\n```json\n{json.dumps(files, indent=1)}\n```"
+
+
 def write_mirror(root: Path) -> Path:
-    """Every LaTeX subset file (each holds all rows, as HELM filters on ``category``)."""
-    table = latex_rows("")
-    for subset in ("equation", "table", "plot", "algorithm"):
-        s = get_scenario("image2latex", {"subset": subset})
-        path = root / "image2latex" / s.dataset_revision() / s.file()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, path)
+    """Every LaTeX and web page subset file (each holds all rows, as HELM filters on ``category``)."""
+    for name, table, subsets in (("image2latex", latex_rows(""), ("equation", "table", "plot", "algorithm", "wild")),
+                                 ("image2webpage", webpage_rows(), ("css", "html", "javascript", "wild"))):
+        for subset in subsets:
+            s = get_scenario(name, {"subset": subset})
+            path = root / name / s.dataset_revision() / s.file()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(table, path)
     return root
 
 
@@ -83,6 +182,10 @@ def write_answers(root: Path) -> Path:
     answers = {hashlib.sha256(row["image"]["bytes"]).hexdigest():
                ("\\begin{tabular}{c" if row["uuid"] == f'"{BROKEN}"' else answer_for(row["uuid"].strip('"')))
                for row in table}
+    for row in pq.read_table(next((root / "image2webpage").rglob("*.parquet"))).to_pylist():
+        uuid = row["uuid"].strip('"')
+        answers[hashlib.sha256(row["image"]["bytes"]).hexdigest()] = (
+            page_html(uuid) if uuid == BROKEN_PAGE else page_answer(uuid))
     path = root / ANSWERS
     path.write_text(json.dumps(answers))
     return path
