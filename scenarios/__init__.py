@@ -65,6 +65,7 @@ _BUILTIN = [
     "fin_qa",
     "financebench",
     "banking77",
+    "ewok",
     "wikitq",
     "tab_fact",
     "scigen",

@@ -26,13 +26,14 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def option_label(reference_prefix: str, index: int) -> str:
-    """The letter of option ``index`` (HELM's reference-prefix character, shifted by the index)."""
-    first = next((c for c in reference_prefix if c.isalpha()), "A")
+    """The letter of option ``index`` (HELM's reference-prefix character, its first letter or digit, shifted by
+    the index: ``A. `` gives A, B…; ``1. "`` gives 1, 2…)."""
+    first = next((c for c in reference_prefix if c.isalnum()), "A")
     return chr(ord(first) + index)
 
 
 def option_prefix(reference_prefix: str, index: int) -> str:
-    first = next((c for c in reference_prefix if c.isalpha()), None)
+    first = next((c for c in reference_prefix if c.isalnum()), None)
     if first is None:
         return reference_prefix
     return reference_prefix.replace(first, option_label(reference_prefix, index), 1)
