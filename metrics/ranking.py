@@ -87,7 +87,7 @@ def ranking_stats(outputs: list[tuple[str, float]], relevance: list[int | None],
     names = measures(graded)
     out = {stat_name(m): measure(true, {f"q{i}": s for i, s in score.items()}, m, graded) for m in names}
     if topk:
-        run = {f"q{i}": s for i, s in score.items() if rank[i] and rank[i] <= topk}
+        run = {f"q{i}": s for i, s in score.items() if (k := rank[i]) and k <= topk}
         out |= {f"{stat_name(m)} (topk={topk})": measure(true, run, m, graded) for m in names}
     return out
 
@@ -138,9 +138,10 @@ def ranking(x: MetricInput) -> dict[str, float]:
     for request, completion in zip(x.requests, x.completions, strict=True):
         if request.reference_index is not None and 0 <= request.reference_index < n:
             trials[request.sample_index][request.reference_index] = (completion.text, sum(completion.logprobs))
+    complete = [[o for o in outputs if o is not None] for outputs in trials.values()]
     per_trial = [ranking_stats(outputs, extra["relevance"], extra.get("rank") or [None] * n,
                                bool(extra.get("graded_relevance")), extra.get("topk"))
-                 for outputs in trials.values() if all(o is not None for o in outputs)]
+                 for outputs in complete if len(outputs) == n]  # a trial missing an answer has no ranking
     if not per_trial:
         return {}
     return {name: fmean(t[name] for t in per_trial) for name in per_trial[0]}

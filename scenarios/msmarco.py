@@ -206,7 +206,7 @@ class MSMarco(Scenario[MSMarcoParams]):
         valid = Split("valid", self._queries(files[names[4]]), self._qrels(files[names[5]], track == "trec"),
                       self._topk(files[names[6]]), GOLD[track], k)
         rng = random.Random(SEED)
-        rng.shuffle(docids)  # type: ignore[arg-type]
+        rng.shuffle(docids)
         rng.shuffle(train.qids)
         rng.shuffle(valid.qids)
         try:
@@ -222,7 +222,7 @@ class MSMarco(Scenario[MSMarcoParams]):
                                 "judgement or top-k list names")
         text = {docid: passage for docid, passage in
                 ((_int(self.name, docs_url, a), b) for a, b in _rows(self.name, docs_url, 2)) if docid in needed}
-        out = []
+        out: list[Instance] = []
         for split, qid, ds in chosen:
             ds = sorted(ds, key=place.__getitem__)
             relevance = [split.qrels[qid].get(d) for d in ds]
