@@ -56,6 +56,14 @@ def board_table(summary: dict[str, Any], mode: str, with_ci: bool) -> Table:
     table.add_row("mean win rate", *[_fmt(row["mean_win_rate"]) for row in rows])
     if any(row.get("rank") is not None for row in rows):  # releases published before rank intervals have none
         table.add_row("rank (95%)", *[rank_text(row) for row in rows])
+    if any(row.get("mean_ability") is not None for row in rows):  # an adaptive release: rank by ability
+        table.add_section()
+        table.add_row("[bold]mean ability", *[f"[bold]{_fmt(row.get('mean_ability'))}" for row in rows])
+        for lab in labels:
+            table.add_row(f"  {escape(lab)} ability", *[
+                "missing" if row.get(f"{lab} ability") is None
+                else f"{_fmt(row[f'{lab} ability'])} ± {_fmt(row.get(f'{lab} ability_se'))}" if with_ci
+                else _fmt(row[f"{lab} ability"]) for row in rows])  # the standard errors where intervals fit
     for group in summary.get("metric_groups", []):  # each metric group: its columns and its own mean win rate
         table.add_section()
         aggregation = group.get("aggregation", ["win_rate"])

@@ -112,6 +112,7 @@ def test_a_board_that_declares_adaptive_runs_adaptively_without_the_flag_once_ca
     assert fitted.returncode == 0 and "asked: 12 items from 3 models" in fitted.stdout, fitted.stdout + fitted.stderr
     adaptive = run_cli(*args)
     assert adaptive.returncode == 0, adaptive.stdout + adaptive.stderr
+    assert "mean ability" in adaptive.stdout and "asked ability" in adaptive.stdout  # the board printed with them
     latest = json.loads((store / "leaderboards" / "adaptive-declared" / "latest.json").read_text())  # the board's own
     rows = pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()
     assert {r["deployment"] for r in rows} == set(BOARD["models"])
