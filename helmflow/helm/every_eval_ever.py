@@ -191,8 +191,10 @@ def _board_columns(info: ReleaseManifest) -> list[tuple[str, str, bool]]:
                          c.lower_is_better))
     for column, labels in info.groups.items():
         cols.append((column, "the mean of " + ", ".join(labels), False))
-    seen: set[str] = set()
-    return [c for c in cols if not (c[0] in seen or seen.add(c[0]))]
+    once: dict[str, tuple[str, str, bool]] = {}
+    for entry in cols:  # each column once, where it first comes
+        once.setdefault(entry[0], entry)
+    return list(once.values())
 
 
 def _board_results(info: ReleaseManifest, row: dict[str, Any]) -> list[dict[str, Any]]:
