@@ -734,7 +734,7 @@ class DevServer:
         assert found is not None
         width, height = int(found.group(1)), int(found.group(2))
         seed = payload.get("seed") if isinstance(payload.get("seed"), int) else None
-        images = [draw(prompt, i, width, height, seed) for i in range(n)]
+        images = [draw(str(prompt), i, width, height, seed) for i in range(n)]
         fault = scope.settings.image_fault
         if fault == "truncated" and len(images) > 1:
             images[1] = images[1][: len(images[1]) // 2]

@@ -65,8 +65,8 @@ def medcalc_correct(prediction: str, reference: str, extra: dict[str, Any], nume
 def _medcalc(x: MetricInput, name: str, numeric: tuple[str, ...] | None) -> dict[str, float]:
     if not x.completions or not x.instance.references:
         return {}
-    category = x.instance.extra.get("category")
-    cats = numeric if numeric is not None else (*HELM_NUMERIC_CATEGORIES, category)
+    category: Any = x.instance.extra.get("category")
+    cats: tuple[str, ...] = numeric if numeric is not None else (*HELM_NUMERIC_CATEGORIES, category)
     score = medcalc_correct(x.completions[0].text.strip(), x.instance.references[0].text, x.instance.extra, cats)
     return {name: float(score)}
 

@@ -57,10 +57,20 @@ def mmlu_pro_rows(n: int, start_id: int = 0, seed: int = 0, with_cot: bool = Fal
     return rows
 
 
+def writer_neutral(data: bytes) -> bytes:
+    """Parquet bytes as pyarrow 26.0.1 wrote them when the recorded run ids were taken: a Parquet footer names
+    its writer's version (``created_by``), so the fixture files' sha256 (part of scenario_version) would follow
+    whichever pyarrow the extras resolve to. Only a same-length version is rewritten (the footer stays valid)."""
+    import re
+
+    return re.sub(rb"parquet-cpp-arrow version \d+\.\d+\.\d+", lambda m: b"parquet-cpp-arrow version 26.0.1"
+                  if len(m.group(0)) == len(b"parquet-cpp-arrow version 26.0.1") else m.group(0), data)
+
+
 def parquet_bytes(rows: list[dict], schema: pa.Schema = MMLU_SCHEMA) -> bytes:
     buf = io.BytesIO()
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), buf)
-    return buf.getvalue()
+    return writer_neutral(buf.getvalue())
 
 
 def mmlu_pro_files(n_test: int = 1500, n_validation: int = 70) -> dict[str, bytes]:

@@ -52,7 +52,9 @@ def wildbench_rows(markers: list[str]) -> list[dict]:
 def wildbench_parquet(rows: list[dict]) -> bytes:
     buf = io.BytesIO()
     pq.write_table(pa.Table.from_pylist(rows, schema=WILDBENCH_SCHEMA), buf)
-    return buf.getvalue()
+    from tests.support.capabilities_fixtures import writer_neutral
+
+    return writer_neutral(buf.getvalue())
 
 
 def omni_rows(markers: list[str]) -> list[dict]:
