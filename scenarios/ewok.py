@@ -92,8 +92,8 @@ class EWoK(Scenario[EwokParams]):
                     references = [Reference(text=c, correct=i == index) for i, c in enumerate(contexts)]
                     out.append(Instance(id=f"id{n}", split="test", input=Input(text=target), references=references))
                 n += 1
-        for target, contexts, right in EXAMPLES:
+        for target, pair, right in EXAMPLES:
             out.append(Instance(id=f"id{n}", split="train", input=Input(text=target),
-                                references=[Reference(text=c, correct=i == right) for i, c in enumerate(contexts)]))
+                                references=[Reference(text=c, correct=i == right) for i, c in enumerate(pair)]))
             n += 1
         return out
