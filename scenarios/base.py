@@ -91,6 +91,10 @@ class Scenario(Generic[P]):
     # May the instances' text leave the machine (static exports)? False when the dataset asks that its
     # questions are never published in plain text; those exports carry ids and scores only.
     publish_text: ClassVar[bool] = True
+    # A dataset behind terms a user accepts (a gated Hub repository): why its rows are never redistributed,
+    # one sentence (``helmflow publish hf`` leaves such runs out). Credential-gated files say so in
+    # ``DataSource.gated``, and ``publish_text = False`` implies it.
+    gated: ClassVar[str] = ""
     # Are the prompts (and so the replies) harmful by design (red-teaming, safety sets)? Then the report
     # shows a content warning and static exports leave their text out unless the user opts in
     # (``helmflow report --include-unsafe-text``).

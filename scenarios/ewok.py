@@ -65,6 +65,7 @@ class EWoK(Scenario[EwokParams]):
     HUB_REVISION = REVISION
     Params = EwokParams
     description = "EWoK: which of two minimally different contexts a target sentence fits (world knowledge)."
+    gated = f"the Hub repository {REPO} is gated: its terms are accepted on its page, never passed on"
     main_metric = "exact_match"
     metrics = ["exact_match", "quasi_exact_match", "prefix_exact_match", "quasi_prefix_exact_match", "efficiency"]
     default_adapter = ewok_spec()

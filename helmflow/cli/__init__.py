@@ -32,6 +32,7 @@ COMMAND_MODULES: list[str] = [
     "helmflow.cli.helm_models",
     "helmflow.cli.helm_io",
     "helmflow.cli.track",
+    "helmflow.cli.publish",
     "helmflow.cli.compare",
     "helmflow.cli.calibrate",
     "helmflow.cli.server",
