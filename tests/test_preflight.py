@@ -134,6 +134,21 @@ def test_a_board_file_taking_a_shipped_boards_name_is_refused_unless_it_is_that_
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+def test_a_prompts_file_cannot_rename_a_board_into_a_shipped_boards_name(tmp_path):
+    """A prompts file names its board <board>-<file stem>: before, a board file named `vision` run with
+    `--prompts demo.yaml` published as vision-demo, into the shipped board's folder."""
+    store = tmp_path / "store"
+    board = _board_file(tmp_path, "vision")
+    prompts = tmp_path / "demo.yaml"
+    prompts.write_text('prompts:\n  arithmetic.global_prefix: "Note: "\n', encoding="utf-8")
+    for extra in (["--dry-run"], []):
+        out = run_cli("run", "--board-file", str(board), "--prompts", str(prompts), "--models", "offline/echo",
+                      "--scenarios", "arithmetic", "--max-instances", "1", "--storage", str(store), *extra)
+        _one_line(out, 2, f"board 'vision' with prompts file {prompts} is named 'vision-demo', as helmflow's own "
+                          "'vision-demo' board, but is not that board")
+    assert not store.exists()
+
+
 @pytest.mark.parametrize("name", ["team/board", "board%2F", "a&b"])
 def test_a_board_name_prefect_cannot_take_exits_2_at_load(name, tmp_path):
     """Before: Prefect's InvalidNameError traceback once the flow started (`--dry-run` passed it)."""

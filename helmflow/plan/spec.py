@@ -366,7 +366,9 @@ def with_prompts(board: str | dict[str, Any], path: str) -> dict[str, Any]:
     data = spec.model_dump(mode="json")
     data["prompts"] = {**spec.prompts, **texts}
     data["name"] = f"{spec.name}-{safe_key(Path(path).stem)}"
-    check_prompts(load_board(data), f"prompts file {path}")
+    derived = load_board(data)
+    check_prompts(derived, f"prompts file {path}")
+    check_not_shipped(derived, f"board {spec.name!r} with prompts file {path}")
     return data
 
 # --------------------------------------------------------------------------- variants
@@ -385,5 +387,7 @@ def with_variant(board: str | dict[str, Any], variant: str) -> dict[str, Any]:
         if has_variant(entry["name"]):
             entry["params"] = {**entry["params"], "variant": variant}
     if variant != "v1" and not spec["name"].endswith(f"-{variant}"):  # idempotent: reproduce then run
-        spec["name"] = f"{spec['name']}-{variant}"
+        base = spec["name"]
+        spec["name"] = f"{base}-{variant}"
+        check_not_shipped(load_board(spec), f"board {base!r} with variant {variant!r}")
     return spec
