@@ -25,7 +25,9 @@ that line (exit 75, "try again later"); ``--wait`` makes it wait for the lease i
   A holder that was paused (SIGSTOP, a suspended VM) or could not renew for the time to live cannot
   wait for its heartbeat to find that out: the requests would go out first. So every request checks,
   just before the wire (:func:`lapsed`), that the last successful renewal began less than the time to
-  live ago by this process's monotonic clock. Since that renewal's ``LastModified`` is no earlier
+  live ago by a monotonic clock that also counts the time the machine was suspended (:func:`clock`:
+  Linux's ``CLOCK_BOOTTIME``; ``time.monotonic`` stops while the machine sleeps, so a laptop or VM
+  woken after the time to live would have gone on sending). Since that renewal's ``LastModified`` is no earlier
   than its start, a waiter can only have judged the lease stale after this check fails: a holder that
   may have lost its lease sends nothing more; it journals what it holds and exits 75.
 """
@@ -90,6 +92,16 @@ def describe(text: str | bytes) -> str:
         return f"pid {h['pid']} on {h['host']}, run {h.get('run', '?')}, since {h['since']}"
     except (ValueError, KeyError, TypeError):
         return "another run"
+
+
+#: the clock the lease's freshness is judged by: monotonic, and counting a suspended machine's sleep
+CLOCK = getattr(time, "CLOCK_BOOTTIME", None)
+
+
+def clock() -> float:
+    """Seconds on a monotonic clock that keeps counting while the machine is suspended (``CLOCK_BOOTTIME``
+    where the system has it, else ``time.monotonic``)."""
+    return time.clock_gettime(CLOCK) if CLOCK is not None else time.monotonic()
 
 
 _held: dict[tuple[str, str], Holder] = {}  # (root, board) -> the holder in this process
@@ -198,12 +210,12 @@ class _ObjectLease:
         self.etag: str | None = None
         self.lock = threading.Lock()  # one conditional write at a time (heartbeat vs note_run)
         self.stopped = threading.Event()
-        self.renewed_at = -math.inf  # time.monotonic() when the last successful write began
+        self.renewed_at = -math.inf  # clock() when the last successful write began
         self.said = False
 
     def _put(self, **condition: str) -> bool:
         """Write our record under ``condition``; False when another's write stands in its way."""
-        began = time.monotonic()  # before the request: the server's LastModified is no earlier
+        began = clock()  # before the request: the server's LastModified is no earlier
         try:
             out = self.store._retrying(lambda: self.store.fs.call_s3(
                 "put_object", Bucket=self.bucket, Key=self.key, Body=self.holder.body(),
@@ -218,7 +230,7 @@ class _ObjectLease:
 
     def lapsed(self) -> bool:
         """No successful renewal began within the time to live (see the module doc); says so once."""
-        since = time.monotonic() - self.renewed_at
+        since = clock() - self.renewed_at
         if since < self.ttl_s and not self.stopped.is_set():
             return False
         if not self.said:

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -137,3 +138,16 @@ def test_a_paused_s3_holder_sends_nothing_after_it_wakes_and_pays_nothing_twice(
     assert any("sending no new requests" in line for line in lines) and "Traceback" not in first_out, first_out
     assert second.returncode == 0, second_out
     assert stats["unique"] == 4 * 100 and stats["repeats"] <= CONCURRENCY, stats
+
+
+def test_the_lease_clock_counts_the_time_a_machine_was_suspended():
+    """time.monotonic (CLOCK_MONOTONIC) stands still while the machine is suspended, so a holder woken
+    after the time to live found its last renewal recent and went on sending. The lease's freshness
+    is judged on CLOCK_BOOTTIME, which counts the sleep (the kernel's uptime, suspensions included)."""
+    from helmflow import lease
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("CLOCK_BOOTTIME is Linux's")
+    assert lease.CLOCK == time.CLOCK_BOOTTIME
+    uptime = float(Path("/proc/uptime").read_text().split()[0])
+    assert abs(lease.clock() - uptime) < 1.0
