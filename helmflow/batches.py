@@ -53,17 +53,58 @@ MAX_POLL_S = 300.0
 UNFINISHED_ROUNDS = 2
 
 
-_running: dict[str, str] = {}  # batch id -> deployment, of the batches this process is polling
+_running: dict[str, Client] = {}  # batch id -> its deployment's client, of the batches this process is polling
+_cancel_on_stop = False  # --cancel-batches: Ctrl-C cancels them instead
+CANCEL_S = 10.0  # for the cancel calls on the way out
+
+
+def cancel_on_stop(on: bool = True) -> None:
+    """Whether Ctrl-C (SIGINT, SIGTERM) cancels the provider batches this process is polling (``run
+    --cancel-batches``) instead of leaving them running; a lapsed lease never cancels (another run may poll them)."""
+    global _cancel_on_stop
+    _cancel_on_stop = on
+
+
+def _shown(ids: list[str]) -> str:
+    return ", ".join(sorted(ids)[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
 
 
 def _running_note() -> str | None:
-    """What Ctrl-C says about the batches it leaves running at the provider."""
+    """What Ctrl-C says about the batches it leaves running at the provider (or, with
+    :func:`cancel_on_stop`, cancels there first)."""
     running = dict(_running)
     if not running:
         return None
-    ids = ", ".join(sorted(running)[:5]) + (f" and {len(running) - 5} more" if len(running) > 5 else "")
-    return (f"helmflow: {len(running)} provider batch(es) keep running ({ids}); run the same command again to "
-            f"collect them: nothing is submitted twice")
+    if _cancel_on_stop and not lease_lapsed():
+        return _cancel_running(running)
+    return (f"helmflow: {len(running)} provider batch(es) keep running ({_shown(list(running))}); run the same "
+            f"command again to collect them: nothing is submitted twice")
+
+
+def _cancel_running(running: dict[str, Client]) -> str:
+    """Cancel each batch at its provider (on the I/O loop, at most :data:`CANCEL_S`); what was done, in one line."""
+    from helmflow.aio import run_io
+
+    async def cancel_all() -> list[BaseException | None]:
+        async def one(batch_id: str, client: Client) -> None:
+            await client.batch_cancel(batch_id)
+
+        return await asyncio.wait_for(asyncio.gather(*(one(b, c) for b, c in running.items()),
+                                                     return_exceptions=True), CANCEL_S)
+
+    try:
+        outcomes = run_io(cancel_all())
+    except Exception as exc:  # noqa: BLE001 - said, and the process still stops
+        return (f"helmflow: cancelling {len(running)} provider batch(es) failed ({type(exc).__name__}: {exc}); "
+                f"`helmflow batches cancel` tries again")
+    failed = [b for b, outcome in zip(running, outcomes, strict=True) if outcome is not None]
+    cancelled = [b for b in running if b not in failed]
+    line = (f"helmflow: --cancel-batches: cancelled {len(cancelled)} provider batch(es) ({_shown(cancelled)}); "
+            f"the provider bills what they finished, and the next run of the same command keeps those lines and "
+            f"sends the rest")
+    if failed:
+        line += f"; {len(failed)} not cancelled ({_shown(failed)}): `helmflow batches cancel` tries again"
+    return line
 
 
 add_exit_note(_running_note)
@@ -158,33 +199,80 @@ async def _pause(seconds: float) -> None:
         await asyncio.sleep(min(left, 0.2))
 
 
+def shown_duration(seconds: float) -> str:
+    """``6h``, ``30m``, ``1h30m``, ``90s``: how a max_wait reads."""
+    whole = int(round(seconds))
+    parts = [(whole // 3600, "h"), (whole % 3600 // 60, "m"), (whole % 60, "s")]
+    return "".join(f"{n}{unit}" for n, unit in parts if n) or f"{seconds:g}s"
+
+
 def _error(req: Request, message: str, attempts: int) -> Completion:
     return Completion(request_hash=req.request_hash, instance_id=req.instance_id, sample_index=req.sample_index,
                       error=message, attempts=attempts, created_at=datetime.now(UTC).isoformat())
 
 
+#: the name of the Running state a cell's task run is in while it waits on provider batches
+AWAITING_BATCH = "AwaitingBatch"
+
+
 class Watch:
-    """The cell's progress artifact in Prefect while it waits on provider batches: one per chunk, created at
-    the first poll and updated as lines finish (the task run's Artifacts tab shows a bar). ``context`` is the
-    task run's (captured in its thread, :func:`task_context`); without one nothing is written. A failure to
-    write it is logged, never the run's."""
+    """The cell's task run in Prefect while it waits on provider batches: in a Running state named
+    :data:`AWAITING_BATCH` from the first poll that finds a batch unfinished until every batch has been
+    collected (then Running again), with a progress artifact (one per chunk, updated as lines finish: the task
+    run's Artifacts tab shows a bar). ``context`` is the task run's (captured in its thread,
+    :func:`task_context`); without one nothing is written. A failure to write either is logged, never the run's.
+
+    Prefect 3 records a task run's states from the state-change events its engine emits (the task run
+    recorder keeps the latest by timestamp), so the waiting state is the same event the engine would emit,
+    stamped after the engine's Running and before its Completed: the engine's own state is left alone."""
 
     def __init__(self, context: contextvars.Context | None, deployment: str,
                  log: logging.Logger | logging.LoggerAdapter):
         self.context, self.deployment, self.log = context, deployment, log
         self.artifact_id: Any = None
         self.last: float | None = None
+        self.waiting: Any = None  # the AwaitingBatch state emitted, while it is the task run's
 
     async def report(self, counts: dict[str, tuple[int, int]]) -> None:
         done, total = sum(c[0] for c in counts.values()), sum(c[1] for c in counts.values())
         if self.context is None or not total:
             return
+        if self.waiting is None and done < total:
+            message = (f"waiting on {len(counts)} provider batch(es) of {self.deployment} ({total:,} request(s)); "
+                       f"progress in the task run's artifact and log")
+            self.waiting = await asyncio.to_thread(self.context.run, self._state, AWAITING_BATCH, message)
         progress = round(100.0 * done / total, 1)
         if progress == self.last:
             return
         self.last = progress
         line = f"{self.deployment}: {done:,} of {total:,} batched request(s) done, in {len(counts)} provider batch(es)"
         await asyncio.to_thread(self.context.run, self._write, progress, line)
+
+    async def finished(self) -> None:
+        """The wait is over (every batch collected, or the run stopped polling): Running again."""
+        if self.context is not None and self.waiting is not None:
+            await asyncio.to_thread(self.context.run, self._state, "Running", None)
+            self.waiting = None
+
+    def _state(self, name: str, message: str | None) -> Any:
+        """Emit the task run's state change to a Running state named ``name`` (the state, or None)."""
+        try:
+            from prefect.context import TaskRunContext
+            from prefect.states import Running
+            from prefect.utilities.engine import emit_task_run_state_change_event
+
+            ctx = TaskRunContext.get()
+            if ctx is None:
+                return None
+            run = ctx.task_run
+            state: Any = Running(name=name, message=message)
+            state.state_details.task_run_id, state.state_details.flow_run_id = run.id, run.flow_run_id
+            emit_task_run_state_change_event(task_run=run, initial_state=self.waiting or run.state,
+                                             validated_state=state)
+            return state
+        except Exception as exc:  # noqa: BLE001 - the state is a view; the run goes on without it
+            self.log.debug("%s: task run state %s not set: %s", self.deployment, name, exc)
+            return None
 
     def _write(self, progress: float, description: str) -> None:
         try:
@@ -211,9 +299,10 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
                        log: logging.Logger | logging.LoggerAdapter, completion_of: CompletionOf,
                        realtime: Callable[[Request], Awaitable[Completion]],
                        context: contextvars.Context | None = None) -> list[Completion]:
-    """Completions for ``pending`` (none of them journaled) through the provider's batch API; past the
-    deployment's ``batch_max_wait_s`` the batches are cancelled and what they did not finish goes to ``realtime``.
-    With a task run's ``context`` the wait is a progress artifact of that task run (:class:`Watch`)."""
+    """Completions for ``pending`` (none of them journaled) through the provider's batch API, in their order;
+    past the deployment's batch ``max_wait`` (from their first submission) the batches are cancelled and what
+    they did not finish goes to ``realtime``. With a task run's ``context`` the wait is the task run's
+    AwaitingBatch state and a progress artifact (:class:`Watch`)."""
     client = batch.client
     d = client.deployment
     watch, counts = Watch(context, d.name, log), dict[str, tuple[int, int]]()
@@ -235,7 +324,7 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
         await asyncio.to_thread(ledger.delete, intent)
     rounds = Counter(h for rec in records for h in rec.hashes)  # batches each request has been in (in this run)
     live = [rec for rec in records if rec.state == "live" and not want.keys().isdisjoint(rec.hashes)]
-    _running.update({rec.batch_id: d.name for rec in live})
+    _running.update({rec.batch_id: client for rec in live})
     held = {h for rec in live for h in rec.hashes}
     if live:
         log.info("%s: %d request(s) are in %d batch(es) submitted before; polling those", d.name,
@@ -245,7 +334,9 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
     tok = get_tokenizer(d.tokenizer)
     queue = [h for h in want if h not in held]
     started = time.perf_counter()
-    deadline = time.monotonic() + d.batch_max_wait_s if d.batch_max_wait_s else None
+    # max_wait counts from the first submission of the chunk's batches (a rerun's too: from their records)
+    first = min((datetime.fromisoformat(rec.submitted_at).timestamp() for rec in live), default=time.time())
+    deadline = first + d.batch_max_wait_s if d.batch_max_wait_s else None
     past_deadline = False
     late: list[str] = []  # what goes real-time once the deadline has passed
 
@@ -296,7 +387,7 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
             await asyncio.to_thread(ledger.delete, intent)
             rounds.update(rec.hashes)
             live.append(rec)
-            _running[rec.batch_id] = d.name
+            _running[rec.batch_id] = client
             log.info("%s: submitted batch %s of %d request(s)", d.name, batch_id, len(group))
 
     async def collect(rec: BatchRecord, status: str) -> list[str]:
@@ -341,8 +432,12 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
     while live:
         if stop_requested() or lease_lapsed():
             ids = ", ".join(rec.batch_id for rec in live)
-            log.warning("%s: interrupted; batch(es) %s keep running at the provider: run the same command again to "
-                        "collect them (nothing is submitted twice)", d.name, ids)
+            if _cancel_on_stop and not lease_lapsed():
+                log.warning("%s: interrupted; batch(es) %s are cancelled (--cancel-batches): the next run of the same "
+                            "command keeps the lines they finished and sends the rest", d.name, ids)
+            else:
+                log.warning("%s: interrupted; batch(es) %s keep running at the provider: run the same command again "
+                            "to collect them (nothing is submitted twice)", d.name, ids)
             for rec in live:
                 for h in rec.hashes:
                     if h in want and h not in done:
@@ -350,10 +445,10 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
                         done[h] = _error(want[h], f"Interrupted: batch {rec.batch_id} is still running; rerun to "
                                                   f"collect it", rounds[h])
             break
-        if deadline is not None and not past_deadline and time.monotonic() >= deadline:
+        if deadline is not None and not past_deadline and time.time() >= deadline:
             past_deadline = True
-            log.warning("%s: batch_max_wait_s %g passed: cancelling %d batch(es); their finished lines are kept, "
-                        "the rest go out real-time", d.name, d.batch_max_wait_s, len(live))
+            log.warning("%s: batch max_wait (%s) passed: cancelling %d batch(es); their finished lines are kept, "
+                        "the rest go out real-time", d.name, shown_duration(d.batch_max_wait_s or 0), len(live))
             for rec in live:
                 try:
                     await client.batch_cancel(rec.batch_id)
@@ -392,8 +487,9 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
             await submit(again)
             wait = d.batch_poll_s
         if live and not ended:
-            await _pause(min(wait, max(deadline - time.monotonic(), 0.05)) if deadline and not past_deadline else wait)
+            await _pause(min(wait, max(deadline - time.time(), 0.05)) if deadline and not past_deadline else wait)
             wait = min(wait * 1.5, MAX_POLL_S)
+    await watch.finished()
     if late:
         log.info("%s: sending %d request(s) real-time after the batch deadline", d.name, len(late))
         for h in late:
@@ -409,4 +505,4 @@ async def send_batched(batch: Sender, pending: list[Request], store: Store,
     return out
 
 
-__all__ = ["BatchRecord", "Ledger", "send_batched"]
+__all__ = ["BatchRecord", "Ledger", "cancel_on_stop", "send_batched"]

@@ -30,7 +30,8 @@ Images are accepted in three wire formats: OpenAI chat ``image_url`` parts and O
 is decoded with Pillow; one that does not decode, or whose bytes are not the declared MIME type, is
 a 400 naming the part. A policy sees the request's parts in order as ``payload["_parts"]`` (text, or
 ``{"type": "image", "sha256", "mime", "width", "height"}``), so it can answer from the image itself;
-``GET /_dev/requests`` returns those sequences for the last 1,000 requests with images.
+``GET /_dev/requests`` returns those sequences for the last 1,000 requests with images; ``GET /_dev/heads`` the
+first prompt line of the last 10,000 requests (direct, and batch lines as submitted), in the order they were sent.
 
 Reasoning models, on every wire (``reasoning_words`` says how long each one thinks: a word per token):
 
@@ -438,6 +439,31 @@ class Settings:
             setattr(self, key, value)
 
 
+def _first_text(value: Any) -> str:
+    """The first text of a prompt field: a string, or the first text block of a list of blocks or messages."""
+    if isinstance(value, str):
+        return value
+    for item in value if isinstance(value, list) else []:
+        if isinstance(item, str):
+            return item
+        if isinstance(item, dict):
+            text = item.get("text") if item.get("type") == "text" else _first_text(item.get("content"))
+            if text:
+                return str(text)
+    return ""
+
+
+def _note_heads(scope: Scope, payloads: list[Any]) -> None:
+    """Keep each request's first prompt line (its system text, else its first message, else its prompt), in
+    the order sent: ``GET /_dev/heads`` shows which prompts went out together."""
+    heads = []
+    for p in payloads:
+        if isinstance(p, dict):
+            text = _first_text(p.get("system")) or _first_text(p.get("messages")) or _first_text(p.get("prompt"))
+            heads.append(text.split("\n", 1)[0][:200])
+    scope.heads = [*scope.heads, *heads][-10_000:]
+
+
 def parse_faults(spec: str) -> tuple[str, ...]:
     kinds = tuple(k.strip() for k in spec.split(",") if k.strip())
     bad = [k for k in kinds if k not in FAULT_KINDS]
@@ -499,6 +525,7 @@ class Scope:
     counts: Counts = field(default_factory=Counts)
     rng: random.Random = field(default_factory=random.Random)
     image_requests: list[list[dict[str, Any]]] = field(default_factory=list)
+    heads: list[str] = field(default_factory=list)  # the first prompt line of the last 10,000 requests, as sent
     prefixes: set[int] = field(default_factory=set)  # prompt heads sent before: the simulated prompt cache
     files: dict[str, tuple[bytes, str, str]] = field(default_factory=dict)  # id -> (bytes, purpose, filename)
     batches: dict[str, DevBatch] = field(default_factory=dict)
@@ -567,6 +594,7 @@ class DevServer:
             app.router.add_post(f"{prefix}/v1/images/generations", self._images)
             app.router.add_get(f"{prefix}/_dev/stats", self._stats)
             app.router.add_get(f"{prefix}/_dev/requests", self._requests)
+            app.router.add_get(f"{prefix}/_dev/heads", self._heads)
             app.router.add_post(f"{prefix}/_dev/config", self._config)
             app.router.add_post(f"{prefix}/_dev/reset", self._reset)
             app.router.add_post(f"{prefix}/v1/files", self._file_create)
@@ -594,6 +622,11 @@ class DevServer:
 
         return web.json_response(self.scope(request).image_requests)
 
+    async def _heads(self, request):
+        from aiohttp import web
+
+        return web.json_response(self.scope(request).heads)
+
     async def _config(self, request):
         from aiohttp import web
 
@@ -613,6 +646,7 @@ class DevServer:
         scope = self.scope(request)
         scope.counts = Counts()
         scope.prefixes = set()
+        scope.heads = []
         return web.json_response(scope.counts.as_dict())
 
     # ------------------------------------------------------------------ endpoints
@@ -663,6 +697,7 @@ class DevServer:
         except ValueError:
             c.rejected["400"] += 1
             return _error(400, "request body is not JSON", anthropic)
+        _note_heads(scope, [payload])
         status, body = self._respond(endpoint, payload, request.headers.get("anthropic-version", ""), scope)
         return web.Response(status=status, body=json.dumps(body).encode(), content_type="application/json")
 
@@ -1113,6 +1148,7 @@ class DevServer:
         else:
             scope.counts.batches += 1
             scope.counts.batch_lines.update(c for c, _ in b.lines)
+            _note_heads(scope, [body for _, body in b.lines])
         scope.batches[b.id] = b
         return web.json_response(self._openai_batch(scope, b))
 
@@ -1199,6 +1235,7 @@ class DevServer:
                      version=request.headers.get("anthropic-version", ""))
         scope.counts.batches += 1
         scope.counts.batch_lines.update(ids)
+        _note_heads(scope, [params for _, params in lines])
         scope.batches[b.id] = b
         return web.json_response(self._anthropic_batch(request, scope, b))
 
@@ -1430,6 +1467,12 @@ class DevServerHandle:
     @property
     def requests(self) -> int:
         return self.stats()["requests"]
+
+    def heads(self) -> list[str]:
+        """The first prompt line of the last 10,000 requests, in the order they were sent (batch lines too)."""
+        import httpx
+
+        return httpx.get(f"{self.url}/_dev/heads", timeout=10).json()
 
     def configure(self, **settings: Any) -> None:
         import httpx

@@ -37,8 +37,10 @@ def format_validation_error(exc: ValidationError, names: dict[str, str] | None =
     problems = []
     for e in exc.errors():
         loc = ".".join(map(str, e["loc"]))
-        msg = "unknown field" if e["type"] == "extra_forbidden" else e["msg"]
-        problems.append(f"{names.get(loc, loc) or 'value'}: {msg}")
+        msg = "unknown field" if e["type"] == "extra_forbidden" else e["msg"].removeprefix("Value error, ")
+        where = names.get(loc, loc)
+        # a check of the whole record names its field(s) itself
+        problems.append(f"{where}: {msg}" if where or e["type"] != "value_error" else msg)
     return "; ".join(problems)
 
 

@@ -375,6 +375,24 @@ def _not_sent(requests: list[Request], error: str) -> list[Completion]:
                        error=f"not sent: {error}", attempts=0, created_at=now) for r in requests]
 
 
+def prefix_order(requests: list[Request]) -> list[Request]:
+    """``requests`` ordered so that prompts sharing leading lines go out together (the instructions and
+    in-context examples of a trial, a system text), which is what a provider's prompt cache rewards: at
+    every depth, each run of leading lines' prompts are contiguous, the runs in the order their first
+    prompt came, and prompts in the order they came within a run. An order that already groups them (a
+    trial's prompts one after the other, as the adapters build them) is left as it is."""
+    first: dict[int, int] = {}
+    keys: list[list[int]] = []
+    for i, r in enumerate(requests):
+        key, head = [], 0
+        for line in prompt_text(r.body).split("\n"):
+            head = hash((head, line))
+            key.append(first.setdefault(head, i))
+        keys.append(key)
+    order = sorted(range(len(requests)), key=keys.__getitem__)
+    return [requests[i] for i in order]
+
+
 class Sending:
     """A pair's requests sent a chunk at a time through one journal (opened here, compacted at
     :meth:`close`): what the journal holds is reused, the rest is sent, and the counts add up in
@@ -428,7 +446,7 @@ class Sending:
         hashes = pa.array([r.request_hash for r in requests], pa.string())
         found = self.reusable.take(pc.drop_null(pc.index_in(hashes, value_set=self.reusable["request_hash"])))
         done = {c["request_hash"]: Completion.model_validate(c) for c in found.to_pylist()}
-        pending = [r for r in requests if r.request_hash not in done]
+        pending = prefix_order([r for r in requests if r.request_hash not in done])
         if self.progress and len(requests) - len(pending):
             self.progress(len(requests) - len(pending))
         fresh: list[Completion] = []

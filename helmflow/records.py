@@ -7,6 +7,7 @@ shape of what is published is written down in one place.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -283,6 +284,33 @@ class ReasoningOptions(Record):
         return self
 
 
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration_s(value: Any, what: str) -> float:
+    """Seconds in ``value``: a number of seconds, or a duration such as ``6h``, ``30m``, ``90s``, ``1h30m``
+    or ``2d``; a ValueError naming ``what`` otherwise (zero and negative durations included)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{what}: {value!r} is not a duration (e.g. 6h, 30m, 90s)")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str) and (text := value.strip().lower()) and _DURATION.sub("", text) == "":
+        seconds = sum(float(n) * _UNIT_S[unit] for n, unit in _DURATION.findall(text))
+    else:
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{what}: {value!r} is not a duration (e.g. 6h, 30m, 90s)") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(f"{what}: {value!r} must be a duration above zero (e.g. 6h, 30m, 90s)")
+    return seconds
+
+
+#: what ``batch: {...}`` may hold, and the deployment field each one sets
+BATCH_OPTIONS = {"max_wait": "batch_max_wait_s"}
+
+
 class Deployment(Record):
     """A concrete model endpoint. Holds the *name* of a credential, never its value."""
 
@@ -316,14 +344,16 @@ class Deployment(Record):
         "USD per million prompt tokens written to the provider's cache (Anthropic; default: the input price)"))
     batch: bool = Field(False, description="send requests through the provider's batch API (kinds `openai` and "
                                            "`anthropic`; `--batch` turns it on for a run): see Batch mode and "
-                                           "caching. Not part of model_version")
+                                           "caching. `batch: {max_wait: 6h}` turns it on with a deadline. Not "
+                                           "part of model_version")
     batch_discount: float = Field(0.5, ge=0, le=1, description="what a batched request costs, as a share of its "
                                                                "real-time price")
     batch_poll_s: float = Field(15.0, gt=0, le=300, description="the first wait between polls of a batch; each "
                                                                 "wait is 1.5 times the last, up to 300 s")
-    batch_max_wait_s: float | None = Field(None, gt=0, description="the longest a chunk waits for its batches: then "
-                                                                      "they are cancelled, their finished lines kept "
-                                                                      "and the rest sent real-time, once")
+    batch_max_wait_s: float | None = Field(None, gt=0, description="the longest a batch may run (seconds, or a "
+                                                                      "duration: 6h, 30m; also `batch: {max_wait: "
+                                                                      "6h}`): then it is cancelled, its finished "
+                                                                      "lines kept and the rest sent real-time, once")
     prompt_cache: bool = Field(False, description="anthropic: mark the prompt's shared prefix (the system text; the "
                                                   "leading lines an earlier prompt began with) with `cache_control`, "
                                                   "so it is read from Anthropic's cache. Not part of model_version")
@@ -344,6 +374,30 @@ class Deployment(Record):
     description: str = Field("", description="free text shown by `helmflow list models`")
     metadata: ModelMetadata = Field(default_factory=ModelMetadata, description="creator, size, release date, "
                                     "access and a link, shown on the board page (not part of model_version)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _batch_options(cls, data: Any) -> Any:
+        """``batch: {max_wait: 6h}`` turns batch mode on with its options; ``batch_max_wait_s`` takes a
+        duration too."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        options = data.get("batch")
+        if isinstance(options, dict):
+            unknown = sorted(set(options) - set(BATCH_OPTIONS))
+            if unknown:
+                raise ValueError(f"batch: unknown option(s) {', '.join(map(str, unknown))}; known: "
+                                 f"{', '.join(BATCH_OPTIONS)} (or batch: true)")
+            for option, field in BATCH_OPTIONS.items():
+                if option in options:
+                    if data.get(field) is not None:
+                        raise ValueError(f"batch.{option} and {field} both given: give one")
+                    data[field] = options[option]
+            data["batch"] = True
+        if data.get("batch_max_wait_s") is not None:
+            data["batch_max_wait_s"] = duration_s(data["batch_max_wait_s"], "batch.max_wait")
+        return data
 
     @property
     def max_tokens_increase(self) -> int:

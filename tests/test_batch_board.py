@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -24,7 +25,8 @@ PRICES = {"price_input_per_mtok": 2.0, "price_output_per_mtok": 8.0}
 ENV = {"HELMFLOW_BATCH_KEY": "sk-batch-test"}
 
 
-def board_args(tmp_path: Path, openai_server, anthropic_server, store: str = "store", **deployment) -> list[str]:
+def board_args(tmp_path: Path, openai_server, anthropic_server, store: str = "store", scenarios: int = SCENARIOS,
+               per_scenario: int = PER_SCENARIO, **deployment) -> list[str]:
     key = {"api_key_env": "HELMFLOW_BATCH_KEY", "batch_poll_s": 0.1, **PRICES, **deployment}
     models = tmp_path / "models.yaml"
     models.write_text(yaml.safe_dump({"deployments": [
@@ -35,8 +37,8 @@ def board_args(tmp_path: Path, openai_server, anthropic_server, store: str = "st
     board = tmp_path / "board.yaml"
     board.write_text(yaml.safe_dump({
         "name": "batched", "version": "1", "models": ["dev/gpt", "dev/claude"],
-        "scenarios": [{"name": "arithmetic", "params": {"digits": 3, "num_test": PER_SCENARIO, "seed": k},
-                       "label": f"arith-{k}"} for k in range(SCENARIOS)],
+        "scenarios": [{"name": "arithmetic", "params": {"digits": 3, "num_test": per_scenario, "seed": k},
+                       "label": f"arith-{k}"} for k in range(scenarios)],
     }))
     return ["run", "--board-file", str(board), "--models-file", str(models), "--storage", str(tmp_path / store)]
 
@@ -56,8 +58,36 @@ def run_costs(root: Path) -> dict[str, float]:
     return costs
 
 
+def task_runs(state_name: str | None = None, ids: set[str] | None = None, since: datetime | None = None) -> list:
+    """Task runs as the Prefect API has them: in a state named ``state_name``, of ``ids``, started after ``since``."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        TaskRunFilter,
+        TaskRunFilterId,
+        TaskRunFilterStartTime,
+        TaskRunFilterState,
+        TaskRunFilterStateName,
+    )
+
+    wanted = TaskRunFilter(
+        state=TaskRunFilterState(name=TaskRunFilterStateName(any_=[state_name])) if state_name else None,
+        id=TaskRunFilterId(any_=sorted(ids)) if ids else None,
+        start_time=TaskRunFilterStartTime(after_=since) if since else None)
+    with get_client(sync_client=True) as client:
+        return client.read_task_runs(task_run_filter=wanted)
+
+
+def state_names(task_run_id: str) -> list[str]:
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        states = client.read_task_run_states(task_run_id)
+    return [s.name for s in sorted(states, key=lambda s: s.timestamp)]
+
+
 def test_a_batched_board_matches_real_time_at_half_the_cost(prefect_server, dev_server, tmp_path):
     realtime, batched = dev_server.scoped("realtime-" + dev_server.scope), dev_server.scoped("batch-" + dev_server.scope)
+    batched.configure(batch_delay_s=1.0)  # each batch is still running at its first poll
     total = SCENARIOS * PER_SCENARIO
     done = run_cli_text(*board_args(tmp_path, realtime, realtime, "rt"), env=ENV)
     assert done.returncode == 0, done.stdout
@@ -95,6 +125,14 @@ def test_a_batched_board_matches_real_time_at_half_the_cost(prefect_server, dev_
     assert len(bars) == 2 * SCENARIOS and all(a.data == 100.0 for a in bars), bars
     assert {a.description.split(":")[0] for a in bars} == {"dev/gpt", "dev/claude"}
     assert all(f"{PER_SCENARIO} of {PER_SCENARIO} batched request(s) done" in a.description for a in bars)
+    # and while it waited, its task run was in a Running state named AwaitingBatch, then Running again, then done
+    queried = {run["query_task_run_id"] for run in lineage}
+    deadline = time.monotonic() + 60  # Prefect records task run states from events, a moment later
+    while (histories := [state_names(t) for t in queried]) and not all(h[-1:] == ["Completed"] for h in histories):
+        assert time.monotonic() < deadline, histories
+        time.sleep(0.2)
+    for history in histories:
+        assert history[history.index("AwaitingBatch") - 1:] == ["Running", "AwaitingBatch", "Running", "Completed"]
 
 
 def test_sigkill_while_batches_run_then_rerun_pays_each_request_once(prefect_server, dev_server, tmp_path):
@@ -178,3 +216,36 @@ def test_ctrl_c_leaves_the_batches_running_and_the_rerun_collects_them(prefect_s
     assert final["batch_lines"] == total + unfinished and final["batch_answered"] == total
     assert final["batch_answered_repeats"] == 0 and final["requests"] == 0
     assert "no provider batch" in run_cli_text("batches", "list", *store, env=ENV).stdout
+
+
+def test_cancel_batches_on_ctrl_c_cancels_them_and_the_rerun_sends_only_what_they_did_not_finish(
+        prefect_server, dev_server, tmp_path):
+    """``--cancel-batches``: Ctrl-C cancels the pending batches (while each cell's task run is AwaitingBatch in
+    Prefect); the provider bills their finished lines, and the rerun keeps those and sends the rest once."""
+    per = 10
+    args = board_args(tmp_path, dev_server, dev_server, scenarios=1, per_scenario=per)
+    dev_server.configure(batch_delay_s=3600)
+    since = datetime.now(UTC)
+    proc = start_cli([*args, "--batch", "--cancel-batches"], env=ENV)
+    deadline = time.monotonic() + 240
+    while len(waiting := task_runs("AwaitingBatch", since=since)) < 2:  # both cells wait on their batch
+        assert proc.poll() is None, proc.stdout.read()
+        assert time.monotonic() < deadline, "no task run is awaiting its batch"
+        time.sleep(0.1)
+    assert all(t.state.type.value == "RUNNING" and "provider batch" in (t.state.message or "") for t in waiting)
+    assert {t.name for t in waiting} == {"run arith-0 x dev/gpt", "run arith-0 x dev/claude"}
+    assert dev_server.stats()["batch_answered"] == 0
+    os.kill(proc.pid, signal.SIGINT)
+    out = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 130 and "Traceback" not in out, out
+    assert "--cancel-batches: cancelled 2 provider batch(es)" in out and "keep running" not in out, out
+    stats = dev_server.stats()
+    assert stats["batches"] == 2 and stats["batch_answered"] == per  # half of each, as the dev server cancels
+    records = [json.loads(p.read_text()) for p in (tmp_path / "store/batches").rglob("*.json")]
+    assert len(records) == 2 and all(r["state"] == "live" for r in records)  # the rerun collects them
+    dev_server.configure(batch_delay_s=0)
+    done = run_cli_text(*args, "--batch", env=ENV)
+    assert done.returncode == 0, done.stdout
+    final = dev_server.stats()
+    assert final["batches"] == 4 and final["batch_lines"] == 3 * per and final["batch_line_repeats"] == per
+    assert final["batch_answered"] == 2 * per and final["batch_answered_repeats"] == 0 and final["requests"] == 0

@@ -70,3 +70,49 @@ def test_batch_selection_turns_batch_mode_on_for_the_kinds_with_a_batch_api_only
     # the same runs: batch mode is not part of what is asked
     assert [r.run_id for r in plain.runs] == [r.run_id for r in batched.runs]
     assert not batched.selection  # not a subset of the board
+
+
+def test_batch_max_wait_is_a_duration_and_a_bad_one_is_one_line_when_the_models_file_loads(tmp_path):
+    models = tmp_path / "models.yaml"
+    models.write_text("deployments:\n"
+                      "  - {name: a/gpt, client: openai, model: m, batch: {max_wait: 6h}}\n"
+                      "  - {name: a/claude, client: anthropic, model: m, batch: {max_wait: 1h30m}}\n"
+                      "  - {name: a/secs, client: openai, model: m, batch: true, batch_max_wait_s: 90}\n"
+                      "  - {name: a/plain, client: openai, model: m, batch: true}\n")
+    deps = load_deployments(models)
+    assert [(deps[n].batch, deps[n].batch_max_wait_s) for n in ("a/gpt", "a/claude", "a/secs", "a/plain")] == [
+        (True, 6 * 3600.0), (True, 5400.0), (True, 90.0), (True, None)]
+    for bad, said in [("{max_wait: 6x}", "batch.max_wait: '6x' is not a duration (e.g. 6h, 30m, 90s)"),
+                      ("{max_wait: 0}", "batch.max_wait: 0 must be a duration above zero"),
+                      ("{max_wait: -2h}", "batch.max_wait: '-2h' is not a duration"),
+                      ("{max_wait: true}", "batch.max_wait: True is not a duration"),
+                      ("{wait: 6h}", "batch: unknown option(s) wait; known: max_wait")]:
+        models.write_text(f"deployments:\n  - {{name: a/gpt, client: openai, model: m, batch: {bad}}}\n")
+        with pytest.raises(DeploymentError) as caught:
+            load_deployments(models)
+        assert said in str(caught.value) and "\n" not in str(caught.value) and "Value error" not in str(caught.value)
+        assert caught.value.exit_code == 2
+    models.write_text("deployments:\n  - {name: a/gpt, client: openai, model: m, batch: {max_wait: 1h}, "
+                      "batch_max_wait_s: 60}\n")
+    with pytest.raises(DeploymentError, match="batch.max_wait and batch_max_wait_s both given"):
+        load_deployments(models)
+
+
+def test_requests_sharing_leading_lines_are_ordered_together_and_a_grouped_order_is_kept():
+    from helmflow.query import prefix_order
+    from helmflow.records import Request, RequestBody
+
+    def req(prompt: str, i: int) -> Request:
+        body = RequestBody(model="m", prompt=prompt, max_tokens=1, temperature=0.0)
+        return Request(request_hash=f"h{i}", instance_id=f"i{i}", split="test", body=body)
+
+    # two trials' few-shot heads interleaved (as a calibrated prompt and its answer-free twin would be),
+    # one zero-shot prompt, and a prompt holding only the first example of trial A
+    prompts = ["Instr\nA1\nA2\nQ0", "Instr\nB1\nB2\nQ0", "Q9", "Instr\nA1\nA2\nQ1", "Instr\nB1\nB2\nQ1",
+               "Instr\nA1\nQ2", "Instr\nA1\nA2\nQ3"]
+    ordered = [r.body.prompt for r in prefix_order([req(p, i) for i, p in enumerate(prompts)])]
+    assert ordered == ["Instr\nA1\nA2\nQ0", "Instr\nA1\nA2\nQ1", "Instr\nA1\nA2\nQ3", "Instr\nA1\nQ2",
+                       "Instr\nB1\nB2\nQ0", "Instr\nB1\nB2\nQ1", "Q9"]
+    grouped = [req(f"Instr\nA1\nQ{i}", i) for i in range(5)] + [req(f"Other\nQ{i}", 5 + i) for i in range(3)]
+    assert prefix_order(grouped) == grouped
+    assert prefix_order([]) == []

@@ -201,3 +201,61 @@ def test_past_max_wait_the_batch_is_cancelled_and_what_it_did_not_finish_goes_re
     assert stats["requests"] == 10 and stats["repeats"] == 0  # the rest, real-time, once
     real = (6 * 2.0 + 2 * 10.0) / 1e6
     assert math.isclose(sum(c.cost_usd for c in result.completions), 10 * 0.5 * real + 10 * real)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("batch", [False, True], ids=["real-time", "batch"])
+def test_prompts_sharing_a_prefix_go_out_together(dev_server, store, kind, batch):
+    """Two few-shot heads interleaved in the run's order go out as two runs of requests, real-time and batched."""
+    from helmflow.records import Request, RequestBody
+    from helmflow.versions import request_hash
+
+    reqs = []
+    for i in range(12):
+        head = "AB"[i % 2]
+        body = RequestBody(model="dev-model", prompt=f"Instructions {head}\nexample {head}\nQuestion {i}?\n"
+                                                     f"answer {i} is here", max_tokens=2, temperature=0.0, stop=["\n"])
+        reqs.append(Request(request_hash=request_hash(body, 0), instance_id=f"i{i}", split="test", body=body))
+    dep = dev_deployment(dev_server, kind, batch=batch, batch_poll_s=0.05, max_concurrency=1, **PRICES)
+    result = run_queries(store, dep, reqs)
+    assert result.errors == 0
+    # the answers in the run's order, each its own request's (hashes untouched)
+    assert [(c.request_hash, c.instance_id, c.text) for c in result.completions] == [
+        (r.request_hash, r.instance_id, f"answer {i}") for i, r in enumerate(reqs)]
+    assert dev_server.heads() == ["Instructions A"] * 6 + ["Instructions B"] * 6
+    assert dev_server.stats()["batches"] == (1 if batch else 0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_max_wait_counts_from_the_batch_submission_so_a_rerun_past_it_cancels_at_once(dev_server, store, kind):
+    """``batch: {max_wait: 1h}``; a run killed with its batch pending for 2 h: the rerun cancels it at its first
+    poll, keeps its finished lines and sends the rest real-time, once (it does not wait another hour)."""
+    import asyncio
+    import time
+    from datetime import UTC, datetime, timedelta
+
+    from helmflow.batches import BatchRecord, Ledger
+    from helmflow.clients import make_client
+
+    dev_server.configure(batch_delay_s=3600, batch_done_fraction=0.5)
+    dep = dev_deployment(dev_server, kind, batch={"max_wait": "1h"}, batch_poll_s=0.05, **PRICES)
+    assert dep.batch and dep.batch_max_wait_s == 3600
+    reqs = make_requests(10, max_tokens=2)
+
+    async def create() -> str:
+        client = make_client(dep)
+        try:
+            return await client.batch_submit([await client.batch_line(r.request_hash, r.body) for r in reqs], "t")
+        finally:
+            await client.aclose()
+
+    batch_id = asyncio.run(create())
+    two_hours_ago = (datetime.now(UTC) - timedelta(hours=2)).isoformat()
+    Ledger(store, dep.name).write(BatchRecord(batch_id=batch_id, deployment=dep.name, hashes=[r.request_hash for r in reqs],
+                                              submitted_at=two_hours_ago))
+    started = time.monotonic()
+    result = run_queries(store, dep, reqs)
+    assert time.monotonic() - started < 60
+    stats = dev_server.stats()
+    assert result.errors == 0 and [c.text for c in result.completions] == [f"answer {i}" for i in range(10)]
+    assert stats["batches"] == 1 and stats["batch_answered"] == 5 and stats["requests"] == 5 and stats["repeats"] == 0

@@ -139,6 +139,9 @@ def batch_arg(p: argparse.ArgumentParser) -> None:
                    help="send the requests of every openai and anthropic deployment (judges too) through the "
                         "provider's batch API, at its batch price (docs/batch.md); a rerun collects batches a "
                         "stopped run left running")
+    p.add_argument("--cancel-batches", action="store_true",
+                   help="on Ctrl-C, cancel the provider batches the run is waiting on (default: leave them running "
+                        "for the next run to collect); the next run keeps the lines they finished and sends the rest")
 
 
 def force_flow_arg(p: argparse.ArgumentParser) -> None:

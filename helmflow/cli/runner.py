@@ -43,6 +43,7 @@ class RunRequest(BaseModel):
     wait: bool = False  # for another run of the board on the same storage (helmflow.lease)
     ephemeral: bool = False  # Prefect's temporary server instead of helmflow's managed one
     track: list[str] = Field(default_factory=list)  # mlflow:URI targets the release is logged to (helmflow.tracking)
+    cancel_batches: bool = False  # Ctrl-C cancels the provider batches the run waits on (helmflow.batches)
 
     def flow_parameters(self, board: str | dict[str, Any], storage: str) -> dict[str, Any]:
         """The ``evaluate`` flow's parameters (JSON, so a deployment or a retry can replay them)."""
@@ -126,6 +127,10 @@ def _run_board(request: RunRequest) -> int:
             print(started_line(server.state), file=sys.stderr, flush=True)
         return 0
     started = time.perf_counter()
+    if request.cancel_batches:
+        from helmflow.batches import cancel_on_stop
+
+        cancel_on_stop()
     from helmflow.clients import preload_sdks
 
     preload_sdks(r.deployment for r in plan.runs)  # while this thread waits for the server
