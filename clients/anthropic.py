@@ -101,6 +101,7 @@ class AnthropicClient(Client):
         self._sdk: anthropic.AsyncAnthropic | None = None
         self._key: str | None = None
         self._heads: set[int] = set()  # line heads of the prompts built so far (prompt_cache)
+        self._cuts: dict[int, int] = {}  # each prompt text's marked head, as first built (a retry marks the same)
 
     def _client(self) -> anthropic.AsyncAnthropic:
         if self._sdk is None:
@@ -212,7 +213,11 @@ class AnthropicClient(Client):
                     {"type": "text", "text": text[cut:]}]}
 
     def _shared_head(self, text: str) -> int:
-        """Characters of the longest run of leading lines (never the last) an earlier prompt began with."""
+        """Characters of the longest run of leading lines (never the last) an earlier prompt began with; the
+        same for the same text (a retry's own first attempt is not an earlier prompt)."""
+        whole = hash(text)
+        if (known := self._cuts.get(whole)) is not None:
+            return known
         seen = self._heads
         cut = key = start = 0
         while (end := text.find("\n", start)) >= 0 and end < len(text.rstrip("\n")):
@@ -222,6 +227,8 @@ class AnthropicClient(Client):
             elif len(seen) < 200_000:
                 seen.add(key)
             start = end + 1
+        if len(self._cuts) < 200_000:
+            self._cuts[whole] = cut
         return cut
 
     # ------------------------------------------------------------------ Message Batches

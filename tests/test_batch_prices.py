@@ -116,3 +116,24 @@ def test_requests_sharing_leading_lines_are_ordered_together_and_a_grouped_order
     grouped = [req(f"Instr\nA1\nQ{i}", i) for i in range(5)] + [req(f"Other\nQ{i}", 5 + i) for i in range(3)]
     assert prefix_order(grouped) == grouped
     assert prefix_order([]) == []
+
+
+def test_a_retried_prompt_is_marked_as_its_first_attempt_was():
+    """The first prompt of a head goes unmarked; sent again (a retry), it is not its own earlier prompt."""
+    import asyncio
+
+    from helmflow.clients.anthropic import AnthropicClient
+    from helmflow.records import RequestBody
+
+    client = AnthropicClient(Deployment(name="a/claude", client="anthropic", model="m", prompt_cache=True))
+
+    def marks(prompt: str) -> list[str]:
+        body = RequestBody(model="m", prompt=prompt, max_tokens=1, temperature=0.0)
+        content = asyncio.run(client._request(body))["messages"][0]["content"]
+        return [] if isinstance(content, str) else [b["text"] for b in content if "cache_control" in b]
+
+    head = "Instructions\nexample 1\nexample 2\n"
+    assert marks(head + "Question 0?") == []
+    assert marks(head + "Question 0?") == []  # a retry: still unmarked, not "Question 0?" marked as shared
+    assert marks(head + "Question 1?") == [head]
+    assert marks(head + "Question 1?") == [head]
