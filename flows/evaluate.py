@@ -39,6 +39,7 @@ from helmflow.tasks.evaluation import (
     run_assets,
     run_key,
 )
+from helmflow.tracking import track_in_flow
 from helmflow.uptodate import board_summary
 
 if TYPE_CHECKING:
@@ -200,7 +201,8 @@ def evaluate(
     log = get_run_logger()
     # what `helmflow run` prepared for this flow, else the same checks here: a worker's run refuses
     # bad data before any task, as the CLI does (a missing key fails its cells, not the board)
-    launch = launch_for(launch_key(board, selection, storage, models_file, plugins)) or prepare_launch(
+    handed = launch_for(launch_key(board, selection, storage, models_file, plugins))
+    launch = handed or prepare_launch(
         board, selection, storage, models_file=models_file, plugins=plugins, credentials=False,
         look_up_release=False)
     store: Store = launch.store
@@ -281,6 +283,8 @@ def evaluate(
         p = e["payload"]
         log.warning("%s regressed: %s %.3f -> %.3f, paired change %+.3f [%+.3f, %+.3f] (event %s)", p["cell"],
                     p["metric"], p["before"], p["after"], p["delta"], p["ci_low"], p["ci_high"], e["event"])
+    if handed is None:  # a deployment's refresh or a retry: `helmflow run` tracks after the flow run it started
+        track_in_flow(store, plan.spec.name, release.release_id, plan.spec.tracking, log)
     summary = board_summary(plan, release_id=release.release_id, uri=release.uri, status=release.status,
                             wrote=release.wrote, table=release.table, pointer=release.pointer,
                             failed=[f.model_dump() for f in failed])

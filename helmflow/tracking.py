@@ -11,9 +11,13 @@ the board) holds:
   it as ``<deployment>/<column> ci_low`` and ``… ci_high``;
 - artifacts: leaderboard.parquet, runs.parquet and release.json under ``release/``, and the release's
   static web report (written as ``helmflow report`` writes it) under ``report/``;
-- tags: ``helmflow.board``, ``helmflow.release_id``, ``helmflow.status``.
+- tags: ``helmflow.board``, ``helmflow.release_id``, ``helmflow.status``, and ``helmflow.report``
+  (``logged``, or ``missing`` when no report writer was given).
 
-A release already logged (a finished MLflow run tagged with its release id) is not logged again.
+A release already logged (a finished MLflow run tagged with its release id) is not logged again; when that
+run's report is missing and a report writer is given, the report is added to it. A board's flow run
+that no ``helmflow run`` started (a deployment's nightly refresh, a retry) logs its release itself, without
+the report (:func:`track_in_flow`: the static report is the web layer's, above the flows).
 Credentials stay MLflow's (``MLFLOW_TRACKING_TOKEN``, ``MLFLOW_TRACKING_USERNAME``/``PASSWORD``); a URI is
 printed without any user:password it holds.
 """
@@ -36,6 +40,7 @@ from helmflow.storage import Store, safe_key
 
 KINDS = ("mlflow",)
 RELEASE_TAG = "helmflow.release_id"
+REPORT_TAG = "helmflow.report"
 BATCH = 100  # MLflow takes at most 100 params and 1,000 metrics per log_batch call
 _KEY_BANNED = re.compile(r"[^\w\-. :/]")  # MLflow's key alphabet: alphanumerics, _ - . space : /
 
@@ -119,12 +124,17 @@ def _artifacts(store: Store, info: ReleaseManifest, folder: Path, report) -> Non
     for file in (*sorted(info.sha256), layout.RELEASE_JSON):
         (release / file).write_bytes(store.read_bytes(layout.release_file(name, info.release_id, file)))
     if report is not None:
-        report(store, name, info.release_id)
-        prefix = layout.report_dir(name, info.release_id)
-        for k in store.find(prefix):
-            target = folder / "report" / k[len(prefix) + 1:]
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(store.read_bytes(k))
+        _report(store, info, folder, report)
+
+
+def _report(store: Store, info: ReleaseManifest, folder: Path, report) -> None:
+    name = safe_key(info.board)
+    report(store, name, info.release_id)
+    prefix = layout.report_dir(name, info.release_id)
+    for k in store.find(prefix):
+        target = folder / "report" / k[len(prefix) + 1:]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(store.read_bytes(k))
 
 
 def track_mlflow(store: Store, info: ReleaseManifest, runs: list[RunManifest], target: MlflowTracking,
@@ -147,10 +157,19 @@ def track_mlflow(store: Store, info: ReleaseManifest, runs: list[RunManifest], t
     done = client.search_runs([experiment_id], filter_string=f"tags.`{RELEASE_TAG}` = '{info.release_id}' "
                                                              f"and attributes.status = 'FINISHED'", max_results=1)
     if done:
-        return Tracked(shown(target.uri), experiment, done[0].info.run_id, created=False)
+        found_run = done[0]
+        if report is not None and found_run.data.tags.get(REPORT_TAG) == "missing":  # logged from a flow run
+            with tempfile.TemporaryDirectory(prefix="helmflow-track-") as tmp:
+                _report(store, info, Path(tmp), report)
+                client.log_artifacts(found_run.info.run_id, tmp)
+                count = sum(1 for p in Path(tmp).rglob("*") if p.is_file())
+            client.set_tag(found_run.info.run_id, REPORT_TAG, "logged")
+            return Tracked(shown(target.uri), experiment, found_run.info.run_id, created=False, artifacts=count)
+        return Tracked(shown(target.uri), experiment, found_run.info.run_id, created=False)
     run = client.create_run(experiment_id, run_name=f"{info.board} {info.release_id}",
                             tags={"helmflow.board": info.board, RELEASE_TAG: info.release_id,
-                                  "helmflow.status": info.status, "mlflow.source.name": "helmflow"})
+                                  "helmflow.status": info.status, "mlflow.source.name": "helmflow",
+                                  REPORT_TAG: "missing" if report is None else "logged"})
     rid = run.info.run_id
     try:
         params = _params(info, runs)
@@ -173,6 +192,30 @@ def track_mlflow(store: Store, info: ReleaseManifest, runs: list[RunManifest], t
     client.set_terminated(rid, "FINISHED")
     return Tracked(shown(target.uri), experiment, rid, created=True, metrics=len(metrics), params=len(params),
                    artifacts=count)
+
+
+def describe(tracked: Tracked, board: str, release_id: str) -> str:
+    """The one line ``helmflow run``, ``helmflow track`` and a flow run's log say after logging."""
+    if not tracked.created:
+        added = f": its report added ({tracked.artifacts} artifacts)" if tracked.artifacts else ": nothing logged"
+        return (f"tracked   {board} {release_id} is already MLflow run {tracked.run_id} in experiment "
+                f"{tracked.experiment!r} at {tracked.uri}{added}")
+    return (f"tracked   {board} {release_id} as MLflow run {tracked.run_id} in experiment {tracked.experiment!r} "
+            f"at {tracked.uri}: {tracked.params} params, {tracked.metrics} metrics, {tracked.artifacts} artifacts")
+
+
+def track_in_flow(store: Store, board: str, release_id: str, spec: TrackingSpec | None, log) -> None:
+    """A board's ``tracking:`` in a flow run no ``helmflow run`` started: the release logged without its
+    static report (``helmflow track`` adds it). A tracker that fails is a warning: the release stands."""
+    if spec is None or spec.mlflow is None:
+        return
+    try:
+        tracked = track_release(store, board, release_id, spec.mlflow)
+        log.info("%s", describe(tracked, board, release_id))
+    except Exception as exc:  # noqa: BLE001 - said once, the release is published
+        log.warning("tracking: release %s was not logged to MLflow at %s: %s: %s (helmflow track %s --to "
+                    "mlflow:URI logs it later)", release_id, shown(spec.mlflow.uri), type(exc).__name__,
+                    " ".join(str(exc).split())[:300], board)
 
 
 def track_release(store: Store, board: str, release: str | None, target: MlflowTracking, report=None) -> Tracked:

@@ -86,3 +86,47 @@ def test_each_release_becomes_an_mlflow_run(prefect_server, mlflow_server: str, 
                     "--storage", str(root))
     assert again.returncode == 0 and "nothing logged" in again.stdout, again.stdout + again.stderr
     assert len(client.search_runs([experiment.experiment_id])) == 1
+
+
+@pytest.mark.slow
+def test_a_deployments_refreshes_each_add_an_mlflow_run(prefect_server, mlflow_server: str, tmp_path: Path):
+    """The board's flow called as a worker calls it (no `helmflow run` around it): each refresh that publishes a
+    new release logs it itself, without the static report, which `helmflow track` then adds."""
+    from mlflow.tracking import MlflowClient
+
+    board = tmp_path / "nightly.yaml"
+    board.write_text(yaml.safe_dump({
+        "name": "nightly", "version": "1", "models": ["offline/solver"], "max_instances": 3,
+        "scenarios": [{"name": "arithmetic", "params": {"digits": 2, "ops": "+"}, "label": "add"}],
+        "tracking": {"mlflow": {"uri": mlflow_server, "experiment": "nightly-board"}},
+    }))
+    root = tmp_path / "store"
+    code = ("import sys\nfrom helmflow.flows.evaluate import evaluate\n"
+            "for n in (3, 3, 4):  # two nights of the same board, then a night after it grew\n"
+            "    s = evaluate(board=sys.argv[1], selection={'max_instances': n}, storage=sys.argv[2], return_state=True)\n"
+            "    print('release:', s.state_details.flow_run_id, s.result()['release_id'])\n")
+    out = subprocess.run([sys.executable, "-c", code, str(board), str(root)], capture_output=True, text=True,
+                         timeout=600, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    _, releases = zip(*(line.split()[1:] for line in out.stdout.splitlines() if line.startswith("release:")))
+    assert len(releases) == 3 and releases[0] == releases[1] != releases[2], releases
+
+    client = MlflowClient(tracking_uri=mlflow_server)
+    experiment = client.get_experiment_by_name("nightly-board")
+    runs = {r.data.tags["helmflow.release_id"]: r for r in client.search_runs([experiment.experiment_id])}
+    assert set(runs) == {releases[0], releases[2]}  # one MLflow run per release: the charts follow the board
+    for release_id, run in runs.items():
+        assert run.info.status == "FINISHED" and run.data.tags["helmflow.report"] == "missing"
+        row = pq.read_table(root / "leaderboards" / "nightly" / release_id / "leaderboard.parquet").to_pylist()[0]
+        assert math.isclose(run.data.metrics["offline/solver/add"], row["add"])
+        assert {f.path for f in client.list_artifacts(run.info.run_id, "release")} == {
+            "release/leaderboard.parquet", "release/runs.parquet", "release/release.json"}
+        assert not client.list_artifacts(run.info.run_id, "report")
+
+    added = run_cli("track", "nightly", "--release", releases[2], "--to", f"mlflow:{mlflow_server}",
+                    "--experiment", "nightly-board", "--storage", str(root))
+    assert added.returncode == 0 and "its report added" in added.stdout, added.stdout + added.stderr
+    latest = client.get_run(runs[releases[2]].info.run_id)
+    assert latest.data.tags["helmflow.report"] == "logged", latest.data.tags
+    assert "report/index.html" in {f.path for f in client.list_artifacts(latest.info.run_id, "report")}
+    assert len(client.search_runs([experiment.experiment_id])) == 2

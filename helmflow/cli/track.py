@@ -20,11 +20,9 @@ def report_writer():
 
 
 def say(tracked: Any, board: str, release_id: str) -> str:
-    if not tracked.created:
-        return (f"tracked   {board} {release_id} is already MLflow run {tracked.run_id} in experiment "
-                f"{tracked.experiment!r} at {tracked.uri}: nothing logged")
-    return (f"tracked   {board} {release_id} as MLflow run {tracked.run_id} in experiment {tracked.experiment!r} "
-            f"at {tracked.uri}: {tracked.params} params, {tracked.metrics} metrics, {tracked.artifacts} artifacts")
+    from helmflow.tracking import describe
+
+    return describe(tracked, board, release_id)
 
 
 def cmd_track(args: argparse.Namespace) -> int:

@@ -37,7 +37,8 @@ class MlflowTracking(BaseModel):
 
 
 class TrackingSpec(BaseModel):
-    """Experiment trackers a board's releases are logged to after `helmflow run` publishes them."""
+    """Experiment trackers a board's releases are logged to once published (by `helmflow run`, or by a deployment's
+    flow run itself)."""
 
     model_config = ConfigDict(extra="forbid")
     mlflow: MlflowTracking | None = Field(None, description="log each release as an MLflow run")
