@@ -495,10 +495,10 @@ SIMPLE1 = "simple1:max_eval_instances=3"
 
 
 def _helm_stats(folder: Path) -> dict[str, dict]:
-    """HELM's stats.json entries by their whole name (metric, split, perturbation and its parameters); an
-    empty stat (count 0, no mean: HELM's training costs of a model it has no figures for) holds no number."""
-    return {json.dumps(e["name"], sort_keys=True): e for e in json.loads((folder / "stats.json").read_text())
-            if e["count"]}
+    """HELM's stats.json entries by their whole name (metric, split, sub-split, perturbation and its
+    parameters), the empty ones (count 0, no mean: HELM's training costs of a model it has no figures for)
+    included."""
+    return {json.dumps(e["name"], sort_keys=True): e for e in json.loads((folder / "stats.json").read_text())}
 
 
 def _summary(root: Path, info: dict) -> dict[str, dict]:
@@ -515,18 +515,25 @@ def test_a_real_helm_tree_imports_with_intervals_and_helms_worst_cases(tmp_path:
     assert set(runs) == {TYPOS_QA, SIMPLE1}
     helm = _helm_stats(REAL / "simple_short_answer_qa:model=simple_model1,data_augmentation=typo0.5")
     qa = _summary(root, runs[TYPOS_QA])
-    assert len(qa) == len(helm)  # every stat HELM wrote, perturbed ones included
-    # every summary row has an interval around HELM's number
+    assert len(qa) == len(helm)  # every stat HELM wrote, perturbed and empty ones included
+    # every summary row has an interval around HELM's number; an empty stat has neither (count 0)
+    empty = 0
     for label, info in runs.items():
         for name, row in _summary(root, info).items():
+            if row["count"] == 0:
+                empty += 1
+                assert math.isnan(row["mean"]) and math.isnan(row["ci_low"]), (label, row)
+                continue
             assert row["ci_low"] <= row["mean"] + 1e-12 and row["mean"] <= row["ci_high"] + 1e-12, (label, row)
+    assert empty == sum(not e["count"] for f in REAL.iterdir() for e in _helm_stats(f).values()) > 0
     assert _summary(root, runs[SIMPLE1])["num_instances"]["count"] == 3  # HELM's count: its three train trials
     assert runs[SIMPLE1]["main_metric"] == "" and runs[SIMPLE1]["score"] is None
     # the perturbation stats are HELM's numbers, named <metric>~<perturbation>~<computed_on>
     for entry in helm.values():
         p = entry["name"].get("perturbation")
         name = entry["name"]["name"] + (f"~{p['name']}~{p['computed_on']}" if p else "")
-        assert qa[name]["mean"] == entry["mean"] and qa[name]["count"] == entry["count"], name
+        assert qa[name]["count"] == entry["count"], name
+        assert qa[name]["mean"] == entry["mean"] if entry["count"] else "mean" not in entry, name
     main = runs[TYPOS_QA]["main_metric"]
     worst = helm[json.dumps({"name": main, "split": "test", "perturbation": {
         "name": "robustness", "robustness": True, "fairness": False, "computed_on": "worst"}}, sort_keys=True)]["mean"]
@@ -564,7 +571,10 @@ def test_a_real_helm_tree_exports_as_helm_and_imports_back_losing_no_stat(tmp_pa
         assert set(exported) == set(original), folder.name
         for key, entry in original.items():
             assert exported[key]["count"] == entry["count"], key
-            assert exported[key]["mean"] == pytest.approx(entry["mean"]), key
+            if entry["count"]:
+                assert exported[key]["mean"] == pytest.approx(entry["mean"]), key
+            else:  # HELM's empty stat, written back in HELM's shape
+                assert exported[key] == entry, key
         per_instance = json.loads((out_dir / folder.name / "per_instance_stats.json").read_text())
         assert any(p.get("perturbation") for p in per_instance) == ("typo" in folder.name)
     out = run_cli("import-helm", str(out_dir), "--storage", str(back), "--board", "helm-real")
@@ -573,9 +583,51 @@ def test_a_real_helm_tree_exports_as_helm_and_imports_back_losing_no_stat(tmp_pa
         again = _runs(back)[key]
         assert again["imported"]["perturbations"] == info["imported"]["perturbations"]
         a, b = _summary(first, info), _summary(back, again)
-        assert {n: (r["count"], r["mean"]) for n, r in a.items()} == {n: (r["count"], pytest.approx(r["mean"]))
-                                                                      for n, r in b.items()}
+        assert {n: (r["count"], r["mean"]) for n, r in a.items() if r["count"]} == {
+            n: (r["count"], pytest.approx(r["mean"])) for n, r in b.items() if r["count"]}
+        assert {n for n, r in a.items() if not r["count"]} == {n for n, r in b.items() if not r["count"]} != set()
     assert _leaderboard(back, "helm-real") == _leaderboard(first, "helm-real")
+
+
+def test_a_run_helm_wrote_per_sub_split_imports_merged_as_helm_summarizes_and_exports_back(tmp_path: Path):
+    """Before: every stat of a run whose instances have sub-splits was skipped, so the run was refused
+    ("no metric helmflow knows") and exported nothing back."""
+    from tests.support.helm_fixtures import sub_split_run
+
+    suite, root, out_dir, back = tmp_path / "suite", tmp_path / "a", tmp_path / "helm-out", tmp_path / "b"
+    folder = sub_split_run(suite)
+    out = run_cli("import-helm", str(suite), "--storage", str(root), "--board", "helm-subs", "-v")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "1 run(s) imported" in out.stdout and "MISMATCH" not in out.stdout
+    for line in ("MATCH exact_match:sub_split=toxic [test]: HELM 1.0, helmflow 1.0",
+                 "MATCH exact_match:sub_split=non-toxic [test]: HELM 0.5, helmflow 0.5",
+                 "MATCH exact_match [test]: HELM 0.75, helmflow 0.75"):  # the mean of the sub-split means
+        assert line in out.stdout, out.stdout
+    (info,) = _runs(root).values()
+    rows = _summary(root, info)
+    assert info["main_metric"] == "exact_match" and info["score"] == 0.75
+    assert rows["exact_match"]["count"] == 2 and rows["exact_match:sub_split=non-toxic"]["count"] == 1
+    for row in rows.values():  # every row has an interval around HELM's number
+        assert row["ci_low"] <= row["mean"] <= row["ci_high"], row
+    assert rows["exact_match:sub_split=toxic"]["ci_low"] == rows["exact_match:sub_split=toxic"]["ci_high"] == 1.0
+    assert _leaderboard(root, "helm-subs")[GPT]["toy_toxic"] == 0.75
+    per = {r["instance_id"]: r["value"] for r in
+           pq.read_table(root / "runs" / info["run_id"] / "stats.parquet").to_pylist() if r["name"] == "exact_match"}
+    assert per == {"s1": 1.0, "s2": 1.0, "s3": 0.0}
+
+    assert run_cli("export", "helm-subs", "--format", "helm", "--to", str(out_dir), "--storage", str(root)).returncode == 0
+    original, exported = _helm_stats(folder), _helm_stats(out_dir / folder.name)
+    assert set(exported) == set(original)  # per sub-split, and no whole-split stat HELM never wrote
+    assert all(exported[k]["mean"] == pytest.approx(e["mean"]) and exported[k]["count"] == e["count"]
+               for k, e in original.items())
+    helm_per = json.loads((out_dir / folder.name / "per_instance_stats.json").read_text())
+    assert {p["instance_id"]: {s["name"]["sub_split"] for s in p["stats"]} for p in helm_per} == {
+        "s1": {"toxic"}, "s2": {"non-toxic"}, "s3": {"non-toxic"}}
+    out = run_cli("import-helm", str(out_dir), "--storage", str(back), "--board", "helm-subs")
+    assert out.returncode == 0 and "MISMATCH" not in out.stdout, out.stdout + out.stderr
+    (again,) = _runs(back).values()
+    assert {n: (r["count"], r["mean"]) for n, r in _summary(back, again).items()} == {
+        n: (r["count"], pytest.approx(r["mean"])) for n, r in rows.items()}
 
 
 def test_perturbation_stats_without_their_per_instance_values_get_no_interval(tmp_path: Path):

@@ -20,7 +20,9 @@ from helmflow.helm.tree import (
     SCENARIO_STATE,
     STATS,
     our_adapter,
+    perturbed_stat,
     split_perturbed,
+    split_sub_split,
     to_helm_instance,
 )
 from helmflow.manifests import RunManifest
@@ -41,19 +43,25 @@ from helmflow.storage import Store, safe_key
 
 
 def _helm_stat(name: str, split: str, values: list[float], count: int | None = None, mean: float | None = None,
-               perturbations: dict[str, dict] | None = None) -> dict:
+               perturbations: dict[str, dict] | None = None, sub_split: str | None = None) -> dict:
     """HELM's ``Stat``; a ``<metric>~<perturbation>~<computed_on>`` name gets HELM's perturbation back
-    (the description the import kept in ``perturbations``)."""
+    (the description the import kept in ``perturbations``), a ``<metric>:sub_split=<name>`` name (or a
+    per-instance value of an instance with a sub-split) its ``sub_split``."""
     n = count if count is not None else len(values)
-    mean = mean if mean is not None else (sum(values) / len(values) if values else 0.0)
-    total = mean * n
-    squares = sum(v * v for v in values) if values and len(values) == n else mean * mean * n
-    variance = max(squares / n - mean * mean, 0.0) if n else 0.0
     helm_name: dict[str, Any] = {"name": name, "split": split}
     if (parts := split_perturbed(name)) and parts[1] in (perturbations or {}):
         metric, perturbation, on = parts
         helm_name = {"name": metric, "split": split, "perturbation": {**(perturbations or {})[perturbation],
                                                                        "computed_on": on}}
+    metric, sub = split_sub_split(helm_name["name"])
+    if sub is not None or sub_split:
+        helm_name = {**helm_name, "name": metric, "sub_split": sub or sub_split}
+    if not n:  # HELM's empty stat (count 0): no mean, min or max
+        return {"name": helm_name, "count": 0, "sum": 0, "sum_squared": 0}
+    mean = mean if mean is not None else (sum(values) / len(values) if values else 0.0)
+    total = mean * n
+    squares = sum(v * v for v in values) if values and len(values) == n else mean * mean * n
+    variance = max(squares / n - mean * mean, 0.0) if n else 0.0
     return {"name": helm_name, "count": n, "sum": total, "sum_squared": squares,
             "min": min(values) if values else mean, "max": max(values) if values else mean, "mean": mean,
             "variance": variance, "stddev": math.sqrt(variance)}
@@ -148,10 +156,16 @@ def helm_files(store: Store, manifest: RunManifest) -> dict[str, bytes]:
         values[(s.name, s.split)].append(s.value)
         parts = split_perturbed(s.name)
         perturbation = parts[1] if parts and parts[1] in perturbations else None
+        inst = instances.get(s.instance_id)
         by_instance[(s.instance_id, perturbation)].append(
-            _helm_stat(s.name, s.split, [s.value], perturbations=perturbations))
-    helm_stats_out = [_helm_stat(s.name, s.split, values.get((s.name, s.split), []), s.count, s.mean, perturbations)
-                      for s in summary]
+            _helm_stat(s.name, s.split, [s.value], perturbations=perturbations,
+                       sub_split=inst.sub_split if inst else None))
+    # HELM writes a split whose instances have sub-splits only per sub-split: the whole split's row that
+    # the import merged from them is not written back
+    by_sub = {(_without_sub_split(s.name), s.split) for s in summary if _without_sub_split(s.name) != s.name}
+    helm_stats_out = [_helm_stat(s.name, s.split, values.get((s.name, s.split), []), s.count,
+                                 None if math.isnan(s.mean) else s.mean, perturbations)
+                      for s in summary if (s.name, s.split) not in by_sub]
     per_instance = [{"instance_id": i,
                      **({"perturbation": {**perturbations[p], "computed_on": "perturbed"}} if p else {}),
                      "train_trial_index": 0, "stats": v} for (i, p), v in by_instance.items()]
@@ -159,6 +173,13 @@ def helm_files(store: Store, manifest: RunManifest) -> dict[str, bytes]:
             SCENARIO_STATE: _dump({"adapter_spec": run_spec.get("adapter_spec"), "request_states": states}),
             STATS: _dump(helm_stats_out), PER_INSTANCE_STATS: _dump(per_instance),
             INSTANCES: _dump([to_helm_instance(i) for i in instances.values()])}
+
+
+def _without_sub_split(name: str) -> str:
+    """The whole split's name of a ``<metric>:sub_split=<name>[~<perturbation>~<computed_on>]`` stat."""
+    parts = split_perturbed(name)
+    metric = split_sub_split(parts[0] if parts else name)[0]
+    return perturbed_stat(metric, parts[1], parts[2]) if parts else metric
 
 
 def _dump(obj: Any) -> bytes:

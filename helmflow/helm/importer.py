@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from urllib.parse import unquote
@@ -55,7 +55,10 @@ from helmflow.helm.tree import (
     run_folders,
     run_label,
     split_perturbed,
+    split_sub_split,
     stat_name,
+    sub_split_of,
+    sub_split_stat,
 )
 from helmflow.integrity import sha256_hex
 from helmflow.manifests import (
@@ -104,7 +107,7 @@ from helmflow.records import (
     to_table,
 )
 from helmflow.scoring import score_instances, summarize
-from helmflow.stats import mean_ci, ratio_ci
+from helmflow.stats import mean_ci, pooled_ci, ratio_ci
 from helmflow.storage import Store, safe_key
 
 TOLERANCE = 1e-9  # HELM's numbers and ours are both float64 means of the same values
@@ -310,8 +313,16 @@ def _summaries(entries: list, per_instance: list) -> HelmStats:
     (:func:`~helmflow.helm.tree.perturbed_stat`): each perturbation's value on the perturbed instances, on the
     same instances unperturbed, and the per-instance worst of the two; ``<metric>~robustness~worst`` and
     ``<metric>~fairness~worst`` are HELM's worst case over every perturbation of that kind and the original.
-    Their intervals are the bootstrap over the same per-instance values HELM aggregated."""
+    Their intervals are the bootstrap over the same per-instance values HELM aggregated.
+
+    A stat of one sub-split (instances with ``sub_split``: HELM then writes no whole-split stat at all) is
+    named ``<metric>:sub_split=<name>`` (before any perturbation suffix), its interval over that sub-split's
+    instances; the whole split's row is helm-summarize's merge of the sub-splits (their sums over their
+    counts: the mean of the sub-split means), its interval the same statistic bootstrapped over instances.
+    An empty stat (``count`` 0, no mean: HELM's training costs of a model it has no figures for) is kept
+    with count 0 and no number (NaN), so it is written back on export."""
     raw: Values = defaultdict(dict)
+    subs: dict[str, str] = {}  # instance id -> its sub-split
     descs: dict[str, dict] = {}  # perturbation key -> description without computed_on
     instance_keys: set[str] = set()  # perturbations with per-instance values (not the kind aggregates)
     for i, item in enumerate(per_instance):
@@ -324,7 +335,9 @@ def _summaries(entries: list, per_instance: list) -> HelmStats:
             desc = perturbation_of(entry, where) or (perturbation_of({"name": item}, where)
                                                      if item.get("perturbation") else None)
             mean = number(entry, "mean", where)
-            if entry["name"].get("sub_split") or mean is None:
+            if (sub := sub_split_of(entry, where)) is not None:
+                subs[str(item["instance_id"])] = sub  # an instance is in one sub-split: its values keep their name
+            if mean is None:
                 continue
             key = None
             if desc is not None:
@@ -345,31 +358,94 @@ def _summaries(entries: list, per_instance: list) -> HelmStats:
             name = metric if key is None else perturbed_stat(metric, short[key], "perturbed")
             per_values[(iid, split, name)].append(v)
     out = []
+    whole: set[tuple[str, str]] = set()  # (name, split) HELM wrote for the whole split
+    merged: dict[tuple[str, str], _Merged] = {}  # (name, split) HELM wrote only per sub-split
     for i, entry in enumerate(entries):
         where = f"{STATS} item {i}"
         metric, split, _ = stat_name(entry, where)
         mean, count = number(entry, "mean", where), number(entry, "count", where)
-        if entry["name"].get("sub_split") or mean is None or not count:
-            continue
+        sub = sub_split_of(entry, where)
         desc = perturbation_of(entry, where)
-        if desc is None:
-            name, values = metric, _instance_values(raw, _plain(split, metric))
+        key, on = (perturbation_key(desc), desc.get("computed_on", "perturbed")) if desc is not None else (None, "")
+        base = metric if key is None else perturbed_stat(metric, short[key], on)
+        name = base if sub is None else (sub_split_stat(metric, sub) if key is None
+                                         else perturbed_stat(sub_split_stat(metric, sub), short[key], on))
+        if not count:  # HELM's empty stat: nothing to show, kept so that an export writes it back
+            out.append(MetricSummary(name=name, split=split, count=0, mean=math.nan, ci_low=math.nan,
+                                     ci_high=math.nan))
+            continue
+        if mean is None:
+            total = number(entry, "sum", where)
+            if total is None:
+                continue
+            mean = total / count
+        source = raw if sub is None else {k: v for k, v in raw.items() if subs.get(k[0]) == sub}
+        pick: Pick | None
+        if key is None:
+            pick = _plain(split, metric)
+        elif key in aggregates:  # every instance, the worst of the original and that kind's perturbations
+            members = [k for k, d in descs.items() if d.get(descs[key]["name"]) and k not in aggregates]
+            pick = _worst_of(split, metric, members) if all(k in instance_keys for k in members) else None
         else:
-            key, on = perturbation_key(desc), desc.get("computed_on", "perturbed")
-            name = perturbed_stat(metric, short[key], on)
-            if key in aggregates:  # every instance, the worst of the original and that kind's perturbations
-                members = [k for k, d in descs.items() if d.get(desc["name"]) and k not in aggregates]
-                values = _instance_values(raw, _worst_of(split, metric, members)) \
-                    if all(k in instance_keys for k in members) else []  # not without every member's values
-            else:
-                values = _instance_values(raw, _pick(split, metric, key, on))
+            pick = _pick(split, metric, key, on)
+        values = _instance_values(source, pick) if pick is not None else []
         _, low, high = mean_ci(values) if values else (None, math.nan, math.nan)
-        if not values and metric in PER_TOKEN and (desc is None or desc.get("computed_on", "perturbed") == "perturbed"):
-            low, high = _per_token_interval(raw, split, metric, None if desc is None else perturbation_key(desc))
+        exact = False
+        if not values and metric in PER_TOKEN and on in ("", "perturbed"):
+            low, high = _per_token_interval(source, split, metric, key)
         elif not values and generic_stat(metric) and number(entry, "min", where) == number(entry, "max", where):
             low = high = mean  # a count HELM takes over the whole split (num_instances), the same in every trial
+            exact = True
         out.append(MetricSummary(name=name, split=split, count=int(count), mean=mean, ci_low=low, ci_high=high))
+        if sub is None:
+            whole.add((base, split))
+        else:
+            m = merged.setdefault((base, split), _Merged(pick=pick if values else None))
+            m.counts.append(count)
+            m.sums.append(mean * count)
+            m.exact = m.exact and exact
+    for (base, split), m in merged.items():
+        if (base, split) in whole:
+            continue
+        total = sum(m.counts)
+        mean = sum(m.sums) / total
+        low, high = (mean, mean) if m.exact else (
+            _stratified_interval(raw, m.pick, subs) if m.pick is not None else (math.nan, math.nan))
+        out.append(MetricSummary(name=base, split=split, count=int(total), mean=mean, ci_low=low, ci_high=high))
     return HelmStats(out, per_values, {short[k]: d for k, d in descs.items()})
+
+
+@dataclass
+class _Merged:
+    """The sub-split stats of one (name, split) that helm-summarize merges into the whole split's number."""
+
+    pick: Pick | None
+    counts: list[float] = field(default_factory=list)
+    sums: list[float] = field(default_factory=list)
+    exact: bool = True
+
+
+def _stratified_interval(raw: Values, pick: Pick, subs: dict[str, str]) -> tuple[float, float]:
+    """The bootstrap interval (:func:`helmflow.stats.pooled_ci`, instances resampled together) of the mean of
+    the sub-split means, helm-summarize's number for a split written per sub-split."""
+    by_instance: dict[str, list[float]] = defaultdict(list)
+    for (iid, _), values in raw.items():
+        if (v := pick(values)) is not None and iid in subs:
+            by_instance[iid].append(v)
+    if not by_instance:
+        return math.nan, math.nan
+    groups = sorted({subs[i] for i in by_instance})
+    columns: dict[str, Sequence[float]] = {}
+    for g, name in enumerate(groups):
+        columns[f"sum{g}"] = [sum(v) / len(v) if subs[i] == name else 0.0 for i, v in by_instance.items()]
+        columns[f"n{g}"] = [1.0 if subs[i] == name else 0.0 for i in by_instance]
+
+    def fn(sums: dict[str, float], _: int) -> float:
+        means = [sums[f"sum{g}"] / sums[f"n{g}"] for g in range(len(groups)) if sums[f"n{g}"]]
+        return sum(means) / len(means)
+
+    _, low, high = pooled_ci(columns, fn)
+    return low, high
 
 
 # HELM's ``compute_perplexity_metrics``: ratios of per-instance sums, derived per split (and perturbation)
@@ -455,9 +531,13 @@ def _main_metric(scenario: str, usable: list[str]) -> str:
 def check(run: Converted) -> None:
     """Recompute every HELM number a helmflow metric reproduces; record agreement per (metric, split)."""
     known = helm_stats()
-    wanted = [s for s in run.summary if s.name in known]
-    run.unchecked = sorted({s.name for s in run.summary if s.name not in known and not split_perturbed(s.name)})
-    metric_names = sorted({known[s.name] for s in wanted})
+
+    def base(name: str) -> str:  # a sub-split's stat is checked as its metric on that sub-split's instances
+        return split_sub_split(name)[0]
+
+    wanted = [s for s in run.summary if base(s.name) in known and s.count]
+    run.unchecked = sorted({s.name for s in run.summary if base(s.name) not in known and not split_perturbed(s.name)})
+    metric_names = sorted({known[base(s.name)] for s in wanted})
     runnable = []
     for name in metric_names:
         try:
@@ -467,15 +547,16 @@ def check(run: Converted) -> None:
             helm = METRICS.get(name).helm
             run.unchecked += [f"{s} ({exc})" for s in (helm.stats if helm else [])]
     try:
-        ours = summarize(score_instances(run.instances, run.requests, run.completions, run.adapter, runnable))
+        scored = score_instances(run.instances, run.requests, run.completions, run.adapter, runnable)
+        mine = {(s.name, s.split): s for s in summarize(scored)}
+        mine.update(_sub_split_summaries(run, scored))
     except (ValueError, KeyError, TypeError, IndexError) as exc:
         run.checks = [HelmCheck(metric=s.name, split=s.split, helm=s.mean, helmflow=None, equal=False) for s in wanted]
         run.unchecked.append(f"recomputation failed: {type(exc).__name__}: {exc}")
         return
-    mine = {(s.name, s.split): s for s in ours}
     run.checks = []
     for s in wanted:
-        if known[s.name] not in runnable:
+        if known[base(s.name)] not in runnable:
             continue
         found = mine.get((s.name, s.split))
         value = found.mean if found else None
@@ -484,6 +565,31 @@ def check(run: Converted) -> None:
         if equal and found and math.isnan(s.ci_low):
             # a stat HELM computes over the whole run (BBQ's accuracy): the interval of our equal recomputation
             s.ci_low, s.ci_high = found.ci_low, found.ci_high
+
+
+def _sub_split_summaries(run: Converted, scored: list[Stat]) -> dict[tuple[str, str], MetricSummary]:
+    """Our recomputation as HELM reports a run whose instances have sub-splits: each sub-split's summary
+    (``<metric>:sub_split=<name>``), and the whole split as helm-summarize merges them (the mean of the
+    sub-split means, not of the instances)."""
+    subs = {i.id: i.sub_split for i in run.instances if i.sub_split}
+    if not subs:
+        return {}
+    by_sub: dict[str, list[Stat]] = defaultdict(list)
+    for st in scored:
+        if st.instance_id in subs:
+            by_sub[subs[st.instance_id]].append(st)
+    out: dict[tuple[str, str], MetricSummary] = {}
+    parts: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for sub, group in sorted(by_sub.items()):
+        for s in summarize(group):
+            out[(sub_split_stat(s.name, sub), s.split)] = s
+            parts[(s.name, s.split)].append(s.mean)
+    written = {(s.name, s.split) for s in run.summary}
+    for (name, split), means in parts.items():
+        if (name, split) in written and any((sub_split_stat(name, g), split) in written for g in by_sub):
+            out[(name, split)] = MetricSummary(name=name, split=split, count=len(means), mean=sum(means) / len(means),
+                                               ci_low=math.nan, ci_high=math.nan)
+    return out
 
 
 # --------------------------------------------------------------------------- writing an imported run

@@ -224,6 +224,32 @@ def split_perturbed(name: str) -> tuple[str, str, str] | None:
     return (parts[0], parts[1], parts[2]) if len(parts) == 3 and parts[2] in COMPUTED_ON and parts[0] else None
 
 
+# HELM's sub-splits (``Instance.sub_split``: civil_comments' toxic/non-toxic, ...): every stat of such an
+# instance names its sub-split, and helm-summarize merges them into the split's number
+SUB_SPLIT_MARK = ":sub_split="  # HELM's own spelling of a sub-split group (``<group>:sub_split=<name>``)
+
+
+def sub_split_stat(metric: str, sub_split: str | None) -> str:
+    """Our stat name for a HELM stat of one sub-split: ``<metric>:sub_split=<sub_split>``."""
+    return f"{metric}{SUB_SPLIT_MARK}{sub_split}" if sub_split else metric
+
+
+def split_sub_split(name: str) -> tuple[str, str | None]:
+    """(metric, sub_split) of a name :func:`sub_split_stat` made (before any perturbation suffix)."""
+    metric, mark, sub = name.partition(SUB_SPLIT_MARK)
+    return (metric, sub) if mark and metric and sub else (name, None)
+
+
+def sub_split_of(entry: dict, where: str) -> str | None:
+    """A HELM stat's sub-split (None for the whole split); one our names cannot carry is refused."""
+    sub = (entry.get("name") or {}).get("sub_split")
+    if sub is None or sub == "":
+        return None
+    if not isinstance(sub, str) or PERTURBED_MARK in sub or SUB_SPLIT_MARK in sub:
+        raise BadRun(f"{where}: sub_split {sub!r} is not a name helmflow can keep")
+    return sub
+
+
 def perturbation_of(entry: dict, where: str) -> dict | None:
     """A HELM stat's perturbation description (name, robustness, fairness, computed_on, its parameters)."""
     name = entry.get("name") or {}

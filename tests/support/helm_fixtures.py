@@ -161,6 +161,25 @@ def qa_run(suite: Path, model: str = GPT) -> Path:
     return write_run(suite, f"toy_qa:model={model}", "generation", model, rows, stats, per, with_instances=False)
 
 
+def sub_split_run(suite: Path, model: str = GPT) -> Path:
+    """Instances with sub-splits (as civil_comments' toxic and non-toxic): HELM's ``add_context`` puts each
+    instance's sub-split into every stat's name, per instance and in ``stats.json``, which then has no stat
+    of the whole split (helm-summarize merges the sub-splits: the mean of their means, 0.75 here, not the
+    instances' 2/3). Exact match: toxic 1 (s1); non-toxic 1 and 0 (s2, s3)."""
+    subs = {"s1": "toxic", "s2": "non-toxic", "s3": "non-toxic"}
+    items = [("s1", "Is toy-mud dirty?", "Yes", "Yes"), ("s2", "Is toy-snow cold?", "Yes", "Yes"),
+             ("s3", "Is toy-fire cold?", "No", "Yes")]
+    rows = [({**instance(i, text, [(gold, ["correct"])]), "sub_split": subs[i]}, out, None)
+            for i, text, gold, out in items]
+    values = {"s1": 1.0, "s2": 1.0, "s3": 0.0}
+    per = {i: [stat("exact_match", [v], sub_split=subs[i]), stat("num_output_tokens", [1.0], sub_split=subs[i])]
+           for i, v in values.items()}
+    stats = [run_stat("exact_match", [1.0], sub_split="toxic"), run_stat("exact_match", [1.0, 0.0], sub_split="non-toxic"),
+             run_stat("num_output_tokens", [1.0], sub_split="toxic"),
+             run_stat("num_output_tokens", [1.0, 1.0], sub_split="non-toxic")]
+    return write_run(suite, f"toy_toxic:model={model}", "generation", model, rows, stats, per)
+
+
 def cot_run(suite: Path, model: str = GPT) -> Path:
     """Chain of thought: the first reasoning ends on the correct letter (C), the second names B."""
     refs = [("red", []), ("blue", []), ("green", ["correct"]), ("grey", [])]
