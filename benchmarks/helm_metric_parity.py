@@ -1,5 +1,7 @@
 """HELM's own BBQ and calibration numbers on the hand-made cases of ``tests/test_safety_judges.py``
-(several completions per instance) and ``tests/test_calibration.py`` (``HELM_OUTPUTS``).
+(several completions per instance) and ``tests/test_calibration.py`` (``HELM_OUTPUTS``), and its
+reference metrics on ``tests/data/helm_reference_metrics.json``'s pairs (``--reference``, which writes
+HELM's value of each pair into that file).
 
 Runs HELM 0.5.16's ``BBQMetric`` and ``compute_calibration_metrics`` (not ours) and prints their stats, which
 the tests hold helmflow to. Run it in a throwaway environment with ``crfm-helm==0.5.16`` (see
@@ -8,7 +10,10 @@ the tests hold helmflow to. Run it in a throwaway environment with ``crfm-helm==
 
 from __future__ import annotations
 
+import json
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 from helm.benchmark.adaptation.request_state import RequestState
@@ -54,6 +59,34 @@ def calibration() -> None:
             print("calibration", label, stat.name.name, repr(float(stat.mean)))
 
 
+REFERENCE_CASES = Path(__file__).resolve().parent.parent / "tests" / "data" / "helm_reference_metrics.json"
+
+
+def reference() -> None:
+    """Each case through HELM's ``compute_reference_metrics`` (its completions stripped, the best of the
+    correct references), the whole request state built as HELM's generation adapter builds it."""
+    from helm.benchmark.adaptation.adapter_spec import AdapterSpec
+    from helm.benchmark.metrics.evaluate_reference_metrics import compute_reference_metrics
+
+    cases = json.loads(REFERENCE_CASES.read_text())
+    for case in cases:
+        refs = [Reference(Output(text=g), tags=[CORRECT_TAG]) for g in case["golds"]]
+        instance = Instance(input=Input(text="q"), references=refs, id="id0")
+        result = RequestResult(success=True, embedding=[], cached=False,
+                               completions=[GeneratedOutput(text=case["output"], logprob=0.0, tokens=[])])
+        state = RequestState(instance=instance, reference_index=None, request_mode=None, train_trial_index=0,
+                             output_mapping=None, request=Request(model="m", model_deployment="m", prompt="q"),
+                             result=result, num_train_instances=0, prompt_truncated=False)
+        stats = compute_reference_metrics([case["metric"]], AdapterSpec(), state, None)  # type: ignore[arg-type]
+        (value,) = [s.mean for s in stats if s.name.name == case["metric"]]
+        case["helm"] = float(value)
+        print("reference", case["metric"], case["golds"], repr(case["output"]), repr(case["helm"]))
+    REFERENCE_CASES.write_text(json.dumps(cases, indent=1, ensure_ascii=False) + "\n")
+
+
 if __name__ == "__main__":
-    bbq()
-    calibration()
+    if "--reference" in sys.argv:
+        reference()
+    else:
+        bbq()
+        calibration()

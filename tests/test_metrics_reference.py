@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from helmflow.metrics import METRICS, MetricInput
@@ -149,3 +152,24 @@ def test_new_reference_metrics_declare_their_helm_stat():
     for name in ("quasi_leave_articles_exact_match", "exact_set_match", "iou_set_match", "f1_set_match",
                  "absolute_value_difference", "rouge_1", "rouge_2"):
         assert METRICS.get(name).helm.stats == (name,)
+
+
+# pairs with HELM 0.5.16's own value of each (its compute_reference_metrics: benchmarks/helm_metric_parity.py
+# --reference, run in a throwaway venv with crfm-helm, writes the "helm" numbers)
+HELM_REFERENCE = json.loads((Path(__file__).parent / "data" / "helm_reference_metrics.json").read_text())
+
+
+@pytest.mark.parametrize("case", HELM_REFERENCE, ids=lambda c: f"{c['metric']}-{c['output']!r}-{len(c['golds'])}")
+def test_classic_metrics_equal_helms_own_on_every_pair(case):
+    assert run(case["metric"], case["golds"], [case["output"]]) == pytest.approx({case["metric"]: case["helm"]},
+                                                                                 abs=1e-12)
+
+
+def test_the_helm_pairs_cover_every_classic_metric_and_its_edge_cases():
+    names = {"quasi_leave_articles_exact_match", "exact_set_match", "iou_set_match", "f1_set_match",
+             "absolute_value_difference", "rouge_1", "rouge_2"}
+    assert {c["metric"] for c in HELM_REFERENCE} == names and all("helm" in c for c in HELM_REFERENCE)
+    for name in names:
+        cases = [c for c in HELM_REFERENCE if c["metric"] == name]
+        assert any(c["output"] == "" for c in cases), name  # empty prediction
+        assert any(len(c["golds"]) > 1 for c in cases), name  # several references
