@@ -591,7 +591,8 @@ def test_a_real_helm_tree_exports_as_helm_and_imports_back_losing_no_stat(tmp_pa
 
 def test_a_run_helm_wrote_per_sub_split_imports_merged_as_helm_summarizes_and_exports_back(tmp_path: Path):
     """Before: every stat of a run whose instances have sub-splits was skipped, so the run was refused
-    ("no metric helmflow knows") and exported nothing back."""
+    ("no metric helmflow knows") and exported nothing back. crfm-helm 0.5.16's own helm-summarize lookup
+    (``get_unique_stat_by_matcher``) on this stats.json gives exact_match 0.75 with count 2."""
     from tests.support.helm_fixtures import sub_split_run
 
     suite, root, out_dir, back = tmp_path / "suite", tmp_path / "a", tmp_path / "helm-out", tmp_path / "b"
