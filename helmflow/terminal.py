@@ -1,9 +1,11 @@
-"""The board as a terminal table that fits the terminal (80 columns in CI, pipes and nightly logs).
+"""The board as terminal tables that fit the terminal (80 columns in CI, pipes and nightly logs).
 
-Names are never cut mid-word: the table tries, in order, full model names as column headers, the
-same split after the provider (``offline/`` over ``solver-noisy``), and numbered columns with a
-legend of full names below; intervals are dropped before names are shortened. Paths are printed
-by the caller with ``soft_wrap`` so a line break never lands inside one.
+Every board prints the same two tables: its scores, then their 95% intervals (``0.60–1.00``) in a
+table of their own, whatever the number of models. A name is never cut or broken across lines: each
+table has full model names as column headers if they fit, else numbered columns with a legend of full
+names below; when even that is wider than the terminal, its rows are printed as records (a label on
+its line, then ``[n] value`` entries, as many to a line as fit).
+Paths are printed by the caller with ``soft_wrap`` so a line break never lands inside one.
 """
 
 from __future__ import annotations
@@ -21,61 +23,131 @@ from helmflow.stats import rank_text
 if TYPE_CHECKING:
     from helmflow.dryrun import RunEstimate
 
-HEADERS = ("full", "split", "numbered")
+HEADERS = ("full", "numbered")
+WHERE = ("95% intervals are rounded to 2 decimals here; leaderboard.parquet has them exact (its ci_low and "
+         "ci_high columns), and so does the board page (helmflow serve).")
 
 
 def _fmt(v: Any) -> str:
     return "—" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
+def _interval(low: Any, high: Any) -> str:
+    """``0.60–1.00``: an interval in the width of a number and a half, so it fits where the score does."""
+    return "—" if low is None or high is None else f"{low:.2f}–{high:.2f}"
+
+
 def _header(name: str, index: int, mode: str) -> str:
     if mode == "numbered":
         return f"[{index}]"
-    if mode == "split" and "/" in name:
-        provider, _, model = name.partition("/")
-        return f"{escape(provider)}/\n{escape(model)}"
     return escape(name)
 
 
-def board_table(summary: dict[str, Any], mode: str, with_ci: bool) -> Table:
-    """Scenarios down, models across: boards grow in scenarios, and a terminal is taller than wide."""
-    rows, labels = summary["table"], summary["scenarios"]
-    table = Table(title=escape(f"{summary['board']} — release {summary['release_id']} ({summary['status']})"))
+def _table(title: str, rows: list[dict[str, Any]], mode: str) -> Table:
+    table = Table(title=escape(title))
     table.add_column("scenario", no_wrap=True)
     for index, row in enumerate(rows, start=1):
         table.add_column(_header(row["deployment"], index, mode), justify="right", no_wrap=True)
-    for lab in labels:
-        table.add_row(escape(lab), *[
-            "missing" if row[lab] is None
-            else f"{_fmt(row[lab])} [{_fmt(row[f'{lab} ci_low'])}, {_fmt(row[f'{lab} ci_high'])}]" if with_ci
-            else _fmt(row[lab])
-            for row in rows
-        ])
-    table.add_section()
-    table.add_row("[bold]mean score", *[f"[bold]{_fmt(row['mean_score'])}" for row in rows])
-    table.add_row("mean win rate", *[_fmt(row["mean_win_rate"]) for row in rows])
-    if any(row.get("rank") is not None for row in rows):  # releases published before rank intervals have none
-        table.add_row("rank (95%)", *[rank_text(row) for row in rows])
-    if any(row.get("mean_ability") is not None for row in rows):  # an adaptive release: rank by ability
-        table.add_section()
-        table.add_row("[bold]mean ability", *[f"[bold]{_fmt(row.get('mean_ability'))}" for row in rows])
-        for lab in labels:
-            table.add_row(f"  {escape(lab)} ability", *[
-                "missing" if row.get(f"{lab} ability") is None
-                else f"{_fmt(row[f'{lab} ability'])} ± {_fmt(row.get(f'{lab} ability_se'))}" if with_ci
-                else _fmt(row[f"{lab} ability"]) for row in rows])  # the standard errors where intervals fit
-    for group in summary.get("metric_groups", []):  # each metric group: its columns and its own mean win rate
-        table.add_section()
-        aggregation = group.get("aggregation", ["win_rate"])
-        if "win_rate" in aggregation:
-            table.add_row(f"[bold]{escape(group['name'])}[/] mean win rate",
-                          *[_fmt(row.get(f"{group['name']} mean_win_rate")) for row in rows])
-        if "mean" in aggregation:
-            table.add_row(f"[bold]{escape(group['name'])}[/] mean",
-                          *[_fmt(row.get(f"{group['name']} mean")) for row in rows])
-        for key in group["columns"]:
-            table.add_row(f"  {escape(key)}", *[_group_cell(row, key) for row in rows])
     return table
+
+
+def board_lines(summary: dict[str, Any]) -> list[tuple[str, list[str], bool]]:
+    """The board's rows as (label, one cell per model, starts a section): scores, means, ranks, abilities
+    and metric groups. The terminal table and the record layout print the same rows."""
+    rows, labels = summary["table"], summary["scenarios"]
+    out: list[tuple[str, list[str], bool]] = []
+    for lab in labels:
+        out.append((escape(lab), ["missing" if row[lab] is None else _fmt(row[lab]) for row in rows], False))
+    out.append(("[bold]mean score", [f"[bold]{_fmt(row['mean_score'])}" for row in rows], True))
+    out.append(("mean win rate", [_fmt(row["mean_win_rate"]) for row in rows], False))
+    if any(row.get("rank") is not None for row in rows):  # releases published before rank intervals have none
+        out.append(("rank (95%)", [rank_text(row) for row in rows], False))
+    if any(row.get("mean_ability") is not None for row in rows):  # an adaptive release: rank by ability
+        out.append(("[bold]mean ability", [f"[bold]{_fmt(row.get('mean_ability'))}" for row in rows], True))
+        for lab in labels:
+            out.append((f"  {escape(lab)} ability", ["missing" if row.get(f"{lab} ability") is None
+                                                     else _fmt(row[f"{lab} ability"]) for row in rows], False))
+    for group in summary.get("metric_groups", []):  # each metric group: its columns and its own mean win rate
+        aggregation = group.get("aggregation", ["win_rate"])
+        first = True
+        if "win_rate" in aggregation:
+            out.append((f"[bold]{escape(group['name'])}[/] mean win rate",
+                        [_fmt(row.get(f"{group['name']} mean_win_rate")) for row in rows], first))
+            first = False
+        if "mean" in aggregation:
+            out.append((f"[bold]{escape(group['name'])}[/] mean",
+                        [_fmt(row.get(f"{group['name']} mean")) for row in rows], first))
+            first = False
+        for key in group["columns"]:
+            out.append((f"  {escape(key)}", [_group_cell(row, key) for row in rows], first))
+            first = False
+    return out
+
+
+def interval_lines(summary: dict[str, Any]) -> list[tuple[str, list[str], bool]]:
+    """Each scenario's 95% interval of its main score per model (an adaptive release adds each ability's
+    standard error): what every board prints under its scores, whatever its size."""
+    rows, labels = summary["table"], summary["scenarios"]
+    out = [(escape(lab), ["missing" if row[lab] is None else _interval(row.get(f"{lab} ci_low"), row.get(f"{lab} ci_high"))
+                          for row in rows], False) for lab in labels]
+    if any(row.get("mean_ability") is not None for row in rows):
+        for i, lab in enumerate(labels):
+            out.append((f"  {escape(lab)} ability ± SE", [
+                "missing" if row.get(f"{lab} ability") is None
+                else "—" if row.get(f"{lab} ability_se") is None else f"±{row[f'{lab} ability_se']:.2f}"
+                for row in rows], i == 0))
+    return out
+
+
+def _fill_table(table: Table, lines: list[tuple[str, list[str], bool]]) -> Table:
+    for label, cells, section in lines:
+        if section:
+            table.add_section()
+        table.add_row(label, *cells)
+    return table
+
+
+def board_table(summary: dict[str, Any], mode: str) -> Table:
+    """Scenarios down, models across: boards grow in scenarios, and a terminal is taller than wide."""
+    title = f"{summary['board']} — release {summary['release_id']} ({summary['status']})"
+    return _fill_table(_table(title, summary["table"], mode), board_lines(summary))
+
+
+def interval_table(summary: dict[str, Any], mode: str) -> Table:
+    return _fill_table(_table("95% intervals", summary["table"], mode), interval_lines(summary))
+
+
+def _fits(console: Console, table: Table) -> bool:
+    return Measurement.get(console, console.options.update_width(10_000), table).maximum <= console.width
+
+
+def fitted(console: Console, build: Any, summary: dict[str, Any]) -> tuple[Table | None, str | None]:
+    """The first (table, header mode) that fits ``console.width``: full model names as headers, else
+    numbered; (None, None) when even numbered columns do not fit (then the rows are printed as records)."""
+    for mode in HEADERS:
+        table = build(summary, mode)
+        if _fits(console, table):
+            return table, mode
+    return None, None
+
+
+def _print_records(console: Console, title: str, lines: list[tuple[str, list[str], bool]]) -> None:
+    """A table too wide for any header mode, as records: each row's label on a line of its own, then its
+    cells as ``[n] value`` (``n`` from the legend of model names), as many to a line as fit and never one
+    split across two."""
+    console.print(escape(title), soft_wrap=True, highlight=False)
+    for label, cells, _ in lines:
+        console.print(label, soft_wrap=True, highlight=False)
+        indent = "  " + " " * (len(label) - len(label.lstrip()))
+        entries = [Text(f"[{i}] ") + Text.from_markup(cell) for i, cell in enumerate(cells, start=1)]
+        line = Text("")
+        for entry in entries:
+            if line.plain and len(indent) + len(line.plain) + 2 + len(entry.plain) > console.width:
+                console.print(Text(indent) + line, soft_wrap=True, highlight=False)
+                line = Text("")
+            line = line + Text("  ") + entry if line.plain else entry
+        if line.plain:
+            console.print(Text(indent) + line, soft_wrap=True, highlight=False)
 
 
 def _group_cell(row: dict[str, Any], key: str) -> str:
@@ -91,17 +163,6 @@ def not_available(summary: dict[str, Any]) -> list[str]:
     return [f"n/a: {row['deployment']} {key}: {row[f'{key} note']}"
             for group in summary.get("metric_groups", []) for key in group["columns"]
             for row in summary["table"] if row.get(key) is None and row.get(f"{key} note")]
-
-
-def fitted(console: Console, summary: dict[str, Any]) -> tuple[Table, str, bool]:
-    """The first (table, header mode, with intervals) that fits ``console.width``, widest first;
-    the narrowest if none does. Intervals are shown for up to 3 models and only if they fit."""
-    choices = [(mode, ci) for ci in ((True, False) if len(summary["table"]) <= 3 else (False,)) for mode in HEADERS]
-    for mode, ci in choices:
-        table = board_table(summary, mode, ci)
-        if Measurement.get(console, console.options.update_width(10_000), table).maximum <= console.width:
-            return table, mode, ci
-    return table, mode, ci
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
@@ -127,16 +188,24 @@ def count_line(board: str, scenarios: int, copies: int, models: int, runs: int, 
 
 
 def print_board(console: Console, summary: dict[str, Any]) -> None:
-    table, mode, with_ci = fitted(console, summary)
-    console.print(table)
-    if mode == "numbered":
+    """The board's scores, then their 95% intervals in a table of their own, on every board and at every
+    width; each table in the first header mode that fits, as records when none does. Numbered headers and
+    records are explained by a legend of full names under both tables."""
+    title = f"{summary['board']} — release {summary['release_id']} ({summary['status']})"
+    legend = False
+    for build, lines, name in ((board_table, board_lines, title), (interval_table, interval_lines, "95% intervals")):
+        table, mode = fitted(console, build, summary)
+        if table is None:
+            _print_records(console, name, lines(summary))
+        else:
+            console.print(table)
+        legend = legend or mode != "full"
+    if legend:
         for index, row in enumerate(summary["table"], start=1):
-            console.print(f"[{index}] {escape(row['deployment'])}", soft_wrap=True, highlight=False, markup=False)
+            console.print(f"[{index}] {row['deployment']}", soft_wrap=True, highlight=False, markup=False)
     for line in not_available(summary):
         console.print(line, soft_wrap=True, highlight=False, markup=False)
-    if not with_ci:
-        console.print("95% intervals: see leaderboard.parquet or `helmflow serve`")
-
+    console.print(WHERE, highlight=False, markup=False)
 
 
 SHORT_VALUE = 24  # a record's values up to this long share one line; longer ones get a line each

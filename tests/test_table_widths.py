@@ -10,6 +10,7 @@ import pytest
 from helmflow.cli import main
 from helmflow.clients import load_deployments
 from helmflow.plan.spec import board_names, load_board
+from tests.support.demo import build_demo
 
 WIDTHS = (60, 80, 200)
 
@@ -62,3 +63,33 @@ def test_a_wide_terminal_keeps_the_table_and_a_narrow_one_gets_records(capsys, m
     narrow = run(capsys, monkeypatch, 60, "list", "models")
     assert "┃ deployment" in wide and "client: offline" not in wide
     assert "┃" not in narrow and "client: offline" in narrow
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    """The demo's first two scenarios x its four models, published with the pipeline's own stages."""
+    root = tmp_path_factory.mktemp("board-widths") / "store"
+    store, release_id = build_demo(str(root), max_instances=3, models=4)
+    return store, release_id
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_board_prints_names_whole_and_every_interval(published, capsys, monkeypatch, width):
+    """``helmflow run`` of a published release prints the board as a flow run does: every label and model
+    whole, the lines within the width, and each cell's 95% interval whatever the width."""
+    store, release_id = published
+    board = load_board("demo")
+    labels = [s.label for s in board.scenarios[:2]]
+    out = run(capsys, monkeypatch, width, "run", "demo", "--scenarios", ",".join(labels), "--models",
+              ",".join(board.models), "--max-instances", "3", "--storage", store.root)
+    assert "no Prefect flow run was started" in out and release_id in out
+    lines = out.splitlines()
+    block = lines[next(i for i, ln in enumerate(lines) if f"release {release_id}" in ln):
+                  next(i for i, ln in enumerate(lines) if ln.startswith("release:"))]
+    text = "\n".join(block)
+    assert [x for x in labels + board.models if not whole(x, text)] == [], text
+    assert max(len(line) for line in block) <= width, text
+    rows = store.read_parquet(f"leaderboards/demo/{release_id}/leaderboard.parquet").to_pylist()
+    intervals = [f"{r[f'{lab} ci_low']:.2f}–{r[f'{lab} ci_high']:.2f}" for r in rows for lab in labels]
+    assert len(rows) == 4 and sorted(re.findall(r"\d\.\d\d–\d\.\d\d", text)) == sorted(intervals), text
+    assert "leaderboard.parquet has them exact" in " ".join(text.split())

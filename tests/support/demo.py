@@ -25,13 +25,14 @@ __all__ = ["FLOW_RUN_ID", "build_demo", "chunk_rows", "judge_notes", "report_pag
 FLOW_RUN_ID = "0b6c3a52-7d1e-4c55-9a0e-5f1d2c3b4a59"
 
 
-def build_demo(root: str, max_instances: int = 12, models_file: str | None = None) -> tuple[Store, str]:
-    """Publish a demo release (its first two scenarios x first three models) with the pipeline's own stages;
-    ``models_file`` (e.g. the shipped deployments with ``metadata:``) is read as ``--models-file`` is."""
+def build_demo(root: str, max_instances: int = 12, models_file: str | None = None,
+               models: int = 3) -> tuple[Store, str]:
+    """Publish a demo release (its first two scenarios x first ``models`` models) with the pipeline's own
+    stages; ``models_file`` (e.g. the shipped deployments with ``metadata:``) is read as ``--models-file`` is."""
     store = Store(root)
     spec = load_board("demo")
     # as the flow does: pre-flight leaves out perturbed copies that change no sampled instance
-    plan = pipeline.preflight(store, prepare("demo", models=spec.models[:3],
+    plan = pipeline.preflight(store, prepare("demo", models=spec.models[:models],
                                              scenarios=[s.label or s.name for s in spec.scenarios[:2]],
                                              max_instances=max_instances, models_file=models_file))
     data = {s.label: pipeline.download_scenario(store, s) for s in plan.all_scenarios}
