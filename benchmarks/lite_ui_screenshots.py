@@ -49,7 +49,7 @@ def leaderboard_artifact(server, flow_run_id: UUID) -> UUID:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default="offline/first-option,offline/echo,offline/solver")
     parser.add_argument("--out", type=Path, help="where the screenshots go (default: a new temporary folder)")
     parser.add_argument("--update-docs", action="store_true", help="also copy them over docs/screenshots/")

@@ -109,7 +109,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     names = args.models or list(known)
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise HelmflowError(f"unknown deployments {unknown}; see `helmflow list models`")
+        from helmflow.errors import unknown_models
+
+        raise HelmflowError(unknown_models(unknown, known))
     results = check([known[n] for n in names], args.timeout)
     table = Table("deployment", "credential", "endpoint (1-token request)")
     for r in results:

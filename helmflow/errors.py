@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pydantic is not imported for `helmflow --help`
+    from collections.abc import Iterable
+
     from pydantic import ValidationError
 
 EXIT_USAGE = 2
@@ -128,6 +130,13 @@ def probe(url: str, timeout: float = 3.0) -> str | None:
     except OSError as exc:
         return " ".join(str(exc.strerror or exc or type(exc).__name__).split())
     return None
+
+
+def unknown_models(unknown: list[str], known: Iterable[str]) -> str:
+    """The line for model names no models file declares: the names, the known ones, and where one's own
+    deployments go (the first mistake of anyone who brings their own server)."""
+    return (f"unknown model(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}. Your own deployments go in "
+            f"a models file: --models-file FILE or $HELMFLOW_MODELS (see docs/models.md)")
 
 
 def install_command(extra: str) -> str:

@@ -23,7 +23,8 @@ def test_install_command_from_an_index_install(monkeypatch, tmp_path):
     assert errors.install_command("safety") == "pip install 'helmflow[safety]'"
 
 
-@pytest.mark.parametrize("argv", [["run", "demo", "--models", "me/my-model"], ["show", "demo", "--models", "me/my-model"]])
+@pytest.mark.parametrize("argv", [["run", "demo", "--models", "me/my-model"], ["show", "demo", "--models", "me/my-model"],
+                                  ["eval", "arithmetic", "--models", "me/my-model"], ["check", "--models", "me/my-model"]])
 def test_an_unknown_model_points_at_the_models_file(capsys, argv):
     assert main(argv) == 2
     err = capsys.readouterr().err

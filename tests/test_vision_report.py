@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 
 import pytest
 from PIL import Image
@@ -16,6 +17,7 @@ from helmflow import aggregate, pipeline
 from helmflow.plan.compile import prepare
 from helmflow.storage import Store
 from helmflow.web.app import create_app
+from helmflow.web.pages import aspect_scores
 from helmflow.web.export import export_report
 from tests.support.demo import chunk_rows
 
@@ -131,6 +133,23 @@ def test_board_page_shows_the_aspects(vision):
     page = TestClient(create_app(store.root)).get(f"/boards/vision-demo/{release}/").text
     assert 'id="aspects"' in page and "<h3>multiple_choice</h3>" in page
     assert "shapes-image-choice" in page
+    # each aspect is labelled as what it is: its mean score beside its win rate, each under its own header
+    aspects = page[page.index('id="aspects"'):page.index("</table>", page.index('id="aspects"'))]
+    assert "multiple_choice · score</th>" in aspects and "multiple_choice · win rate</th>" in aspects
+    rows = store.read_parquet(f"leaderboards/vision-demo/{release}/leaderboard.parquet").to_pylist()
+    members = store.read_json(f"leaderboards/vision-demo/{release}/release.json")["aspects"]["multiple_choice"]
+    for row in rows:
+        cells = re.search(rf"<td data-sort=\"{re.escape(row['deployment'])}\">.*?</tr>", aspects, re.DOTALL).group(0)
+        mean = sum(row[f"group:{g}"] for g in members) / len(members)
+        assert f"<td data-sort=\"{mean}\">{mean:.3f}</td>" in cells, cells
+
+
+def test_an_aspect_score_is_the_mean_of_its_groups_not_a_win_rate():
+    """A model at 0 everywhere wins its ties (win rate 0.25 in a field of three), yet scores 0."""
+    rows = [{"deployment": "a", "group:g1": 1.0, "group:g2": 0.5, "aspect:x": 1.0},
+            {"deployment": "zero", "group:g1": 0.0, "group:g2": 0.0, "aspect:x": 0.25},
+            {"deployment": "half", "group:g1": 0.0, "group:g2": None, "aspect:x": 0.25}]
+    assert aspect_scores(rows, {"x": ["g1", "g2"]}) == {("a", "x"): 0.75, ("zero", "x"): 0.0}  # "half" lacks g2
 
 
 @pytest.mark.slow

@@ -30,6 +30,9 @@ HOSTILE = (
 )
 
 
+WIDE_LABELS = [f"legalbench-international_citizenship_questions-{i}" for i in range(6)] + [
+    "arithmetic-5x-chat", "sr-variable-substitution", "wmt_14-language_pair=de-en", "math-chain_of_thought"]
+WIDE_MODELS = ["offline/solver", "offline/solver-noisy", "provider/a-model-with-a-rather-long-deployment-name"]
 
 
 @pytest.fixture
@@ -57,6 +60,9 @@ def storage(tmp_path_factory):
     run = report_pages.synthesize_run(store, "hostile1", "synthetic", f"offline/{HOSTILE}", 12, text=HOSTILE)
     judge_notes(store, "hostile1", HOSTILE, list(range(12)))
     report_pages.synthesize_release(store, "hostile", [run])
+    wide = [report_pages.synthesize_run(store, f"wide{i}-{j}", label, model, 3)  # HELM Lite's longest labels
+            for i, label in enumerate(WIDE_LABELS) for j, model in enumerate(WIDE_MODELS)]
+    report_pages.synthesize_release(store, "wide", wide)
     return store, release_id
 
 
@@ -405,3 +411,35 @@ def test_board_page_marks_the_best_per_column_and_shows_model_facts(page, live, 
                         "c.querySelector('.ci').getBoundingClientRect().top]", cell)
     assert abs(box[0] - box[1]) < 4, box  # the interval sits beside its score, not under it
     assert "No cost data" in page.inner_text("#no-cost")  # offline models cost nothing: no line of dots
+
+
+def test_a_wide_board_page_fits_1400_px_and_its_table_scrolls_inside_with_the_model_column_in_view(browser, live):
+    """At a 1,400 px viewport the page never scrolls sideways: a leaderboard wider than that scrolls in its own
+    box, the model column stays in view, headers stay on one line (no break at a hyphen) and each interval
+    beside its score."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        pg = context.new_page()
+        for board in ("demo", "wide"):
+            pg.goto(f"{live}/boards/{board}/")
+            assert pg.evaluate("document.documentElement.scrollWidth") <= 1400, board
+            lines = pg.eval_on_selector_all("#leaderboard thead th", "ths => ths.map(t => { const r = "
+                                            "document.createRange(); r.selectNodeContents(t); "
+                                            "return [t.textContent.trim(), r.getClientRects().length]; })")
+            assert [t for t, n in lines if n != 1] == [], lines
+            tops = pg.eval_on_selector_all("#leaderboard td.cell", "tds => tds.map(c => c.querySelector('a')"
+                                           ".getBoundingClientRect().top - c.querySelector('.ci').getBoundingClientRect().top)")
+            assert tops and max(map(abs, tops)) < 4, tops
+        assert {t for t, _ in lines} >= set(WIDE_LABELS)
+        box = pg.evaluate_handle("document.querySelector('#leaderboard').parentElement")
+        width, shown = pg.evaluate("b => [b.scrollWidth, b.clientWidth]", box)
+        assert shown <= 1400 < width, (width, shown)  # wider than the viewport: it scrolls inside its box
+        pg.evaluate("b => { b.scrollLeft = b.scrollWidth; }", box)  # to its last column
+        names = pg.eval_on_selector_all("#leaderboard tbody td:first-child", "tds => tds.map(td => [td.textContent.trim(), "
+                                        "td.getBoundingClientRect().left - td.closest('.table-scroll').getBoundingClientRect().left])")
+        assert sorted(n for n, _ in names) == sorted(WIDE_MODELS) and all(abs(x) < 2 for _, x in names), names
+        last = pg.evaluate("b => [b.querySelector('thead th:last-child').getBoundingClientRect().right, "
+                           "b.getBoundingClientRect().right, b.scrollLeft]", box)
+        assert last[2] > 0 and last[0] <= last[1] + 1, last  # scrolled, and the last column is in the box
+    finally:
+        context.close()

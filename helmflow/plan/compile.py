@@ -270,9 +270,9 @@ def plan_board(
     chosen_models = models or spec.models
     unknown = [m for m in chosen_models if m not in deployments]
     if unknown:
-        raise BoardError(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(sorted(deployments))}. Your own "
-                         f"deployments go in a models file: --models-file FILE or $HELMFLOW_MODELS "
-                         f"(see docs/models.md)")
+        from helmflow.errors import unknown_models
+
+        raise BoardError(unknown_models(unknown, deployments))
     entries = spec.scenarios
     if scenarios:
         known = {e.name for e in entries} | {e.label for e in entries if e.label}
