@@ -88,8 +88,9 @@ def interval_lines(summary: dict[str, Any]) -> list[tuple[str, list[str], bool]]
     """Each scenario's 95% interval of its main score per model (an adaptive release adds each ability's
     standard error): what every board prints under its scores, whatever its size."""
     rows, labels = summary["table"], summary["scenarios"]
-    out = [(escape(lab), ["missing" if row[lab] is None else _interval(row.get(f"{lab} ci_low"), row.get(f"{lab} ci_high"))
-                          for row in rows], False) for lab in labels]
+    out = [(escape(lab), ["missing" if row[lab] is None
+                          else _interval(row.get(f"{lab} ci_low"), row.get(f"{lab} ci_high")) for row in rows], False)
+           for lab in labels]
     if any(row.get("mean_ability") is not None for row in rows):
         for i, lab in enumerate(labels):
             out.append((f"  {escape(lab)} ability ± SE", [

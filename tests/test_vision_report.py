@@ -17,8 +17,8 @@ from helmflow import aggregate, pipeline
 from helmflow.plan.compile import prepare
 from helmflow.storage import Store
 from helmflow.web.app import create_app
-from helmflow.web.pages import aspect_scores
 from helmflow.web.export import export_report
+from helmflow.web.pages import aspect_scores
 from tests.support.demo import chunk_rows
 
 SVG = (b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(document.cookie)</script>'
