@@ -58,6 +58,13 @@ def test_show_and_dry_run_print_labels_and_models_whole(capsys, monkeypatch, wid
     assert max(len(line) for line in out.splitlines()) <= width
 
 
+@pytest.mark.parametrize("width", WIDTHS)
+def test_check_prints_every_deployment_whole(capsys, monkeypatch, width):
+    names = ["offline/solver", "offline/solver-noisy", "offline/first-option"]
+    out = run(capsys, monkeypatch, width, "check", "--models", ",".join(names))
+    assert [n for n in names if not whole(n, out)] == [] and max(len(line) for line in out.splitlines()) <= width
+
+
 def test_a_wide_terminal_keeps_the_table_and_a_narrow_one_gets_records(capsys, monkeypatch):
     wide = run(capsys, monkeypatch, 200, "list", "models")
     narrow = run(capsys, monkeypatch, 60, "list", "models")
