@@ -25,6 +25,11 @@ PRICES = {"price_input_per_mtok": 2.0, "price_output_per_mtok": 8.0}
 ENV = {"HELMFLOW_BATCH_KEY": "sk-batch-test"}
 
 
+def wait_s(base: float = 240.0) -> float:
+    """How long a CLI run may take to submit and poll its batches: ``base`` seconds, longer on a loaded machine."""
+    return base * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+
+
 def board_args(tmp_path: Path, openai_server, anthropic_server, store: str = "store", scenarios: int = SCENARIOS,
                per_scenario: int = PER_SCENARIO, **deployment) -> list[str]:
     key = {"api_key_env": "HELMFLOW_BATCH_KEY", "batch_poll_s": 0.1, **PRICES, **deployment}
@@ -143,7 +148,7 @@ def test_sigkill_while_batches_run_then_rerun_pays_each_request_once(prefect_ser
     for _ in range(3):
         before = batch_calls(dev_server)
         proc = start_cli([*args, "--batch"], env=ENV)
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + wait_s()
         # the first run submits every batch; each run polls every batch (a retrieve each) before it is killed
         while dev_server.stats()["batches"] < 2 * SCENARIOS or batch_calls(dev_server) < before + 4 * SCENARIOS:
             assert proc.poll() is None, proc.stdout.read()
@@ -176,7 +181,7 @@ def test_ctrl_c_leaves_the_batches_running_and_the_rerun_collects_them(prefect_s
     args = board_args(tmp_path, dev_server, dev_server)
     dev_server.configure(batch_delay_s=3600)
     proc = start_cli([*args, "--batch"], env=ENV)
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + wait_s()
     while dev_server.stats()["batches"] < 2 * SCENARIOS or batch_calls(dev_server) < 8 * SCENARIOS:
         assert proc.poll() is None, proc.stdout.read()
         assert time.monotonic() < deadline, "no batches polled"
@@ -227,7 +232,7 @@ def test_cancel_batches_on_ctrl_c_cancels_them_and_the_rerun_sends_only_what_the
     dev_server.configure(batch_delay_s=3600)
     since = datetime.now(UTC)
     proc = start_cli([*args, "--batch", "--cancel-batches"], env=ENV)
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + wait_s()
     while len(waiting := task_runs("AwaitingBatch", since=since)) < 2:  # both cells wait on their batch
         assert proc.poll() is None, proc.stdout.read()
         assert time.monotonic() < deadline, "no task run is awaiting its batch"
