@@ -17,14 +17,11 @@ import io
 import random
 import re
 
-#: the colour words the model knows, and the RGB it paints them in
+from helmflow.scenarios.vision_shapes import COLORS as SHAPE_COLORS
+
+#: the colour words the model knows, and the RGB it paints them in: the vision-shapes scenario's six, then five more
 COLORS: dict[str, tuple[int, int, int]] = {
-    "red": (220, 30, 30),
-    "green": (30, 160, 60),
-    "blue": (30, 70, 220),
-    "yellow": (240, 200, 20),
-    "purple": (140, 50, 180),
-    "orange": (250, 130, 20),
+    **SHAPE_COLORS,
     "pink": (240, 120, 170),
     "brown": (120, 70, 30),
     "black": (20, 20, 20),
