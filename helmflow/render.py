@@ -35,13 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-VERSIONS = {"latex": "1", "webpage": "1"}  # bump when a renderer can draw a completion differently
+VERSIONS = {"latex": "2", "webpage": "1"}  # bump when a renderer can draw a completion differently
 LATEX_SECONDS = 30.0
 WEBPAGE_SECONDS = 30.0
 TEX_MEMORY = 1 << 30  # bytes of address space for pdflatex and pdftoppm
 PAGE_MEMORY = 2 << 30  # bytes of RAM for Chromium and its children (a memory cgroup; see _memory_cgroup)
 PAGE_HEAP_MB = 512  # V8's old-space limit for the page's scripts, where no cgroup can be made
 MAX_FILE = 64 << 20  # bytes any file a render writes may reach
+MAX_PAGES = 100  # pages a LaTeX answer may typeset; past it the compile stops and fails (HELM has no limit)
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
@@ -246,6 +247,12 @@ TEX_REPLACE_NUMBERING = [("{equation}", "{equation*}"), ("{align}", "{align*}"),
                          ("{aligneq}", "{aligneq*}")]
 
 
+#: run before the document (on pdflatex's command line, so the text HELM compares is the answer's): the
+#: compile stops with an error once a page past MAX_PAGES is shipped out
+PAGE_GUARD = (r"\AddToHook{shipout/after}{\ifnum\ReadonlyShipoutCounter>" + str(MAX_PAGES)
+              + r" \errmessage{the document runs past " + str(MAX_PAGES) + r" pages}\fi}")
+
+
 def latex_document(code: str) -> str:
     """HELM ``latex_to_image``'s preprocessing: unnumbered environments, no labels, begin/end document
     added when missing, HELM's document class and preamble in place of the answer's."""
@@ -290,11 +297,14 @@ def _latex(completion: str, seconds: float) -> tuple[Any, str]:
         env = {"openin_any": "p", "openout_any": "p", "shell_escape": "f", "TEXMFOUTPUT": scratch,
                "TEXMFVAR": scratch, "TEXMFCONFIG": scratch}
         code, log = sandboxed(["pdflatex", "-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error",
-                               "main.tex"], folder, seconds, TEX_MEMORY, env)
+                               "-jobname=main", PAGE_GUARD + r"\input{main.tex}"], folder, seconds, TEX_MEMORY, env)
         logfile = folder / "main.log"
         log += logfile.read_text(errors="replace") if logfile.is_file() else ""
         if "runsystem(" in log:
             raise RenderError("the document asks to run a shell command (\\write18)")
+        written = re.search(r"Output written on main\.pdf \((\d+) pages?", log)
+        if written and int(written.group(1)) > MAX_PAGES:  # a document that shipped pages past the guard
+            raise RenderError(f"the document runs past {MAX_PAGES} pages ({written.group(1)})")
         if code != 0 or not (folder / "main.pdf").is_file():
             errors = [line for line in log.splitlines() if line.startswith("!")]
             raise RenderError(errors[0] if errors else f"pdflatex exited with {code}")

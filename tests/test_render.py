@@ -59,6 +59,25 @@ def test_an_endless_tex_loop_ends_at_the_time_limit():
     assert 2 <= out.seconds < 5
 
 
+def ten_thousand_pages(ship: str) -> str:
+    return f"\\count255=0 \\loop {ship}\\advance\\count255 by 1 \\ifnum\\count255<10000 \\repeat"
+
+
+@needs_tex
+@pytest.mark.parametrize("ship", [
+    "x\\newpage",  # LaTeX's shipout hook stops the compile at page 101
+    "\\pdfprimitive\\shipout\\hbox{x}",  # pdfTeX's primitive, past the hook: refused by the page count
+])
+def test_a_ten_thousand_page_document_is_a_failed_compile_within_its_limit(tmp_path: Path, monkeypatch, ship: str):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the render's scratch folder goes here
+    out = render.render_latex(ten_thousand_pages(ship), seconds=20)
+    assert out.image is None and f"past {render.MAX_PAGES} pages" in (out.error or ""), out.error
+    assert out.seconds < 20
+    assert list(tmp_path.iterdir()) == []  # the scratch folder is gone, nothing else was written
+
+
 def test_page_files_refuse_names_outside_the_page():
     files = render.page_files('```json\n[{"filename": "index.html", "content": "<p>a</p>"}]\n```')
     assert files == {"index.html": "<p>a</p>"}
