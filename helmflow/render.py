@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import glob
 import json
 import os
 import re
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-VERSIONS = {"latex": "2", "webpage": "1"}  # bump when a renderer can draw a completion differently
+VERSIONS = {"latex": "2", "webpage": "1", "lilypond": "1"}  # bump when a renderer can draw a completion differently
 LATEX_SECONDS = 30.0
 WEBPAGE_SECONDS = 30.0
 TEX_MEMORY = 1 << 30  # bytes of address space for pdflatex and pdftoppm
@@ -47,6 +48,8 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
                  f"--js-flags=--max-old-space-size={PAGE_HEAP_MB}"]
+LILYPOND_SECONDS = 60.0  # HELM sets none; one bar takes about 1 s of CPU (Guile, fonts, Ghostscript)
+LILYPOND_MEMORY = 2 << 30  # bytes of address space for convert-ly, LilyPond and Ghostscript
 RESOLUTION = (1920, 1080)  # HELM's ScreenshotOptions
 ORIGIN = "http://localhost:4000/"  # where the page appears to be served (Jekyll's default address in HELM)
 
@@ -436,6 +439,86 @@ def _screenshot(site: Path, out: Path, seconds: float) -> None:
     if refused:
         out.unlink()
         sys.exit(f"the page requested an address other than its own: {refused[0][:200]}")
+
+
+# ---- music sheets (HELM lilypond_compiler_annotator.py) --------------------------------------------------
+
+class RendererMissing(RuntimeError):
+    """A renderer this machine cannot run (a missing program, no way to make its jail): never a score of 0."""
+
+
+#: the jail a LilyPond answer runs in (bubblewrap): the system's programs and fonts read-only, the scratch
+#: folder as /sheet (the only writable place besides an empty /tmp), every namespace of its own (no network,
+#: no other process, no host user), an empty environment, the unprivileged user nobody
+JAIL = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+        "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+        "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
+        "--ro-bind", "/etc/fonts", "/etc/fonts", "--ro-bind-try", "/var/cache/fontconfig", "/var/cache/fontconfig",
+        "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
+        "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/sheet",
+        "--setenv", "HOME", "/sheet", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
+        "--uid", "65534", "--gid", "65534"]
+#: HELM runs convert-ly -e (a failure is a failed compile), then lilypond --png, whose exit code it ignores
+#: (LilyPond draws what it can of a partly wrong score): a missing main.png is the failed compile
+LILYPOND_SCRIPT = "convert-ly -e main.ly || { echo 'convert-ly failed'; exit 3; }; lilypond --png -o main main.ly; exit 0"
+
+
+@functools.cache
+def _lilypond_ccache() -> list[str]:
+    """Debian's LilyPond ships its Scheme byte-compiled but does not point Guile at it: told where it is,
+    LilyPond starts in under a second of CPU instead of four (the same code, compiled ahead)."""
+    found = sorted(glob.glob("/usr/lib/*/lilypond/*/ccache"))
+    return ["--setenv", "GUILE_LOAD_COMPILED_PATH", found[-1]] if found else []
+
+
+@functools.cache
+def lilypond_missing() -> str | None:
+    """Why LilyPond answers cannot be rendered here (None when they can): LilyPond, convert-ly and
+    bubblewrap must be installed and the jail must start (it needs user namespaces, or root)."""
+    missing = [p for p in ("lilypond", "convert-ly", "bwrap") if shutil.which(p) is None]
+    if missing:
+        return f"needs {', '.join(missing)}: apt-get install lilypond bubblewrap"
+    with tempfile.TemporaryDirectory(prefix="helmflow-ly-") as scratch:
+        try:
+            proc = subprocess.run([*JAIL, "--bind", scratch, "/sheet", "--", "true"], capture_output=True,
+                                  timeout=30, env={"PATH": "/usr/bin:/bin"})
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return f"bubblewrap cannot start its jail: {e}"
+    if proc.returncode != 0:
+        return f"bubblewrap cannot start its jail: {proc.stderr.decode(errors='replace').strip()[:200]}"
+    return None
+
+
+def _lilypond(completion: str, seconds: float) -> tuple[Any, None]:
+    from PIL import Image, ImageOps
+
+    why = lilypond_missing()
+    if why is not None:
+        raise RendererMissing(f"LilyPond answers render only in a jail; this machine {why}")
+    with tempfile.TemporaryDirectory(prefix="helmflow-ly-") as scratch:
+        folder = Path(scratch)
+        (folder / "main.ly").write_text(completion.strip())  # HELM writes the stripped completion as it is
+        code, log = sandboxed([*JAIL, *_lilypond_ccache(), "--bind", scratch, "/sheet", "--", "sh", "-c",
+                               LILYPOND_SCRIPT],
+                              folder, seconds, LILYPOND_MEMORY)
+        sheet = folder / "main.png"  # a score of several pages is main-page1.png, ...: a failed compile in HELM
+        if code != 0 or not sheet.is_file():
+            errors = [line for line in log.splitlines() if "error" in line.lower() or "failed" in line]
+            raise RenderError(errors[0][:300] if errors else "lilypond did not generate the image")
+        with Image.open(sheet) as img:
+            image = img.convert("RGB")
+    w, h = image.size  # HELM: drop the pagination, then the white border
+    image = image.crop((0, 0, w, h - int(h * 0.2)))
+    box = ImageOps.invert(image).getbbox()
+    if box is None:
+        raise RenderError("the score renders to an empty page")
+    return image.crop(box), None
+
+
+def render_lilypond(completion: str, seconds: float = LILYPOND_SECONDS) -> Rendered:
+    """Engrave a LilyPond answer to PNG (HELM: ``convert-ly -e``, then ``lilypond --png``) in a bubblewrap
+    jail, cropped as HELM crops it. Music sheets have no reference source: no text for edit similarity."""
+    return _timed(_lilypond, completion, seconds)
 
 
 if __name__ == "__main__":

@@ -269,9 +269,10 @@ def _reference_image(x: MetricInput) -> Any:
     return Image.open(io.BytesIO(scoring_store().read(parts[0]))).convert("RGB")
 
 
-def _scored(x: MetricInput, rendered: Any, size_handling: str) -> dict[str, float]:
+def _scored(x: MetricInput, rendered: Any, size_handling: str, with_text: bool = True) -> dict[str, float]:
     reference = _reference_image(x)
-    reference_text = None if x.instance.extra.get("wild") else (x.correct_texts[0] if x.correct_texts else "")
+    reference_text = (None if x.instance.extra.get("wild") or not with_text
+                      else (x.correct_texts[0] if x.correct_texts else ""))
     image = rendered.image
     if image is not None and size_handling == "padding":
         image = image.convert("RGB")
@@ -318,3 +319,18 @@ def image2struct_webpage(x: MetricInput) -> dict[str, float]:
     """Render the web page answer (sandboxed Chromium, 1920x1080) with the dataset's assets in its folder
     and compare it with the screenshot; HELM resizes the render to the reference's size for web pages."""
     return _scored(x, render.render_webpage(x.texts[0] if x.texts else "", page_assets(x)), "resize")
+
+
+def _check_music(instance: Any) -> None:
+    _check(instance)
+    why = render.lilypond_missing()
+    if why is not None:
+        raise MetricError(f"instance {instance.id}: music sheets render with LilyPond in a jail; this machine {why}")
+
+
+@metric("image2struct_musicsheet", version=f"1+render-lilypond-{render.VERSIONS['lilypond']}", pooled=NOT_AVAILABLE,
+        requires=REQUIRES, extra="image2struct", check=_check_music)
+def image2struct_musicsheet(x: MetricInput) -> dict[str, float]:
+    """Engrave the LilyPond answer (convert-ly, then lilypond --png, in a bubblewrap jail) and compare it with
+    the image; HELM pads the smaller image with white and computes no edit similarity (no reference source)."""
+    return _scored(x, render.render_lilypond(x.texts[0] if x.texts else ""), "padding", with_text=False)

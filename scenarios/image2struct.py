@@ -61,6 +61,9 @@ WEBPAGE_PROMPT = (
     " they will be created for you automatically. Try to write some realistic code keeping in mind that it should"
     " look like the image as much as feasibly possible."
 )
+MUSIC_PROMPT = ("Please generate the Lilypond code to generate a music sheet that looks like this image as much as "
+                "feasibly possible.\n"
+                "This music sheet was created by me, and I would like to recreate it using Lilypond.")
 ASSETS_INTRO = "\nYou have access to the following assets:\n"
 ASSETS_EXTENSIONS = ("png", "jpg", "jpeg", "gif", "svg", "webp", "ico", "bmp", "tiff")  # HELM's
 MAX_ARCHIVE = 64 << 20  # bytes a row's decoded repository may hold
@@ -94,6 +97,8 @@ class Image2Struct(HubVisionScenario[Image2StructParams]):
     def load(self, files: dict[str, str]) -> list[Instance]:
         name = self.file()
         columns = {**COLUMNS, "structure": "string"} if self.ASSETS else COLUMNS
+        if self.NO_TEXT:
+            columns = {k: v for k, v in columns.items() if k != "text"}
         table = read_parquet_source(self.name, files[name], columns)
         wild = self.params.subset.startswith("wild")
         out = []
@@ -115,11 +120,12 @@ class Image2Struct(HubVisionScenario[Image2StructParams]):
             parts = [ContentPart(type="text", text=prompt), self.image(row["image"], self.where(name, i))]
             out.append(Instance(
                 id=str(row["uuid"]).replace('"', ""), split="valid", input=Input(parts=parts),
-                references=[Reference(text=row["text"] or "", correct=True)], extra=extra,
+                references=[Reference(text=row.get("text") or "", correct=True)], extra=extra,
             ))
         return out
 
     ASSETS: ClassVar[bool] = False
+    NO_TEXT: ClassVar[bool] = False  # the dataset has no source text (music sheets): the column is not required
 
     def assets(self, structure: Any, where: str) -> tuple[list[dict[str, str]], list[str]]:
         """HELM ``extract_repo`` + ``list_assets``: the images in the row's base64 ``tar.gz`` repository,
@@ -179,3 +185,18 @@ class Image2Webpage(Image2Struct):
     ASSETS = True
     description = "Image2Webpage: write the HTML, CSS and JavaScript of a page from its screenshot."
 
+
+
+class MusicParams(Image2StructParams):
+    subset: str = "music"  # HELM's run spec passes the only subset itself
+
+
+@scenario("image2musicsheet")
+class Image2Musicsheet(Image2Struct):
+    HUB_REPO = "stanford-crfm/i2s-musicsheet"
+    SUBSETS = ("music",)
+    PROMPT = MUSIC_PROMPT
+    Params = MusicParams
+    metrics = ["image2struct_musicsheet"]
+    NO_TEXT = True  # HELM: "no ground truth for music sheets", so no edit similarity
+    description = "Image2Musicsheet: write the LilyPond that engraves a music sheet."

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from helmflow import render
 from helmflow.aggregate import unavailable_reason
 from helmflow.clients import load_deployments
 from helmflow.datasets import read_instances
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None, reason="needs 
 def mirror(tmp_path_factory) -> Iterator[Path]:
     from tests.support.image2struct_fixtures import write_mirror
 
-    root = write_mirror(tmp_path_factory.mktemp("image2struct") / "mirror")
+    root = write_mirror(tmp_path_factory.mktemp("image2struct") / "mirror", music=render.lilypond_missing() is None)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HELMFLOW_MIRROR", str(root))
         yield root
@@ -62,6 +63,27 @@ def test_a_web_page_rows_repository_gives_its_assets_named_in_the_prompt(mirror,
     assert plain.extra["assets"] == [] and "assets" not in plain.input.parts[0].text
     (wild,), _ = instances(store, "image2webpage-wild")
     assert wild.extra["wild"] is True and "assets" not in wild.extra
+
+
+needs_lilypond = pytest.mark.skipif("render.lilypond_missing() is not None",
+                                    reason="needs LilyPond and bubblewrap (apt-get install lilypond bubblewrap)")
+
+
+@needs_lilypond
+def test_music_sheets_engrave_in_the_jail_and_score_without_edit_similarity(mirror, store):
+    from tests.support.image2struct_fixtures import music_answer
+
+    (easy,), s = instances(store, "image2musicsheet-easy")
+    (hard,), _ = instances(store, "image2musicsheet-hard")
+    assert easy.id == "music-1" and easy.input.parts[0].text.startswith("Please generate the Lilypond code")
+    assert s.metrics == ["image2struct_musicsheet"]
+    stats = score(store, [easy, hard], [music_answer("music-1"), music_answer("music-3")], s.metrics[0])
+    got = {(st.instance_id, st.name): st.value for st in stats}
+    assert got["music-1", "compilation_success"] == 1.0
+    assert got["music-1", "earth_mover_similarity"] == pytest.approx(1.0)
+    assert got["music-1", "pixel_similarity"] == pytest.approx(1.0)
+    assert got["music-3", "compilation_success"] == 0.0 and got["music-3", "earth_mover_similarity"] == 0.0
+    assert not any(name == "edit_similarity" for _, name in got)  # HELM: no ground truth for music sheets
 
 
 def score(store: Store, insts, answers: list[str], metric: str):
@@ -98,7 +120,7 @@ def test_a_perfect_answer_scores_one_and_a_broken_one_zero(mirror, store):
 
 @pytest.mark.slow
 def test_helmflow_run_image2struct_end_to_end_against_the_dev_server(mirror, tmp_path, prefect_server):
-    """Perfect LaTeX and web page answers and one of each that does not compile, through the CLI, the
+    """Perfect LaTeX, web page and LilyPond answers and one of each that does not compile, through the CLI, the
     OpenAI SDK and the sandboxed renderers: the board's cells are the means worked out by hand."""
     import json
 
@@ -107,6 +129,8 @@ def test_helmflow_run_image2struct_end_to_end_against_the_dev_server(mirror, tmp
     from tests.support.cli import run_cli
     from tests.support.image2struct_fixtures import write_answers
 
+    if render.lilypond_missing() is not None:
+        pytest.skip(f"LilyPond: {render.lilypond_missing()}")
     answers = write_answers(mirror)
     repo = Path(__file__).resolve().parents[1]
     with start_dev_server("--policy", "fn:tests.support.image2struct_fixtures:policy",
@@ -119,7 +143,7 @@ def test_helmflow_run_image2struct_end_to_end_against_the_dev_server(mirror, tmp
         proc = run_cli("run", "image2struct", "--models-file", str(models), "--models", "dev/vlm",
                        "--storage", str(storage), env={"HELMFLOW_MIRROR": str(mirror)}, timeout=900)
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert server.stats()["answered"] == 23  # one fixture per cell
+        assert server.stats()["answered"] == 26  # one fixture per cell: HELM's 26 runs
     store = Store(str(storage))
     latest = store.read_json(layout.latest("image2struct", subset=True))
     prefix = latest["uri"].removeprefix(store.root + "/")
@@ -139,3 +163,8 @@ def test_helmflow_run_image2struct_end_to_end_against_the_dev_server(mirror, tmp
     assert row["image2webpage/compilation_success"] == pytest.approx(8 / 9)
     assert row["image2webpage/edit_similarity"] == pytest.approx(8 / 9)
     assert row["image2webpage-wild"] == 1.0
+    # three music sheets: two engraved exactly, the hard one answered without a \version (HELM's convert-ly fails)
+    assert row["image2musicsheet-easy"] == 1.0 and row["image2musicsheet-hard"] == 0.0
+    assert row["image2musicsheet/earth_mover_similarity"] == pytest.approx(2 / 3)
+    assert row["image2musicsheet/compilation_success"] == pytest.approx(2 / 3)
+    assert "image2musicsheet/edit_similarity" not in row

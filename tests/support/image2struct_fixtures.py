@@ -150,10 +150,48 @@ def page_answer(uuid: str) -> str:
     return f"Here are the files:\n```json\n{json.dumps(files, indent=1)}\n```"
 
 
-def write_mirror(root: Path) -> Path:
-    """Every LaTeX and web page subset file (each holds all rows, as HELM filters on ``category``)."""
-    for name, table, subsets in (("image2latex", latex_rows(""), ("equation", "table", "plot", "algorithm", "wild")),
-                                 ("image2webpage", webpage_rows(), ("css", "html", "javascript", "wild"))):
+# Music sheets: (uuid, difficulty, LilyPond source). HELM's music rows have no reference source; the hard
+# one's image is drawn here and answered without a \version, which HELM's convert-ly step refuses. A
+# 5-point staff keeps each sheet to a few 8x8 blocks (HELM's block EMD is quadratic in blocks).
+MUSIC = [
+    ("music-1", "easy", '\\version "2.24.0"\n#(set-global-staff-size 5)\n{ c\'4 e\'4 }'),
+    ("music-2", "medium", '\\version "2.24.0"\n#(set-global-staff-size 5)\n{ g\'2 }'),
+    ("music-3", "hard", None),
+]
+BROKEN_MUSIC = "{ c'4 }"  # no \version: convert-ly fails, a failed compile as in HELM
+
+
+def music_rows() -> pa.Table:
+    from PIL import Image, ImageDraw
+
+    rows = []
+    for uuid, difficulty, source in MUSIC:
+        if source is None:
+            image = Image.new("RGB", (64, 24), (255, 255, 255))
+            ImageDraw.Draw(image).line([(0, 12), (63, 12)], fill=(0, 0, 0))
+        else:
+            out = render.render_lilypond(source)
+            assert out.image is not None, out.error
+            image = out.image
+        rows.append({"uuid": f'"{uuid}"', "image": {"bytes": png(image), "path": f"{uuid}.png"}, "structure": None,
+                     "text": None, "difficulty": difficulty, "category": '"music"', "assets": []})
+    schema = pa.schema([("uuid", pa.string()), ("image", IMAGE), ("structure", pa.string()), ("text", pa.string()),
+                        ("difficulty", pa.string()), ("category", pa.string()), ("assets", pa.list_(pa.string()))])
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def music_answer(uuid: str) -> str:
+    source = next(s for u, _, s in MUSIC if u == uuid)
+    return source if source is not None else BROKEN_MUSIC  # HELM engraves the answer as it is (no code block)
+
+
+def write_mirror(root: Path, music: bool = True) -> Path:
+    """Every LaTeX, web page and music sheet subset file (each holds all rows, as HELM filters on ``category``)."""
+    boards = [("image2latex", latex_rows(""), ("equation", "table", "plot", "algorithm", "wild")),
+              ("image2webpage", webpage_rows(), ("css", "html", "javascript", "wild"))]
+    if music:
+        boards.append(("image2musicsheet", music_rows(), ("music",)))
+    for name, table, subsets in boards:
         for subset in subsets:
             s = get_scenario(name, {"subset": subset})
             path = root / name / s.dataset_revision() / s.file()
@@ -186,6 +224,9 @@ def write_answers(root: Path) -> Path:
         uuid = row["uuid"].strip('"')
         answers[hashlib.sha256(row["image"]["bytes"]).hexdigest()] = (
             page_html(uuid) if uuid == BROKEN_PAGE else page_answer(uuid))
+    for music in (root / "image2musicsheet").rglob("*.parquet"):
+        for row in pq.read_table(music).to_pylist():
+            answers[hashlib.sha256(row["image"]["bytes"]).hexdigest()] = music_answer(row["uuid"].strip('"'))
     path = root / ANSWERS
     path.write_text(json.dumps(answers))
     return path
