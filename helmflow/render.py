@@ -1,4 +1,4 @@
-"""Render a model's structured answer (LaTeX, a web page) to an image, in a sandbox.
+"""Render a model's structured answer (LaTeX, a web page, a LilyPond music sheet) to an image, in a sandbox.
 
 The answer is untrusted code. Each render runs in a child process in its own scratch folder, with a
 wall-clock limit (the whole process group is killed when it passes), CPU-time, file-size and (for TeX)
@@ -503,7 +503,9 @@ def _lilypond(completion: str, seconds: float) -> tuple[Any, None]:
                               folder, seconds, LILYPOND_MEMORY)
         sheet = folder / "main.png"  # a score of several pages is main-page1.png, ...: a failed compile in HELM
         if code != 0 or not sheet.is_file():
-            errors = [line for line in log.splitlines() if "error" in line.lower() or "failed" in line]
+            lines = log.splitlines()
+            errors = ([line for line in lines if line.startswith("fatal error")]  # what stopped it, first
+                      or [line for line in lines if "error" in line.lower() or "failed" in line])
             raise RenderError(errors[0][:300] if errors else "lilypond did not generate the image")
         with Image.open(sheet) as img:
             image = img.convert("RGB")

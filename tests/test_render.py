@@ -163,3 +163,70 @@ def test_a_page_that_takes_more_memory_than_its_limit_fails_and_leaves_no_group(
     # a page within the limit still renders under the same cgroup
     fine = render.render_webpage(page("<html><body><h1>Fine</h1></body></html>"), seconds=25)
     assert fine.error is None and fine.text == "# Fine"
+
+
+needs_lilypond = pytest.mark.skipif("render.lilypond_missing() is not None",
+                                    reason="needs LilyPond and bubblewrap (apt-get install lilypond bubblewrap)")
+VERSION = '\\version "2.24.0"\n'
+
+
+@needs_lilypond
+def test_lilypond_engraves_a_cropped_sheet_and_a_score_without_a_version_fails_as_in_helm():
+    out = render.render_lilypond(VERSION + "{ c'4 e'4 g'2 }")
+    assert out.error is None and out.image is not None and out.text is None  # no source text to compare
+    w, h = out.image.size
+    assert 20 < w < 400 and 20 < h < 200  # cropped to the staff, not an A4 page
+    assert out.image.convert("L").getextrema()[0] < 128
+    failed = render.render_lilypond("{ c'4 }")  # HELM's convert-ly -e refuses a file with no \version
+    assert failed.image is None and "convert-ly" in (failed.error or "")
+
+
+@needs_lilypond
+def test_lilypond_scheme_reaches_no_network_and_no_file_outside_its_jail(tmp_path: Path):
+    """LilyPond runs the answer's Scheme: it may try to connect out, write and read host files. In the jail
+    the connection goes nowhere, the host's folders do not exist, and reading one is a failed compile."""
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            hits.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    marker, secret = tmp_path / "written", tmp_path / "secret"
+    secret.write_text("key")
+    try:
+        out = render.render_lilypond(
+            VERSION
+            + f'#(system "touch {marker}; wget -q -O- http://127.0.0.1:{server.server_port}/a")\n'
+            + f'#(let ((s (socket PF_INET SOCK_STREAM 0))) (connect s AF_INET (inet-pton AF_INET "127.0.0.1") '
+            + f'{server.server_port}) (display "GET /leak HTTP/1.0\\r\\n\\r\\n" s))\n'
+            + f'#(display (ly:gulp-file "{secret}"))\n' + "{ c'4 }")
+    finally:
+        server.shutdown()
+    assert hits == [] and not marker.exists()
+    assert out.image is None and "cannot find file" in (out.error or ""), out.error
+
+
+@needs_lilypond
+def test_an_endless_scheme_loop_ends_at_the_time_limit():
+    out = render.render_lilypond(VERSION + "#(let loop () (loop))\n{ c'4 }", seconds=3)
+    assert out.image is None and "3 s limit" in (out.error or "")
+    assert out.seconds < 6
+
+
+@needs_lilypond
+def test_a_score_that_writes_a_huge_file_is_stopped_at_the_file_limit(monkeypatch, tmp_path: Path):
+    import tempfile
+
+    monkeypatch.setattr(render, "MAX_FILE", 1 << 20)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    out = render.render_lilypond(VERSION + '#(call-with-output-file "big" (lambda (p) (let loop () '
+                                 '(display (make-string 4096 #\\x) p) (loop))))\n{ c\'4 }', seconds=60)
+    assert out.image is None and out.seconds < 60, out.error  # killed by the file-size limit, not the clock
+    assert list(tmp_path.iterdir()) == []
