@@ -460,7 +460,8 @@ JAIL = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clear
         "--uid", "65534", "--gid", "65534"]
 #: HELM runs convert-ly -e (a failure is a failed compile), then lilypond --png, whose exit code it ignores
 #: (LilyPond draws what it can of a partly wrong score): a missing main.png is the failed compile
-LILYPOND_SCRIPT = "convert-ly -e main.ly || { echo 'convert-ly failed'; exit 3; }; lilypond --png -o main main.ly; exit 0"
+LILYPOND_SCRIPT = ("convert-ly -e main.ly || { echo 'convert-ly failed'; exit 3; }; "
+                   "lilypond --png -o main main.ly; exit 0")
 
 
 @functools.cache

@@ -204,7 +204,7 @@ def test_lilypond_scheme_reaches_no_network_and_no_file_outside_its_jail(tmp_pat
         out = render.render_lilypond(
             VERSION
             + f'#(system "touch {marker}; wget -q -O- http://127.0.0.1:{server.server_port}/a")\n'
-            + f'#(let ((s (socket PF_INET SOCK_STREAM 0))) (connect s AF_INET (inet-pton AF_INET "127.0.0.1") '
+            + '#(let ((s (socket PF_INET SOCK_STREAM 0))) (connect s AF_INET (inet-pton AF_INET "127.0.0.1") '
             + f'{server.server_port}) (display "GET /leak HTTP/1.0\\r\\n\\r\\n" s))\n'
             + f'#(display (ly:gulp-file "{secret}"))\n' + "{ c'4 }")
     finally:
