@@ -227,6 +227,7 @@ class FlowRunInfo:
     labels: dict[str, Any]
     deployment_id: str | None
     flow_id: str
+    work_pool_name: str | None = None
 
 
 FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED", "CRASHED")
@@ -253,7 +254,8 @@ def read_finished_flow_run(flow_run_id: str) -> FlowRunInfo:
     return _finished(FlowRunInfo(
         id=str(run.id), name=run.name, state=(run.state.name or "") if run.state else "", final=bool(
             run.state and run.state.is_final()), parameters=run.parameters, labels=dict(run.labels or {}),
-        deployment_id=str(run.deployment_id) if run.deployment_id else None, flow_id=str(run.flow_id)))
+        deployment_id=str(run.deployment_id) if run.deployment_id else None, flow_id=str(run.flow_id),
+        work_pool_name=run.work_pool_name))
 
 
 def read_finished_flow_run_http(api_url: str, flow_run_id: str) -> FlowRunInfo:
@@ -273,7 +275,7 @@ def read_finished_flow_run_http(api_url: str, flow_run_id: str) -> FlowRunInfo:
     return _finished(FlowRunInfo(
         id=run["id"], name=run["name"], state=state.get("name") or "", final=state.get("type") in FINAL_STATES,
         parameters=run.get("parameters") or {}, labels=run.get("labels") or {},
-        deployment_id=run.get("deployment_id"), flow_id=run["flow_id"]))
+        deployment_id=run.get("deployment_id"), flow_id=run["flow_id"], work_pool_name=run.get("work_pool_name")))
 
 
 def flow_run_uuid(flow_run_id: str) -> Any:
@@ -336,7 +338,9 @@ def cmd_retry(args: argparse.Namespace) -> int:
         root = _describe_retry(run, args.storage)
         if args.dry_run:
             return 0
-        if run.deployment_id is not None:
+        from helmflow.prefect_server import POOL
+
+        if run.deployment_id is not None and run.work_pool_name != POOL:  # a nightly's: its worker retries it
             return _schedule_retry(run)
         return _retry_here(run, Store(root), server)
 
@@ -374,11 +378,13 @@ def _schedule_retry(run: FlowRunInfo) -> int:
 
 
 def _retry_here(run: FlowRunInfo, store: Store, server: Any) -> int:
-    """An ad-hoc run (``helmflow run``): the same flow run executed again in this process, as
-    `prefect flow-run retry --entrypoint` would, ending like ``helmflow run`` (board table, release)."""
+    """A run of ``helmflow run``: the same flow run executed again in this process, as
+    `prefect flow-run retry --entrypoint` would, ending like ``helmflow run`` (board table, release).
+    It is set to Pending, not Scheduled: on the managed server a Scheduled run of its deployment is
+    the companion worker's to take (the UI's Retry button)."""
     from prefect.client.orchestration import get_client
     from prefect.flow_engine import run_flow
-    from prefect.states import Scheduled
+    from prefect.states import Pending
     from prefect.utilities.callables import get_call_parameters, parameters_to_args_kwargs
     from rich.console import Console
 
@@ -392,7 +398,7 @@ def _retry_here(run: FlowRunInfo, store: Store, server: Any) -> int:
 
     def call() -> Any:
         with get_client(sync_client=True) as client:
-            client.set_flow_run_state(flow_run_uuid(run.id), Scheduled(message="Retried by helmflow retry"),
+            client.set_flow_run_state(flow_run_uuid(run.id), Pending(message="Retried by helmflow retry"),
                                       force=True)
             flow_run = client.read_flow_run(flow_run_uuid(run.id))
         return run_flow(flow=flow, flow_run=flow_run, parameters=parameters, return_type="state")

@@ -10,7 +10,13 @@ seconds without an API request (a CLI, a worker or an open UI tab all make reque
 
 Files under ``PREFECT_HOME``: ``helmflow-server.json`` (pid, port, Prefect version, idle timeout),
 ``helmflow-server.lock`` (two commands starting at once get one server), ``helmflow-server.log``, and
-Prefect's own ``server.pid`` (so ``prefect server stop`` stops it too). The port is
+Prefect's own ``server.pid`` (so ``prefect server stop`` stops it too). Unless
+``HELMFLOW_SERVER_WORKER=0``, the server process also owns a Prefect process worker on the work pool
+:data:`POOL` (started once the API answers, stopped with the server): ``helmflow run`` creates its flow
+run from the board's deployment :data:`DEPLOYMENT` on that pool (:func:`managed_flow_run`) and executes
+it in the command, so the UI's Retry button, which only deployment runs have, has that worker execute
+the same flow run again. The worker's polls carry :data:`COMPANION_HEADER`, which the idle stop
+ignores. The port is
 ``HELMFLOW_SERVER_PORT`` (4200) unless another program holds it: then a free one, recorded. The UI is
 told its API's address (``PREFECT_SERVER_UI_API_URL``), so a port other than 4200 works in a browser.
 
@@ -42,6 +48,11 @@ PREFECT_PID_FILE = "server.pid"  # Prefect's own: `prefect server stop` reads it
 SERVE_MODULE = "helmflow.prefect_server"
 HOST = "127.0.0.1"
 STOP_GRACE_S = 15.0
+POOL = "helmflow-managed"  # the companion worker's process work pool
+DEPLOYMENT = "helmflow-run"  # <board>/helmflow-run: the deployment `helmflow run`'s flow runs belong to
+ENTRYPOINT = "helmflow.flows.evaluate.evaluate"  # a module path: the worker imports it, nothing is downloaded
+COMPANION_HEADER = "x-helmflow-companion"  # on the worker's own API requests: not activity for the idle stop
+WORKER_QUERY_S = 5  # how often the worker asks for scheduled runs (a Retry starts within about this)
 
 
 class ServerProblem(HelmflowError):
@@ -69,6 +80,7 @@ class ServerState:
     home: str
     idle_timeout_s: float
     started_at: float
+    worker: bool = False  # it runs the companion worker (the Retry button works)
 
     @property
     def api_url(self) -> str:
@@ -87,7 +99,7 @@ def read_state(home: Path) -> ServerState | None:
     """The recorded server, or None (no record, or one that cannot be read: treated as stale)."""
     try:
         data = json.loads((home / STATE_FILE).read_text())
-        return ServerState(**{k: data[k] for k in ServerState.__dataclass_fields__})
+        return ServerState(**{k: data[k] for k in ServerState.__dataclass_fields__ if k in data})
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -125,6 +137,22 @@ def is_ours(pid: int, home: Path) -> bool:
         return argv[argv.index(b"--home") + 1].decode() == str(home)
     except (ValueError, IndexError):
         return False
+
+
+def worker_pids(state: ServerState) -> list[int]:
+    """The live companion worker(s) of the server ``state`` records: its children running :func:`work`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == state.pid and SERVE_MODULE.encode() in argv and b"worker" in argv:
+            found.append(int(entry.name))
+    return found
 
 
 def running(home: Path | None = None) -> ServerState | None:
@@ -273,9 +301,9 @@ def ensure(say: Callable[[str], None], port: int | None = None, idle_timeout_s: 
         if _fresh_database(home):
             say("preparing Prefect's database, once (its first start takes a little longer)")
         idle = config.server_idle_timeout_s if idle_timeout_s is None else idle_timeout_s
-        proc = _spawn(home, chosen, idle, log)
+        proc = _spawn(home, chosen, idle, log, config.server_worker)
         state = ServerState(pid=proc.pid, port=chosen, prefect_version=prefect_version(), home=str(home),
-                            idle_timeout_s=idle, started_at=time.time())
+                            idle_timeout_s=idle, started_at=time.time(), worker=config.server_worker)
         _write_state(home, state)
         prefect_pid = home / PREFECT_PID_FILE
         if not prefect_pid.exists():
@@ -283,7 +311,7 @@ def ensure(say: Callable[[str], None], port: int | None = None, idle_timeout_s: 
         return Handle(state, home, started_here=True, proc=proc)
 
 
-def _spawn(home: Path, port: int, idle_timeout_s: float, log: Path) -> subprocess.Popen:
+def _spawn(home: Path, port: int, idle_timeout_s: float, log: Path, worker: bool) -> subprocess.Popen:
     env = dict(os.environ, PREFECT_HOME=str(home))
     env.pop("PREFECT_API_URL", None)
     env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -292,7 +320,7 @@ def _spawn(home: Path, port: int, idle_timeout_s: float, log: Path) -> subproces
     with log.open("w") as out:
         return subprocess.Popen(
             [sys.executable, "-m", SERVE_MODULE, "serve", "--home", str(home), "--port", str(port),
-             "--idle-timeout", f"{idle_timeout_s:g}"],
+             "--idle-timeout", f"{idle_timeout_s:g}", *(["--worker"] if worker else [])],
             env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             close_fds=True,
         )
@@ -397,7 +425,8 @@ class _Activity:
         self.open = 0
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] not in ("http", "websocket"):
+        if scope["type"] not in ("http", "websocket") or any(
+                name == COMPANION_HEADER.encode() for name, _ in scope.get("headers", ())):
             return await self.app(scope, receive, send)
         self.open += 1
         self.last = time.monotonic()
@@ -408,8 +437,9 @@ class _Activity:
             self.last = time.monotonic()
 
 
-def serve(home: Path, port: int, idle_timeout_s: float) -> int:
-    """Run the server in this process until SIGTERM or ``idle_timeout_s`` without a request (0: never)."""
+def serve(home: Path, port: int, idle_timeout_s: float, worker: bool = False) -> int:
+    """Run the server in this process until SIGTERM or ``idle_timeout_s`` without a request (0: never);
+    with ``worker``, its companion worker too, once the API answers."""
     os.environ["PREFECT_HOME"] = str(home)
     os.environ["PREFECT_SERVER_UI_API_URL"] = f"http://{HOST}:{port}/api"
     os.environ["PREFECT__SERVER_FINAL"] = "1"  # as `prefect server start` runs it
@@ -430,13 +460,105 @@ def serve(home: Path, port: int, idle_timeout_s: float) -> int:
                 print(f"no API request for {idle_timeout_s:g} s: stopping", flush=True)
                 server.should_exit = True
 
+    companion: list[subprocess.Popen] = []
+
+    def run_worker() -> None:  # this thread lives as long as the worker: its death signal is tied to it
+        while not server.started and not server.should_exit:
+            time.sleep(0.1)
+        if server.should_exit:
+            return
+        companion.append(_spawn_worker(port))
+        code = companion[0].wait()
+        if not server.should_exit:
+            print(f"the companion worker exited with code {code}: the UI's Retry button waits until "
+                  f"`helmflow server stop` and the next command start the server again", flush=True)
+
     if idle_timeout_s > 0:
         threading.Thread(target=idle_watch, name="idle-stop", daemon=True).start()
+    if worker:
+        threading.Thread(target=run_worker, name="companion-worker", daemon=True).start()
     try:
         server.run()
     finally:
+        for proc in companion:
+            _stop_process(proc)
         _forget(home, os.getpid())
     return 0 if server.started else 1
+
+
+def _die_with_parent() -> None:
+    """In the worker's child: SIGTERM when the server process dies, even by SIGKILL (Linux)."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _spawn_worker(port: int) -> subprocess.Popen:
+    env = dict(os.environ, PREFECT_API_URL=f"http://{HOST}:{port}/api",
+               PREFECT_CLIENT_CUSTOM_HEADERS=json.dumps({COMPANION_HEADER: "worker"}),
+               PREFECT_WORKER_QUERY_SECONDS=str(WORKER_QUERY_S))
+    for name in ("PREFECT__SERVER_FINAL", "PREFECT_SERVER_UI_API_URL"):
+        env.pop(name, None)
+    return subprocess.Popen([sys.executable, "-m", SERVE_MODULE, "worker", "--pool", POOL, "--name",
+                             f"helmflow-managed-{port}"], env=env, stdin=subprocess.DEVNULL,
+                            preexec_fn=_die_with_parent)  # noqa: PLW1509 - prctl only, no locks taken
+
+
+def _stop_process(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        proc.terminate()
+    try:
+        proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def work(pool: str, name: str) -> int:
+    """The companion worker: Prefect's process worker on ``pool`` until SIGTERM (or its server dies)."""
+    import asyncio
+
+    from prefect.workers.process import ProcessWorker
+
+    async def main() -> None:
+        async with ProcessWorker(work_pool_name=pool, name=name) as worker:
+            await worker.start(printer=lambda *a, **k: print(*a, flush=True))
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
+    return 0
+
+
+def managed_flow_run(flow, parameters: dict, board: object):
+    """A flow run of ``flow`` (named after its board) with ``parameters``, created from the board's
+    deployment on the companion worker's pool, in state Pending: the worker takes only Scheduled runs,
+    so this command executes it (``run_flow``), and the UI's Retry button (Scheduled, AwaitingRetry)
+    hands the same run to the worker. The deployment and the pool are created on first use; the run
+    carries this command's folder as its working directory, and a retry's requests count as activity."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+    from prefect.states import Pending
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_work_pool(POOL)
+        except ObjectNotFound:
+            from prefect.workers.process import ProcessWorker
+
+            with contextlib.suppress(ObjectAlreadyExists):  # the worker created it meanwhile
+                client.create_work_pool(WorkPoolCreate(
+                    name=POOL, type=ProcessWorker.type,
+                    base_job_template=ProcessWorker.get_default_base_job_template()))
+        deployment_id = client.create_deployment(
+            flow_id=client.create_flow(flow), name=DEPLOYMENT, entrypoint=ENTRYPOINT, work_pool_name=POOL,
+            parameters={"board": board}, enforce_parameter_schema=False,
+            description="Flow runs started by `helmflow run` on helmflow's managed server: the command executes "
+                        "them; the Retry button has the server's worker execute one again.")
+        return client.create_flow_run_from_deployment(
+            deployment_id, parameters=flow.serialize_parameters(parameters), state=Pending(),
+            job_variables={"working_dir": os.getcwd(), "env": {"PREFECT_CLIENT_CUSTOM_HEADERS": "{}"}})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -448,8 +570,14 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--home", required=True, type=Path)
     s.add_argument("--port", required=True, type=int)
     s.add_argument("--idle-timeout", required=True, type=float)
+    s.add_argument("--worker", action="store_true", help="also run the companion worker")
+    w = sub.add_parser("worker", help="the managed server's companion worker (the server starts it)")
+    w.add_argument("--pool", required=True)
+    w.add_argument("--name", required=True)
     args = p.parse_args(argv)
-    return serve(args.home, args.port, args.idle_timeout)
+    if args.command == "worker":
+        return work(args.pool, args.name)
+    return serve(args.home, args.port, args.idle_timeout, args.worker)
 
 
 if __name__ == "__main__":

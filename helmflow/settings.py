@@ -60,6 +60,9 @@ class Settings(BaseSettings):
     server_idle_timeout_s: float = Field(3600.0, ge=0,
                                          description="helmflow's managed Prefect server stops itself after this "
                                                      "many seconds without an API request (0: never)")
+    server_worker: bool = Field(True, description="helmflow's managed Prefect server also runs a Prefect worker, "
+                                                  "so the UI's Retry button re-executes a failed `helmflow run` "
+                                                  "(0: no worker, no Retry button on those runs)")
     server_startup_timeout_s: float = Field(180.0, gt=0,
                                             description="how long a command waits for helmflow's managed Prefect "
                                                         "server to answer before it says so and exits 3")

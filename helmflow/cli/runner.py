@@ -144,8 +144,17 @@ def _run_board(request: RunRequest) -> int:
     parameters = request.flow_parameters(board, store.root)
     key = launch_key(board, request.selection, store.root, request.models_file, request.plugins)
 
+    from helmflow.prefect_server import Handle, managed_flow_run
+
     def call() -> Any:  # the flow, started here with the same parameters, takes this launch: no second plan
         with handing_over(launch, key):
+            if isinstance(server, Handle) and server.in_use and server.state.worker:
+                # a run of the board's deployment on the managed server (its worker executes the UI's Retry),
+                # executed here all the same
+                from prefect.flow_engine import run_flow
+
+                flow_run = managed_flow_run(flow, parameters, board)
+                return run_flow(flow=flow, flow_run=flow_run, parameters=parameters, return_type="state")
             return flow(**parameters, return_state=True)
 
     from helmflow.prefect_runtime import prefect_api

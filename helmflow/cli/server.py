@@ -85,6 +85,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"Prefect UI: {state.ui_url} ({'answering' if answers else 'NOT answering yet'})")
     print(f"API: {state.api_url}")
     print(f"pid {state.pid}, Prefect {state.prefect_version}, up {_duration(time.time() - state.started_at)}; {idle}")
+    if state.worker:
+        workers = prefect_server.worker_pids(state)
+        print(f"worker: {f'pid {workers[0]}' if workers else 'NOT running'} on work pool {prefect_server.POOL} "
+              f"(the UI's Retry button on runs of `helmflow run`)")
+    else:
+        print("worker: none (HELMFLOW_SERVER_WORKER=0: runs of `helmflow run` have no Retry button)")
     print(f"PREFECT_HOME: {home}; log: {home / prefect_server.LOG_FILE}")
     return 0
 
