@@ -534,31 +534,40 @@ def managed_flow_run(flow, parameters: dict, board: object):
     """A flow run of ``flow`` (named after its board) with ``parameters``, created from the board's
     deployment on the companion worker's pool, in state Pending: the worker takes only Scheduled runs,
     so this command executes it (``run_flow``), and the UI's Retry button (Scheduled, AwaitingRetry)
-    hands the same run to the worker. The deployment and the pool are created on first use; the run
-    carries this command's folder as its working directory, and a retry's requests count as activity."""
+    hands the same run to the worker. The run carries this command's folder as its working directory,
+    and a retry's requests count as activity. Two API requests, as many as a flow run of no deployment
+    costs (the deployment and its pool are created on first use)."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.actions import WorkPoolCreate
-    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+    from prefect.exceptions import ObjectNotFound
     from prefect.states import Pending
 
     with get_client(sync_client=True) as client:
         try:
-            client.read_work_pool(POOL)
+            deployment_id = client.read_deployment_by_name(f"{flow.name}/{DEPLOYMENT}").id
         except ObjectNotFound:
-            from prefect.workers.process import ProcessWorker
-
-            with contextlib.suppress(ObjectAlreadyExists):  # the worker created it meanwhile
-                client.create_work_pool(WorkPoolCreate(
-                    name=POOL, type=ProcessWorker.type,
-                    base_job_template=ProcessWorker.get_default_base_job_template()))
-        deployment_id = client.create_deployment(
-            flow_id=client.create_flow(flow), name=DEPLOYMENT, entrypoint=ENTRYPOINT, work_pool_name=POOL,
-            parameters={"board": board}, enforce_parameter_schema=False,
-            description="Flow runs started by `helmflow run` on helmflow's managed server: the command executes "
-                        "them; the Retry button has the server's worker execute one again.")
+            deployment_id = _create_deployment(client, flow, board)
         return client.create_flow_run_from_deployment(
             deployment_id, parameters=flow.serialize_parameters(parameters), state=Pending(),
             job_variables={"working_dir": os.getcwd(), "env": {"PREFECT_CLIENT_CUSTOM_HEADERS": "{}"}})
+
+
+def _create_deployment(client, flow, board: object):
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+
+    try:
+        client.read_work_pool(POOL)
+    except ObjectNotFound:
+        from prefect.workers.process import ProcessWorker
+
+        with contextlib.suppress(ObjectAlreadyExists):  # the worker created it meanwhile
+            client.create_work_pool(WorkPoolCreate(name=POOL, type=ProcessWorker.type,
+                                                   base_job_template=ProcessWorker.get_default_base_job_template()))
+    return client.create_deployment(  # an upsert: two commands creating it at once get one
+        flow_id=client.create_flow(flow), name=DEPLOYMENT, entrypoint=ENTRYPOINT, work_pool_name=POOL,
+        parameters={"board": board}, enforce_parameter_schema=False,
+        description="Flow runs started by `helmflow run` on helmflow's managed server: the command executes "
+                    "them; the Retry button has the server's worker execute one again.")
 
 
 def main(argv: list[str] | None = None) -> int:
