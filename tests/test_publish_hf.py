@@ -36,21 +36,15 @@ def hub(tmp_path_factory):
 @pytest.fixture(scope="module")
 def release(hub, tmp_path_factory) -> tuple[Store, str]:
     """The board through the pipeline's own stages (no Prefect), GPQA read from the gated double."""
-    from helmflow import aggregate, pipeline
+    from helmflow import pipeline
     from helmflow.plan.compile import prepare
+    from tests.support.tiny_board import release as published
 
     store = Store(str(tmp_path_factory.mktemp("pub") / "store"))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HF_ENDPOINT", hub.url)
         mp.setenv("HF_TOKEN", SENTINEL)
-        plan = pipeline.preflight(store, prepare(BOARD))
-        data = {s.label: pipeline.download_scenario(store, s) for s in plan.all_scenarios}
-        prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.all_scenarios}
-        runs = []
-        for r in plan.runs:
-            q = pipeline.query_pair(store, r, prompts[r.scenario.label])
-            runs.append(pipeline.publish_run(store, r, q, pipeline.score_pair(store, r, data[r.scenario.label], q), {}))
-        out = aggregate.point_release(store, plan, aggregate.publish_release(store, plan, runs, []))
+        out = published(store, pipeline.preflight(store, prepare(BOARD)))
     return store, out.release_id
 
 

@@ -104,8 +104,8 @@ def test_a_page_with_its_stylesheet_is_screenshot_at_1920x1080():
     assert out.text == "# Prices"
 
 
-@pytest.mark.slow
-def test_a_page_that_fetches_a_remote_address_fails_and_reaches_nothing():
+def counting_server() -> tuple[http.server.HTTPServer, list[str]]:
+    """A local HTTP server on a free port, serving in a thread, and the list of paths it was asked for."""
     hits: list[str] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -119,6 +119,12 @@ def test_a_page_that_fetches_a_remote_address_fails_and_reaches_nothing():
 
     server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, hits
+
+
+@pytest.mark.slow
+def test_a_page_that_fetches_a_remote_address_fails_and_reaches_nothing():
+    server, hits = counting_server()
     try:
         url = f"http://127.0.0.1:{server.server_port}/leak"
         out = render.render_webpage(page(f"<html><body><img src='{url}'><script>fetch('{url}')</script></body></html>"),
@@ -185,19 +191,7 @@ def test_lilypond_engraves_a_cropped_sheet_and_a_score_without_a_version_fails_a
 def test_lilypond_scheme_reaches_no_network_and_no_file_outside_its_jail(tmp_path: Path):
     """LilyPond runs the answer's Scheme: it may try to connect out, write and read host files. In the jail
     the connection goes nowhere, the host's folders do not exist, and reading one is a failed compile."""
-    hits: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
-            hits.append(self.path)
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server, hits = counting_server()
     marker, secret = tmp_path / "written", tmp_path / "secret"
     secret.write_text("key")
     try:

@@ -13,13 +13,13 @@ import pytest
 from PIL import Image
 from starlette.testclient import TestClient
 
-from helmflow import aggregate, pipeline
 from helmflow.plan.compile import prepare
 from helmflow.storage import Store
 from helmflow.web.app import create_app
 from helmflow.web.export import export_report
 from helmflow.web.pages import aspect_scores
 from tests.support.demo import chunk_rows
+from tests.support.tiny_board import release, run_board
 
 SVG = (b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(document.cookie)</script>'
        b'<rect width="10" height="10"/></svg>')
@@ -36,14 +36,8 @@ def vision(tmp_path_factory) -> tuple[Store, str, list[str]]:
 
 def publish(store: Store, plan):
     """Every pair of ``plan`` through the pipeline's own stages, and their release: (runs, release id)."""
-    data = {s.label: pipeline.download_scenario(store, s) for s in plan.all_scenarios}
-    prompts = {s.label: pipeline.adapt_scenario(store, s, data[s.label]) for s in plan.all_scenarios}
-    runs = []
-    for r in plan.runs:
-        q = pipeline.query_pair(store, r, prompts[r.scenario.label])
-        runs.append(pipeline.publish_run(store, r, q, pipeline.score_pair(store, r, data[r.scenario.label], q), {}))
-    release = aggregate.point_release(store, plan, aggregate.publish_release(store, plan, runs, []))
-    return runs, release.release_id
+    runs = run_board(store, plan)
+    return runs, release(store, plan, runs).release_id
 
 
 def plant(store: Store, data: bytes, ext: str) -> str:
