@@ -2,7 +2,8 @@
 
 The slow tests start their own ``prefect server start`` (not the session's): one on SQLite under a
 throwaway PREFECT_HOME, one on a throwaway PostgreSQL database with two workers on one process pool.
-A fast test checks prefect.yaml against the flows it names, without a server.
+A fast test checks prefect.yaml against the flows it names, without a server. On the SQLite server, a
+nightly deployment whose models file batches is run by a worker against the dev server's batch wire.
 Everything goes through the real commands (``prefect work-pool create``, ``prefect deploy``,
 ``prefect worker start``, ``prefect deployment run``, ``prefect flow-run retry``); what is asserted is
 read back from the server's API and from the storage root. Timings go to test-artifacts/.
@@ -14,10 +15,11 @@ import inspect
 import json
 import re
 import time
-from datetime import timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from uuid import UUID
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -241,3 +243,73 @@ def _wait_workers_online(server: PrefectServer, names: set[str], timeout: float 
             if time.monotonic() > deadline:
                 raise TimeoutError(f"workers online: {online}, wanted {names}\n{server.tail()}")
             time.sleep(1)
+
+
+@pytest.mark.slow
+def test_a_nightly_deployment_with_batch_true_runs_unattended_and_publishes_when_its_batch_ends(
+        sqlite_server, dev_server, tmp_path):
+    """A deployment of a one-cell board whose models file says ``batch: true``, run by a worker with no terminal:
+    the requests go in batch lines, the flow run waits for the batch, the release is published at half price."""
+    server, batched = sqlite_server, dev_server
+    batched.configure(batch_delay_s=2.0)  # still running at the first polls: the cell must wait for it
+    prices = {"price_input_per_mtok": 2.0, "price_output_per_mtok": 8.0}
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"deployments": [
+        {"name": "dev/gpt", "client": "openai", "model": "gpt-dev", "base_url": batched.openai_url, "batch": True,
+         "batch_poll_s": 0.2, "api_key_env": "HELMFLOW_BATCH_KEY", **prices}]}))
+    board = {"name": "nightly-batch", "version": "1", "models": ["dev/gpt"],
+             "scenarios": [{"name": "arithmetic", "params": {"digits": 3, "num_test": 4, "seed": 0}, "label": "arith"}]}
+    root = tmp_path / "store"
+    params = {"board": board, "models_file": str(models), "storage": str(root)}
+    _ok(server.cli("work-pool", "create", POOL, "--type", "process", "--overwrite"))
+    # the board's parameters are the deployment's own: a night's run is triggered with none
+    _ok(server.cli("deploy", "flows/evaluate.py:evaluate", "--name", "nightly-batch", "--pool", POOL,
+                   "--cron", "0 2 * * *", "--timezone", "UTC", "--params", json.dumps(params)))
+    _ok(server.cli("deployment", "schedule", "pause", "--all"))  # no 02:00 run during the test
+    with server.client() as client:
+        deployment = client.read_deployment_by_name("evaluate-board/nightly-batch")
+    assert [s.schedule.cron for s in deployment.schedules] == ["0 2 * * *"] and deployment.parameters == params
+    pointer = root / "leaderboards/nightly-batch/latest.json"
+    assert not pointer.exists()
+
+    out = _ok(server.cli("deployment", "run", "evaluate-board/nightly-batch"))
+    flow_run_id = UUID(re.search(r"UUID: ([0-9a-f-]{36})", out).group(1))
+    worker = server.start_worker(POOL, "night", HELMFLOW_BATCH_KEY="sk-batch-test")  # no terminal: output to a file
+    try:
+        run = server.wait_flow_run(flow_run_id)
+    finally:
+        stop_process(worker)
+    assert run.state.is_completed(), f"{run.state}\n{server.tail()}"
+    assert run.parameters == params and run.labels["prefect.worker.name"] == "night"
+
+    # every request went in one batch line; none real-time
+    stats = batched.stats()
+    assert stats["requests"] == 0 and stats["by_endpoint"].get("chat", 0) == 0, stats
+    assert stats["batches"] == 1 and stats["batch_lines"] == stats["batch_line_ids"] == stats["batch_answered"] == 4
+    # the flow run ended after its batch did, and the release it published is the pointer's
+    store = Store(str(root))
+    [record] = [json.loads(p.read_text()) for p in (root / "batches").rglob("*.json")]
+    assert record["state"] == "ended" and len(record["hashes"]) == 4
+    submitted = datetime.fromisoformat(record["submitted_at"])
+    assert run.end_time.timestamp() >= submitted.timestamp() + 2.0
+    latest = json.loads(pointer.read_text())
+    assert latest["status"] == "complete"
+    [row] = store.read_parquet(f"leaderboards/nightly-batch/{latest['release_id']}/leaderboard.parquet").to_pylist()
+    [run_json] = root.glob("runs/*/run.json")
+    completions = pq.read_table(run_json.parent / "completions.parquet").to_pylist()
+    assert len(completions) == 4 and all(c["error"] is None for c in completions)
+    # charged half the deployment's price for the tokens the batch answered
+    list_price = sum(c["prompt_tokens"] * prices["price_input_per_mtok"] + c["output_tokens"] *
+                     prices["price_output_per_mtok"] for c in completions) / 1e6
+    assert list_price > 0 and sum(c["cost_usd"] for c in completions) == pytest.approx(0.5 * list_price, rel=1e-9)
+    assert row["deployment"] == "dev/gpt" and row["cost_usd"] == pytest.approx(0.5 * list_price, rel=1e-9)
+
+    # the cell's query task run waited in the state named AwaitingBatch, then went on to Completed
+    query_task_run = json.loads(run_json.read_text())["lineage"]["query_task_run_id"]
+    deadline = time.monotonic() + 60  # Prefect records task run states from events, a moment later
+    with server.client() as client:
+        while (history := [s.name for s in sorted(client.read_task_run_states(UUID(query_task_run)),
+                                                  key=lambda s: s.timestamp)])[-1:] != ["Completed"]:
+            assert time.monotonic() < deadline, history
+            time.sleep(0.5)
+    assert history[history.index("AwaitingBatch") - 1:] == ["Running", "AwaitingBatch", "Running", "Completed"], history
