@@ -257,8 +257,9 @@ def _git_oid(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def _unchanged(api: Any, repo: str, files: dict[str, Path]) -> set[str]:
-    """The paths whose content the repository's main branch already holds."""
+def _unchanged(api: Any, repo: str, files: dict[str, Path], digests: dict[str, str]) -> set[str]:
+    """The paths whose content the repository's main branch already holds (``digests``: each file's sha256,
+    taken as it was copied; a file the Hub keeps as a git blob is read for its blob id)."""
     out = set()
     paths = sorted(files)
     for i in range(0, len(paths), 100):
@@ -266,9 +267,8 @@ def _unchanged(api: Any, repo: str, files: dict[str, Path]) -> set[str]:
             local = files.get(entry.path)
             if local is None or getattr(entry, "size", None) != local.stat().st_size:
                 continue
-            data = local.read_bytes()
             lfs = getattr(entry, "lfs", None)
-            same = lfs.sha256 == hashlib.sha256(data).hexdigest() if lfs else entry.blob_id == _git_oid(data)
+            same = lfs.sha256 == digests[entry.path] if lfs else entry.blob_id == _git_oid(local.read_bytes())
             if same:
                 out.add(entry.path)
     return out
@@ -304,12 +304,16 @@ def publish_release(store: Store, info: ReleaseManifest, runs: list[RunManifest]
     rows = store.read_parquet(layout.release_file(name, info.release_id, "leaderboard.parquet")).to_pylist()
     with tempfile.TemporaryDirectory(prefix="helmflow-publish-") as tmp:
         files: dict[str, Path] = {}
+        digests: dict[str, str] = {}
         for key in keys:
             files[key] = Path(tmp, key)
             files[key].parent.mkdir(parents=True, exist_ok=True)
+            digest = hashlib.sha256()
             with store.open(key) as src, files[key].open("wb") as dst:
                 while chunk := src.read(8 << 20):
+                    digest.update(chunk)
                     dst.write(chunk)
+            digests[key] = digest.hexdigest()
         generated = {CARD: dataset_card(repo, info, runs, rows, refused).encode()}
         results = model_results(repo, api.endpoint, info, runs, hub_models) if with_model_results else {}
         generated.update({f"{MODEL_RESULTS}/{model}.yaml": data for model, data in results.items()})
@@ -317,12 +321,13 @@ def publish_release(store: Store, info: ReleaseManifest, runs: list[RunManifest]
             files[path] = Path(tmp, "generated", path)
             files[path].parent.mkdir(parents=True, exist_ok=True)
             files[path].write_bytes(data)
+            digests[path] = hashlib.sha256(data).hexdigest()
         pushed.files = len(files)
         step = "creating the repository"
         try:
             api.create_repo(repo, repo_type="dataset", private=private, exist_ok=True)
             step = "comparing the repository's files"
-            unchanged = _unchanged(api, repo, files)
+            unchanged = _unchanged(api, repo, files, digests)
             changed = [p for p in files if p not in unchanged]
             if changed:
                 step = "uploading the release"
