@@ -148,8 +148,11 @@ def browser():
     on this thread while it runs). Missing or unlaunchable is a failure, never a skip."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: run `apt-get update && apt-get install -y chromium` (scripts/test.sh does)")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # A page's lists load from the API after it draws: on a loaded 2-core machine that takes longer
+    # than Playwright's 5 s default, so every expectation waits as long as a patient reader would.
+    expect.set_options(timeout=30_000)
     with sync_playwright() as pw:
         try:
             b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
