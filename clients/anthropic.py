@@ -242,7 +242,7 @@ class AnthropicClient(Client):
 
     async def batch_submit(self, lines: list[dict[str, Any]], tag: str) -> str:
         try:
-            batch = await self._client().messages.batches.create(requests=lines)  # type: ignore[arg-type]
+            batch = await self._client().messages.batches.create(requests=lines)
         except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a classified ClientError
             raise self._failed(exc) from None
         return batch.id

@@ -284,7 +284,7 @@ class OpenAIClient(Client):
         data = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines).encode()
         try:
             upload = await sdk.files.create(file=("helmflow-batch.jsonl", data), purpose="batch")
-            batch = await sdk.batches.create(input_file_id=upload.id, endpoint=self._endpoint(),  # type: ignore[arg-type]
+            batch = await sdk.batches.create(input_file_id=upload.id, endpoint=self._endpoint(),
                                              completion_window="24h",
                                              metadata={"client": "helmflow", "helmflow_tag": tag})
         except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a classified ClientError

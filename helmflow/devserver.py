@@ -1423,7 +1423,7 @@ async def serve(server: DevServer, port: int, ready: Callable[[int], None] | Non
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024, reuse_address=True)
     await site.start()
-    bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    bound = site._server.sockets[0].getsockname()[1]
     writer = asyncio.create_task(server.count_writer())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
