@@ -274,8 +274,11 @@ def add_rank_intervals(store: Store, board: BoardPlan, runs: list[RunOutcome], r
     if not labels:
         return
     groups = board_groups(board)
-    ranked = ([_nanmean(np.stack([draws[lab] for lab in members], axis=2), axis=2) for members in groups.values()]
-              if groups else [draws[lab] for lab in labels])
+    counted = headline_columns(labels, groups, board.headline_labels)
+    if not counted:
+        return
+    ranked = ([_nanmean(np.stack([draws[lab] for lab in groups[g]], axis=2), axis=2) for g in counted]
+              if groups else [draws[lab] for lab in counted])
     table = np.stack(ranked, axis=2)  # resamples x models x ranked columns
     aggregation = board.spec.aggregation
     headline = "mean_score" if "mean" in aggregation else "mean_win_rate"
@@ -313,6 +316,14 @@ def board_groups(board: BoardPlan) -> dict[str, list[str]]:
     return groups
 
 
+def headline_columns(labels: Sequence[str], groups: dict[str, list[str]], headline: Sequence[str] | None) -> list[str]:
+    """The ranked columns (groups, else labels) the headline counts: those with an entry in ``headline``."""
+    counted = set(labels if headline is None else headline)
+    if not groups:
+        return [lab for lab in labels if lab in counted]
+    return [g for g, members in groups.items() if any(lab in counted for lab in members)]
+
+
 def _group_mean(values: list[float | None]) -> float | None:
     """HELM's run-group cell: the unweighted mean of its runs' scores (missing runs left out)."""
     present = [v for v in values if v is not None]
@@ -333,6 +344,7 @@ def leaderboard_rows(board: BoardPlan, runs: list[RunOutcome], metric_cells: Gro
     labels = [s.label for s in board.scenarios]
     rows = rank(board.spec.models, labels, cells, aggregation=board.spec.aggregation,
                 groups=board_groups(board), aspects=board.spec.aspects, metric_groups=board.spec.metric_groups,
+                headline=board.headline_labels,
                 metric_cells=metric_cells, notes=notes, also_spent=perturbed)
     for row in rows:
         row.update(efficiency_columns(row, labels, cells, perturbed.get(row["deployment"], [])))
@@ -365,7 +377,8 @@ def rank(models: Sequence[str], labels: Sequence[str], cells: dict[tuple[str, st
          aggregation: Sequence[str] = ("mean", "win_rate"), groups: dict[str, list[str]] | None = None,
          aspects: dict[str, list[str]] | None = None, metric_groups: Sequence[MetricGroup] = (),
          metric_cells: GroupCells | None = None, notes: GroupNotes | None = None,
-         also_spent: dict[str, list[RunOutcome]] | None = None) -> list[dict[str, Any]]:
+         also_spent: dict[str, list[RunOutcome]] | None = None,
+         headline: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """The leaderboard's rows (``leaderboard_schema``), one per model, best first: each scenario's
     score and interval (``cells``: (model, label) -> its run), the mean score and mean win rate
     (``aggregation``), tokens and cost (with ``also_spent``: further runs per model, e.g. perturbed ones).
@@ -374,13 +387,15 @@ def rank(models: Sequence[str], labels: Sequence[str], cells: dict[tuple[str, st
     the mean win rate is over groups, and each of ``aspects`` gets its own win rate. Each metric
     group (Safety's accuracy and safety groups, a board-wide metric's) shows its columns with their own mean win rate
     (``metric_cells``: the runs' summary values; ``notes``: why a cell has none, e.g. no logprobs for
-    calibration); the headline stays the board's."""
+    calibration); the headline stays the board's. ``headline``: the labels the mean score and mean win
+    rate count (default all; a group counts when one of its entries does)."""
     groups, aspects, metric_cells = groups or {}, aspects or {}, metric_cells or {}
     table = {m: {lab: finite(cells[(m, lab)].score) if (m, lab) in cells else None for lab in labels} for m in models}
     ranked = {m: {g: _group_mean([table[m][lab] for lab in members]) for g, members in groups.items()}
               for m in models} if groups else table
-    means = mean_scores(ranked) if "mean" in aggregation else {}
-    wins = win_rates(ranked) if "win_rate" in aggregation else {}
+    counted = headline_columns(labels, groups, headline)
+    means = mean_scores({m: {c: ranked[m][c] for c in counted} for m in models}) if "mean" in aggregation else {}
+    wins = win_rates({m: {c: ranked[m][c] for c in counted} for m in models}) if "win_rate" in aggregation else {}
     aspect_wins = {a: win_rates({m: {g: ranked[m].get(g) for g in members} for m in models})
                    for a, members in aspects.items()}
     group_wins = {

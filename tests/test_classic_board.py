@@ -13,7 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from helmflow.aggregate import rank
 from helmflow.devserver import start_dev_server
+from helmflow.outcomes import RunOutcome
 from helmflow.scenarios.mmlu import LITE_SUBJECTS
 from helmflow.scenarios.truthful_qa import helm_options
 from tests.support.classic_fixtures import classic_source_tree, raft_mirror, summarization_mirrors, truthful_qa_rows
@@ -30,13 +32,14 @@ COLUMNS = {"mmlu": "exact_match", "boolq": "quasi_exact_match", "narrative_qa": 
            "raft": "quasi_exact_match"}
 DEMOGRAPHICS = ["all", "male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white"]
 # the end-to-end run's entries: every adapter method, metric and group kind of the board, half its runs
-SELECTED = ["mmlu-abstract_algebra", "mmlu-econometrics", "boolq", "quac", "hellaswag", "openbookqa",
-            "truthful_qa", "msmarco_regular", "summarization_cnndm", "imdb", "civil_comments-all",
+SELECTED = ["mmlu-abstract_algebra", "mmlu-econometrics", "boolq", "boolq_contrast", "quac", "hellaswag",
+            "openbookqa", "truthful_qa", "msmarco_regular", "summarization_cnndm", "imdb", "imdb_contrast", "civil_comments-all",
             "civil_comments-female", "raft-twitter_complaints"]
 GENERATION = ["boolq", "narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "quac",
               "summarization_cnndm", "summarization_xsum", "imdb", "civil_comments", "raft"]
 N = 3  # evaluation instances per run
-SUMMARIZATION = ["summarization_cnndm", "summarization_xsum"]  # HELM: no calibration, robustness or fairness
+SUMMARIZATION = ["summarization_cnndm", "summarization_xsum"]
+CONTRAST = ["boolq_contrast", "imdb_contrast"]  # HELM's robustness_contrast_sets runs  # HELM: no calibration, robustness or fairness
 
 
 def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
@@ -47,7 +50,7 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
     assert spec.board_wide == {"bias": True, "toxicity": "local/profanity-check"}
     groups = {g.name: g for g in spec.metric_groups}
     assert list(groups) == ["accuracy", "calibration", "robustness", "fairness", "efficiency", "toxicity",
-                            "summarization"]
+                            "summarization", "robustness_contrast_sets"]
     assert [(c.scenario, c.metric) for c in groups["accuracy"].columns] == list(COLUMNS.items())
     ranking = ["msmarco_regular", "msmarco_trec"]  # HELM shows no calibration for them
     assert [c.scenario for c in groups["calibration"].columns] == [
@@ -59,8 +62,16 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
     assert [(c.scenario, c.metric) for c in groups["summarization"].columns] == [
         (s, f"summarization_{m}") for s in SUMMARIZATION for m in ("coverage", "density", "compression")]
     assert [(c.scenario, c.lower_is_better) for c in groups["toxicity"].columns] == [(s, True) for s in GENERATION]
+    # HELM's robustness_contrast_sets runs (only_contrast, data_augmentation=contrast_sets), outside the headline
+    contrast = [s for s in spec.scenarios if not s.headline]
+    assert [(s.label, s.name, s.params, s.perturbations) for s in contrast] == [
+        (f"{n}_contrast", n, {"only_contrast": True}, "contrast_sets") for n in ("boolq", "imdb")]
+    assert [(c.scenario, c.metric) for c in groups["robustness_contrast_sets"].columns] == [
+        (f"{n}_contrast", m) for n in ("imdb", "boolq") for m in ("quasi_exact_match", "robustness")]
     by_group = {}
     for s in spec.scenarios:
+        if not s.headline:
+            continue
         by_group.setdefault(s.group or s.label, []).append(s)
         assert s.perturbations == (None if s.name in SUMMARIZATION else ["robustness", "fairness"])  # HELM's canonical
     assert [s.label for s in by_group["mmlu"]] == [f"mmlu-{s}" for s in LITE_SUBJECTS]
@@ -70,6 +81,31 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
     deployments = yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]
     [nightly] = [d for d in deployments if d["name"] == "classic-nightly"]
     assert nightly["entrypoint"] == "flows/classic.py:classic"
+
+
+def _outcome(label: str, model: str, score: float) -> RunOutcome:
+    return RunOutcome(run_id=f"{model}-{label}", scenario=label, deployment=model, status="complete", uri="",
+                      main_metric="m", score=score, ci_low=None, ci_high=None, error_rate=0.0, cost_usd=0.0,
+                      prompt_tokens=0, output_tokens=0)
+
+
+def test_an_entry_outside_the_headline_keeps_its_column_but_is_not_ranked():
+    """HELM's headline is the core scenarios' accuracy: a contrast-set run (``headline: false``) has its
+    column and group, and the mean score and mean win rate are those of the others alone."""
+    scores = {("a", "core1"): 0.9, ("a", "core2"): 0.2, ("a", "side"): 0.0,
+              ("b", "core1"): 0.1, ("b", "core2"): 0.8, ("b", "side"): 1.0}
+    cells = {k: _outcome(k[1], k[0], v) for k, v in scores.items()}
+    labels = ["core1", "core2", "side"]
+    everything = {r["deployment"]: r for r in rank(["a", "b"], labels, cells)}
+    core = {r["deployment"]: r for r in rank(["a", "b"], labels, cells, headline=["core1", "core2"])}
+    assert everything["b"]["mean_win_rate"] == pytest.approx(2 / 3)  # b wins core2 and side
+    assert core["a"]["mean_win_rate"] == core["b"]["mean_win_rate"] == pytest.approx(0.5)
+    assert core["a"]["mean_score"] == pytest.approx(0.55) and core["b"]["side"] == 1.0
+    grouped = {r["deployment"]: r for r in rank(["a", "b"], labels, cells, headline=["core1", "core2"],
+                                                groups={"core": ["core1", "core2"], "side": ["side"]})}
+    # the core group's means are 0.55 and 0.45; counting the side group too would tie them at 0.5
+    assert (grouped["a"]["mean_win_rate"], grouped["b"]["mean_win_rate"]) == (1.0, 0.0)
+    assert grouped["b"]["group:side"] == 1.0
 
 
 def test_reproduce_classic_explains_every_difference_from_helm():
@@ -88,7 +124,7 @@ def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
     out = run_cli("show", "classic", env={"HELMFLOW_MIRROR": str(tmp_path / "none"), "HELMFLOW_STORAGE": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
-    assert "board classic: 38 scenarios + 108 perturbed copies x 1 model = 146 runs" in text
+    assert "board classic: 40 scenarios + 110 perturbed copies x 1 model = 150 runs" in text
     assert "not mirrored:" in text and "helmflow mirror classic --to DIR" in text
 
 
@@ -117,7 +153,8 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     # the entries and their mild_mix copies (every fixture text has upper case); the fairness copies of the
     # entries whose sampled texts carry no pronoun or first name change nothing and are left out
     assert {lab for lab in labels if "~" not in lab} == set(SELECTED)
-    assert all(f"{lab}~mild_mix" in labels for lab in SELECTED if lab not in SUMMARIZATION)
+    assert all(f"{lab}~mild_mix" in labels for lab in SELECTED if lab not in SUMMARIZATION + CONTRAST)
+    assert all(f"{lab}~contrast_sets" in labels and f"{lab}~mild_mix" not in labels for lab in CONTRAST)
     latest = json.loads((storage / "leaderboards/classic/latest-subset.json").read_text())
     rows = {r["deployment"]: r for r in pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()}
     assert set(rows) == {"dev/model", "offline/first-option"}
@@ -125,6 +162,11 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
         assert row["mean_win_rate"] == pytest.approx(row["accuracy mean_win_rate"])  # the headline is the accuracy table's
         assert row["group:civil_comments"] == pytest.approx((row["civil_comments-all"] + row["civil_comments-female"]) / 2)
         assert row["group:mmlu"] == pytest.approx((row["mmlu-abstract_algebra"] + row["mmlu-econometrics"]) / 2)
+        # the contrast-set runs have their own table: the main metric and the worst case over it and its contrast
+        for lab in CONTRAST:
+            assert row[f"{lab}/quasi_exact_match"] == pytest.approx(row[lab])
+            assert row[f"{lab}/robustness"] <= row[lab] + 1e-9
+        assert row["robustness_contrast_sets mean_win_rate"] is not None
         for column, metric in COLUMNS.items():
             if column in ("narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "msmarco_trec",
                           "summarization_xsum"):

@@ -98,6 +98,12 @@ class BoardPlan(BaseModel):
         return bool(self.selection)
 
     @property
+    def headline_labels(self) -> list[str]:
+        """The columns the board's mean score and mean win rate count: every entry's but those marked
+        ``headline: false`` (the plans are the spec's entries, in order)."""
+        return [s.label for s, e in zip(self.scenarios, self.spec.scenarios, strict=True) if e.headline]
+
+    @property
     def all_scenarios(self) -> list[ScenarioPlan]:
         """Every scenario to prepare: the board's columns and their perturbed copies."""
         return [*self.scenarios, *self.perturbed]

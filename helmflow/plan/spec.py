@@ -73,6 +73,9 @@ class ScenarioEntry(BaseModel):
                                                                     "`fairness`, or a list): each is a run of the "
                                                                     "perturbed instances, giving robustness and "
                                                                     "fairness columns")
+    headline: bool = Field(True, description=(
+        "the entry counts in the board's mean score and mean win rate; `false`: a targeted run shown only in its own "
+        "columns and metric groups (HELM Classic's contrast-set runs, outside its core scenarios)"))
     adaptive: AdaptiveSpec | bool | None = Field(None, description=(
         "adaptive testing of this entry (`true`, or `{max_items: N, model_ability: X}`), or `false` for full runs "
         "on a board that declares `adaptive:` (default: the board's)"))
@@ -225,6 +228,8 @@ class BoardSpec(BaseModel):
             for key in ("group", "perturbations", "adaptive"):
                 if entry[key] is None:
                     del entry[key]
+            if entry["headline"]:
+                del entry["headline"]
         for group in data.get("metric_groups", []):
             if group["aggregation"] == ["win_rate"]:
                 del group["aggregation"]
