@@ -4,7 +4,8 @@ The repository receives, under the keys the storage root uses (:mod:`helmflow.la
 
 - ``leaderboards/<board>/<release>/leaderboard.parquet``, ``runs.parquet`` and ``release.json``;
 - ``runs/<run_id>/`` of every run of the release: its Parquet files and run.json, the same bytes
-  (checked against the sha256 the release and each run.json record before anything is sent);
+  (checked against the sha256 the release and each run.json record, each run.json against the release's
+  runs.parquet, as they are copied for the upload: before anything is sent);
 - ``README.md``: a dataset card made from the release (board, models, every version, data pins,
   intervals) whose ``configs`` let ``datasets.load_dataset(repo, "leaderboard")`` read it;
 - with model results, ``model-results/<model id>.yaml``: for each deployment whose model is a Hub
@@ -33,6 +34,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pyarrow.parquet as pq
 
 from helmflow import layout
 from helmflow.errors import HelmflowError
@@ -274,6 +277,30 @@ def _unchanged(api: Any, repo: str, files: dict[str, Path], digests: dict[str, s
     return out
 
 
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        fa, fb = (float("nan") if v is None else float(v) for v in (a, b))
+        return (math.isnan(fa) and math.isnan(fb)) or math.isclose(fa, fb, rel_tol=1e-12, abs_tol=1e-15)
+    return a == b
+
+
+def _check_run_manifests(store: Store, runs_parquet: Path, runs: list[RunManifest], sent: dict[str, Path]) -> None:
+    """Each run.json sent says what the release's runs.parquet (checked against its sha256) recorded of that run:
+    its main metric, score and interval. A run.json rewritten after the release is refused by name."""
+    by_run = {row["run_id"]: row for row in pq.read_table(runs_parquet).to_pylist()}
+    for m in runs:
+        row = by_run.get(m.run_id)
+        if m.run_id not in sent or row is None:
+            continue
+        mine = RunManifest.model_validate_json(sent[m.run_id].read_bytes())
+        said = {"main_metric": mine.main_metric, "score": mine.score, "ci_low": mine.ci[0], "ci_high": mine.ci[1]}
+        for column, value in said.items():
+            if column in row and not _same(value, row[column]):
+                raise HelmflowError(f"{store.url(layout.run_json(m.run_id))} is corrupt: its {column} is {value!r}, "
+                                    f"but the release recorded {row[column]!r} for run {m.run_id}; nothing was "
+                                    "uploaded")
+
+
 def publish_release(store: Store, info: ReleaseManifest, runs: list[RunManifest], repo: str, token: str, *,
                     private: bool = False, with_model_results: bool = False,
                     hub_models: dict[str, str] | None = None) -> Pushed:
@@ -282,38 +309,47 @@ def publish_release(store: Store, info: ReleaseManifest, runs: list[RunManifest]
     from huggingface_hub.errors import HfHubHTTPError
     from huggingface_hub.utils import disable_progress_bars
 
-    from helmflow.integrity import CorruptFile, verify_files
-
     disable_progress_bars()
     name = safe_key(info.board)
-    try:
-        verify_files(store, layout.release_dir(name, info.release_id), info.sha256)
-    except CorruptFile as exc:
-        raise HelmflowError(str(exc)) from None
     refused: dict[str, str] = {}
-    keys = [layout.release_file(name, info.release_id, f) for f in (*sorted(info.sha256), layout.RELEASE_JSON)]
+    # each file sent -> the sha256 recorded when it was published (None: run.json, checked against runs.parquet)
+    recorded: dict[str, str | None] = {layout.release_file(name, info.release_id, f): info.sha256[f]
+                                       for f in sorted(info.sha256)}
+    recorded[layout.release_json(name, info.release_id)] = None
     for m in runs:
         why = gated_reason(m)
         if why:
             refused[m.scenario.label] = f"scenario {m.scenario.name}: {why}"
             continue
-        keys += [layout.run_file(m.run_id, f) for f in sorted(m.sha256)] + [layout.run_json(m.run_id)]
+        recorded.update({layout.run_file(m.run_id, f): digest for f, digest in sorted(m.sha256.items())})
+        recorded[layout.run_json(m.run_id)] = None
     api = HfApi(token=token)
     pushed = Pushed(repo=repo, url=f"{api.endpoint}/datasets/{repo}", board=info.board, release_id=info.release_id,
                     refused=refused)
-    rows = store.read_parquet(layout.release_file(name, info.release_id, "leaderboard.parquet")).to_pylist()
     with tempfile.TemporaryDirectory(prefix="helmflow-publish-") as tmp:
         files: dict[str, Path] = {}
         digests: dict[str, str] = {}
-        for key in keys:
+        for key, expected in recorded.items():  # the bytes sent are the bytes checked: one read of each file
             files[key] = Path(tmp, key)
             files[key].parent.mkdir(parents=True, exist_ok=True)
             digest = hashlib.sha256()
-            with store.open(key) as src, files[key].open("wb") as dst:
-                while chunk := src.read(8 << 20):
-                    digest.update(chunk)
-                    dst.write(chunk)
+            size = 0
+            try:
+                with store.open(key) as src, files[key].open("wb") as dst:
+                    while chunk := src.read(8 << 20):
+                        digest.update(chunk)
+                        size += len(chunk)
+                        dst.write(chunk)
+            except FileNotFoundError:
+                raise HelmflowError(f"{store.url(key)} is missing; nothing was uploaded") from None
             digests[key] = digest.hexdigest()
+            if expected is not None and digests[key] != expected:
+                raise HelmflowError(f"{store.url(key)} is corrupt: sha256 {digests[key]} ({size} bytes), but {expected} "
+                                    f"was recorded when it was published; nothing was uploaded")
+        rows = pq.read_table(files[layout.release_file(name, info.release_id, "leaderboard.parquet")]).to_pylist()
+        _check_run_manifests(store, files[layout.release_file(name, info.release_id, "runs.parquet")], runs,
+                             {m.run_id: files[layout.run_json(m.run_id)] for m in runs if layout.run_json(m.run_id)
+                              in files})
         generated = {CARD: dataset_card(repo, info, runs, rows, refused).encode()}
         results = model_results(repo, api.endpoint, info, runs, hub_models) if with_model_results else {}
         generated.update({f"{MODEL_RESULTS}/{model}.yaml": data for model, data in results.items()})

@@ -195,3 +195,40 @@ def test_model_results_open_a_pull_request_in_the_hubs_format_once(release, hub,
     again = _publish(store, hub, tmp_path, "--hub-model", "offline/solver=acme/tiny-solver", repo="acme/model-results")
     assert again.returncode == 0 and "nothing uploaded" in again.stdout, again.stdout + again.stderr
     assert "pull request" not in again.stdout and len(hub.pulls["models/acme/tiny-solver"]) == 1
+
+
+@pytest.mark.parametrize("planted", ["run parquet", "run.json", "release parquet"])
+def test_a_file_changed_after_the_release_is_refused_before_anything_is_uploaded(release, hub, tmp_path: Path,
+                                                                                   planted: str):
+    """A file whose bytes differ from the sha256 the release (or its run's run.json) recorded: one line naming it,
+    exit 2, and not one request reaches the Hub."""
+    import shutil
+
+    store, release_id = release
+    copy = Store(str(tmp_path / "store"))
+    shutil.copytree(store.root, copy.root)
+    info = json.loads(copy.read_bytes(f"leaderboards/pub/{release_id}/release.json"))
+    runs = [json.loads(copy.read_bytes(f"runs/{rid}/run.json")) for rid in info["run_ids"]]
+    [kept] = [r for r in runs if r["scenario"]["name"] != "gpqa" and r["deployment"]["name"] == "offline/solver"]
+    if planted == "run parquet":
+        key = f"runs/{kept['run_id']}/stats.parquet"
+    elif planted == "run.json":  # the run.json rewritten to match a changed file: the release's own record disagrees
+        key = f"runs/{kept['run_id']}/run.json"
+    else:
+        key = f"leaderboards/pub/{release_id}/leaderboard.parquet"
+    path = Path(copy.root, key)
+    data = bytearray(path.read_bytes())
+    if planted == "run.json":
+        manifest = json.loads(data)
+        manifest["score"] = 1.0 - (manifest["score"] or 0.0)
+        data = bytearray(json.dumps(manifest).encode())
+    else:
+        data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    before = len(hub.requests)
+    out = _publish(copy, hub, tmp_path, repo="acme/corrupt")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.stdout == "" and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "corrupt" in out.stderr and key.rsplit("/", 1)[-1] in out.stderr and "nothing was uploaded" in out.stderr
+    assert hub.requests[before:] == []  # not even the repository was created
+    assert not (hub.root / "acme" / "corrupt").exists()

@@ -3,7 +3,8 @@
 
 Exit codes: 0 pushed (or already there: nothing uploaded); 1 the Hub failed part way (what was
 committed stands; running it again sends the rest); 2 bad input (no token, a bad repository id, an
-unknown board or release, a token the Hub refuses), found before anything is uploaded.
+unknown board or release, a token the Hub refuses, a file whose bytes are not the ones the release or its
+run recorded), found before anything is uploaded.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def cmd_publish_hf(args: argparse.Namespace) -> int:
 
     store = Store(args.storage)
     info = pick_release(store, args.board, args.release)
-    runs = release_runs(store, info)
+    runs = release_runs(store, info, verify=False)  # publish_release checks every byte it sends
     from helmflow.hub_publish import parse_hub_models
 
     hub_models = parse_hub_models(args.hub_model, runs)
