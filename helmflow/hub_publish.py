@@ -344,8 +344,8 @@ def publish_release(store: Store, info: ReleaseManifest, runs: list[RunManifest]
                 raise HelmflowError(f"{store.url(key)} is missing; nothing was uploaded") from None
             digests[key] = digest.hexdigest()
             if expected is not None and digests[key] != expected:
-                raise HelmflowError(f"{store.url(key)} is corrupt: sha256 {digests[key]} ({size} bytes), but {expected} "
-                                    f"was recorded when it was published; nothing was uploaded")
+                raise HelmflowError(f"{store.url(key)} is corrupt: sha256 {digests[key]} ({size} bytes), but "
+                                    f"{expected} was recorded when it was published; nothing was uploaded")
         rows = pq.read_table(files[layout.release_file(name, info.release_id, "leaderboard.parquet")]).to_pylist()
         _check_run_manifests(store, files[layout.release_file(name, info.release_id, "runs.parquet")], runs,
                              {m.run_id: files[layout.run_json(m.run_id)] for m in runs if layout.run_json(m.run_id)
