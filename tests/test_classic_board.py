@@ -18,7 +18,14 @@ from helmflow.devserver import start_dev_server
 from helmflow.outcomes import RunOutcome
 from helmflow.scenarios.mmlu import LITE_SUBJECTS
 from helmflow.scenarios.truthful_qa import helm_options
-from tests.support.classic_fixtures import classic_source_tree, raft_mirror, summarization_mirrors, truthful_qa_rows
+from tests.support.classic_fixtures import (
+    ASSETS,
+    classic_source_tree,
+    perturbation_assets,
+    raft_mirror,
+    summarization_mirrors,
+    truthful_qa_rows,
+)
 from tests.support.cli import REPO, run_cli
 from tests.support.devserver import FAST_RETRY
 from tests.support.lite_fixtures import serve
@@ -73,7 +80,8 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
         if not s.headline:
             continue
         by_group.setdefault(s.group or s.label, []).append(s)
-        assert s.perturbations == (None if s.name in SUMMARIZATION else ["robustness", "fairness"])  # HELM's canonical
+        # HELM's canonical: mild_mix, and the fairness set with the dialect perturbation
+        assert s.perturbations == (None if s.name in SUMMARIZATION else ["robustness", "fairness", "dialect"])
     assert [s.label for s in by_group["mmlu"]] == [f"mmlu-{s}" for s in LITE_SUBJECTS]
     assert [s.params["demographic"] for s in by_group["civil_comments"]] == DEMOGRAPHICS
     assert len(by_group["raft"]) == 11 and by_group["raft"][0].label == "raft-ade_corpus_v2"
@@ -124,20 +132,26 @@ def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
     out = run_cli("show", "classic", env={"HELMFLOW_MIRROR": str(tmp_path / "none"), "HELMFLOW_STORAGE": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
-    assert "board classic: 40 scenarios + 110 perturbed copies x 1 model = 150 runs" in text
+    assert "board classic: 40 scenarios + 146 perturbed copies x 1 model = 186 runs" in text
     assert "not mirrored:" in text and "helmflow mirror classic --to DIR" in text
+    assert ("not fetched: SAE_to_AAVE_mapping.json, the data of perturbation(s) dialect (36 perturbed copies); a run "
+            "stops until you run `helmflow fetch-assets perturbations`") in text
 
 
 @pytest.mark.slow
 def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_server):
     started = time.monotonic()
-    root = classic_source_tree(tmp_path / "src")
+    root = perturbation_assets(classic_source_tree(tmp_path / "src"))
     mirror, storage = tmp_path / "mirror", tmp_path / "store"
     with serve(root) as host:
         out = run_cli("mirror", "classic", "--to", str(mirror), env={
             "HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com",
             **summarization_mirrors(tmp_path / "hub"), **raft_mirror(tmp_path / "hub" / "raft")})
-    assert out.returncode == 0, out.stdout + out.stderr
+        assert out.returncode == 0, out.stdout + out.stderr
+        # the dialect perturbation's SAE->AAVE mapping (HELM downloads it at run time; here our own words)
+        out = run_cli("fetch-assets", "perturbations", "--storage", str(storage),
+                      env={"HELMFLOW_ASSETS_URL": f"{host.url}/{ASSETS}"})
+        assert out.returncode == 0, out.stdout + out.stderr
     with start_dev_server() as server:
         models = tmp_path / "models.yaml"
         models.write_text(yaml.safe_dump({"deployments": [
@@ -155,6 +169,8 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     assert {lab for lab in labels if "~" not in lab} == set(SELECTED)
     assert all(f"{lab}~mild_mix" in labels for lab in SELECTED if lab not in SUMMARIZATION + CONTRAST)
     assert all(f"{lab}~contrast_sets" in labels and f"{lab}~mild_mix" not in labels for lab in CONTRAST)
+    # HELM's fairness set has SAE->AAVE too: every boolq question has "the", which the fixture mapping maps
+    assert "boolq~dialect" in labels
     latest = json.loads((storage / "leaderboards/classic/latest-subset.json").read_text())
     rows = {r["deployment"]: r for r in pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()}
     assert set(rows) == {"dev/model", "offline/first-option"}
@@ -167,6 +183,7 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
             assert row[f"{lab}/quasi_exact_match"] == pytest.approx(row[lab])
             assert row[f"{lab}/robustness"] <= row[lab] + 1e-9
         assert row["robustness_contrast_sets mean_win_rate"] is not None
+        assert row["boolq/fairness"] <= row["boolq"] + 1e-9
         for column, metric in COLUMNS.items():
             if column in ("narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "msmarco_trec",
                           "summarization_xsum"):

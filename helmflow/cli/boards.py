@@ -179,10 +179,12 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     from helmflow.datasets import MIRROR_ENV, declared_pins
     from helmflow.metrics import tolerate_missing_extras
+    from helmflow.perturbations import tolerate_missing_data
+    from helmflow.perturbations.assets import COMMAND as FETCH_ASSETS
     from helmflow.plan.spec import board_names
     from helmflow.terminal import count_line, print_table
 
-    with declared_pins(), tolerate_missing_extras() as noted:
+    with declared_pins(), tolerate_missing_extras() as noted, tolerate_missing_data() as not_fetched:
         plan = _plan(args, args.board, check_credentials=False)  # showing a board needs no judge key
     files = scenario_data(plan)
     console = Console()
@@ -239,6 +241,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print(f"not mirrored: {absent} data file(s) are not on this machine (the `here` column says why); "
                       f"mirror them with `helmflow mirror {target} --to DIR` where the network is, then export "
                       f"{MIRROR_ENV}=DIR",
+                      soft_wrap=True, markup=False, highlight=False)
+    for filename, needed_by in sorted(not_fetched.items()):
+        copies = sum(1 for p in plan.perturbed if p.perturbation and p.perturbation.name in needed_by)
+        console.print(f"not fetched: {filename}, the data of perturbation(s) {', '.join(sorted(needed_by))} "
+                      f"({copies} perturbed copies); a run stops until you run `{FETCH_ASSETS}`",
                       soft_wrap=True, markup=False, highlight=False)
     console.print(count_line(plan.spec.name, len(plan.scenarios), len(plan.perturbed), len(plan.spec.models),
                              len(plan.runs), None), soft_wrap=True, markup=False, highlight=False)

@@ -44,6 +44,10 @@ class PerturbationError(HelmflowError, ValueError):
     """An unknown perturbation or set, or one whose data file is not installed."""
 
 
+class DataNotFetched(PerturbationError):
+    """A perturbation's data file that is neither fetched into the storage root nor shipped."""
+
+
 _ASSET_ROOT: contextvars.ContextVar[str | None] = contextvars.ContextVar("helmflow_asset_root", default=None)
 
 
@@ -85,13 +89,40 @@ def _data_bytes(root: str, filename: str) -> bytes:
         return data
     if path.is_file():
         return path.read_bytes()
-    raise PerturbationError(f"perturbation data file {Path(filename).name} is missing: HELM downloads it at run "
+    raise DataNotFetched(f"perturbation data file {Path(filename).name} is missing: HELM downloads it at run "
                             f"time; run `{COMMAND}` to fetch it into {store.url(f'assets/{KIND}')}/ "
                             f"(see {DATA_DIR / 'README.md'})")
 
 
-def data_sha256(filename: str) -> str:
-    return hashlib.sha256(data_bytes(filename)).hexdigest()
+#: a data file's sha256 while :func:`tolerate_missing_data` is on and the file is not fetched
+NOT_FETCHED = "not fetched"
+_MISSING: contextvars.ContextVar[dict[str, set[str]] | None] = contextvars.ContextVar("helmflow_missing_data",
+                                                                                       default=None)
+
+
+@contextlib.contextmanager
+def tolerate_missing_data() -> Iterator[dict[str, set[str]]]:
+    """While inside (``helmflow show``), a data file that is not fetched does not stop planning: its
+    sha256 reads as :data:`NOT_FETCHED` and the yielded dict collects filename -> the perturbations that
+    need it, for one line naming the command; a run still refuses them."""
+    missing: dict[str, set[str]] = {}
+    token = _MISSING.set(missing)
+    try:
+        yield missing
+    finally:
+        _MISSING.reset(token)
+
+
+def data_sha256(filename: str, needed_by: str = "") -> str:
+    try:
+        data = data_bytes(filename)
+    except DataNotFetched:
+        missing = _MISSING.get()
+        if missing is None:
+            raise
+        missing.setdefault(Path(filename).name, set()).add(needed_by)
+        return NOT_FETCHED
+    return hashlib.sha256(data).hexdigest()
 
 
 def _json(filename: str) -> Any:
@@ -134,11 +165,11 @@ class Perturbation:
     def version_data(self) -> dict[str, Any]:
         """What the perturbed run's scenario version hashes: algorithm, parameters, data bytes."""
         return {"name": self.name, "version": self.version, "params": self.params,
-                "data": {f: data_sha256(f) for f in self.data}}
+                "data": {f: data_sha256(f, self.name) for f in self.data}}
 
     def check_data(self) -> None:
         for f in self.data:
-            data_sha256(f)
+            data_sha256(f, self.name)
 
     @functools.cached_property
     def text_fn(self) -> TextFn:
@@ -527,5 +558,5 @@ SETS.update({
     "robustness_all": ("contraction", "expansion", "filler_words", "lowercase", "misspellings", "space"),
 })
 
-__all__ = ["PERTURBATIONS", "SETS", "Perturbation", "PerturbationError", "assets_from", "data_bytes", "match_case",
-           "perturb_evaluated", "resolve"]
+__all__ = ["NOT_FETCHED", "PERTURBATIONS", "SETS", "Perturbation", "PerturbationError", "assets_from", "data_bytes",
+           "match_case", "perturb_evaluated", "resolve", "tolerate_missing_data"]

@@ -19,6 +19,7 @@ import random
 import tarfile
 from pathlib import Path
 
+from helmflow.perturbations import DATA_DIR
 from helmflow.scenarios.truthful_qa import COMMIT as TRUTHFUL_QA_COMMIT
 from tests.support import msmarco_fixtures
 from tests.support.lite_fixtures import csv_text, jsonl, source_tree
@@ -32,6 +33,7 @@ IMDB = "ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz"
 IMDB_ORDER = "worksheets.codalab.org/rest/bundles/0xa75fa6eb8dc24e23a73d3a5ecb674b32/contents/blob/"
 IMDB_CONTRAST = "raw.githubusercontent.com/allenai/contrast-sets/main/IMDb/data"
 CIVIL = "worksheets.codalab.org/rest/bundles/0x8cd3de0634154aeaad2ee6eb96723c6e/contents/blob/all_data_with_identities.csv"
+DATA = Path(__file__).resolve().parents[1] / "data"
 IDENTITIES = ["male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white"]
 
 
@@ -278,4 +280,23 @@ def classic_source_tree(root: Path) -> Path:
         path = path + "index.html" if path.endswith("/") else path  # the local server's answer for a folder URL
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_bytes(data)
+    return root
+
+
+# --------------------------------------------------------------------------- perturbation assets
+ASSETS = "assets"  # $HELMFLOW_ASSETS_URL is <server>/assets: HELM's bucket layout under it
+
+
+def perturbation_assets(root: Path) -> Path:
+    """The three files ``helmflow fetch-assets perturbations`` downloads, in HELM's bucket layout under
+    ``root/assets``: an SAE->AAVE mapping of words written for the tests (``dialect_fixture_mapping.json``),
+    helmflow's shipped name list (so ``person_name`` behaves as unfetched) and a one-entry synonym table."""
+    files = {
+        "dialect_perturbation/SAE_to_AAVE_mapping.json": (DATA / "dialect_fixture_mapping.json").read_bytes(),
+        "person_name_perturbation/person_names.txt": (DATA_DIR / "person_names.txt").read_bytes(),
+        "synonym_perturbation/wordnet_synonyms.json": json.dumps({"good:s": ["dependable"]}).encode(),
+    }
+    for path, data in files.items():
+        (root / ASSETS / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / ASSETS / path).write_bytes(data)
     return root
