@@ -9,6 +9,7 @@ keys, run ids, board names) or made so here (revisions, deployment names).
 datasets/<scenario>/<revision>/…            mirrored source files + manifest.json
 instances/<scenario>/<scenario_version>.parquet
 media/<sha256>.<ext>                        images, content-addressed
+renders/<renderer>-<version>/<xx>/<key>.json what a renderer drew for a completion (image in media/), once
 work/prompts|query|score/…                  per-task working files (the task cache's payload)
 responses/<deployment>/<xx>/part-*.parquet  the request journal (successes only)
 batches/<deployment>/<batch id>.json        a provider batch: its id and request hashes, written before it is polled
@@ -65,6 +66,15 @@ MEDIA_PREFIX = "media"
 def media_key(sha256: str, ext: str) -> str:
     """``media/<sha256>.<ext>``: an image, content-addressed (helmflow.media checks a key's shape)."""
     return f"{MEDIA_PREFIX}/{sha256}.{ext}"
+
+
+RENDERS_PREFIX = "renders"
+
+
+def render_record(renderer: str, version: str, render_key: str) -> str:
+    """``renders/<renderer>-<version>/<xx>/<key>.json``: what a renderer drew for one completion (the image
+    itself is in the media store), written once; a rerun with the same key reads it instead of rendering."""
+    return f"{RENDERS_PREFIX}/{safe_key(renderer)}-{safe_key(version)}/{render_key[:2]}/{render_key}.json"
 
 
 # --------------------------------------------------------------------------- working files of the tasks
@@ -182,6 +192,7 @@ RUN_ANNOTATIONS = "annotations.parquet"  # judged runs only: one row per (comple
 # The gold answers are not in RUN_FILES: runs published before they existed stay complete without
 # them (their references are in the scenario's instances file).
 RUN_REFERENCES = "references.parquet"
+RUN_RENDERS = "renders.parquet"  # runs whose metrics render completions: one row per rendered completion
 
 
 def run_references(run_id: str) -> str:

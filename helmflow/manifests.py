@@ -94,6 +94,15 @@ class RunJudges(Manifest):
     tokens: Tokens = Field(default_factory=Tokens)
 
 
+class RunRenders(Manifest):
+    """The renders behind a run's image metrics (``renders.parquet`` lists each one)."""
+
+    renderers: dict[str, str] = Field(default_factory=dict)  # renderer -> its VERSION
+    rendered: int = 0  # completions the renderers drew in this scoring
+    reused: int = 0  # completions whose render was read back from the render cache
+    failed: int = 0  # completions that did not compile
+
+
 class RunVersions(Manifest):
     scenario_version: str
     prompt_version: str
@@ -172,6 +181,7 @@ class RunManifest(Manifest):
     truncated_in_reasoning: float | None = None
     judge_cost_usd: float = 0.0
     judges: RunJudges = Field(default_factory=RunJudges)
+    renders: RunRenders | None = None  # runs whose metrics render completions (LaTeX, web pages, music sheets)
     versions: RunVersions
     dataset: RunDataset
     lineage: RunLineage

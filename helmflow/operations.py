@@ -67,6 +67,7 @@ def cell_lineage(store: Store, board: str, release: str | None = None) -> list[d
                 "publish_task_run_id": run.lineage.publish_task_run_id,
                 "judges": [j.name for j in run.judges.deployments],
                 "judge_templates": run.judges.templates,
+                "renders": run.renders.model_dump() if run.renders else None,
                 "run_uri": store.url(layout.run_dir(row["run_id"])),
                 "imported_from": run.imported.source if run.imported else None,
             }
@@ -143,6 +144,11 @@ def cmd_lineage(args: argparse.Namespace) -> int:
             if cell["judges"]:  # part of metric_version: who judged, with which template versions
                 templates = ", ".join(f"{name} v{version}" for name, version in cell["judge_templates"].items())
                 run.add(f"judged by {', '.join(cell['judges'])} ({templates})")
+            if cell.get("renders"):  # part of metric_version too: which renderer versions drew the answers
+                drawn = cell["renders"]
+                versions = ", ".join(f"{name} v{version}" for name, version in sorted(drawn["renderers"].items()))
+                run.add(f"rendered by {versions}: {drawn['rendered']} drawn, {drawn['reused']} read back from the "
+                        f"render cache, {drawn['failed']} did not compile ({layout.RUN_RENDERS})")
             if cell["imported_from"]:  # queried and scored by HELM: no Prefect runs behind it
                 run.add(f"imported from HELM: {cell['imported_from']}")
             else:

@@ -77,9 +77,16 @@ class ScoreOutcome(Outcome):
     judge_cost_usd: float = 0.0
     judge_prompt_tokens: int = 0
     judge_output_tokens: int = 0
+    # rendering (metrics that draw completions): renders.parquet, the renderers' versions and counts
+    renders_key: str | None = None
+    renderers: dict[str, str] = Field(default_factory=dict)
+    rendered: int = 0
+    render_reused: int = 0
+    render_failed: int = 0
 
     def stored(self) -> list[str]:
-        return [self.stats_key, self.summary_key, *([self.annotations_key] if self.annotations_key else [])]
+        return [self.stats_key, self.summary_key, *([self.annotations_key] if self.annotations_key else []),
+                *([self.renders_key] if self.renders_key else [])]
 
 
 class RunOutcome(Outcome):

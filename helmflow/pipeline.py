@@ -32,6 +32,7 @@ from helmflow.manifests import (
     RunDeployment,
     RunJudges,
     RunManifest,
+    RunRenders,
     RunScenario,
     RunScorer,
     RunVersions,
@@ -56,6 +57,7 @@ from helmflow.records import (
     COMPLETION_SCHEMA,
     PROMPT_SCHEMA,
     REFERENCE_SCHEMA,
+    RENDER_SCHEMA,
     REQUEST_SCHEMA,
     RUN_ID_FIELDS,
     STAT_SCHEMA,
@@ -71,6 +73,7 @@ from helmflow.records import (
     request_to_row,
     to_table,
 )
+from helmflow.renders import collecting as collecting_renders
 from helmflow.request_builder import build_requests
 from helmflow.scoring import StatsBuilder, score_instances, summarize
 from helmflow.storage import Store, parquet_writer
@@ -241,7 +244,8 @@ def score_pair(
     request_ids = store.read_parquet(query.requests_key, columns=["instance_id"])["instance_id"]
     instances = instances_table(store, data.instances_key, pc.unique(request_ids))
     stats = StatsBuilder(instances["id"])
-    with Rows(store, query.requests_key, query.completions_key) as rows, scoring_media(store):
+    with (Rows(store, query.requests_key, query.completions_key) as rows, scoring_media(store),
+          collecting_renders() as renders):
         for chunk in instance_chunks(request_ids):
             requests_rows, completions_rows = rows.read(chunk)
             requests = [request_from_row(r) for r in requests_rows.to_pylist()]
@@ -273,9 +277,21 @@ def score_pair(
             "judge_prompt_tokens": sum(a.prompt_tokens for a in judged.annotations),
             "judge_output_tokens": sum(a.output_tokens for a in judged.annotations),
         }
+    rendering: dict[str, Any] = {}
+    if renders:  # the lineage of every image a metric drew, in the order the instances were scored
+        store.write_parquet(f"{base}/renders.parquet", models_to_table(renders, RENDER_SCHEMA), meta,
+                            row_group_size=RUN_ROW_GROUP_ROWS)
+        rendering = {
+            "renders_key": f"{base}/renders.parquet",
+            "renderers": {r.renderer: r.renderer_version for r in renders},
+            "rendered": sum(not r.reused for r in renders),
+            "render_reused": sum(r.reused for r in renders),
+            "render_failed": sum(not r.compiled for r in renders),
+        }
     main = main_summary(summary, plan.scenario.main_metric)
     return ScoreOutcome(
         **judging,
+        **rendering,
         score_key=plan.score_key,
         stats_key=f"{base}/stats.parquet",
         summary_key=f"{base}/summary.parquet",
@@ -496,6 +512,8 @@ def publish_run(
         writer.write(layout.RUN_TRAJECTORY, [trajectory], trajectory.schema)
     if score.annotations_key:
         writer.copy(layout.RUN_ANNOTATIONS, score.annotations_key, RUN_ROW_GROUP_ROWS)
+    if score.renders_key:
+        writer.copy(layout.RUN_RENDERS, score.renders_key, RUN_ROW_GROUP_ROWS)
     published = ("name", "client", "model", "revision")
     writer.commit(RunManifest(
         run_id=plan.run_id,
@@ -527,6 +545,8 @@ def publish_run(
             parse_errors=score.judge_parse_errors,
             tokens=Tokens(prompt=score.judge_prompt_tokens, output=score.judge_output_tokens),
         ),
+        renders=RunRenders(renderers=score.renderers, rendered=score.rendered, reused=score.render_reused,
+                           failed=score.render_failed) if score.renders_key else None,
         versions=RunVersions(**_version_fields(plan)),
         dataset=RunDataset(revision=plan.scenario.dataset_revision, checksums=plan.scenario.checksums,
                            unverified=plan.scenario.unverified),

@@ -540,6 +540,25 @@ class Stat(Record):
     value: float
 
 
+class Render(Record):
+    """One completion drawn by a renderer (an Image2Struct-style metric: LaTeX, a web page, a music sheet):
+    the image is a content-addressed media part (None when the answer did not compile), ``render_key`` the
+    cache key of the drawing (the completion, the renderer and its version, the assets served to it), and
+    ``reused`` says the image came from that cache rather than a run of the renderer."""
+
+    instance_id: str
+    sample_index: int = 0
+    request_hash: str
+    renderer: str
+    renderer_version: str
+    render_key: str
+    compiled: bool
+    error: str | None = None
+    image: ContentPart | None = None
+    seconds: float = 0.0  # the renderer's time when it drew the image (the first time)
+    reused: bool = False
+
+
 class MetricSummary(Record):
     name: str
     split: str
@@ -683,6 +702,22 @@ ANNOTATION_SCHEMA = pa.schema(
         ("latency_s", pa.float64()),
         ("reasoning", pa.string()),
         ("reasoning_tokens", pa.int64()),
+    ]
+)
+
+RENDER_SCHEMA = pa.schema(
+    [
+        ("instance_id", pa.string()),
+        ("sample_index", pa.int32()),
+        ("request_hash", pa.string()),
+        ("renderer", pa.string()),
+        ("renderer_version", pa.string()),
+        ("render_key", pa.string()),
+        ("compiled", pa.bool_()),
+        ("error", pa.string()),
+        ("image", _PART),
+        ("seconds", pa.float64()),
+        ("reused", pa.bool_()),
     ]
 )
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-VERSIONS = {"latex": "2", "webpage": "1", "lilypond": "1"}  # bump when a renderer can draw a completion differently
+VERSIONS = {"latex": "3", "webpage": "1", "lilypond": "1"}  # bump when a renderer can draw a completion differently
 LATEX_SECONDS = 30.0
 WEBPAGE_SECONDS = 30.0
 TEX_MEMORY = 1 << 30  # bytes of address space for pdflatex and pdftoppm
@@ -64,6 +64,34 @@ class Rendered:
 
 class RenderError(Exception):
     """The completion did not compile (bad source, a sandbox limit, a forbidden request)."""
+
+
+class TimeLimit(RenderError):
+    """A render ran past its wall-clock limit (its processes were killed)."""
+
+
+@contextlib.contextmanager
+def scratch(prefix: str) -> Iterator[str]:
+    """A render's scratch folder in the system's temporary folder (a short path: Chromium's sockets live
+    there), removed afterwards, or moved under ``$HELMFLOW_RENDER_KEEP`` (the answer as written, TeX's log, the
+    screenshot) for inspection; one folder per renderer run, so the folders kept also count them."""
+    from helmflow.settings import settings
+
+    keep = settings().render_keep
+    folder = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield folder
+    finally:
+        moved = False
+        if keep:
+            try:
+                Path(keep).mkdir(parents=True, exist_ok=True)
+                shutil.move(folder, Path(keep) / Path(folder).name)
+                moved = True
+            except (OSError, shutil.Error):
+                pass
+        if not moved:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 # ---- the sandbox -------------------------------------------------------------------------------------------
@@ -113,7 +141,7 @@ def sandboxed(cmd: list[str], cwd: Path, seconds: float, memory: int | None = No
             out, _ = proc.communicate(timeout=seconds)
         except subprocess.TimeoutExpired:
             _kill(proc)
-            raise RenderError(f"render exceeded its {seconds:g} s limit") from None
+            raise TimeLimit(f"render exceeded its {seconds:g} s limit") from None
         finally:
             if _session_members(proc.pid):  # nothing a render started outlives it
                 _kill(proc)
@@ -289,36 +317,93 @@ def strip_latex(code: str) -> str:
     return out.strip()
 
 
+#: HELM's MAX_NUM_TRIES: compiles after the first that ``latex_repair`` may ask for
+LATEX_RETRIES = 3
+#: HELM ``handle_latex_error``'s errors "caused by the original LaTeX code itself": one of these anywhere in
+#: the log (its lines joined) is a failed compile, never repaired
+TEX_UNFIXABLE = ("Undefined control sequence", r"LaTeX Error: Lonely \item--perhaps a missing list environment.",
+                 "Missing } inserted", "Missing { inserted", "Double subscript.", "LaTeX Error: Not in outer par mode.",
+                 r"Extra alignment tab has been changed to \cr.", "Missing \\", r"LaTeX Error: \begin{",
+                 r"Misplaced \noalign", " already defined.")
+
+
+class LatexFailed(RenderError):
+    """pdflatex stopped on an error; ``log`` is its log file (what HELM's ``LatexBuildError`` carries)."""
+
+    def __init__(self, message: str, log: str):
+        super().__init__(message)
+        self.log = log
+
+
+def latex_repair(document: str, log: str) -> str | None:
+    r"""HELM ``handle_latex_error``: the document to compile again after the error in ``log``, or None.
+
+    An error of :data:`TEX_UNFIXABLE` is final. Math outside math mode ("Missing $ inserted", "... allowed
+    only in math mode") is repaired by putting the whole body in ``$$ ... $$``. HELM also adds
+    ``\usepackage{<env>}`` for an undefined environment, but its retry takes every ``\usepackage`` out again
+    (the preamble step of ``latex_to_image``), so that retry compiles the same document and fails: here it
+    fails at once, with the same outcome."""
+    joined = log.replace("\n", "")
+    if any(message in joined for message in TEX_UNFIXABLE):
+        return None
+    if "Missing $ inserted" in log or " allowed only in math mode" in joined:
+        fixed = re.sub(r"(?<=\\begin{document})(.*?)(?=\\end{document})", r"$$\1$$", document, flags=re.DOTALL)
+        return fixed if fixed != document else None
+    return None
+
+
+def _compile_latex(document: str, folder: Path, seconds: float) -> Any:
+    """pdflatex, then pdftoppm, in ``folder``: the first page as a PIL image, before HELM's crop."""
+    from PIL import Image
+
+    started = time.monotonic()
+    folder.mkdir()
+    (folder / "main.tex").write_text(document)
+    env = {"openin_any": "p", "openout_any": "p", "shell_escape": "f", "TEXMFOUTPUT": str(folder),
+           "TEXMFVAR": str(folder), "TEXMFCONFIG": str(folder)}
+    code, log = sandboxed(["pdflatex", "-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error",
+                           "-jobname=main", PAGE_GUARD + r"\input{main.tex}"], folder, seconds, TEX_MEMORY, env)
+    logfile = folder / "main.log"
+    texlog = logfile.read_text(encoding="latin-1") if logfile.is_file() else ""  # HELM decodes it as latin-1
+    log += texlog
+    if "runsystem(" in log:
+        raise RenderError("the document asks to run a shell command (\\write18)")
+    written = re.search(r"Output written on main\.pdf \((\d+) pages?", log)
+    if written and int(written.group(1)) > MAX_PAGES:  # a document that shipped pages past the guard
+        raise RenderError(f"the document runs past {MAX_PAGES} pages ({written.group(1)})")
+    if code != 0 or not (folder / "main.pdf").is_file():
+        errors = [line for line in log.splitlines() if line.startswith("!")]
+        raise LatexFailed(errors[0] if errors else f"pdflatex exited with {code}", texlog)
+    left = max(1.0, seconds - (time.monotonic() - started))
+    code, log = sandboxed(["pdftoppm", "-f", "1", "-l", "1", "-r", "200", "-png", "main.pdf", "page"],
+                          folder, left, TEX_MEMORY)
+    pages = sorted(folder.glob("page*.png"))
+    if code != 0 or not pages:
+        raise RenderError(f"pdftoppm exited with {code}")
+    with Image.open(pages[0]) as page:
+        return page.convert("RGB")
+
+
 def _latex(completion: str, seconds: float) -> tuple[Any, str]:
-    from PIL import Image, ImageOps
+    from PIL import ImageOps
 
     document = latex_document(_between(completion.strip(), [("```latex", "```"), ("```", "```")]))
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="helmflow-tex-") as scratch:
-        folder = Path(scratch)
-        (folder / "main.tex").write_text(document)
-        env = {"openin_any": "p", "openout_any": "p", "shell_escape": "f", "TEXMFOUTPUT": scratch,
-               "TEXMFVAR": scratch, "TEXMFCONFIG": scratch}
-        code, log = sandboxed(["pdflatex", "-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error",
-                               "-jobname=main", PAGE_GUARD + r"\input{main.tex}"], folder, seconds, TEX_MEMORY, env)
-        logfile = folder / "main.log"
-        log += logfile.read_text(errors="replace") if logfile.is_file() else ""
-        if "runsystem(" in log:
-            raise RenderError("the document asks to run a shell command (\\write18)")
-        written = re.search(r"Output written on main\.pdf \((\d+) pages?", log)
-        if written and int(written.group(1)) > MAX_PAGES:  # a document that shipped pages past the guard
-            raise RenderError(f"the document runs past {MAX_PAGES} pages ({written.group(1)})")
-        if code != 0 or not (folder / "main.pdf").is_file():
-            errors = [line for line in log.splitlines() if line.startswith("!")]
-            raise RenderError(errors[0] if errors else f"pdflatex exited with {code}")
-        left = max(1.0, seconds - (time.monotonic() - started))
-        code, log = sandboxed(["pdftoppm", "-f", "1", "-l", "1", "-r", "200", "-png", "main.pdf", "page"],
-                              folder, left, TEX_MEMORY)
-        pages = sorted(folder.glob("page*.png"))
-        if code != 0 or not pages:
-            raise RenderError(f"pdftoppm exited with {code}")
-        with Image.open(pages[0]) as page:
-            image = page.convert("RGB")
+    with scratch("helmflow-tex-") as folder:
+        for attempt in range(LATEX_RETRIES + 1):  # each compile in a fresh folder, as HELM's build_pdf
+            left = seconds - (time.monotonic() - started)
+            try:
+                if left <= 0:
+                    raise TimeLimit("no time left")
+                image = _compile_latex(document, Path(folder) / f"try-{attempt}", left)
+                break
+            except TimeLimit:  # the limit is the whole render's, whichever compile reached it
+                raise TimeLimit(f"render exceeded its {seconds:g} s limit") from None
+            except LatexFailed as e:
+                fixed = latex_repair(document, e.log) if attempt < LATEX_RETRIES else None
+                if fixed is None:
+                    raise RenderError(str(e)) from None
+                document = latex_document(fixed)  # HELM compiles the repair through latex_to_image again
     w, h = image.size  # HELM pdf_to_image(crop=True): drop the page number, then the white border
     image = image.crop((0, 0, w, h - int(h * 0.2)))
     box = ImageOps.invert(image).getbbox()
@@ -329,7 +414,8 @@ def _latex(completion: str, seconds: float) -> tuple[Any, str]:
 
 def render_latex(completion: str, seconds: float = LATEX_SECONDS) -> Rendered:
     """Compile a LaTeX answer with pdflatex and rasterise its first page at 200 dpi (HELM's pdf2image
-    default), cropped as HELM crops it."""
+    default), cropped as HELM crops it; a compile error HELM repairs is compiled again repaired (at most
+    :data:`LATEX_RETRIES` times, all within ``seconds``)."""
     return _timed(_latex, completion, seconds)
 
 
@@ -374,8 +460,8 @@ def _webpage(completion: str, assets: dict[str, bytes], seconds: float) -> tuple
     from PIL import Image
 
     files = page_files(completion)
-    with tempfile.TemporaryDirectory(prefix="helmflow-page-", ignore_cleanup_errors=True) as scratch:
-        site = Path(scratch) / "site"
+    with scratch("helmflow-page-") as folder:
+        site = Path(folder) / "site"
         for name, data in assets.items():
             (site / name).parent.mkdir(parents=True, exist_ok=True)
             (site / name).write_bytes(data)
@@ -386,14 +472,14 @@ def _webpage(completion: str, assets: dict[str, bytes], seconds: float) -> tuple
             (site / name).write_text(content)
         site.mkdir(exist_ok=True)
         code, log = sandboxed([sys.executable, "-m", "helmflow.render", str(site), "shot.png", str(seconds)],
-                              Path(scratch), seconds, None, ram=PAGE_MEMORY)
-        shot = Path(scratch) / "shot.png"
+                              Path(folder), seconds, None, ram=PAGE_MEMORY)
+        shot = Path(folder) / "shot.png"
         if code != 0 or not shot.is_file():
             last = [line for line in log.strip().splitlines() if line.strip()]
             raise RenderError(f"the page did not render: {last[-1] if last else f'exit {code}'}")
         with Image.open(shot) as img:
             image = img.convert("RGB")
-        html = (Path(scratch) / "shot.html").read_text()
+        html = (Path(folder) / "shot.html").read_text()
     return image, html_text(html)
 
 
@@ -479,9 +565,9 @@ def lilypond_missing() -> str | None:
     missing = [p for p in ("lilypond", "convert-ly", "bwrap") if shutil.which(p) is None]
     if missing:
         return f"needs {', '.join(missing)}: apt-get install lilypond bubblewrap"
-    with tempfile.TemporaryDirectory(prefix="helmflow-ly-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="helmflow-ly-") as probe:
         try:
-            proc = subprocess.run([*JAIL, "--bind", scratch, "/sheet", "--", "true"], capture_output=True,
+            proc = subprocess.run([*JAIL, "--bind", probe, "/sheet", "--", "true"], capture_output=True,
                                   timeout=30, env={"PATH": "/usr/bin:/bin"})
         except (OSError, subprocess.TimeoutExpired) as e:
             return f"bubblewrap cannot start its jail: {e}"
@@ -496,10 +582,10 @@ def _lilypond(completion: str, seconds: float) -> tuple[Any, None]:
     why = lilypond_missing()
     if why is not None:
         raise RendererMissing(f"LilyPond answers render only in a jail; this machine {why}")
-    with tempfile.TemporaryDirectory(prefix="helmflow-ly-") as scratch:
-        folder = Path(scratch)
+    with scratch("helmflow-ly-") as sheet_dir:
+        folder = Path(sheet_dir)
         (folder / "main.ly").write_text(completion.strip())  # HELM writes the stripped completion as it is
-        code, log = sandboxed([*JAIL, *_lilypond_ccache(), "--bind", scratch, "/sheet", "--", "sh", "-c",
+        code, log = sandboxed([*JAIL, *_lilypond_ccache(), "--bind", sheet_dir, "/sheet", "--", "sh", "-c",
                                LILYPOND_SCRIPT],
                               folder, seconds, LILYPOND_MEMORY)
         sheet = folder / "main.png"  # a score of several pages is main-page1.png, ...: a failed compile in HELM

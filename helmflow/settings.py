@@ -66,6 +66,10 @@ class Settings(BaseSettings):
     server_startup_timeout_s: float = Field(180.0, gt=0,
                                             description="how long a command waits for helmflow's managed Prefect "
                                                         "server to answer before it says so and exits 3")
+    render_keep: str | None = Field(None, description="a folder where each render of a model's answer (LaTeX, web "
+                                                      "page, music sheet) keeps its scratch folder (the answer as "
+                                                      "written, TeX's log, the screenshot) for inspection, one "
+                                                      "folder per renderer run, instead of removing it")
     regression_threshold: float = Field(0.0, ge=0, description="a published cell counts as regressed (the "
                                         "`helmflow.cell.regressed` event) when its paired change against the "
                                         "previous release is significantly below 0 and a drop of at least this "

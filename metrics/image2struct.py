@@ -286,6 +286,19 @@ def _scored(x: MetricInput, rendered: Any, size_handling: str, with_text: bool =
     return out
 
 
+def _rendered(x: MetricInput, renderer: str, draw: Any, assets: dict[str, bytes] | None = None) -> render.Rendered:
+    """The first completion drawn by ``renderer`` (``draw(completion)``), through the render cache: an answer
+    already drawn by this renderer version is read back from the media store, not rendered again."""
+    from helmflow.media import scoring_store
+    from helmflow.renders import cached_render
+
+    completion = x.texts[0] if x.texts else ""
+    request = x.requests[0] if x.requests else None
+    return cached_render(scoring_store(), renderer, completion, lambda: draw(completion), instance_id=x.instance.id,
+                         request_hash=request.request_hash if request else "",
+                         sample_index=request.sample_index if request else 0, assets=assets)
+
+
 def _check(instance: Any) -> None:
     if not any(p.type == "image" for p in instance.input.parts or []):
         raise MetricError(f"instance {instance.id}: Image2Struct needs the reference image in the prompt")
@@ -299,7 +312,7 @@ REQUIRES = ("cv2", "skimage", "nltk")
 def image2struct_latex(x: MetricInput) -> dict[str, float]:
     """Render the LaTeX answer (sandboxed pdflatex) and compare it with the image; HELM pads the
     smaller image with white (``size_handling_method="padding"``) for LaTeX."""
-    return _scored(x, render.render_latex(x.texts[0] if x.texts else ""), "padding")
+    return _scored(x, _rendered(x, "latex", render.render_latex), "padding")
 
 
 def page_assets(x: MetricInput) -> dict[str, bytes]:
@@ -318,7 +331,8 @@ def page_assets(x: MetricInput) -> dict[str, bytes]:
 def image2struct_webpage(x: MetricInput) -> dict[str, float]:
     """Render the web page answer (sandboxed Chromium, 1920x1080) with the dataset's assets in its folder
     and compare it with the screenshot; HELM resizes the render to the reference's size for web pages."""
-    return _scored(x, render.render_webpage(x.texts[0] if x.texts else "", page_assets(x)), "resize")
+    assets = page_assets(x)
+    return _scored(x, _rendered(x, "webpage", lambda text: render.render_webpage(text, assets), assets), "resize")
 
 
 def _check_music(instance: Any) -> None:
@@ -333,4 +347,4 @@ def _check_music(instance: Any) -> None:
 def image2struct_musicsheet(x: MetricInput) -> dict[str, float]:
     """Engrave the LilyPond answer (convert-ly, then lilypond --png, in a bubblewrap jail) and compare it with
     the image; HELM pads the smaller image with white and computes no edit similarity (no reference source)."""
-    return _scored(x, render.render_lilypond(x.texts[0] if x.texts else ""), "padding", with_text=False)
+    return _scored(x, _rendered(x, "lilypond", render.render_lilypond), "padding", with_text=False)

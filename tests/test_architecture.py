@@ -82,7 +82,7 @@ def test_judge_templates_are_registered_by_their_metric_modules():
                                                                    "helmflow.metrics.medhelm_jury")
 
 
-STORAGE_PREFIXES = re.compile(r"^(runs|leaderboards|work|instances|datasets|responses|prefect-results|media|quarantine|leases)/")
+STORAGE_PREFIXES = re.compile(r"^(runs|leaderboards|work|instances|datasets|responses|prefect-results|media|renders|quarantine|leases)/")
 PRODUCT_DIRS = ["helmflow", "tasks", "flows", "scenarios", "clients", "metrics"]
 # The report's page URLs (report/runs/<id>/index.html, /boards/.../runs/<id>/) mirror the app's routes, not storage.
 PAGE_PATHS = {"helmflow/web/export.py", "helmflow/web/pages.py"}
@@ -117,7 +117,8 @@ LAYERS = {
     "helmflow.manifests": 0, "helmflow.versions": 0, "helmflow.stats": 0, "helmflow.aio": 0,
     "helmflow.progress": 0, "helmflow.tokenizers": 0, "helmflow.errors": 0, "helmflow.media": 0,
     "helmflow.integrity": 0, "helmflow.releases": 0, "helmflow.stopping": 0, "helmflow.lease": 0,
-    "helmflow.settings": 0, "helmflow.outcomes": 0, "helmflow.chunks": 0, "helmflow.render": 0, "helmflow.adaptive": 0,
+    "helmflow.settings": 0, "helmflow.outcomes": 0, "helmflow.chunks": 0, "helmflow.render": 0, "helmflow.renders": 0,
+    "helmflow.adaptive": 0,
     # 1: the benchmark knowledge (plugins) and the engines that run one request or one file
     "helmflow.adapters": 1, "helmflow.scenarios": 1, "helmflow.metrics": 1, "helmflow.clients": 1,
     "helmflow.perturbations": 1, "helmflow.judges": 1, "helmflow.prompts": 1, "helmflow.journal": 1, "helmflow.datasets": 1,

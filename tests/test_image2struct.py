@@ -86,11 +86,11 @@ def test_music_sheets_engrave_in_the_jail_and_score_without_edit_similarity(mirr
     assert not any(name == "edit_similarity" for _, name in got)  # HELM: no ground truth for music sheets
 
 
-def score(store: Store, insts, answers: list[str], metric: str):
-    reqs = [Request(request_hash=f"r{k}", instance_id=i.id, split=i.split, body=RequestBody(model="m", prompt="p", max_tokens=2000,
+def score(store: Store, insts, answers: list[str], metric: str, requests: str = "r"):
+    reqs = [Request(request_hash=f"{requests}{k}", instance_id=i.id, split=i.split, body=RequestBody(model="m", prompt="p", max_tokens=2000,
                                                                                 temperature=0.0))
             for k, i in enumerate(insts)]
-    comps = [Completion(request_hash=f"r{k}", instance_id=i.id, text=a) for k, (i, a) in enumerate(zip(insts, answers))]
+    comps = [Completion(request_hash=f"{requests}{k}", instance_id=i.id, text=a) for k, (i, a) in enumerate(zip(insts, answers))]
     with scoring_media(store):
         return score_instances(insts, reqs, comps, AdapterSpec(method="generation"), [metric])
 
@@ -118,14 +118,55 @@ def test_a_perfect_answer_scores_one_and_a_broken_one_zero(mirror, store):
     assert next(r.mean for r in summary if r.name == "compilation_success") == 0.5
 
 
+def test_a_render_is_stored_once_and_the_same_answer_scored_again_is_not_rendered(mirror, store, tmp_path, monkeypatch):
+    """The render cache: the image goes to the media store, a record keyed on the answer and the renderer's
+    version says what was drawn, and another request with the same answer (another model, a rescoring) reads
+    it back. Renderer runs are counted from outside, as the scratch folders $HELMFLOW_RENDER_KEEP keeps."""
+    import hashlib
+
+    from helmflow import layout, renders
+    from tests.support.image2struct_fixtures import answer_for
+
+    keep = tmp_path / "scratch"
+    monkeypatch.setenv("HELMFLOW_RENDER_KEEP", str(keep))
+    easy, s = instances(store, "image2latex-equation-easy")
+    medium, _ = instances(store, "image2latex-equation-medium")
+    answers = [answer_for("eq-1"), "\\begin{broken"]
+    with renders.collecting() as first:
+        stats = score(store, easy + medium, answers, s.metrics[0])
+    assert len(list(keep.iterdir())) == 2  # pdflatex ran once per answer
+    drawn, failed = first
+    assert (drawn.instance_id, drawn.request_hash, drawn.compiled, drawn.reused) == ("eq-1", "r0", True, False)
+    assert drawn.renderer == "latex" and drawn.renderer_version == render.VERSIONS["latex"]
+    assert drawn.image.uri == f"media/{drawn.image.sha256}.png"
+    assert hashlib.sha256(store.read_bytes(drawn.image.uri)).hexdigest() == drawn.image.sha256
+    assert store.exists(layout.render_record("latex", render.VERSIONS["latex"], drawn.render_key))
+    assert not failed.compiled and failed.image is None and "File ended" in (failed.error or "")  # kept too
+    with renders.collecting() as second:
+        again = score(store, easy + medium, answers, s.metrics[0], requests="other-model-")
+    assert len(list(keep.iterdir())) == 2  # nothing rendered again
+    assert [(r.request_hash, r.reused, r.render_key, r.image, r.error) for r in second] == [
+        ("other-model-0", True, drawn.render_key, drawn.image, None), ("other-model-1", True, failed.render_key, None,
+                                                                        failed.error)]
+    assert [(st.instance_id, st.name, st.value) for st in again] == [(st.instance_id, st.name, st.value) for st in stats]
+    # a different answer is a different key: drawn anew
+    with renders.collecting() as third:
+        score(store, easy, ["```latex\n$$x^2$$ \n```"], s.metrics[0])
+    assert len(list(keep.iterdir())) == 3 and not third[0].reused and third[0].image == drawn.image  # same pixels
+
+
 @pytest.mark.slow
 def test_helmflow_run_image2struct_end_to_end_against_the_dev_server(mirror, tmp_path, prefect_server):
     """Perfect LaTeX, web page and LilyPond answers and one of each that does not compile, through the CLI, the
-    OpenAI SDK and the sandboxed renderers: the board's cells are the means worked out by hand."""
+    OpenAI SDK and the sandboxed renderers: the board's cells are the means worked out by hand. Each run lists
+    its renders (renders.parquet, run.json); a second model giving the same answers renders none of them
+    (renderer runs counted as the scratch folders $HELMFLOW_RENDER_KEEP keeps)."""
+    import hashlib
     import json
 
     from helmflow import layout
     from helmflow.devserver import start_dev_server
+    from helmflow.manifests import RunManifest, RunRenders
     from tests.support.cli import run_cli
     from tests.support.image2struct_fixtures import write_answers
 
@@ -137,17 +178,26 @@ def test_helmflow_run_image2struct_end_to_end_against_the_dev_server(mirror, tmp
                           env={"PYTHONPATH": str(repo), "IMAGE2STRUCT_ANSWERS": str(answers)}) as server:
         models = tmp_path / "models.yaml"
         models.write_text(json.dumps({"deployments": [
-            {"name": "dev/vlm", "client": "openai-compatible", "model": "dev-vlm", "base_url": server.openai_url,
-             "context_window": 32768}]}))
-        storage = tmp_path / "store"
+            {"name": name, "client": "openai-compatible", "model": "dev-vlm", "base_url": server.openai_url,
+             "context_window": 32768} for name in ("dev/vlm", "dev/vlm-again")]}))
+        storage, keep = tmp_path / "store", tmp_path / "scratch"
+        env = {"HELMFLOW_MIRROR": str(mirror), "HELMFLOW_RENDER_KEEP": str(keep)}
         proc = run_cli("run", "image2struct", "--models-file", str(models), "--models", "dev/vlm",
-                       "--storage", str(storage), env={"HELMFLOW_MIRROR": str(mirror)}, timeout=900)
+                       "--storage", str(storage), env=env, timeout=900)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert server.stats()["answered"] == 26  # one fixture per cell: HELM's 26 runs
-    store = Store(str(storage))
-    latest = store.read_json(layout.latest("image2struct", subset=True))
-    prefix = latest["uri"].removeprefix(store.root + "/")
-    (row,) = store.read_parquet(f"{prefix}/leaderboard.parquet").to_pylist()
+        # each answer rendered once (js-2's bare HTML is refused before any renderer starts: not a list of files)
+        assert len(list(keep.iterdir())) == 25
+        store = Store(str(storage))
+        latest = store.read_json(layout.latest("image2struct", subset=True))
+        prefix = latest["uri"].removeprefix(store.root + "/")
+        (row,) = store.read_parquet(f"{prefix}/leaderboard.parquet").to_pylist()
+        again = ["image2latex-equation-easy", "image2latex-table-easy", "image2webpage-css-hard", "image2musicsheet-easy"]
+        proc = run_cli("run", "image2struct", "--models-file", str(models), "--models", "dev/vlm-again",
+                       "--scenarios", ",".join(again), "--storage", str(storage), env=env, timeout=900)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert server.stats()["answered"] == 30
+        assert len(list(keep.iterdir())) == 25  # the same answers: every render read back, none drawn again
     # each cell has one instance: eleven answers draw their image exactly, tab-1 does not compile
     assert row["image2latex-equation-easy"] == 1.0 and row["image2latex-table-easy"] == 0.0
     assert row["image2latex/earth_mover_similarity"] == pytest.approx(11 / 12)
@@ -168,3 +218,25 @@ def test_helmflow_run_image2struct_end_to_end_against_the_dev_server(mirror, tmp
     assert row["image2musicsheet/earth_mover_similarity"] == pytest.approx(2 / 3)
     assert row["image2musicsheet/compilation_success"] == pytest.approx(2 / 3)
     assert "image2musicsheet/edit_similarity" not in row
+    # lineage: each run's renders.parquet names the image (media store, sha256) and the renderer's version
+    runs = {(r.scenario.label, r.deployment.name): r for r in (RunManifest.model_validate(store.read_json(key))
+                                                    for key in store.find("runs") if key.endswith("/run.json"))}
+    assert len(runs) == 30
+    for label in again:
+        renderer = {"image2latex": "latex", "image2webpage": "webpage", "image2musicsheet": "lilypond"}[
+            label.split("-")[0]]
+        first, second = (runs[label, model] for model in ("dev/vlm", "dev/vlm-again"))
+        (drawn,) = store.read_parquet(layout.run_file(first.run_id, layout.RUN_RENDERS)).to_pylist()
+        (read,) = store.read_parquet(layout.run_file(second.run_id, layout.RUN_RENDERS)).to_pylist()
+        assert (drawn["renderer"], drawn["renderer_version"]) == (renderer, render.VERSIONS[renderer])
+        assert drawn["run_id"] == first.run_id and not drawn["reused"] and read["reused"]
+        assert read["render_key"] == drawn["render_key"] and read["image"] == drawn["image"]
+        ok = label != "image2latex-table-easy"
+        assert drawn["compiled"] is ok and (drawn["image"] is not None) is ok
+        if ok:
+            image = drawn["image"]
+            assert image["uri"] == f"media/{image['sha256']}.png"
+            assert hashlib.sha256(store.read_bytes(image["uri"])).hexdigest() == image["sha256"]
+        assert first.renders == RunRenders(renderers={renderer: render.VERSIONS[renderer]}, rendered=1, failed=int(not ok))
+        assert second.renders == RunRenders(renderers={renderer: render.VERSIONS[renderer]}, reused=1, failed=int(not ok))
+        assert f"runs/{first.run_id}/renders.parquet" in first.files

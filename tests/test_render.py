@@ -34,6 +34,40 @@ def test_latex_that_does_not_compile_is_a_failed_compile():
     assert out.image is None and "Undefined control sequence" in (out.error or "")
 
 
+def compiles(keep: Path) -> list[str]:
+    """The pdflatex runs of the one render kept under ``keep`` (a folder per compile)."""
+    (folder,) = keep.iterdir()
+    return sorted(p.name for p in folder.iterdir())
+
+
+@needs_tex
+def test_math_outside_math_mode_is_compiled_again_in_display_math_as_helm_repairs_it(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("HELMFLOW_RENDER_KEEP", str(tmp_path / "bare"))
+    bare = render.render_latex("```latex\nx^2 + \\alpha\n```")
+    assert bare.error is None and compiles(tmp_path / "bare") == ["try-0", "try-1"]  # Missing $ inserted, then repaired
+    assert bare.text == "$$x^2 + \\alpha$$"  # HELM compares the repaired document's text
+    monkeypatch.setenv("HELMFLOW_RENDER_KEEP", str(tmp_path / "displayed"))
+    displayed = render.render_latex("$$x^2 + \\alpha$$")
+    assert compiles(tmp_path / "displayed") == ["try-0"]
+    assert bare.image.tobytes() == displayed.image.tobytes()
+
+
+@needs_tex
+@pytest.mark.parametrize("source, error, runs", [
+    ("\\mathbb{R}", None, 2),  # "\\mathbb allowed only in math mode": repaired
+    ("$a_b_c$", "Double subscript", 1),  # HELM's errors of the answer itself: never repaired
+    ("\\left( x", "Missing \\right. inserted", 2),  # repaired into math mode, then one of those
+    ("\\begin{foo}a\\end{foo}", "Environment foo undefined", 1),  # HELM's retry strips the package it adds
+    ("x^2\n\ny", "Missing $ inserted", 4),  # a paragraph break in display math: HELM's three retries, then failed
+])
+def test_latex_errors_are_repaired_or_final_as_in_helm(tmp_path: Path, monkeypatch, source: str, error: str | None,
+                                                       runs: int):
+    monkeypatch.setenv("HELMFLOW_RENDER_KEEP", str(tmp_path))
+    out = render.render_latex(source)
+    assert (out.image is None) is (error is not None) and error in (out.error or "") if error else out.error is None
+    assert len(compiles(tmp_path)) == runs
+
+
 @needs_tex
 @pytest.mark.parametrize("source", [
     "\\input{/etc/hostname}",  # an absolute path outside the scratch folder (openin_any = p)

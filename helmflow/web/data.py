@@ -390,7 +390,7 @@ class Run:
         The app starts this as it sends a run page, so the work overlaps the browser loading the page.
         """
         with self._lock:
-            _ = (self.stats, self.references, self.annotations)
+            _ = (self.stats, self.references, self.annotations, self.renders)
         return self
 
     @cached_property
@@ -453,7 +453,22 @@ class Run:
             for refs, instance in zip(self.references.to_pylist(), self._request_ids.to_pylist(), strict=True):
                 for name in media_names([r.get("image") for r in refs or [] if r.get("image")]):
                     sources.setdefault(name, instance)
+        if self.renders is not None:
+            for render in self.renders.table.select(["instance_id", "image"]).to_pylist():
+                for name in media_names([render["image"]] if render["image"] else []):
+                    sources.setdefault(name, render["instance_id"])
         return sources
+
+    @cached_property
+    def renders(self) -> _Grouped | None:
+        """What a renderer drew for each completion (``renders.parquet``), by request hash, when the run's
+        metrics render (LaTeX, web pages, music sheets)."""
+        if not self.has(layout.RUN_RENDERS):
+            return None
+        columns = ["request_hash", "instance_id", "renderer", "renderer_version", "compiled", "error", "image",
+                   "seconds", "reused"]
+        return _Grouped(self.store.read_parquet(layout.run_file(self.run_id, layout.RUN_RENDERS), columns=columns),
+                        "request_hash")
 
     @cached_property
     def annotations(self) -> _Grouped | None:
@@ -526,6 +541,9 @@ class Run:
         notes: dict[str, list[dict[str, Any]]] = {}
         if self.annotations:
             notes = self.annotations.get(sorted({r[self.annotations.key] for r in requests}))
+        drawn: dict[str, list[dict[str, Any]]] = {}
+        if self.renders is not None and not redact:
+            drawn = self.renders.get(sorted({r["request_hash"] for r in requests}))
         rows = []
         for i, (req, comp) in enumerate(zip(requests, completions, strict=True)):
             iid = req["instance_id"]
@@ -571,5 +589,7 @@ class Run:
                     response=comp,
                     annotations=annotations,
                 )
+                if req["request_hash"] in drawn:  # the completion as its renderer drew it (the first sample's)
+                    row["render"] = {k: v for k, v in drawn[req["request_hash"]][0].items() if k != "request_hash"}
             rows.append(row)
         return rows

@@ -133,6 +133,25 @@
     });
     parent.appendChild(box);
   }
+  // an image-to-structure completion (LaTeX, a web page, a music sheet): the image the model was shown, what
+  // its answer renders to (from the media store) and the answer itself, side by side
+  function structure(r) {
+    var box = el("div", "structure");
+    var shown = ((r.request && r.request.parts) || []).filter(function (p) { return p.type === "image"; })[0];
+    var d = r.render, drawn;
+    if (d.compiled && d.image) drawn = thumb(d.image);
+    else drawn = el("pre", "error-text render-error", "did not compile" + (d.error ? ": " + d.error : ""));
+    [["image", shown ? thumb(shown) : el("span", "muted", "[no image]"), "structure-image"],
+     ["rendered · " + d.renderer + " " + d.renderer_version + (d.reused ? " · from the render cache" : "") +
+      " · " + fmt(d.seconds) + " s", drawn, "structure-render"],
+     ["source", el("pre", "completion", r.completion), "structure-source"]].forEach(function (c) {
+      var fig = el("figure", c[2]);
+      fig.appendChild(el("div", "label", c[0]));
+      fig.appendChild(c[1]);
+      box.appendChild(fig);
+    });
+    return box;
+  }
   function block(parent, label, text, cls) {
     parent.appendChild(el("div", "label", label));
     parent.appendChild(el("pre", cls, text));
@@ -173,6 +192,7 @@
     if (r.truncated_in_reasoning) h.appendChild(el("span", "badge badge-truncated badge-reasoning", "truncated in reasoning"));
     h.appendChild(el("span", "muted", cfg.mainMetric + " " + fmt(r.score)));
     li.appendChild(h);
+    if (!cfg.redacted && r.render) li.appendChild(structure(r));
     var parts = el("div", "parts"), left = el("div"), right = el("div");
     if (cfg.redacted) {
       left.appendChild(el("p", "muted", "text withheld: ids and scores only"));
@@ -204,7 +224,7 @@
           under.appendChild(tr);
         });
         left.appendChild(under);
-      } else {
+      } else if (!r.render) {  // a rendered answer is shown beside its render, above
         block(left, "completion", r.completion, "completion");
       }
       if (r.reasoning) {  // the model's thinking: kept apart from the scored answer, shown folded
