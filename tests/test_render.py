@@ -45,7 +45,7 @@ def test_math_outside_math_mode_is_compiled_again_in_display_math_as_helm_repair
     monkeypatch.setenv("HELMFLOW_RENDER_KEEP", str(tmp_path / "bare"))
     bare = render.render_latex("```latex\nx^2 + \\alpha\n```")
     assert bare.error is None and compiles(tmp_path / "bare") == ["try-0", "try-1"]  # Missing $ inserted, then repaired
-    assert bare.text == "$$x^2 + \\alpha$$"  # HELM compares the repaired document's text
+    assert bare.text == "$$\nx^2 + \\alpha\n$$"  # HELM compares the repaired document's text (the block's lines)
     monkeypatch.setenv("HELMFLOW_RENDER_KEEP", str(tmp_path / "displayed"))
     displayed = render.render_latex("$$x^2 + \\alpha$$")
     assert compiles(tmp_path / "displayed") == ["try-0"]
