@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import pickle
 import re
 import zipfile
 from collections.abc import Callable
@@ -257,6 +258,29 @@ def read_source(scenario: str, url: str) -> bytes:
             return fh.read()
     except FileNotFoundError:
         raise ScenarioError(f"scenario {scenario!r}: {url} does not exist") from None
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Builds only what a pickle spells with its own opcodes (dicts, lists, tuples, sets, strings, bytes,
+    numbers, booleans, None): every class or function it names is refused before it is looked up, so
+    nothing in the file runs."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"it names {module}.{name}, and a pickle's classes and functions are never "
+                                     "loaded here (only plain dicts, lists, strings and numbers are read)")
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise pickle.UnpicklingError("it refers to a persistent object, which is never loaded here")
+
+
+def read_plain_pickle(scenario: str, url: str) -> Any:
+    """A downloaded pickle (HELM's ``cnndm.pk``, ``xsum-sampled.pk``) read without running it: plain
+    containers and values only (:class:`_PlainUnpickler`); anything else is a :class:`ScenarioError`."""
+    data = read_source(scenario, url)
+    try:
+        return _PlainUnpickler(io.BytesIO(data)).load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError) as exc:
+        raise ScenarioError(f"scenario {scenario!r}: {url}: refused as a pickle of plain data: {exc}") from None
 
 
 def read_parquet_source(scenario: str, url: str, expected: dict[str, str]) -> pa.Table:

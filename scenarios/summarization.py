@@ -16,9 +16,13 @@ most 10 words, or a summary longer than a fifth of its article. The adapter is H
 sentence.``) and the summary; five examples, temperature 0.3, 128 tokens (XSum 64), stop at ``###``. The
 metric is ``summarization`` (ROUGE-1/2/L and the extractiveness statistics); the main one is ROUGE-2 on test.
 
-HELM Classic's conf runs ``summarization_xsum_sampled``, which reads ``xsum-sampled.pk``: a subset of XSum drawn
-by HELM's authors whose draw is published nowhere else. It cannot be rebuilt without reading that pickle, so the
-XSum scenario here is HELM's ``summarization_xsum`` (the whole dataset, with its train filter).
+HELM Classic's conf runs ``summarization_xsum_sampled``, which reads ``xsum-sampled.pk`` from HELM's bucket: a
+subset of XSum drawn by HELM's authors whose draw is published nowhere else. ``summarization_xsum_sampled`` reads
+that file without running it (:func:`read_plain_pickle`: dicts, lists, strings and numbers only; a pickle naming
+any class or function is refused, so one of Hugging Face ``Dataset`` objects would be too): ``{"train",
+"validation", "test"}`` -> rows with ``document`` and ``summary``. HELM's rules as above, with its quirk: the
+sampled set gets the 50-150 word train filter but not ``_xsum_filter`` (HELM applies that only to
+``dataset_name == "xsum"``).
 """
 
 from __future__ import annotations
@@ -28,8 +32,8 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from helmflow.records import AdapterSpec, GenerationParams, Input, Instance, Reference
-from helmflow.scenarios import DataSource, Scenario, scenario
-from helmflow.scenarios.base import UNPINNED, read_parquet_source
+from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
+from helmflow.scenarios.base import UNPINNED, read_parquet_source, read_plain_pickle
 
 SUMMARY_DIFFERENCE = ("summarization: HELM Classic's device=cpu scoring is reproduced (ROUGE-1/2/L, coverage, density, "
                       "compression); SummaC and BERTScore are off on CPU in HELM too, and QAFactEval and the human "
@@ -149,3 +153,52 @@ class XSum(NewsSummarization):
 
     def keep_train(self, article: str, summary: str) -> bool:
         return super().keep_train(article, summary) and not xsum_filter(article, summary)
+
+
+XSUM_SAMPLED_URL = ("https://storage.googleapis.com/crfm-helm-public/source_datasets/scenarios/summarization_scenario/"
+                    "xsum-sampled.pk")
+
+
+@scenario("summarization_xsum_sampled")
+class XSumSampled(NewsSummarization):
+    """HELM's ``summarization_xsum_sampled`` (``SummarizationScenario(dataset_name="xsum-sampled")``)."""
+
+    HUB_REVISION = None
+    SOURCE_REVISION = "helm-bucket"
+    description = ("XSum (sampled): HELM Classic's own subset of XSum, summarised in one sentence "
+                   "(summarization_xsum_sampled; ROUGE-2).")
+    ARTICLE, SUMMARY = "document", "summary"
+    NUM_SENTS, MAX_TOKENS = 1, 64
+    PICKLE = "xsum-sampled.pk"
+    helm_differences = (
+        "summarization_xsum_sampled: HELM unpickles xsum-sampled.pk from its bucket; helmflow reads the same file "
+        "with a loader that builds plain dicts, lists and strings only and refuses any class or function, so it "
+        "never runs the file; its sha256 is recorded at first fetch (HELM publishes none)",
+        SUMMARY_DIFFERENCE,
+    )
+
+    def sources(self) -> list[DataSource]:
+        return [DataSource(filename=self.PICKLE, url=self.web_url(XSUM_SAMPLED_URL), sha256_unknown=True)]
+
+    def load(self, files: dict[str, str]) -> list[Instance]:
+        url = files[self.PICKLE]
+        data = read_plain_pickle(self.name, url)
+        out: list[Instance] = []
+        for hf_split, split in SPLITS:
+            rows = data.get(hf_split) if isinstance(data, dict) else None
+            if not isinstance(rows, list):
+                found = type(rows if isinstance(data, dict) else data).__name__
+                raise ScenarioError(f"scenario {self.name!r}: {url}: expected a dict with a {hf_split!r} list of rows, "
+                                    f"as HELM reads it; found {found}")
+            for k, row in enumerate(rows):
+                article, summary = (row.get(self.ARTICLE), row.get(self.SUMMARY)) if isinstance(row, dict) else (0, 0)
+                if not (isinstance(article, str) and isinstance(summary, str)):
+                    raise ScenarioError(f"scenario {self.name!r}: {url}: {hf_split} row {k} has no string "
+                                        f"{self.ARTICLE!r} and {self.SUMMARY!r}")
+                article = clean_and_truncate(article, self.params.doc_max_length)
+                summary = clean_and_truncate(summary)
+                if split == "train" and not self.keep_train(article, summary):
+                    continue
+                out.append(Instance(id=f"id{len(out)}", split=split, input=Input(text=article),
+                                    references=[Reference(text=summary, correct=True)]))
+        return out

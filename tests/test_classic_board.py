@@ -40,7 +40,7 @@ COLUMNS = {"mmlu": "exact_match", "boolq": "quasi_exact_match", "narrative_qa": 
 DEMOGRAPHICS = ["all", "male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white"]
 # the end-to-end run's entries: every adapter method, metric and group kind of the board, half its runs
 SELECTED = ["mmlu-abstract_algebra", "mmlu-econometrics", "boolq", "boolq_contrast", "quac", "hellaswag",
-            "openbookqa", "truthful_qa", "msmarco_regular", "summarization_cnndm", "imdb", "imdb_contrast", "civil_comments-all",
+            "openbookqa", "truthful_qa", "msmarco_regular", "summarization_cnndm", "summarization_xsum", "imdb", "imdb_contrast", "civil_comments-all",
             "civil_comments-female", "raft-twitter_complaints"]
 GENERATION = ["boolq", "narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "quac",
               "summarization_cnndm", "summarization_xsum", "imdb", "civil_comments", "raft"]
@@ -75,13 +75,15 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
         (f"{n}_contrast", n, {"only_contrast": True}, "contrast_sets") for n in ("boolq", "imdb")]
     assert [(c.scenario, c.metric) for c in groups["robustness_contrast_sets"].columns] == [
         (f"{n}_contrast", m) for n in ("imdb", "boolq") for m in ("quasi_exact_match", "robustness")]
+    # the XSum column runs what HELM's conf runs: summarization_xsum_sampled (HELM's xsum-sampled.pk)
+    assert [s.name for s in spec.scenarios if s.label == "summarization_xsum"] == ["summarization_xsum_sampled"]
     by_group = {}
     for s in spec.scenarios:
         if not s.headline:
             continue
         by_group.setdefault(s.group or s.label, []).append(s)
         # HELM's canonical: mild_mix, and the fairness set with the dialect perturbation
-        assert s.perturbations == (None if s.name in SUMMARIZATION else ["robustness", "fairness", "dialect"])
+        assert s.perturbations == (None if s.label in SUMMARIZATION else ["robustness", "fairness", "dialect"])
     assert [s.label for s in by_group["mmlu"]] == [f"mmlu-{s}" for s in LITE_SUBJECTS]
     assert [s.params["demographic"] for s in by_group["civil_comments"]] == DEMOGRAPHICS
     assert len(by_group["raft"]) == 11 and by_group["raft"][0].label == "raft-ade_corpus_v2"
@@ -185,8 +187,7 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
         assert row["robustness_contrast_sets mean_win_rate"] is not None
         assert row["boolq/fairness"] <= row["boolq"] + 1e-9
         for column, metric in COLUMNS.items():
-            if column in ("narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "msmarco_trec",
-                          "summarization_xsum"):
+            if column in ("narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "msmarco_trec"):
                 assert row.get(f"group:{column}") is None  # not selected
                 continue
             assert row[f"{column}/{metric}"] == pytest.approx(row[f"group:{column}"])

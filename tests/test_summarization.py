@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import pickle
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -21,7 +22,7 @@ from helmflow.request_builder import build_requests
 from helmflow.scenarios import get_scenario
 from helmflow.scenarios.base import ScenarioError
 from tests.support.cli import run_cli
-from tests.support.summarization_fixtures import mirror_tree, write_files
+from tests.support.summarization_fixtures import mirror_tree, write_files, xsum_sampled_pickle
 
 pytest.importorskip("rouge_score")
 pytest.importorskip("spacy")
@@ -63,6 +64,37 @@ def test_xsum_drops_the_train_rows_helms_filter_rejects(tmp_path):
     # them (50 and 60 words) and keeps one of its five filter rows (an 11-word summary of 60 words)
     assert [len(i.input.text.split()) for i in cnndm if i.split == "train"] == [50, 80, 120, 150, 60, 70, 90]
     assert [len(i.input.text.split()) for i in xsum if i.split == "train"] == [80, 120, 150, 70, 90, 60]
+
+
+def test_xsum_sampled_is_helms_and_its_pickle_never_runs(tmp_path):
+    """HELM's summarization_xsum_sampled on our pickle (crfm-helm's class, benchmarks/helm_xsum_sampled_parity.py):
+    same instances; the train window applies but not XSum's filter (HELM's quirk), 1 sentence, 64 tokens."""
+    (tmp_path / "xsum-sampled.pk").write_bytes(xsum_sampled_pickle())
+    scen = get_scenario("summarization_xsum_sampled")
+    instances = scen.load({"xsum-sampled.pk": str(tmp_path / "xsum-sampled.pk")})
+    expected = HELM["summarization_xsum_sampled"]
+    assert [i.split for i in instances] == expected["splits"]
+    assert _digest([[i.split, i.input.text, [r.text for r in i.references]] for i in instances]) == expected["sha256"]
+    # the same train window as summarization_xsum, but the rows XSum's filter drops stay
+    train = [i.input.text for i in instances if i.split == "train"]
+    assert [len(t.split()) for t in train] == [50, 80, 120, 150, 60, 70, 90, 87, 84, 80, 55, 60]
+    assert any(t.startswith("Media playback is unsupported") for t in train)
+    spec = scen.default_adapter
+    assert (spec.generation.max_tokens, spec.generation.temperature, spec.output_prefix) == (
+        64, 0.3, "Summarize the above article in 1 sentence.\n")
+    # a pickle that names any callable is refused before the callable is looked up: nothing runs
+    marker = tmp_path / "ran"
+
+    class Runs:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+
+    for bad, why in ((pickle.dumps({"train": [Runs()], "validation": [], "test": []}), "names pathlib"),
+                     (pickle.dumps({"train": []}), "'validation' list"), (b"not a pickle", "refused as a pickle")):
+        (tmp_path / "bad.pk").write_bytes(bad)
+        with pytest.raises(ScenarioError, match=why):
+            scen.load({"xsum-sampled.pk": str(tmp_path / "bad.pk")})
+    assert not marker.exists()
 
 
 def test_a_file_without_the_fields_is_one_line(tmp_path):

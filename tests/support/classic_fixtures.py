@@ -34,6 +34,7 @@ IMDB_ORDER = "worksheets.codalab.org/rest/bundles/0xa75fa6eb8dc24e23a73d3a5ecb67
 IMDB_CONTRAST = "raw.githubusercontent.com/allenai/contrast-sets/main/IMDb/data"
 CIVIL = "worksheets.codalab.org/rest/bundles/0x8cd3de0634154aeaad2ee6eb96723c6e/contents/blob/all_data_with_identities.csv"
 DATA = Path(__file__).resolve().parents[1] / "data"
+XSUM_SAMPLED = "storage.googleapis.com/crfm-helm-public/source_datasets/scenarios/summarization_scenario/xsum-sampled.pk"
 IDENTITIES = ["male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white"]
 
 
@@ -256,8 +257,10 @@ def raft_mirror(root: Path, n: int = 50) -> dict[str, str]:
 
 # --------------------------------------------------------------------------- the tree
 def classic_files() -> dict[str, bytes]:
+    from tests.support.summarization_fixtures import xsum_sampled_pickle
+
     return {**boolq_files(), **hellaswag_files(), TRUTHFUL_QA: truthful_qa_csv(), CIVIL: civil_csv(), **quac_files(),
-            **imdb_files()}
+            **imdb_files(), XSUM_SAMPLED: xsum_sampled_pickle()}
 
 
 def summarization_mirrors(root: Path) -> dict[str, str]:

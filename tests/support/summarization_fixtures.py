@@ -5,6 +5,7 @@ test articles past its 512-word cut, newlines and runs of spaces, and XSum rows 
 from __future__ import annotations
 
 import io
+import pickle
 import random
 from pathlib import Path
 
@@ -73,3 +74,9 @@ def mirror_tree(root: Path, seed: int = 3) -> Path:
     for cls, xsum in ((CNNDailyMail, False), (XSum, True)):
         write_files(root / cls.name / cls.HUB_REVISION, xsum, seed)
     return root
+
+
+def xsum_sampled_pickle(seed: int = 4) -> bytes:
+    """``xsum-sampled.pk`` as HELM reads it: ``{"train", "validation", "test"}`` -> lists of ``{document,
+    summary, id}`` dicts, plain data only (the real file's shape is [unverified]: HELM indexes it so)."""
+    return pickle.dumps(rows(seed, True), protocol=4)
