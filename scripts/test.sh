@@ -18,7 +18,7 @@ fi
 
 # torch first, by pip and pinned: this machine holds that CPU build; an unpinned torch pulls a CUDA one
 $PY -m pip install -q torch==2.13.0
-$PY -m pip install -q -e ".[test,hf,capabilities,lite,safety,image2struct,torr,classic,medhelm,inspect,enterprise,finance,mlflow]"
+$PY -m pip install -q -e ".[test,hf,capabilities,lite,safety,image2struct,torr,classic,medhelm,inspect,enterprise,finance,mlflow,wandb]"
 
 set +e
 $PY -m pytest -n "${HELMFLOW_TEST_WORKERS:-2}" --dist loadgroup --durations=25 "$@"

@@ -17,7 +17,7 @@ from tests.support.processes import free_port, stop_process, wait_http
 
 
 def test_a_bad_track_target_is_one_line_before_any_work(tmp_path: Path):
-    out = run_cli("run", "demo", "--track", "wandb:somewhere", "--storage", str(tmp_path / "s"))
+    out = run_cli("run", "demo", "--track", "neptune:somewhere", "--storage", str(tmp_path / "s"))
     assert out.returncode == 2 and "give mlflow:URI" in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "s").exists()
 

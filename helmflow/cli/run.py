@@ -44,9 +44,9 @@ def add_parser(sub) -> None:
     prompts_arg(run)
     budget_arg(run)
     batch_arg(run)
-    run.add_argument("--track", action="append", default=[], metavar="mlflow:URI",
-                     help="after the release is published, log it as an MLflow run at URI (repeatable; replaces "
-                          "the board's `tracking:`; see `helmflow track`)")
+    run.add_argument("--track", action="append", default=[], metavar="mlflow:URI|wandb:PROJECT[:DIR]",
+                     help="after the release is published, log it as an MLflow run at URI, or as an offline W&B run "
+                          "of PROJECT under DIR (repeatable; replaces the board's `tracking:`; see `helmflow track`)")
     run.add_argument("--wait", action="store_true",
                      help="if another run of this board on this storage holds its lease, wait for it "
                           "(default: exit 75)")

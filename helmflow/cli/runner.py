@@ -42,7 +42,8 @@ class RunRequest(BaseModel):
     require_verified_data: bool = False  # reproduce: refuse a mirror that is not verified (exit 2)
     wait: bool = False  # for another run of the board on the same storage (helmflow.lease)
     ephemeral: bool = False  # Prefect's temporary server instead of helmflow's managed one
-    track: list[str] = Field(default_factory=list)  # mlflow:URI targets the release is logged to (helmflow.tracking)
+    # mlflow:URI / wandb:PROJECT[:DIR] targets the release is logged to (helmflow.tracking)
+    track: list[str] = Field(default_factory=list)
     cancel_batches: bool = False  # Ctrl-C cancels the provider batches the run waits on (helmflow.batches)
 
     def flow_parameters(self, board: str | dict[str, Any], storage: str) -> dict[str, Any]:
@@ -102,7 +103,7 @@ def _run_board(request: RunRequest) -> int:
 
     trackers = targets(request.track, plan.spec.tracking)
     if trackers:
-        check_installed()
+        check_installed(trackers)
     console.print(f"storage: {store.root}", soft_wrap=True, markup=False)  # a path never breaks across lines
     for line in launch.unverified:
         console.print(f"UNVERIFIED data: {line}", style="yellow", markup=False)
@@ -171,7 +172,7 @@ def _track(console: Any, store: Any, summary: dict[str, Any], trackers: list[Any
     if not trackers:
         return True
     from helmflow.cli.track import report_writer, say
-    from helmflow.tracking import shown, track_release
+    from helmflow.tracking import spelled, track_release, where
 
     ok = True
     for target in trackers:
@@ -180,9 +181,9 @@ def _track(console: Any, store: Any, summary: dict[str, Any], trackers: list[Any
             console.print(say(tracked, summary["board"], summary["release_id"]), soft_wrap=True, markup=False)
         except Exception as exc:  # noqa: BLE001 - one line, the release is published
             ok = False
-            console.print(f"tracking: release {summary['release_id']} was not logged to MLflow at "
-                          f"{shown(target.uri)}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]} "
-                          f"(helmflow track {summary['board']} --to mlflow:URI logs it later)",
+            console.print(f"tracking: release {summary['release_id']} was not logged to {where(target)}: "
+                          f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]} "
+                          f"(helmflow track {summary['board']} --to {spelled(target)} logs it later)",
                           soft_wrap=True, markup=False, style="red")
     return ok
 

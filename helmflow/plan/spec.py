@@ -36,12 +36,33 @@ class MlflowTracking(BaseModel):
     experiment: str | None = Field(None, description="the experiment (default: the board's name)")
 
 
+WANDB_PROJECT_BANNED = set("/\\#?%:")  # characters W&B refuses in a project name
+
+
+class WandbTracking(BaseModel):
+    """Where a board's releases are logged as Weights & Biases runs, in W&B's offline mode: run files under
+    ``dir`` that ``wandb sync`` uploads (``helmflow.tracking``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    project: str = Field(description="the W&B project the runs belong to")
+    dir: str | None = Field(None, description="the folder whose `wandb/` holds the offline runs (default: the "
+                                              "current directory, as wandb's own)")
+
+    @field_validator("project")
+    @classmethod
+    def _project(cls, value: str) -> str:
+        if not value or len(value) > 128 or WANDB_PROJECT_BANNED & set(value):
+            raise ValueError(f"W&B project {value!r}: give 1 to 128 characters, none of / \\ # ? % :")
+        return value
+
+
 class TrackingSpec(BaseModel):
     """Experiment trackers a board's releases are logged to once published (by `helmflow run`, or by a deployment's
     flow run itself)."""
 
     model_config = ConfigDict(extra="forbid")
     mlflow: MlflowTracking | None = Field(None, description="log each release as an MLflow run")
+    wandb: WandbTracking | None = Field(None, description="log each release as an offline W&B run")
 
 
 class AdaptiveSpec(BaseModel):
@@ -178,7 +199,8 @@ class BoardSpec(BaseModel):
                                                                           "HELM's published setup, one sentence "
                                                                           "each (`reproduce --explain`)")
     tracking: TrackingSpec | None = Field(None, description="experiment trackers each release is logged to "
-                                                             "(`tracking: {mlflow: {uri, experiment}}`); not part "
+                                                             "(`tracking: {mlflow: {uri, experiment}}`, "
+                                                             "`{wandb: {project, dir}}`); not part "
                                                              "of the board version")
     # prompt wording replaced: ``<scenario>.<text>`` or ``judge.<template>`` -> text (helmflow.prompts)
     prompts: dict[str, str] = Field(default_factory=dict, description="prompt wording replaced: "
