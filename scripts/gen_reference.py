@@ -226,9 +226,11 @@ def _board_models() -> list[type[BaseModel]]:
         MlflowTracking,
         ScenarioEntry,
         TrackingSpec,
+        WandbTracking,
     )
 
-    return [BoardSpec, ScenarioEntry, MetricGroup, GroupColumn, AdaptiveSpec, TrackingSpec, MlflowTracking]
+    return [BoardSpec, ScenarioEntry, MetricGroup, GroupColumn, AdaptiveSpec, TrackingSpec, MlflowTracking,
+            WandbTracking]
 
 
 def config_markdown() -> str:
@@ -286,7 +288,7 @@ def config_markdown() -> str:
         "`helmflow run --board-file FILE`. [Run what you want](../eval.md#board-files) shows a whole one.",
         "",
     ]
-    spec, entry, group, column, adaptive, tracking, mlflow = _board_models()
+    spec, entry, group, column, adaptive, tracking, mlflow, wandb = _board_models()
     lines += model_table(spec, "BoardSpec (the file)")
     lines += model_table(entry, "ScenarioEntry (one item of `scenarios:`)")
     lines += model_table(group, "MetricGroup (one item of `metric_groups:`)")
@@ -295,6 +297,7 @@ def config_markdown() -> str:
                                    "[REEval / adaptive testing](../adaptive.md))")
     lines += model_table(tracking, "TrackingSpec (`tracking:`; see [Publishing results](../publishing.md))")
     lines += model_table(mlflow, "MlflowTracking (`tracking: {mlflow: …}`)")
+    lines += model_table(wandb, "WandbTracking (`tracking: {wandb: …}`; offline W&B runs)")
     lines += [
         "### Adapter fields (`adapter:`)", "",
         "A scenario entry's `adapter:` (and `helmflow eval --adapter k=v,…`) overrides fields of the "
