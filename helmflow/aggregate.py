@@ -130,6 +130,84 @@ def group_cells(store: Store, board: BoardPlan, runs: list[RunOutcome], notes: G
     return out
 
 
+def run_runtimes(store: Store, run_id: str, deployment: str) -> tuple[list[float], bool]:
+    """One value per request of a run's evaluation split (test, else the run's only split), and whether
+    they are HELM's denoised runtimes: :func:`helmflow.metrics.efficiency.denoised_runtime` from the
+    request's prompt tokens and its completions' tokens (less the echoed prompt's, as HELM counts), when
+    HELM has a table for the deployment; else the measured seconds of the request (HELM's
+    ``inference_runtime``). Failed requests are left out, as HELM has no result for them."""
+    import json
+
+    from helmflow.metrics.efficiency import denoised_runtime, denoised_tables
+
+    requests = store.read_parquet(layout.run_file(run_id, "requests.parquet"),
+                                  columns=["request_hash", "sample_index", "split", "body_json"]).to_pylist()
+    completions = store.read_parquet(layout.run_file(run_id, "completions.parquet"), columns=[
+        "request_hash", "sample_index", "prompt_tokens", "output_tokens", "tokens", "latency_s", "error"]).to_pylist()
+    splits = {r["split"] for r in requests}
+    split = "test" if "test" in splits else (sorted(splits) or [""])[0]
+    echo = {(r["request_hash"], r["sample_index"]): bool(json.loads(r["body_json"]).get("echo"))
+            for r in requests if r["split"] == split}
+    done: dict[tuple[str, int], list[dict]] = {}
+    for c in completions:
+        key = (c["request_hash"], c["sample_index"])
+        if key in echo and not c["error"]:
+            done.setdefault(key, []).append(c)
+    denoised = deployment in denoised_tables()
+    values = []
+    for key, answers in done.items():
+        if not denoised:
+            values.append(max(c["latency_s"] for c in answers))
+            continue
+        prompt = answers[0]["prompt_tokens"]
+        output = sum(len(c["tokens"]) if c["tokens"] else c["output_tokens"] for c in answers)
+        if echo[key]:  # HELM: the echoed prompt is not generated (0 when the counts do not round trip)
+            output = output - prompt if prompt <= output else 0
+        estimate = denoised_runtime(deployment, prompt, output)
+        assert estimate is not None
+        values.append(estimate)
+    return values, denoised
+
+
+def runtime_cells(store: Store, board: BoardPlan, runs: list[RunOutcome], notes: GroupNotes | None = None
+                  ) -> GroupCells:
+    """Metric group columns of ``inference_denoised_runtime`` (HELM Classic's efficiency): per model, the
+    mean over a scenario's requests of HELM's denoised runtime (:func:`run_runtimes`; a group: the mean
+    of its runs'). A model HELM has no table for shows its measured runtime instead, and its cell's note
+    says so."""
+    from helmflow.metrics.efficiency import DENOISED
+
+    wanted = [c for g in board.spec.metric_groups for c in g.columns if c.metric == DENOISED]
+    if not wanted:
+        return {}
+    by_id = {r.run_id for r in runs}
+    by_cell = {(p.scenario.label, p.deployment.name): p for p in board.runs}
+    out: GroupCells = {}
+    for column in wanted:
+        members = [s for s in board.scenarios if column.scenario in (s.label, s.group)]
+        for m in board.spec.models:
+            per_run, measured = [], False
+            for s in members:
+                plan = by_cell.get((s.label, m))
+                if plan is None or plan.run_id not in by_id:
+                    continue
+                values, denoised = run_runtimes(store, plan.run_id, m)
+                measured |= not denoised
+                if values:
+                    per_run.append(mean_ci(values))
+            if not per_run:
+                continue
+            if len(per_run) == 1:
+                mean, low, high = per_run[0]
+                out[(m, column.key)] = (finite(mean), finite(low), finite(high))
+            else:
+                out[(m, column.key)] = (_group_mean([finite(v[0]) for v in per_run]), None, None)
+            if measured and notes is not None:
+                notes[(m, column.key)] = (f"measured seconds per request: HELM has no denoised-runtime table for "
+                                          f"{m} (its tables cover 18 models of 2022)")
+    return out
+
+
 def perturbation_cells(store: Store, board: BoardPlan, runs: list[RunOutcome]) -> GroupCells:
     """HELM's robustness and fairness (``compute_worst_case_metrics``): per instance, the worst (lowest)
     main-metric value over the original and that kind's perturbations, then the mean with a bootstrap
@@ -480,7 +558,7 @@ def publish_release(store: Store, board: BoardPlan, runs: list[RunOutcome], fail
     notes: GroupNotes = {}
     rows = leaderboard_rows(board, runs,
                             group_cells(store, board, runs, notes) | perturbation_cells(store, board, runs)
-                            | across_run_cells(store, board, runs), notes)
+                            | across_run_cells(store, board, runs) | runtime_cells(store, board, runs, notes), notes)
     add_rank_intervals(store, board, runs, rows)
     if (rid := existing_release(store, name, digest)) is not None:
         return ReleaseOutcome(release_id=rid, uri=store.url(layout.release_dir(name, rid)), status=status, wrote=False,

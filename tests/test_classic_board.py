@@ -46,7 +46,10 @@ GENERATION = ["boolq", "narrative_qa", "natural_qa_closedbook", "natural_qa_open
               "summarization_cnndm", "summarization_xsum", "imdb", "civil_comments", "raft"]
 N = 3  # evaluation instances per run
 SUMMARIZATION = ["summarization_cnndm", "summarization_xsum"]
-CONTRAST = ["boolq_contrast", "imdb_contrast"]  # HELM's robustness_contrast_sets runs  # HELM: no calibration, robustness or fairness
+CONTRAST = ["boolq_contrast", "imdb_contrast"]  # HELM's robustness_contrast_sets runs
+# the dev server under a name HELM has a denoised-runtime table for (HELM keys its tables by deployment name)
+DEV = "openai/davinci"
+HELM_RUNTIMES = json.loads((REPO / "tests" / "data" / "helm_denoised_runtime.json").read_text())["cases"]  # HELM: no calibration, robustness or fairness
 
 
 def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
@@ -63,7 +66,7 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
     assert [c.scenario for c in groups["calibration"].columns] == [
         s for s in COLUMNS if s not in ranking + SUMMARIZATION]
     for name, metric, lower in (("robustness", "robustness", False),
-                                ("fairness", "fairness", False), ("efficiency", "latency_s", True)):
+                                ("fairness", "fairness", False), ("efficiency", "inference_denoised_runtime", True)):
         assert [(c.scenario, c.metric, c.lower_is_better) for c in groups[name].columns] == [
             (s, metric, lower) for s in COLUMNS if name == "efficiency" or s not in SUMMARIZATION]
     assert [(c.scenario, c.metric) for c in groups["summarization"].columns] == [
@@ -118,6 +121,27 @@ def test_an_entry_outside_the_headline_keeps_its_column_but_is_not_ranked():
     assert grouped["b"]["group:side"] == 1.0
 
 
+def helm_denoised(deployment: str, prompt: int, output: int) -> float:
+    """HELM's denoised-runtime estimate written out again from its table (efficiency_metrics.py)."""
+    fit = json.loads((REPO / "metrics" / "data" / "inference_denoised_runtimes.json").read_text())[deployment]
+    sizes = sorted(int(k) for k in fit["runtime_for_prompt_tokens"])
+    key = next((k for k in sizes if prompt <= k), sizes[-1])
+    value = fit["runtime_for_prompt_tokens"][str(key)] * prompt / key
+    return value + (fit["runtime_per_output_token"] * (output - 1) if output > 0 else 0.0) + fit.get("overhead", 0.0)
+
+
+def test_denoised_runtime_is_helms():
+    """crfm-helm's own estimate on 455 cases (benchmarks/helm_denoised_runtime_parity.py): every tabulated
+    prompt size and its neighbours, past the largest, 0 and 1 output tokens; no table: None."""
+    from helmflow.metrics.efficiency import denoised_runtime
+
+    assert len(HELM_RUNTIMES) == 455 and sum(c["helm"] is None for c in HELM_RUNTIMES) == 65
+    for c in HELM_RUNTIMES:
+        ours = denoised_runtime(c["deployment"], c["prompt_tokens"], c["output_tokens"])
+        assert ours == (None if c["helm"] is None else pytest.approx(c["helm"], rel=1e-12)), c
+    assert helm_denoised("openai/davinci", 700, 64) == pytest.approx(denoised_runtime("openai/davinci", 700, 64))
+
+
 def test_reproduce_classic_explains_every_difference_from_helm():
     out = run_cli("reproduce", "classic", "--explain")
     assert out.returncode == 0, out.stderr
@@ -157,9 +181,9 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     with start_dev_server() as server:
         models = tmp_path / "models.yaml"
         models.write_text(yaml.safe_dump({"deployments": [
-            {"name": "dev/model", "client": "openai-compatible", "model": "model-x", "base_url": server.openai_url,
+            {"name": DEV, "client": "openai-compatible", "model": "model-x", "base_url": server.openai_url,
              "options": {"endpoint": "completions"}, "logprobs": True, "retry": FAST_RETRY, "max_concurrency": 16}]}))
-        out = run_cli("run", "classic", "--models", "dev/model,offline/first-option", "--models-file", str(models),
+        out = run_cli("run", "classic", "--models", f"{DEV},offline/first-option", "--models-file", str(models),
                       "--scenarios", ",".join(SELECTED), "--max-instances", str(N), "--storage", str(storage),
                       env={"HELMFLOW_MIRROR": str(mirror)}, timeout=600)
         assert out.returncode == 0, out.stdout + out.stderr
@@ -175,7 +199,7 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     assert "boolq~dialect" in labels
     latest = json.loads((storage / "leaderboards/classic/latest-subset.json").read_text())
     rows = {r["deployment"]: r for r in pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()}
-    assert set(rows) == {"dev/model", "offline/first-option"}
+    assert set(rows) == {DEV, "offline/first-option"}
     for row in rows.values():
         assert row["mean_win_rate"] == pytest.approx(row["accuracy mean_win_rate"])  # the headline is the accuracy table's
         assert row["group:civil_comments"] == pytest.approx((row["civil_comments-all"] + row["civil_comments-female"]) / 2)
@@ -193,14 +217,14 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
             assert row[f"{column}/{metric}"] == pytest.approx(row[f"group:{column}"])
             if column not in SUMMARIZATION:
                 assert row[f"{column}/robustness"] <= row[f"group:{column}"] + 1e-9
-            assert row[f"{column}/latency_s"] is not None
+            assert row[f"{column}/inference_denoised_runtime"] is not None
     # two models: each table's win rates sum to 1 (one wins a column, or they tie at 0.5 each)
     for table in ("accuracy", "robustness", "fairness", "efficiency"):
         assert sum(r[f"{table} mean_win_rate"] for r in rows.values()) == pytest.approx(1.0), table
     # the dev model returns logprobs, the offline baseline does not on generations: calibration n/a, said why
-    assert rows["dev/model"]["boolq/ece_10_bin"] is not None and rows["offline/first-option"]["boolq/ece_10_bin"] is None
+    assert rows[DEV]["boolq/ece_10_bin"] is not None and rows["offline/first-option"]["boolq/ece_10_bin"] is None
     assert "logprobs" in rows["offline/first-option"]["boolq/ece_10_bin note"]
-    assert rows["dev/model"]["boolq/toxic_fraction"] is not None  # the dev model's outputs are scored
+    assert rows[DEV]["boolq/toxic_fraction"] is not None  # the dev model's outputs are scored
     # hand-worked: the baseline answers A. TruthfulQA: of HELM's N sampled valid rows (ids 5-24, np.random.seed(0)
     # choice), the share whose correct option is first after HELM's rotation
     truthful = {f"id{5 + k}": helm_options(r[3], r[5])[0][1] for k, r in enumerate(truthful_qa_rows(25)[5:])}
@@ -208,6 +232,28 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     chosen = np.random.choice(np.array(list(truthful), dtype=object), N, replace=False)
     assert rows["offline/first-option"]["truthful_qa"] == pytest.approx(sum(truthful[i] for i in chosen) / N)
     assert all(round(r["hellaswag"] * N, 9).is_integer() for r in rows.values())  # N sampled of 10 val rows
+    # efficiency: HELM's denoised runtime for the deployment HELM has a table for, worked out again from the
+    # run's requests and completions; the offline baseline has none and shows its measured seconds, saying so
+    by_label = {(r["scenario"]["label"], r["deployment"]["name"]): r["run_id"] for r in runs}
+    for label in ("boolq", "hellaswag"):  # a generation; one echo request per option (the prompt is not output)
+        values = []
+        requests = pq.read_table(storage / "runs" / by_label[(label, DEV)] / "requests.parquet").to_pylist()
+        done = {(c["request_hash"], c["sample_index"]): c for c in
+                pq.read_table(storage / "runs" / by_label[(label, DEV)] / "completions.parquet").to_pylist()}
+        for r in requests:
+            c = done[(r["request_hash"], r["sample_index"])]
+            output = len(c["tokens"]) or c["output_tokens"]
+            if json.loads(r["body_json"]).get("echo"):
+                output = max(output - c["prompt_tokens"], 0) if c["prompt_tokens"] <= output else 0
+            values.append(helm_denoised(DEV, c["prompt_tokens"], output))
+        assert rows[DEV][f"{label}/inference_denoised_runtime"] == pytest.approx(sum(values) / len(values))
+        assert rows[DEV][f"{label}/inference_denoised_runtime note"] is None
+    baseline = rows["offline/first-option"]
+    completions = pq.read_table(storage / "runs" / by_label[("boolq", "offline/first-option")]
+                                / "completions.parquet").to_pylist()
+    assert baseline["boolq/inference_denoised_runtime"] == pytest.approx(
+        sum(c["latency_s"] for c in completions) / len(completions))
+    assert "measured seconds per request" in baseline["boolq/inference_denoised_runtime note"]
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(f"classic board on fixtures: {len(runs)} runs, wall {wall_s:.1f} s, "
           f"CPU of the commands {cpu.ru_utime + cpu.ru_stime:.1f} s")
