@@ -94,6 +94,7 @@ _BUILTIN = [
     "raft",
     "mtsamples",
     "mimic_bhc",
+    "twitter_aae",
 ]
 
 

@@ -39,6 +39,7 @@ from tests.support.classic_fixtures import (
     raft_parquet,
     raft_settings,
     truthful_qa_csv,
+    twitter_aae_csv,
 )
 
 
@@ -338,3 +339,28 @@ def test_raft_bad_input_is_one_clear_error(tmp_path):
     (tmp_path / "prompt_construction_settings.json").write_text("{}")
     with pytest.raises(ScenarioError, match="not RAFT's two-line prompt settings"):
         get_scenario("raft", {"subset": "overruling"}).load(paths)
+
+
+# --------------------------------------------------------------------------- TwitterAAE
+@pytest.mark.parametrize("demographic", ["aa", "white"])
+def test_twitter_aae_tweets_are_helms(tmp_path, demographic):
+    """HELM's TwitterAAEScenario written out again: the file opened as text (universal newlines), the first CSV
+    field of every row a test instance in file order, no references; echoed by the language_modeling adapter."""
+    path = tmp_path / f"{demographic}_tweets.csv"
+    path.write_bytes(twitter_aae_csv(demographic))
+    with open(path, encoding="utf-8") as f:  # HELM's open(data_path): newline=None
+        expected = [row[0] for row in csv.reader(f)]
+    scen = get_scenario("twitter_aae", {"demographic": demographic})
+    instances = scen.load({path.name: str(path)})
+    assert [(i.id, i.split, i.input.text, i.references) for i in instances] == [
+        (f"id{k}", "test", t, []) for k, t in enumerate(expected)]
+    assert any("\nsecond line" in t for t in expected) and not any("\r" in t for t in expected)
+    assert any(t.endswith('said "no way"') for t in expected) and not any("extra field" in t for t in expected)
+    assert scen.sources()[0].url.endswith(f"0x31485f8c37ad481fb9f4e9bf7ccff6e5/contents/blob/{demographic}_tweets.csv")
+    spec = scen.default_adapter
+    assert (spec.method, spec.max_train_instances, spec.input_prefix, spec.output_prefix) == (
+        "language_modeling", 0, "", "")
+    assert scen.main_metric == "bits_per_byte"
+    path.write_bytes(b"one tweet\n\nanother\n")
+    with pytest.raises(ScenarioError, match="row 2 is empty"):
+        scen.load({path.name: str(path)})

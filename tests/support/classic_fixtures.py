@@ -34,6 +34,7 @@ IMDB_ORDER = "worksheets.codalab.org/rest/bundles/0xa75fa6eb8dc24e23a73d3a5ecb67
 IMDB_CONTRAST = "raw.githubusercontent.com/allenai/contrast-sets/main/IMDb/data"
 CIVIL = "worksheets.codalab.org/rest/bundles/0x8cd3de0634154aeaad2ee6eb96723c6e/contents/blob/all_data_with_identities.csv"
 DATA = Path(__file__).resolve().parents[1] / "data"
+TWITTER_AAE = "worksheets.codalab.org/rest/bundles/0x31485f8c37ad481fb9f4e9bf7ccff6e5/contents/blob"
 XSUM_SAMPLED = "storage.googleapis.com/crfm-helm-public/source_datasets/scenarios/summarization_scenario/xsum-sampled.pk"
 IDENTITIES = ["male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white"]
 
@@ -256,11 +257,31 @@ def raft_mirror(root: Path, n: int = 50) -> dict[str, str]:
 
 
 # --------------------------------------------------------------------------- the tree
+# --------------------------------------------------------------------------- TwitterAAE
+def twitter_aae_csv(demographic: str, n: int = 12) -> bytes:
+    """Tweets written for the tests, one CSV row each, no header, CRLF line ends: some quoted (a comma, a quote,
+    a line break inside), one with a second field (HELM reads only the first)."""
+    rng = random.Random(demographic)
+    words = ["finna", "lol", "the", "bus", "late", "again", "tho", "weekend", "vibes", "coffee", "rain", "smh"]
+    rows = []
+    for k in range(n):
+        tweet = " ".join(rng.choice(words) for _ in range(rng.randint(3, 9)))
+        if k % 4 == 1:
+            tweet = f'"{tweet}, @friend{k} said ""no way"""'
+        elif k % 4 == 2:
+            tweet = f'"{tweet}\r\nsecond line {k}"'
+        elif k % 4 == 3:
+            tweet = f"{tweet} #{demographic}{k},extra field"
+        rows.append(tweet)
+    return ("\r\n".join(rows) + "\r\n").encode()
+
+
 def classic_files() -> dict[str, bytes]:
     from tests.support.summarization_fixtures import xsum_sampled_pickle
 
     return {**boolq_files(), **hellaswag_files(), TRUTHFUL_QA: truthful_qa_csv(), CIVIL: civil_csv(), **quac_files(),
-            **imdb_files(), XSUM_SAMPLED: xsum_sampled_pickle()}
+            **imdb_files(), XSUM_SAMPLED: xsum_sampled_pickle(),
+            **{f"{TWITTER_AAE}/{d}_tweets.csv": twitter_aae_csv(d) for d in ("aa", "white")}}
 
 
 def summarization_mirrors(root: Path) -> dict[str, str]:
