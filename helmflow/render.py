@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-VERSIONS = {"latex": "3", "webpage": "1", "lilypond": "1"}  # bump when a renderer can draw a completion differently
+VERSIONS = {"latex": "3", "webpage": "2", "lilypond": "1"}  # bump when a renderer can draw a completion differently
 LATEX_SECONDS = 30.0
 WEBPAGE_SECONDS = 30.0
 TEX_MEMORY = 1 << 30  # bytes of address space for pdflatex and pdftoppm
@@ -471,8 +471,22 @@ def _webpage(completion: str, assets: dict[str, bytes], seconds: float) -> tuple
             (site / name).parent.mkdir(parents=True, exist_ok=True)
             (site / name).write_text(content)
         site.mkdir(exist_ok=True)
-        code, log = sandboxed([sys.executable, "-m", "helmflow.render", str(site), "shot.png", str(seconds)],
-                              Path(folder), seconds, None, ram=PAGE_MEMORY)
+        why = jekyll_missing()
+        if why is not None:
+            raise RendererMissing(f"web pages are built with Jekyll in a jail; this machine {why}")
+        started = time.monotonic()
+        code, log = sandboxed([*JAIL, "--bind", folder, "/sheet", "--", *JEKYLL_BUILD], Path(folder), seconds,
+                              JEKYLL_MEMORY)
+        built = Path(folder) / "_site"
+        if code != 0 or not built.is_dir():
+            errors = [line.strip() for line in log.splitlines() if "error" in line.lower()]
+            raise RenderError(f"Jekyll did not build the page: {(errors or [f'exit {code}'])[0][:300]}")
+        left = max(1.0, seconds - (time.monotonic() - started))
+        try:
+            code, log = sandboxed([sys.executable, "-m", "helmflow.render", str(built), "shot.png", str(left)],
+                                  Path(folder), left, None, ram=PAGE_MEMORY)
+        except TimeLimit:  # the limit is the whole render's: the build and the screenshot
+            raise TimeLimit(f"render exceeded its {seconds:g} s limit") from None
         shot = Path(folder) / "shot.png"
         if code != 0 or not shot.is_file():
             last = [line for line in log.strip().splitlines() if line.strip()]
@@ -485,7 +499,9 @@ def _webpage(completion: str, assets: dict[str, bytes], seconds: float) -> tuple
 
 def render_webpage(completion: str, assets: dict[str, bytes] | None = None,
                    seconds: float = WEBPAGE_SECONDS) -> Rendered:
-    """Screenshot ``index.html`` of the answer's files in headless Chromium at 1920x1080."""
+    """Build the answer's files with Jekyll (as HELM's ``jekyll serve`` does: front matter and Liquid are
+    processed, other files copied) in the jail, then screenshot ``index.html`` of the built site in headless
+    Chromium at 1920x1080, both within ``seconds``."""
     return _timed(_webpage, completion, assets or {}, seconds)
 
 
@@ -558,6 +574,12 @@ def _lilypond_ccache() -> list[str]:
     return ["--setenv", "GUILE_LOAD_COMPILED_PATH", found[-1]] if found else []
 
 
+#: HELM serves the page's folder with ``jekyll serve``, which builds it into ``_site`` first: helmflow runs that
+#: build in the jail, with ``--safe`` (no plugins of the answer's own) and no disk cache
+JEKYLL_BUILD = ["jekyll", "build", "--safe", "--disable-disk-cache", "--source", "site", "--destination", "_site"]
+JEKYLL_MEMORY = 2 << 30  # bytes of address space for Ruby
+
+
 @functools.cache
 def lilypond_missing() -> str | None:
     """Why LilyPond answers cannot be rendered here (None when they can): LilyPond, convert-ly and
@@ -565,7 +587,22 @@ def lilypond_missing() -> str | None:
     missing = [p for p in ("lilypond", "convert-ly", "bwrap") if shutil.which(p) is None]
     if missing:
         return f"needs {', '.join(missing)}: apt-get install lilypond bubblewrap"
-    with tempfile.TemporaryDirectory(prefix="helmflow-ly-") as probe:
+    return _jail_problem()
+
+
+@functools.cache
+def jekyll_missing() -> str | None:
+    """Why web page answers cannot be built here (None when they can): Jekyll and bubblewrap must be
+    installed and the jail must start."""
+    missing = [p for p in ("jekyll", "bwrap") if shutil.which(p) is None]
+    if missing:
+        return f"needs {', '.join(missing)}: apt-get install jekyll bubblewrap"
+    return _jail_problem()
+
+
+@functools.cache
+def _jail_problem() -> str | None:
+    with tempfile.TemporaryDirectory(prefix="helmflow-jail-") as probe:
         try:
             proc = subprocess.run([*JAIL, "--bind", probe, "/sheet", "--", "true"], capture_output=True,
                                   timeout=30, env={"PATH": "/usr/bin:/bin"})

@@ -326,11 +326,19 @@ def page_assets(x: MetricInput) -> dict[str, bytes]:
             for a in x.instance.extra.get("assets", [])}
 
 
+def _check_page(instance: Any) -> None:
+    _check(instance)
+    why = render.jekyll_missing()
+    if why is not None:
+        raise MetricError(f"instance {instance.id}: web pages are built with Jekyll in a jail; this machine {why}")
+
+
 @metric("image2struct_webpage", version=f"2+render-webpage-{render.VERSIONS['webpage']}", pooled=NOT_AVAILABLE,
-        requires=(*REQUIRES, "html2text", "playwright"), extra="image2struct", check=_check)
+        requires=(*REQUIRES, "html2text", "playwright"), extra="image2struct", check=_check_page)
 def image2struct_webpage(x: MetricInput) -> dict[str, float]:
-    """Render the web page answer (sandboxed Chromium, 1920x1080) with the dataset's assets in its folder
-    and compare it with the screenshot; HELM resizes the render to the reference's size for web pages."""
+    """Render the web page answer (built by Jekyll in the jail, screenshot by sandboxed Chromium at 1920x1080)
+    with the dataset's assets in its folder and compare it with the screenshot; HELM resizes the render to
+    the reference's size for web pages."""
     assets = page_assets(x)
     return _scored(x, _rendered(x, "webpage", lambda text: render.render_webpage(text, assets), assets), "resize")
 

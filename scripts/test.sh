@@ -10,7 +10,7 @@ PY=${PYTHON:-python3}
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   missing=""
-  for pkg in chromium chromium-driver texlive-latex-base poppler-utils lilypond bubblewrap; do dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"; done
+  for pkg in chromium chromium-driver texlive-latex-base poppler-utils lilypond bubblewrap jekyll; do dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"; done
   if [ -n "$missing" ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
   fi

@@ -138,6 +138,33 @@ def test_a_page_with_its_stylesheet_is_screenshot_at_1920x1080():
     assert out.text == "# Prices"
 
 
+needs_jekyll = pytest.mark.skipif("render.jekyll_missing() is not None",
+                                  reason="needs Jekyll and bubblewrap (apt-get install jekyll bubblewrap)")
+
+
+@pytest.mark.slow
+@needs_jekyll
+def test_a_page_with_front_matter_and_liquid_is_built_by_jekyll_before_its_screenshot():
+    liquid = ('---\ntitle: Blocks\n---\n<html><body style="margin:0">{% for i in (1..3) %}'
+              '<div style="height:100px;background:rgb(0,0,{{ i | times: 80 }})">{{ page.title }}</div>'
+              '{% endfor %}</body></html>')
+    out = render.render_webpage(page(liquid))
+    assert out.error is None and out.image.size == render.RESOLUTION
+    assert [out.image.getpixel((5, 50 + 100 * k)) for k in range(3)] == [(0, 0, 80), (0, 0, 160), (0, 0, 240)]
+    assert out.text == "Blocks\nBlocks\nBlocks"  # HELM reads the text of the page as built
+
+
+@needs_jekyll
+@pytest.mark.parametrize("liquid, error, seconds", [
+    ("{% include_relative ../../etc/hostname %}", "Invalid syntax for include tag", 30),  # nothing outside the site
+    ("{% for i in (1..100000000) %}{% for j in (1..1000) %}x{% endfor %}{% endfor %}", "2 s limit", 2),  # endless
+])
+def test_liquid_that_leaves_the_site_or_never_ends_is_a_failed_compile(liquid: str, error: str, seconds: float):
+    out = render.render_webpage(page("---\n---\n" + liquid), seconds=seconds)
+    assert out.image is None and error in (out.error or "")
+    assert out.seconds < seconds + 3
+
+
 def counting_server() -> tuple[http.server.HTTPServer, list[str]]:
     """A local HTTP server on a free port, serving in a thread, and the list of paths it was asked for."""
     hits: list[str] = []
