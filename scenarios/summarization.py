@@ -75,7 +75,7 @@ def summarization_spec(num_sents: int, max_tokens: int) -> AdapterSpec:
 
 class NewsSummarization(Scenario[SummarizationParams]):
     VERSION = "1"
-    HUB_REVISION = UNPINNED  # no Hub revision could be checked offline: runs from a mirror only
+    HUB_REVISION: ClassVar[str | None] = UNPINNED  # no Hub revision could be checked offline: runs from a mirror only
     Params = SummarizationParams
     main_metric = "rouge_2"
     metrics = ["summarization", "efficiency"]
