@@ -95,6 +95,7 @@ _BUILTIN = [
     "mtsamples",
     "mimic_bhc",
     "twitter_aae",
+    "legal_support",
 ]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import zipfile
 from random import Random
 
 import numpy as np
@@ -39,6 +40,7 @@ from tests.support.classic_fixtures import (
     raft_parquet,
     raft_settings,
     truthful_qa_csv,
+    legal_support_zip,
     twitter_aae_csv,
 )
 
@@ -364,3 +366,33 @@ def test_twitter_aae_tweets_are_helms(tmp_path, demographic):
     path.write_bytes(b"one tweet\n\nanother\n")
     with pytest.raises(ScenarioError, match="row 2 is empty"):
         scen.load({path.name: str(path)})
+
+
+# --------------------------------------------------------------------------- LegalSupport
+def test_legal_support_instances_and_prompt_are_helms(tmp_path):
+    """HELM's LegalSupportScenario written out again: train, dev, test in that order; the two parentheticals as
+    references, every one equal to the label's marked correct; HELM's multiple-choice adapter, three examples."""
+    with zipfile.ZipFile(io.BytesIO(legal_support_zip())) as z:
+        files = {}
+        for name in ("train.jsonl", "dev.jsonl", "test.jsonl"):
+            (tmp_path / name).write_bytes(z.read(f"legal_support/{name}"))
+            files[name] = str(tmp_path / name)
+    expected = []
+    for name, split in (("train", "train"), ("dev", "valid"), ("test", "test")):
+        for line in (tmp_path / f"{name}.jsonl").read_text().splitlines():
+            raw = json.loads(line)
+            answers = [raw["citation_a"]["parenthetical"], raw["citation_b"]["parenthetical"]]
+            correct = dict(zip(["a", "b"], answers, strict=True))[raw["label"]]
+            expected.append((split, raw["context"], [(a, a == correct) for a in answers]))
+    scen = get_scenario("legal_support")
+    instances = scen.load(files)
+    assert [(i.split, i.input.text, [(r.text, r.correct) for r in i.references]) for i in instances] == expected
+    assert [i.id for i in instances] == [f"id{k}" for k in range(14)]
+    assert sum(all(r.correct for r in i.references) for i in instances) == 3  # the rows with equal parentheticals
+    spec = scen.default_adapter
+    assert (spec.method, spec.instructions, spec.input_prefix, spec.output_prefix, spec.max_train_instances) == (
+        "multiple_choice_joint", "Which statement best supports the passage?", "Passage: ", "Answer: ", 3)
+    assert scen.sources()[0].url.startswith("zip://legal_support/train.jsonl::simplecache::https://docs.google.com/")
+    (tmp_path / "dev.jsonl").write_text('{"context": "c", "citation_a": {"parenthetical": "x"}, "label": "a"}\n')
+    with pytest.raises(ScenarioError, match="dev.jsonl line 1"):
+        scen.load(files)

@@ -17,6 +17,7 @@ import io
 import json
 import random
 import tarfile
+import zipfile
 from pathlib import Path
 
 from helmflow.perturbations import DATA_DIR
@@ -35,6 +36,7 @@ IMDB_CONTRAST = "raw.githubusercontent.com/allenai/contrast-sets/main/IMDb/data"
 CIVIL = "worksheets.codalab.org/rest/bundles/0x8cd3de0634154aeaad2ee6eb96723c6e/contents/blob/all_data_with_identities.csv"
 DATA = Path(__file__).resolve().parents[1] / "data"
 TWITTER_AAE = "worksheets.codalab.org/rest/bundles/0x31485f8c37ad481fb9f4e9bf7ccff6e5/contents/blob"
+LEGAL_SUPPORT = "docs.google.com/uc"  # HELM's Google Drive URL; the query string (the file id) is not in the path
 XSUM_SAMPLED = "storage.googleapis.com/crfm-helm-public/source_datasets/scenarios/summarization_scenario/xsum-sampled.pk"
 IDENTITIES = ["male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white"]
 
@@ -276,12 +278,40 @@ def twitter_aae_csv(demographic: str, n: int = 12) -> bytes:
     return ("\r\n".join(rows) + "\r\n").encode()
 
 
+# --------------------------------------------------------------------------- LegalSupport
+def legal_support_rows(split: str, n: int) -> list[dict]:
+    """Rows in HELM's shape (``context``, ``citation_a``/``citation_b`` with their ``parenthetical`` and other
+    fields, ``label``), every claim and holding made up; one row's two parentheticals are the same text."""
+    rng = random.Random(split)
+    rows = []
+    for k in range(n):
+        topic = rng.choice(["a lease", "a fence", "a parking permit", "a bakery licence", "a river easement"])
+        a = f"holding that a notice about {topic} must be written ({split} {k})"
+        b = f"noting in passing that {topic} may be discussed orally ({split} {k})"
+        if k == 2:
+            b = a
+        rows.append({"context": f"The {split} court held that {topic} dispute {k} turns on written notice.",
+                     "citation_a": {"parenthetical": a, "citation": f"Doe v. Roe {k}"},
+                     "citation_b": {"parenthetical": b, "citation": f"Roe v. Doe {k}"},
+                     "label": rng.choice(["a", "b"])})
+    return rows
+
+
+def legal_support_zip() -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for split, n in (("train", 6), ("dev", 3), ("test", 5)):
+            z.writestr(f"legal_support/{split}.jsonl", jsonl(legal_support_rows(split, n)).decode())
+    return buf.getvalue()
+
+
 def classic_files() -> dict[str, bytes]:
     from tests.support.summarization_fixtures import xsum_sampled_pickle
 
     return {**boolq_files(), **hellaswag_files(), TRUTHFUL_QA: truthful_qa_csv(), CIVIL: civil_csv(), **quac_files(),
             **imdb_files(), XSUM_SAMPLED: xsum_sampled_pickle(),
-            **{f"{TWITTER_AAE}/{d}_tweets.csv": twitter_aae_csv(d) for d in ("aa", "white")}}
+            **{f"{TWITTER_AAE}/{d}_tweets.csv": twitter_aae_csv(d) for d in ("aa", "white")},
+            LEGAL_SUPPORT: legal_support_zip()}
 
 
 def summarization_mirrors(root: Path) -> dict[str, str]:
