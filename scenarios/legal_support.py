@@ -8,7 +8,8 @@ The source is HELM's: the zip HELM downloads from Google Drive (file id ``1PVoyd
 is the context, the references the two parentheticals in order, the correct one the ``label``'s (HELM marks every
 reference whose text equals it, so two equal parentheticals are both correct). HELM's multiple-choice adapter:
 ``Which statement best supports the passage?``, ``Passage:`` / lettered options / ``Answer:``, three in-context
-examples (the texts are long); quasi-exact match (HELM's main metric). Google publishes no checksum: the pin is recorded at first fetch.
+examples (the texts are long); quasi-exact match (HELM's main metric). Google publishes no checksum: the pin
+is recorded at first fetch.
 """
 
 from __future__ import annotations

@@ -36,11 +36,11 @@ from tests.support.classic_fixtures import (
     civil_csv,
     hellaswag_files,
     imdb_files,
+    legal_support_zip,
     quac_files,
     raft_parquet,
     raft_settings,
     truthful_qa_csv,
-    legal_support_zip,
     twitter_aae_csv,
 )
 
