@@ -96,6 +96,8 @@ _BUILTIN = [
     "mimic_bhc",
     "twitter_aae",
     "legal_support",
+    "lsat_qa",
+    "wikifact",
 ]
 
 

@@ -18,6 +18,7 @@ from helmflow.devserver import start_dev_server
 from helmflow.outcomes import RunOutcome
 from helmflow.scenarios.mmlu import LITE_SUBJECTS
 from helmflow.scenarios.truthful_qa import helm_options
+from helmflow.scenarios.wikifact import PROPERTIES
 from tests.support.classic_fixtures import (
     ASSETS,
     classic_source_tree,
@@ -41,13 +42,13 @@ DEMOGRAPHICS = ["all", "male", "female", "LGBTQ", "christian", "muslim", "other_
 # the end-to-end run's entries: every adapter method, metric and group kind of the board, half its runs
 SELECTED = ["mmlu-abstract_algebra", "mmlu-econometrics", "boolq", "boolq_contrast", "quac", "hellaswag",
             "openbookqa", "truthful_qa", "msmarco_regular", "summarization_cnndm", "summarization_xsum", "imdb", "imdb_contrast", "civil_comments-all",
-            "civil_comments-female", "raft-twitter_complaints", "twitter_aae-aa", "legal_support"]
+            "civil_comments-female", "raft-twitter_complaints", "twitter_aae-aa", "legal_support", "wikifact-author"]
 GENERATION = ["boolq", "narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "quac",
               "summarization_cnndm", "summarization_xsum", "imdb", "civil_comments", "raft"]
 N = 3  # evaluation instances per run
 SUMMARIZATION = ["summarization_cnndm", "summarization_xsum"]
 CONTRAST = ["boolq_contrast", "imdb_contrast"]  # HELM's robustness_contrast_sets runs
-TARGETED = ["twitter_aae-aa", "legal_support"]  # targeted evaluations on the board (outside the headline)
+TARGETED = ["twitter_aae-aa", "legal_support", "wikifact-author"]  # targeted evaluations on the board (outside the headline)
 # the dev server under a name HELM has a denoised-runtime table for (HELM keys its tables by deployment name)
 DEV = "openai/davinci"
 HELM_RUNTIMES = json.loads((REPO / "tests" / "data" / "helm_denoised_runtime.json").read_text())["cases"]  # HELM: no calibration, robustness or fairness
@@ -61,7 +62,7 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
     assert spec.board_wide == {"bias": True, "toxicity": "local/profanity-check"}
     groups = {g.name: g for g in spec.metric_groups}
     assert list(groups) == ["accuracy", "calibration", "robustness", "fairness", "efficiency", "toxicity",
-                            "summarization", "robustness_contrast_sets", "language", "reasoning"]
+                            "summarization", "robustness_contrast_sets", "language", "reasoning", "knowledge"]
     assert [(c.scenario, c.metric) for c in groups["accuracy"].columns] == list(COLUMNS.items())
     ranking = ["msmarco_regular", "msmarco_trec"]  # HELM shows no calibration for them
     assert [c.scenario for c in groups["calibration"].columns] == [
@@ -74,7 +75,7 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
         (s, f"summarization_{m}") for s in SUMMARIZATION for m in ("coverage", "density", "compression")]
     assert [(c.scenario, c.lower_is_better) for c in groups["toxicity"].columns] == [(s, True) for s in GENERATION]
     # HELM's robustness_contrast_sets runs (only_contrast, data_augmentation=contrast_sets), outside the headline
-    contrast = [s for s in spec.scenarios if not s.headline and s.name not in ("twitter_aae", "legal_support")]
+    contrast = [s for s in spec.scenarios if not s.headline and s.name not in ("twitter_aae", "legal_support", "lsat_qa", "wikifact")]
     assert [(s.label, s.name, s.params, s.perturbations) for s in contrast] == [
         (f"{n}_contrast", n, {"only_contrast": True}, "contrast_sets") for n in ("boolq", "imdb")]
     # targeted evaluations: HELM's twitter_aae entries, in the language table, outside the headline
@@ -82,8 +83,15 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
         (f"twitter_aae-{d}", "twitter_aae", {"demographic": d}) for d in ("aa", "white")]
     assert [(c.scenario, c.metric, c.lower_is_better) for c in groups["language"].columns] == [
         (lab, "bits_per_byte", True) for lab in ("twitter_aae", "twitter_aae-aa", "twitter_aae-white")]
-    assert [(c.scenario, c.metric) for c in groups["reasoning"].columns] == [("legal_support", "quasi_exact_match")]
-    assert [s.headline for s in spec.scenarios if s.name == "legal_support"] == [False]
+    assert [(c.scenario, c.metric) for c in groups["reasoning"].columns] == [
+        ("legal_support", "quasi_exact_match"), ("lsat_qa", "quasi_exact_match")]
+    assert [(s.params, s.headline) for s in spec.scenarios if s.name in ("legal_support", "lsat_qa")] == [
+        ({}, False), ({"task": "all"}, False)]
+    wikifact = [s for s in spec.scenarios if s.name == "wikifact"]
+    assert [s.params["subject"] for s in wikifact] == list(PROPERTIES) and {s.group for s in wikifact} == {"wikifact"}
+    assert not any(s.headline for s in wikifact)
+    assert [(c.scenario, c.metric) for c in groups["knowledge"].columns] == [
+        ("wikifact", "quasi_exact_match"), ("wikifact", "quasi_exact_match@k")]
     assert [(c.scenario, c.metric) for c in groups["robustness_contrast_sets"].columns] == [
         (f"{n}_contrast", m) for n in ("imdb", "boolq") for m in ("quasi_exact_match", "robustness")]
     # the XSum column runs what HELM's conf runs: summarization_xsum_sampled (HELM's xsum-sampled.pk)
@@ -166,7 +174,7 @@ def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
     out = run_cli("show", "classic", env={"HELMFLOW_MIRROR": str(tmp_path / "none"), "HELMFLOW_STORAGE": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
-    assert "board classic: 43 scenarios + 146 perturbed copies x 1 model = 189 runs" in text
+    assert "board classic: 54 scenarios + 146 perturbed copies x 1 model = 200 runs" in text
     assert "not mirrored:" in text and "helmflow mirror classic --to DIR" in text
     assert ("not fetched: SAE_to_AAVE_mapping.json, the data of perturbation(s) dialect (36 perturbed copies); a run "
             "stops until you run `helmflow fetch-assets perturbations`") in text
@@ -221,6 +229,8 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
         assert row["twitter_aae/bits_per_byte"] == pytest.approx(row["twitter_aae-aa/bits_per_byte"])
         assert row["language mean_win_rate"] is not None
         assert row["legal_support/quasi_exact_match"] == pytest.approx(row["legal_support"])
+        # WikiFact: five outputs per question; the best of them is at least the first
+        assert row["wikifact/quasi_exact_match@k"] >= row["wikifact/quasi_exact_match"]
         for column, metric in COLUMNS.items():
             if column in ("narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "msmarco_trec"):
                 assert row.get(f"group:{column}") is None  # not selected

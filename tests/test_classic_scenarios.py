@@ -29,19 +29,23 @@ from tests.support.classic_fixtures import (
     HELLASWAG,
     IDENTITIES,
     IMDB_ORDER,
+    LSAT,
     QUAC,
     RAFT_SETTINGS,
     TRUTHFUL_QA,
+    WIKIFACT,
     boolq_files,
     civil_csv,
     hellaswag_files,
     imdb_files,
     legal_support_zip,
+    lsat_files,
     quac_files,
     raft_parquet,
     raft_settings,
     truthful_qa_csv,
     twitter_aae_csv,
+    wikifact_files,
 )
 
 
@@ -396,3 +400,74 @@ def test_legal_support_instances_and_prompt_are_helms(tmp_path):
     (tmp_path / "dev.jsonl").write_text('{"context": "c", "citation_a": {"parenthetical": "x"}, "label": "a"}\n')
     with pytest.raises(ScenarioError, match="dev.jsonl line 1"):
         scen.load(files)
+
+
+# --------------------------------------------------------------------------- AR-LSAT
+def helm_lsat(files: dict[str, bytes], task: str) -> list[tuple[str, str, list[tuple[str, bool]]]]:
+    """HELM's LSATScenario.get_instances written out again: (split, input, [(option, correct)])."""
+    kinds = {"in/out grouping": "grouping", "distribution grouping": "grouping", "simple ordering": "ordering",
+             "relative ordering": "ordering", "complex ordering": "ordering", "determined assignment": "assignment",
+             "undetermined assignment": "assignment"}
+    out = []
+    for name, split in (("Training", "train"), ("Development", "valid"), ("Test", "test")):
+        for p in json.loads(files[f"{LSAT}/AR_{name}Data.json"]):
+            for q in p["questions"]:
+                kind = q["tags"][2].replace("grouping (distribution)", "distribution grouping") or "miscellaneous"
+                types = [kind.replace(" ", "_").replace("/", "_")] + ([kinds[kind]] if kind in kinds else [])
+                if task == "all" or task in types:
+                    answer = ord(q["answer"]) - ord("A")
+                    out.append((split, f"{p['passage']}\nQuestion: {q['question']}",
+                                [(o, k == answer) for k, o in enumerate(q["options"])]))
+    return out
+
+
+@pytest.mark.parametrize("task", ["all", "grouping", "ordering", "assignment", "miscellaneous"])
+def test_lsat_qa_instances_are_helms(tmp_path, task):
+    files = lsat_files()
+    scen = get_scenario("lsat_qa", {"task": task})
+    instances = scen.load(write(tmp_path, files))
+    assert [(i.split, i.input.text, [(r.text, r.correct) for r in i.references]) for i in instances] == helm_lsat(
+        files, task)
+    assert [i.id for i in instances] == [f"id{k}" for k in range(len(instances))]
+    assert instances and any(i.split == "test" for i in instances)
+    if task == "all":  # every question has one type: the four tasks split the 24 questions
+        assert len(instances) == 24 == sum(len(helm_lsat(files, t)) for t in ("grouping", "ordering", "assignment",
+                                                                              "miscellaneous"))
+    spec = scen.default_adapter
+    assert (spec.instructions, spec.input_prefix, spec.max_train_instances) == (
+        "The following are multiple choice questions (with answers).", "Passage: ", 5)
+
+
+def test_lsat_qa_bad_answer_is_one_clear_error(tmp_path):
+    files = lsat_files()
+    data = json.loads(files[f"{LSAT}/AR_TestData.json"])
+    data[0]["questions"][0]["answer"] = "F"
+    files[f"{LSAT}/AR_TestData.json"] = json.dumps(data).encode()
+    with pytest.raises(ScenarioError, match=r"AR_TestData.json: not AR-LSAT's shape .*'F' is not one of its 5"):
+        get_scenario("lsat_qa").load(write(tmp_path, files))
+
+
+# --------------------------------------------------------------------------- WikiFact
+@pytest.mark.parametrize(("subject", "pid"), [("author", "P50"), ("currency", "P38")])
+def test_wikifact_instances_and_adapter_are_helms(tmp_path, subject, pid):
+    """HELM's WIKIFactScenario written out again: train, dev, test; the subject's property only; every name of
+    the nested result_names a correct reference, stripped; the completion adapter with five outputs at T=1."""
+    files = wikifact_files()
+
+    def flat(x):
+        return [y for i in x for y in flat(i)] if isinstance(x, list) else [x]
+
+    expected = [(split, r["template"], [n.strip() for n in flat(r["result_names"])])
+                for name, split in (("train", "train"), ("dev", "valid"), ("test", "test"))
+                for r in map(json.loads, files[f"{WIKIFACT}/{name}.jsonl"].decode().splitlines()) if r["property"] == pid]
+    scen = get_scenario("wikifact", {"subject": subject})
+    instances = scen.load(write(tmp_path, files))
+    assert [(i.split, i.input.text, [r.text for r in i.references]) for i in instances] == expected
+    assert all(r.correct for i in instances for r in i.references) and len(instances) == 9
+    assert any(len(i.references) == 2 for i in instances)  # nested names flattened
+    spec = scen.default_adapter
+    assert (spec.output_prefix, spec.output_suffix, spec.max_train_instances, spec.generation.num_outputs,
+            spec.generation.temperature, spec.generation.max_tokens, spec.generation.stop) == (
+        " ", "\n", 5, 5, 1.0, 8, ["\n"])
+    with pytest.raises(ValueError):
+        get_scenario("wikifact", {"subject": "not_a_relation"})

@@ -37,6 +37,8 @@ CIVIL = "worksheets.codalab.org/rest/bundles/0x8cd3de0634154aeaad2ee6eb96723c6e/
 DATA = Path(__file__).resolve().parents[1] / "data"
 TWITTER_AAE = "worksheets.codalab.org/rest/bundles/0x31485f8c37ad481fb9f4e9bf7ccff6e5/contents/blob"
 LEGAL_SUPPORT = "docs.google.com/uc"  # HELM's Google Drive URL; the query string (the file id) is not in the path
+LSAT = "raw.githubusercontent.com/zhongwanjun/AR-LSAT/main/data"
+WIKIFACT = "worksheets.codalab.org/rest/bundles/0x8c3b60eb7c6b462e822a150f194d3b35/contents/blob"
 XSUM_SAMPLED = "storage.googleapis.com/crfm-helm-public/source_datasets/scenarios/summarization_scenario/xsum-sampled.pk"
 IDENTITIES = ["male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white"]
 
@@ -305,13 +307,61 @@ def legal_support_zip() -> bytes:
     return buf.getvalue()
 
 
+# --------------------------------------------------------------------------- AR-LSAT
+LSAT_TAGS = ["simple ordering", "in/out grouping", "grouping (distribution)", "", "determined assignment",
+             "relative ordering", "undetermined assignment", "complex ordering"]
+
+
+def lsat_json(split: str, n_passages: int) -> bytes:
+    """AR-LSAT's shape: passages with ``passage`` and ``questions`` (``question``, five ``options``, ``answer``
+    letter, ``tags`` whose third is the question type), every game and question made up here."""
+    rng = random.Random(split)
+    data = []
+    for p in range(n_passages):
+        people = rng.sample(["Ada", "Ben", "Cy", "Dee", "Eli", "Fay", "Gus"], 5)
+        questions = []
+        for q in range(3):
+            tag = LSAT_TAGS[(p * 3 + q) % len(LSAT_TAGS)]
+            questions.append({"id": f"{split}-{p}-{q}", "question": f"Which of the following could be seat {q + 1}?",
+                              "options": [f"{name} sits at seat {q + 1}." for name in people],
+                              "answer": "ABCDE"[rng.randrange(5)], "tags": ["LSAT", f"game {p}", tag]})
+        data.append({"id": f"{split}-{p}", "passage": f"Five friends, {', '.join(people)}, sit in five seats "
+                     f"numbered 1 to 5 ({split} game {p}). {people[0]} sits next to {people[1]}.",
+                     "questions": questions})
+    return json.dumps(data).encode()
+
+
+def lsat_files() -> dict[str, bytes]:
+    return {f"{LSAT}/AR_{name}Data.json": lsat_json(name, n)
+            for name, n in (("Training", 3), ("Development", 2), ("Test", 3))}
+
+
+# --------------------------------------------------------------------------- WikiFact
+def wikifact_rows(split: str, n: int) -> list[dict]:
+    """WikiFact's shape (``property``, ``template``, nested ``result_names`` and other fields), made-up
+    entities; the properties cycle through author (P50), currency (P38) and one no board entry asks for."""
+    rows = []
+    for k in range(n):
+        pid = ["P50", "P38", "P9999"][k % 3]
+        names = [[f" Writer {split} {k} "], [f"W. {split} {k}"]] if k % 2 else [f"Writer {split} {k}"]
+        rows.append({"subject": f"Book {split} {k}", "property": pid, "object": "Q1",
+                     "template": f"The {'author' if pid == 'P50' else 'currency'} of Book {split} {k} is",
+                     "result_names": names})
+    return rows
+
+
+def wikifact_files() -> dict[str, bytes]:
+    return {f"{WIKIFACT}/{name}.jsonl": jsonl(wikifact_rows(name, n)) for name, n in (("train", 9), ("dev", 6),
+                                                                                        ("test", 12))}
+
+
 def classic_files() -> dict[str, bytes]:
     from tests.support.summarization_fixtures import xsum_sampled_pickle
 
     return {**boolq_files(), **hellaswag_files(), TRUTHFUL_QA: truthful_qa_csv(), CIVIL: civil_csv(), **quac_files(),
             **imdb_files(), XSUM_SAMPLED: xsum_sampled_pickle(),
             **{f"{TWITTER_AAE}/{d}_tweets.csv": twitter_aae_csv(d) for d in ("aa", "white")},
-            LEGAL_SUPPORT: legal_support_zip()}
+            LEGAL_SUPPORT: legal_support_zip(), **lsat_files(), **wikifact_files()}
 
 
 def summarization_mirrors(root: Path) -> dict[str, str]:
