@@ -98,6 +98,7 @@ _BUILTIN = [
     "legal_support",
     "lsat_qa",
     "wikifact",
+    "babi_qa",
 ]
 
 

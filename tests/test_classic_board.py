@@ -75,7 +75,7 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
         (s, f"summarization_{m}") for s in SUMMARIZATION for m in ("coverage", "density", "compression")]
     assert [(c.scenario, c.lower_is_better) for c in groups["toxicity"].columns] == [(s, True) for s in GENERATION]
     # HELM's robustness_contrast_sets runs (only_contrast, data_augmentation=contrast_sets), outside the headline
-    contrast = [s for s in spec.scenarios if not s.headline and s.name not in ("twitter_aae", "legal_support", "lsat_qa", "wikifact")]
+    contrast = [s for s in spec.scenarios if not s.headline and s.name not in ("twitter_aae", "legal_support", "lsat_qa", "wikifact", "babi_qa")]
     assert [(s.label, s.name, s.params, s.perturbations) for s in contrast] == [
         (f"{n}_contrast", n, {"only_contrast": True}, "contrast_sets") for n in ("boolq", "imdb")]
     # targeted evaluations: HELM's twitter_aae entries, in the language table, outside the headline
@@ -84,7 +84,9 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
     assert [(c.scenario, c.metric, c.lower_is_better) for c in groups["language"].columns] == [
         (lab, "bits_per_byte", True) for lab in ("twitter_aae", "twitter_aae-aa", "twitter_aae-white")]
     assert [(c.scenario, c.metric) for c in groups["reasoning"].columns] == [
-        ("legal_support", "quasi_exact_match"), ("lsat_qa", "quasi_exact_match")]
+        ("legal_support", "quasi_exact_match"), ("lsat_qa", "quasi_exact_match"), ("babi_qa", "quasi_exact_match")]
+    assert [(s.label, s.params, s.headline) for s in spec.scenarios if s.name == "babi_qa"] == [
+        (f"babi_qa-{t}", {"task": t}, False) for t in ("all", "3", "15", "19")]
     assert [(s.params, s.headline) for s in spec.scenarios if s.name in ("legal_support", "lsat_qa")] == [
         ({}, False), ({"task": "all"}, False)]
     wikifact = [s for s in spec.scenarios if s.name == "wikifact"]
@@ -174,7 +176,7 @@ def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
     out = run_cli("show", "classic", env={"HELMFLOW_MIRROR": str(tmp_path / "none"), "HELMFLOW_STORAGE": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
-    assert "board classic: 54 scenarios + 146 perturbed copies x 1 model = 200 runs" in text
+    assert "board classic: 58 scenarios + 146 perturbed copies x 1 model = 204 runs" in text
     assert "not mirrored:" in text and "helmflow mirror classic --to DIR" in text
     assert ("not fetched: SAE_to_AAVE_mapping.json, the data of perturbation(s) dialect (36 perturbed copies); a run "
             "stops until you run `helmflow fetch-assets perturbations`") in text

@@ -34,6 +34,8 @@ from tests.support.classic_fixtures import (
     RAFT_SETTINGS,
     TRUTHFUL_QA,
     WIKIFACT,
+    babi_archive,
+    babi_text,
     boolq_files,
     civil_csv,
     hellaswag_files,
@@ -471,3 +473,33 @@ def test_wikifact_instances_and_adapter_are_helms(tmp_path, subject, pid):
         " ", "\n", 5, 5, 1.0, 8, ["\n"])
     with pytest.raises(ValueError):
         get_scenario("wikifact", {"subject": "not_a_relation"})
+
+
+# --------------------------------------------------------------------------- bAbI
+@pytest.mark.parametrize("task", ["all", "19"])
+def test_babi_qa_instances_are_helms(tmp_path, task):
+    """HELM's BabiQAScenario written out again on the en-valid files: stories reset at fact id 1, facts joined
+    with their line ends, ``Question: `` and the question; task 19's path spelt out."""
+    (tmp_path / "babi.tar.gz").write_bytes(babi_archive())
+    expected = []
+    for t in range(1, 21) if task == "all" else [int(task)]:
+        for split in ("train", "valid", "test"):
+            story: list[str] = []
+            for line in babi_text(t, split).splitlines(keepends=True):
+                number, _, fact = line.partition(" ")
+                story = [] if number == "1" else story
+                if "?" in fact:
+                    question, answer = fact.split("\t")[:2]
+                    answer = answer.strip()
+                    if t == 19:
+                        answer = " ".join({"s": "south", "n": "north", "e": "east", "w": "west"}[d]
+                                          for d in answer.split(","))
+                    expected.append((split, "".join(story) + "Question: " + question.strip(), answer))
+                else:
+                    story.append(fact)
+    instances = get_scenario("babi_qa", {"task": task}).load({"tasks_1-20_v1-2.tar.gz": str(tmp_path / "babi.tar.gz")})
+    assert [(i.split, i.input.text, i.references[0].text) for i in instances] == expected
+    assert [i.id for i in instances] == [f"id{k}" for k in range(len(instances))]
+    assert instances[1].input.text.count("\n") == 2  # the second question sees both facts told so far
+    if task == "19":
+        assert {i.references[0].text for i in instances} <= {"south west", "north east", "east east"}

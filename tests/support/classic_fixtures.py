@@ -39,6 +39,7 @@ TWITTER_AAE = "worksheets.codalab.org/rest/bundles/0x31485f8c37ad481fb9f4e9bf7cc
 LEGAL_SUPPORT = "docs.google.com/uc"  # HELM's Google Drive URL; the query string (the file id) is not in the path
 LSAT = "raw.githubusercontent.com/zhongwanjun/AR-LSAT/main/data"
 WIKIFACT = "worksheets.codalab.org/rest/bundles/0x8c3b60eb7c6b462e822a150f194d3b35/contents/blob"
+BABI = "www.thespermwhale.com/jaseweston/babi/tasks_1-20_v1-2.tar.gz"
 XSUM_SAMPLED = "storage.googleapis.com/crfm-helm-public/source_datasets/scenarios/summarization_scenario/xsum-sampled.pk"
 IDENTITIES = ["male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white"]
 
@@ -355,13 +356,44 @@ def wikifact_files() -> dict[str, bytes]:
                                                                                         ("test", 12))}
 
 
+# --------------------------------------------------------------------------- bAbI
+def babi_text(task: int, split: str) -> str:
+    """One file of bAbI's format, made up: two stories, each a few numbered facts and two question lines
+    (``<id> <question>\t<answer>\t<supporting ids>``); task 19's answers are paths (``s,w``)."""
+    rng = random.Random(f"{task}-{split}")
+    rooms = ["kitchen", "garden", "office", "hallway", "cellar"]
+    lines = []
+    for _ in range(2):
+        n = 0
+        for who in rng.sample(["Mia", "Tom", "Ana", "Raj"], 2):
+            n += 1
+            lines.append(f"{n} {who} walked to the {rng.choice(rooms)}.")
+            n += 1
+            answer = rng.choice(["s,w", "n,e", "e,e"]) if task == 19 else rng.choice(rooms)
+            lines.append(f"{n} Where is {who}? \t{answer}\t{n - 1}")
+    return "\n".join(lines) + "\n"
+
+
+def babi_archive() -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for task in range(1, 21):
+            for split in ("train", "valid", "test"):
+                data = babi_text(task, split).encode()
+                info = tarfile.TarInfo(f"tasks_1-20_v1-2/en-valid/qa{task}_{split}.txt")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
 def classic_files() -> dict[str, bytes]:
     from tests.support.summarization_fixtures import xsum_sampled_pickle
 
     return {**boolq_files(), **hellaswag_files(), TRUTHFUL_QA: truthful_qa_csv(), CIVIL: civil_csv(), **quac_files(),
             **imdb_files(), XSUM_SAMPLED: xsum_sampled_pickle(),
             **{f"{TWITTER_AAE}/{d}_tweets.csv": twitter_aae_csv(d) for d in ("aa", "white")},
-            LEGAL_SUPPORT: legal_support_zip(), **lsat_files(), **wikifact_files()}
+            LEGAL_SUPPORT: legal_support_zip(), **lsat_files(), **wikifact_files(),
+            BABI: babi_archive()}
 
 
 def summarization_mirrors(root: Path) -> dict[str, str]:
