@@ -254,3 +254,44 @@ def test_cancel_batches_on_ctrl_c_cancels_them_and_the_rerun_sends_only_what_the
     final = dev_server.stats()
     assert final["batches"] == 4 and final["batch_lines"] == 3 * per and final["batch_line_repeats"] == per
     assert final["batch_answered"] == 2 * per and final["batch_answered_repeats"] == 0 and final["requests"] == 0
+
+
+def test_a_five_shot_board_on_a_prompt_cache_deployment_reads_the_cache_and_publishes_a_lower_cost(
+        prefect_server, dev_server, tmp_path):
+    """The same 5-shot board through the CLI on two Anthropic deployments, one with prompt_cache: the cached one's
+    completions record the cache reads the server counted, and its leaderboard has the same scores at a lower cost."""
+    prices = {"price_input_per_mtok": 3.0, "price_output_per_mtok": 15.0, "price_cached_input_per_mtok": 0.3,
+              "price_cache_write_per_mtok": 3.75}
+    results = {}
+    for label, cache in (("plain", False), ("cached", True)):
+        server = dev_server.scoped(f"{label}-{dev_server.scope}")
+        server.configure(anthropic_cache="explicit")  # as Anthropic: only a prefix marked cache_control is cached
+        work = tmp_path / label
+        work.mkdir()
+        models = work / "models.yaml"
+        models.write_text(yaml.safe_dump({"deployments": [
+            {"name": "dev/claude", "client": "anthropic", "model": "claude-dev", "base_url": server.url,
+             "api_key_env": "HELMFLOW_BATCH_KEY", "max_concurrency": 2, "prompt_cache": cache, **prices}]}))
+        board = work / "board.yaml"
+        board.write_text(yaml.safe_dump({
+            "name": "batched", "version": "1", "models": ["dev/claude"],
+            "scenarios": [{"name": "arithmetic", "params": {"digits": 3, "num_test": 20, "seed": 1},
+                           "label": "arith-5shot", "adapter": {"max_train_instances": 5}}]}))
+        done = run_cli_text("run", "--board-file", str(board), "--models-file", str(models), "--storage",
+                            str(work / "store"), env=ENV)
+        assert done.returncode == 0, done.stdout
+        (run_json,) = (work / "store").glob("runs/*/run.json")
+        completions = pq.read_table(run_json.parent / "completions.parquet").to_pylist()
+        results[label] = (server.stats()["usage"], completions, leaderboard(work / "store"))
+    (plain_usage, plain, (plain_row,)), (usage, cached, (cached_row,)) = results["plain"], results["cached"]
+    assert plain_usage.get("cached_tokens", 0) == 0 and all(c["cached_tokens"] == 0 for c in plain)
+    # the server wrote the shared 5-shot head once or twice (two requests at once) and read it for the rest
+    assert usage["cached_tokens"] > 0 and sum(c["cached_tokens"] for c in cached) == usage["cached_tokens"]
+    assert sum(c["prompt_tokens"] for c in cached) == sum(c["prompt_tokens"] for c in plain)
+    assert sum(c["cached_tokens"] > 0 for c in cached) >= len(cached) - 2
+    assert {k: v for k, v in plain_row.items() if k != "cost_usd"} == \
+        {k: v for k, v in cached_row.items() if k != "cost_usd"}
+    assert 0 < cached_row["cost_usd"] < plain_row["cost_usd"]
+    assert cached_row["cost_usd"] == pytest.approx(sum(c["cost_usd"] for c in cached), rel=1e-9)
+    print(f"5-shot board: ${plain_row['cost_usd']:.6f} without the prompt cache, ${cached_row['cost_usd']:.6f} with it "
+          f"({usage['cached_tokens']} prompt tokens read from the cache)")
