@@ -41,6 +41,11 @@ class Registry(Generic[T]):
             raise HelmflowError(f"{self.kind} {name!r} is registered twice ({_qualname(existing)}, {_qualname(obj)})")
         self._items[name] = obj
 
+    def put(self, name: str, obj: T) -> None:
+        """Register or replace: for entries a user's configuration defines at run time (a configured
+        benchmark's jury), which a changed file redefines under the same name."""
+        self._items[name] = obj
+
     def get(self, name: str) -> T:
         load_plugins()
         try:

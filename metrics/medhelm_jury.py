@@ -173,3 +173,62 @@ JURY_TASKS = [
 ]
 for _task in JURY_TASKS:
     register(_task)
+
+
+# --------------------------------------------------------------------------- a configured benchmark's jury
+CONFIGURED_STAT = "jury_score"  # HELM's LLMJuryMetric(metric_name="jury_score") for the configurable benchmark
+_HELM_FIELDS = {"question": "question", "response": "response", "gold_response": "gold_response"}
+
+
+def configured_text(text: str) -> str:
+    """A user's judge prompt in our ``{$field}`` form: HELM's ``{{QUESTION}}``, ``{{RESPONSE}}`` and
+    ``{{GOLD_RESPONSE}}`` (also written with single braces, in either case) become the three fields; every
+    other brace (a JSON example) is left as written."""
+    def field(m: re.Match[str]) -> str:
+        return "{$" + _HELM_FIELDS[m.group(2).lower()] + "}"
+
+    return re.sub(r"(\{\{|\{)(question|response|gold_response)(\}\}|\})", field, text, flags=re.IGNORECASE)
+
+
+def rubric_criteria(text: str) -> tuple[str, ...] | None:
+    """HELM's criteria block, ``<rubric_criteria>{"accuracy": ["score", "explanation"], ...}</rubric_criteria>``:
+    its keys; None without one. A block that is not a JSON object raises ValueError."""
+    found = re.search(r"<rubric_criteria>\s*(\{.*?\})\s*</rubric_criteria>", text, re.DOTALL)
+    if not found:
+        return None
+    try:
+        obj = json.loads(found.group(1))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the <rubric_criteria> block is not JSON: {exc.msg}") from None
+    if not isinstance(obj, dict) or not obj:
+        raise ValueError("the <rubric_criteria> block is not a JSON object naming the criteria")
+    return tuple(str(k) for k in obj)
+
+
+def register_configured(benchmark: str, text: str, criteria: tuple[str, ...], default_score: float) -> str:
+    """The judge template (``<benchmark>_jury``, the user's wording) and its metric (same name, stat
+    ``jury_score``) of one configured benchmark; returns the metric's name. The wording, the criteria and
+    the default are hashed into the VERSIONs (so metric_version), and a changed file replaces them."""
+    from helmflow.metrics import METRICS, Metric
+    from helmflow.versions import stable_hash
+
+    name = f"{benchmark}_jury"
+    task = JuryTask(benchmark, "", "", default_score=default_score, criteria=criteria)
+    digest = stable_hash({"text": text, "criteria": list(criteria), "default": default_score}, 12)
+    TEMPLATES.put(name, JudgeTemplate(
+        name=name, version=f"{JURY_VERSION}-{digest}", text=configured_text(text), fields=jury_fields,
+        parse=lambda reply: parse_jury(reply, criteria), on_empty=Verdict(default_score, {"note": EMPTY_OUTPUT}),
+        max_tokens=JUDGE_MAX_TOKENS,
+    ))
+
+    def stats(x: MetricInput) -> dict[str, float]:
+        if not x.annotations:
+            return {}
+        out = judge_counts(x.annotations, name)
+        pooled = pooled_scores(x, name)
+        samples = [sum(v) / len(v) if v else task.default_score for v in pooled.values()]
+        out[CONFIGURED_STAT] = sum(samples) / len(samples) if samples else task.default_score
+        return out
+
+    METRICS.put(name, Metric(name=name, fn=stats, version=f"{JURY_VERSION}-{digest}", judge=name))
+    return name

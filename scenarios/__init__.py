@@ -99,6 +99,7 @@ _BUILTIN = [
     "lsat_qa",
     "wikifact",
     "babi_qa",
+    "medhelm_configurable",
 ]
 
 

@@ -66,6 +66,41 @@ class CustomParams(BaseModel):
         return [c.strip() for c in (self.choices or "").split("|") if c.strip()]
 
 
+def read_rows(who: str, path: str, url: str, fmt: str) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, row) pairs of a CSV (with a header, whole records) or JSON Lines file (objects); a
+    malformed file is one :class:`ScenarioError` starting with ``who`` and naming ``path`` and the line."""
+    with fsspec.open(url, "rb") as fh:
+        raw = fh.read()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{who}: {path} is not UTF-8 text: {exc}") from None
+    if fmt == "csv":
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        if not reader.fieldnames:
+            raise ScenarioError(f"{who}: {path} has no header row")
+        out = []
+        for row in reader:
+            if None in row or any(v is None for v in row.values()):
+                raise ScenarioError(
+                    f"{who}: {path}: line {reader.line_num} does not have {len(reader.fieldnames)} fields"
+                )
+            out.append((reader.line_num, row))
+        return out
+    out = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ScenarioError(f"{who}: {path}: line {number} is not JSON: {exc.msg}") from None
+        if not isinstance(row, dict):
+            raise ScenarioError(f"{who}: {path}: line {number} is not a JSON object")
+        out.append((number, row))
+    return out
+
+
 def _digest(url: str) -> str:
     from helmflow.datasets import sha256_of
 
@@ -142,38 +177,8 @@ class Custom(Scenario[CustomParams]):
         return instances
 
     def _rows(self, url: str) -> list[tuple[int, dict[str, Any]]]:
-        """(line number, row) pairs; CSV rows are checked for a header and whole records."""
-        with fsspec.open(url, "rb") as fh:
-            raw = fh.read()
-        try:
-            text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise ScenarioError(f"scenario 'custom': {self.p.path} is not UTF-8 text: {exc}") from None
-        if self.p.format == "csv":
-            reader = csv.DictReader(io.StringIO(text, newline=""))
-            if not reader.fieldnames:
-                raise ScenarioError(f"scenario 'custom': {self.p.path} has no header row")
-            out = []
-            for row in reader:
-                if None in row or any(v is None for v in row.values()):
-                    raise ScenarioError(
-                        f"scenario 'custom': {self.p.path}: line {reader.line_num} "
-                        f"does not have {len(reader.fieldnames)} fields"
-                    )
-                out.append((reader.line_num, row))
-            return out
-        out = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ScenarioError(f"scenario 'custom': {self.p.path}: line {number} is not JSON: {exc.msg}") from None
-            if not isinstance(row, dict):
-                raise ScenarioError(f"scenario 'custom': {self.p.path}: line {number} is not a JSON object")
-            out.append((number, row))
-        return out
+        assert self.p.format is not None  # inferred from the extension by the params
+        return read_rows("scenario 'custom'", self.p.path, url, self.p.format)
 
     def _field(self, line: int, row: dict[str, Any], column: str) -> Any:
         if column not in row:

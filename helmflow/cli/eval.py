@@ -1,5 +1,9 @@
 """``helmflow eval <scenario>[:k=v,...] --models a,b [--adapter k=v,...]``: run what you want.
 
+A path ending in ``.yaml`` is a benchmark described in a file (MedHELM's configurable benchmark,
+``helmflow.scenarios.medhelm_configurable``): its ``name`` labels the board row and its jury's judges
+are the board's (``--judge`` still chooses).
+
 In HELM's run-entry spirit: the scenario specs, models and adapter overrides become an ad-hoc board
 spec (data, like any board file) that goes through the same ``evaluate`` flow, caches and storage
 layout as a registered board; its release lands under ``leaderboards/eval-<scenario>-<hash>/``,
@@ -49,7 +53,8 @@ def add_parser(sub) -> None:
     )
     p.add_argument("scenario", nargs="+", metavar="SCENARIO[:k=v,...]",
                    help="scenario spec, e.g. dyck_language:num_parenthesis_pairs=3,label=dyck-3 (label= names the "
-                        "board row; default: the spec itself)")
+                        "board row; default: the spec itself), or a benchmark YAML (a path ending in .yaml: "
+                        "MedHELM's configurable benchmark, its prompt, dataset, metrics and jury)")
     p.add_argument("--models", type=csv_list, help="comma-separated deployments (required; see `helmflow list models`)")
     max_instances_arg(p)
     storage_arg(p)
@@ -80,6 +85,26 @@ def _file_stem(params: dict[str, Any]) -> str | None:
     return (PurePosixPath(str(path).split("?")[0].rstrip("/")).stem or None) if path else None
 
 
+def is_config_file(given: str) -> bool:
+    """A benchmark YAML (``helmflow eval my_benchmark.yaml``) rather than a ``name:k=v`` spec."""
+    return given.split("?")[0].lower().endswith((".yaml", ".yml"))
+
+
+def _configured(given: str) -> tuple[str, dict[str, Any], str, list[str]]:
+    """(scenario name, params, label, judges) of a benchmark YAML, checked (the file, its prompts and its
+    dataset's columns) before anything is sent."""
+    import os
+
+    from helmflow.scenarios import get_scenario
+    from helmflow.scenarios.medhelm_configurable import NAME, MedHELMConfigurable
+
+    path = given if "://" in given else os.path.abspath(given)
+    scen = get_scenario(NAME, {"config_path": path})
+    assert isinstance(scen, MedHELMConfigurable)
+    scen.check_dataset()
+    return NAME, {"config_path": path}, scen.label, scen.judges
+
+
 def board_spec(args: argparse.Namespace) -> dict[str, Any]:
     """The ad-hoc board spec: JSON data, so it is a valid flow parameter and its hash is stable."""
     from helmflow.scenarios import parse_spec
@@ -89,11 +114,15 @@ def board_spec(args: argparse.Namespace) -> dict[str, Any]:
     if not args.models:
         raise UsageError("eval needs --models (see `helmflow list models`)")
     entries = []
-    parsed = [parse_spec(given) for given in args.scenario]
-    stems = [_file_stem(params) for _, params in parsed]
+    configured = {given: _configured(given) for given in args.scenario if is_config_file(given)}
+    judges = list(dict.fromkeys(j for *_, js in configured.values() for j in js))
+    parsed = [configured[given][:2] if given in configured else parse_spec(given) for given in args.scenario]
+    stems = [configured[given][2] if given in configured else _file_stem(params)
+             for given, (_, params) in zip(args.scenario, parsed, strict=True)]
     for given, (name, params), stem in zip(args.scenario, parsed, stems, strict=True):
-        # `label=` names the board row (it is not a scenario parameter); by default a file's stem, unless two
-        # specs share it, else the spec itself. The full spec stays in the run's parameters either way.
+        # `label=` names the board row (it is not a scenario parameter); by default a file's stem (a benchmark
+        # YAML's `name`), unless two specs share it, else the spec itself. The full spec stays in the run's
+        # parameters either way.
         label = params.pop("label", None) or (stem if stem and stems.count(stem) == 1 else given)
         entry: dict[str, Any] = {"name": name, "params": params, "adapter": dict(args.adapter), "label": label}
         if args.metrics:
@@ -108,6 +137,8 @@ def board_spec(args: argparse.Namespace) -> dict[str, Any]:
         "scenarios": entries,
         "max_instances": args.max_instances,  # part of the ad-hoc board, not a subset of it
     }
+    if judges:  # the juries the benchmark YAMLs name; --judge still chooses (it is the selection's)
+        spec["judges"] = judges
     if args.increase_max_tokens is not None:
         if args.increase_max_tokens < 0:
             raise UsageError(f"--increase-max-tokens must be 0 or more (got {args.increase_max_tokens})")

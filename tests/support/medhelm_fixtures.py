@@ -373,3 +373,22 @@ def mtsamples_zip(commit: str, folder: str, files: dict[str, str]) -> bytes:
         for name, text in files.items():
             z.writestr(f"benchmarkdata-{commit}/{folder}/{name}", text)
     return buf.getvalue()
+
+
+# --------------------------------------------------------------------------- a configured benchmark's stub jury
+def configured_policy(prompt: str, payload: dict) -> str:
+    """A judge (model ``judge-*``) scores the criteria of the prompt's ``<rubric_criteria>`` block, in order,
+    from its ``[judge-x:s1,s2,...]`` marker (prose without one); the model answers its ``[ans:...]`` marker."""
+    import re
+
+    model = str(payload.get("model", ""))
+    if model.startswith("judge"):
+        found = re.search(rf"\[{re.escape(model)}:([\d,]+)\]", prompt)
+        block = re.search(r"<rubric_criteria>\s*(\{.*?\})\s*</rubric_criteria>", prompt, re.DOTALL)
+        if not found or not block:
+            return "A fine answer, I think."
+        criteria = list(json.loads(block.group(1)))
+        scores = found.group(1).split(",")
+        return json.dumps({c: {"score": int(s), "explanation": "fixture"} for c, s in zip(criteria, scores, strict=True)})
+    found = re.search(r"\[ans:(.*?)\]", prompt)
+    return found.group(1) if found else "A"
