@@ -70,6 +70,10 @@ class Settings(BaseSettings):
                                                       "page, music sheet) keeps its scratch folder (the answer as "
                                                       "written, TeX's log, the screenshot) for inspection, one "
                                                       "folder per renderer run, instead of removing it")
+    clip_model: str | None = Field(None, description="the CLIP checkpoint HEIM's CLIPScore scores images with: "
+                                   "`openai/clip-vit-large-patch14` (HELM's, at a pinned revision, about 1.7 GB "
+                                   "from the Hub), `ID@REVISION`, or a local folder with a saved `CLIPModel` and "
+                                   "`CLIPProcessor` (needs the `hf` extra; unset: CLIPScore is not available)")
     regression_threshold: float = Field(0.0, ge=0, description="a published cell counts as regressed (the "
                                         "`helmflow.cell.regressed` event) when its paired change against the "
                                         "previous release is significantly below 0 and a drop of at least this "

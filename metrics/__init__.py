@@ -147,6 +147,13 @@ class Metric:
     # raises MetricError for an instance the metric cannot score (checked when the scenario is loaded)
     check: Callable[[Instance], Any] | None = None
     board_wide: BoardWide | None = None  # set: a board can add this metric to every scenario it fits
+    # what else the metric's numbers depend on (the setting naming its weights), folded into its version so a
+    # change of checkpoint scores the runs again rather than reusing numbers another model gave
+    varies: Callable[[], str] | None = None
+
+    @property
+    def full_version(self) -> str:
+        return self.version if self.varies is None else f"{self.version}+{self.varies()}"
 
     def missing_modules(self) -> list[str]:
         """The modules this metric needs that are not installed (found without importing them)."""
@@ -236,13 +243,14 @@ def metric(
     judge: str | None = None, pooled: tuple[Pooled, ...] = (), requires: tuple[str, ...] = (),
     extra: str | None = None, helm: HelmEquivalent | None = None, counted: tuple[Counted, ...] = (),
     check: Callable[[Instance], Any] | None = None, board_wide: BoardWide | None = None,
+    varies: Callable[[], str] | None = None,
 ) -> Callable[[MetricFn], MetricFn]:
     """Register a metric. ``check`` states what it needs of an instance (raising :class:`MetricError`),
     so a board pairing it with a scenario that lacks it stops at load time, not inside a task."""
     def deco(fn: MetricFn) -> MetricFn:
         METRICS.add(name, Metric(name=name, fn=fn, version=version, scores_errors=scores_errors, ratios=ratios,
                                  judge=judge, pooled=pooled, requires=requires, extra=extra, helm=helm,
-                                 counted=counted, check=check, board_wide=board_wide))
+                                 counted=counted, check=check, board_wide=board_wide, varies=varies))
         return fn
 
     return deco
@@ -274,7 +282,7 @@ def helm_stats() -> dict[str, str]:
 
 
 def metric_versions(names: list[str]) -> dict[str, str]:
-    return {n: METRICS.get(n).version for n in sorted(set(names))}
+    return {n: METRICS.get(n).full_version for n in sorted(set(names))}
 
 
 for _module in _BUILTIN:

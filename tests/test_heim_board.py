@@ -103,6 +103,8 @@ def test_reproduce_heim_explains_every_metric_left_out():
                      "q16_inappropriate_frac", "detection_correct_frac", "LPIPS", "FID/IS/KID",
                      "denoised_runtime", "human critiques", "NSFW"):
         assert left_out in text, left_out
+    # the weights CLIPScore loads, and the setting that names them
+    assert "$HELMFLOW_CLIP_MODEL" in text and "openai/clip-vit-large-patch14 at revision 32bd6428880" in text
 
 
 def test_show_heim_describes_the_board_offline():

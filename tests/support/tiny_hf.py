@@ -101,3 +101,37 @@ def build_tiny_vlm(folder: Path, seed: int = 0, chat_template: bool = True) -> P
     )
     LlavaForConditionalGeneration(config).save_pretrained(folder)
     return folder
+
+
+CLIP_SIDE = 32  # the tiny CLIP's processor resizes and crops every image to 32x32 (16 patches of 8)
+
+
+def build_tiny_clip(folder: Path, seed: int = 0) -> Path:
+    """A CLIP (2-layer text and vision towers, 16 dimensions) with its processor: a byte-level CLIP BPE
+    (every byte, alone and word-final, and a few merges written here) and a CLIP image processor, saved
+    as a checkpoint folder that ``CLIPModel`` / ``CLIPProcessor.from_pretrained`` load by path."""
+    import torch
+    from tokenizers import pre_tokenizers
+    from transformers import CLIPConfig, CLIPImageProcessorPil, CLIPModel, CLIPProcessor, CLIPTokenizer
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    merges = [("r", "e"), ("re", "d</w>"), ("c", "i"), ("ci", "r"), ("l", "e</w>"), ("a", "n"), ("an", "d</w>")]
+    vocab = {t: i for i, t in enumerate([*alphabet, *(c + "</w>" for c in alphabet), *(a + b for a, b in merges),
+                                         "<|startoftext|>", "<|endoftext|>"])}
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer = CLIPTokenizer(vocab=vocab, merges=merges)
+    image_processor = CLIPImageProcessorPil(size={"shortest_edge": CLIP_SIDE},
+                                            crop_size={"height": CLIP_SIDE, "width": CLIP_SIDE})
+    CLIPProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
+    bos, eos = vocab["<|startoftext|>"], vocab["<|endoftext|>"]
+    torch.manual_seed(seed)
+    config = CLIPConfig(
+        text_config={"vocab_size": len(vocab), "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,
+                     "num_attention_heads": 2, "max_position_embeddings": 77, "bos_token_id": bos,
+                     "eos_token_id": eos, "pad_token_id": eos},
+        vision_config={"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+                       "image_size": CLIP_SIDE, "patch_size": 8},
+        projection_dim=16,
+    )
+    CLIPModel(config).save_pretrained(folder)
+    return folder
