@@ -109,3 +109,21 @@ def test_a_benchmark_yaml_runs_through_eval_with_its_own_jury(tmp_path, prefect_
     sent = [n for n in notes if n["prompt"]]
     assert len(sent) == 4 and all("<rubric_criteria>" in n["prompt"] and "{{" not in n["prompt"] for n in sent)
     assert any("Can I shower with my new cast?" in n["prompt"] and "<reply>no</reply>" in n["prompt"] for n in sent)
+
+
+def test_data_path_points_a_gated_scenario_at_the_users_folder(tmp_path):
+    from tests.support.medhelm_fixtures import billing_feather
+
+    (tmp_path / "mimic").mkdir()
+    (tmp_path / "mimic" / "mimiciv_icd10.feather").write_bytes(billing_feather())
+    env = {"HELMFLOW_MIRROR": "", "HELMFLOW_MIRROR_MIMICIV_BILLING_CODE": ""}
+    out = run_cli("show", "medhelm", "--data-path", f"mimiciv_billing_code={tmp_path / 'mimic'}", env=env)
+    assert out.returncode == 0, out.stderr
+    shown = " ".join(out.stdout.split())
+    assert "left out: mimic_bhc" in shown and "left out: mimiciv_billing_code" not in shown
+    assert "mimiciv_billing_code_f1" in shown  # planned with the board, from the user's folder
+    for bad, message in ((f"mimic_bhc={tmp_path / 'nowhere'}", "is not a folder"),
+                         (f"mimic-iv={tmp_path}", "unknown scenario 'mimic-iv'"), ("mimic_bhc", "expected SCENARIO=DIR")):
+        out = run_cli("run", "medhelm", "--data-path", bad, "--storage", str(tmp_path / "store"), env=env)
+        assert out.returncode == 2 and message in out.stderr, out.stderr
+    assert not (tmp_path / "store").exists()

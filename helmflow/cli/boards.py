@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from helmflow.cli.options import models_file_arg, prompts_arg, selection_args, selection_from
+from helmflow.cli.options import (
+    apply_data_paths,
+    data_path_arg,
+    models_file_arg,
+    prompts_arg,
+    selection_args,
+    selection_from,
+)
 
 if TYPE_CHECKING:
     from helmflow.scenarios.base import DataSource
@@ -23,6 +30,7 @@ def add_parser(sub) -> None:
     show = sub.add_parser("show", help="show a board: its scenarios, models and versions")
     show.add_argument("board")
     selection_args(show)
+    data_path_arg(show)
     show.set_defaults(func=cmd_show)
 
     pr = sub.add_parser("prompts", help="print a board's prompt wording keys and texts as a prompts-file template",
@@ -174,6 +182,7 @@ def missing_extras(console, plan, noted: dict) -> None:
 def cmd_show(args: argparse.Namespace) -> int:
     """The board as a run would plan it, from what is declared and what is on this machine: no
     download, no key, and no extra needed (the missing ones are named)."""
+    apply_data_paths(args)
     from rich.console import Console
     from rich.table import Table
 

@@ -18,8 +18,10 @@ from typing import Any
 
 from helmflow.cli.options import (
     UsageError,
+    apply_data_paths,
     batch_arg,
     csv_list,
+    data_path_arg,
     dry_run_arg,
     ephemeral_arg,
     force_flow_arg,
@@ -68,6 +70,7 @@ def add_parser(sub) -> None:
                         "deployments with reasoning, 0 for the others; 0 turns it off)")
     p.add_argument("--name", help="board name (default: eval-<first scenario>-<8 hex of the evaluation's spec>)")
     prompts_arg(p)
+    data_path_arg(p)
     judge_args(p)
     verbose_arg(p)
     ephemeral_arg(p)
@@ -151,4 +154,5 @@ def board_spec(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_eval(args: argparse.Namespace) -> int:
     from helmflow.cli.runner import request_from, run_board
 
+    apply_data_paths(args)
     return run_board(request_from(args, board=board_spec(args), scenarios=None, max_instances=None))  # in the spec

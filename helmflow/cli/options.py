@@ -201,3 +201,34 @@ def selection_args(p: argparse.ArgumentParser) -> None:
     storage_arg(p)
     models_file_arg(p)
     judge_args(p)
+
+
+def _data_path(value: str) -> tuple[str, str]:
+    name, sep, folder = value.partition("=")
+    if not sep or not name.strip() or not folder.strip():
+        raise argparse.ArgumentTypeError(f"expected SCENARIO=DIR, got {value!r}")
+    return name.strip(), folder.strip()
+
+
+def data_path_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-path", type=_data_path, action="append", default=[], metavar="SCENARIO=DIR",
+                   help="read SCENARIO's files from DIR (a local folder or fsspec URL holding them as the scenario "
+                        "names them), e.g. a credential-gated dataset: mimiciv_billing_code=/secure/mimic "
+                        "(repeatable; for this command, as $HELMFLOW_MIRROR_<SCENARIO> is for every command)")
+
+
+def apply_data_paths(args: argparse.Namespace) -> None:
+    """``--data-path NAME=DIR``: NAME's mirror folder for this process (the flow it runs reads the same), checked
+    first: an unknown scenario or a local folder that does not exist is bad input."""
+    import os
+
+    from helmflow.scenarios import SCENARIOS
+    from helmflow.settings import scenario_mirror_var
+
+    for name, folder in getattr(args, "data_path", None) or []:
+        if name not in SCENARIOS:
+            raise UsageError(f"--data-path {name}={folder}: unknown scenario {name!r}; known: "
+                             f"{', '.join(SCENARIOS.names())}")
+        if "://" not in folder and not os.path.isdir(folder):
+            raise UsageError(f"--data-path {name}={folder}: {folder} is not a folder")
+        os.environ[scenario_mirror_var(name)] = folder if "://" in folder else os.path.abspath(folder)

@@ -6,8 +6,10 @@ import argparse
 
 from helmflow.cli.options import (
     UsageError,
+    apply_data_paths,
     batch_arg,
     budget_arg,
+    data_path_arg,
     dry_run_arg,
     ephemeral_arg,
     force_flow_arg,
@@ -42,6 +44,7 @@ def add_parser(sub) -> None:
                           "`helmflow calibrate-items` fits item easiness from)")
     run.add_argument("--model-ability", type=float, metavar="X", help="the initial ability of --adaptive (default 0)")
     prompts_arg(run)
+    data_path_arg(run)
     budget_arg(run)
     batch_arg(run)
     run.add_argument("--track", action="append", default=[], metavar="mlflow:URI|wandb:PROJECT[:DIR]",
@@ -54,6 +57,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    apply_data_paths(args)
     if args.board and args.board_file:
         raise UsageError(f"give a board name ({args.board!r}) or --board-file ({args.board_file!r}), not both")
     board = args.board_file or args.board
