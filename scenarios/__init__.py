@@ -100,6 +100,7 @@ _BUILTIN = [
     "wikifact",
     "babi_qa",
     "medhelm_configurable",
+    "blimp",
 ]
 
 

@@ -42,13 +42,14 @@ DEMOGRAPHICS = ["all", "male", "female", "LGBTQ", "christian", "muslim", "other_
 # the end-to-end run's entries: every adapter method, metric and group kind of the board, half its runs
 SELECTED = ["mmlu-abstract_algebra", "mmlu-econometrics", "boolq", "boolq_contrast", "quac", "hellaswag",
             "openbookqa", "truthful_qa", "msmarco_regular", "summarization_cnndm", "summarization_xsum", "imdb", "imdb_contrast", "civil_comments-all",
-            "civil_comments-female", "raft-twitter_complaints", "twitter_aae-aa", "legal_support", "wikifact-author"]
+            "civil_comments-female", "raft-twitter_complaints", "twitter_aae-aa", "legal_support", "wikifact-author",
+            "blimp-irregular_forms"]
 GENERATION = ["boolq", "narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "quac",
               "summarization_cnndm", "summarization_xsum", "imdb", "civil_comments", "raft"]
 N = 3  # evaluation instances per run
 SUMMARIZATION = ["summarization_cnndm", "summarization_xsum"]
 CONTRAST = ["boolq_contrast", "imdb_contrast"]  # HELM's robustness_contrast_sets runs
-TARGETED = ["twitter_aae-aa", "legal_support", "wikifact-author"]  # targeted evaluations on the board (outside the headline)
+TARGETED = ["twitter_aae-aa", "legal_support", "wikifact-author", "blimp-irregular_forms"]  # targeted evaluations on the board (outside the headline)
 # the dev server under a name HELM has a denoised-runtime table for (HELM keys its tables by deployment name)
 DEV = "openai/davinci"
 HELM_RUNTIMES = json.loads((REPO / "tests" / "data" / "helm_denoised_runtime.json").read_text())["cases"]  # HELM: no calibration, robustness or fairness
@@ -75,14 +76,17 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
         (s, f"summarization_{m}") for s in SUMMARIZATION for m in ("coverage", "density", "compression")]
     assert [(c.scenario, c.lower_is_better) for c in groups["toxicity"].columns] == [(s, True) for s in GENERATION]
     # HELM's robustness_contrast_sets runs (only_contrast, data_augmentation=contrast_sets), outside the headline
-    contrast = [s for s in spec.scenarios if not s.headline and s.name not in ("twitter_aae", "legal_support", "lsat_qa", "wikifact", "babi_qa")]
+    contrast = [s for s in spec.scenarios if not s.headline and s.name not in ("twitter_aae", "legal_support", "lsat_qa", "wikifact", "babi_qa", "blimp")]
     assert [(s.label, s.name, s.params, s.perturbations) for s in contrast] == [
         (f"{n}_contrast", n, {"only_contrast": True}, "contrast_sets") for n in ("boolq", "imdb")]
     # targeted evaluations: HELM's twitter_aae entries, in the language table, outside the headline
     assert [(s.label, s.group, s.params) for s in spec.scenarios if s.name == "twitter_aae"] == [
         (f"twitter_aae-{d}", "twitter_aae", {"demographic": d}) for d in ("aa", "white")]
     assert [(c.scenario, c.metric, c.lower_is_better) for c in groups["language"].columns] == [
-        (lab, "bits_per_byte", True) for lab in ("twitter_aae", "twitter_aae-aa", "twitter_aae-white")]
+        (lab, "bits_per_byte", True) for lab in ("twitter_aae", "twitter_aae-aa", "twitter_aae-white")] + [
+        ("blimp", "exact_match", False)]
+    assert [(s.label, s.group, s.headline) for s in spec.scenarios if s.name == "blimp"] == [
+        (f"blimp-{p}", "blimp", False) for p in ("irregular_forms", "quantifiers", "island_effects", "binding")]
     assert [(c.scenario, c.metric) for c in groups["reasoning"].columns] == [
         ("legal_support", "quasi_exact_match"), ("lsat_qa", "quasi_exact_match"), ("babi_qa", "quasi_exact_match")]
     assert [(s.label, s.params, s.headline) for s in spec.scenarios if s.name == "babi_qa"] == [
@@ -176,7 +180,7 @@ def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
     out = run_cli("show", "classic", env={"HELMFLOW_MIRROR": str(tmp_path / "none"), "HELMFLOW_STORAGE": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
-    assert "board classic: 58 scenarios + 146 perturbed copies x 1 model = 204 runs" in text
+    assert "board classic: 62 scenarios + 146 perturbed copies x 1 model = 208 runs" in text
     assert "not mirrored:" in text and "helmflow mirror classic --to DIR" in text
     assert ("not fetched: SAE_to_AAVE_mapping.json, the data of perturbation(s) dialect (36 perturbed copies); a run "
             "stops until you run `helmflow fetch-assets perturbations`") in text
@@ -233,6 +237,7 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
         assert row["legal_support/quasi_exact_match"] == pytest.approx(row["legal_support"])
         # WikiFact: five outputs per question; the best of them is at least the first
         assert row["wikifact/quasi_exact_match@k"] >= row["wikifact/quasi_exact_match"]
+        assert 0 <= row["blimp/exact_match"] <= 1 and row["group:blimp"] == pytest.approx(row["blimp/exact_match"])
         for column, metric in COLUMNS.items():
             if column in ("narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "msmarco_trec"):
                 assert row.get(f"group:{column}") is None  # not selected

@@ -36,6 +36,7 @@ from tests.support.classic_fixtures import (
     WIKIFACT,
     babi_archive,
     babi_text,
+    blimp_zip,
     boolq_files,
     civil_csv,
     hellaswag_files,
@@ -503,3 +504,28 @@ def test_babi_qa_instances_are_helms(tmp_path, task):
     assert instances[1].input.text.count("\n") == 2  # the second question sees both facts told so far
     if task == "19":
         assert {i.references[0].text for i in instances} <= {"south west", "north east", "east east"}
+
+
+# --------------------------------------------------------------------------- BLiMP
+@pytest.mark.parametrize("phenomenon", ["irregular_forms", "binding"])
+def test_blimp_pairs_are_helms(tmp_path, phenomenon):
+    """HELM's BLiMPScenario written out again: the phenomenon's paradigms in HELM's order, each line a test instance
+    with an empty input, the good sentence first and correct; the separate adapter with an empty input."""
+    from helmflow.scenarios.blimp import PARADIGMS
+
+    files, expected = {}, []
+    with zipfile.ZipFile(io.BytesIO(blimp_zip())) as z:
+        for paradigm in PARADIGMS[phenomenon]:
+            data = z.read(f"data/{paradigm}.jsonl")
+            (tmp_path / f"{paradigm}.jsonl").write_bytes(data)
+            files[f"{paradigm}.jsonl"] = str(tmp_path / f"{paradigm}.jsonl")
+            expected += [(r["sentence_good"], r["sentence_bad"]) for r in map(json.loads, data.decode().splitlines())]
+    scen = get_scenario("blimp", {"phenomenon": phenomenon})
+    instances = scen.load(files)
+    assert [(i.references[0].text, i.references[1].text) for i in instances] == expected
+    assert all(i.split == "test" and i.input.text == "" and [r.correct for r in i.references] == [True, False]
+               for i in instances)
+    assert PARADIGMS["binding"][0] == "principle_A_domain_2"  # HELM's order, not the alphabet's
+    spec = scen.default_adapter
+    assert (spec.method, spec.instructions, spec.input_suffix, spec.max_train_instances) == (
+        "multiple_choice_separate_original", "", "", 0)

@@ -40,6 +40,7 @@ LEGAL_SUPPORT = "docs.google.com/uc"  # HELM's Google Drive URL; the query strin
 LSAT = "raw.githubusercontent.com/zhongwanjun/AR-LSAT/main/data"
 WIKIFACT = "worksheets.codalab.org/rest/bundles/0x8c3b60eb7c6b462e822a150f194d3b35/contents/blob"
 BABI = "www.thespermwhale.com/jaseweston/babi/tasks_1-20_v1-2.tar.gz"
+BLIMP = "github.com/alexwarstadt/blimp/blob/master/BLiMP.zip"  # HELM's URL (?raw=true is its query string)
 XSUM_SAMPLED = "storage.googleapis.com/crfm-helm-public/source_datasets/scenarios/summarization_scenario/xsum-sampled.pk"
 IDENTITIES = ["male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white"]
 
@@ -386,6 +387,22 @@ def babi_archive() -> bytes:
     return buf.getvalue()
 
 
+# --------------------------------------------------------------------------- BLiMP
+def blimp_zip() -> bytes:
+    """``data/<paradigm>.jsonl`` for every paradigm of the four phenomena: minimal pairs written for the tests."""
+    from helmflow.scenarios.blimp import PARADIGMS
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for phenomenon, paradigms in PARADIGMS.items():
+            for k, paradigm in enumerate(paradigms):
+                rows = [{"sentence_good": f"The {n} cats have eaten ({paradigm}).",
+                         "sentence_bad": f"The {n} cats have ate ({paradigm}).", "field": "morphology",
+                         "linguistics_term": phenomenon, "UID": paradigm, "pairID": str(n)} for n in range(2 + k % 2)]
+                z.writestr(f"data/{paradigm}.jsonl", jsonl(rows).decode())
+    return buf.getvalue()
+
+
 def classic_files() -> dict[str, bytes]:
     from tests.support.summarization_fixtures import xsum_sampled_pickle
 
@@ -393,7 +410,7 @@ def classic_files() -> dict[str, bytes]:
             **imdb_files(), XSUM_SAMPLED: xsum_sampled_pickle(),
             **{f"{TWITTER_AAE}/{d}_tweets.csv": twitter_aae_csv(d) for d in ("aa", "white")},
             LEGAL_SUPPORT: legal_support_zip(), **lsat_files(), **wikifact_files(),
-            BABI: babi_archive()}
+            BABI: babi_archive(), BLIMP: blimp_zip()}
 
 
 def summarization_mirrors(root: Path) -> dict[str, str]:
