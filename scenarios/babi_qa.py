@@ -44,7 +44,8 @@ def spelt_path(path: str) -> str:
 
 def parse(task: int, lines: list[str]) -> list[tuple[str, str]]:
     """HELM's reading of one file: (input, answer) per question line."""
-    out, story = [], []
+    out: list[tuple[str, str]] = []
+    story: list[str] = []
     for line in lines:
         words = line.split(" ")
         if int(words[0]) == 1:
