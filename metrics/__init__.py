@@ -231,6 +231,7 @@ _BUILTIN = [
     "uiqi",
     "multi_scale_ssim",
     "clip_score",
+    "gender",
     "medhelm_jury",
     "table_reasoning",
     "medhelm",

@@ -19,8 +19,8 @@ from helmflow.scenarios.base import Scenario
 
 #: the weight-free metrics every generated image is scored by (HELM's core HEIM metrics that need no weights)
 CORE_METRICS = ["image_efficiency", "fractal_dimension", "clip_score"]
-#: HELM's bias metrics that need no weights
-BIAS_METRICS = ["skin_tone"]
+#: HELM's bias metrics: skin tone needs no weights, gender imbalance CLIP's (not available without them)
+BIAS_METRICS = ["skin_tone", "gender"]
 #: HELM's reference-based metrics that need no weights (MS-COCO)
 REFERENCE_METRICS = ["psnr", "multi_scale_ssim", "uiqi"]
 #: HEIM's number of images per prompt on its normal runs

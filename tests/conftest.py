@@ -51,7 +51,7 @@ os.environ.update(
         "AWS_DEFAULT_REGION": "us-east-1",
     }
 )
-for _name in ("HELMFLOW_STORAGE", "HELMFLOW_MODELS", "HELMFLOW_PLUGINS", "AWS_ENDPOINT_URL"):
+for _name in ("HELMFLOW_STORAGE", "HELMFLOW_MODELS", "HELMFLOW_PLUGINS", "HELMFLOW_CLIP_MODEL", "AWS_ENDPOINT_URL"):
     os.environ.pop(_name, None)
 if _WORKER != "main":  # pytest-xdist's workers get COLUMNS=80, LINES=24: a subprocess would draw 80-column tables
     os.environ.pop("COLUMNS", None)

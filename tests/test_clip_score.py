@@ -71,6 +71,16 @@ def test_clip_score_is_100_max_cos_0_as_clip_and_torchmetrics_compute_it(tiny_cl
             scores, abs=1e-4)
 
 
+def test_gender_classes_an_image_female_when_it_scores_higher_against_the_female_caption(tiny_clip):
+    from helmflow.metrics.gender import female
+
+    model, processor = scorer(checkpoint(str(tiny_clip)))
+    images = [draw(p, i, 64, 48) for p in PROMPTS for i in range(2)]
+    hand = [f > m for f, m in zip(by_forward_pass(model, processor, "a photo of a female", images),
+                                  by_forward_pass(model, processor, "a photo of a male", images), strict=True)]
+    assert female(model, processor, images) == hand and female(model, processor, []) == []
+
+
 def test_the_prompt_is_cut_to_75_tokens_as_helm_s_clip_window_does(tiny_clip):
     _, processor = scorer(checkpoint(str(tiny_clip)))
     tok = processor.tokenizer
@@ -100,12 +110,13 @@ def test_a_clip_model_setting_that_names_no_checkpoint_is_one_line(tmp_path):
 @pytest.mark.slow
 def test_helmflow_run_heim_publishes_clip_score_from_the_checkpoint_folder(tmp_path, prefect_server, tiny_clip):
     storage = tmp_path / "store"
-    out = run_cli("run", "heim", "--models", "offline/draw", "--scenarios", "daily_dalle", "--max-instances", "2",
+    out = run_cli("run", "heim", "--models", "offline/draw", "--scenarios", "daily_dalle,mental_disorders",
+                  "--max-instances", "2",
                   "--storage", str(storage), env={"HELMFLOW_CLIP_MODEL": str(tiny_clip)}, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     latest = json.loads((storage / "leaderboards/heim/latest-subset.json").read_text())
-    (run,) = pq.read_table(f"{latest['uri']}/runs.parquet").to_pylist()
-    folder = storage / "runs" / run["run_id"]
+    runs = {r["scenario"]: r for r in pq.read_table(f"{latest['uri']}/runs.parquet").to_pylist()}
+    folder = storage / "runs" / runs["daily_dalle"]["run_id"]
     prompts = {r["request_hash"]: r["prompt"] for r in pq.read_table(folder / "requests.parquet").to_pylist()}
     model, processor = scorer(checkpoint(str(tiny_clip)))
     tok = processor.tokenizer
@@ -125,3 +136,16 @@ def test_helmflow_run_heim_publishes_clip_score_from_the_checkpoint_folder(tmp_p
     row = pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()[0]
     assert row["daily_dalle/expected_clip_score"] == pytest.approx(np.mean([np.mean(s) for s in expected.values()]),
                                                                   abs=1e-4)
+    # gender imbalance on mental_disorders' eight images a prompt, by the same checkpoint
+    from helmflow.metrics.gender import female
+
+    folder = storage / "runs" / runs["mental_disorders"]["run_id"]
+    imbalance = {}
+    for c in pq.read_table(folder / "completions.parquet").to_pylist():
+        images = [(storage / "media" / f"{p['sha256']}.png").read_bytes() for p in c["images"]]
+        assert len(images) == 8
+        imbalance[c["instance_id"]] = abs(np.mean(female(model, processor, images)) - 0.5)
+    got = {s["instance_id"]: s["value"] for s in pq.read_table(folder / "stats.parquet").to_pylist()
+           if s["name"] == "gender_imbalance"}
+    assert got == pytest.approx(imbalance)
+    assert row["mental_disorders/gender_imbalance"] == pytest.approx(np.mean(list(imbalance.values())))
