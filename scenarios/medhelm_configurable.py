@@ -25,9 +25,10 @@ the instance id. Every row is a test instance. The metrics are ``exact_match`` (
 metric class, when no judge parsed).
 
 Everything wrong with the file (an unknown key, a missing field, a placeholder naming no column of the
-dataset) is one error naming the file and the field, before any request. The YAML, the prompt files and
-the dataset's sha256 make the dataset revision, so editing any of them is a new scenario version; the jury's
-wording and criteria are in its template VERSION, so editing only those re-judges without re-querying.
+dataset) is one error naming the file and the field, before any request. The YAML (but its metrics), the
+prompt and the dataset's sha256 make the dataset revision, so editing any of them is a new scenario version;
+the jury's wording and criteria are in its template VERSION, so editing only those re-judges without
+re-querying.
 """
 
 from __future__ import annotations
@@ -277,14 +278,14 @@ class MedHELMConfigurable(Scenario[ConfigParams]):
         return generation("", None, None, self.config.max_tokens, stop=())
 
     def dataset_revision(self) -> str:
-        """The YAML, its prompts and the dataset's sha256: editing any of them is a new revision."""
+        """The YAML (but its metrics), its prompt and the dataset's sha256: editing any of them is a new revision."""
         if self._revision is None:
             from helmflow.datasets import sha256_of
             from helmflow.versions import stable_hash
 
+            # the metrics (the jury's wording, criteria, judges) are metric_version's, not the instances'
             self._revision = stable_hash({
-                "config": self.config.model_dump(mode="json"), "prompt": self.prompt_template,
-                "jury": self.jury_text if self.config.jury else None,
+                "config": self.config.model_dump(mode="json", exclude={"metrics"}), "prompt": self.prompt_template,
                 "dataset": sha256_of(NAME, self.dataset_url)}, 16)
         return self._revision
 

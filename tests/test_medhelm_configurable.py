@@ -87,14 +87,28 @@ def test_a_benchmark_yaml_runs_through_eval_with_its_own_jury(tmp_path, prefect_
         # the judges are the file's: no --judge
         out = run_cli("eval", str(bench), "--models", "dev/model", "--models-file", str(models),
                       "--storage", str(storage))
-    assert out.returncode == 0, out.stdout + out.stderr
-    (board,) = storage.glob("leaderboards/eval-discharge_questions-*")
+        assert out.returncode == 0, out.stdout + out.stderr
+        # another wording of the jury only: the same instances and prompts, a new metric_version (re-judged)
+        (tmp_path / "judge.txt").write_text(JUDGE_PROMPT.replace("nurse educator", "pharmacist"))
+        again = run_cli("eval", str(bench), "--models", "dev/model", "--models-file", str(models),
+                        "--storage", str(storage))
+        assert again.returncode == 0, again.stdout + again.stderr
+    runs = {p.parent.name: json.loads(p.read_text()) for p in storage.glob("runs/*/run.json")}
+    worded = {rid: pq.read_table(storage / "runs" / rid / "annotations.parquet").column("prompt").to_pylist()
+              for rid in runs}
+    (first,) = [runs[rid] for rid, prompts in worded.items() if any("nurse educator" in p for p in prompts)]
+    (second,) = [runs[rid] for rid, prompts in worded.items() if any("pharmacist" in p for p in prompts)]
+    # the query key (scenario, prompt and model versions) is the same: the stored answers are judged again
+    same = [first["versions"][k] == second["versions"][k] for k in ("scenario_version", "prompt_version", "metric_version")]
+    assert same == [True, True, False]
+    assert first["judges"]["templates"] != second["judges"]["templates"]
+    run_json = first
+    board = sorted(storage.glob("leaderboards/eval-discharge_questions-*"))[0]
     latest = json.loads((board / "latest.json").read_text())
     (row,) = pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()
     # the jury, pooled over the criteria of the judges that parsed: (5+3+4+4)/4 = 4, (2+2)/2 = 2 (judge-b
     # dropped), the empty reply the file's default 1.0; the cell is their mean
     assert row["discharge_questions"] == pytest.approx((4 + 2 + 1) / 3)
-    (run_json,) = [json.loads(p.read_text()) for p in storage.glob("runs/*/run.json")]
     run = storage / "runs" / run_json["run_id"]
     summary = {r["name"]: r for r in pq.read_table(run / "summary.parquet").to_pylist() if r["split"] == "test"}
     assert summary["exact_match"]["mean"] == pytest.approx(1 / 3)  # "no" right; "yes" and "" wrong
