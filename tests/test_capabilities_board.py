@@ -64,6 +64,7 @@ def mirrors(tmp_path):
     }
 
 
+@pytest.mark.slow
 def test_without_a_judge_credential_the_run_stops_up_front_naming_the_variable(mirrors, tmp_path):
     models = tmp_path / "models.yaml"
     models.write_text(yaml.safe_dump({"deployments": [

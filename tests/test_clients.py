@@ -203,6 +203,7 @@ def test_concurrency_limit_holds_at_the_server(dev_server, store):
     assert time.perf_counter() - started >= 1.0  # 40 / 4 x 100 ms
 
 
+@pytest.mark.slow
 def test_requests_per_minute_is_a_process_wide_bucket(store):
     """600/min: a minute's worth may go at once, then 10 per second (an offline model: no network)."""
     dep = Deployment(name="t/rpm", client="offline", model="echo", options={"behavior": "echo"},
@@ -215,6 +216,7 @@ def test_requests_per_minute_is_a_process_wide_bucket(store):
     assert time.perf_counter() - started >= 0.8
 
 
+@pytest.mark.slow
 def test_tokens_per_minute_is_a_process_wide_bucket(store):
     """600 tokens/min; each request is 12 tokens (6 of prompt + max_tokens 6): 50 at once, then 10 tokens/s."""
     dep = Deployment(name="t/tpm", client="offline", model="echo", options={"behavior": "echo"},

@@ -67,6 +67,7 @@ def test_paired_interval_matches_a_hand_computation(hand_store, cli):
     assert "not separable" in out.stdout and "0.625 (3 / 1)" in out.stdout
 
 
+@pytest.mark.slow
 def test_significant_difference_is_said(tmp_path, cli):
     store = Store(str(tmp_path / "store"))
     ids = [f"q{i}" for i in range(40)]

@@ -96,6 +96,7 @@ def test_schema_errors_name_the_file_and_the_column_through_the_cli(csv_file, tm
     assert not (tmp_path / "store").exists()
 
 
+@pytest.mark.slow
 def test_missing_and_malformed_files_are_clear_errors(tmp_path):
     out = run_cli("eval", f"custom:path={tmp_path / 'nope.csv'}", "--models", "offline/solver", "--dry-run")
     assert out.returncode == 2 and "nope.csv" in out.stderr and "does not exist" in out.stderr, out.stderr
@@ -142,6 +143,7 @@ def test_board_file_with_a_custom_scenario_runs_through_the_flow(prefect_server,
     assert custom_run["adapter"]["max_train_instances"] == 1
 
 
+@pytest.mark.slow
 def test_data_the_adapter_cannot_use_is_bad_input_before_any_work(tmp_path):
     """An instance the adapter refuses (27 options to letter) was a ValueError inside the
     adapt task (a traceback, or exit 1 and an empty partial release); it is now exit 2 with one line,

@@ -53,6 +53,7 @@ def _parquet_bytes(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.parquet")) if "/report/" not in str(p)}
 
 
+@pytest.mark.slow
 def test_import_helm_keeps_helms_numbers_and_reproduces_them(tmp_path: Path):
     suite = good_suite(tmp_path)
     root = tmp_path / "store"
@@ -215,6 +216,7 @@ def test_import_helm_bad_source_is_one_line(tmp_path: Path):
     assert out.returncode == 2 and "holds no HELM run folder" in out.stderr
 
 
+@pytest.mark.slow
 def test_helm_board_is_never_mixed_into_a_board_of_runs_made_here(tmp_path: Path):
     suite = tmp_path / "suite"
     mcqa_run(suite)
@@ -231,6 +233,7 @@ def test_helm_board_is_never_mixed_into_a_board_of_runs_made_here(tmp_path: Path
     assert not (tmp_path / "fresh" / "runs").exists()  # refused before any work
 
 
+@pytest.mark.slow
 def test_export_bundle_reimports_byte_for_byte_and_refuses_a_damaged_one(tmp_path: Path):
     suite = good_suite(tmp_path)
     first, second, third = tmp_path / "a", tmp_path / "b", tmp_path / "c"
@@ -280,6 +283,7 @@ def test_a_bundle_cannot_write_outside_its_release(tmp_path: Path):
     assert not (tmp_path / "target" / "runs").exists()
 
 
+@pytest.mark.slow
 def test_export_format_helm_imports_back_to_the_same_stats(tmp_path: Path):
     suite = good_suite(tmp_path)
     first = tmp_path / "a"
@@ -442,6 +446,7 @@ def _forge_completions(bundle: Path) -> tuple[str, Path]:
     return info["run_id"], victim
 
 
+@pytest.mark.slow
 def test_a_forged_bundle_never_replaces_a_run_already_held(tmp_path: Path):
     suite = tmp_path / "suite"
     mcqa_run(suite)
@@ -505,6 +510,7 @@ def _summary(root: Path, info: dict) -> dict[str, dict]:
     return {r["name"]: r for r in pq.read_table(root / "runs" / info["run_id"] / "summary.parquet").to_pylist()}
 
 
+@pytest.mark.slow
 def test_a_real_helm_tree_imports_with_intervals_and_helms_worst_cases(tmp_path: Path):
     root = tmp_path / "store"
     out = run_cli("import-helm", str(REAL), "--storage", str(root), "--board", "helm-real", "-v")
@@ -561,6 +567,7 @@ def test_a_real_helm_tree_imports_with_intervals_and_helms_worst_cases(tmp_path:
     assert matched and all("HELM " in line and ", helmflow " in line for line in matched)
 
 
+@pytest.mark.slow
 def test_a_real_helm_tree_exports_as_helm_and_imports_back_losing_no_stat(tmp_path: Path):
     first, out_dir, back = tmp_path / "a", tmp_path / "helm-out", tmp_path / "b"
     assert run_cli("import-helm", str(REAL), "--storage", str(first), "--board", "helm-real").returncode == 0
@@ -589,6 +596,7 @@ def test_a_real_helm_tree_exports_as_helm_and_imports_back_losing_no_stat(tmp_pa
     assert _leaderboard(back, "helm-real") == _leaderboard(first, "helm-real")
 
 
+@pytest.mark.slow
 def test_a_run_helm_wrote_per_sub_split_imports_merged_as_helm_summarizes_and_exports_back(tmp_path: Path):
     """Before: every stat of a run whose instances have sub-splits was skipped, so the run was refused
     ("no metric helmflow knows") and exported nothing back. crfm-helm 0.5.16's own helm-summarize lookup
@@ -631,6 +639,7 @@ def test_a_run_helm_wrote_per_sub_split_imports_merged_as_helm_summarizes_and_ex
         n: (r["count"], pytest.approx(r["mean"])) for n, r in rows.items()}
 
 
+@pytest.mark.slow
 def test_perturbation_stats_without_their_per_instance_values_get_no_interval(tmp_path: Path):
     """HELM's per-instance file keeps the originals only: the perturbation numbers are imported as HELM
     wrote them, and none gets an interval made from the originals alone."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 
+import pytest
 import yaml
 
 from tests.support.cli import run_cli
@@ -67,6 +68,7 @@ def write_prod_env(root, base_url: str) -> None:
     )
 
 
+@pytest.mark.slow
 def test_import_maps_supported_deployments_lists_the_rest_and_never_copies_a_key(tmp_path, dev_server):
     prod_env = tmp_path / "prod_env"
     write_prod_env(prod_env, dev_server.openai_url)
@@ -121,6 +123,7 @@ def test_import_maps_supported_deployments_lists_the_rest_and_never_copies_a_key
     assert stats["requests"] == 2 and stats["by_endpoint"] == {"chat": 1, "completions": 1}, stats
 
 
+@pytest.mark.slow
 def test_bad_prod_env_is_one_clear_error(tmp_path):
     out = run_cli("import-helm-models", str(tmp_path / "nowhere"))
     assert out.returncode == 2 and "is not a folder" in out.stderr

@@ -24,6 +24,8 @@ from helmflow.records import ChatMessage, Deployment, RequestBody  # noqa: E402
 from tests.support.cli import REPO, run_cli  # noqa: E402
 from tests.support.tiny_hf import POSITIONS, build_tiny_model  # noqa: E402
 
+pytestmark = pytest.mark.slow  # its fixtures run a board through Prefect
+
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:

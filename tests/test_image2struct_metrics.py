@@ -33,6 +33,7 @@ def test_identical_images_score_one_and_a_missing_render_scores_zero():
     assert m.EDIT not in m.image_scores(None, ref)  # wild subsets: no reference text, no edit similarity
 
 
+@pytest.mark.slow
 def test_earth_mover_similarity_is_zero_for_the_baseline_and_falls_with_distance():
     ref = page(8)
     baseline = m.baseline_image(ref)  # white page: most frequent colour is light, so the baseline is black

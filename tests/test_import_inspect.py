@@ -64,6 +64,7 @@ def logs(tmp_path_factory) -> tuple[Path, dict]:
     return root, inspect_numbers
 
 
+@pytest.mark.slow
 def test_imported_board_has_inspects_numbers(logs, tmp_path: Path):
     root, inspect_numbers = logs
     assert inspect_numbers == EXPECTED  # Inspect's own results, as worked by hand
@@ -106,6 +107,7 @@ def test_imported_board_has_inspects_numbers(logs, tmp_path: Path):
     assert [r.wrote for r in again.runs] == [False, False] and again.release_id == pointer["release_id"]
 
 
+@pytest.mark.slow
 def test_bad_sources_are_one_line_or_skipped(logs, tmp_path: Path):
     root, _ = logs
     store = str(tmp_path / "s")

@@ -21,6 +21,8 @@ from helmflow.web.app import create_app
 from helmflow.web.export import export_report
 from tests.support.tiny_board import TINY, release, run_board
 
+pytestmark = pytest.mark.slow  # its fixtures run a board through Prefect
+
 
 @pytest.fixture
 def published(tmp_path: Path) -> tuple[Store, object, ReleaseOutcome]:

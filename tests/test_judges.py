@@ -141,6 +141,7 @@ def summary(store, run_id):
     return {r["name"]: r for r in table(store, f"runs/{run_id}/summary.parquet")}
 
 
+@pytest.mark.slow
 def test_jury_of_three_averages_the_parsed_and_counts_the_unparsable(store, omni_mirror, deployments):
     run, _query, _score, out = run_pair(store, deployments, ["t/judge-true", "t/judge-false", "t/judge-garbage"])
     notes = table(store, f"runs/{run.run_id}/annotations.parquet")
@@ -205,6 +206,7 @@ def test_no_judge_leaves_judge_metrics_missing_and_keeps_rule_based(store, omni_
     assert not store.exists(f"runs/{run.run_id}/annotations.parquet")
 
 
+@pytest.mark.slow
 def test_judge_change_changes_run_id_not_query_key_and_rejudges_without_requerying(store, omni_mirror, deployments):
     first, _q1, _s1, _ = run_pair(store, deployments, ["t/judge-true"])
     second, q2, s2, out = run_pair(store, deployments, ["t/judge-false"])

@@ -29,6 +29,7 @@ def test_a_board_needing_a_missing_extra_says_which_before_any_work(monkeypatch)
         prepare("capabilities", judges=["offline/echo"], check_credentials=False)  # mmlu_pro, gpqa come first
 
 
+@pytest.mark.slow
 def test_the_missing_extra_is_one_line_and_exit_2(tmp_path):
     """Through the command, in a process where math_verify cannot be found."""
     import subprocess

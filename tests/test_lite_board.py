@@ -45,6 +45,7 @@ def test_the_board_has_helms_groups_headline_and_efficiency_table():
     assert {c.scenario for c in efficiency.columns} == set(COLUMNS)
 
 
+@pytest.mark.slow
 def test_reproduce_lite_explains_every_difference_from_helm():
     out = run_cli("reproduce", "lite", "--explain")
     assert out.returncode == 0, out.stderr

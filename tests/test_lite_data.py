@@ -139,6 +139,7 @@ def test_mirror_lite_fetches_every_source_records_unknown_pins_and_feeds_runs(tm
                               for n in ("train.jsonl", "test.jsonl")}
 
 
+@pytest.mark.slow
 def test_mirror_records_the_files_of_a_scenario_that_runs_from_a_mirror_only(tmp_path):
     """MATH's Parquet conversion has no verifiable revision: `helmflow mirror` copies what the current mirror
     holds, records its hashes (not verified) and prints the pins, so `helmflow mirror lite` covers it too."""

@@ -185,6 +185,7 @@ def test_lite_metrics_name_their_extra():
         missing.check_installed()
 
 
+@pytest.mark.slow
 def test_first_use_from_many_threads_at_once():
     """Runs score on worker threads at once: a board scoring IFEval, the bias metric and the Lite BLEU/ROUGE/sacreBLEU
     metrics imports NLTK from all of them. Their first calls from 8 threads together, in a fresh interpreter (nothing

@@ -146,6 +146,7 @@ def wmt_mirror(tmp_path, monkeypatch):
     return folder
 
 
+@pytest.mark.slow
 def test_wmt_train_pool_and_evaluation_sample_are_helms(wmt_mirror, tmp_path):
     scen = get_scenario("wmt_14", {"language_pair": "de-en"})
     instances = scen.load({f"de-en-{s}.parquet": str(wmt_mirror / f"de-en-{s}.parquet") for s in ("train", "validation", "test")})

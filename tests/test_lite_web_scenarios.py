@@ -165,6 +165,7 @@ def helm_nq(files: dict[str, bytes], mode: str) -> list[tuple]:
 
 
 @pytest.mark.parametrize("mode", ["openbook_longans", "closedbook"])
+@pytest.mark.slow
 def test_natural_qa_splits_answers_and_sample_are_helms(tmp_path, mode):
     data = nq_files()  # 7,830 examples in five files, about half with a short answer
     files = write(tmp_path, data)
@@ -210,6 +211,7 @@ def test_mmlu_subject_files_and_in_context_order_are_helms(tmp_path):
         get_scenario("mmlu", {"subject": "astrology"})
 
 
+@pytest.mark.slow
 def test_med_qa_strips_options_and_draws_helms_1000(tmp_path):
     archive = zipfile.ZipFile(io.BytesIO(medqa_zip()))
     scen = get_scenario("med_qa")

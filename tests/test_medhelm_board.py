@@ -60,6 +60,7 @@ def test_the_board_has_a_table_and_an_efficiency_table_per_category():
     assert {c.scenario for g in groups.values() for c in g.columns} == labels
 
 
+@pytest.mark.slow
 def test_show_and_reproduce_explain_work_offline():
     out = run_cli("show", "medhelm", env={"HELMFLOW_MIRROR": ""})
     assert out.returncode == 0, out.stderr

@@ -157,6 +157,7 @@ def test_eval_command_runs_mmlu_pro_v2(mirror, tmp_path, cli, prefect_server):
 
 
 @pytest.mark.parametrize(("variant", "max_tokens"), [("v1", 4096), ("v2", 14096)])
+@pytest.mark.slow
 def test_run_variant_flag_sets_the_variant_on_the_board(mirror, tmp_path, cli, variant, max_tokens):
     """`helmflow run capabilities --variant v2`: the variant reaches MMLU-Pro's adapter (seen in a dry run)."""
     models = tmp_path / "models.yaml"

@@ -155,6 +155,7 @@ def test_msmarco_runs_end_to_end_through_eval(tmp_path, prefect_server):
     assert summary[("RR@10", "valid")]["mean"] == pytest.approx(sum(expected) / len(expected))
 
 
+@pytest.mark.slow
 def test_a_helm_msmarco_run_imports_and_its_measures_reproduce(tmp_path):
     """A HELM ranking_binary run (one TREC query, the graded case above): its seven request states import as one
     generation per passage, the judgements come from HELM's reference tags, and RR@10 and NDCG@10 recompute to

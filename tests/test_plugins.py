@@ -54,6 +54,7 @@ def plugin_file(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_plugin_scenarios_are_listed_with_flag_or_env(plugin_file: Path):
     listed = run_cli("--plugin", str(plugin_file), "list", "scenarios")
     assert listed.returncode == 0 and "doubling" in listed.stdout and "Plugin scenario" in listed.stdout, listed.stderr

@@ -46,6 +46,7 @@ def _refused_alike(spec: str, tmp_path: Path, message: str, env: dict[str, str] 
 
 
 @pytest.mark.parametrize("case", sorted(CSV_CASES))
+@pytest.mark.slow
 def test_custom_csv_problems_exit_2_before_any_task(case, tmp_path):
     text, message = CSV_CASES[case]
     path = tmp_path / "quiz.csv"
@@ -73,6 +74,7 @@ def _ifeval_row(key: int, instruction: str = "punctuation:no_comma", kwargs: dic
         ([_ifeval_row(5), _ifeval_row(6), _ifeval_row(5)], "id '5' appears on lines 1 and 3; ids must be unique"),
     ],
 )
+@pytest.mark.slow
 def test_ifeval_rows_the_checkers_refuse_and_duplicate_keys_exit_2(rows, message, tmp_path):
     mirror = tmp_path / "mirror"
     mirror.mkdir()
@@ -85,6 +87,7 @@ def test_ifeval_rows_the_checkers_refuse_and_duplicate_keys_exit_2(rows, message
     ("ifeval", [], "scenario 'arithmetic': metric 'ifeval' scores instances whose extra has 'instruction_id_list'"),
     ("wildbench", ["--judge", "offline/solver"], "scenario 'arithmetic': judge template 'wildbench' needs a chat instance"),
 ])
+@pytest.mark.slow
 def test_a_metric_paired_with_a_scenario_it_cannot_score_exits_2_before_any_task(metric, judge, message, tmp_path):
     """Before: the run started, every cell failed inside its score task with a plain ValueError (exit 1,
     an empty partial release); now the metric's MetricError is bad configuration, exit 2, nothing sent."""
@@ -121,6 +124,7 @@ def _board_file(tmp_path: Path, name: str, source: str = "demo") -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_board_file_taking_a_shipped_boards_name_is_refused_unless_it_is_that_board(tmp_path):
     """Before: a board file saying `name: vision-demo` ran and moved the real vision-demo board's latest.json."""
     store = tmp_path / "store"
@@ -150,6 +154,7 @@ def test_a_prompts_file_cannot_rename_a_board_into_a_shipped_boards_name(tmp_pat
 
 
 @pytest.mark.parametrize("name", ["team/board", "board%2F", "a&b"])
+@pytest.mark.slow
 def test_a_board_name_prefect_cannot_take_exits_2_at_load(name, tmp_path):
     """Before: Prefect's InvalidNameError traceback once the flow started (`--dry-run` passed it)."""
     board = _board_file(tmp_path, name)
@@ -159,6 +164,7 @@ def test_a_board_name_prefect_cannot_take_exits_2_at_load(name, tmp_path):
         _one_line(out, 2, f"{name!r} cannot name a board")
 
 
+@pytest.mark.slow
 def test_a_storage_protocol_fsspec_does_not_know_is_one_line_exit_2(tmp_path):
     """Before: a 28-line traceback, exit 1."""
     for command in (["run", "demo", "--models", "offline/echo"], ["compact"], ["lineage", "demo"]):
@@ -166,6 +172,7 @@ def test_a_storage_protocol_fsspec_does_not_know_is_one_line_exit_2(tmp_path):
         _one_line(out, 2, "storage foo://x cannot be opened: Protocol not known: foo")
 
 
+@pytest.mark.slow
 def test_a_symlinked_lease_file_is_refused_in_one_line(tmp_path):
     """Before: refused (correctly) with a 29-line traceback."""
     store = tmp_path / "store"
@@ -178,6 +185,7 @@ def test_a_symlinked_lease_file_is_refused_in_one_line(tmp_path):
     assert outside.read_text() == "{}" and not (store / "runs").exists()
 
 
+@pytest.mark.slow
 def test_a_prompts_file_with_a_lone_surrogate_is_one_line_exit_2(tmp_path):
     """Before: a 35-line UnicodeEncodeError traceback from the prompt version's hash."""
     prompts = tmp_path / "p.yaml"

@@ -9,6 +9,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 PROBE = """
 import json, sys
 from helmflow.clients import CLIENTS, preload_sdks
@@ -34,6 +36,7 @@ def _probe(kinds: list[str], openai_modules: tuple[str, ...] = ("httpx2", "opena
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_the_boards_sdks_are_imported_on_a_side_thread():
     seen = _probe(["openai-compatible", "anthropic", "offline"])
     assert seen["before"] == {"openai": False, "anthropic": False}  # helmflow.clients alone imports neither
@@ -41,12 +44,14 @@ def test_the_boards_sdks_are_imported_on_a_side_thread():
     assert seen["after"] == {"openai": True, "anthropic": True}
 
 
+@pytest.mark.slow
 def test_only_the_sdks_of_the_boards_clients_and_none_for_offline_boards():
     assert _probe(["openai"])["after"] == {"openai": True, "anthropic": False}
     offline = _probe(["offline"])
     assert offline["thread"] is None and offline["after"] == {"openai": False, "anthropic": False}
 
 
+@pytest.mark.slow
 def test_a_module_that_does_not_import_is_left_to_the_client():
     seen = _probe(["openai"], openai_modules=("helmflow_no_such_sdk", "openai"))
     assert seen["thread"] == "helmflow-preload" and seen["after"]["openai"]  # the rest still loaded

@@ -54,6 +54,7 @@ def test_the_planted_native_abort_kills_a_plain_interpreter_exit(tmp_path, abort
 
 @pytest.mark.parametrize("entry", sorted(_entry_points()))
 @pytest.mark.parametrize("argv, code", [(["list", "scenarios"], 0), (["show", "demo", "--scenarios", "nope"], 2)])
+@pytest.mark.slow
 def test_every_entry_point_exits_with_the_commands_code(tmp_path, aborting_plugin, entry, argv, code):
     mark = tmp_path / "mark"
     out = subprocess.run([*_entry_points()[entry], "--plugin", str(aborting_plugin), *argv], cwd=REPO,

@@ -54,6 +54,7 @@ def _prompt_versions(show_stdout: str, labels=("mmlu_pro", "gpqa", "ifeval")) ->
     return out
 
 
+@pytest.mark.slow
 def test_unknown_keys_are_one_error_before_any_work_listing_the_valid_ones(tmp_path, mirrors):
     storage = tmp_path / "store"
     bad = _write(tmp_path / "bad.yaml", {"prompts": {"gpqa.lead_in": "x", "nosuch.text": "y"}})
@@ -77,6 +78,7 @@ def test_unknown_keys_are_one_error_before_any_work_listing_the_valid_ones(tmp_p
     assert not storage.exists()
 
 
+@pytest.mark.slow
 def test_the_printed_template_is_exact_and_a_changed_text_moves_only_its_prompt_version(tmp_path, mirrors):
     board = _write(tmp_path / "board.yaml", BOARD)
     printed = run_cli("prompts", board)
@@ -145,6 +147,7 @@ def test_a_prompts_file_changes_the_bytes_and_requeries_only_its_scenario(tmp_pa
     assert runs["gpqa"]["run_id"] in json.dumps(release)
 
 
+@pytest.mark.slow
 def test_a_reworded_judge_template_rescores_without_requerying(tmp_path):
     """``judge.<template>``: its text's hash joins the template VERSION (metric_version), not prompt_version."""
     from tests.support.judge_fixtures import OMNI_FILE, omni_jsonl, omni_rows
@@ -168,6 +171,7 @@ def test_a_reworded_judge_template_rescores_without_requerying(tmp_path):
     assert versions[0] == versions[1] and len(versions[0]) == 1
 
 
+@pytest.mark.slow
 def test_reproduce_explain_lists_the_wording_of_every_scenario_and_what_a_file_replaced(tmp_path):
     from helmflow.plan.spec import load_board
 

@@ -137,6 +137,7 @@ def test_a_release_round_trips_through_the_hub_and_republishing_uploads_nothing(
         assert not leaks, leaks
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_2_before_anything_is_sent(release, hub, tmp_path: Path, capsys):
     from helmflow.cli import main
 
@@ -198,6 +199,7 @@ def test_model_results_open_a_pull_request_in_the_hubs_format_once(release, hub,
 
 
 @pytest.mark.parametrize("planted", ["run parquet", "run.json", "release parquet"])
+@pytest.mark.slow
 def test_a_file_changed_after_the_release_is_refused_before_anything_is_uploaded(release, hub, tmp_path: Path,
                                                                                    planted: str):
     """A file whose bytes differ from the sha256 the release (or its run's run.json) recorded: one line naming it,

@@ -347,6 +347,7 @@ def test_redacted_anthropic_thinking_is_marked_and_still_counted(dev_server, sto
     assert c.ok and c.text == "answer 0 is here" and c.reasoning == "[redacted thinking]" and c.reasoning_tokens == 12
 
 
+@pytest.mark.slow
 def test_eval_refuses_a_bad_increase_in_one_line(tmp_path):
     from tests.support.cli import run_cli
 

@@ -12,6 +12,8 @@ from helmflow import compare
 from helmflow.web.app import create_app
 from tests.support.demo import build_demo
 
+pytestmark = pytest.mark.slow  # its fixtures run a board through Prefect
+
 NOISIER = """deployments:
   - name: offline/solver
     client: offline

@@ -35,6 +35,7 @@ def test_selection_names_what_a_run_narrows(board_file):
     assert prepare(str(board_file), max_instances=2).selection == {"max_instances": 2}
 
 
+@pytest.mark.slow
 def test_subset_run_publishes_a_marked_release_and_never_moves_latest(board_file, store):
     full = release(store, prepare(str(board_file)))
     assert full.wrote and not full.subset and pointer(store) == full.release_id
@@ -80,6 +81,7 @@ def test_a_kill_between_release_json_and_latest_is_finished_by_the_rerun(board_f
     assert not again.wrote and pointer(store) == published.release_id
 
 
+@pytest.mark.slow
 def test_cached_runs_under_new_labels_and_order_fill_their_cells(board_file, store, tmp_path):
     first_plan = prepare(str(board_file))
     cached = run_board(store, first_plan)  # outcomes carry the labels add-2 and dyck-2

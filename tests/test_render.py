@@ -238,6 +238,7 @@ VERSION = '\\version "2.24.0"\n'
 
 
 @needs_lilypond
+@pytest.mark.slow
 def test_lilypond_engraves_a_cropped_sheet_and_a_score_without_a_version_fails_as_in_helm():
     out = render.render_lilypond(VERSION + "{ c'4 e'4 g'2 }")
     assert out.error is None and out.image is not None and out.text is None  # no source text to compare
@@ -269,6 +270,7 @@ def test_lilypond_scheme_reaches_no_network_and_no_file_outside_its_jail(tmp_pat
 
 
 @needs_lilypond
+@pytest.mark.slow
 def test_an_endless_scheme_loop_ends_at_the_time_limit():
     out = render.render_lilypond(VERSION + "#(let loop () (loop))\n{ c'4 }", seconds=3)
     assert out.image is None and "3 s limit" in (out.error or "")

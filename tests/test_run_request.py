@@ -45,6 +45,7 @@ def fake_flow(monkeypatch):
     return fake
 
 
+@pytest.mark.slow
 def test_the_task_runner_option_reaches_the_flow_even_when_the_flow_module_was_imported_first(fake_flow, tmp_path,
                                                                                             monkeypatch):
     from prefect.task_runners import ThreadPoolTaskRunner
@@ -57,6 +58,7 @@ def test_the_task_runner_option_reaches_the_flow_even_when_the_flow_module_was_i
     assert fake_flow.params["board"] == "demo" and fake_flow.params["selection"].max_instances == 2
 
 
+@pytest.mark.slow
 def test_run_plans_once_and_the_flow_takes_that_launch(fake_flow, tmp_path, monkeypatch):
     from helmflow.plan import compile as planner
     from helmflow.plan import launch as launcher

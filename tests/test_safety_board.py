@@ -73,6 +73,7 @@ def test_plan_adds_toxicity_to_generation_scenarios_only_and_none_drops_it(mirro
     assert [g.name for g in one.spec.metric_groups] == ["accuracy", "bias"]  # groups keep the columns of the scenarios run
 
 
+@pytest.mark.slow
 def test_reproduce_safety_explains_what_differs_from_helm():
     out = run_cli("reproduce", "safety", "--explain")
     assert out.returncode == 0, out.stderr

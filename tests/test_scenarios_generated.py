@@ -65,6 +65,7 @@ def test_variable_substitution_targets_follow_their_rules():
         assert inst.references[0].text == " ".join(mapping.get(tok, tok) for tok in rules.split())
 
 
+@pytest.mark.slow
 def test_dyck_reproduces_helm_draws():
     rows = _rows("dyck_language", {"num_parenthesis_pairs": 3})
     assert len(rows) == 503 and [r[1] for r in rows] == ["train"] * 3 + ["test"] * 500
@@ -146,6 +147,7 @@ FULL_DIGESTS = {
 
 
 @pytest.mark.parametrize("name, variant", list(FULL_DIGESTS))
+@pytest.mark.slow
 def test_full_size_generation_is_unchanged_instance_for_instance(name, variant):
     import hashlib
     import json

@@ -59,6 +59,7 @@ def test_rouge_l_is_unstemmed_as_unitxts_where_helms_rouge_l_stems():
     assert unitxt_rouge_l(["ours is slower"], "ours is faster") == pytest.approx(2 / 3)
 
 
+@pytest.mark.slow
 def test_rouge_l_is_unitxts():
     pytest.importorskip("unitxt")
     pytest.importorskip("rouge_score")

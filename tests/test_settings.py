@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import re
 
+import pytest
+
 from helmflow.settings import Settings, scenario_mirror, scenario_mirror_var, settings
 from tests.support.cli import REPO
 
@@ -23,6 +25,7 @@ def test_settings_are_read_when_asked_not_at_import(monkeypatch, tmp_path):
     assert resolve_root() == str(tmp_path)
 
 
+@pytest.mark.slow
 def test_no_product_module_reads_a_helmflow_variable_from_the_environment_itself():
     found = []
     for folder in PRODUCT_DIRS:

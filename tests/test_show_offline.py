@@ -140,6 +140,7 @@ def test_the_shim_hides_the_extras(tmp_path):
     assert out.stdout.strip() == "hidden", out.stderr
 
 
+@pytest.mark.slow
 def test_show_describes_every_board_offline_on_the_base_install(tmp_path):
     listener = Listener()
     try:
@@ -171,6 +172,7 @@ def test_show_describes_every_board_offline_on_the_base_install(tmp_path):
     assert "(declared" not in outputs["demo"]
 
 
+@pytest.mark.slow
 def test_show_hashes_a_local_mirror_and_marks_nothing(tmp_path):
     """With the data on this machine (a local mirror), show reads it: the version is the run's, unmarked."""
     from helmflow.scenarios import get_scenario

@@ -60,6 +60,7 @@ def _remote(monkeypatch, fs: Flaky, window: str) -> Store:
     return store
 
 
+@pytest.mark.slow
 def test_transient_errors_are_retried_until_the_call_succeeds(monkeypatch):
     fs = Flaky(failures=3)
     store = _remote(monkeypatch, fs, "60")

@@ -12,6 +12,8 @@ from helmflow.clients import load_deployments
 from helmflow.plan.spec import board_names, load_board
 from tests.support.demo import build_demo
 
+pytestmark = pytest.mark.slow  # its fixtures run a board through Prefect
+
 WIDTHS = (60, 80, 200)
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support.cli import run_cli
 
 NOT_PORTED = ("fin_qa", "numeric_nlg", "qtsumm", "tablebench", "turl_col_type")
 
 
+@pytest.mark.slow
 def test_reproduce_torr_explains_the_cap_the_missing_datasets_and_the_pins(tmp_path):
     out = run_cli("reproduce", "torr", "--explain", "--storage", str(tmp_path / "store"))
     assert out.returncode == 0, out.stdout + out.stderr

@@ -76,6 +76,7 @@ def test_wikitq_f1_strings_counts_the_lists_brackets_as_helm_does():
     assert label_accuracy(["refuted"], "entailed") == 0.0
 
 
+@pytest.mark.slow
 def test_the_scores_are_unitxts():
     pytest.importorskip("spacy")
     pytest.importorskip("unitxt")

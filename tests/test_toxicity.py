@@ -140,6 +140,7 @@ def test_perspective_bad_key_is_permanent_and_never_echoed(perspective, tmp_path
     assert perspective.requests <= 2  # permanent: not retried
 
 
+@pytest.mark.slow
 def test_a_missing_perspective_key_stops_the_plan(monkeypatch, tmp_path):
     monkeypatch.delenv("PERSPECTIVE_API_KEY", raising=False)
     with pytest.raises(BoardError, match="toxicity scorer 'google/perspective'.*PERSPECTIVE_API_KEY is not set"):

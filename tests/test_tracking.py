@@ -16,6 +16,7 @@ from tests.support.cli import run_cli
 from tests.support.processes import free_port, stop_process, wait_http
 
 
+@pytest.mark.slow
 def test_a_bad_track_target_is_one_line_before_any_work(tmp_path: Path):
     out = run_cli("run", "demo", "--track", "neptune:somewhere", "--storage", str(tmp_path / "s"))
     assert out.returncode == 2 and "give mlflow:URI" in out.stderr and len(out.stderr.strip().splitlines()) == 1

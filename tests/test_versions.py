@@ -68,6 +68,7 @@ def test_metric_version_bump_moves_metric_and_run_not_query(plan, monkeypatch):
     assert plan.runs[0].score_key != bumped.runs[0].score_key
 
 
+@pytest.mark.slow
 def test_hashes_are_equal_across_processes(plan):
     code = (
         "from helmflow.plan.compile import plan_board;"

@@ -21,6 +21,8 @@ from helmflow.web.pages import aspect_scores
 from tests.support.demo import chunk_rows
 from tests.support.tiny_board import release, run_board
 
+pytestmark = pytest.mark.slow  # its fixtures run a board through Prefect
+
 SVG = (b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(document.cookie)</script>'
        b'<rect width="10" height="10"/></svg>')
 

@@ -45,6 +45,7 @@ def test_offline_vision_answers_from_the_pixels(store: Store):
     assert ask(store, shapes[:1], "How many shapes are in the image?") == "1"  # same words, another image
 
 
+@pytest.mark.slow
 def test_vision_demo_board_offline(store: Store):
     plan = plan_board(load_board("vision-demo"), load_deployments(), max_instances=12)
     data = {s.label: download_scenario(store, s) for s in plan.all_scenarios}

@@ -24,6 +24,8 @@ from helmflow.web.export import export_report
 from helmflow.web.plots import Point, cost_vs_score_svg, pareto_front
 from tests.support.demo import FLOW_RUN_ID, build_demo, chunk_rows, judge_notes, report_pages
 
+pytestmark = pytest.mark.slow  # its fixtures run a board through Prefect
+
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> tuple[Store, str]:
