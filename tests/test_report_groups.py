@@ -51,3 +51,14 @@ def test_metric_groups_are_tabs_with_descriptions_and_directions(tmp_path):
     assert HOSTILE not in page and "right &lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in speed
     assert "fast &lt;img" in section
     assert re.search(r"arith · robustness ↑</th>", section)
+
+
+def test_the_best_of_a_lower_is_better_column_is_its_lowest_value():
+    from helmflow.web.pages import best_per_column
+
+    rows = [{"deployment": "a", "acc": 0.9, "ece": 0.30, "cost": 2.0, "one": 1.0},
+            {"deployment": "b", "acc": 0.5, "ece": 0.10, "cost": 1.0, "one": None},
+            {"deployment": "c", "acc": 0.9, "ece": 0.20, "cost": 1.0, "one": None}]
+    best = best_per_column(rows, ["acc", "one"], directed=[("ece", True), ("cost", True)])
+    assert best == {"acc": {"a", "c"}, "ece": {"b"}, "cost": {"b", "c"}}  # "one" has a single value: no mark
+    assert best_per_column(rows, [], directed=[("ece", False)]) == {"ece": {"a"}}
