@@ -126,7 +126,7 @@ LAYERS = {
     # 2: planning a board and the plain stage functions
     "helmflow.plan": 2, "helmflow.pipeline": 2, "helmflow.aggregate": 2, "helmflow.uptodate": 2, "helmflow.dryrun": 2, "helmflow.reproduce": 2,
     "helmflow.publish": 2, "helmflow.helm": 2, "helmflow.bundle": 2, "helmflow.compare": 2, "helmflow.agreement": 2,
-    "helmflow.calibration": 2, "helmflow.tracking": 2, "helmflow.hub_publish": 2,
+    "helmflow.calibration": 2, "helmflow.reeval": 2, "helmflow.tracking": 2, "helmflow.hub_publish": 2,
     # 3: Prefect: thin tasks and flows
     "helmflow.tasks": 3, "helmflow.flows": 3,
     # 4: commands and the web report

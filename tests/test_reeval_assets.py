@@ -112,3 +112,23 @@ def test_a_board_scenario_with_no_split_is_said_and_gets_no_difficulties(tmp_pat
     assert out.returncode == 0, out.stderr
     assert f"dyck-3: no split '{SPLIT}' in the table; not asked adaptively from it" in out.stdout
     assert not list((tmp_path / "store").glob("items/*/*/latest.json"))
+
+
+def test_a_scenario_with_a_declared_instance_id_mapping_matches_by_id_not_prompt(tmp_path, monkeypatch):
+    from helmflow import reeval
+    from helmflow.plan.compile import prepare
+
+    plan = prepare("demo", scenarios=["dyck-3"], models=["offline/solver"], check_credentials=False)
+    pool = sorted(reeval.pool_prompts(plan, plan.scenarios[0]).values())
+    rows = [f"HELM's own wording of item {pool[0]}", f"HELM's own wording of item {pool[1]}", "no item of ours"]
+    # the declared mapping: HELM's prompt -> our instance id (a wording that differs from ours)
+    monkeypatch.setitem(reeval.INSTANCE_ID_MAPS, "dyck_language", lambda p: p.rsplit(" ", 1)[-1])
+    with HubServer(tmp_path / "hub") as hub:
+        hub.add_file(REPO, REV, SPLIT_PATH.format(split=SPLIT), _parquet(rows, [0.5, -0.5, 2.0]))
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        [m] = reeval.fetch_reeval(Store(str(tmp_path / "store")), plan, REV)
+    assert (m.by, m.matched, m.rows, m.pool) == ("instance id", 2, 3, len(set(pool)))
+    [latest_path] = (tmp_path / "store").glob("items/*/*/latest.json")
+    latest = json.loads(latest_path.read_text())
+    stored = pq.read_table(latest_path.parent / f"easiness-{latest['version']}.parquet").to_pylist()
+    assert {r["instance_id"]: r["z"] for r in stored} == {pool[0]: 0.5, pool[1]: -0.5}

@@ -54,8 +54,9 @@ def _reeval(args: argparse.Namespace, store) -> int:
     from helmflow.reeval import REPO, REVISION, REVISION_UNVERIFIED, fetch_reeval
 
     revision = args.revision or REVISION
-    chosen = {"scenarios": [s.strip() for s in args.scenarios.split(",") if s.strip()]} if args.scenarios else {}
-    plan = prepare(args.board, models_file=args.models_file, check_credentials=False, adaptive=False, **chosen)
+    scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()] if args.scenarios else None
+    plan = prepare(args.board, models_file=args.models_file, check_credentials=False, adaptive=False,
+                   scenarios=scenarios)
     if revision == REVISION:
         print(f"PIN UNVERIFIED: {REPO} @ {revision}: {REVISION_UNVERIFIED}")
     print(f"fetching hf://datasets/{REPO}@{revision} into {store.url('assets/reeval')}/")
