@@ -5,6 +5,7 @@ matched to a board's items (:mod:`helmflow.reeval`)."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from helmflow.cli.options import models_file_arg, storage_arg
 
@@ -54,9 +55,10 @@ def _reeval(args: argparse.Namespace, store) -> int:
     from helmflow.reeval import REPO, REVISION, REVISION_UNVERIFIED, fetch_reeval
 
     revision = args.revision or REVISION
-    scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()] if args.scenarios else None
-    plan = prepare(args.board, models_file=args.models_file, check_credentials=False, adaptive=False,
-                   scenarios=scenarios)
+    chosen: dict[str, Any] = {}  # only what was given: an unset field keeps the board's own
+    if args.scenarios:
+        chosen["scenarios"] = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    plan = prepare(args.board, models_file=args.models_file, check_credentials=False, adaptive=False, **chosen)
     if revision == REVISION:
         print(f"PIN UNVERIFIED: {REPO} @ {revision}: {REVISION_UNVERIFIED}")
     print(f"fetching hf://datasets/{REPO}@{revision} into {store.url('assets/reeval')}/")
