@@ -1,37 +1,45 @@
 """The generic board flow: download → adapt → query → score → publish, then one release.
 
-Two task runs per board shape the flow-run graph: ``prepare <scenario>`` (download + adapt, once
-per scenario) and ``run <scenario> x <deployment>`` (query → score → publish, once per cell, so
-one failing cell never stops the others), then ``release <board>``. A board with failed cells still
-publishes a release (status "partial") and then ends Failed. Every board runs as a Prefect flow
+The flow-run graph's top level is one subflow run per scenario of the board (:func:`scenario_flow`,
+with its perturbed copies) and ``release <board>``. Inside a scenario's subflow, two kinds of task
+run: ``prepare <scenario>`` (download + adapt, once per scenario and copy) and ``run <scenario> x
+<deployment>`` (query → score → publish, once per cell, so one failing cell never stops the
+others). A board with failed cells still publishes a release (status "partial") and then ends
+Failed, as does the subflow of each scenario with a failed cell. Every board runs as a Prefect flow
 named after the board (:func:`board_flow`), from the CLI and from its deployment alike.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextvars import copy_context
 from datetime import UTC
 from typing import TYPE_CHECKING, Any, cast
 
-from prefect import Task, flow, get_run_logger
+from prefect import Flow, Task, flow, get_run_logger
 from prefect.futures import PrefectConcurrentFuture, PrefectFuture, as_completed
-from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.states import Failed
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from helmflow.aggregate import point_release
 from helmflow.errors import HelmflowError
 from helmflow.lease import note_run
-from helmflow.outcomes import FailedCell, RunOutcome
+from helmflow.outcomes import FailedCell, RunOutcome, ScenarioOutcome
 from helmflow.pipeline import publication_problem
 from helmflow.plan.launch import launch_for, launch_key, prepare_launch
-from helmflow.plan.records import RunPlan, cell_name
+from helmflow.plan.records import RunPlan, ScenarioPlan, cell_name
 from helmflow.plan.selection import Selection
 from helmflow.progress import REPORTED, reporter
 from helmflow.settings import settings
 from helmflow.storage import Store
 from helmflow.tasks import configure, forget_cached
+from helmflow.tasks.evaluation import BoardTasks
 from helmflow.tasks.alerts import alert_regressions
 from helmflow.tasks.evaluation import (
+    _fmt,
     release_artifacts,
     release_assets,
     report_line,
@@ -81,8 +89,41 @@ def _failure(*futures: PrefectFuture) -> str:
     return "not run: an upstream task failed"
 
 
+class BorrowedTaskRunner(TaskRunner):
+    """A scenario subflow's task runner: it submits to the board flow's runner, so one bounded pool
+    (``HELMFLOW_TASK_THREADS``) or one Dask cluster serves every scenario, as it did when the cells
+    were the board flow's own tasks. Prefect gives each subflow a copy (:meth:`duplicate`) and exits
+    it when the subflow ends; neither starts nor stops anything here (the subflow waits for its own
+    futures before it returns)."""
+
+    def __init__(self, lender: TaskRunner):
+        super().__init__()
+        self.lender = lender
+
+    def duplicate(self) -> BorrowedTaskRunner:
+        return type(self)(self.lender)
+
+    def submit(self, task, parameters, wait_for=None, dependencies=None):  # type: ignore[override]
+        return self.lender.submit(task, parameters, wait_for, dependencies)
+
+    def __exit__(self, *exc: Any) -> None:
+        self._started = False
+
+
+def scenario_groups(plan: Any) -> list[tuple[str, list[ScenarioPlan], list[RunPlan]]]:
+    """The board's scenarios as the flow-run graph shows them: one group per scenario of the board,
+    with its perturbed copies (prepared and run inside the same subflow), in the board's order."""
+    groups: dict[str, tuple[list[ScenarioPlan], list[RunPlan]]] = {}
+    for s in plan.all_scenarios:
+        groups.setdefault(s.perturbation.label if s.perturbation else s.label, ([], []))[0].append(s)
+    owner = {s.label: label for label, (scenarios, _) in groups.items() for s in scenarios}
+    for r in plan.runs:
+        groups[owner[r.scenario.label]][1].append(r)
+    return [(label, scenarios, runs) for label, (scenarios, runs) in groups.items()]
+
+
 def submit_runs(run: Task, store: Store, board: str, runs: list[RunPlan], prepared: dict[str, PrefectFuture],
-                budget_usd: float | None) -> Iterator[tuple[str, PrefectFuture]]:
+                budget_usd: float | None, board_run_id: str | None) -> Iterator[tuple[str, PrefectFuture]]:
     """Submit each scenario's run tasks as soon as its prepare task has finished.
 
     A run given the prepare *future* cost Prefect, per board cell, an API read of the future's state
@@ -100,7 +141,7 @@ def submit_runs(run: Task, store: Store, board: str, runs: list[RunPlan], prepar
         argument = prepared_argument(done)
         for r in by_scenario.get(label_of[done.task_run_id], []):
             yield r.run_id, run.with_options(**run_assets(store, board, r)).submit(
-                r, store.root, argument, board, budget_usd)
+                r, store.root, argument, board, budget_usd, board_run_id)
 
 
 def prepared_argument(done: PrefectFuture) -> Any:
@@ -111,6 +152,170 @@ def prepared_argument(done: PrefectFuture) -> Any:
     if isinstance(done, PrefectConcurrentFuture) and done.state.is_completed():
         return done.result()
     return done
+
+
+def run_scenario(tasks: BoardTasks, scenarios: list[ScenarioPlan], runs: list[RunPlan], storage: str, board: str,
+                 board_run_id: str | None = None, budget_usd: float | None = None) -> Any:
+    """One scenario's work: prepare it (and its perturbed copies), then query → score → publish each
+    of its cells (in its subflow run, or in the board's with ``HELMFLOW_SUBFLOWS=0``)."""
+    log = get_run_logger()
+    store = Store(storage)
+    prepared = {s.label: tasks.prepare.submit(s, storage) for s in scenarios}
+    cells = dict(submit_runs(tasks.run, store, board, runs, prepared, budget_usd, board_run_id))
+    out = ScenarioOutcome()
+    prepare_errors: dict[str, str] = {}
+    for r in runs:
+        fut = cells.get(r.run_id)
+        if fut is None:  # its scenario's prepare failed: the cell was never submitted
+            if r.scenario.label not in prepare_errors:  # read once per scenario (each read can wait on storage)
+                prepare_errors[r.scenario.label] = _failure(prepared[r.scenario.label])
+            error = prepare_errors[r.scenario.label]
+        else:
+            fut.wait()
+            if fut.state.is_completed():
+                published: RunOutcome = fut.result()
+                out.published.append(published)
+                if fut.state.name == "Cached":  # its task logged nothing this time: say where the reused run is
+                    out.cached.append(r.run_id)
+                    log.info("%s: cached, the run published earlier: %s", cell_name(r), report_link(published.uri))
+                if published.status == "errors":  # published, but never cached: the next run re-sends the errors
+                    forget_cached(store, [run_key(r)])
+                reporter().run_done(r.scenario.label)
+                continue
+            error = _failure(prepared[r.scenario.label], fut)
+        log.error("%s x %s failed: %s", r.scenario.label, r.deployment.name, error, extra={REPORTED: True})
+        out.failed.append(FailedCell(run_id=r.run_id, scenario=r.scenario.label, deployment=r.deployment.name,
+                                     error=error))
+        reporter().run_done(r.scenario.label)
+    return out
+
+
+def scenario_flow(label: str, work: Callable[[], Any], task_runner: TaskRunner) -> Flow:
+    """The subflow of the scenario ``label``: flow ``scenario``, its runs named ``<board> <label>``,
+    its tasks on ``task_runner``. It calls ``work`` (:func:`run_scenario` over the board's plans, in
+    this process); its parameters only say what it runs (the scenario, the board, its cells, the
+    storage root), so the UI shows a few names, not the plans (which Prefect would also walk field
+    by field, looking for upstream task runs, and send with the subflow run).
+
+    Each label gets a function of its own name, so the task run that stands for the subflow in the
+    board's flow run has a key of its own (Prefect numbers same-keyed calls in the order they start:
+    threads would shuffle them across a retry)."""
+
+    def scenario(scenario: str, board: str, cells: list[str], storage: str) -> Any:
+        out = work()
+        if out.failed:  # the subflow is Failed, its outcome still the board's (CellsFailed: said once, by the CLI)
+            return Failed(message=f"CellsFailed: {len(out.failed)} of {len(cells)} runs failed", data=out)
+        return out
+
+    scenario.__qualname__ = f"scenario[{label}]"
+    return flow(name="scenario", flow_run_name="{board} {scenario}", task_runner=task_runner, log_prints=False,
+                validate_parameters=False)(scenario)
+
+
+def run_scenarios(plan: Any, store: Store, tasks: BoardTasks, budget_usd: float | None) -> dict[str, ScenarioOutcome]:
+    """Every scenario's subflow, at once (one thread each, waiting; their tasks share the board
+    flow's runner): the outcome of each, by scenario label. A subflow that failed for a reason
+    other than its cells (Prefect refused it, a crash) fails each of its cells with that reason.
+
+    The API writes of the subflows are kept apart (:class:`SubflowStarts`): on Prefect's SQLite
+    database, a write that met another one was refused (503, SQLITE_BUSY) and Prefect's client
+    retried it after 2, 4, 8, 16 s, which made a warm demo board 40 s instead of 6. And a subflow
+    sends no heartbeats (the board's flow run does): Prefect's heartbeat thread made each subflow's
+    end wait up to a second for it."""
+    from prefect.context import FlowRunContext
+    from prefect.runtime import flow_run
+    from prefect.settings import temporary_settings
+
+    context = FlowRunContext.get()
+    assert context is not None and context.task_runner is not None
+    runner = BorrowedTaskRunner(context.task_runner)
+    board, board_run_id = plan.spec.name, str(flow_run.id) if flow_run.id else None
+    groups = scenario_groups(plan)
+    starts = SubflowStarts(len(groups) if settings().subflows else 0)
+
+    def one(label: str, scenarios: list[ScenarioPlan], runs: list[RunPlan]) -> ScenarioOutcome:
+        if not settings().subflows:  # the scenario's tasks in the board's flow run
+            return run_scenario(tasks, scenarios, runs, store.root, board, board_run_id, budget_usd)
+
+        def work() -> Any:  # in this thread, once Prefect has created the subflow run and set it Running
+            starts.running()
+            try:
+                return run_scenario(tasks, scenarios, runs, store.root, board, board_run_id, budget_usd)
+            finally:
+                starts.ending()
+
+        starts.starting()
+        try:
+            with temporary_settings(updates={"flows.heartbeat_frequency": None}):
+                state = scenario_flow(label, work, runner)(label, board, [cell_name(r) for r in runs], store.root,
+                                                           return_state=True)
+        finally:
+            starts.ended()
+        result = state.result(raise_on_failure=False)
+        if isinstance(result, ScenarioOutcome):
+            return result
+        error = f"{type(result).__name__}: {result}" if isinstance(result, BaseException) else (
+            state.message or f"the scenario's subflow ended {state.name}")
+        return ScenarioOutcome(failed=[FailedCell(run_id=r.run_id, scenario=r.scenario.label,
+                                                  deployment=r.deployment.name, error=error) for r in runs])
+
+    if not groups:
+        return {}
+    with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="scenario") as pool:
+        futures = {label: pool.submit(copy_context().run, one, label, scenarios, runs)
+                   for label, scenarios, runs in groups}
+        return {label: fut.result() for label, fut in futures.items()}
+
+
+class SubflowStarts:
+    """Keeps the API writes of ``n`` scenario subflows (each in its own thread) apart.
+
+    Prefect starts a subflow run with about seven API writes (the task run standing for it, the flow
+    run, its name and states) and ends it with one (its final state). Those run one subflow at a time
+    (:meth:`starting` … :meth:`running`, :meth:`ending` … :meth:`ended`), and no subflow's work begins
+    before every subflow has started: the server records task runs from their events, writing
+    its database in the background, and a subflow's start that met those writes was what got refused.
+    Each thread calls the four in that order (:meth:`ended` also when Prefect never ran the subflow's
+    function: it then counts as started, so the others do not wait for it)."""
+
+    def __init__(self, n: int):
+        self.turn = threading.Lock()
+        self.lock = threading.Lock()
+        self.left = n
+        self.all_started = threading.Event()
+        if n == 0:
+            self.all_started.set()
+        self.state = threading.local()
+
+    def starting(self) -> None:
+        self.turn.acquire()
+        self.state.holding, self.state.arrived = True, False
+
+    def running(self) -> None:
+        self._release()
+        self._arrive()
+        self.all_started.wait()
+
+    def ending(self) -> None:
+        self.turn.acquire()
+        self.state.holding = True
+
+    def ended(self) -> None:
+        self._release()
+        self._arrive()
+
+    def _release(self) -> None:
+        if getattr(self.state, "holding", False):
+            self.state.holding = False
+            self.turn.release()
+
+    def _arrive(self) -> None:
+        if not getattr(self.state, "arrived", True):
+            self.state.arrived = True
+            with self.lock:
+                self.left -= 1
+                if self.left == 0:
+                    self.all_started.set()
 
 
 def task_runner(choice: str = "thread"):
@@ -209,7 +414,7 @@ def evaluate(
     plan = launch.plan
     _label_storage(store.root)
     _name_lease_holder(store.root, plan.spec.name)
-    tasks = configure(store.root)
+    tasks = configure(store.root)  # saves the results block once; each scenario's subflow reuses it
     log.info("board %s (%d runs) on storage %s", plan.spec.name, len(plan.runs), store.root)
     reporter().set_runs(len(plan.runs))
 
@@ -219,40 +424,27 @@ def evaluate(
             log.warning("%s; publishing run %s again", problem, r.run_id)
             forget_cached(store, [run_key(r)])
 
-    prepared = {s.label: tasks.prepare.submit(s, store.root) for s in plan.all_scenarios}
-    board_name = plan.spec.name
-    cells = dict(submit_runs(tasks.run, store, board_name, plan.runs, prepared, budget_usd))
-
+    outcomes = run_scenarios(plan, store, tasks, budget_usd)
     published: list[RunOutcome] = []
     failed: list[FailedCell] = []
-    prepare_errors: dict[str, str] = {}
-    for r in plan.runs:
-        fut = cells.get(r.run_id)
-        if fut is None:  # its scenario's prepare failed: the cell was never submitted
-            if r.scenario.label not in prepare_errors:  # read once per scenario (each read can wait on storage)
-                prepare_errors[r.scenario.label] = _failure(prepared[r.scenario.label])
-            error = prepare_errors[r.scenario.label]
-            log.error("%s x %s failed: %s", r.scenario.label, r.deployment.name, error, extra={REPORTED: True})
-            failed.append(FailedCell(run_id=r.run_id, scenario=r.scenario.label, deployment=r.deployment.name,
-                                     error=error))
-            reporter().run_done(r.scenario.label)
-            continue
-        fut.wait()
-        if fut.state.is_completed():
-            out: RunOutcome = fut.result()
-            published.append(out)
-            if fut.state.name == "Cached":  # its task logged nothing this time: say where the reused run is
-                log.info("%s: cached, the run published earlier: %s", cell_name(r), report_link(out.uri))
-            if out.status == "errors":  # published, but never cached: the next run re-sends the errors
-                forget_cached(store, [run_key(r)])
-        else:
-            error = _failure(prepared[r.scenario.label], fut)
-            # the CLI reports failed cells once, grouped (progress.quiet_reported_failures)
-            log.error("%s x %s failed: %s", r.scenario.label, r.deployment.name, error, extra={REPORTED: True})
-            failed.append(FailedCell(run_id=r.run_id, scenario=r.scenario.label, deployment=r.deployment.name,
-                                     error=error))
-        reporter().run_done(r.scenario.label)
-    del cells, prepared  # futures hold their states: let them go before the release
+    in_subflows = settings().subflows  # else the cells' tasks logged their lines in the board's run
+    for outcome in outcomes.values():  # a line per cell in the board's log, as its subflow ended
+        cached = set(outcome.cached)
+        for out in outcome.published if in_subflows else []:
+            cell = f"{out.scenario} x {out.deployment}"
+            if out.run_id in cached:
+                log.info("%s: cached, the run published earlier: %s", cell, report_link(out.uri))
+            else:
+                log.info("%s: finished, %s %s (%s, error rate %.1f%%): %s", cell, out.main_metric, _fmt(out.score),
+                         out.status, 100 * out.error_rate, report_link(out.uri))
+        for f in outcome.failed if in_subflows else []:  # the CLI reports failed cells once, grouped
+            log.error("%s x %s failed: %s", f.scenario, f.deployment, f.error, extra={REPORTED: True})
+        published += outcome.published
+        failed += outcome.failed
+    order = {r.run_id: i for i, r in enumerate(plan.runs)}  # the board's order, whichever scenario ended first
+    published.sort(key=lambda o: order[o.run_id])
+    failed.sort(key=lambda f: order[f.run_id])
+    del outcomes
 
     # JSON copies: Prefect infers a task's upstream task runs (and assets) from the identity of every
     # value passed in, down to the strings inside; the runs' ids would make each run a parent twice

@@ -130,6 +130,14 @@ class FailedCell(Outcome):
     error: str
 
 
+class ScenarioOutcome(Outcome):
+    """A scenario subflow's cells: published (``cached``: the run ids reused from an earlier run) or failed."""
+
+    published: list[RunOutcome] = Field(default_factory=list)
+    cached: list[str] = Field(default_factory=list)
+    failed: list[FailedCell] = Field(default_factory=list)
+
+
 class ReleaseOutcome(Outcome):
     release_id: str
     uri: str

@@ -192,7 +192,8 @@ SETTLE_TIMEOUT_S = 120.0
 
 
 def settle(flow_run_id, timeout_s: float = SETTLE_TIMEOUT_S) -> int:
-    """Wait until Prefect has recorded the final state of every task run of ``flow_run_id``.
+    """Wait until Prefect has recorded the final state of every task run of ``flow_run_id`` and of
+    its scenarios' subflow runs.
 
     Prefect 3 reports task-run states as events, which the server's task-run recorder writes to its
     database in batches. When the temporary server stopped right after a flow returned, events still
@@ -207,6 +208,8 @@ def settle(flow_run_id, timeout_s: float = SETTLE_TIMEOUT_S) -> int:
     from prefect.client.schemas.filters import (
         FlowRunFilter,
         FlowRunFilterId,
+        FlowRunFilterParentFlowRunId,
+        Operator,
         TaskRunFilter,
         TaskRunFilterState,
         TaskRunFilterStateType,
@@ -217,7 +220,8 @@ def settle(flow_run_id, timeout_s: float = SETTLE_TIMEOUT_S) -> int:
     EventsWorker.drain_all(timeout=timeout_s)
     unfinished = TaskRunFilter(state=TaskRunFilterState(type=TaskRunFilterStateType(
         any_=[StateType.SCHEDULED, StateType.PENDING, StateType.RUNNING, StateType.PAUSED])))
-    of_flow = FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+    of_flow = FlowRunFilter(operator=Operator.or_, id=FlowRunFilterId(any_=[flow_run_id]),
+                            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[flow_run_id]))
     deadline = time.monotonic() + timeout_s
     with get_client(sync_client=True) as client:
         while True:

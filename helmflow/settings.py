@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     # Prefect's default is unbounded: a thread per task run, so a 2,000-run board held 2,000 runs' work in memory
     task_threads: int = Field(16, gt=0, description="task runs the thread runner executes at once (requests within "
                                                     "a run fan out on their own, under each deployment's limiter)")
+    subflows: bool = Field(True, description="a subflow run per scenario of the board in the Prefect UI (a graph that "
+                                             "reads at board scale, about ten API requests per scenario); false: "
+                                             "every task run at the board's top level, as before")
     report_url: str | None = Field(None, description="where `helmflow serve` answers: the release-link artifacts "
                                                      "in the Prefect UI point there")
     ephemeral: bool = Field(False, description="like `--ephemeral` on every command: Prefect's temporary server, "

@@ -53,14 +53,16 @@ def prepare(plan: ScenarioPlan, storage: str) -> PreparedScenario:
 @materialize("helmflow://run", name="run", cache_key_fn=lambda ctx, p: run_key(p["plan"]), persist_result=True,
              task_run_name="run {plan.scenario.label} x {plan.deployment.name}")
 def run(plan: RunPlan, storage: str, prepared: PreparedScenario, board: str,
-        budget_usd: float | None = None) -> RunOutcome:
-    """Query → score → publish one board cell; each stage reuses a finished one of an earlier run."""
+        budget_usd: float | None = None, board_run_id: str | None = None) -> RunOutcome:
+    """Query → score → publish one board cell; each stage reuses a finished one of an earlier run.
+    ``board_run_id``: the board's flow run (the cell runs in its scenario's subflow run)."""
     log = get_run_logger()
     log.info("%s: started", cell_name(plan))
     rep = reporter()
-    shared = board_run(f"flow-run-{flow_run.id}", budget_usd)  # one budget and one stop per deployment
+    board_run_id = board_run_id or (str(flow_run.id) if flow_run.id else None)
+    shared = board_run(f"flow-run-{board_run_id}", budget_usd)  # one budget and one stop per board run
     lineage = {
-        "flow_run_id": str(flow_run.id) if flow_run.id else None,
+        "flow_run_id": board_run_id,
         "publish_task_run_id": str(task_run.id) if task_run.id else None,
     }
     out = pipeline.evaluate_run(Store(storage), plan, prepared, rep.requests_done, shared, lineage, rep.add_requests)

@@ -17,7 +17,9 @@ import pytest
 
 from helmflow.clients.offline import offline_call_count
 from helmflow.storage import Store
-from tests.support.cli import REPO, flow_run_id_from, read_flow_run, run_cli, task_runs_of
+from helmflow.flows.evaluate import scenario_groups
+from helmflow.plan.records import cell_name
+from tests.support.cli import REPO, flow_run_id_from, read_flow_run, run_cli, subflow_runs_of, task_runs_of
 
 pytestmark = pytest.mark.slow
 
@@ -79,6 +81,19 @@ def test_warm_rerun_is_all_cached_and_writes_nothing(prefect_server, tmp_path):
             scenario = tr.name.removeprefix("run ").split(" x ")[0]
             assert {names[i.id] for i in tr.task_inputs["prepared"]} == {f"prepare {scenario}"}, tr.task_inputs
     assert {tr.state.name for tr in task_runs} == {"Cached"}, sorted((tr.name, tr.state.name) for tr in task_runs)
+    # the graph's top level: one subflow run per scenario (its perturbed copies inside), then the release
+    groups = scenario_groups(plan)
+    subflows = subflow_runs_of(flow_run_id)
+    assert sorted(s.name for s in subflows) == sorted(f"demo {label}" for label, _, _ in groups)
+    assert {s.state.name for s in subflows} == {"Completed"}
+    top = task_runs_of(flow_run_id, top_level=True)  # the release and a task run standing for each subflow
+    assert len(top) == len(groups) + 1 == len(plan.scenarios) + 1 < n_scenarios + n_runs + 1, [t.name for t in top]
+    assert {t.id for t in top if t.name != "release demo"} == {s.parent_task_run_id for s in subflows}
+    cells_in = {tr.id: tr.flow_run_id for tr in task_runs}
+    for label, scenarios, runs in groups:  # each subflow holds its scenarios' prepare and run task runs
+        [sub] = [s for s in subflows if s.name == f"demo {label}"]
+        inside = sorted(names[i] for i, f in cells_in.items() if f == sub.id)
+        assert inside == sorted([f"prepare {s.label}" for s in scenarios] + [f"run {cell_name(r)}" for r in runs])
     assert _counts(store) == counts
     assert _mtimes(root, "runs") == runs_before
 
@@ -156,6 +171,10 @@ def test_failed_pair_gives_partial_release_and_flow_retry_reruns_only_it(prefect
     cached = [tr for tr in new_runs if tr.state.name == "Cached"]
     assert executed == ["release demo", "run dyck-3 x offline/echo"], executed
     assert len(cached) == 1 + 2, sorted((tr.name, tr.state.name) for tr in new_runs)  # prepare; 2 pairs
+    # the retry ran the scenario's subflow again: a new subflow run beside the failed one, under the same parent
+    subflows = subflow_runs_of(flow_run_id)
+    assert [(s.name, s.state.name) for s in subflows] == [("demo dyck-3", "Failed"), ("demo dyck-3", "Completed")]
+    assert subflows[0].parent_task_run_id == subflows[1].parent_task_run_id
     after = _counts(store)
     assert after["offline/echo"] == counts["offline/echo"] + 5
     assert after["offline/solver"] == counts["offline/solver"] and after["offline/solver-noisy"] == counts["offline/solver-noisy"]

@@ -14,7 +14,7 @@ import yaml
 
 from helmflow.devserver import start_dev_server
 from helmflow.scenarios.mmlu import LITE_SUBJECTS
-from tests.support.cli import flow_run_id_from, run_cli, task_runs_of
+from tests.support.cli import flow_run_id_from, run_cli, subflow_runs_of, task_runs_of
 from tests.support.devserver import FAST_RETRY
 from tests.support.lite_fixtures import serve, source_tree
 from tests.support.lite_hub_fixtures import hub_conversion_mirrors
@@ -106,6 +106,12 @@ def test_helmflow_run_lite_end_to_end_on_mirrored_fixtures(tmp_path, prefect_ser
     assert len([n for n in names if n.startswith("run ")]) == 56 and "run med_qa x dev/model" in names
     assert "run wmt_14-fr-en x dev/model" in names and "prepare math-precalculus" in names
     assert names.count("release lite") == 1 and len(tasks) == 85 and all(t.state.is_completed() for t in tasks)
+    # the graph's top level is the board's 28 scenario entries, each a subflow run with its prepare and cells,
+    # and the release: 29 nodes, not 85
+    subflows = subflow_runs_of(flow_run_id_from(out))
+    assert len(subflows) == 28 and "lite mmlu-econometrics" in {s.name for s in subflows}
+    assert all(s.state.is_completed() for s in subflows)
+    assert len(task_runs_of(flow_run_id_from(out), top_level=True)) == 28 + 1
     # the Prefect UI's leaderboard artifact reads by HELM's ten columns and the two win rates, one screen
     # wide: not one column per run (28), and no empty mean score (Lite ranks by win rate alone)
     table = _leaderboard_artifact(flow_run_id_from(out))

@@ -24,7 +24,7 @@ import pytest
 
 from helmflow import prefect_server
 from helmflow import prefect_server as prefect_server_module  # the fixture of that name is the tests' server
-from tests.support.cli import REPO
+from tests.support.cli import REPO, board_task_runs_filter
 from tests.support.paid_board import board_args, wait_for_requests
 from tests.support.processes import free_port
 
@@ -122,9 +122,11 @@ def test_first_command_starts_the_server_the_second_reuses_it(tmp_path, home, en
     assert page.status_code == 200 and "<!DOCTYPE html>" in page.text
     assert httpx.get(f"{ui}/ui-settings", timeout=30).json()["api_url"] == f"{ui}/api"
     assert httpx.get(f"{ui}/api/flow_runs/{flow_run}", timeout=30).json()["state"]["type"] == "COMPLETED"
-    task_runs = httpx.post(f"{ui}/api/task_runs/filter", timeout=30,
-                           json={"flow_runs": {"id": {"any_": [flow_run]}}}).json()
+    task_runs = httpx.post(f"{ui}/api/task_runs/filter", timeout=30, json=board_task_runs_filter(flow_run)).json()
     assert sorted(t["name"] for t in task_runs) == ["prepare dyck-3", "release demo", "run dyck-3 x offline/solver"]
+    subflows = httpx.post(f"{ui}/api/flow_runs/filter", timeout=30,
+                          json={"flow_runs": {"parent_flow_run_id": {"any_": [flow_run]}}}).json()
+    assert [s["name"] for s in subflows] == ["demo dyck-3"]  # the scenario's subflow: its prepare and its run
 
     status = ok(hf("server", "status", env=env)).stdout
     assert f"Prefect UI: {ui} (answering)" in status and f"pid {pid}, Prefect " in status
@@ -372,7 +374,7 @@ def test_a_failed_cell_of_a_cli_run_is_retried_by_the_ui_retry_button(tmp_path, 
     api = prefect_server.read_state(home).api_url
     ui = api.removesuffix("/api")
     before = {t["id"] for t in httpx.post(f"{api}/task_runs/filter", timeout=30,
-                                          json={"flow_runs": {"id": {"any_": [flow_run]}}}).json()}
+                                          json=board_task_runs_filter(flow_run)).json()}
 
     context = browser.new_context(viewport={"width": 1600, "height": 1000})
     page = context.new_page()
@@ -394,8 +396,8 @@ def test_a_failed_cell_of_a_cli_run_is_retried_by_the_ui_retry_button(tmp_path, 
     assert bad.stats()["requests"] == 6 and bad.stats()["answered"] == 3  # the failed cell's 3, once each
     deadline = time.monotonic() + 30
     while True:  # task runs reach the API as events, a moment after the flow run ends
-        new = [t for t in httpx.post(f"{api}/task_runs/filter", timeout=30, json={
-            "flow_runs": {"id": {"any_": [flow_run]}}}).json() if t["id"] not in before]
+        new = [t for t in httpx.post(f"{api}/task_runs/filter", timeout=30, json=board_task_runs_filter(
+            flow_run)).json() if t["id"] not in before]
         if len(new) >= 4 or time.monotonic() > deadline:
             break
         time.sleep(0.5)
@@ -419,9 +421,10 @@ def alive(pid: int) -> bool:
 
 @pytest.mark.slow
 def test_the_flow_runs_logs_and_artifacts_tabs_read_as_a_report(tmp_path, home, env, browser):
-    """What a first-day user opens from the printed link: the Logs tab has a line per cell (started,
-    finished with its run's files), the release and where its report is; the Artifacts tab opens on
-    the leaderboard, above the per-cell cards. Checked through the API and in Chromium."""
+    """What a first-day user opens from the printed link: the Logs tab has a line per cell (finished
+    with its run's files), the release and where its report is; the Artifacts tab has the leaderboard
+    and the release; each scenario's subflow run has its cells' started and finished lines and their
+    cards. Checked through the API and in Chromium."""
     from playwright.sync_api import expect
 
     args = ["run", "demo", "--scenarios", "dyck-3,arithmetic-3", "--models", "offline/solver,offline/echo",
@@ -437,16 +440,20 @@ def test_the_flow_runs_logs_and_artifacts_tabs_read_as_a_report(tmp_path, home, 
             "logs": {"flow_run_id": {"any_": [run_id]}}, "sort": "TIMESTAMP_ASC"})
         return [entry["message"] for entry in reply.json()]
 
-    task_runs = httpx.post(f"{api}/task_runs/filter", timeout=30,
-                           json={"flow_runs": {"id": {"any_": [flow_run]}}}).json()
+    task_runs = httpx.post(f"{api}/task_runs/filter", timeout=30, json=board_task_runs_filter(flow_run)).json()
     cells = sorted(t["name"].removeprefix("run ") for t in task_runs if t["name"].startswith("run "))
     assert len(cells) == 6  # 2 scenarios + arithmetic's robustness copy, x 2 models
+    subflows = {s["name"]: s["id"] for s in httpx.post(f"{api}/flow_runs/filter", timeout=30, json={
+        "flow_runs": {"parent_flow_run_id": {"any_": [flow_run]}}}).json()}
+    assert sorted(subflows) == ["demo arithmetic-3", "demo dyck-3"]  # the robustness copy runs in its original's
     messages = logs(flow_run)
+    inside = [m for run_id in subflows.values() for m in logs(run_id)]  # each scenario's subflow logs its cells
     for cell in cells:
-        assert f"{cell}: started" in messages, messages
-        [done] = [m for m in messages if m.startswith(f"{cell}: finished, ")]
-        assert re.search(rf"\(complete, error rate 0\.0%\): file://{re.escape(str(tmp_path / 'store'))}/runs/\w+$",
-                         done), done
+        assert f"{cell}: started" in inside, inside
+        for log_lines in (messages, inside):  # a line per finished cell in the board's log too, as in its subflow's
+            [done] = [m for m in log_lines if m.startswith(f"{cell}: finished, ")]
+            assert re.search(rf"\(complete, error rate 0\.0%\): file://{re.escape(str(tmp_path / 'store'))}/runs/\w+$",
+                             done), done
     release_id = release.rsplit("/", 1)[-1]
     assert f"release {release_id} published (complete): file://{release}" in messages
     assert any(m.startswith(f"report: `helmflow serve --storage {tmp_path / 'store'}` shows it at /boards/demo/"
@@ -454,9 +461,10 @@ def test_the_flow_runs_logs_and_artifacts_tabs_read_as_a_report(tmp_path, home, 
 
     artifacts = httpx.post(f"{api}/artifacts/filter", timeout=30,
                            json={"artifacts": {"flow_run_id": {"any_": [flow_run]}}}).json()
-    own = sorted(a["key"] for a in artifacts if not a["task_run_id"])  # the tab lists these first
-    assert own == ["demo-leaderboard", "demo-release", "demo-release-link"]
-    assert len([a for a in artifacts if a["task_run_id"]]) == 6
+    assert sorted(a["key"] for a in artifacts) == ["demo-leaderboard", "demo-release", "demo-release-link"]
+    cell_cards = httpx.post(f"{api}/artifacts/filter", timeout=30,  # on each scenario's subflow run, from its run tasks
+                            json={"artifacts": {"flow_run_id": {"any_": list(subflows.values())}}}).json()
+    assert len([a for a in cell_cards if a["task_run_id"]]) == 6
 
     again = ok(hf(*args, "--force-flow", env=env))  # every cell cached: the log still says where each run is
     rerun = logs(re.search(r"flow run: ([0-9a-f-]{36})", again.stdout).group(1))
@@ -474,11 +482,10 @@ def test_the_flow_runs_logs_and_artifacts_tabs_read_as_a_report(tmp_path, home, 
         expect(page.get_by_text(f"release {release_id} published", exact=False).first).to_be_visible()
         shot(page, "prefect-flow-run-logs.png")
         page.get_by_text("Artifacts", exact=True).first.click()
-        board = page.get_by_text("demo-leaderboard", exact=True).first
-        cell = page.get_by_text("demo-dyck-3-offline-solver", exact=True).first
-        expect(board).to_be_visible()
-        expect(cell).to_be_attached()
-        assert board.bounding_box()["y"] < cell.bounding_box()["y"]  # the leaderboard first
+        expect(page.get_by_text("demo-leaderboard", exact=True).first).to_be_visible()  # the board's own three
         shot(page, "prefect-managed-artifacts.png", docs=False)  # the docs' copy: tests/test_prefect_ui.py
+        page.goto(f"{ui}/runs/flow-run/{subflows['demo dyck-3']}")  # a scenario's cell cards: on its subflow run
+        page.get_by_text("Artifacts", exact=True).first.click()
+        expect(page.get_by_text("demo-dyck-3-offline-solver", exact=True).first).to_be_visible()
     finally:
         context.close()

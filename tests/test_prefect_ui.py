@@ -103,6 +103,11 @@ def test_every_task_run_is_named_by_what_it_works_on(ui):
         f"run {r.scenario.label} x {r.deployment.name}" for r in plan.runs)
     assert "release demo" in names
     assert not [n for n in names if HASHLIKE.search(n)], names
+    # the graph's top level reads: a subflow run per scenario (8; its robustness copies inside), the release
+    subflows = ui["server"].subflow_runs(run.id)
+    assert sorted(s.name for s in subflows) == sorted(f"demo {s.label}" for s in plan.scenarios), subflows
+    top = ui["server"].task_runs(run.id, top_level=True)
+    assert len(top) == len(plan.scenarios) + 1 == 9 and "release demo" in {t.name for t in top}
     with ui["server"].client() as client:
         flow = client.read_flow(run.flow_id)
     assert flow.name == "demo"  # `helmflow run demo` runs under this flow too (tests/test_flow_spine.py)
@@ -116,9 +121,12 @@ def test_artifacts_read_as_a_report(ui):
 
     # the deployment run's parameters; fairness copies change no arithmetic question: left out
     plan = preflight(ui["store"], prepare("demo", max_instances=3))
+    board_run = ui["flow_run"].id
+    runs = [board_run, *(s.id for s in ui["server"].subflow_runs(board_run))]  # each cell's card: on its subflow run
     with ui["server"].client() as client:
-        artifacts = client.read_artifacts(
-            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[ui["flow_run"].id])))
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=runs)))
+        own = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[board_run])))
+    assert sorted(a.key for a in own) == ["demo-leaderboard", "demo-release", "demo-release-link"]  # the tab opens on it
     by_key = {a.key: a for a in artifacts if a.key}
     for r in plan.runs:
         key = re.sub(r"[^a-z0-9]+", "-", f"demo-{r.scenario.label}-{r.deployment.name}".lower())

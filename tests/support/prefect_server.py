@@ -109,11 +109,18 @@ class PrefectServer:
                     raise TimeoutError(f"flow run {flow_run_id} still {run.state.name if run.state else None}; {self.tail()}")
                 time.sleep(1)
 
-    def task_runs(self, flow_run_id: UUID):
-        from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    def task_runs(self, flow_run_id: UUID, top_level: bool = False):
+        """A board flow run's task runs, its scenarios' subflows' included (:func:`tests.support.cli.task_runs_of`)."""
+        from tests.support.cli import board_task_runs
 
         with self.client() as client:
-            return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+            return board_task_runs(client, flow_run_id, top_level)
+
+    def subflow_runs(self, flow_run_id: UUID):
+        from tests.support.cli import subflow_runs
+
+        with self.client() as client:
+            return subflow_runs(client, flow_run_id)
 
     def tail(self, chars: int = 3000) -> str:
         """The end of every log of this server and its workers (for assertion messages)."""
