@@ -106,9 +106,11 @@ def take(models: str, work: Path, out_dir: Path) -> list[Path]:
             sys.exit(f"exit {out.returncode}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
         flow_run_id = UUID(re.search(r"flow run: ([0-9a-f-]{36})", out.stdout).group(1))
         time.sleep(5)  # task runs reach the API as events, a moment after the flow run ends
-        names = sorted(t.name for t in server.task_runs(flow_run_id))
+        names = sorted(t.name for t in server.task_runs(flow_run_id))  # its scenarios' subflows' task runs too
         kinds = {k: sum(n.startswith(k + " ") for n in names) for k in ("prepare", "run", "release")}
-        print(f"helmflow run lite ({models}): {run_s:.1f} s; {len(names)} task runs {kinds}")
+        subflows = server.subflow_runs(flow_run_id)
+        print(f"helmflow run lite ({models}): {run_s:.1f} s; {len(names)} task runs {kinds}, "
+              f"top level: {len(subflows)} scenario subflow runs and the release")
         print("longest task-run name:", max(names, key=len))
         ui = server.url.removesuffix("/api")
         with sync_playwright() as pw:
@@ -116,10 +118,10 @@ def take(models: str, work: Path, out_dir: Path) -> list[Path]:
             page = browser.new_context(viewport={"width": 1600, "height": 1400}).new_page()
             page.set_default_timeout(60_000)
             page.goto(f"{ui}/runs/flow-run/{flow_run_id}")
-            page.get_by_text(f"{len(names)} Task runs").first.wait_for()
+            page.get_by_text("1 Task run", exact=True).first.wait_for()  # the release; the rest are in subflows
             page.wait_for_timeout(5000)  # the graph draws on a canvas
-            page.get_by_text("Task Runs", exact=True).first.click()
-            page.get_by_text("release lite", exact=True).first.wait_for()
+            page.get_by_text("Subflow Runs", exact=True).first.click()
+            page.get_by_text("lite mmlu-econometrics", exact=True).first.wait_for()
             page.wait_for_timeout(2000)
             page.screenshot(path=str(out_dir / "prefect-lite-flow-run.png"))
             page.goto(f"{ui}/artifacts/artifact/{leaderboard_artifact(server, flow_run_id)}")

@@ -36,9 +36,9 @@ from helmflow.progress import REPORTED, reporter
 from helmflow.settings import settings
 from helmflow.storage import Store
 from helmflow.tasks import configure, forget_cached
-from helmflow.tasks.evaluation import BoardTasks
 from helmflow.tasks.alerts import alert_regressions
 from helmflow.tasks.evaluation import (
+    BoardTasks,
     _fmt,
     release_artifacts,
     release_assets,
@@ -89,21 +89,21 @@ def _failure(*futures: PrefectFuture) -> str:
     return "not run: an upstream task failed"
 
 
-class BorrowedTaskRunner(TaskRunner):
+class BorrowedTaskRunner(TaskRunner[PrefectFuture[Any]]):
     """A scenario subflow's task runner: it submits to the board flow's runner, so one bounded pool
     (``HELMFLOW_TASK_THREADS``) or one Dask cluster serves every scenario, as it did when the cells
     were the board flow's own tasks. Prefect gives each subflow a copy (:meth:`duplicate`) and exits
     it when the subflow ends; neither starts nor stops anything here (the subflow waits for its own
     futures before it returns)."""
 
-    def __init__(self, lender: TaskRunner):
+    def __init__(self, lender: TaskRunner[Any]):
         super().__init__()
         self.lender = lender
 
     def duplicate(self) -> BorrowedTaskRunner:
         return type(self)(self.lender)
 
-    def submit(self, task, parameters, wait_for=None, dependencies=None):  # type: ignore[override]
+    def submit(self, task, parameters, wait_for=None, dependencies=None):
         return self.lender.submit(task, parameters, wait_for, dependencies)
 
     def __exit__(self, *exc: Any) -> None:
@@ -190,7 +190,7 @@ def run_scenario(tasks: BoardTasks, scenarios: list[ScenarioPlan], runs: list[Ru
     return out
 
 
-def scenario_flow(label: str, work: Callable[[], Any], task_runner: TaskRunner) -> Flow:
+def scenario_flow(label: str, work: Callable[[], Any], task_runner: TaskRunner[PrefectFuture[Any]]) -> Flow:
     """The subflow of the scenario ``label``: flow ``scenario``, its runs named ``<board> <label>``,
     its tasks on ``task_runner``. It calls ``work`` (:func:`run_scenario` over the board's plans, in
     this process); its parameters only say what it runs (the scenario, the board, its cells, the
@@ -251,11 +251,12 @@ def run_scenarios(plan: Any, store: Store, tasks: BoardTasks, budget_usd: float 
                                                            return_state=True)
         finally:
             starts.ended()
-        result = state.result(raise_on_failure=False)
+        result = state.result(raise_on_failure=False) if state is not None else None
         if isinstance(result, ScenarioOutcome):
             return result
-        error = f"{type(result).__name__}: {result}" if isinstance(result, BaseException) else (
-            state.message or f"the scenario's subflow ended {state.name}")
+        error = (f"{type(result).__name__}: {result}" if isinstance(result, BaseException) else
+                 state.message or f"the scenario's subflow ended {state.name}" if state is not None else
+                 "Prefect gave no state for the scenario's subflow")
         return ScenarioOutcome(failed=[FailedCell(run_id=r.run_id, scenario=r.scenario.label,
                                                   deployment=r.deployment.name, error=error) for r in runs])
 

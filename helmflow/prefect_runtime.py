@@ -220,8 +220,8 @@ def settle(flow_run_id, timeout_s: float = SETTLE_TIMEOUT_S) -> int:
     EventsWorker.drain_all(timeout=timeout_s)
     unfinished = TaskRunFilter(state=TaskRunFilterState(type=TaskRunFilterStateType(
         any_=[StateType.SCHEDULED, StateType.PENDING, StateType.RUNNING, StateType.PAUSED])))
-    of_flow = FlowRunFilter(operator=Operator.or_, id=FlowRunFilterId(any_=[flow_run_id]),
-                            parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[flow_run_id]))
+    of_flow = FlowRunFilter.model_validate({"operator": Operator.or_, "id": FlowRunFilterId(any_=[flow_run_id]),
+                                            "parent_flow_run_id": FlowRunFilterParentFlowRunId(any_=[flow_run_id])})
     deadline = time.monotonic() + timeout_s
     with get_client(sync_client=True) as client:
         while True:

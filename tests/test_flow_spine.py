@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from helmflow.clients.offline import offline_call_count
-from helmflow.storage import Store
 from helmflow.flows.evaluate import scenario_groups
 from helmflow.plan.records import cell_name
+from helmflow.storage import Store
 from tests.support.cli import REPO, flow_run_id_from, read_flow_run, run_cli, subflow_runs_of, task_runs_of
 
 pytestmark = pytest.mark.slow

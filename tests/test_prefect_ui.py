@@ -159,7 +159,8 @@ def test_ui_shows_names_graph_artifacts_and_events(ui, page):
     base = f"{ui['ui']}/runs/flow-run/{run.id}"
     page.goto(base)
     expect(page.get_by_text(run.name, exact=True).first).to_be_visible()
-    expect(page.get_by_text("51 Task runs").first).to_be_visible()
+    # the release is the board's one task run of its own (it was 51 side by side); a subflow run per scenario
+    expect(page.get_by_text("1 Task run", exact=True).first).to_be_visible()
     page.wait_for_timeout(3000)  # the graph draws on a canvas: give it a moment
     _shot(page, "prefect-flow-run.png")
 
@@ -167,19 +168,23 @@ def test_ui_shows_names_graph_artifacts_and_events(ui, page):
     graph.locator("button").last.click()  # the graph's settings
     page.get_by_text("Dependency grid", exact=True).click()
     page.get_by_text(run.name, exact=True).first.click()  # close the settings
-    box = graph.bounding_box()
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 3)
-    for _ in range(4):  # zoom in as a reader would, until the names show
-        page.mouse.wheel(0, -200)
-        page.wait_for_timeout(500)
-    page.wait_for_timeout(2000)
+    page.wait_for_timeout(2000)  # nine named bars: readable without zooming in
     _shot(page, "prefect-flow-run-dependency.png")
 
     page.get_by_text("Task Runs", exact=True).first.click()
-    expect(page.get_by_text("release demo", exact=True).first).to_be_visible()  # 51 task runs: others page on
+    expect(page.get_by_text("release demo", exact=True).first).to_be_visible()
+    page.get_by_text("Subflow Runs", exact=True).first.click()
+    for label in ("dyck-3", "arithmetic-3", "sr-induction"):
+        expect(page.get_by_text(f"demo {label}", exact=True).first).to_be_visible()
+    [dyck] = [s for s in ui["server"].subflow_runs(run.id) if s.name == "demo dyck-3"]
+    page.goto(f"{ui['ui']}/runs/flow-run/{dyck.id}")  # a scenario's subflow run: its prepare and its cells
+    expect(page.get_by_text("5 Task runs").first).to_be_visible()  # prepare + 4 models
+    page.wait_for_timeout(3000)
+    _shot(page, "prefect-scenario-subflow.png")
+    page.goto(base)
 
     page.get_by_text("Artifacts", exact=True).first.click()
-    # the release's three (the 40 per-run artifacts page past the first screen; the API test reads them)
+    # the release's three (the 40 per-run artifacts are on the scenarios' subflow runs; the API test reads them)
     for key in ("demo-leaderboard", "demo-release", "demo-release-link"):
         expect(page.get_by_text(key, exact=True).first).to_be_visible()
     _shot(page, "prefect-flow-run-artifacts.png")
@@ -208,11 +213,13 @@ def test_v2_ui_shows_the_same_run(ui, page):
     run = ui["flow_run"]
     page.goto(f"{ui['ui']}/v2/runs/flow-run/{run.id}")
     expect(page.get_by_text(run.name, exact=True).first).to_be_visible()
-    expect(page.get_by_text("51 Task runs").first).to_be_visible()
+    expect(page.get_by_text("9 Task runs").first).to_be_visible()  # V2 counts the 8 standing for the subflows
     page.wait_for_timeout(15_000)  # V2 draws its graph later than V1
     _shot(page, "prefect-v2-flow-run.png")
     page.get_by_role("tab", name="Task Runs").click()
-    expect(page.get_by_text("release demo", exact=True).first).to_be_visible()  # 51 task runs: others page on
+    expect(page.get_by_text("release demo", exact=True).first).to_be_visible()
+    page.get_by_role("tab", name="Subflow Runs").click()
+    expect(page.get_by_text("demo dyck-3", exact=True).first).to_be_visible()
     page.get_by_role("tab", name="Artifacts").click()
     expect(page.get_by_text("demo-leaderboard").first).to_be_visible()  # per-run ones page past the first screen
     _shot(page, "prefect-v2-artifacts.png")
