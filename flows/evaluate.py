@@ -244,11 +244,12 @@ def run_scenarios(plan: Any, store: Store, tasks: BoardTasks, budget_usd: float 
             finally:
                 starts.ending()
 
-        starts.starting()
+        starts.begin()
         try:
+            subflow = scenario_flow(label, work, runner)  # built before its turn: it reads the module's source
+            starts.starting()
             with temporary_settings(updates={"flows.heartbeat_frequency": None}):
-                state = scenario_flow(label, work, runner)(label, board, [cell_name(r) for r in runs], store.root,
-                                                           return_state=True)
+                state = subflow(label, board, [cell_name(r) for r in runs], store.root, return_state=True)
         finally:
             starts.ended()
         result = state.result(raise_on_failure=False) if state is not None else None
@@ -276,8 +277,8 @@ class SubflowStarts:
     (:meth:`starting` … :meth:`running`, :meth:`ending` … :meth:`ended`), and no subflow's work begins
     before every subflow has started: the server records task runs from their events, writing
     its database in the background, and a subflow's start that met those writes was what got refused.
-    Each thread calls the four in that order (:meth:`ended` also when Prefect never ran the subflow's
-    function: it then counts as started, so the others do not wait for it)."""
+    Each thread calls :meth:`begin`, then the four in that order (:meth:`ended` in any case: a subflow
+    whose function Prefect never ran then counts as started, so the others do not wait for it)."""
 
     def __init__(self, n: int):
         self.turn = threading.Lock()
@@ -288,9 +289,12 @@ class SubflowStarts:
             self.all_started.set()
         self.state = threading.local()
 
+    def begin(self) -> None:
+        self.state.holding, self.state.arrived = False, False
+
     def starting(self) -> None:
         self.turn.acquire()
-        self.state.holding, self.state.arrived = True, False
+        self.state.holding = True
 
     def running(self) -> None:
         self._release()
@@ -306,12 +310,12 @@ class SubflowStarts:
         self._arrive()
 
     def _release(self) -> None:
-        if getattr(self.state, "holding", False):
+        if self.state.holding:
             self.state.holding = False
             self.turn.release()
 
     def _arrive(self) -> None:
-        if not getattr(self.state, "arrived", True):
+        if not self.state.arrived:
             self.state.arrived = True
             with self.lock:
                 self.left -= 1
