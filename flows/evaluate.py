@@ -91,8 +91,8 @@ def _failure(*futures: PrefectFuture) -> str:
 
 class BorrowedTaskRunner(TaskRunner[PrefectFuture[Any]]):
     """A scenario subflow's task runner: it submits to the board flow's runner, so one bounded pool
-    (``HELMFLOW_TASK_THREADS``) or one Dask cluster serves every scenario, as it did when the cells
-    were the board flow's own tasks. Prefect gives each subflow a copy (:meth:`duplicate`) and exits
+    (``HELMFLOW_TASK_THREADS``) serves every scenario, as it did when the cells were the board flow's
+    own tasks (on Dask there are no subflows: :func:`subflows_here`). Prefect gives each subflow a copy (:meth:`duplicate`) and exits
     it when the subflow ends; neither starts nor stops anything here (the subflow waits for its own
     futures before it returns)."""
 
@@ -212,7 +212,19 @@ def scenario_flow(label: str, work: Callable[[], Any], task_runner: TaskRunner[P
                 validate_parameters=False)(scenario)
 
 
-def run_scenarios(plan: Any, store: Store, tasks: BoardTasks, budget_usd: float | None) -> dict[str, ScenarioOutcome]:
+def subflows_here() -> bool:
+    """Whether this board flow runs each scenario as a subflow: ``HELMFLOW_SUBFLOWS`` (default yes) on the
+    thread runner. On Dask the board keeps the flat graph: a task sent to a Dask worker carries its flow
+    run's context, and a scenario's flow (its function closes over the board's plans and threads) does
+    not pickle."""
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    return settings().subflows and context is not None and isinstance(context.task_runner, ThreadPoolTaskRunner)
+
+
+def run_scenarios(plan: Any, store: Store, tasks: BoardTasks, budget_usd: float | None,
+                  in_subflows: bool) -> dict[str, ScenarioOutcome]:
     """Every scenario's subflow, at once (one thread each, waiting; their tasks share the board
     flow's runner): the outcome of each, by scenario label. A subflow that failed for a reason
     other than its cells (Prefect refused it, a crash) fails each of its cells with that reason.
@@ -230,13 +242,13 @@ def run_scenarios(plan: Any, store: Store, tasks: BoardTasks, budget_usd: float 
     assert context is not None and context.task_runner is not None
     runner = BorrowedTaskRunner(context.task_runner)
     board, board_run_id = plan.spec.name, str(flow_run.id) if flow_run.id else None
+    if not in_subflows:  # every task of the board in its own flow run, submitted from this thread
+        return {plan.spec.name: run_scenario(tasks, plan.all_scenarios, plan.runs, store.root, board, board_run_id,
+                                             budget_usd)}
     groups = scenario_groups(plan)
-    starts = SubflowStarts(len(groups) if settings().subflows else 0)
+    starts = SubflowStarts(len(groups))
 
     def one(label: str, scenarios: list[ScenarioPlan], runs: list[RunPlan]) -> ScenarioOutcome:
-        if not settings().subflows:  # the scenario's tasks in the board's flow run
-            return run_scenario(tasks, scenarios, runs, store.root, board, board_run_id, budget_usd)
-
         def work() -> Any:  # in this thread, once Prefect has created the subflow run and set it Running
             starts.running()
             try:
@@ -429,10 +441,10 @@ def evaluate(
             log.warning("%s; publishing run %s again", problem, r.run_id)
             forget_cached(store, [run_key(r)])
 
-    outcomes = run_scenarios(plan, store, tasks, budget_usd)
+    in_subflows = subflows_here()  # else the cells' tasks log their lines in the board's run
+    outcomes = run_scenarios(plan, store, tasks, budget_usd, in_subflows)
     published: list[RunOutcome] = []
     failed: list[FailedCell] = []
-    in_subflows = settings().subflows  # else the cells' tasks logged their lines in the board's run
     for outcome in outcomes.values():  # a line per cell in the board's log, as its subflow ended
         cached = set(outcome.cached)
         for out in outcome.published if in_subflows else []:

@@ -51,8 +51,9 @@ class Settings(BaseSettings):
     task_threads: int = Field(16, gt=0, description="task runs the thread runner executes at once (requests within "
                                                     "a run fan out on their own, under each deployment's limiter)")
     subflows: bool = Field(True, description="a subflow run per scenario of the board in the Prefect UI (a graph that "
-                                             "reads at board scale, about ten API requests per scenario); false: "
-                                             "every task run at the board's top level, as before")
+                                             "reads at board scale, about ten API requests per scenario; the thread "
+                                             "task runner only, Dask keeps the flat graph); false: every task run "
+                                             "at the board's top level")
     report_url: str | None = Field(None, description="where `helmflow serve` answers: the release-link artifacts "
                                                      "in the Prefect UI point there")
     ephemeral: bool = Field(False, description="like `--ephemeral` on every command: Prefect's temporary server, "
