@@ -92,9 +92,9 @@ def _failure(*futures: PrefectFuture) -> str:
 class BorrowedTaskRunner(TaskRunner[PrefectFuture[Any]]):
     """A scenario subflow's task runner: it submits to the board flow's runner, so one bounded pool
     (``HELMFLOW_TASK_THREADS``) serves every scenario, as it did when the cells were the board flow's
-    own tasks (on Dask there are no subflows: :func:`subflows_here`). Prefect gives each subflow a copy (:meth:`duplicate`) and exits
-    it when the subflow ends; neither starts nor stops anything here (the subflow waits for its own
-    futures before it returns)."""
+    own tasks (on Dask there are no subflows: :func:`subflows_here`). Prefect gives each subflow a
+    copy (:meth:`duplicate`) and exits it when the subflow ends; neither starts nor stops anything
+    here (the subflow waits for its own futures before it returns)."""
 
     def __init__(self, lender: TaskRunner[Any]):
         super().__init__()
