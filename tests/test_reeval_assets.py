@@ -41,6 +41,15 @@ def _our_prompts() -> dict[str, str]:
     return out
 
 
+ONE_FETCH = [f"GET /api/datasets/{REPO}/revision/{REV}", f"GET /api/datasets/{REPO}/tree/{REV}/data",
+             f"GET /datasets/{REPO}/resolve/{REV}/{SPLIT_PATH.format(split=SPLIT)}"]
+
+
+def _dataset_requests(requests: list[str]) -> list[str]:
+    """The requests for the difficulty table's repository (the client's other calls left out)."""
+    return [r for r in requests if REPO in r]
+
+
 def _parquet(prompts: list[str], z: list[float]) -> bytes:
     buf = io.BytesIO()
     pq.write_table(pa.table({"request.prompt": prompts, "z": z}), buf)
@@ -63,10 +72,7 @@ def test_fetch_assets_reeval_matches_by_prompt_stores_versioned_and_run_adaptive
         assert first.returncode == 0, first.stdout + first.stderr
         assert f"dyck-3: 6 of {len(ours)} items matched by prompt (8 rows in split '{SPLIT}')" in first.stdout
         assert "(recorded)" in first.stdout
-        reads = [r for r in hub.requests if "/resolve/" in r]
-        assert reads and all(f"/datasets/{REPO}/resolve/{REV}/data/{SPLIT}-" in r for r in reads)
-        n_requests = len(hub.requests)
-        assert 0 < n_requests <= 6, hub.requests
+        assert _dataset_requests(hub.requests) == ONE_FETCH  # one split, read once, at the revision asked
 
         store = Store(str(store_root))
         name = f"{SPLIT}.{REV}.parquet"
@@ -79,7 +85,9 @@ def test_fetch_assets_reeval_matches_by_prompt_stores_versioned_and_run_adaptive
         stored = pq.read_table(latest_path.parent / f"easiness-{latest['version']}.parquet").to_pylist()
         assert {r["instance_id"]: r["z"] for r in stored} == easiness
 
+        seen = len(hub.requests)
         again = run_cli(*args, env=env)
+        assert _dataset_requests(hub.requests[seen:]) == ONE_FETCH
         assert again.returncode == 0 and "(same as first fetch)" in again.stdout, again.stdout + again.stderr
         assert store.read_json(layout.assets_manifest("reeval"))["files"] == files
         assert json.loads(latest_path.read_text()) == latest
