@@ -69,6 +69,7 @@ _BUILTIN = [
     "wikitq",
     "tab_fact",
     "scigen",
+    "numeric_nlg",
     "medcalc_bench",
     "medec",
     "ehr_sql",

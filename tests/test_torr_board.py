@@ -24,11 +24,19 @@ VARIANTS = ["wikitq-csv-none", "wikitq-markdown-transpose", "wikitq-json-shuffle
             "tab_fact-html-none", "tab_fact-df-insert_empty_rows"]
 
 
+NEW_DATASETS = {"numeric_nlg": "rougeL"}  # dataset -> its main metric
+
+
 def test_the_board_is_seven_serialisations_by_five_augmentations_per_dataset():
     spec = load_board("torr")
-    assert len(spec.scenarios) == 105 and spec.aggregation == ["mean"] and spec.max_instances == 100
+    groups = {s.group for s in spec.scenarios}
+    assert {"wikitq", "tab_fact", "scigen", *NEW_DATASETS} <= groups
+    assert len(spec.scenarios) == 35 * len(groups) and spec.aggregation == ["mean"] and spec.max_instances == 100
     cells = {(s.group, s.params["serialization"], s.params["augmentation"]) for s in spec.scenarios}
-    assert len(cells) == 105 and {g for g, _, _ in cells} == {"wikitq", "tab_fact", "scigen"}
+    assert len(cells) == 35 * len(groups)
+    for group, main in NEW_DATASETS.items():  # a performance and a robustness column each
+        assert {(g.name, c.metric) for g in spec.metric_groups for c in g.columns if c.scenario == group} == {
+            ("performance", main), ("robustness", "variant_robustness")}
     assert {g.name: g.aggregation for g in spec.metric_groups} == {"performance": ["mean"], "robustness": ["mean"]}
 
 
