@@ -11,6 +11,11 @@
 - ``accuracy`` (TabFact, TURL; unitxt's ``Accuracy`` after ``take_first_non_empty_line`` and
   ``lower_case_till_punc``): 1 when the processed output equals a processed reference.
 
+- ``rougeL`` of the TableBench sets (metric ``tablebench_rougeL``): the same ROUGE-L after their cards'
+  post-processors (first line, lower case, punctuation and articles removed, whitespace fixed) on both sides.
+- ``f1_micro`` (TURL; unitxt's ``F1MicroMultiLabel`` on one instance): the output's and the reference's
+  first line, lower-cased, split on ","; the reference's types are the only classes.
+
 - ``rougeL`` (SciGen; unitxt's ``Rouge``, the card's template lower-casing both sides): Google's
   rouge-score ROUGE-L F-measure **without** a stemmer, the best over the references (``score_multi``).
   HELM's other boards' ``rouge_l`` stems (Porter), so the two differ on inflected words.
@@ -22,6 +27,7 @@ loads that model with every other component disabled), without the model downloa
 from __future__ import annotations
 
 import re
+import string
 from collections import Counter
 from functools import cache
 from typing import Any
@@ -131,6 +137,55 @@ def unitxt_rouge_l(golds: list[str], output: str) -> float:
 def rouge_l_unitxt(x: MetricInput) -> dict[str, float]:
     output = _output(x)
     return {} if output is None or not x.correct_texts else {"rougeL": unitxt_rouge_l(x.correct_texts, output)}
+
+
+def tablebench_answer(text: str) -> str:
+    """The TableBench cards' post-processors: ``take_first_non_empty_line``, ``lower_case``,
+    ``remove_punctuations`` (every ``string.punctuation`` character dropped), ``remove_articles`` (each
+    whole-word a / an / the becomes a space) and ``fix_whitespace`` (runs of whitespace become one space)."""
+    low = first_line(text).lower()
+    bare = "".join(c for c in low if c not in _PUNCTUATION)
+    return " ".join(re.sub(r"\b(a|an|the)\b", " ", bare).split())
+
+
+_PUNCTUATION = frozenset(string.punctuation)
+
+
+def tablebench_rouge_l(golds: list[str], output: str) -> float:
+    """unitxt's ``Rouge`` rougeL on the TableBench cards' processed output and references, best over them."""
+    scores = _rouge_l_unstemmed().score_multi([tablebench_answer(g) for g in golds], tablebench_answer(output))
+    return float(scores["rougeL"].fmeasure)
+
+
+@metric("tablebench_rougeL", version="1", requires=("rouge_score",), extra="torr")
+def tablebench_rouge(x: MetricInput) -> dict[str, float]:
+    """The ``rougeL`` stat of the TableBench sets (HELM's column name), after their cards' post-processors."""
+    output = _output(x)
+    return {} if output is None or not x.correct_texts else {"rougeL": tablebench_rouge_l(x.correct_texts, output)}
+
+
+def comma_items(text: str) -> list[str]:
+    """The TURL card's post-processors: ``take_first_non_empty_line``, ``lower_case``, ``to_list_by_comma``
+    (split on ",", each item stripped)."""
+    return [part.strip() for part in first_line(text).lower().split(",")]
+
+
+def f1_micro_one(golds: list[str], output: str) -> float | None:
+    """unitxt's ``F1MicroMultiLabel`` on one instance: the classes are the reference's types only, so a
+    predicted type outside them is dropped (never a false positive): 2 TP / (2 TP + FN), or 0 with no hit;
+    None (unitxt's NaN) when the reference has no type."""
+    reference = set(comma_items(golds[0]))
+    if not reference:
+        return None
+    hits = len(reference & set(comma_items(output)))
+    return 2 * hits / (2 * hits + len(reference) - hits) if hits else 0.0
+
+
+@metric("f1_micro", version="1", helm=HelmEquivalent(("f1_micro",)))
+def f1_micro(x: MetricInput) -> dict[str, float]:
+    output = _output(x)
+    score = None if output is None or not x.correct_texts else f1_micro_one(x.correct_texts, output)
+    return {} if score is None else {"f1_micro": score}
 
 
 @across_runs("variant_robustness", version="1",

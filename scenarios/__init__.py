@@ -66,6 +66,8 @@ _BUILTIN = [
     "financebench",
     "banking77",
     "ewok",
+    "tablebench",
+    "turl_col_type",
     "wikitq",
     "tab_fact",
     "scigen",

@@ -11,7 +11,8 @@ Serialisations (unitxt's class; the string is unitxt's byte for byte on string c
 - ``csv`` (``TableSerializer``, what a ToRR recipe without a serializer gets): Python's ``csv.writer``
   with ``\\n`` line ends, the final line end stripped.
 - ``df`` (``SerializeTableAsDFLoader``): ``pd.DataFrame({...},\\nindex=[0, ...])`` with the columns as
-  ``json.dumps`` of a dict of lists; a repeated column name gets ``_<k>`` (its k-th repeat).
+  ``json.dumps`` of a dict of lists; a repeated column name gets ``_<k>`` (its k-th repeat). A table with
+  non-string cells goes through pandas as unitxt's does, so a column of ints and floats shows floats.
 - ``html`` (``SerializeTableAsHTML``): ``<table>``, an indented ``<thead>`` row of ``<th>`` and a
   ``<tbody>`` of ``<td>`` rows. Cells are not escaped, as in unitxt.
 - ``indexed_row_major`` (``SerializeTableAsIndexedRowMajor``): ``col : a | b row 1 : x | y row 2 : ...``.
@@ -88,7 +89,12 @@ def _dedup(header: list[str]) -> list[str]:
 def as_df(table: Table) -> str:
     header, rows = _parts(table)
     columns = _dedup(header)
-    data = {col: [row[j] if j < len(row) else None for row in rows] for j, col in enumerate(columns)}
+    if all(isinstance(c, str) for row in rows for c in row):
+        data = {col: [row[j] if j < len(row) else None for row in rows] for j, col in enumerate(columns)}
+    else:  # numbers (TableBench's JSON cells): pandas' column types, as unitxt's DataFrame (3 -> 3.0 beside 12.5)
+        import pandas as pd
+
+        data = pd.DataFrame(rows, columns=columns).to_dict(orient="list")
     return "pd.DataFrame({\n" + json.dumps(data)[1:-1] + "},\nindex=" + str(list(range(len(rows)))) + ")"
 
 

@@ -24,7 +24,9 @@ VARIANTS = ["wikitq-csv-none", "wikitq-markdown-transpose", "wikitq-json-shuffle
             "tab_fact-html-none", "tab_fact-df-insert_empty_rows"]
 
 
-NEW_DATASETS = {"numeric_nlg": "rougeL"}  # dataset -> its main metric
+NEW_DATASETS = {"numeric_nlg": "rougeL", "tablebench_fact_checking": "rougeL",  # dataset -> its main metric
+                "tablebench_numerical_reasoning": "rougeL", "tablebench_data_analysis": "rougeL",
+                "turl_col_type": "f1_micro"}
 
 
 def test_the_board_is_seven_serialisations_by_five_augmentations_per_dataset():
@@ -37,6 +39,8 @@ def test_the_board_is_seven_serialisations_by_five_augmentations_per_dataset():
     for group, main in NEW_DATASETS.items():  # a performance and a robustness column each
         assert {(g.name, c.metric) for g in spec.metric_groups for c in g.columns if c.scenario == group} == {
             ("performance", main), ("robustness", "variant_robustness")}
+    tasks = {s.params.get("task") for s in spec.scenarios if s.name == "tablebench"}
+    assert tasks == {"fact_checking", "numerical_reasoning", "data_analysis"}
     assert {g.name: g.aggregation for g in spec.metric_groups} == {"performance": ["mean"], "robustness": ["mean"]}
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from tests.support.cli import run_cli
 
-NOT_PORTED = ("fin_qa", "qtsumm", "tablebench", "turl_col_type")
+NOT_PORTED = ("fin_qa", "qtsumm")
 
 
 @pytest.mark.slow
@@ -15,7 +15,9 @@ def test_reproduce_torr_explains_the_cap_the_missing_datasets_and_the_pins(tmp_p
     assert out.returncode == 0, out.stdout + out.stderr
     text = " ".join(out.stdout.split())
     assert "reproducing torr (v1): at most 100 instances per scenario" in text  # HELM's --max-eval-instances 100
-    assert "ToRR datasets are ported (wikitq, tab_fact, scigen, numeric_nlg" in text
+    assert "8 of HELM's 10 ToRR datasets are ported (wikitq, tab_fact, scigen, numeric_nlg, tablebench_fact_checking" in text
+    assert "tablebench: unitxt reads Multilingual-Multimodal-NLP/TableBench at revision 90593ad8" in text
+    assert "turl_col_type: unitxt reads stanford-crfm/helm-scenarios' main branch unpinned" in text
     for name in NOT_PORTED:
         assert name in text, name
     assert "pins: HELM's ToRR recipes read unitxt's catalog" in text
