@@ -45,7 +45,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-TABLES_VERSION = "1"
+TABLES_VERSION = "2"  # 2: df shows non-string cells through pandas, as unitxt
 
 Table = dict[str, Any]  # {"header": list[str], "rows": list[list[Any]]}
 

@@ -44,6 +44,8 @@ def test_tablebench_keeps_its_tasks_dp_rows_and_deals_them_into_three_splits(mir
     [analysis] = tablebench(mirror, task="data_analysis")
     assert analysis.id == "validation0" and analysis.references[0].text == "The town owns the oldest mill."
     assert analysis.input.text.startswith("Table: mill,built,owner\nOld Mill,1820,the town\n")
+    frame = tablebench(mirror, serialization="df")[0].input.text  # numbers through pandas, as unitxt: 3 beside 12.5 is 3.0
+    assert frame.startswith('Table: pd.DataFrame({\n"lake": ["Mere", "Tarn", "Loch Ness"], "area": [12.5, 3.0, 56.0], ')
     moved = tablebench(mirror, serialization="json", augmentation="shuffle_cols")
     assert [i.id for i in moved] == [i.id for i in out]  # every variant has the same ids: robustness matches on them
     with pytest.raises(ScenarioError, match="task"):
@@ -163,3 +165,33 @@ def test_tables_splits_and_scores_are_unitxts(mirror):
                          ("a.b, c.d, e.f", "c.d\na.b")]:
         expected = f1.compute([[as_list(gold)]], [as_list(output)], [{}])["f1_micro"]
         assert f1_micro_one([gold], output) == pytest.approx(expected), (gold, output)
+
+
+@pytest.mark.slow
+def test_helmflow_run_torr_scores_the_new_sets_end_to_end(tmp_path, prefect_server):
+    pytest.importorskip("rouge_score")
+    import pyarrow.parquet as pq
+    import yaml
+
+    from tests.support.cli import run_cli
+
+    mirror, storage = F.write_turl_mirror(F.write_tablebench_mirror(tmp_path / "mirror")), tmp_path / "store"
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"deployments": [
+        {"name": name, "client": "offline", "model": name.split("/")[1], "options": {"behavior": "constant",
+                                                                                     "answer": answer}}
+        for name, answer in (("offline/says-yes", "Yes."), ("offline/river", "geography.river, music.album"))]}))
+    variants = "tablebench_fact_checking-csv-none,tablebench_fact_checking-json-shuffle_rows,turl_col_type-html-none"
+    out = run_cli("run", "torr", "--scenarios", variants, "--models", "offline/says-yes,offline/river",
+                  "--models-file", str(models), "--storage", str(storage), env={"HELMFLOW_MIRROR": str(mirror)},
+                  timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    latest = json.loads((storage / "leaderboards/torr/latest-subset.json").read_text())
+    rows = {r["deployment"]: r for r in pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()}
+    yes, river = rows["offline/says-yes"], rows["offline/river"]
+    # the fact-checking test rows answer Yes, No, Yes, No: "yes." is "yes" after the cards' post-processors
+    assert yes["tablebench_fact_checking/rougeL"] == pytest.approx(0.5)
+    assert yes["tablebench_fact_checking/variant_robustness"] == pytest.approx(1.0)
+    assert river["tablebench_fact_checking/rougeL"] == 0.0
+    # TURL's four test columns: river (2 types, 1 named: 2/3), then three columns with no type named
+    assert river["turl_col_type/f1_micro"] == pytest.approx((2 / 3) / 4) and yes["turl_col_type/f1_micro"] == 0.0
