@@ -286,3 +286,24 @@ def fin_qa(x: MetricInput) -> dict[str, float]:
     return {"program_accuracy": float(program),
             "execution_accuracy": float(execution_correct(x.instance.extra["exe_ans"], generated,
                                                            x.instance.extra["table"]))}
+
+
+def unitxt_program_accuracy(gold_program: str, output: str) -> float:
+    """unitxt's ``FinQAEval`` ``program_accuracy`` (ToRR's fin_qa): the output's first non-empty line (the card's
+    ``take_first_non_empty_line``) cut into tokens, then FinQA's ``equal_program`` called as unitxt calls it,
+    **the prediction first**: the prediction's arguments become the symbols and the gold program must use only
+    those, so a prediction with extra, unused steps can still equal the gold. Any error is 0, as unitxt's bare
+    ``except`` makes it."""
+    from helmflow.metrics.table_reasoning import first_line
+
+    try:
+        return float(equal_program(tokenize(first_line(output)), tokenize(gold_program)))
+    except Exception:  # noqa: BLE001 - unitxt's bare except around the check: 0
+        return 0.0
+
+
+@metric("program_accuracy_unitxt", version="1", requires=("sympy",), extra="torr")
+def program_accuracy_unitxt(x: MetricInput) -> dict[str, float]:
+    if not x.completions or not x.correct_texts:
+        return {}
+    return {"program_accuracy": unitxt_program_accuracy(x.correct_texts[0], x.completions[0].text)}

@@ -72,6 +72,8 @@ _BUILTIN = [
     "tab_fact",
     "scigen",
     "numeric_nlg",
+    "torr_fin_qa",
+    "qtsumm",
     "medcalc_bench",
     "medec",
     "ehr_sql",

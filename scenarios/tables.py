@@ -25,7 +25,8 @@ Augmentations (unitxt's class):
 - ``none`` (``NullAugmentor``).
 - ``shuffle_rows``, ``shuffle_cols`` (``ShuffleTableRows``, ``ShuffleTableColumns``): ``random.Random``
   seeded as unitxt's ``new_random_generator({"table": table, "seed": seed})`` with unitxt's default
-  global seed 42, so the order is unitxt's for the same table and seed.
+  global seed 42, so the order is unitxt's for the same table and seed. The seed is the ``str`` of the table as
+  given, keys beyond ``header`` and ``rows`` included (QTSumm's ``title``), as unitxt seeds from the whole dict.
 - ``insert_empty_rows`` (``InsertEmptyTableRows[times=2]``): two rows of empty cells, each at
   ``randint(0, len(rows))``. unitxt draws these from Python's global ``random`` (seeded once when unitxt
   is imported), so its positions depend on every table processed before; here they come from the same
@@ -151,16 +152,18 @@ def no_augmentation(table: Table, seed: int = 0) -> Table:
 
 
 def shuffle_rows(table: Table, seed: int = 0) -> Table:
+    draw = table_random(table, seed)  # the table as given: a source's extra keys (a title) seed it too, as in unitxt
     table = _canonical(table)
     rows = list(table["rows"])
-    table_random(table, seed).shuffle(rows)
+    draw.shuffle(rows)
     return {"header": table["header"], "rows": rows}
 
 
 def shuffle_cols(table: Table, seed: int = 0) -> Table:
+    draw = table_random(table, seed)
     table = _canonical(table)
     order = list(range(len(table["header"])))
-    table_random(table, seed).shuffle(order)
+    draw.shuffle(order)
     return {"header": [table["header"][i] for i in order], "rows": [[row[i] for i in order] for row in table["rows"]]}
 
 

@@ -24,9 +24,9 @@ VARIANTS = ["wikitq-csv-none", "wikitq-markdown-transpose", "wikitq-json-shuffle
             "tab_fact-html-none", "tab_fact-df-insert_empty_rows"]
 
 
-NEW_DATASETS = {"numeric_nlg": "rougeL", "tablebench_fact_checking": "rougeL",  # dataset -> its main metric
-                "tablebench_numerical_reasoning": "rougeL", "tablebench_data_analysis": "rougeL",
-                "turl_col_type": "f1_micro"}
+NEW_DATASETS = {"numeric_nlg": "rougeL", "fin_qa": "program_accuracy", "qtsumm": "rougeL",  # dataset -> main metric
+                "tablebench_fact_checking": "rougeL", "tablebench_numerical_reasoning": "rougeL",
+                "tablebench_data_analysis": "rougeL", "turl_col_type": "f1_micro"}
 
 
 def test_the_board_is_seven_serialisations_by_five_augmentations_per_dataset():
@@ -102,15 +102,16 @@ def test_the_robustness_statistics_version_is_part_of_the_board_version(monkeypa
 def test_helmflow_run_torr_end_to_end_on_fixture_mirrors(tmp_path, prefect_server):
     pytest.importorskip("spacy")
     from tests.support.torr_fixtures import write_mirror
+    from tests.support.torr_numeric_fixtures import write_finqa_mirror
 
-    mirror, storage = write_mirror(tmp_path / "mirror"), tmp_path / "store"
+    mirror, storage = write_finqa_mirror(write_mirror(tmp_path / "mirror")), tmp_path / "store"
     models = tmp_path / "models.yaml"
     models.write_text(yaml.safe_dump({"deployments": [
         {"name": f"offline/says-{answer}", "client": "offline", "model": f"says-{answer}",
          "options": {"behavior": "constant", "answer": answer}} for answer in ("Alder", "entailed")]
         + [{"name": "offline/describes", "client": "offline", "model": "describes",
             "options": {"behavior": "constant", "answer": "The models improve accuracy"}}]}))
-    variants = [*VARIANTS, "scigen-csv-none", "scigen-markdown-transpose"]
+    variants = [*VARIANTS, "scigen-csv-none", "scigen-markdown-transpose", "fin_qa-csv-none"]
     out = run_cli("run", "torr", "--scenarios", ",".join(variants),
                   "--models", "offline/says-Alder,offline/says-entailed,offline/describes",
                   "--models-file", str(models), "--storage", str(storage), env={"HELMFLOW_MIRROR": str(mirror)},
@@ -131,8 +132,11 @@ def test_helmflow_run_torr_end_to_end_on_fixture_mirrors(tmp_path, prefect_serve
         assert row["wikitq/variant_robustness"] == pytest.approx(1.0)
         assert row["tab_fact/variant_robustness"] == pytest.approx(1.0)
         assert row["robustness mean"] == pytest.approx(1.0)
-    assert alder["performance mean"] == pytest.approx(f1 / 3)  # SciGen's rougeL is 0 for "Alder"
-    assert alder["mean_score"] == pytest.approx(f1 / 3)  # the mean over the three dataset groups
+    assert alder["performance mean"] == pytest.approx(f1 / 4)  # SciGen's rougeL and FinQA's programs are 0
+    assert alder["mean_score"] == pytest.approx(f1 / 4)  # the mean over the four dataset groups
+    # FinQA (one variant): no constant answer here is a program; the column and its robustness are there
+    for row in rows.values():
+        assert row["fin_qa/program_accuracy"] == 0.0 and row["fin_qa/variant_robustness"] == pytest.approx(1.0)
     # SciGen's two test rows kept ("[]" dropped): "the models improve accuracy" against
     # "ours improves accuracy and f1." shares "accuracy" (P 1/4, R 1/5: 2/9), against "the models run at similar
     # speeds." shares "the models" (P 2/4, R 2/6: 0.4); unstemmed, so "improve" is not "improves"

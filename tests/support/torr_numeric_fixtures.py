@@ -47,3 +47,71 @@ def write_numeric_nlg_mirror(root: Path) -> Path:
     for split in NUMERIC_NLG:
         (root / "numeric_nlg" / "unpinned" / f"{split}.parquet").write_bytes(numeric_nlg_parquet(split))
     return root
+
+
+# FinQA: items in its dataset JSON's shape (pre_text/post_text sentence lists, table as row lists, qa)
+def finqa_item(k: int, table: list[list[str]], question: str, program: str, answer: str, exe: float) -> dict:
+    return {"pre_text": [f"report {k} opens with this sentence .", "a second sentence the card drops ."],
+            "post_text": [f"report {k} goes on after the table .", "more text ."],
+            "filename": f"ABC/2019/page_{k}.pdf", "table_ori": table, "table": table,
+            "qa": {"question": question, "answer": answer, "explanation": "", "ann_table_rows": [1],
+                   "ann_text_rows": [], "steps": [], "program": program, "gold_inds": {}, "exe_ans": exe,
+                   "tfidftopn": {}, "program_re": program, "model_input": []},
+            "id": f"ABC/2019/page_{k}.pdf-1"}
+
+
+REVENUE = [["", "2019", "2018"], ["revenue", "$ 120", "$ 100"], ["costs", "80", "70"]]
+ONE_ROW = [["", "2019"]]
+FINQA = {
+    "train": [finqa_item(0, REVENUE, "what was the growth in revenue?", "subtract(120, 100), divide(#0, 100)",
+                         "20%", 0.2),
+              finqa_item(1, ONE_ROW, "what is the header?", "add(1, 1)", "2", 2.0),  # dropped: one row
+              finqa_item(2, REVENUE, "what were total costs?", "add(80, 70)", "150", 150.0)],
+    "dev": [finqa_item(3, REVENUE, "what was the margin in 2019?", "subtract(120, 80)", "40", 40.0)],
+    "test": [finqa_item(4, REVENUE, "what was the change in costs?", "subtract(80, 70)", "10", 10.0),
+             finqa_item(5, ONE_ROW, "nothing?", "add(2, 2)", "4", 4.0),
+             finqa_item(6, REVENUE, "what is the average revenue?", "table_average(revenue, none)", "110", 110.0)],
+}
+
+
+def write_finqa_mirror(root: Path, items: dict[str, list[dict]] | None = None) -> Path:
+    """FinQA's three files at ``<root>/torr_fin_qa/<commit>/<file>.json``."""
+    import json
+
+    from helmflow.scenarios.fin_qa import COMMIT
+
+    folder = root / "torr_fin_qa" / COMMIT
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, rows in (items or FINQA).items():
+        (folder / f"{split}.json").write_text(json.dumps(rows, indent=1))
+    return root
+
+
+# QTSumm: items in the Hub's JSON shape (the table's keys in the files' order: title, table_id, header, rows)
+def qtsumm_item(k: int, title: str, header: list[str], rows: list[list[str]], query: str, summary: str) -> dict:
+    return {"example_id": f"ex-{k}", "table": {"title": title, "table_id": f"t-{k}", "header": header, "rows": rows},
+            "query": query, "summary": summary, "row_ids": [0]}
+
+
+CLUBS = (["Club", "Founded", "Titles"], [["Rovers", "1901", "3"], ["United", "1899", "5"], ["City", "1920", "0"],
+                                         ["Athletic", "1888", "2"]])
+QTSUMM = {
+    "qtsumm_train.json": [qtsumm_item(0, "Clubs", *CLUBS, "which club has won the most?", "United has five titles."),
+                          qtsumm_item(1, "Clubs", *CLUBS, "which club is oldest?", "Athletic, founded in 1888.")],
+    "qtsumm_dev.json": [qtsumm_item(2, "Clubs", *CLUBS, "which club has no titles?", "City has won nothing.")],
+    "qtsumm_test.json": [qtsumm_item(3, "Clubs of the league", *CLUBS, "summarise the titles won.",
+                                     "United leads with five titles, Rovers has three and City none."),
+                         qtsumm_item(4, "Clubs", *CLUBS, "when were the clubs founded?",
+                                     "All four were founded between 1888 and 1920.")],
+}
+
+
+def write_qtsumm_mirror(root: Path, items: dict[str, list[dict]] | None = None) -> Path:
+    """QTSumm's three files at ``<root>/qtsumm/unpinned/<file>``: JSON arrays, as the Hub holds them."""
+    import json
+
+    folder = root / "qtsumm" / "unpinned"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, rows in (items or QTSUMM).items():
+        (folder / name).write_text(json.dumps(rows, indent=1))
+    return root
