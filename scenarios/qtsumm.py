@@ -30,8 +30,7 @@ from helmflow.scenarios.tables import TABLES_VERSION, TableError, TableParams
 SPLITS = (("qtsumm_train.json", "train", "train"), ("qtsumm_dev.json", "validation", "valid"),
           ("qtsumm_test.json", "test", "test"))
 LOADER_LIMIT = 10_000
-GATED = ("yale-nlp/QTSumm is gated on the Hugging Face Hub: accept its conditions there, download "
-         "qtsumm_train.json, qtsumm_dev.json and qtsumm_test.json, and put them in $HELMFLOW_MIRROR/qtsumm/unpinned/")
+GATED = "yale-nlp/QTSumm is gated on the Hugging Face Hub: accept its conditions there and download the file"
 INSTRUCTIONS = ("Answer the query about the table with a paragraph that summarises what the table says about it. "
                 "Example inputs with their answers come first; answer the last input.")
 
