@@ -6,6 +6,7 @@ operators and metrics where it installs."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -195,3 +196,59 @@ def test_helmflow_run_torr_scores_the_new_sets_end_to_end(tmp_path, prefect_serv
     assert river["tablebench_fact_checking/rougeL"] == 0.0
     # TURL's four test columns: river (2 types, 1 named: 2/3), then three columns with no type named
     assert river["turl_col_type/f1_micro"] == pytest.approx((2 / 3) / 4) and yes["turl_col_type/f1_micro"] == 0.0
+
+
+@pytest.mark.slow
+def test_the_prompts_tables_and_references_are_unitxts_through_its_own_cards(mirror):
+    """unitxt's catalog cards with their loaders swapped for the fixture rows (as the cards' loaders hand them on):
+    each test instance's table in unitxt's rendered prompt, and its reference, equal ours in the same order."""
+    pytest.importorskip("unitxt")
+    from unitxt import load_dataset
+    from unitxt.artifact import fetch_artifact
+    from unitxt.loaders import LoadFromDictionary, TURLColumnTypeAnnotationLoader
+
+    def theirs(card_name, data, serialization, augmentation):
+        card, _ = fetch_artifact(card_name)
+        card.loader = LoadFromDictionary(data=data, data_classification_policy=["public"])
+        recipe, _ = fetch_artifact(f"recipes.torr.{card_name.split('.')[1]}.{serialization}.{augmentation}"
+                                   "_augmentation_5_demos")  # ToRR's own serializer and augmentor for the variant
+        return list(load_dataset(card=card, template_card_index=0, serializer=recipe.serializer,
+                                 augmentor=recipe.augmentor, num_demos=0, split="test"))
+
+    rows = [json.loads(line) for line in F.tablebench_jsonl().decode().splitlines()]
+    checks = 0
+    for serialization, augmentation in (("df", "shuffle_cols"), ("json", "transpose"), ("markdown", "shuffle_rows")):
+        # the card's loader keeps the DP rows of its question type (its filtering_lambda)
+        data = {"test": [r for r in rows if r["instruction_type"] == "DP" and r["qtype"] == "FactChecking"]}
+        unitxt_rows = theirs("cards.tablebench_fact_checking", data, serialization, augmentation)
+        ours = [i for i in tablebench(mirror, serialization=serialization, augmentation=augmentation)
+                if i.split == "test"]
+        assert len(unitxt_rows) == len(ours) == 4
+        for row, inst in zip(unitxt_rows, ours, strict=True):
+            table = row["source"].split("\nTable: ", 1)[1].rsplit(" \nQuestion: ", 1)[0]
+            assert inst.input.text.startswith(f"Table: {table}\nQuestion: "), (serialization, augmentation)
+            assert row["references"] == [inst.references[0].text]
+            checks += 1
+    # TURL: the instances its loader yields for the test file, one per column
+    items = F.TURL["test"]
+    data = {"test": [{"page_title": t[1], "section_title": t[3], "table_caption": t[4],
+                      "table": TURLColumnTypeAnnotationLoader._load_table(t), "colname": col, "annotations": t[7][j]}
+                     for t in items for j, col in enumerate(t[5])]}
+    for serialization, augmentation in (("html", "shuffle_cols"), ("indexed_row_major", "insert_empty_rows")):
+        unitxt_rows = theirs("cards.turl_col_type", data, serialization, augmentation)
+        ours = [i for i in turl(mirror, serialization=serialization, augmentation=augmentation) if i.split == "test"]
+        assert len(unitxt_rows) == len(ours) == 4
+        for row, inst in zip(unitxt_rows, ours, strict=True):
+            table = row["source"].split("\nTable: \n", 1)[1].rsplit(" \nSelected Column: ", 1)[0]
+            mine = inst.input.text.split("\nTable: ", 1)[1].rsplit("\nSelected Column: ", 1)[0]
+            if augmentation == "insert_empty_rows":  # unitxt draws the positions from the global stream: the
+                # same rows in the same order around two empty ones, wherever those fall
+                cells = [[c.strip() for c in re.split(r"row \d+ :", t)] for t in (table, mine)]
+                assert [c for c in cells[0] if c.strip("| ")] == [c for c in cells[1] if c.strip("| ")]
+                assert [c for c in cells[0] if not c.strip("| ")] == [c for c in cells[1] if not c.strip("| ")] == [
+                    "|", "|"]  # two empty rows each
+            else:
+                assert table == mine
+            assert row["references"] == [inst.references[0].text]
+            checks += 1
+    assert checks == 20
