@@ -11,8 +11,8 @@ scenario numbers the split unitxt hands it. The table is augmented and serialise
 ``serialization`` and ``augmentation``; five in-context examples.
 
 Data: unitxt loads the dataset's main branch unpinned, so this scenario reads a mirror only
-(``$HELMFLOW_MIRROR_NUMERIC_NLG`` or ``$HELMFLOW_MIRROR``), one Parquet file per split, pinned by sha256 at
-first use.
+(``$HELMFLOW_MIRROR_NUMERIC_NLG`` or ``$HELMFLOW_MIRROR``), one Parquet file per split (the Hub's
+``data/<split>-00000-of-00001-<hash>.parquet``, saved as ``<split>.parquet``), pinned by sha256 at first use.
 """
 
 from __future__ import annotations
