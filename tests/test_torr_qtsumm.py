@@ -67,3 +67,51 @@ def test_tables_and_rouge_l_are_unitxts(tmp_path):
                            "UNITED leads with 5 titles; Rovers has three."),
                           (["All four were founded between 1888 and 1920."], "They were founded from 1888 to 1920")]:
         assert unitxt_rouge_l(golds, output) == pytest.approx(rouge.compute(golds, output, {})["rougeL"])
+
+
+@pytest.mark.slow
+def test_the_prompts_tables_and_references_are_unitxts_through_its_own_cards(tmp_path):
+    """unitxt's catalog cards (qtsumm, fin_qa) with their loaders swapped for the fixture rows: each test
+    instance's table in unitxt's rendered prompt, and its reference, equal ours in the same order."""
+    pytest.importorskip("unitxt")
+    from unitxt import load_dataset
+    from unitxt.artifact import fetch_artifact
+    from unitxt.loaders import LoadFromDictionary
+
+    from helmflow.scenarios.fin_qa import COMMIT
+
+    def theirs(card_name, data, serialization, augmentation):
+        card, _ = fetch_artifact(card_name)
+        card.loader = LoadFromDictionary(data=data, data_classification_policy=["public"])
+        recipe, _ = fetch_artifact(f"recipes.torr.{card_name.split('.')[1]}.{serialization}.{augmentation}"
+                                   "_augmentation_5_demos")  # ToRR's own serializer and augmentor for the variant
+        return list(load_dataset(card=card, template_card_index=0, serializer=recipe.serializer,
+                                 augmentor=recipe.augmentor, num_demos=0, split="test"))
+
+    F.write_qtsumm_mirror(tmp_path)
+    F.write_finqa_mirror(tmp_path)
+    checks = 0
+    for serialization, augmentation in (("markdown", "shuffle_rows"), ("json", "shuffle_cols"), ("df", "transpose")):
+        unitxt_rows = theirs("cards.qtsumm", {"test": F.QTSUMM["qtsumm_test.json"]}, serialization, augmentation)
+        ours = [i for i in qtsumm(tmp_path, serialization=serialization, augmentation=augmentation)
+                if i.split == "test"]
+        assert len(unitxt_rows) == len(ours) == 2
+        for row, inst in zip(unitxt_rows, ours, strict=True):
+            table = row["source"].split("Table:\n", 1)[1].rsplit("\nQuery:\n", 1)[0]
+            assert inst.input.text.startswith(f"Table: {table}\nQuery: "), (serialization, augmentation)
+            assert row["references"] == [inst.references[0].text]
+            checks += 1
+        folder = tmp_path / "torr_fin_qa" / COMMIT
+        unitxt_rows = theirs("cards.fin_qa", {"test": F.FINQA["test"]}, serialization, augmentation)
+        ours = [i for i in get_scenario("torr_fin_qa", {"serialization": serialization, "augmentation": augmentation})
+                .load({f"{s}.json": str(folder / f"{s}.json") for s in ("train", "dev", "test")}) if i.split == "test"]
+        assert len(unitxt_rows) == len(ours) == 2  # the one-row table is filtered out by both
+        indent = "\n" + " " * 16  # the card's input format is an indented multi-line string
+        for row, inst in zip(unitxt_rows, ours, strict=True):
+            pre, rest = row["source"].split(f"{indent}Table: ", 1)
+            table, post = rest.split(f"{indent}Post-table text: ", 1)
+            assert inst.input.text.startswith(f"Pre-table text: {pre.rsplit('Pre-table text: ', 1)[1]}\n"
+                                              f"Table: {table}\nPost-table text: {post.split(indent)[0]}\n")
+            assert row["references"] == [inst.references[0].text]
+            checks += 1
+    assert checks == 12
