@@ -5,16 +5,15 @@ that cannot be reached is reported as unreachable, never as a file that does not
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
 
 import pytest
 
 from tests.support.cli import REPO, run_cli
+from tests.support.network import ConnectionCounter
 from tests.support.processes import free_port
 
 
@@ -86,31 +85,6 @@ def base_install_shim(folder: Path) -> Path:
     return folder
 
 
-class Listener:
-    """A local socket that accepts and counts connections (closing each at once): every host a
-    download could go to points here, so a count above zero means something tried to download."""
-
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.connections = 0
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            conn.close()
-
-    def close(self):
-        self.sock.close()
-
-
 def offline_env(tmp_path: Path, endpoint: str) -> dict[str, str]:
     """The network's hosts pointed at ``endpoint``; the extras hidden; no mirror, no Hub offline mode."""
     shim = base_install_shim(tmp_path / "shim")
@@ -142,7 +116,7 @@ def test_the_shim_hides_the_extras(tmp_path):
 
 @pytest.mark.slow
 def test_show_describes_every_board_offline_on_the_base_install(tmp_path):
-    listener = Listener()
+    listener = ConnectionCounter()
     try:
         env = offline_env(tmp_path, listener.url)
         names = board_names(env)

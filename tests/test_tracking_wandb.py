@@ -9,8 +9,6 @@ import hashlib
 import json
 import math
 import os
-import socket
-import threading
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -19,32 +17,12 @@ import yaml
 
 from helmflow.storage import Store
 from tests.support.cli import run_cli
+from tests.support.network import ConnectionCounter
 from tests.support.tiny_board import TINY
 from tests.support.wandb_offline import OfflineRun, read_run
 
 pytest.importorskip("wandb")
 PROJECT = "helmflow-boards"
-
-
-class ConnectionCounter:
-    """A socket on 127.0.0.1 that accepts and counts connections, closing each at once."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.connections = 0
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            conn.close()
 
 
 @pytest.fixture
