@@ -231,9 +231,12 @@ def test_lineage_matches_run_json_and_prefect(prefect_server, tmp_path):
 
     with get_client(sync_client=True) as client:
         task_run = client.read_task_run(UUID(run["lineage"]["query_task_run_id"]))
+        subflow = client.read_flow_run(task_run.flow_run_id)  # the scenario's subflow run, inside the board's
+        standing_for = client.read_task_run(subflow.parent_task_run_id)
     assert task_run.name == "run dyck-3 x offline/solver"
     assert task_run.state.is_completed()
-    assert str(task_run.flow_run_id) == run["lineage"]["flow_run_id"]
+    assert subflow.name == "demo dyck-3" and str(subflow.id) != run["lineage"]["flow_run_id"]
+    assert str(standing_for.flow_run_id) == run["lineage"]["flow_run_id"]
 
 
 # --------------------------------------------------------------------------- Dask

@@ -125,7 +125,7 @@ def test_adding_perturbations_to_a_cached_board_sends_only_the_perturbed_instanc
     board.write_text(yaml.safe_dump({"name": "qa", "version": "1", "models": ["dev/m"], "scenarios": [entry]}))
     first = run_cli(*args)
     assert first.returncode == 0, first.stdout + first.stderr
-    assert dev_server.requests == len(FIXTURE) == 42
+    assert dev_server.requests == len(FIXTURE) == 47
 
     board.write_text(yaml.safe_dump({"name": "qa", "version": "2", "models": ["dev/m"],
                                      "scenarios": [{**entry, "perturbations": ["robustness", "fairness"]}]}))
@@ -135,11 +135,11 @@ def test_adding_perturbations_to_a_cached_board_sends_only_the_perturbed_instanc
 
     changed = {name: sum(PERTURBATIONS.get(name).apply(i) != i for i in (
         Instance(id=r["id"], input=Input(text=r["input"])) for r in FIXTURE)) for name in ("mild_mix", "gender", "person_name")}
-    assert changed == {"mild_mix": 42, "gender": 9, "person_name": 14}  # fixed: the texts and seeds are
-    assert dev_server.requests == 42 + sum(changed.values())  # the originals came from the cache
+    assert changed == {"mild_mix": 47, "gender": 9, "person_name": 14}  # fixed: the texts and seeds are
+    assert dev_server.requests == 47 + sum(changed.values())  # the originals came from the cache
 
     third = run_cli(*args)
-    assert third.returncode == 0 and dev_server.requests == 42 + sum(changed.values())
+    assert third.returncode == 0 and dev_server.requests == 47 + sum(changed.values())
     [release] = [json.loads(p.read_text()) for p in root.glob("leaderboards/qa/*/release.json")
                  if json.loads(p.read_text())["declared_version"] == "2"]
     assert [g["name"] for g in release["metric_groups"]] == ["robustness", "fairness"]
