@@ -85,3 +85,22 @@ def test_an_adaptive_run_page_plots_its_trajectory(adaptive_release):
     assert 'href="/files/runs/' + run.run_id + '/trajectory.parquet"' in page.text
     full_page = client.get(f"/boards/demo/{full_release}/runs/{full_runs[0].run_id}/")
     assert full_page.status_code == 200 and 'id="trajectory"' not in full_page.text  # a full run has none
+
+
+def test_the_board_page_shows_each_cells_ability_with_its_error_beside_the_full_runs_score(adaptive_release):
+    import html
+
+    from helmflow.web.app import create_app
+
+    store, release_id, outcomes, (_, full_runs) = adaptive_release
+    page = TestClient(create_app(store.root)).get(f"/boards/demo/{release_id}/")
+    assert page.status_code == 200
+    assert ">mean ability</th>" in page.text
+    full = {o.deployment: o.score for o in full_runs}
+    rows = page.text.split('<table id="leaderboard"', 1)[1].split("</table>", 1)[0].split("<tr>")[2:]
+    assert len(rows) == len(outcomes)
+    for o in outcomes:
+        (row,) = [r for r in rows if r.lstrip().startswith(f'<td data-sort="{o.deployment}"')]
+        shown = f"θ {o.ability:.3f} ± {o.ability_se:.3f} · full run {full[o.deployment]:.3f}"
+        assert shown in html.unescape(row), row
+        assert f'<td class="mean-ability" data-sort="{o.ability}">{o.ability:.3f}</td>' in row

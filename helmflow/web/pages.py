@@ -187,6 +187,7 @@ def board_html(reports: Reports, release: Release, mode: Mode, releases: list[st
         ranked=any(row.get("rank") is not None for row in release.leaderboard),
         agreements={(a["deployment"], a["scenario"]): a for a in reports.agreement(release)},
         judged=any(row.get("judge_cost_usd") for row in release.leaderboard) or bool(release.manifest.judges),
+        adaptive=any(row.get("mean_ability") is not None for row in release.leaderboard),
         reasoning=any(row.get("reasoning_tokens") or any(row.get(f"{label} truncated_in_reasoning") is not None
                                                          for label in release.labels)
                       for row in release.leaderboard),
