@@ -112,10 +112,13 @@ class BorrowedTaskRunner(TaskRunner[PrefectFuture[Any]]):
 
 def scenario_groups(plan: Any) -> list[tuple[str, list[ScenarioPlan], list[RunPlan]]]:
     """The board's scenarios as the flow-run graph shows them: one group per scenario of the board,
-    with its perturbed copies (prepared and run inside the same subflow), in the board's order."""
+    with its perturbed copies (prepared and run inside the same subflow), in the board's order; on a board
+    with ``subflows: group``, one per run group (an entry without a group on its own)."""
+    by_group = plan.spec.subflows == "group"
+    group_of = {s.label: (s.group or s.label) if by_group else s.label for s in plan.scenarios}
     groups: dict[str, tuple[list[ScenarioPlan], list[RunPlan]]] = {}
     for s in plan.all_scenarios:
-        groups.setdefault(s.perturbation.label if s.perturbation else s.label, ([], []))[0].append(s)
+        groups.setdefault(group_of[s.perturbation.label if s.perturbation else s.label], ([], []))[0].append(s)
     owner = {s.label: label for label, (scenarios, _) in groups.items() for s in scenarios}
     for r in plan.runs:
         groups[owner[r.scenario.label]][1].append(r)

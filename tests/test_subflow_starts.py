@@ -62,3 +62,31 @@ def test_every_subflow_starts_before_any_works_and_a_refused_one_keeps_nobody_wa
 def test_no_subflow_is_nothing_to_wait_for():
     starts = SubflowStarts(0)
     assert starts.all_started.is_set()
+
+
+def test_a_board_with_subflows_by_group_has_one_subflow_per_run_group_and_the_same_version():
+    """``subflows: group`` (ToRR: 35 entries per dataset) groups the flow-run graph by the entries' ``group:``, with
+    each entry's perturbed copies; an entry without a group stands alone. The graph's shape changes no version."""
+    from helmflow.clients import load_deployments
+    from helmflow.flows.evaluate import scenario_groups
+    from helmflow.plan.compile import plan_board
+    from helmflow.plan.spec import load_board
+
+    entries = [{"name": "arithmetic", "params": {"digits": d, "seed": k}, "label": f"{g or 'solo'}-{d}-{k}",
+                **({"group": g} if g else {})}
+               for g, d, k in (("a", 2, 0), ("a", 3, 0), ("b", 2, 1), ("b", 3, 1), (None, 2, 2))]
+    entries[0]["perturbations"] = "robustness"
+    spec = {"name": "grouped", "version": "1", "models": ["offline/solver", "offline/echo"], "max_instances": 2,
+            "scenarios": entries}
+    by_entry = plan_board(load_board(spec), load_deployments())
+    by_group = plan_board(load_board({**spec, "subflows": "group"}), load_deployments())
+    assert by_group.board_version == by_entry.board_version
+    assert [r.run_id for r in by_group.runs] == [r.run_id for r in by_entry.runs]
+    assert [label for label, _, _ in scenario_groups(by_entry)] == [e["label"] for e in entries]
+    groups = {label: (scenarios, runs) for label, scenarios, runs in scenario_groups(by_group)}
+    assert list(groups) == ["a", "b", "solo-2-2"]
+    scenarios, runs = groups["a"]
+    assert [s.label for s in scenarios if s.perturbation is None] == ["a-2-0", "a-3-0"]
+    assert len(scenarios) > 2 and all(s.perturbation.label == "a-2-0" for s in scenarios if s.perturbation)
+    assert {r.scenario.label for r in runs} == {s.label for s in scenarios}  # every cell of the group, perturbed too
+    assert sum(len(r) for _, (_, r) in groups.items()) == len(by_group.runs)

@@ -143,3 +143,12 @@ def test_helmflow_run_torr_end_to_end_on_fixture_mirrors(tmp_path, prefect_serve
     describes = rows["offline/describes"]
     assert describes["scigen/rougeL"] == pytest.approx((2 / 9 + 0.4) / 2)
     assert describes["scigen/variant_robustness"] == pytest.approx(1.0)
+    # the board says subflows: group: the flow run's graph has a subflow run per dataset, each holding its variants
+    from tests.support.cli import flow_run_id_from, subflow_runs_of, task_runs_of
+
+    flow_run_id = flow_run_id_from(out)
+    assert sorted(f.name for f in subflow_runs_of(flow_run_id)) == [
+        "torr fin_qa", "torr scigen", "torr tab_fact", "torr wikitq"]
+    ran = sorted(t.name for t in task_runs_of(flow_run_id) if t.name.startswith("run "))
+    assert ran == sorted(f"run {v} x {m}" for v in variants
+                         for m in ("offline/says-Alder", "offline/says-entailed", "offline/describes"))

@@ -198,6 +198,11 @@ class BoardSpec(BaseModel):
     helm_differences: list[str] = Field(default_factory=list, description="what this board does differently from "
                                                                           "HELM's published setup, one sentence "
                                                                           "each (`reproduce --explain`)")
+    subflows: Literal["scenario", "group"] = Field(
+        "scenario", description="how a board's flow run reads in the Prefect UI: one subflow run per scenario "
+                                "entry, with its perturbed copies (`scenario`), or one per run group "
+                                "(`group`: the entries' `group:`, an entry without one on its own), for a board of "
+                                "many entries per dataset; not part of the board version")
     tracking: TrackingSpec | None = Field(None, description="experiment trackers each release is logged to "
                                                              "(`tracking: {mlflow: {uri, experiment}}`, "
                                                              "`{wandb: {project, dir}}`); not part "
@@ -237,6 +242,7 @@ class BoardSpec(BaseModel):
         A board-wide metric that is on hashes under its own name at the top level, as boards spelled it."""
         data = self.model_dump(mode="json")
         data.pop("tracking")  # where releases are logged changes no number
+        data.pop("subflows")  # nor does the shape of the flow-run graph
         for name, value in data.pop("board_wide").items():
             if value not in (None, False, "", OFF):
                 data[name] = value
