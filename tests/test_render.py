@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import shutil
 import threading
 import time
@@ -87,10 +88,16 @@ def test_latex_shell_escape_is_refused_and_never_runs(tmp_path: Path):
 
 
 @needs_tex
+def past_limit(limit: float) -> float:
+    """The latest a render stopped at ``limit`` may end: stopping its processes and clearing its folder take a few
+    seconds more, longer on a loaded machine."""
+    return limit + 3 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+
+
 def test_an_endless_tex_loop_ends_at_the_time_limit():
     out = render.render_latex("\\def\\x{\\x}\\x", seconds=2)
     assert out.image is None and "2 s limit" in (out.error or "")
-    assert 2 <= out.seconds < 5
+    assert 2 <= out.seconds < past_limit(2), out
 
 
 def ten_thousand_pages(ship: str) -> str:
@@ -162,7 +169,7 @@ def test_a_page_with_front_matter_and_liquid_is_built_by_jekyll_before_its_scree
 def test_liquid_that_leaves_the_site_or_never_ends_is_a_failed_compile(liquid: str, error: str, seconds: float):
     out = render.render_webpage(page("---\n---\n" + liquid), seconds=seconds)
     assert out.image is None and error in (out.error or "")
-    assert out.seconds < seconds + 3
+    assert out.seconds < past_limit(seconds), out
 
 
 def counting_server() -> tuple[http.server.HTTPServer, list[str]]:
@@ -201,7 +208,7 @@ def test_a_page_that_loops_forever_ends_at_the_time_limit():
     out = render.render_webpage(page("<html><body><h1>x</h1><script>while (true) {}</script></body></html>"),
                                 seconds=4)
     assert out.image is None and "4 s limit" in (out.error or "")
-    assert out.seconds < 8
+    assert out.seconds < past_limit(4) + 1, out
 
 
 def _render_cgroups() -> set[str]:
@@ -274,7 +281,7 @@ def test_lilypond_scheme_reaches_no_network_and_no_file_outside_its_jail(tmp_pat
 def test_an_endless_scheme_loop_ends_at_the_time_limit():
     out = render.render_lilypond(VERSION + "#(let loop () (loop))\n{ c'4 }", seconds=3)
     assert out.image is None and "3 s limit" in (out.error or "")
-    assert out.seconds < 6
+    assert out.seconds < past_limit(3), out
 
 
 @needs_lilypond
