@@ -147,6 +147,9 @@ def sandboxed(cmd: list[str], cwd: Path, seconds: float, memory: int | None = No
                 _kill(proc)
         if group is not None and group.hit_limit():
             raise RenderError(f"render exceeded its {(ram or 0) / (1 << 20):,.0f} MiB memory limit")
+        if proc.returncode in (-signal.SIGKILL, -signal.SIGXCPU):  # its CPU-time limit, set from ``seconds``: on
+            # a loaded machine the process can spend it before this thread wakes at the clock's limit
+            raise TimeLimit(f"render exceeded its {seconds:g} s limit")
     return proc.returncode, out.decode("utf-8", "replace")
 
 
