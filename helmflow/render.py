@@ -141,6 +141,9 @@ def sandboxed(cmd: list[str], cwd: Path, seconds: float, memory: int | None = No
             out, _ = proc.communicate(timeout=seconds)
         except subprocess.TimeoutExpired:
             _kill(proc)
+            if group is not None and group.hit_limit():  # the kernel killed one of its processes (Chromium's
+                # renderer, its GPU or network process) and what was left waited for it until the clock ran out
+                raise RenderError(f"render exceeded its {(ram or 0) / (1 << 20):,.0f} MiB memory limit") from None
             raise TimeLimit(f"render exceeded its {seconds:g} s limit") from None
         finally:
             if _session_members(proc.pid):  # nothing a render started outlives it

@@ -239,6 +239,19 @@ def test_a_page_that_takes_more_memory_than_its_limit_fails_and_leaves_no_group(
     assert fine.error is None and fine.text == "# Fine"
 
 
+@pytest.mark.slow
+def test_a_render_whose_process_the_memory_limit_killed_and_that_then_waits_reports_the_memory_limit(tmp_path: Path):
+    """The kernel may kill any process of the group (Chromium's renderer, or its GPU or network process) and leave
+    the rest waiting until the clock runs out: that render failed on memory, not on time."""
+    hog = "python3 -c 'x = bytearray(1 << 30); x[::4096] = b\"1\" * len(x[::4096])'; sleep 60"
+    with pytest.raises(render.RenderError) as failed:
+        render.sandboxed(["sh", "-c", hog], tmp_path, 4, ram=128 << 20)
+    assert not isinstance(failed.value, render.TimeLimit) and "128 MiB memory limit" in str(failed.value)
+    # without the memory limit the same wait is the time limit
+    with pytest.raises(render.TimeLimit):
+        render.sandboxed(["sh", "-c", "sleep 60"], tmp_path, 2, ram=128 << 20)
+
+
 needs_lilypond = pytest.mark.skipif("render.lilypond_missing() is not None",
                                     reason="needs LilyPond and bubblewrap (apt-get install lilypond bubblewrap)")
 VERSION = '\\version "2.24.0"\n'
