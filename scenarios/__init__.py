@@ -106,6 +106,7 @@ _BUILTIN = [
     "babi_qa",
     "medhelm_configurable",
     "blimp",
+    "synthetic_reasoning_natural",
 ]
 
 

@@ -529,3 +529,57 @@ def test_blimp_pairs_are_helms(tmp_path, phenomenon):
     spec = scen.default_adapter
     assert (spec.method, spec.instructions, spec.input_suffix, spec.max_train_instances) == (
         "multiple_choice_separate_original", "", "", 0)
+
+
+# --------------------------------------------------------------------------- synthetic_reasoning_natural
+# produced by HELM's own SRNScenario (synthetic_reasoning_natural_scenario.py, crfm-helm 0.5.16, default seed 42):
+# the sha256 of json.dumps([[split, input, reference], ...]) over all 11,000 instances, and the first valid one
+SRN_HELM = {
+    "easy": ("2c3f20dc4cf42d27af6f05a67b0af659caf25487461e004a4831d2105e148ebe",
+             "If Bob is weak or soft, then Bob is purple.\nIf Bob is smart or green, then Bob is small.\nIf Bob is old, "
+             "then Bob is blue.\nIf Bob is slow, then Bob is sad.\nIf Bob is good, then Bob is beautiful.\nFact:\nBob is "
+             "green and good.\nThe following can be determined about Bob:", "Bob is small and beautiful."),
+    "medium": ("a7f534ce8de5b5de938b7783123ad25176af5b6be20a5ec65bca92ea05c8ad68", None, None),
+    "hard": ("e093e8ed4d101c91438b202dd9c4a0b7220460a23af2200dd758d1c11fbe4ad6",
+             "If a plant is smart or good, then the plant is slow.\nIf a plant is clean and old, then the plant is cold."
+             "\nIf a plant is young, then the plant is boring.\nIf a plant is red, then the plant is round.\nIf a plant "
+             "is fast or small, then the plant is bad.\nFact:\nThe rose is fast and slow.\nThe following can be "
+             "determined about the rose:", "The rose is bad."),
+}
+
+
+def test_synthetic_reasoning_natural_is_helms_draw_for_draw():
+    """All 11,000 instances of HELM's hard level equal HELM's (one hash); easy and medium's first 1,001 start the same
+    streams. A change in the order of the random calls moves them."""
+    import hashlib
+
+    full = get_scenario("synthetic_reasoning_natural", {"difficulty": "hard"}).load({})
+    rows = [[i.split, i.input.text, i.references[0].text] for i in full]
+    assert hashlib.sha256(json.dumps(rows).encode()).hexdigest() == SRN_HELM["hard"][0]
+    assert [i.split for i in full] == ["train"] * 1000 + ["valid"] * 5000 + ["test"] * 5000
+    assert (full[1000].input.text, full[1000].references[0].text) == SRN_HELM["hard"][1:]
+    assert all(len(i.references) == 1 and i.references[0].correct for i in full)
+    assert any(i.references[0].text == "Nothing." for i in full)  # a fact that triggers no rule is kept 1 time in 10
+    easy = get_scenario("synthetic_reasoning_natural", {"difficulty": "easy", "num_valid": 1, "num_test": 0}).load({})
+    assert (easy[1000].split, easy[1000].input.text, easy[1000].references[0].text) == ("valid", *SRN_HELM["easy"][1:])
+    # easy rules name the subject; medium and hard ones may name its category; hard facts use synonyms
+    assert not any(" a plant is" in i.input.text or " an animal is" in i.input.text for i in easy)
+    medium = get_scenario("synthetic_reasoning_natural", {"difficulty": "medium", "num_valid": 1, "num_test": 0}).load({})
+    assert [i.input.text.split("Fact:")[0] for i in medium] == [i.input.text.split("Fact:")[0] for i in full[:1001]]
+
+
+def test_synthetic_reasoning_natural_prompt_is_helms():
+    """HELM's get_generation_adapter_spec(input_noun="Rules", newline_after_input_noun=True, output_noun=None,
+    max_train_instances=3, max_tokens=20): ``Rules:`` and a newline, the problem, the answer on its own line."""
+    from helmflow.adapters import ADAPTERS
+
+    scen = get_scenario("synthetic_reasoning_natural", {"difficulty": "easy", "num_train": 3, "num_valid": 1,
+                                                        "num_test": 0})
+    instances = scen.load({})
+    spec = scen.default_adapter
+    prompt = ADAPTERS.get(spec.method).fn(spec, instances[3], instances[:3])
+    blocks = [f"Rules:\n{i.input.text}\n{i.references[0].text}\n" for i in instances[:3]]
+    assert prompt.text() == "\n".join(["Please solve the following problem.\n", *blocks,
+                                       f"Rules:\n{instances[3].input.text}\n"])
+    assert (spec.max_train_instances, spec.generation.max_tokens, spec.generation.stop) == (3, 20, ["\n"])
+    assert scen.main_metric == "f1_set_match"
