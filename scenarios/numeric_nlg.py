@@ -23,10 +23,16 @@ from helmflow.records import Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import UNPINNED, read_parquet_source
 from helmflow.scenarios.helm_lite import generation_spec
-from helmflow.scenarios.tables import TABLES_VERSION, Table, TableError, TableParams
+from helmflow.scenarios.tables import (
+    HUB_SPLITS,
+    LOADER_LIMIT,
+    TABLES_VERSION,
+    Table,
+    TableError,
+    TableParams,
+    hub_split_sources,
+)
 
-SPLITS = (("train", "train"), ("validation", "valid"), ("test", "test"))  # file split -> ours
-LOADER_LIMIT = 10_000
 INSTRUCTIONS = ("Write the description of the table, as the paper it comes from would, using its caption. "
                 "Example inputs with their descriptions come first; describe the last input.")
 
@@ -65,12 +71,11 @@ class NumericNLG(Scenario[TableParams]):
                         "mirror only, pinned by each file's sha256 at first use",)
 
     def sources(self) -> list[DataSource]:
-        return [DataSource(filename=f"{split}.parquet", url=self.hub_url(f"data/{split}.parquet"))
-                for split, _ in SPLITS]
+        return hub_split_sources(self)
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         out: list[Instance] = []
-        for split, ours in SPLITS:
+        for split, ours in HUB_SPLITS:
             url = files[f"{split}.parquet"]
             rows = read_parquet_source(self.name, url, {"table_html_clean": "string", "caption": "string",
                                                         "description": "string"})

@@ -46,6 +46,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from helmflow.scenarios.base import DataSource, Scenario
+
+#: the split files of a table-to-text dataset on the Hub (numericNLG, SciGen): ``data/<split>.parquet``, and the
+#: split each becomes here; a loader reads at most ``LOADER_LIMIT`` rows of each, as unitxt's loader does
+HUB_SPLITS = (("train", "train"), ("validation", "valid"), ("test", "test"))
+LOADER_LIMIT = 10_000
+
+
+def hub_split_sources(scenario: Scenario) -> list[DataSource]:
+    """The three ``data/<split>.parquet`` files of ``scenario``'s Hub repository, named ``<split>.parquet``."""
+    return [DataSource(filename=f"{split}.parquet", url=scenario.hub_url(f"data/{split}.parquet"))
+            for split, _ in HUB_SPLITS]
+
+
 TABLES_VERSION = "2"  # 2: df shows non-string cells through pandas, as unitxt
 
 Table = dict[str, Any]  # {"header": list[str], "rows": list[list[Any]]}

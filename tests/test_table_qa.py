@@ -13,6 +13,7 @@ import pytest
 from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.scenarios.tables import SERIALIZATIONS, TableParams
 from tests.support import table_qa_fixtures as F
+from tests.support.unitxt_cards import unitxt_test_split
 
 TURL_FILES = ("train", "dev", "test")
 
@@ -203,24 +204,14 @@ def test_the_prompts_tables_and_references_are_unitxts_through_its_own_cards(mir
     """unitxt's catalog cards with their loaders swapped for the fixture rows (as the cards' loaders hand them on):
     each test instance's table in unitxt's rendered prompt, and its reference, equal ours in the same order."""
     pytest.importorskip("unitxt")
-    from unitxt import load_dataset
-    from unitxt.artifact import fetch_artifact
-    from unitxt.loaders import LoadFromDictionary, TURLColumnTypeAnnotationLoader
-
-    def theirs(card_name, data, serialization, augmentation):
-        card, _ = fetch_artifact(card_name)
-        card.loader = LoadFromDictionary(data=data, data_classification_policy=["public"])
-        recipe, _ = fetch_artifact(f"recipes.torr.{card_name.split('.')[1]}.{serialization}.{augmentation}"
-                                   "_augmentation_5_demos")  # ToRR's own serializer and augmentor for the variant
-        return list(load_dataset(card=card, template_card_index=0, serializer=recipe.serializer,
-                                 augmentor=recipe.augmentor, num_demos=0, split="test"))
+    from unitxt.loaders import TURLColumnTypeAnnotationLoader
 
     rows = [json.loads(line) for line in F.tablebench_jsonl().decode().splitlines()]
     checks = 0
     for serialization, augmentation in (("df", "shuffle_cols"), ("json", "transpose"), ("markdown", "shuffle_rows")):
         # the card's loader keeps the DP rows of its question type (its filtering_lambda)
         data = {"test": [r for r in rows if r["instruction_type"] == "DP" and r["qtype"] == "FactChecking"]}
-        unitxt_rows = theirs("cards.tablebench_fact_checking", data, serialization, augmentation)
+        unitxt_rows = unitxt_test_split("cards.tablebench_fact_checking", data, serialization, augmentation)
         ours = [i for i in tablebench(mirror, serialization=serialization, augmentation=augmentation)
                 if i.split == "test"]
         assert len(unitxt_rows) == len(ours) == 4
@@ -235,7 +226,7 @@ def test_the_prompts_tables_and_references_are_unitxts_through_its_own_cards(mir
                       "table": TURLColumnTypeAnnotationLoader._load_table(t), "colname": col, "annotations": t[7][j]}
                      for t in items for j, col in enumerate(t[5])]}
     for serialization, augmentation in (("html", "shuffle_cols"), ("indexed_row_major", "insert_empty_rows")):
-        unitxt_rows = theirs("cards.turl_col_type", data, serialization, augmentation)
+        unitxt_rows = unitxt_test_split("cards.turl_col_type", data, serialization, augmentation)
         ours = [i for i in turl(mirror, serialization=serialization, augmentation=augmentation) if i.split == "test"]
         assert len(unitxt_rows) == len(ours) == 4
         for row, inst in zip(unitxt_rows, ours, strict=True):

@@ -8,6 +8,7 @@ import pytest
 
 from helmflow.scenarios import ScenarioError, get_scenario
 from tests.support import torr_numeric_fixtures as F
+from tests.support.unitxt_cards import unitxt_test_split
 
 FILES = ("qtsumm_train.json", "qtsumm_dev.json", "qtsumm_test.json")
 
@@ -74,25 +75,14 @@ def test_the_prompts_tables_and_references_are_unitxts_through_its_own_cards(tmp
     """unitxt's catalog cards (qtsumm, fin_qa) with their loaders swapped for the fixture rows: each test
     instance's table in unitxt's rendered prompt, and its reference, equal ours in the same order."""
     pytest.importorskip("unitxt")
-    from unitxt import load_dataset
-    from unitxt.artifact import fetch_artifact
-    from unitxt.loaders import LoadFromDictionary
 
     from helmflow.scenarios.fin_qa import COMMIT
-
-    def theirs(card_name, data, serialization, augmentation):
-        card, _ = fetch_artifact(card_name)
-        card.loader = LoadFromDictionary(data=data, data_classification_policy=["public"])
-        recipe, _ = fetch_artifact(f"recipes.torr.{card_name.split('.')[1]}.{serialization}.{augmentation}"
-                                   "_augmentation_5_demos")  # ToRR's own serializer and augmentor for the variant
-        return list(load_dataset(card=card, template_card_index=0, serializer=recipe.serializer,
-                                 augmentor=recipe.augmentor, num_demos=0, split="test"))
 
     F.write_qtsumm_mirror(tmp_path)
     F.write_finqa_mirror(tmp_path)
     checks = 0
     for serialization, augmentation in (("markdown", "shuffle_rows"), ("json", "shuffle_cols"), ("df", "transpose")):
-        unitxt_rows = theirs("cards.qtsumm", {"test": F.QTSUMM["qtsumm_test.json"]}, serialization, augmentation)
+        unitxt_rows = unitxt_test_split("cards.qtsumm", {"test": F.QTSUMM["qtsumm_test.json"]}, serialization, augmentation)
         ours = [i for i in qtsumm(tmp_path, serialization=serialization, augmentation=augmentation)
                 if i.split == "test"]
         assert len(unitxt_rows) == len(ours) == 2
@@ -102,7 +92,7 @@ def test_the_prompts_tables_and_references_are_unitxts_through_its_own_cards(tmp
             assert row["references"] == [inst.references[0].text]
             checks += 1
         folder = tmp_path / "torr_fin_qa" / COMMIT
-        unitxt_rows = theirs("cards.fin_qa", {"test": F.FINQA["test"]}, serialization, augmentation)
+        unitxt_rows = unitxt_test_split("cards.fin_qa", {"test": F.FINQA["test"]}, serialization, augmentation)
         ours = [i for i in get_scenario("torr_fin_qa", {"serialization": serialization, "augmentation": augmentation})
                 .load({f"{s}.json": str(folder / f"{s}.json") for s in ("train", "dev", "test")}) if i.split == "test"]
         assert len(unitxt_rows) == len(ours) == 2  # the one-row table is filtered out by both

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pyarrow as pa
@@ -97,17 +98,26 @@ SCIGEN = {
 }
 
 
+def parquet_bytes(records: list[dict], schema: pa.Schema) -> bytes:
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(records, schema=schema), buf)
+    return buf.getvalue()
+
+
+def write_unpinned_splits(root: Path, scenario: str, splits: Iterable[str], parquet: Callable[[str], bytes]) -> Path:
+    """A Hub dataset read unpinned, mirrored: each split's file at ``<root>/<scenario>/unpinned/<split>.parquet``."""
+    (root / scenario / "unpinned").mkdir(parents=True, exist_ok=True)
+    for split in splits:
+        (root / scenario / "unpinned" / f"{split}.parquet").write_bytes(parquet(split))
+    return root
+
+
 def scigen_parquet(split: str, rows: list[tuple[str, str, str, str]] | None = None) -> bytes:
     records = [{"paper": "A paper", "paper_id": f"{split}-{k}", "table_caption": c, "table_column_names": h,
                 "table_content_values": v, "text": t} for k, (c, h, v, t) in enumerate(rows or SCIGEN[split])]
-    buf = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist(records, schema=SCIGEN_SCHEMA), buf)
-    return buf.getvalue()
+    return parquet_bytes(records, SCIGEN_SCHEMA)
 
 
 def write_scigen_mirror(root: Path) -> Path:
     """SciGen's three split files at ``<root>/scigen/unpinned/<split>.parquet``."""
-    (root / "scigen" / "unpinned").mkdir(parents=True, exist_ok=True)
-    for split in SCIGEN:
-        (root / "scigen" / "unpinned" / f"{split}.parquet").write_bytes(scigen_parquet(split))
-    return root
+    return write_unpinned_splits(root, "scigen", SCIGEN, scigen_parquet)

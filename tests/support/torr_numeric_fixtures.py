@@ -3,11 +3,11 @@ here (never real rows)."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
+
+from tests.support.torr_fixtures import parquet_bytes, write_unpinned_splits
 
 # numericNLG: the Hub's Parquet columns (a subset of the 21 the card ignores is kept, typed as the Hub has them)
 NUMERIC_NLG_SCHEMA = pa.schema([("table_id_paper", pa.string()), ("caption", pa.string()),
@@ -36,17 +36,12 @@ NUMERIC_NLG = {
 def numeric_nlg_parquet(split: str, rows: list[tuple[str, str, str]] | None = None) -> bytes:
     records = [{"table_id_paper": f"P{k}-{split}", "caption": c, "table_html_clean": t, "table_name": f"Table {k}",
                 "paper_id": f"P{k}", "description": d, "valid": 1} for k, (c, t, d) in enumerate(rows or NUMERIC_NLG[split])]
-    buf = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist(records, schema=NUMERIC_NLG_SCHEMA), buf)
-    return buf.getvalue()
+    return parquet_bytes(records, NUMERIC_NLG_SCHEMA)
 
 
 def write_numeric_nlg_mirror(root: Path) -> Path:
     """numericNLG's three split files at ``<root>/numeric_nlg/unpinned/<split>.parquet``."""
-    (root / "numeric_nlg" / "unpinned").mkdir(parents=True, exist_ok=True)
-    for split in NUMERIC_NLG:
-        (root / "numeric_nlg" / "unpinned" / f"{split}.parquet").write_bytes(numeric_nlg_parquet(split))
-    return root
+    return write_unpinned_splits(root, "numeric_nlg", NUMERIC_NLG, numeric_nlg_parquet)
 
 
 # FinQA: items in its dataset JSON's shape (pre_text/post_text sentence lists, table as row lists, qa)
