@@ -34,11 +34,11 @@ from typing import IO, TYPE_CHECKING, Any
 import fsspec
 
 from helmflow import layout
-from helmflow.adapters import AdapterError, check_adaptable
+from helmflow.adapters import AdapterError, check_adaptable, sample_positions, uses_train
 from helmflow.errors import MetricError, host_of, probe, unreachable
 from helmflow.media import MediaStore
 from helmflow.metrics import check_scorable
-from helmflow.records import INSTANCE_SCHEMA, Instance, instance_from_row, instance_to_row, to_table
+from helmflow.records import INSTANCE_SCHEMA, AdapterSpec, Instance, instance_from_row, instance_to_row, to_table
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, get_scenario
 from helmflow.scenarios.base import UNPINNED, check_unique_ids
 from helmflow.settings import scenario_mirror, scenario_mirror_var, settings
@@ -492,6 +492,19 @@ def read_instances(store: Store, key: str, ids: set[str] | None = None) -> list[
 
     table = instances_table(store, key, None if ids is None else pa.array(sorted(ids), pa.string()))
     return [instance_from_row(r) for r in table.to_pylist()]
+
+
+def read_sampled(store: Store, key: str, spec: AdapterSpec) -> tuple[list[Instance], list[Instance]]:
+    """What ``spec``'s prompts read of the stored instances: the train split in stored order (none when it
+    draws no examples) and the evaluation sample in drawn order, chosen from the ``split`` column, so only
+    those become objects (5 of 11,000 synthetic-reasoning items, not all of them)."""
+    table = store.read_parquet(key)
+    splits = table.column("split").to_pylist()
+    evaluated = sample_positions(splits, spec.sample)
+    train = [k for k, split in enumerate(splits) if split == "train"] if uses_train(spec) else []
+    wanted = sorted(set(train) | set(evaluated))
+    built = dict(zip(wanted, map(instance_from_row, table.take(wanted).to_pylist()), strict=True))
+    return [built[k] for k in train], [built[k] for k in evaluated]
 
 
 def instances_table(store: Store, key: str, ids: pa.Array | None = None) -> pa.Table:

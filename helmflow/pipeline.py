@@ -21,9 +21,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from helmflow import chunks, layout
-from helmflow.adapters import adapt
+from helmflow.adapters import iter_sampled_prompts
 from helmflow.chunks import Rows, instance_chunks
-from helmflow.datasets import instances_table, mirror_sources, read_instances, store_instances, write_instances
+from helmflow.datasets import (
+    instances_table,
+    mirror_sources,
+    read_instances,
+    read_sampled,
+    store_instances,
+    write_instances,
+)
 from helmflow.integrity import CorruptFile, read_manifest, verify_files
 from helmflow.judges import Judged, annotate
 from helmflow.manifests import (
@@ -142,7 +149,7 @@ def prompts_key(plan: ScenarioPlan) -> str:
 
 
 def adapt_scenario(store: Store, plan: ScenarioPlan, data: ScenarioData) -> PromptSet:
-    prompts = adapt(plan.adapter, read_instances(store, data.instances_key))
+    prompts = list(iter_sampled_prompts(plan.adapter, *read_sampled(store, data.instances_key, plan.adapter)))
     key = prompts_key(plan)
     store.write_parquet(
         key,

@@ -274,3 +274,39 @@ def test_mirror_verifies_against_the_hub_lfs_hash_and_writes_a_manifest(tmp_path
     assert plan_scenario(ScenarioEntry(name="mmlu_pro"), None).unverified == {}  # the manifest vouches for it
     (tmp_path / "mirror" / "mmlu_pro" / MMLU_REV / "test.parquet").write_bytes(mmlu_pro_files(n_test=3)["test.parquet"])
     assert "matches no hash in" in plan_scenario(ScenarioEntry(name="mmlu_pro"), None).unverified["test.parquet"]
+
+
+@pytest.mark.parametrize("entry, max_instances", [
+    (ScenarioEntry(name="synthetic_reasoning", params={"mode": "induction", "num_train": 40, "num_valid": 60,
+                                                       "num_test": 60}), 7),
+    (ScenarioEntry(name="dyck_language", params={"num_parenthesis_pairs": 2, "num_test": 30}), 9),
+    (ScenarioEntry(name="arithmetic", params={"choices": 4}, adapter={"sample": {"seed": 3, "trials": 2}}), 5),
+    (ScenarioEntry(name="arithmetic", adapter={"max_train_instances": 0}), 6),  # zero-shot: no train read
+    (ScenarioEntry(name="arithmetic", params={"num_test": 8}), 50),  # a sample larger than the pool: all of it
+])
+def test_the_adapt_stage_builds_only_the_instances_its_prompts_read(tmp_path, monkeypatch, entry, max_instances):
+    """The stored prompts equal those of the whole instances file adapted in memory (the same sample in the
+    same order, the same few-shot examples in every trial), and only the train split (when the prompts draw
+    examples) and the sampled instances are turned into objects."""
+    import helmflow.datasets
+    from helmflow.adapters import adapt
+    from helmflow.datasets import read_instances
+    from helmflow.pipeline import adapt_scenario, prompts_key
+    from helmflow.records import prompt_from_row
+
+    plan = plan_scenario(entry, max_instances)
+    store = Store(str(tmp_path / "store"))
+    data = download_scenario(store, plan)
+    everything = read_instances(store, data.instances_key)
+    expected = adapt(plan.adapter, everything)
+    built = []
+    real = helmflow.datasets.instance_from_row
+    monkeypatch.setattr(helmflow.datasets, "instance_from_row", lambda row: built.append(row["id"]) or real(row))
+    prompt_set = adapt_scenario(store, plan, data)
+    stored = [prompt_from_row(r) for r in store.read_parquet(prompts_key(plan)).to_pylist()]
+    assert stored == expected and prompt_set.num_prompts == len(expected)
+    evaluated = {p.instance_id for p in expected}
+    train = {i.id for i in everything if i.split == "train"} if plan.adapter.max_train_instances else set()
+    assert len(evaluated) == min(max_instances, sum(i.split in plan.adapter.sample.splits for i in everything))
+    assert sorted(built) == sorted(train | evaluated)
+    assert any(p.examples for p in expected) == bool(train)

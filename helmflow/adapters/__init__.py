@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import random
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import cycle
 from typing import Any
@@ -73,13 +73,24 @@ def template_versions(spec: AdapterSpec) -> dict[str, str]:
 # --------------------------------------------------------------------------- sampling
 def sample_eval_instances(instances: list[Instance], sample_spec: Any) -> list[Instance]:
     """HELM's downsampling: seeded ``choice`` without replacement, so N's draw is a prefix of N'>N's."""
-    pool = [i for i in instances if i.split in sample_spec.splits]
+    return [instances[k] for k in sample_positions([i.split for i in instances], sample_spec)]
+
+
+def sample_positions(splits: Sequence[str], sample_spec: Any) -> list[int]:
+    """:func:`sample_eval_instances` as places in the instances' list, from their splits alone: a reader of
+    the stored instances builds the sampled ones only."""
+    pool = [k for k, split in enumerate(splits) if split in sample_spec.splits]
     n = sample_spec.max_eval_instances
     if n is None or n >= len(pool):
         return pool
     rng = np.random.RandomState(sample_spec.seed)
     picked = rng.choice(len(pool), n, replace=False)
     return [pool[int(i)] for i in picked]
+
+
+def uses_train(spec: AdapterSpec) -> bool:
+    """Whether ``spec``'s prompts read the train split (few-shot examples are drawn from it)."""
+    return ADAPTERS.get(spec.method).few_shot and spec.max_train_instances > 0
 
 
 def sample_train_examples(train: list[Instance], k: int, seed: int) -> list[Instance]:
@@ -124,12 +135,17 @@ def adapt(spec: AdapterSpec, instances: list[Instance]) -> list[Prompt]:
 def iter_prompts(spec: AdapterSpec, instances: list[Instance]) -> Iterator[Prompt]:
     """:func:`adapt`'s prompts one at a time, in the same order: for readers that need only one in
     memory (a dry run counting the tokens of long prompts)."""
-    method = ADAPTERS.get(spec.method)
     train = [i for i in instances if i.split == "train"]
-    evaluated = sample_eval_instances(instances, spec.sample)
+    return iter_sampled_prompts(spec, train, sample_eval_instances(instances, spec.sample))
+
+
+def iter_sampled_prompts(spec: AdapterSpec, train: list[Instance], evaluated: list[Instance]) -> Iterator[Prompt]:
+    """:func:`iter_prompts` given the train split (in stored order; may be empty when not
+    :func:`uses_train`) and the evaluation sample (in drawn order)."""
+    method = ADAPTERS.get(spec.method)
     for trial in range(spec.sample.trials):
         examples = (sample_train_examples(train, spec.max_train_instances, spec.train_seed + trial)
-                    if method.few_shot else [])
+                    if uses_train(spec) else [])
         for inst in evaluated:
             prompt = method.fn(spec, inst, examples)
             yield prompt.model_copy(update={"trial": trial})
