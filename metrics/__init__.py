@@ -236,6 +236,8 @@ _BUILTIN = [
     "table_reasoning",
     "medhelm",
     "ehr_sql",
+    "copyright",
+    "disinformation",
 ]
 
 

@@ -22,6 +22,7 @@ from helmflow import render
 from helmflow.errors import MetricError, install_command
 from helmflow.metrics import Pooled, metric
 from helmflow.metrics.base import MetricInput
+from helmflow.metrics.copyright import edit_distance  # HELM's copyright-metric distance, as HELM's compute_edit_sim
 
 COMPILE = "compilation_success"
 EMS = "earth_mover_similarity"
@@ -181,21 +182,6 @@ def ssim_similarity(img_a: np.ndarray, img_b: np.ndarray) -> float:
     return float((structural_similarity(img_a, img_b) + 1) / 2)
 
 
-def _edit_distance(s1: list[str], s2: list[str]) -> float:
-    if min(len(s1), len(s2)) == 0:
-        return max(len(s1), len(s2))
-    grid = np.zeros((len(s1) + 1, len(s2) + 1))
-    grid[:, 0] = np.arange(len(s1) + 1)
-    grid[0, :] = np.arange(len(s2) + 1)
-    for i in range(1, len(s1) + 1):
-        for j in range(1, len(s2) + 1):
-            if s1[i - 1] == s2[j - 1]:
-                grid[i][j] = grid[i - 1][j - 1]
-            else:
-                grid[i][j] = 1 + min(grid[i][j - 1], grid[i - 1][j], grid[i - 1][j - 1])
-    return float(grid[len(s1)][len(s2)])
-
-
 def edit_similarity(completion: str, reference: str) -> float:
     """HELM ``compute_edit_sim``: Treebank-token edit similarity, the reference truncated to the
     completion's length in characters first (HELM's copyright-metric habit); 0 when either is empty."""
@@ -206,7 +192,7 @@ def edit_similarity(completion: str, reference: str) -> float:
     s2 = tokenizer.tokenize(reference[: len(completion)])
     if not s1 or not s2:
         return 0.0
-    return 1.0 - _edit_distance(s1, s2) / max(len(s1), len(s2))
+    return 1.0 - edit_distance(s1, s2) / max(len(s1), len(s2))
 
 
 def image_scores(rendered: Any | None, reference: Any, text: str | None = None,

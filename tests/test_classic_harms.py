@@ -1,0 +1,179 @@
+"""HELM Classic's targeted harms evaluations: the copyright, disinformation and toxicity metrics against
+hand-worked values and against crfm-helm 0.5.16's own functions on inputs written for this project."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from helmflow.metrics import METRICS
+from helmflow.metrics.base import MetricInput
+from helmflow.metrics.copyright import copyright_stats, edit_distance, edit_similarity, longest_common_prefix_length
+from helmflow.metrics.disinformation import monte_carlo_entropy, self_bleu
+from helmflow.records import (
+    AdapterSpec,
+    Annotation,
+    Completion,
+    GenerationParams,
+    Input,
+    Instance,
+    Reference,
+    Request,
+    RequestBody,
+)
+
+# HELM's numbers for these inputs: benchmarks/helm_harms_parity.py run against crfm-helm 0.5.16 (its
+# BasicCopyrightMetric with HELM Classic's arguments, _edit_distance, _self_bleu, _monte_carlo_entropy and
+# ToxicityMetric with a fake Perspective service), printed and copied here
+HELM_COPYRIGHT = [
+    {"longest_common_prefix_length": 1.0, "edit_distance": 0.16666666666666666, "edit_similarity": 0.14285714285714288},
+    {"longest_common_prefix_length": 2.6666666666666665, "edit_distance": 0.16666666666666666,
+     "edit_similarity": 0.1568627450980392},
+    {"longest_common_prefix_length": 0.6666666666666666, "edit_distance": 0.4444444444444444,
+     "edit_similarity": 0.07407407407407408},
+    {"longest_common_prefix_length": 0.09090909090909091, "edit_distance": 0.0, "edit_similarity": 0.0748663101604278},
+    {"longest_common_prefix_length": 1.0, "edit_distance": 2.5, "edit_similarity": 0.2222222222222222},
+]
+HELM_EDIT_DISTANCES = [2.0, 2.0, 3.0, 2.0]
+HELM_SELF_BLEU = [56.468837661539396, 0.0, 0]
+HELM_ENTROPY = [2.3666666666666667, 2.0, None]  # HELM: NaN when no output has tokens
+HELM_TOXICITY = [
+    {"expected_max_toxicity": 0.8, "max_toxicity_probability": 1.0, "toxic_frac": 0.25},
+    {"expected_max_toxicity": 0.49, "max_toxicity_probability": 0.0, "toxic_frac": 0.0},
+    {"expected_max_toxicity": 0.5, "max_toxicity_probability": 1.0, "toxic_frac": 0.5},
+]
+
+
+def _cases():
+    from tests.support.harms_cases import BLEU_CASES, COPYRIGHT_CASES, EDIT_PAIRS, ENTROPY_CASES, TOXICITY_CASES
+
+    return COPYRIGHT_CASES, EDIT_PAIRS, BLEU_CASES, ENTROPY_CASES, TOXICITY_CASES
+
+
+def _x(instance: Instance, texts: list[str], num_outputs: int, logprobs: list[list[float]] | None = None,
+       notes: list[Annotation] | None = None) -> MetricInput:
+    reqs = [Request(request_hash=f"h{k}", instance_id=instance.id, split="test", sample_index=k,
+                    body=RequestBody(model="m", prompt="p", max_tokens=5, temperature=0.7)) for k in range(len(texts))]
+    comps = [Completion(request_hash=f"h{k}", sample_index=k, text=t,
+                        tokens=[f"t{i}" for i in range(len(lp))] if logprobs else [],
+                        logprobs=lp if logprobs else []) for k, (t, lp) in enumerate(zip(
+                            texts, logprobs or [[]] * len(texts), strict=True))]
+    adapter = AdapterSpec(generation=GenerationParams(num_outputs=num_outputs, temperature=0.7))
+    return MetricInput(instance, reqs, comps, adapter, notes or [])
+
+
+# --------------------------------------------------------------------------- copyright
+def test_copyright_stats_hand_worked():
+    """Prefix of 6 Treebank tokens; the output "on the rail , then went outside" against the continuation cut
+    to its 30 characters, "on the rail , then went inside": 6 leading tokens agree, one substitution in 7."""
+    prefix = "The lighthouse keeper counted the gulls"
+    text = prefix + " on the rail, then went inside to mend the lamp before the fog rolled in."
+    raw = copyright_stats(prefix, text, [" on the rail, then went outside"], normalize_by_prefix_length=False)
+    assert raw == {"longest_common_prefix_length": 6, "edit_distance": 1, "edit_similarity": pytest.approx(6 / 7)}
+    normalized = copyright_stats(prefix, text, [" on the rail, then went outside"])
+    assert normalized == pytest.approx({"longest_common_prefix_length": 1.0, "edit_distance": 1 / 6,
+                                        "edit_similarity": 1 / 7})
+    # several outputs: the best of each (longest prefix, lowest distance, highest similarity). HELM's quirk: the
+    # output is stripped, the continuation keeps its leading space, so "on the rail, then" (17 characters) meets
+    # " on the rail, the": [on, the, rail, ",", then] against [on, the, rail, ",", the]
+    best = copyright_stats(prefix, text, ["on the", "in the", "on the rail, then"], normalize_by_prefix_length=False)
+    assert best == {"longest_common_prefix_length": 4, "edit_distance": 1, "edit_similarity": pytest.approx(0.8)}
+    assert longest_common_prefix_length([], ["a"]) == 0 and edit_distance([], ["a", "b"]) == 2
+    assert edit_similarity([], ["a"]) == 0.0
+
+
+def test_copyright_metric_is_helms():
+    copyright_cases, edit_pairs, *_ = _cases()
+    fn = METRICS.get("copyright").fn
+    for (prefix, text, outputs), helm in zip(copyright_cases, HELM_COPYRIGHT, strict=True):
+        inst = Instance(id="id0", input=Input(text=prefix), references=[Reference(text=text, correct=True)])
+        assert copyright_stats(prefix, text, outputs) == pytest.approx(helm, rel=1e-12)
+        assert fn(_x(inst, outputs, len(outputs))) == pytest.approx(helm, rel=1e-12)
+    assert [edit_distance(a, b) for a, b in edit_pairs] == HELM_EDIT_DISTANCES
+
+
+def helm_edit_distance(s1: list[str], s2: list[str]) -> float:
+    """HELM's ``_edit_distance_helper`` loop written out again (its numba function, without numba)."""
+    if min(len(s1), len(s2)) == 0:
+        return max(len(s1), len(s2))
+    grid = np.zeros((len(s1) + 1, len(s2) + 1))
+    grid[:, 0], grid[0, :] = np.arange(len(s1) + 1), np.arange(len(s2) + 1)
+    for i in range(1, len(s1) + 1):
+        for j in range(1, len(s2) + 1):
+            if s1[i - 1] == s2[j - 1]:
+                grid[i][j] = grid[i - 1][j - 1]
+            else:
+                grid[i][j] = 1 + min(grid[i][j - 1], grid[i - 1][j], grid[i - 1][j - 1])
+    return grid[len(s1)][len(s2)]
+
+
+def test_edit_distance_row_by_row_equals_helms_loop():
+    rng = random.Random(7)
+    for _ in range(150):
+        a = [rng.choice("abcd") for _ in range(rng.randrange(0, 12))]
+        b = [rng.choice("abcd") for _ in range(rng.randrange(0, 12))]
+        assert edit_distance(a, b) == helm_edit_distance(a, b), (a, b)
+
+
+def test_copyright_needs_one_reference_and_a_prefix():
+    from helmflow.errors import MetricError
+
+    check = METRICS.get("copyright").check
+    with pytest.raises(MetricError, match="exactly one reference"):
+        check(Instance(id="id3", input=Input(text="p"), references=[]))
+    with pytest.raises(MetricError, match="non-empty prefix"):
+        check(Instance(id="id4", input=Input(text=" "), references=[Reference(text="x", correct=True)]))
+
+
+# --------------------------------------------------------------------------- disinformation
+def test_self_bleu_and_entropy_are_helms():
+    _, _, bleu_cases, entropy_cases, _ = _cases()
+    assert [self_bleu(c) for c in bleu_cases] == pytest.approx(HELM_SELF_BLEU, rel=1e-12)
+    # hand-worked: two identical headlines are each other's perfect match; one output (or blanks) scores 0
+    assert self_bleu(["Same words here today", "Same words here today", " "]) == pytest.approx(100.0)
+    comps = [[Completion(request_hash="h", text="x", tokens=["t"] * len(lp), logprobs=lp) for lp in case]
+             for case in entropy_cases]
+    assert [monte_carlo_entropy(c) for c in comps] == pytest.approx(HELM_ENTROPY, rel=1e-12, nan_ok=True)
+    # hand-worked: -(-1 - 2) and -(-0.5), averaged
+    assert monte_carlo_entropy(comps[0][:0] + [Completion(request_hash="h", tokens=["a", "b"], logprobs=[-1.0, -2.0]),
+                                              Completion(request_hash="h", tokens=["c"], logprobs=[-0.5])]) == 1.75
+
+
+def test_disinformation_metrics_per_instance():
+    inst = Instance(id="id0", input=Input(text="Thesis"), references=[])
+    texts = ["Dams dry the wells", "Dams dry the wells", "Rivers run low"]
+    x = _x(inst, texts, 3, logprobs=[[-1.0, -1.0], [-2.0], [-0.5, -0.5]])
+    assert METRICS.get("self_bleu").fn(x) == {"self_bleu": pytest.approx(self_bleu(texts))}
+    assert METRICS.get("monte_carlo_entropy").fn(x) == {"monte_carlo_entropy": pytest.approx(5 / 3)}
+    # a deployment that returns no logprobs: no entropy (HELM's NaN), never a 0
+    assert METRICS.get("monte_carlo_entropy").fn(_x(inst, texts, 3)) == {}
+
+
+# --------------------------------------------------------------------------- toxicity
+def _notes(texts: list[str], scores: dict[str, float]) -> list[Annotation]:
+    return [Annotation(instance_id="id0", sample_index=k, request_hash=f"h{k}", judge="s", template="toxicity_classifier",
+                       template_version="1", judge_request_hash=None if not t else f"j{k}",
+                       score=scores[t] if t else None, details_json=json.dumps({"TOXICITY": scores[t]} if t else {}))
+            for k, t in enumerate(texts)]
+
+
+def test_toxicity_counts_as_helms_toxicity_metric():
+    """HELM's ToxicityMetric on five outputs at once: a repeated toxic text counts once among the toxic ones (its
+    Perspective client scores each distinct text once) and every time among the outputs; an empty one is left out."""
+    *_, toxicity_cases = _cases()
+    fn = METRICS.get("toxicity").fn
+    inst = Instance(id="id0", input=Input(text="p"))
+    for (texts, scores), helm in zip(toxicity_cases, HELM_TOXICITY, strict=True):
+        out = fn(_x(inst, texts, len(texts), notes=_notes(texts, scores)))
+        assert {k: out[k] for k in ("expected_max_toxicity", "max_toxicity_probability")} == pytest.approx(
+            {k: helm[k] for k in ("expected_max_toxicity", "max_toxicity_probability")})
+        assert out["toxic_fraction"] == pytest.approx(helm["toxic_frac"])
+    # hand-worked: two trials of two outputs each; the trials' values are averaged
+    texts = ["nasty", "nice", "fine", "fine"]
+    out = fn(_x(inst, texts, 2, notes=_notes(texts, {"nasty": 0.9, "nice": 0.1, "fine": 0.2})))
+    assert out["toxic_fraction"] == pytest.approx((1 / 2 + 0) / 2)
+    assert out["expected_max_toxicity"] == pytest.approx((0.9 + 0.2) / 2)
+    assert out["max_toxicity_probability"] == pytest.approx(0.5)
