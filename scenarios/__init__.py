@@ -107,6 +107,8 @@ _BUILTIN = [
     "medhelm_configurable",
     "blimp",
     "synthetic_reasoning_natural",
+    "entity_matching",
+    "entity_data_imputation",
 ]
 
 

@@ -41,6 +41,9 @@ LSAT = "raw.githubusercontent.com/zhongwanjun/AR-LSAT/main/data"
 WIKIFACT = "worksheets.codalab.org/rest/bundles/0x8c3b60eb7c6b462e822a150f194d3b35/contents/blob"
 BABI = "www.thespermwhale.com/jaseweston/babi/tasks_1-20_v1-2.tar.gz"
 BLIMP = "github.com/alexwarstadt/blimp/blob/master/BLiMP.zip"  # HELM's URL (?raw=true is its query string)
+EM_HOST = "pages.cs.wisc.edu/~anhai/data1/deepmatcher_data"
+EM_STATE = "worksheets.codalab.org/rest/bundles/0x4d0a972e99c848d2ab3ecf129bb77d29/contents/blob/"
+IMPUTATION = "storage.googleapis.com/crfm-helm-public/source_datasets/scenarios/entity_data_imputation"
 XSUM_SAMPLED = "storage.googleapis.com/crfm-helm-public/source_datasets/scenarios/summarization_scenario/xsum-sampled.pk"
 IDENTITIES = ["male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white"]
 
@@ -403,6 +406,123 @@ def blimp_zip() -> bytes:
     return buf.getvalue()
 
 
+# --------------------------------------------------------------------------- entity matching
+EM_COLUMNS = {  # DeepMatcher's table columns (after id) for the board's three datasets
+    "Beer": ["Beer_Name", "Brew_Factory_Name", "Style", "ABV"],
+    "Abt_Buy": ["name", "description", "price"],
+    "Dirty_iTunes_Amazon": ["Song_Name", "Artist_Name", "Album_Name", "Genre", "Price", "CopyRight", "Time",
+                            "Released"],
+}
+EM_PATHS = {"Beer": "Structured/Beer", "Abt_Buy": "Textual/Abt-Buy", "Dirty_iTunes_Amazon": "Dirty/iTunes-Amazon"}
+
+
+def em_tables(dataset: str, n: int = 8) -> dict[str, bytes]:
+    """DeepMatcher's five CSVs, every row made up: two tables of ``n`` rows (``id`` first; some empty cells and
+    numbers), and pre-blocked pairs ``ltable_id, rtable_id, label``, more non-matches than matches in train, ids
+    repeated across pairs."""
+    rng = random.Random(dataset)
+    columns = EM_COLUMNS[dataset]
+    words = ["amber", "lager", "hop", "river", "stone", "north", "gold", "pale", "dark", "brew"]
+
+    def cell(column: str, k: int, side: str) -> str:
+        if k % 5 == 3 and column == columns[-1]:
+            return ""  # pandas reads an empty cell as NaN: HELM serialises it as "nan"
+        if column.lower() in ("price", "abv"):
+            return f"{rng.randint(1, 40)}.{rng.randint(0, 99):02d}" if column.lower() == "price" else f"{k + 4}.5 %"
+        return f"{rng.choice(words)} {rng.choice(words)} {side}{k}"
+
+    tables = {}
+    for side, name in (("a", "tableA.csv"), ("b", "tableB.csv")):
+        tables[name] = csv_text(["id", *columns], [[str(k), *(cell(c, k, side) for c in columns)] for k in range(n)])
+    for split, count in (("train", 10), ("valid", 5), ("test", 6)):
+        rows = [[str(rng.randrange(n)), str(rng.randrange(n)), str(int(k % 3 == 0))] for k in range(count)]
+        tables[f"{split}.csv"] = csv_text(["ltable_id", "rtable_id", "label"], rows)
+    return tables
+
+
+def em_zip(dataset: str) -> bytes:
+    """The zip as DeepMatcher publishes it: the five CSVs in one top folder (``exp_data/``)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data in em_tables(dataset).items():
+            z.writestr(f"exp_data/{name}", data)
+    return buf.getvalue()
+
+
+def em_state() -> bytes:
+    """HELM's pinned random states' shape: dataset -> [name, 624 words, position, has_gauss, cached_gaussian];
+    here states of a seeded numpy generator for Beer and Abt_Buy (Dirty_iTunes_Amazon absent: HELM seeds 0)."""
+    import numpy as np
+
+    out = {}
+    for dataset, seed in (("Beer", 11), ("Abt_Buy", 12)):
+        rs = np.random.RandomState(seed)
+        rs.random_sample(seed)  # a state part-way through its block, as after earlier draws
+        name, key, pos, has_gauss, cached = rs.get_state()
+        out[dataset] = [name, key.tolist(), pos, has_gauss, cached]
+    return json.dumps(out).encode()
+
+
+def em_files() -> dict[str, bytes]:
+    return {**{f"{EM_HOST}/{EM_PATHS[d]}/{d.lower()}_exp_data.zip": em_zip(d) for d in EM_COLUMNS},
+            EM_STATE: em_state()}
+
+
+# --------------------------------------------------------------------------- data imputation
+def buy_csv(n: int = 24) -> bytes:
+    """Abt-Buy's ``Buy.csv`` shape (``id, name, description, manufacturer, price``), made up: some empty
+    descriptions (HELM drops those rows), manufacturers and prices (kept, read as NaN)."""
+    rng = random.Random("buy")
+    makers = ["Acme", "Globex", "Initech", "Umbrella", ""]
+    rows = []
+    for k in range(n):
+        maker = makers[k % len(makers)]
+        description = "" if k % 7 == 4 else f"{rng.choice(['compact', 'wireless', 'silver'])} gadget, model {k}"
+        price = "" if k % 6 == 5 else f"${rng.randint(5, 400)}.99"
+        rows.append([str(2000 + k), f"{maker or 'Generic'} gadget {k}", description, maker, price])
+    return csv_text(["id", "name", "description", "manufacturer", "price"], rows)
+
+
+def buy_zip() -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("Abt-Buy/Buy.csv", buy_csv())
+        z.writestr("Abt-Buy/Abt.csv", csv_text(["id", "name", "description", "price"], [["1", "x", "y", "z"]]))
+    return buf.getvalue()
+
+
+def fz_arff(n: int = 30) -> str:
+    """The Fodors-Zagat restaurants' ARFF shape (``fz.arff``): a header of ``@attribute`` lines, ``@data``, then
+    quoted comma-separated rows with the class id last; one row with a missing city (``?`` is not NaN to pandas:
+    an empty field is), made up."""
+    rng = random.Random("fz")
+    cities = ["new york", "los angeles", "atlanta", "san francisco", "las vegas"]
+    lines = ["% restaurants", "@relation fz", "", "@attribute name string", "@attribute addr string",
+             "@attribute city string", "@attribute phone string", "@attribute type string",
+             "@attribute class numeric", "", "@data"]
+    for k in range(n):
+        city = "" if k == 7 else f"'{rng.choice(cities)}'" if k % 4 == 1 else f'"{rng.choice(cities)}"'
+        lines.append(f'"cafe {k}","{k} main st.",{city},"{rng.randint(200, 999)}/555-01{k:02d}",'
+                     f'"{rng.choice(["american", "italian", "french"])}",{k}')
+        if k == 12:
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def restaurant_tar() -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        data = fz_arff().encode()
+        info = tarfile.TarInfo("restaurant/fz.arff")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def imputation_files() -> dict[str, bytes]:
+    return {f"{IMPUTATION}/Abt-Buy.zip": buy_zip(), f"{IMPUTATION}/restaurant.tar.gz": restaurant_tar()}
+
+
 def classic_files() -> dict[str, bytes]:
     from tests.support.summarization_fixtures import xsum_sampled_pickle
 
@@ -410,7 +530,7 @@ def classic_files() -> dict[str, bytes]:
             **imdb_files(), XSUM_SAMPLED: xsum_sampled_pickle(),
             **{f"{TWITTER_AAE}/{d}_tweets.csv": twitter_aae_csv(d) for d in ("aa", "white")},
             LEGAL_SUPPORT: legal_support_zip(), **lsat_files(), **wikifact_files(),
-            BABI: babi_archive(), BLIMP: blimp_zip()}
+            BABI: babi_archive(), BLIMP: blimp_zip(), **em_files(), **imputation_files()}
 
 
 def summarization_mirrors(root: Path) -> dict[str, str]:

@@ -1,0 +1,123 @@
+"""HELM Classic's targeted scenarios added after the core: entity matching and data imputation, compared with
+crfm-helm 0.5.16's own scenario classes run on the same fixture sources (``tests/data/helm_classic_targeted.json``,
+written by ``benchmarks/helm_classic_targeted_parity.py``), their prompts and their bad input."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from helmflow.adapters import ADAPTERS
+from helmflow.scenarios import ScenarioError, get_scenario
+from helmflow.scenarios.base import Scenario
+from tests.support.classic_fixtures import EM_HOST, EM_STATE, IMPUTATION, classic_files, em_tables
+
+HELM = json.loads((Path(__file__).parent / "data" / "helm_classic_targeted.json").read_text())["runs"]
+
+
+def fixture_paths(tmp_path: Path, scen: Scenario, files: dict[str, bytes] | None = None) -> dict[str, str]:
+    """The scenario's sources from the fixture tree, by file name, as the data path hands them to ``load``."""
+    files = classic_files() if files is None else files
+    out = {}
+    for source in scen.sources():
+        path = tmp_path / source.filename
+        path.write_bytes(files[source.url.split("://", 1)[1]])
+        out[source.filename] = str(path)
+    return out
+
+
+def rows(instances) -> list:
+    return [[i.split, i.input.text, [r.text for r in i.references]] for i in instances]
+
+
+def digest(rows: list) -> str:
+    return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
+
+
+@pytest.mark.parametrize("run", [k for k in HELM if k.startswith(("entity_matching:", "entity_data_imputation:"))])
+def test_structured_scenarios_are_helms(tmp_path, run):
+    """Our loader's instances equal HELM's own on the same files: the train pairs cut to as many non-matches as
+    matches from HELM's pinned random state (Beer, Abt_Buy) or seed 0 (Dirty_iTunes_Amazon, absent from it);
+    pandas' 10% / 20% splits for imputation; ``nan`` for empty cells; every reference correct."""
+    name, _, param = run.partition(":")
+    key, _, value = param.partition("=")
+    scen = get_scenario(name, {key: value})
+    instances = scen.load(fixture_paths(tmp_path, scen))
+    ours = rows(instances)
+    assert ours == HELM[run]["rows"] and digest(ours) == HELM[run]["sha256"]
+    assert [i.id for i in instances] == [f"id{k}" for k in range(len(instances))]
+    assert all(len(i.references) == 1 and i.references[0].correct for i in instances)
+    assert {i.split for i in instances} == {"train", "valid", "test"}
+
+
+def test_entity_matching_train_pairs_are_balanced_and_drawn_from_the_pinned_state(tmp_path):
+    scen = get_scenario("entity_matching", {"dataset": "Beer"})
+    paths = fixture_paths(tmp_path, scen)
+    train = [i for i in scen.load(paths) if i.split == "train"]
+    labels = [i.references[0].text for i in train]
+    assert labels.count("Yes") == labels.count("No") == 4  # 4 matches among the 10 fixture pairs
+    assert labels == ["No"] * 4 + ["Yes"] * 4  # pandas' groupby: label 0 first
+    assert any("ABV: nan" in i.input.text for i in scen.load(paths))  # an empty cell, as pandas shows it
+    # another pinned state draws other non-matches
+    states = json.loads(classic_files()[EM_STATE])
+    states["Beer"] = states["Abt_Buy"]
+    (tmp_path / "entity_matching_scenario_fixed_random_state.json").write_text(json.dumps(states))
+    assert [i.input.text for i in scen.load(paths) if i.split == "train"] != [i.input.text for i in train]
+
+
+def test_entity_matching_and_imputation_prompts_are_helms(tmp_path):
+    """HELM's get_generation_adapter_spec(instructions, output_noun="Answer"): no input noun, ``Answer:``."""
+    for name, params, instructions in (
+            ("entity_matching", {"dataset": "Beer"}, "Are Product A and Product B the same? Yes or No?"),
+            ("entity_data_imputation", {"dataset": "Restaurant"}, "What is the missing value?")):
+        scen = get_scenario(name, params)
+        instances = scen.load(fixture_paths(tmp_path, scen))
+        spec = scen.default_adapter
+        train, query = instances[:2], next(i for i in instances if i.split == "test")
+        prompt = ADAPTERS.get(spec.method).fn(spec, query, train)
+        blocks = [f"{i.input.text}\nAnswer: {i.references[0].text}\n" for i in train]
+        assert prompt.text() == "\n".join([instructions + "\n", *blocks, f"{query.input.text}\nAnswer:"])
+        assert (spec.max_train_instances, spec.generation.max_tokens, spec.generation.stop) == (5, 5, ["\n"])
+        assert scen.main_metric == "quasi_exact_match"
+    assert query.input.text.endswith(". city?") and "class" not in query.input.text
+
+
+def test_entity_matching_sources_are_helms_urls():
+    scen = get_scenario("entity_matching", {"dataset": "Dirty_iTunes_Amazon"})
+    assert [s.url for s in scen.sources()] == [
+        "http://pages.cs.wisc.edu/~anhai/data1/deepmatcher_data/Dirty/iTunes-Amazon/dirty_itunes_amazon_exp_data.zip",
+        "https://worksheets.codalab.org/rest/bundles/0x4d0a972e99c848d2ab3ecf129bb77d29/contents/blob/"]
+    assert get_scenario("entity_data_imputation", {"dataset": "Buy"}).sources()[0].url.endswith(
+        "/entity_data_imputation/Abt-Buy.zip")
+    with pytest.raises(ValueError):
+        get_scenario("entity_matching", {"dataset": "Not_A_Dataset"})
+
+
+def test_entity_matching_bad_input_is_one_clear_error(tmp_path):
+    files = classic_files()
+    key = f"{EM_HOST}/Structured/Beer/beer_exp_data.zip"
+    scen = get_scenario("entity_matching", {"dataset": "Beer"})
+    tables = em_tables("Beer")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data in tables.items():
+            if name != "valid.csv":
+                z.writestr(f"exp_data/{name}", data)
+    with pytest.raises(ScenarioError, match="has no valid.csv"):
+        scen.load(fixture_paths(tmp_path, scen, {**files, key: buf.getvalue()}))
+    with pytest.raises(ScenarioError, match="not DeepMatcher's zip"):
+        scen.load(fixture_paths(tmp_path, scen, {**files, key: b"not a zip"}))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data in tables.items():
+            z.writestr(name, data.replace(b"label", b"match") if name == "test.csv" else data)  # no top folder
+    with pytest.raises(ScenarioError, match="test.csv or its tables lack column 'label'"):
+        scen.load(fixture_paths(tmp_path, scen, {**files, key: buf.getvalue()}))
+    imputation = get_scenario("entity_data_imputation", {"dataset": "Buy"})
+    with pytest.raises(ScenarioError, match="has no Buy.csv"):
+        imputation.load(fixture_paths(tmp_path, imputation, {**files, f"{IMPUTATION}/Abt-Buy.zip": buf.getvalue()}))
