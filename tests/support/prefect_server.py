@@ -80,6 +80,8 @@ class PrefectServer:
         """``prefect worker start`` in the background (stopped with the server, or earlier by the test);
         ``env`` is added to the worker's environment, which its flow-run processes inherit."""
         log = self.logs / f"worker-{name}.log"
+        # asks for scheduled runs every second, not Prefect's 10 s: a triggered or retried run starts at once
+        env = {"PREFECT_WORKER_QUERY_SECONDS": "1", **env}
         # started outside the checkout: the deployment's pull step must find the code by itself
         proc = subprocess.Popen(
             [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool, "--name", name],
