@@ -20,6 +20,10 @@ fi
 $PY -m pip install -q torch==2.13.0
 $PY -m pip install -q -e ".[test,hf,capabilities,lite,safety,image2struct,torr,classic,medhelm,inspect,enterprise,finance,mlflow,wandb]"
 
+# Bytecode for the checkout, written once: where PYTHONDONTWRITEBYTECODE is set (as in many Python images) no
+# process writes it, and each of the suite's hundreds of helmflow subprocesses compiled its modules again.
+$PY -m compileall -q helmflow scenarios metrics clients flows tasks tests benchmarks >/dev/null || echo "compileall: some files did not compile" >&2
+
 set +e
 $PY -m pytest -n "${HELMFLOW_TEST_WORKERS:-2}" --dist loadgroup --durations=25 "$@"
 rc=$?
