@@ -109,6 +109,7 @@ _BUILTIN = [
     "synthetic_reasoning_natural",
     "entity_matching",
     "entity_data_imputation",
+    "thai_exam",
 ]
 
 
