@@ -31,6 +31,7 @@ _BUILTIN = [
     "openai_compatible",
     "anthropic",
     "huggingface",
+    "diffusers_pipeline",
     "perspective",
     "profanity",
 ]

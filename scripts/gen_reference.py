@@ -201,13 +201,14 @@ def _client_options() -> list[tuple[str, type[BaseModel] | None]]:
     """Each registered client kind and the model its ``options:`` are checked against (None: takes none)."""
     from helmflow.clients import CLIENTS
     from helmflow.clients.anthropic import AnthropicOptions
+    from helmflow.clients.diffusers_pipeline import DiffusersOptions
     from helmflow.clients.huggingface import HuggingFaceOptions
     from helmflow.clients.offline import OfflineOptions
     from helmflow.clients.openai import OpenAIOptions
 
     known: dict[str, type[BaseModel] | None] = {
         "offline": OfflineOptions, "openai": OpenAIOptions, "openai-compatible": OpenAIOptions,
-        "anthropic": AnthropicOptions, "huggingface": HuggingFaceOptions,
+        "anthropic": AnthropicOptions, "huggingface": HuggingFaceOptions, "diffusers": DiffusersOptions,
         "perspective": None, "profanity-check": None,
     }
     kinds = sorted(CLIENTS.names())

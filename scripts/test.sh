@@ -18,7 +18,7 @@ fi
 
 # torch first, by pip and pinned: this machine holds that CPU build; an unpinned torch pulls a CUDA one
 $PY -m pip install -q torch==2.13.0
-$PY -m pip install -q -e ".[test,hf,capabilities,lite,safety,image2struct,torr,classic,medhelm,inspect,enterprise,finance,mlflow,wandb]"
+$PY -m pip install -q -e ".[test,hf,heim,capabilities,lite,safety,image2struct,torr,classic,medhelm,inspect,enterprise,finance,mlflow,wandb]"
 
 # Bytecode for the checkout, written once: where PYTHONDONTWRITEBYTECODE is set (as in many Python images) no
 # process writes it, and each of the suite's hundreds of helmflow subprocesses compiled its modules again.

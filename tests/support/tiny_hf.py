@@ -1,5 +1,5 @@
 """Tiny randomly initialised models built from a config (no download) for tests and benchmarks: a GPT-2
-and its BPE, and a LLaVA-style vision-language model with its processor."""
+and its BPE, a LLaVA-style vision-language model with its processor, a CLIP, and a Stable Diffusion pipeline."""
 
 from __future__ import annotations
 
@@ -134,4 +134,40 @@ def build_tiny_clip(folder: Path, seed: int = 0) -> Path:
         projection_dim=16,
     )
     CLIPModel(config).save_pretrained(folder)
+    return folder
+
+
+DIFFUSION_SIDE = 16  # the tiny pipeline's default image: an 8x8 latent decoded by a VAE that doubles it
+
+
+def build_tiny_diffusers(folder: Path, seed: int = 0) -> Path:
+    """A Stable Diffusion pipeline of random weights (a 2-block UNet with cross-attention, a 2-block VAE, a
+    2-layer CLIP text encoder and the byte-level CLIP BPE of :func:`build_tiny_clip`, a DDIM scheduler), saved
+    as the folder ``DiffusionPipeline.from_pretrained`` loads."""
+    import torch
+    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+    from tokenizers import pre_tokenizers
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    merges = [("r", "e"), ("re", "d</w>")]
+    vocab = {t: i for i, t in enumerate([*alphabet, *(c + "</w>" for c in alphabet), *(a + b for a, b in merges),
+                                         "<|startoftext|>", "<|endoftext|>"])}
+    torch.manual_seed(seed)
+    bos, eos = vocab["<|startoftext|>"], vocab["<|endoftext|>"]
+    text = CLIPTextModel(CLIPTextConfig(vocab_size=len(vocab), hidden_size=16, intermediate_size=32,
+                                        num_hidden_layers=2, num_attention_heads=2, max_position_embeddings=77,
+                                        bos_token_id=bos, eos_token_id=eos, pad_token_id=eos))
+    unet = UNet2DConditionModel(sample_size=DIFFUSION_SIDE // 2, in_channels=4, out_channels=4, layers_per_block=1,
+                                block_out_channels=(8, 16), down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+                                up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"), cross_attention_dim=16,
+                                attention_head_dim=2, norm_num_groups=4)
+    vae = AutoencoderKL(in_channels=3, out_channels=3, latent_channels=4, block_out_channels=(8, 8),
+                        down_block_types=("DownEncoderBlock2D",) * 2, up_block_types=("UpDecoderBlock2D",) * 2,
+                        layers_per_block=1, norm_num_groups=4, sample_size=DIFFUSION_SIDE)
+    scheduler = DDIMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", clip_sample=False,
+                              set_alpha_to_one=False, steps_offset=1)
+    StableDiffusionPipeline(vae=vae, text_encoder=text, tokenizer=CLIPTokenizer(vocab=vocab, merges=merges, model_max_length=77),
+                            unet=unet, scheduler=scheduler, safety_checker=None, feature_extractor=None,
+                            requires_safety_checker=False).save_pretrained(folder)
     return folder
