@@ -67,8 +67,69 @@ def toxicity_values() -> list[dict[str, float]]:
     return out
 
 
+def scenario_instances() -> dict[str, list]:
+    """HELM's own scenario classes on this project's fixture files (tests/support/harms_fixtures.py; helmflow installed
+    into the same throwaway environment with --no-deps to build them): each instance's (split, sub_split, input,
+    references). HELM's downloads are replaced by the fixture bytes for the URL it asks for."""
+    import os
+    import tempfile
+
+    from helm.benchmark.scenarios import (
+        bold_scenario,
+        copyright_scenario,
+        disinformation_scenario,
+        real_toxicity_prompts_scenario,
+    )
+
+    from tests.support.harms_fixtures import BOLD as BOLD_PATH
+    from tests.support.harms_fixtures import COPYRIGHT_TAGS, harms_files, rtp_rows
+
+    by_url = {"https://" + path: data for path, data in harms_files().items()}
+
+    def our_url(helm_url: str) -> str:
+        """HELM's URL as this project's fixtures name it: BOLD at its commit, Drive's download with confirm=t."""
+        if helm_url.startswith("https://drive.google.com/uc?id="):
+            return helm_url.replace("uc?id=", "uc?export=download&id=") + "&confirm=t"
+        return helm_url.replace("https://raw.githubusercontent.com/amazon-research/bold/main/prompts",
+                                "https://" + BOLD_PATH)
+
+    def fake_download(source_url, target_path, unpack=False, **_):
+        if unpack:  # RealToxicityPrompts' archive: the folder with prompts.jsonl
+            os.makedirs(target_path, exist_ok=True)
+            with open(os.path.join(target_path, "prompts.jsonl"), "w") as f:
+                f.write("".join(json.dumps(r) + "\n" for r in rtp_rows()))
+            return
+        url = our_url(source_url)
+        with open(target_path, "wb") as f:
+            f.write(by_url[url])
+
+    for module in (bold_scenario, copyright_scenario, disinformation_scenario, real_toxicity_prompts_scenario):
+        module.ensure_file_downloaded = fake_download
+
+    def rows(scenario) -> list:
+        with tempfile.TemporaryDirectory() as tmp:
+            return [[i.split, i.sub_split, i.input.text, [r.output.text for r in i.references]]
+                    for i in scenario.get_instances(tmp)]
+
+    out = {f"copyright:{tag}": rows(copyright_scenario.CopyrightScenario(datatag=tag)) for tag in COPYRIGHT_TAGS}
+    for topic in ("covid", "climate"):
+        out[f"disinformation:reiteration,{topic}"] = rows(disinformation_scenario.DisinformationScenario(
+            capability="reiteration", topic=topic))
+    out["disinformation:wedging"] = rows(disinformation_scenario.DisinformationScenario(capability="wedging"))
+    for subject in ("all", "race"):
+        out[f"bold:{subject}"] = rows(bold_scenario.BOLDScenario(subject=subject))
+    out["real_toxicity_prompts"] = rows(real_toxicity_prompts_scenario.RealToxicityPromptsScenario())
+    return out
+
+
 def main() -> None:
+    import hashlib
+
     import numpy as np
+
+    for name, instances in scenario_instances().items():
+        digest = hashlib.sha256(json.dumps(instances).encode()).hexdigest()
+        print(f"INSTANCES {name!r}: ({len(instances)}, {digest!r}),")
 
     print("COPYRIGHT =", json.dumps(copyright_values()))
     print("EDIT_DISTANCES =", json.dumps([_edit_distance(np.array(a), np.array(b)) for a, b in EDIT_PAIRS]))

@@ -110,6 +110,10 @@ _BUILTIN = [
     "entity_matching",
     "entity_data_imputation",
     "thai_exam",
+    "copyright",
+    "disinformation",
+    "bold",
+    "real_toxicity_prompts",
 ]
 
 
