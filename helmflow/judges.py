@@ -23,12 +23,13 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from helmflow import versions
+from helmflow.errors import MetricError
 from helmflow.records import Annotation, Completion, Deployment, Instance, Request, RequestBody
 from helmflow.registry import Registry
 
@@ -62,10 +63,27 @@ class JudgeTemplate:
     on_empty: Verdict  # the verdict for an empty model output, which is not sent
     max_tokens: int
     temperature: float = 0.0
+    # Wording that depends on the instance (e.g. one rubric per category of a taxonomy), declared data like
+    # ``text``: key -> text. ``key`` gives an instance's keys, most specific first; the first one declared fills
+    # ``{$<keyed_field>}``. Each keyed text is a prompt key of its own (``judge.<name>.<key>``).
+    keyed: Mapping[str, str] = field(default_factory=dict)
+    keyed_field: str = ""
+    key: Callable[[Instance], Sequence[str]] | None = None
 
     def render(self, instance: Instance, output: str) -> str:
         values = self.fields(instance, output)
+        if self.keyed_field:
+            values = {**values, self.keyed_field: self.keyed_text(instance)}
         return re.sub(r"\{\$(\w+)\}", lambda m: values[m.group(1)], self.text)
+
+    def keyed_text(self, instance: Instance) -> str:
+        """The keyed text for the instance: the first of its keys the template declares."""
+        keys = list(self.key(instance)) if self.key else []
+        for k in keys:
+            if k in self.keyed:
+                return self.keyed[k]
+        raise MetricError(f"judge template {self.name!r} has no text for instance {instance.id!r} (its keys: "
+                          f"{', '.join(keys) or 'none'}; declared: {', '.join(sorted(self.keyed)) or 'none'})")
 
 
 TEMPLATES: Registry[JudgeTemplate] = Registry("judge template")
@@ -76,14 +94,19 @@ def template_versions(names: list[str]) -> dict[str, str]:
 
 
 def effective_template(name: str, texts: dict[str, str] | None = None) -> JudgeTemplate:
-    """The registered template, or, when a board rewords it (``judge.<name>`` in its ``prompts:``), the
-    same template with that text and the text's hash in its VERSION (what annotations record)."""
-    template = TEMPLATES.get(name)
-    if not texts or name not in texts:
-        return template
-    from helmflow.prompts import judge_version
+    """The registered template, or, when a board rewords it (``judge.<name>`` in its ``prompts:``, or a keyed
+    text, ``judge.<name>.<key>``), the same template with those texts and their hash in its VERSION (what
+    annotations record)."""
+    from helmflow.prompts import judge_replacement, judge_version
 
-    return replace(template, text=texts[name], version=judge_version(template.version, texts[name]))
+    template = TEMPLATES.get(name)
+    replaced = judge_replacement(name, texts or {})
+    if replaced is None:
+        return template
+    own = {k: v for k, v in (texts or {}).items() if k.startswith(f"{name}.")}
+    return replace(template, text=(texts or {}).get(name, template.text),
+                   keyed={**template.keyed, **{k[len(name) + 1:]: v for k, v in own.items()}},
+                   version=judge_version(template.version, replaced))
 
 
 def judges_version(judges: list[Deployment], templates: dict[str, str]) -> dict[str, str]:

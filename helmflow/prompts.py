@@ -111,6 +111,18 @@ def check_judge_text(name: str, default: str, text: str, source: str) -> None:
                           f"{', '.join('{$' + k + '}' for k in sorted(known))}")
 
 
+def judge_replacement(name: str, texts: dict[str, str]) -> str | None:
+    """What a board rewords of judge template ``name`` (None: nothing): its text (``judge.<name>``), or, when
+    it also replaces keyed texts (``judge.<name>.<key>``), all of them as one canonical JSON text, the text
+    its VERSION hashes."""
+    own = {k: v for k, v in texts.items() if k == name or k.startswith(f"{name}.")}
+    if not own:
+        return None
+    if set(own) == {name}:
+        return own[name]
+    return json.dumps(own, sort_keys=True, ensure_ascii=False)
+
+
 def judge_version(version: str, text: str | None) -> str:
     """A judge template's VERSION, with the hash of a replacement text when there is one."""
     from helmflow.versions import stable_hash

@@ -21,7 +21,7 @@ HELM_V1_JURY = ["openai/gpt-4o-2024-05-13", "together/llama-3.1-405b-instruct-tu
 HELM_HEAD_JURY = ["openai/gpt-4o-2024-05-13"]
 MAX_INSTANCES = 1000
 REPRODUCIBLE = ("capabilities", "safety", "lite", "mmlu", "enterprise", "medhelm", "classic", "heim", "torr", "finance",
-                "ewok", "thai")
+                "ewok", "thai", "air-bench")
 #: boards HELM ran with a --max-eval-instances of its own (ToRR: 100 per run, run_entries_torr.conf's flags)
 HELM_CAPS = {"torr": 100}
 #: boards whose HELM conf caps each entry itself (run expanders such as HEIM's ``heim_default``): their
@@ -138,7 +138,7 @@ def differences(spec: dict[str, Any], judges: list[str], variant: str, selection
         elif sorted(judges) != sorted(HELM_V1_JURY):
             out.append(f"judges: {', '.join(judges)}; HELM v1 used {', '.join(HELM_V1_JURY)}")
         templates = sorted({t for names in by_label.values() for t in names})
-        replaced = [t for t in templates if f"judge.{t}" in prompts]
+        replaced = [t for t in templates if any(k == f"judge.{t}" or k.startswith(f"judge.{t}.") for k in prompts)]
         ours = [t for t in templates if t not in replaced]
         if ours:
             out.append(f"judge templates: helmflow's own {', '.join(ours)} judge prompts (same task, scale, output "

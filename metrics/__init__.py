@@ -129,6 +129,17 @@ def across_runs(name: str, version: str, description: str = "") -> Callable[[Cal
 
 
 @dataclass(frozen=True)
+class TreeNode:
+    """One node of a hierarchy of a metric's stats (a taxonomy of its instances): the report's board page shows
+    the nodes as a tree, each with every model's value of ``stat``. ``parent`` is a node ``id`` (None: a root)."""
+
+    id: str
+    name: str
+    stat: str
+    parent: str | None = None
+
+
+@dataclass(frozen=True)
 class Metric:
     name: str
     fn: MetricFn
@@ -150,6 +161,9 @@ class Metric:
     # what else the metric's numbers depend on (the setting naming its weights), folded into its version so a
     # change of checkpoint scores the runs again rather than reusing numbers another model gave
     varies: Callable[[], str] | None = None
+    # the hierarchy of the stats this metric records for these instances, in display order (a taxonomy's
+    # nodes): the report's board page shows it as a tree with each model's value per node
+    tree: Callable[[list[Instance]], list[TreeNode]] | None = None
 
     @property
     def full_version(self) -> str:
@@ -223,6 +237,7 @@ _BUILTIN = [
     "language_modeling",
     "fin_qa",
     "financebench",
+    "air_bench_2024",
     "image2struct",
     "image_efficiency",
     "fractal_dimension",
@@ -246,14 +261,15 @@ def metric(
     judge: str | None = None, pooled: tuple[Pooled, ...] = (), requires: tuple[str, ...] = (),
     extra: str | None = None, helm: HelmEquivalent | None = None, counted: tuple[Counted, ...] = (),
     check: Callable[[Instance], Any] | None = None, board_wide: BoardWide | None = None,
-    varies: Callable[[], str] | None = None,
+    varies: Callable[[], str] | None = None, tree: Callable[[list[Instance]], list[TreeNode]] | None = None,
 ) -> Callable[[MetricFn], MetricFn]:
     """Register a metric. ``check`` states what it needs of an instance (raising :class:`MetricError`),
     so a board pairing it with a scenario that lacks it stops at load time, not inside a task."""
     def deco(fn: MetricFn) -> MetricFn:
         METRICS.add(name, Metric(name=name, fn=fn, version=version, scores_errors=scores_errors, ratios=ratios,
                                  judge=judge, pooled=pooled, requires=requires, extra=extra, helm=helm,
-                                 counted=counted, check=check, board_wide=board_wide, varies=varies))
+                                 counted=counted, check=check, board_wide=board_wide, varies=varies,
+                                 tree=tree))
         return fn
 
     return deco
@@ -292,4 +308,4 @@ for _module in _BUILTIN:
     importlib.import_module(f"helmflow.metrics.{_module}")
 
 __all__ = ["ACROSS_RUNS", "METRICS", "AcrossRuns", "Counted", "HelmEquivalent", "Metric", "MetricInput",
-           "MissingExtra", "Pooled", "across_runs", "helm_stats", "metric", "metric_versions"]
+           "MissingExtra", "Pooled", "TreeNode", "across_runs", "helm_stats", "metric", "metric_versions"]

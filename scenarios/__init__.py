@@ -66,6 +66,7 @@ _BUILTIN = [
     "financebench",
     "banking77",
     "ewok",
+    "air_bench",
     "tablebench",
     "turl_col_type",
     "wikitq",

@@ -198,7 +198,8 @@ def plan_run(scenario: ScenarioPlan, deployment: Deployment, judges: list[Deploy
         score_key=versions.score_key(qk, metric_v),
         judges=jury,
         judge_templates=templates,
-        judge_texts={n: t for n, t in texts.items() if n in templates or n == scorer_template},
+        judge_texts={n: t for n, t in texts.items()
+                     if any(n == o or n.startswith(f"{o}.") for o in [*templates, scorer_template] if o)},
         scorer=scorer if scorer_template else None,
         scorer_template=scorer_template,
     )
@@ -216,7 +217,7 @@ def adaptive_run(plan: RunPlan, adaptive: AdaptivePlan) -> RunPlan:
 
 def worded_versions(templates: dict[str, str], texts: dict[str, str]) -> dict[str, str]:
     """Template name -> VERSION, with a replaced text's hash on the ones the board rewords."""
-    return {n: prompt_module.judge_version(v, texts.get(n)) for n, v in templates.items()}
+    return {n: prompt_module.judge_version(v, prompt_module.judge_replacement(n, texts)) for n, v in templates.items()}
 
 def with_increase(deployment: Deployment, increase: int | None) -> Deployment:
     """The deployment with the board's ``increase_max_tokens`` in place of its own (None: its own)."""

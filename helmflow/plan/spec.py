@@ -341,6 +341,8 @@ def judge_template_texts() -> dict[str, tuple[str, str]]:
         fields = sorted(set(prompt_module.PLACEHOLDER.findall(t.text)))
         if t.text.strip() != "{$answer}":  # a classifier is sent the output as it is: no wording to replace
             out[name] = (t.text, f"judge prompt; placeholders: {', '.join('{$' + f + '}' for f in fields)}")
+        for key, text in t.keyed.items():
+            out[f"{name}.{key}"] = (text, f"judge text of {name} for key {key} (it fills {{${t.keyed_field}}})")
     return out
 
 
@@ -370,7 +372,7 @@ def board_prompt_texts(spec: BoardSpec, everything: bool = False) -> list[tuple[
                         entry.metrics or list(SCENARIOS.get(entry.name)(**entry.params).metrics)))
                 except HelmflowError:
                     continue  # unknown metrics or bad parameters: planning names them
-        judged = {n: t for n, t in judged.items() if n in used}
+        judged = {n: t for n, t in judged.items() if n in used or any(n.startswith(f"{u}.") for u in used)}
     sections = [(scope, texts) for scope, texts in out.items() if texts]
     return sections + ([(prompt_module.JUDGE_SCOPE, judged)] if judged else [])
 

@@ -177,6 +177,47 @@ class Reports:
                 self._diffs[cache] = found
         return found["rows"]
 
+    def trees(self, release: Release) -> list[dict[str, Any]]:
+        """Per scenario whose metric declares a hierarchy of its stats (a taxonomy, ``Metric.tree``): the
+        nodes as a tree, each with its instance count and every model's value (mean and interval, on the
+        split of the run's main metric), computed once per process."""
+        cache = ("trees", release.board, release.release_id)
+        with self._lock:
+            found = self._diffs.get(cache)
+        if found is None:
+            found = {"rows": [t for label in release.labels if (t := self._tree(release, label))]}
+            with self._lock:
+                self._diffs[cache] = found
+        return found["rows"]
+
+    def _tree(self, release: Release, label: str) -> dict[str, Any] | None:
+        from helmflow.datasets import read_instances
+        from helmflow.metrics import METRICS
+
+        cells = [r for r in release.runs if r["scenario"] == label and r.get("run_id") and r["status"] != "missing"]
+        runs = [(cell["deployment"], self.run(cell["run_id"])) for cell in cells]
+        trees = [tree for m in (runs[0][1].manifest.metrics if runs else {})
+                 if m in METRICS and (tree := METRICS.get(m).tree) is not None]
+        if not trees or not self.store.exists(runs[0][1].instances_key):
+            return None
+        nodes = trees[0](read_instances(self.store, runs[0][1].instances_key))
+        values: dict[str, dict[str, dict[str, Any]]] = {}
+        for deployment, run in runs:
+            splits = [s["split"] for s in run.summary if s["name"] == run.main_metric]
+            split = "test" if "test" in splits else (splits[0] if splits else "test")
+            values[deployment] = {s["name"]: s for s in run.summary if s["split"] == split}
+        out: dict[str, dict[str, Any]] = {}
+        roots: list[dict[str, Any]] = []
+        for node in nodes:
+            stats = {d: v.get(node.stat) for d, v in values.items()}
+            counts = [s["count"] for s in stats.values() if s]
+            entry: dict[str, Any] = {"id": node.id, "name": node.name, "stat": node.stat, "values": stats,
+                                     "count": max(counts) if counts else None, "children": []}
+            out[node.id] = entry
+            parent = out.get(node.parent) if node.parent is not None else None
+            (parent["children"] if parent else roots).append(entry)
+        return {"label": label, "models": [d for d, _ in runs], "nodes": roots}
+
     def paired(self, release: Release) -> list[dict[str, Any]]:
         """Every pair of the release's models on every scenario (:func:`helmflow.compare.all_pairs`),
         computed once per process."""

@@ -204,6 +204,7 @@ def board_html(reports: Reports, release: Release, mode: Mode, releases: list[st
         aspects=release.manifest.aspects,
         groups=release.manifest.groups,
         metric_groups=release.metric_groups,
+        trees=reports.trees(release),
         content_warning=release.content_warning,
     )
 
