@@ -168,6 +168,7 @@ JURY_TASKS = [
     JuryTask("mtsamples_procedures", "a physician reviewing treatment plans written from procedure notes",
              "patient_notes"),
     JuryTask("mimic_bhc", "a physician reviewing brief hospital courses written from discharge notes", "clinical_note"),
+    JuryTask("mimic_rrs", "a radiologist reviewing impressions written from radiology reports' findings", "findings"),
     JuryTask("aci_bench", "a physician reviewing clinical notes written from patient-doctor conversations",
              "conversation"),
 ]

@@ -36,10 +36,12 @@ def generation(instructions: str, input_noun: str | None, output_noun: str | Non
 
 def multiple_choice(instructions: str, input_noun: str | None, output_noun: str) -> AdapterSpec:
     """HELM's ``get_multiple_choice_adapter_spec(method=multiple_choice_joint, max_tokens=1, max_train_instances=0)``:
-    ``<Noun>: `` before the input (nothing, and no newline after it, without a noun)."""
+    ``<Noun>: `` before the input and a newline after it (nothing, and no newline, for ``None``; an empty noun
+    still gets ``: ``, as in HELM)."""
     return AdapterSpec(
         method="multiple_choice_joint", instructions=instructions,
-        input_prefix=f"{input_noun}: " if input_noun else "", input_suffix="\n" if input_noun else "",
+        input_prefix=f"{input_noun}: " if input_noun is not None else "",
+        input_suffix="\n" if input_noun is not None else "",
         reference_prefix="A. ", reference_suffix="\n", output_prefix=f"{output_noun}: ", output_suffix="\n",
         instance_prefix="\n", max_train_instances=0,
         generation=GenerationParams(max_tokens=1, temperature=0.0, stop=["\n"], num_outputs=1),

@@ -69,13 +69,13 @@ def test_show_and_reproduce_explain_work_offline():
     shown = " ".join(out.stdout.split())
     assert "left out: mimiciv_billing_code: mimiciv_icd10.feather is credential-gated" in shown
     assert "https://physionet.org/content/mimiciv/" in shown and "$HELMFLOW_MIRROR_MIMICIV_BILLING_CODE" in shown
-    assert "left out: mimic_bhc" in shown
+    assert "left out: mimic_bhc" in shown and "left out: mimic_rrs: test.findings.tok is credential-gated" in shown
     out = run_cli("reproduce", "medhelm", "--explain")
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
     assert "at most 1000 instances" in text and "read-only connection" in text
     assert "every entry of HELM's run_entries_medhelm_public.conf" in text
-    assert "the rest of the gated suite and the Stanford-private suite are not on this board" in text
+    assert "HELM's Stanford-private conf is the medhelm-private board" in text
     # HELM's jury, pinned, and what stands in for it; the scenarios left out
     assert ("HELM published medhelm with a jury of stanfordhealthcare/gpt-4o-2024-05-13, "
             "stanfordhealthcare/llama-3.3-70b-instruct, stanfordhealthcare/claude-3-7-sonnet-20250219") in text

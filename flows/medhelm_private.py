@@ -1,0 +1,8 @@
+"""HELM MedHELM's Stanford-private suite: CLEAR and the shc_*_med sets from the user's own folders.
+
+The spec is data (``flows/medhelm-private.yaml``); this line gives the board its own flow and deployment.
+"""
+
+from helmflow.flows.evaluate import board_flow
+
+medhelm_private = board_flow("medhelm-private")

@@ -1,0 +1,150 @@
+"""MedHELM's credential-gated and Stanford-private scenarios read from a user's folder: Stanford's shc_*_med sets,
+CLEAR and MIMIC-RRS, on files written here in their real shapes (never real rows)."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from helmflow.adapters import adapt
+from helmflow.datasets import gated_missing
+from helmflow.metrics import METRICS
+from helmflow.scenarios import ScenarioError, get_scenario
+from helmflow.scenarios.clear import pandas_strings
+from tests.support.cli import run_cli
+
+
+def _csv(path, header: list[str], rows: list[list[str]]) -> None:
+    buf = io.StringIO(newline="")
+    writer = csv.writer(buf)
+    writer.writerow(header)
+    writer.writerows(rows)
+    path.write_text(buf.getvalue())
+
+
+def _load(scen):
+    return scen.load({s.filename: s.url for s in scen.sources()})
+
+
+def test_an_shc_set_is_one_instance_per_distinct_prompt_with_the_answer_letters_as_references(tmp_path):
+    scen = get_scenario("shc_med", {"dataset": "PTBM", "data_path": str(tmp_path)})
+    assert "medhelm-PTBM-dataset_filtered.csv" in gated_missing(scen)[0] and scen.publish_text is False
+    _csv(tmp_path / "medhelm-PTBM-dataset_filtered.csv", ["prompt", "context", "label"], [
+        ["Was parent training recommended?", "Fixture note one, " + "long " * 40_000, "A"],  # past csv's field limit
+        ["Was parent training recommended?", "Fixture note two.", "B"],
+        ["Was parent training recommended?", "Fixture note two.", "A"],  # the same prompt: HELM keeps the last label
+    ])
+    assert gated_missing(scen) == []
+    first, second = _load(scen)
+    assert [r.text for r in first.references] == ["A", "B"] and first.references[0].correct
+    assert [r.correct for r in second.references] == [True, False]  # the repeat's label, at the first's place
+    assert "Question: Was parent training recommended?\nContext: Fixture note two.\n" in second.input.text
+    # HELM's adapter: "Answer A or B." and an empty input noun that still writes ": "
+    (prompt,) = adapt(scen.default_adapter, [second])
+    assert prompt.text().startswith("Answer A or B.\n\n: ") and prompt.text().endswith("A. A\nB. B\n:")  # the last prefix right-stripped, as HELM
+    assert scen.default_adapter.generation.max_tokens == 1
+
+
+def test_ent_numbers_the_rows_it_keeps_skips_unlabelled_rows_and_offers_three_letters(tmp_path):
+    rows = [["Refer to ENT?", "Fixture note.", "C"], ["Refer to ENT?", "Fixture note.", ""],
+            ["Refer to ENT?", "Fixture note.", "C"]]
+    _csv(tmp_path / "medhelm-ENT-dataset_filtered.csv", ["prompt", "context", "label"], rows)
+    scen = get_scenario("shc_med", {"dataset": "ent", "data_path": str(tmp_path)})
+    one, two = _load(scen)  # numbered, the two labelled rows stay apart; the empty label is not counted
+    assert one.input.text.startswith("1 ") and two.input.text.startswith("2 ")
+    assert [r.text for r in one.references] == ["A", "B", "C"] and one.references[2].correct
+    assert scen.default_adapter.instructions == "Answer A, B or C."
+    # Sequoia reads its question from "question" and numbers every row
+    _csv(tmp_path / "medhelm-sequoia-dataset_filtered.csv", ["question", "context", "label"],
+         [["Refer to the clinic?", "Fixture note.", "B"]])
+    (only,) = _load(get_scenario("shc_med", {"dataset": "sequoia", "data_path": str(tmp_path)}))
+    assert only.input.text.startswith("1 ") and "Question: Refer to the clinic?" in only.input.text
+
+
+def test_an_shc_label_that_is_not_an_answer_letter_stops_the_load_and_a_template_replaces_the_prompt(tmp_path):
+    _csv(tmp_path / "medhelm-CDI-dataset_filtered.csv", ["prompt", "context", "label"],
+         [["Is the code supported?", "Fixture note.", "yes"]])
+    with pytest.raises(ScenarioError, match="a label is 'yes', not one of A, B"):
+        _load(get_scenario("shc_med", {"dataset": "cdi", "data_path": str(tmp_path)}))
+    _csv(tmp_path / "medhelm-CDI-dataset_filtered.csv", ["prompt", "context", "label"],
+         [["Is the code supported?", "Fixture note.", "B"]])
+    scen = get_scenario("shc_med", {"dataset": "cdi", "data_path": str(tmp_path),
+                                    "template": "Q: {question} / C: {context}"})
+    (only,) = _load(scen)
+    assert only.input.text == "Q: Is the code supported? / C: Fixture note."
+    with pytest.raises(ScenarioError, match="template"):
+        get_scenario("shc_med", {"dataset": "cdi", "template": "{patient}"})
+    with pytest.raises(ScenarioError, match="unknown shc dataset 'abc'"):
+        get_scenario("shc_med", {"dataset": "abc"})
+
+
+def _xlsx(path, header: list[str], rows: list[list]) -> None:
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append(header)
+    for row in rows:
+        sheet.append(row)
+    book.save(path)
+
+
+def test_clear_reads_each_workbook_as_pandas_does_and_maps_the_labels_to_the_three_answers(tmp_path):
+    pd = pytest.importorskip("pandas")
+    scen = get_scenario("clear", {"condition": "chronic_pain", "data_path": str(tmp_path)})
+    assert "chronic_pain.xlsx" in gated_missing(scen)[0]
+    rows = [["Fixture note: back pain for years.", 1], ["Fixture note: no pain.", 0], ["Fixture note: unclear.", 2],
+            [None, 1]]
+    _xlsx(tmp_path / "chronic_pain.xlsx", ["text", "result_human"], rows)
+    instances = _load(scen)
+    # HELM: str(cell).strip() of what pandas.read_excel gives; a missing note is the text "nan", kept
+    frame = pd.read_excel(tmp_path / "chronic_pain.xlsx")
+    helm = [(str(r.get("text", "")).strip(), str(r.get("result_human", "")).strip()) for _, r in frame.iterrows()]
+    assert helm[3] == ("nan", "1") and len(instances) == 4
+    assert "Clinical note:\nnan\n" in instances[3].input.text
+    correct = [next(r.text for r in i.references if r.correct) for i in instances]
+    assert correct == ["Has a history of chronic pain", "Does not have a history of chronic pain", "Uncertain",
+                       "Has a history of chronic pain"]
+    # a label column with a missing cell is floats to pandas: "1.0" matches no answer, as in HELM
+    _xlsx(tmp_path / "chronic_pain.xlsx", ["text", "result_human"], [["Fixture note A.", 1], ["Fixture note B.", None]])
+    helm_labels = [str(v).strip() for v in pd.read_excel(tmp_path / "chronic_pain.xlsx")["result_human"]]
+    assert pandas_strings([1, None]) == helm_labels == ["1.0", "nan"]
+    first, second = _load(scen)
+    assert not any(r.correct for r in first.references) and not any(r.correct for r in second.references)
+    assert pandas_strings(["yes", None, 2]) == [str(v) for v in pd.Series(["yes", None, 2]).fillna("nan")]
+    assert "chronic pain, B if" in scen.default_adapter.instructions  # HELM spells the condition with spaces
+
+
+def test_mimic_rrs_pairs_the_line_aligned_files_skips_empty_sides_and_is_jury_scored(tmp_path):
+    scen = get_scenario("mimic_rrs", {"data_path": str(tmp_path)})
+    assert len(gated_missing(scen)) == 2 and "physionet.org" in gated_missing(scen)[0]
+    (tmp_path / "test.findings.tok").write_text("fixture : heart size normal .\n\n  lungs clear .  \n")
+    (tmp_path / "test.impression.tok").write_text("normal heart .\nskipped\nno acute disease .\n")
+    one, two = _load(scen)
+    assert (one.input.text, one.references[0].text) == ("fixture : heart size normal .", "normal heart .")
+    assert (two.input.text, two.references[0].text) == ("lungs clear .", "no acute disease .")
+    assert METRICS.get("mimic_rrs_accuracy").judge == "mimic_rrs"
+    spec = scen.default_adapter
+    assert (spec.input_prefix, spec.output_prefix, spec.generation.max_tokens, spec.generation.stop) == (
+        "Findings:\n", "Impression:\n", 128, [])
+    (tmp_path / "test.impression.tok").write_text("normal heart .\n")
+    with pytest.raises(ScenarioError, match="line-aligned"):
+        _load(scen)
+
+
+@pytest.mark.slow
+def test_the_private_board_runs_what_is_in_the_users_folders_and_names_what_is_not_in_one_line(tmp_path):
+    out = run_cli("show", "medhelm-private", env={"HELMFLOW_MIRROR": ""})
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "every scenario it would run is credential-gated and not on this machine (23: clear-alcohol_dependence" in \
+        out.stderr and "private to Stanford" in out.stderr
+    _csv(tmp_path / "medhelm-GIP-dataset_filtered.csv", ["prompt", "context", "label"],
+         [["Refer to hospice?", "Fixture note.", "A"]])
+    out = run_cli("show", "medhelm-private", "--data-path", f"shc_med={tmp_path}", env={"HELMFLOW_MIRROR": ""})
+    assert out.returncode == 0, out.stderr
+    shown = " ".join(out.stdout.split())
+    assert "left out: clear-homelessness: homelessness.xlsx is credential-gated" in shown
+    assert "left out: shc_ent_med" in shown and "left out: shc_gip_med" not in shown
+    assert "board medhelm-private: 1 scenario x 1 model = 1 run" in shown
