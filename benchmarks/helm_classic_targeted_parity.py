@@ -2,7 +2,8 @@
 ``tests/test_classic_targeted.py``.
 
 Runs crfm-helm 0.5.16's scenario classes (not ours): ``EntityMatchingScenario`` (Beer, Abt_Buy,
-Dirty_iTunes_Amazon) and ``EntityDataImputationScenario`` (Buy, Restaurant) on the files of
+Dirty_iTunes_Amazon), ``EntityDataImputationScenario`` (Buy, Restaurant) and ``ThePileScenario`` (the six
+priority-2 subsets) on the files of
 ``tests.support.classic_fixtures`` (rows written for this project), served from a folder laid out as
 ``<root>/<host>/<path>`` (what ``classic_source_tree`` writes): HELM's ``urllib.request.urlretrieve`` and
 ``requests.get`` are pointed at that folder, so HELM's own download, unpack and parsing code runs. Writes each
@@ -72,6 +73,11 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as out:
             runs[f"entity_data_imputation:dataset={dataset}"] = rows_of(
                 EntityDataImputationScenario(dataset).get_instances(out))
+    from helm.benchmark.scenarios.the_pile_scenario import ThePileScenario
+
+    for subset in ("ArXiv", "BookCorpus2", "Enron Emails", "Github", "PubMed Central", "Wikipedia (en)"):
+        with tempfile.TemporaryDirectory() as out:
+            runs[f"the_pile:subset={subset}"] = rows_of(ThePileScenario(subset).get_instances(out))
     import pandas
 
     about = (f"crfm-helm 0.5.16's scenario classes on tests.support.classic_fixtures (pandas {pandas.__version__}), "

@@ -118,6 +118,7 @@ _BUILTIN = [
     "disinformation",
     "bold",
     "real_toxicity_prompts",
+    "the_pile",
 ]
 
 

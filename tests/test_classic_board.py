@@ -44,17 +44,18 @@ SELECTED = ["mmlu-abstract_algebra", "mmlu-econometrics", "boolq", "boolq_contra
             "openbookqa", "truthful_qa", "msmarco_regular", "summarization_cnndm", "summarization_xsum", "imdb", "imdb_contrast", "civil_comments-all",
             "civil_comments-female", "raft-twitter_complaints", "twitter_aae-aa", "legal_support", "wikifact-author",
             "blimp-irregular_forms", "synthetic_reasoning_natural-easy", "entity_matching-Beer",
-            "entity_data_imputation-Restaurant"]
+            "entity_data_imputation-Restaurant", "the_pile-Enron_Emails"]
 GENERATION = ["boolq", "narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "quac",
               "summarization_cnndm", "summarization_xsum", "imdb", "civil_comments", "raft"]
 N = 3  # evaluation instances per run
 SUMMARIZATION = ["summarization_cnndm", "summarization_xsum"]
 CONTRAST = ["boolq_contrast", "imdb_contrast"]  # HELM's robustness_contrast_sets runs
 TARGETED = ["twitter_aae-aa", "legal_support", "wikifact-author", "blimp-irregular_forms",
-            "synthetic_reasoning_natural-easy", "entity_matching-Beer", "entity_data_imputation-Restaurant"]  # targeted evaluations on the board (outside the headline)
+            "synthetic_reasoning_natural-easy", "entity_matching-Beer", "entity_data_imputation-Restaurant",
+            "the_pile-Enron_Emails"]  # targeted evaluations on the board (outside the headline)
 # the scenarios of HELM's targeted evaluations on the board (outside the headline)
 TARGETED_SCENARIOS = ("twitter_aae", "legal_support", "lsat_qa", "wikifact", "babi_qa", "blimp",
-                      "synthetic_reasoning_natural", "entity_matching", "entity_data_imputation")
+                      "synthetic_reasoning_natural", "entity_matching", "entity_data_imputation", "the_pile")
 # the dev server under a name HELM has a denoised-runtime table for (HELM keys its tables by deployment name)
 DEV = "openai/davinci"
 HELM_RUNTIMES = json.loads((REPO / "tests" / "data" / "helm_denoised_runtime.json").read_text())["cases"]  # HELM: no calibration, robustness or fairness
@@ -88,8 +89,12 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
     assert [(s.label, s.group, s.params) for s in spec.scenarios if s.name == "twitter_aae"] == [
         (f"twitter_aae-{d}", "twitter_aae", {"demographic": d}) for d in ("aa", "white")]
     assert [(c.scenario, c.metric, c.lower_is_better) for c in groups["language"].columns] == [
-        (lab, "bits_per_byte", True) for lab in ("twitter_aae", "twitter_aae-aa", "twitter_aae-white")] + [
+        (lab, "bits_per_byte", True) for lab in ("twitter_aae", "twitter_aae-aa", "twitter_aae-white", "the_pile")] + [
         ("blimp", "exact_match", False)]
+    assert [(s.label, s.params, s.group, s.headline) for s in spec.scenarios if s.name == "the_pile"] == [
+        (f"the_pile-{lab}", {"subset": sub}, "the_pile", False) for sub, lab in (
+            ("ArXiv", "ArXiv"), ("BookCorpus2", "BookCorpus2"), ("Enron Emails", "Enron_Emails"), ("Github", "Github"),
+            ("PubMed Central", "PubMed_Central"), ("Wikipedia (en)", "Wikipedia_en"))]
     assert [(s.label, s.group, s.headline) for s in spec.scenarios if s.name == "blimp"] == [
         (f"blimp-{p}", "blimp", False) for p in ("irregular_forms", "quantifiers", "island_effects", "binding")]
     assert [(c.scenario, c.metric) for c in groups["reasoning"].columns] == [
@@ -193,7 +198,7 @@ def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
     out = run_cli("show", "classic", env={"HELMFLOW_MIRROR": str(tmp_path / "none"), "HELMFLOW_STORAGE": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
-    assert "board classic: 69 scenarios + 146 perturbed copies x 1 model = 215 runs" in text
+    assert "board classic: 75 scenarios + 146 perturbed copies x 1 model = 221 runs" in text
     assert "not mirrored:" in text and "helmflow mirror classic --to DIR" in text
     assert ("not fetched: SAE_to_AAVE_mapping.json, the data of perturbation(s) dialect (36 perturbed copies); a run "
             "stops until you run `helmflow fetch-assets perturbations`") in text
@@ -293,7 +298,7 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
             values.append(helm_denoised(DEV, c["prompt_tokens"], output))
         assert rows[DEV][f"{label}/inference_denoised_runtime"] == pytest.approx(sum(values) / len(values))
         assert rows[DEV][f"{label}/inference_denoised_runtime note"] is None
-    assert rows[DEV]["twitter_aae-aa/bits_per_byte"] > 0  # the dev server echoes the tweet with its logprobs
+    assert rows[DEV]["twitter_aae-aa/bits_per_byte"] > 0 and rows[DEV]["the_pile/bits_per_byte"] > 0  # the dev server echoes the tweet with its logprobs
     baseline = rows["offline/first-option"]
     completions = pq.read_table(storage / "runs" / by_label[("boolq", "offline/first-option")]
                                 / "completions.parquet").to_pylist()

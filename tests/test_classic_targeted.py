@@ -1,4 +1,4 @@
-"""HELM Classic's targeted scenarios added after the core: entity matching and data imputation, compared with
+"""HELM Classic's targeted scenarios added after the core: entity matching, data imputation and the Pile, compared with
 crfm-helm 0.5.16's own scenario classes run on the same fixture sources (``tests/data/helm_classic_targeted.json``,
 written by ``benchmarks/helm_classic_targeted_parity.py``), their prompts and their bad input."""
 
@@ -15,7 +15,16 @@ import pytest
 from helmflow.adapters import ADAPTERS
 from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.scenarios.base import Scenario
-from tests.support.classic_fixtures import EM_HOST, EM_STATE, IMPUTATION, classic_files, em_tables
+from tests.support.classic_fixtures import (
+    EM_HOST,
+    EM_STATE,
+    IMPUTATION,
+    PILE,
+    PILE_INDICES,
+    classic_files,
+    em_tables,
+    pile_docs,
+)
 
 HELM = json.loads((Path(__file__).parent / "data" / "helm_classic_targeted.json").read_text())["runs"]
 
@@ -39,11 +48,12 @@ def digest(rows: list) -> str:
     return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
 
 
-@pytest.mark.parametrize("run", [k for k in HELM if k.startswith(("entity_matching:", "entity_data_imputation:"))])
-def test_structured_scenarios_are_helms(tmp_path, run):
-    """Our loader's instances equal HELM's own on the same files: the train pairs cut to as many non-matches as
-    matches from HELM's pinned random state (Beer, Abt_Buy) or seed 0 (Dirty_iTunes_Amazon, absent from it);
-    pandas' 10% / 20% splits for imputation; ``nan`` for empty cells; every reference correct."""
+@pytest.mark.parametrize("run", list(HELM))
+def test_targeted_scenarios_are_helms(tmp_path, run):
+    """Our loader's instances equal HELM's own on the same files. Entity matching: the train pairs cut to as many
+    non-matches as matches from HELM's pinned random state (Beer, Abt_Buy) or seed 0 (Dirty_iTunes_Amazon, absent
+    from it); imputation: pandas' 10% / 20% splits; ``nan`` for empty cells. The Pile: the set's documents through
+    HELM's CSV cache (CR and CRLF read as LF), at lm_perplexity's sorted unique indices (BookCorpus2: all)."""
     name, _, param = run.partition(":")
     key, _, value = param.partition("=")
     scen = get_scenario(name, {key: value})
@@ -51,8 +61,13 @@ def test_structured_scenarios_are_helms(tmp_path, run):
     ours = rows(instances)
     assert ours == HELM[run]["rows"] and digest(ours) == HELM[run]["sha256"]
     assert [i.id for i in instances] == [f"id{k}" for k in range(len(instances))]
-    assert all(len(i.references) == 1 and i.references[0].correct for i in instances)
-    assert {i.split for i in instances} == {"train", "valid", "test"}
+    if name == "the_pile":
+        assert all(i.split == "test" and not i.references and "\r" not in i.input.text for i in instances)
+        assert all(i.input.text.startswith(value) for i in instances)
+        assert scen.default_adapter.method == "language_modeling" and scen.main_metric == "bits_per_byte"
+    else:
+        assert all(len(i.references) == 1 and i.references[0].correct for i in instances)
+        assert {i.split for i in instances} == {"train", "valid", "test"}
 
 
 def test_entity_matching_train_pairs_are_balanced_and_drawn_from_the_pinned_state(tmp_path):
@@ -121,3 +136,28 @@ def test_entity_matching_bad_input_is_one_clear_error(tmp_path):
     imputation = get_scenario("entity_data_imputation", {"dataset": "Buy"})
     with pytest.raises(ScenarioError, match="has no Buy.csv"):
         imputation.load(fixture_paths(tmp_path, imputation, {**files, f"{IMPUTATION}/Abt-Buy.zip": buf.getvalue()}))
+
+
+def test_the_pile_keeps_helms_indices_and_refuses_bad_input(tmp_path):
+    import zstandard
+
+    from tests.support.lite_fixtures import jsonl
+
+    scen = get_scenario("the_pile", {"subset": "Enron Emails"})
+    assert [s.filename for s in scen.sources()] == ["test.jsonl.zst", "enron-group0.json"]
+    assert [s.filename for s in get_scenario("the_pile", {"subset": "BookCorpus2"}).sources()] == ["test.jsonl.zst"]
+    files = classic_files()
+    enron = [d["text"].replace("\r\n", "\n").replace("\r", "\n") for d in pile_docs()
+             if d["meta"]["pile_set_name"] == "Enron Emails"]
+    indices = json.loads(files[f"{PILE_INDICES}/enron/group0.json"])
+    assert [i.input.text for i in scen.load(fixture_paths(tmp_path, scen))] == [enron[k] for k in sorted(set(indices))]
+    too_far = {**files, f"{PILE_INDICES}/enron/group0.json": json.dumps([0, 99]).encode()}
+    with pytest.raises(ScenarioError, match="names document 99, but .* has 6 Enron Emails documents"):
+        scen.load(fixture_paths(tmp_path, scen, too_far))
+    bad = {**files, PILE: zstandard.ZstdCompressor().compress(jsonl([{"text": "x", "meta": {"pile_set_name": "Y"}}]))}
+    with pytest.raises(ScenarioError, match="line 1 is not a Pile document .*pile_set_name 'Y'"):
+        scen.load(fixture_paths(tmp_path, scen, bad))
+    with pytest.raises(ScenarioError, match="is not zstd-compressed"):
+        scen.load(fixture_paths(tmp_path, scen, {**files, PILE: b"plain text"}))
+    with pytest.raises(ValueError):
+        get_scenario("the_pile", {"subset": "Wikipedia"})

@@ -44,6 +44,8 @@ BLIMP = "github.com/alexwarstadt/blimp/blob/master/BLiMP.zip"  # HELM's URL (?ra
 EM_HOST = "pages.cs.wisc.edu/~anhai/data1/deepmatcher_data"
 EM_STATE = "worksheets.codalab.org/rest/bundles/0x4d0a972e99c848d2ab3ecf129bb77d29/contents/blob/"
 IMPUTATION = "storage.googleapis.com/crfm-helm-public/source_datasets/scenarios/entity_data_imputation"
+PILE = "the-eye.eu/public/AI/pile/test.jsonl.zst"
+PILE_INDICES = "raw.githubusercontent.com/EleutherAI/lm_perplexity/main/assets/test_subsample_indices"
 XSUM_SAMPLED = "storage.googleapis.com/crfm-helm-public/source_datasets/scenarios/summarization_scenario/xsum-sampled.pk"
 IDENTITIES = ["male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white"]
 
@@ -523,6 +525,43 @@ def imputation_files() -> dict[str, bytes]:
     return {f"{IMPUTATION}/Abt-Buy.zip": buy_zip(), f"{IMPUTATION}/restaurant.tar.gz": restaurant_tar()}
 
 
+# --------------------------------------------------------------------------- the Pile
+PILE_SETS = ["ArXiv", "Github", "Enron Emails", "BookCorpus2", "PubMed Central", "Wikipedia (en)", "FreeLaw"]
+
+
+def pile_docs(n: int = 42) -> list[dict]:
+    """The Pile's JSON Lines shape (``text``, ``meta.pile_set_name``), documents written here: the sets
+    interleaved, texts with CRLF and lone CR line ends, quotes, commas and non-ASCII letters."""
+    rng = random.Random("pile")
+    words = ["theorem", "commit", "meeting", "chapter", "protein", "river", "näive", "“quoted”", "a,b", "x = 1"]
+    docs = []
+    for k in range(n):
+        name = PILE_SETS[k % len(PILE_SETS)]
+        lines = [" ".join(rng.choice(words) for _ in range(rng.randint(2, 7))) for _ in range(rng.randint(1, 4))]
+        end = ["\n", "\r\n", "\r"][k % 3]
+        docs.append({"text": f"{name} doc {k}: " + end.join(lines) + ('"' if k % 5 == 0 else ""),
+                     "meta": {"pile_set_name": name}})
+    return docs
+
+
+def pile_zst() -> bytes:
+    import zstandard
+
+    return zstandard.ZstdCompressor().compress(jsonl(pile_docs()))
+
+
+def pile_files() -> dict[str, bytes]:
+    """The test file and lm_perplexity's index lists (unsorted, one index twice) for the split sets."""
+    from helmflow.scenarios.the_pile import SHORT_NAMES, WITHOUT_SPLIT
+
+    out = {PILE: pile_zst()}
+    for k, name in enumerate(PILE_SETS):
+        short = SHORT_NAMES[name]
+        if short not in WITHOUT_SPLIT:
+            out[f"{PILE_INDICES}/{short}/group0.json"] = json.dumps([4, 1, k % 3, 4, 5]).encode()
+    return out
+
+
 def classic_files() -> dict[str, bytes]:
     from tests.support.summarization_fixtures import xsum_sampled_pickle
 
@@ -530,7 +569,7 @@ def classic_files() -> dict[str, bytes]:
             **imdb_files(), XSUM_SAMPLED: xsum_sampled_pickle(),
             **{f"{TWITTER_AAE}/{d}_tweets.csv": twitter_aae_csv(d) for d in ("aa", "white")},
             LEGAL_SUPPORT: legal_support_zip(), **lsat_files(), **wikifact_files(),
-            BABI: babi_archive(), BLIMP: blimp_zip(), **em_files(), **imputation_files()}
+            BABI: babi_archive(), BLIMP: blimp_zip(), **em_files(), **imputation_files(), **pile_files()}
 
 
 def summarization_mirrors(root: Path) -> dict[str, str]:
