@@ -121,15 +121,20 @@ def test_summaries_from_columns_are_those_of_the_stat_objects():
 
 
 # --------------------------------------------------------------------------- a run scored in chunks
-def small_run(tmp_path, instances: int, adapter: dict | None = None, bias: bool = False):
-    """A query finished for one arithmetic run of ``instances`` (offline solver)."""
+def adapted_run(tmp_path, instances: int, adapter: dict | None = None, bias: bool = False):
+    """One arithmetic run of ``instances`` (offline solver), downloaded and adapted, not queried yet."""
     spec = {"name": "s", "version": "1", "models": ["offline/solver"], "max_instances": instances, "bias": bias,
             "scenarios": [{"name": "arithmetic", "params": {"num_test": instances}, "adapter": adapter or {}}]}
     (plan,) = plan_board(load_board(spec), load_deployments()).runs
     store = Store(str(tmp_path / "store"))
     data = pipeline.download_scenario(store, plan.scenario)
-    query = pipeline.query_pair(store, plan, pipeline.adapt_scenario(store, plan.scenario, data))
-    return store, plan, data, query
+    return store, plan, data, pipeline.adapt_scenario(store, plan.scenario, data)
+
+
+def small_run(tmp_path, instances: int, adapter: dict | None = None, bias: bool = False):
+    """A query finished for one arithmetic run of ``instances`` (offline solver)."""
+    store, plan, data, prompts = adapted_run(tmp_path, instances, adapter, bias)
+    return store, plan, data, pipeline.query_pair(store, plan, prompts)
 
 
 def test_a_run_scored_in_chunks_writes_the_files_of_scoring_it_at_once(tmp_path, monkeypatch):
@@ -192,11 +197,9 @@ def traced_peak(fn, *args):
 
 
 def peaks(tmp_path, instances: int) -> tuple[int, int]:
-    """The peaks of querying, then scoring, a run of ``instances``."""
-    store, plan, data, _ = small_run(tmp_path / str(instances), instances)
-    store.delete(layout.query_dir(plan.query_key), recursive=True)
-    store.delete(layout.journal_dir(plan.deployment.name), recursive=True)
-    prompts = PromptSet(prompts_key=pipeline.prompts_key(plan.scenario), num_prompts=instances)
+    """The peaks of querying (nothing journaled yet), then scoring, a run of ``instances``."""
+    store, plan, data, prompts = adapted_run(tmp_path / str(instances), instances)
+    assert prompts.num_prompts == instances and not store.find(layout.journal_dir(plan.deployment.name))
     query, query_peak = traced_peak(pipeline.query_pair, store, plan, prompts)
     return query_peak, traced_peak(pipeline.score_pair, store, plan, data, query)[1]
 
@@ -205,6 +208,7 @@ def peaks(tmp_path, instances: int) -> tuple[int, int]:
 def test_memory_does_not_grow_with_the_instances(tmp_path, monkeypatch):
     monkeypatch.setattr(chunks, "CHUNK_INSTANCES", 200)
     monkeypatch.setattr(journal, "FLUSH_EVERY", 200)  # the spool's bound (5,000 answers), passed by both sizes
+    small_run(tmp_path / "warm", 50)  # what a process's first query sets up once stays out of the peaks
     (query_small, score_small), (query_large, score_large) = peaks(tmp_path, 600), peaks(tmp_path, 2400)
     # a whole run as objects held 8 KB (query) and 11 KB (score) per instance; 1,800 more instances
     # now add their compact columns (stats: 20 bytes each; request hashes), well under 1 KB each
