@@ -107,31 +107,56 @@ def _can_unshare() -> bool:
         return False
 
 
-def _limits(cpu_seconds: float, memory: int | None):
+def _limits(cpu_seconds: float, memory: int | None, processes: int | None = None, max_file: int | None = None):
     def apply() -> None:
         cpu = max(1, int(cpu_seconds) + 1)
+        size = MAX_FILE if max_file is None else max_file
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE, MAX_FILE))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if memory is not None:
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        if processes is not None:
+            resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
 
     return apply
 
 
+def _processes_of(uid: int) -> int:
+    """How many processes the user ``uid`` has now (the kernel's process limit counts them all)."""
+    count = 0
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if entry.stat().st_uid == uid:
+                    count += 1
+    return count
+
+
 def sandboxed(cmd: list[str], cwd: Path, seconds: float, memory: int | None = None,
-              env: dict[str, str] | None = None, ram: int | None = None) -> tuple[int, str]:
+              env: dict[str, str] | None = None, ram: int | None = None, processes: int | None = None,
+              max_file: int | None = None) -> tuple[int, str]:
     """Run ``cmd`` in ``cwd`` under the limits above; (exit code, combined output). Raises RenderError
     when it overruns ``seconds`` (the process group is killed) or, with ``ram``, when its processes together
-    went past ``ram`` bytes of memory (a memory cgroup, where one can be made)."""
+    went past ``ram`` bytes of memory (a memory cgroup, where one can be made).
+
+    ``processes``: at most that many processes at once, ``cmd``'s and all it starts: a pids cgroup when the
+    evaluator runs as root (whose processes no process limit counts; RenderError where none can be made),
+    else the user's process limit, over the processes the user has already. ``max_file``: the largest file
+    it may write, instead of :data:`MAX_FILE`."""
     base = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(cwd), "LANG": "C.UTF-8", "TMPDIR": str(cwd)}
     full = ["unshare", "--net", "--", *cmd] if _can_unshare() else cmd
-    with _memory_cgroup(ram) as group:
-        limits = _limits(seconds, memory)
+    nproc = None
+    if processes is not None and os.geteuid() != 0:
+        nproc = processes + _processes_of(os.geteuid())
+    with _memory_cgroup(ram) as group, _pids_cgroup(processes if os.geteuid() == 0 else None) as pids:
+        limits = _limits(seconds, memory, nproc, max_file)
 
         def enter() -> None:
             if group is not None:
                 group.join()
+            if pids is not None:
+                pids.join()
             limits()
 
         proc = subprocess.Popen(full, cwd=cwd, env={**base, **(env or {})}, stdin=subprocess.DEVNULL,
@@ -175,17 +200,48 @@ class _Group:
             return False
 
 
-def _own_cgroup(v2: bool) -> Path | None:
+def _own_cgroup(v2: bool, controller: str = "memory") -> Path | None:
     """Where this process sits in the hierarchy: a render's group goes below it, inside whatever caps it."""
-    root = Path("/sys/fs/cgroup") if v2 else Path("/sys/fs/cgroup/memory")
+    root = Path("/sys/fs/cgroup") if v2 else Path("/sys/fs/cgroup") / controller
     try:
         for line in Path("/proc/self/cgroup").read_text().splitlines():
             _, controllers, where = line.split(":", 2)
-            if (v2 and controllers == "") or (not v2 and "memory" in controllers.split(",")):
+            if (v2 and controllers == "") or (not v2 and controller in controllers.split(",")):
                 return root / where.lstrip("/")
     except (OSError, ValueError):
         return None
     return None
+
+
+@contextlib.contextmanager
+def _pids_cgroup(limit: int | None) -> Iterator[_Group | None]:
+    """A pids cgroup letting a sandbox's processes number at most ``limit``, removed afterwards (None without
+    a limit); RenderError when this machine does not let helmflow make one."""
+    if limit is None:
+        yield None
+        return
+    v2 = Path("/sys/fs/cgroup/cgroup.controllers").is_file()
+    parent = _own_cgroup(v2, "pids")
+    path = None if parent is None else parent / f"helmflow-sandbox-{uuid.uuid4().hex[:12]}"
+    try:
+        if path is None:
+            raise OSError("no pids controller")
+        path.mkdir()
+        (path / "pids.max").write_text(str(limit))
+    except OSError as e:
+        if path is not None:
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        raise RenderError(f"cannot limit the sandbox's processes: no pids cgroup can be made here ({e})") from None
+    try:
+        yield _Group(path, v2)
+    finally:
+        for _ in range(50):
+            try:
+                path.rmdir()
+                break
+            except OSError:
+                time.sleep(0.05)
 
 
 @contextlib.contextmanager

@@ -253,6 +253,7 @@ _BUILTIN = [
     "ehr_sql",
     "copyright",
     "disinformation",
+    "code_execution",
 ]
 
 

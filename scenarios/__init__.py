@@ -119,6 +119,8 @@ _BUILTIN = [
     "bold",
     "real_toxicity_prompts",
     "the_pile",
+    "humaneval",
+    "apps",
 ]
 
 
