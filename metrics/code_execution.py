@@ -113,8 +113,10 @@ def run_in_jail(job: dict[str, Any], seconds: float) -> Outcome:
         cmd += ["--size", str(SCRATCH), "--tmpfs", "/sheet", "--size", str(SCRATCH), "--tmpfs", "/tmp",
                 "--setenv", "OPENBLAS_NUM_THREADS", "1", "--setenv", "OMP_NUM_THREADS", "1",
                 "--setenv", "PYTHONPATH", "/site", "--setenv", "TMPDIR", "/tmp",
-                "--", "/bin/sh", "-c", f'"$0" -I /job/harness.py /job/job.json | head -c {MAX_OUTPUT}',
-                python_executable()]
+                "--", python_executable(), "-I", "/job/harness.py", "/job/job.json"]
+        # the harness is the jail's one command: when it ends, its process namespace ends with every process the
+        # code started (none keeps the output open); what the jail writes is cut at MAX_OUTPUT outside it
+        cmd = ["/bin/sh", "-c", f'"$@" | head -c {MAX_OUTPUT}', "sh", *cmd]
         try:
             code, log = render.sandboxed(cmd, job_dir, seconds, MEMORY, processes=PROCESSES, max_file=MAX_FILE)
         except render.TimeLimit:
