@@ -70,6 +70,10 @@ class TimeLimit(RenderError):
     """A render ran past its wall-clock limit (its processes were killed)."""
 
 
+class SandboxUnavailable(RenderError):
+    """A limit the sandbox was asked for cannot be set up on this machine (nothing was run)."""
+
+
 @contextlib.contextmanager
 def scratch(prefix: str) -> Iterator[str]:
     """A render's scratch folder in the system's temporary folder (a short path: Chromium's sockets live
@@ -232,7 +236,8 @@ def _pids_cgroup(limit: int | None) -> Iterator[_Group | None]:
         if path is not None:
             with contextlib.suppress(OSError):
                 path.rmdir()
-        raise RenderError(f"cannot limit the sandbox's processes: no pids cgroup can be made here ({e})") from None
+        raise SandboxUnavailable(f"cannot limit the sandbox's processes: no pids cgroup can be made here "
+                                 f"({e})") from None
     try:
         yield _Group(path, v2)
     finally:

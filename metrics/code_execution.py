@@ -22,7 +22,6 @@ returns nothing scores 21 failed tests (HELM's stand-in); ``test_avg`` is the sh
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib.util
 import json
@@ -119,6 +118,8 @@ def run_in_jail(job: dict[str, Any], seconds: float) -> Outcome:
         cmd = ["/bin/sh", "-c", f'"$@" | head -c {MAX_OUTPUT}', "sh", *cmd]
         try:
             code, log = render.sandboxed(cmd, job_dir, seconds, MEMORY, processes=PROCESSES, max_file=MAX_FILE)
+        except render.SandboxUnavailable as e:
+            raise CodeJailMissing(f"generated code runs only in a jail with a process limit: {e}") from None
         except render.TimeLimit:
             return Outcome(None, f"timed out: the run passed its {seconds:g} s limit and was killed", seconds)
         except render.RenderError as e:
@@ -131,8 +132,6 @@ def run_in_jail(job: dict[str, Any], seconds: float) -> Outcome:
                 return Outcome(json.loads(line[len(nonce) + 1:]), "", seconds, log)
             except json.JSONDecodeError:
                 break
-    if "bwrap:" in log:
-        raise CodeJailMissing(f"the code jail did not start: {log.strip().splitlines()[-1][:200]}")
     return Outcome(None, f"the run ended (exit {code}) before giving a result", seconds, log)
 
 
@@ -146,7 +145,8 @@ def jail_missing() -> str | None:
     except CodeJailMissing as e:
         return str(e)
     if outcome.result != {"result": "passed"}:
-        return f"the code jail runs no Python: {outcome.reason or outcome.result}"
+        said = outcome.log.strip().splitlines()[-1][:200] if outcome.log.strip() else ""
+        return f"the code jail runs no Python: {outcome.reason or outcome.result}{': ' + said if said else ''}"
     return None
 
 
@@ -174,6 +174,24 @@ def _predictions(x: MetricInput) -> list[str]:
     return [c.text.strip() for c in ordered]
 
 
+def _require_jail() -> None:
+    """Stop before any request is sent when the programs could not be run here (checked once per process)."""
+    why = jail_missing()
+    if why is not None:
+        raise CodeJailMissing(why)
+
+
+def _check_humaneval(inst: Instance) -> None:
+    _humaneval_problem(inst)
+    _require_jail()
+
+
+def _check_apps(inst: Instance) -> None:
+    if inst.split == "test":
+        _apps_tests(inst)
+        _require_jail()
+
+
 def _humaneval_problem(inst: Instance) -> dict[str, Any]:
     problem = inst.extra.get("humaneval")
     if not isinstance(problem, dict) or not {"prompt", "test", "entry_point"} <= set(problem):
@@ -182,7 +200,7 @@ def _humaneval_problem(inst: Instance) -> dict[str, Any]:
     return problem
 
 
-@metric("code_eval", version=VERSION, check=_humaneval_problem,
+@metric("code_eval", version=VERSION, check=_check_humaneval,
         helm=HelmEquivalent(stats=("code_eval_acc", "pass")))
 def code_eval(x: MetricInput) -> dict[str, float]:
     """HumanEval: ``code_eval_acc`` (the first prediction passes) and ``pass`` (pass@1 over every
@@ -231,7 +249,7 @@ def _apps_tests(inst: Instance) -> str:
 
 
 @metric("apps_tests", version=VERSION, helm=HelmEquivalent(stats=("test_avg", "strict_acc")),
-        check=lambda inst: _apps_tests(inst) if inst.split == "test" else None)
+        check=_check_apps)
 def apps_tests(x: MetricInput) -> dict[str, float]:
     """APPS: ``test_avg`` and ``strict_acc``, each the best over the completions (HELM's ``APPSMetric``; HELM
     runs the code once per metric, here once for both)."""

@@ -51,17 +51,17 @@ class _WriteOnly(io.StringIO):
     def read(self, *args: Any, **kwargs: Any) -> str:
         raise OSError
 
-    def readline(self, *args: Any, **kwargs: Any) -> str:
+    def readline(self, *args: Any, **kwargs: Any) -> str:  # type: ignore[override]
         raise OSError
 
-    def readlines(self, *args: Any, **kwargs: Any) -> list[str]:
+    def readlines(self, *args: Any, **kwargs: Any) -> list[str]:  # type: ignore[override]
         raise OSError
 
     def readable(self, *args: Any, **kwargs: Any) -> bool:
         return False
 
 
-class _Stdin(contextlib._RedirectStream):  # type: ignore[type-arg]
+class _Stdin(contextlib._RedirectStream):
     _stream = "stdin"
 
 
@@ -139,7 +139,7 @@ def _module(source: str) -> ModuleType:
     return module
 
 
-class _Capturing(list):  # type: ignore[type-arg]
+class _Capturing(list):
     """The lines a standard-input solution printed (HELM's ``Capturing``)."""
 
     def __enter__(self) -> _Capturing:

@@ -73,7 +73,7 @@ def reindent(code: str) -> str:
     return "".join(line + "\n" for line in out)
 
 
-def apps_prompt(question: str, starter_code: str) -> str:
+def apps_prompt(question: str, starter_code: str | None) -> str:
     """HELM's ``_make_input_for_apps`` (with its added ``in Python``)."""
     answer_type = "\nUse Call-Based format\n" if starter_code is not None else "\nUse Standard Input format\n"
     return ("\nQUESTION:\n" + question[:LIMIT] + "\n" + (starter_code or "")[:LIMIT] + "\n" + answer_type

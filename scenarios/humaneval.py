@@ -68,7 +68,8 @@ class HumanEval(Scenario):
                 row = json.loads(line)
                 missing = [f for f in FIELDS if not isinstance(row.get(f), str)]
             except (ValueError, AttributeError) as exc:
-                raise ScenarioError(f"scenario {self.name!r}: {url} line {number} is not a JSON object: {exc}") from None
+                raise ScenarioError(f"scenario {self.name!r}: {url} line {number} is not a JSON object: "
+                                    f"{exc}") from None
             if missing:
                 raise ScenarioError(f"scenario {self.name!r}: {url} line {number} has no text field(s) "
                                     f"{', '.join(missing)}")

@@ -44,7 +44,7 @@ SELECTED = ["mmlu-abstract_algebra", "mmlu-econometrics", "boolq", "boolq_contra
             "openbookqa", "truthful_qa", "msmarco_regular", "summarization_cnndm", "summarization_xsum", "imdb", "imdb_contrast", "civil_comments-all",
             "civil_comments-female", "raft-twitter_complaints", "twitter_aae-aa", "legal_support", "wikifact-author",
             "blimp-irregular_forms", "synthetic_reasoning_natural-easy", "entity_matching-Beer",
-            "entity_data_imputation-Restaurant", "the_pile-Enron_Emails"]
+            "entity_data_imputation-Restaurant", "the_pile-Enron_Emails", "code_humaneval", "code_apps"]
 GENERATION = ["boolq", "narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "quac",
               "summarization_cnndm", "summarization_xsum", "imdb", "civil_comments", "raft"]
 N = 3  # evaluation instances per run
@@ -52,10 +52,11 @@ SUMMARIZATION = ["summarization_cnndm", "summarization_xsum"]
 CONTRAST = ["boolq_contrast", "imdb_contrast"]  # HELM's robustness_contrast_sets runs
 TARGETED = ["twitter_aae-aa", "legal_support", "wikifact-author", "blimp-irregular_forms",
             "synthetic_reasoning_natural-easy", "entity_matching-Beer", "entity_data_imputation-Restaurant",
-            "the_pile-Enron_Emails"]  # targeted evaluations on the board (outside the headline)
+            "the_pile-Enron_Emails", "code_humaneval", "code_apps"]  # targeted evaluations on the board (outside the headline)
 # the scenarios of HELM's targeted evaluations on the board (outside the headline)
 TARGETED_SCENARIOS = ("twitter_aae", "legal_support", "lsat_qa", "wikifact", "babi_qa", "blimp",
-                      "synthetic_reasoning_natural", "entity_matching", "entity_data_imputation", "the_pile")
+                      "synthetic_reasoning_natural", "entity_matching", "entity_data_imputation", "the_pile",
+                      "humaneval", "apps")
 # the dev server under a name HELM has a denoised-runtime table for (HELM keys its tables by deployment name)
 DEV = "openai/davinci"
 HELM_RUNTIMES = json.loads((REPO / "tests" / "data" / "helm_denoised_runtime.json").read_text())["cases"]  # HELM: no calibration, robustness or fairness
@@ -100,13 +101,16 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
     assert [(c.scenario, c.metric) for c in groups["reasoning"].columns] == [
         ("legal_support", "quasi_exact_match"), ("lsat_qa", "quasi_exact_match"), ("babi_qa", "quasi_exact_match"),
         ("synthetic_reasoning_natural", "f1_set_match"), ("entity_matching", "quasi_exact_match"),
-        ("entity_data_imputation", "quasi_exact_match")]
+        ("entity_data_imputation", "quasi_exact_match"), ("code_humaneval", "pass"), ("code_apps", "test_avg")]
     assert [(s.label, s.params, s.headline) for s in spec.scenarios if s.name.startswith("entity_")] == [
         (f"entity_matching-{d}", {"dataset": d}, False) for d in ("Beer", "Abt_Buy", "Dirty_iTunes_Amazon")] + [
         (f"entity_data_imputation-{d}", {"dataset": d}, False) for d in ("Buy", "Restaurant")]
     assert [(s.label, s.params, s.group, s.headline) for s in spec.scenarios if s.name == "synthetic_reasoning_natural"] == [
         (f"synthetic_reasoning_natural-{d}", {"difficulty": d}, "synthetic_reasoning_natural", False)
         for d in ("easy", "hard")]
+    # HELM's code entries (code:dataset=humaneval, code:dataset=apps), scored by running the programs in the jail
+    assert [(s.label, s.name, s.headline) for s in spec.scenarios if s.name in ("humaneval", "apps")] == [
+        ("code_humaneval", "humaneval", False), ("code_apps", "apps", False)]
     assert [(s.label, s.params, s.headline) for s in spec.scenarios if s.name == "babi_qa"] == [
         (f"babi_qa-{t}", {"task": t}, False) for t in ("all", "3", "15", "19")]
     assert [(s.params, s.headline) for s in spec.scenarios if s.name in ("legal_support", "lsat_qa")] == [
@@ -198,7 +202,7 @@ def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
     out = run_cli("show", "classic", env={"HELMFLOW_MIRROR": str(tmp_path / "none"), "HELMFLOW_STORAGE": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
-    assert "board classic: 75 scenarios + 146 perturbed copies x 1 model = 221 runs" in text
+    assert "board classic: 77 scenarios + 146 perturbed copies x 1 model = 223 runs" in text
     assert "not mirrored:" in text and "helmflow mirror classic --to DIR" in text
     assert ("not fetched: SAE_to_AAVE_mapping.json, the data of perturbation(s) dialect (36 perturbed copies); a run "
             "stops until you run `helmflow fetch-assets perturbations`") in text
@@ -260,6 +264,9 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
         for column in ("entity_matching", "entity_data_imputation"):
             assert row[f"{column}/quasi_exact_match"] == pytest.approx(row[f"group:{column}"])
         assert 0 <= row["blimp/exact_match"] <= 1 and row["group:blimp"] == pytest.approx(row["blimp/exact_match"])
+        # the code scenarios: the programs ran in the jail and were scored (neither model writes a working one)
+        assert row["code_humaneval/pass"] == row["code_humaneval"] == 0.0
+        assert row["code_apps/test_avg"] == row["code_apps"] == 0.0
         for column, metric in COLUMNS.items():
             if column in ("narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "msmarco_trec"):
                 assert row.get(f"group:{column}") is None  # not selected
