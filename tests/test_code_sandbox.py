@@ -7,6 +7,7 @@ import json
 import math
 import socket
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -122,7 +123,12 @@ def test_the_code_reaches_no_server_of_the_host(clean):
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     try:
-        assert socket.create_connection(("127.0.0.1", port), timeout=2)  # the server answers the host
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()  # the server answers the host
+        for _ in range(100):
+            if hits:
+                break
+            time.sleep(0.05)
+        assert hits == [1]
         hits.clear()
         passed, result = ce.check_humaneval(TRIPLE, f"import socket\n    socket.create_connection(('127.0.0.1', {port}), "
                                                     "timeout=2)\n    return 3 * n")
