@@ -1,8 +1,8 @@
 """MedHELM's adapter shapes (``run_specs/medhelm_run_specs.py``), shared by its scenario modules.
 
 Every MedHELM run is zero-shot at temperature 0. ``generation`` is HELM's ``get_generation_adapter_spec``
-(``<Noun>: `` prefixes, or ``<Noun>:`` and a newline, none without a noun; stop at a newline unless the
-spec says otherwise); ``multiple_choice`` is its ``multiple_choice_joint`` spec with one output token,
+(``<Noun>: `` prefixes, or ``<Noun>:`` and a newline, none for ``None`` (an empty noun is ``: ``); stop at a
+newline unless the spec says otherwise); ``multiple_choice`` is its ``multiple_choice_joint`` spec with one output token,
 the options lettered ``A.``, ``B.``, ... The instructions are each scenario's own wording (ours), which
 ``helm_wording`` describes next to HELM's.
 """
@@ -17,7 +17,7 @@ WORDING = ("the layout (labels, newlines, zero-shot, max tokens, stop sequences)
 
 
 def _prefix(noun: str | None, newline: bool) -> str:
-    if not noun:
+    if noun is None:  # HELM's format_prefix: an empty noun still writes ":" and its space or newline
         return ""
     return f"{noun}:" + ("\n" if newline else " ")
 

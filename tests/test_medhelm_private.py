@@ -138,7 +138,7 @@ def test_mimic_rrs_pairs_the_line_aligned_files_skips_empty_sides_and_is_jury_sc
 def test_the_private_board_runs_what_is_in_the_users_folders_and_names_what_is_not_in_one_line(tmp_path):
     out = run_cli("show", "medhelm-private", env={"HELMFLOW_MIRROR": ""})
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
-    assert "every scenario it would run is credential-gated and not on this machine (23: clear-alcohol_dependence" in \
+    assert "every scenario it would run is credential-gated and not on this machine (26: clear-alcohol_dependence" in \
         out.stderr and "private to Stanford" in out.stderr
     _csv(tmp_path / "medhelm-GIP-dataset_filtered.csv", ["prompt", "context", "label"],
          [["Refer to hospice?", "Fixture note.", "A"]])
@@ -148,3 +148,42 @@ def test_the_private_board_runs_what_is_in_the_users_folders_and_names_what_is_n
     assert "left out: clear-homelessness: homelessness.xlsx is credential-gated" in shown
     assert "left out: shc_ent_med" in shown and "left out: shc_gip_med" not in shown
     assert "board medhelm-private: 1 scenario x 1 model = 1 run" in shown
+
+
+def test_starr_keeps_the_checked_complete_cases_with_the_discharge_instructions_as_reference(tmp_path):
+    header = ["QC", "Diagnosis", "ActualProcedure", "HistoryPhysicalNoteText", "OperativeNoteText",
+              "DischargeInstructionNoteText"]
+    _csv(tmp_path / "dataset_cases_qc.csv", header, [
+        [" true ", " Fixture hernia ", "Fixture repair", "Fixture H&P.", "Fixture op note.", "Rest for a week."],
+        ["FALSE", "Fixture hernia", "Fixture repair", "Fixture H&P.", "Fixture op note.", "not checked"],
+        ["TRUE", "Fixture hernia", "Fixture repair", "", "Fixture op note.", "no history"],
+    ])
+    scen = get_scenario("starr_patient_instructions", {"data_path": str(tmp_path)})
+    (only,) = _load(scen)
+    assert only.input.text == ("Diagnosis: Fixture hernia\nProcedure: Fixture repair\nHistory & Physical: Fixture H&P."
+                               "\nOperative Report: Fixture op note.\n\n")
+    assert only.references[0].text == "Rest for a week." and scen.publish_text is False
+    assert METRICS.get("starr_patient_instructions_accuracy").judge == "starr_patient_instructions"
+    assert (scen.default_adapter.input_prefix, scen.default_adapter.output_prefix) == ("Case Details: ",
+                                                                                      "Patient Instructions: ")
+
+
+def test_mental_health_and_chw_read_their_csvs_as_pandas_does(tmp_path):
+    pytest.importorskip("pandas")
+    _csv(tmp_path / "processed_dialogues.csv", ["topic", "dialogue_type", "context", "gold_counselor_response"],
+         [["Anxiety", "1", "Client: I cannot sleep.", "That sounds hard."], ["Workplace", "", "Client: My boss.", "Go on."]])
+    one, two = _load(get_scenario("mental_health", {"data_path": str(tmp_path)}))
+    # HELM's passage-question input with an empty passage; a number column with a gap is floats to pandas
+    assert one.input.text.startswith("\nQuestion: Topic: Anxiety\nType: 1.0\n\nPrevious conversation:\n"
+                                     "Client: I cannot sleep.\n\n")
+    assert "Type: nan\n" in two.input.text and two.references[0].text == "Go on."
+    _csv(tmp_path / "CHW_Dataset.csv", ["MO Note", "other"], [["Fixture: knee pain since May.", "x"], ["", "y"]])
+    scen = get_scenario("chw_care_plan", {"data_path": str(tmp_path)})
+    (only,) = _load(scen)  # the row whose note pandas reads as missing is skipped
+    assert only.input.text.endswith("Clinical Note:\nFixture: knee pain since May.\n")
+    assert only.references[0].text == "Fixture: knee pain since May."  # the note itself, as in HELM
+    (prompt,) = adapt(scen.default_adapter, [only])  # HELM: an empty noun still writes ": "
+    assert prompt.text().startswith(scen.default_adapter.instructions + "\n\n: \n") and prompt.text().endswith(":")
+    (tmp_path / "CHW_Dataset.csv").write_text("other\nx\n")
+    with pytest.raises(ScenarioError, match="has no column MO Note"):
+        _load(scen)
