@@ -2,8 +2,8 @@
 
 Every MedHELM run is zero-shot at temperature 0. ``generation`` is HELM's ``get_generation_adapter_spec``
 (``<Noun>: `` prefixes, or ``<Noun>:`` and a newline, none for ``None`` (an empty noun is ``: ``); stop at a
-newline unless the spec says otherwise); ``multiple_choice`` is its ``multiple_choice_joint`` spec with one output token,
-the options lettered ``A.``, ``B.``, ... The instructions are each scenario's own wording (ours), which
+newline unless the spec says otherwise); ``multiple_choice`` is its ``multiple_choice_joint`` spec with one output
+token, the options lettered ``A.``, ``B.``, ... The instructions are each scenario's own wording (ours), which
 ``helm_wording`` describes next to HELM's.
 """
 
