@@ -168,6 +168,8 @@ JURY_TASKS = [
     JuryTask("mtsamples_procedures", "a physician reviewing treatment plans written from procedure notes",
              "patient_notes"),
     JuryTask("mimic_bhc", "a physician reviewing brief hospital courses written from discharge notes", "clinical_note"),
+    JuryTask("dischargeme", "a physician reviewing hospital courses and discharge instructions written from notes",
+             "discharge_text"),
     JuryTask("chw_care_plan", "a physician reviewing care plan fields taken from clinical notes", "clinical_note"),
     JuryTask("starr_patient_instructions", "a surgeon reviewing post-procedure instructions written for patients",
              "case_details"),

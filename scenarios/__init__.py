@@ -102,6 +102,7 @@ _BUILTIN = [
     "mimic_bhc",
     "shc",
     "mimic_rrs",
+    "dischargeme",
     "clear",
     "chw_care_plan",
     "starr_patient_instructions",

@@ -73,7 +73,7 @@ def test_judge_templates_are_registered_by_their_metric_modules():
     judged = {name: METRICS.get(name).judge for name in METRICS.names() if METRICS.get(name).judge}
     jury = {f"{name}_accuracy": name for name in ("medication_qa", "med_dialog", "medi_qa", "aci_bench",
                                                          "mtsamples_replicate", "mtsamples_procedures", "mimic_bhc",
-                                                         "mimic_rrs", "chw_care_plan", "starr_patient_instructions",
+                                                         "mimic_rrs", "dischargeme", "chw_care_plan", "starr_patient_instructions",
                                                          "mental_health")}  # one module, a template per scenario
     assert judged == {name: name for name in ("wildbench", "omni_math", "harm_bench", "simple_safety_tests", "xstest",
                                               "anthropic_red_team", "financebench", "air_bench_2024")} | jury

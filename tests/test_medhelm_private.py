@@ -187,3 +187,46 @@ def test_mental_health_and_chw_read_their_csvs_as_pandas_does(tmp_path):
     (tmp_path / "CHW_Dataset.csv").write_text("other\nx\n")
     with pytest.raises(ScenarioError, match="has no column MO Note"):
         _load(scen)
+
+
+def _gz_csv(path, header: list[str], rows: list[list]) -> None:
+    import gzip
+
+    buf = io.StringIO(newline="")
+    writer = csv.writer(buf)
+    writer.writerow(header)
+    writer.writerows(rows)
+    path.write_bytes(gzip.compress(buf.getvalue().encode()))
+
+
+def test_dischargeme_joins_the_six_tables_as_helm_and_gives_each_stay_two_instances(tmp_path):
+    pytest.importorskip("pandas")
+    folder = tmp_path / "files" / "discharge-me" / "1.3" / "test_phase_1"
+    folder.mkdir(parents=True)
+    scen = get_scenario("dischargeme", {"data_path": str(tmp_path)})
+    assert len(gated_missing(scen)) == 6 and "physionet.org/content/discharge-me" in gated_missing(scen)[0]
+    note = "Fixture admission. Course: fixture stay went well. Instructions: rest."
+    _gz_csv(folder / "diagnosis.csv.gz", ["subject_id", "stay_id", "seq_num", "icd_code", "icd_version", "icd_title"],
+            [[1, 10, 1, "R07", 10, "FIXTURE PAIN"], [1, 10, 2, "I10", 10, "FIXTURE HTN"], [2, 20, 1, "R51", 10, "X"]])
+    _gz_csv(folder / "triage.csv.gz", ["subject_id", "stay_id", "temperature", "heartrate", "resprate", "o2sat", "sbp",
+                                        "dbp", "pain", "acuity", "chiefcomplaint"],
+            [[1, 10, 98.6, 80, 16, 99, 120, 80, "", 3, "Fixture chest pain"], [2, 20, 98, 70, 14, 98, 110, 70, 2, 2, "x"]])
+    note_cols = ["note_id", "subject_id", "hadm_id", "note_type", "note_seq", "charttime", "storetime", "text"]
+    _gz_csv(folder / "discharge.csv.gz", note_cols,
+            [["1-DS-1", 1, 100, "DS", 1, "2180-01-02", "2180-01-02", note]])  # subject 2 has no discharge note
+    _gz_csv(folder / "radiology.csv.gz", note_cols,
+            [["1-RR-1", 1, 100, "RR", 1, "2180-01-01", "", "Fixture chest film: clear."],
+             ["1-RR-2", 1, 100, "RR", 2, "2180-01-01", "", "Fixture second film."]])
+    _gz_csv(folder / "edstays.csv.gz", ["subject_id", "hadm_id", "stay_id", "intime", "outtime", "gender", "race",
+                                         "arrival_transport", "disposition"],
+            [[1, 100, 10, "2180-01-01", "2180-01-01", "F", "FIXTURE", "WALK IN", "ADMITTED"]])
+    _gz_csv(folder / "discharge_target.csv.gz", ["note_id", "hadm_id", "discharge_instructions",
+                                                  "brief_hospital_course", "di_len", "bhc_len"],
+            [["1-DS-1", 100, "Instructions: rest.", "Course: fixture stay went well.", 3, 5]])
+    bhc, di = _load(scen)  # one stay (its first joined row: the first radiology report), its two documents
+    assert bhc.references[0].text == "Course: fixture stay went well." and di.references[0].text == "Instructions: rest."
+    assert "Discharge Text:\nFixture admission.  Instructions: rest.\n\nRadiology Report:\nFixture chest film: clear." \
+        in bhc.input.text and bhc.input.text.endswith("\n\nBrief Hospital Course:\n")
+    assert "Discharge Text:\nFixture admission. Course: fixture stay went well. \n" in di.input.text
+    assert di.input.text.endswith("Discharge Instructions:\n")
+    assert METRICS.get("dischargeme_accuracy").judge == "dischargeme"
