@@ -59,6 +59,9 @@ class HelmEquivalent:
     stats: tuple[str, ...]
     from_helm: Callable[[dict], dict] | None = None
     to_helm: Callable[[Instance], dict] | None = None
+    # a judged metric: HELM's annotator output for the metric's judge template (its ``annotations[<name>]``)
+    # -> (score, details), the verdict an imported run is recomputed from (None: no score)
+    verdict_from_helm: Callable[[dict], tuple[float | None, dict]] | None = None
 
 
 @dataclass(frozen=True)
@@ -301,6 +304,17 @@ def helm_stats() -> dict[str, str]:
     return out
 
 
+def helm_verdicts() -> dict[str, Callable[[dict], tuple[float | None, dict]]]:
+    """Judge template -> how a HELM annotator's output becomes its verdict (the judged metrics declaring
+    ``HelmEquivalent.verdict_from_helm``)."""
+    out: dict[str, Callable[[dict], tuple[float | None, dict]]] = {}
+    for name in METRICS.names():
+        m = METRICS.get(name)
+        if m.judge and m.helm and m.helm.verdict_from_helm:
+            out.setdefault(m.judge, m.helm.verdict_from_helm)
+    return out
+
+
 def metric_versions(names: list[str]) -> dict[str, str]:
     return {n: METRICS.get(n).full_version for n in sorted(set(names))}
 
@@ -309,4 +323,5 @@ for _module in _BUILTIN:
     importlib.import_module(f"helmflow.metrics.{_module}")
 
 __all__ = ["ACROSS_RUNS", "METRICS", "AcrossRuns", "Counted", "HelmEquivalent", "Metric", "MetricInput",
-           "MissingExtra", "Pooled", "TreeNode", "across_runs", "helm_stats", "metric", "metric_versions"]
+           "MissingExtra", "Pooled", "TreeNode", "across_runs", "helm_stats", "helm_verdicts", "metric",
+           "metric_versions"]

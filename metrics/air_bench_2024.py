@@ -169,6 +169,27 @@ def taxonomy(instances: list[Instance]) -> list[TreeNode]:
     return list(nodes.values())
 
 
+#: HELM's taxonomy as its schema lists it (schema_air_bench.yaml): each level-3 node with its first and last
+#: level-4 number (a level-2 node numbers its level-4 categories on across its level-3 nodes)
+HELM_TAXONOMY: tuple[tuple[str, int, int], ...] = (
+    ("1.1", 1, 6), ("1.2", 7, 10), ("1.3", 11, 12), ("2.4", 1, 10), ("2.5", 11, 21), ("2.6", 22, 26), ("3.7", 1, 3),
+    ("3.8", 4, 7), ("3.9", 8, 11), ("3.10", 12, 16), ("3.11", 17, 22), ("3.12", 23, 24), ("4.13", 1, 11),
+    ("4.14", 12, 31), ("4.15", 32, 34), ("4.16", 35, 36), ("5.17", 1, 4), ("5.18", 5, 6), ("5.19", 7, 7),
+    ("5.20", 8, 9), ("6.21", 1, 5), ("6.22", 6, 7), ("7.23", 1, 3), ("8.24", 1, 7), ("8.25", 8, 9), ("8.26", 10, 13),
+    ("8.27", 14, 25), ("9.28", 1, 2), ("9.29", 3, 4), ("9.30", 5, 8), ("9.31", 9, 10), ("10.32", 1, 5),
+    ("10.33", 6, 7), ("10.34", 8, 9), ("11.35", 1, 2), ("11.36", 3, 5), ("12.37", 1, 3), ("13.38", 1, 5),
+    ("14.3940", 1, 60), ("15.4142", 1, 72), ("16.43", 1, 1), ("16.44", 2, 4), ("16.45", 5, 8),
+)
+
+
+def helm_stat_names() -> tuple[str, ...]:
+    """``air_score`` and every node's stat HELM's schema shows (16 level-2, 43 level-3, 314 level-4)."""
+    level3 = [node for node, _, _ in HELM_TAXONOMY]
+    level2 = list(dict.fromkeys(node.split(".")[0] for node in level3))
+    level4 = [f"{node}.{k}" for node, first, last in HELM_TAXONOMY for k in range(first, last + 1)]
+    return (MAIN, *(node_stat(n) for n in (*level2, *level3, *level4)))
+
+
 def check_instance(instance: Instance) -> None:
     try:
         TEMPLATES.get(NAME).keyed_text(instance)
@@ -179,7 +200,15 @@ def check_instance(instance: Instance) -> None:
 _scores = jury_metric(NAME, lambda score: {"score": score})
 
 
-@metric(NAME, version="1", judge=NAME, helm=HelmEquivalent((MAIN,)), check=check_instance, tree=taxonomy)
+def verdict_from_helm(annotation: dict) -> tuple[float | None, dict]:
+    """HELM's annotator output (``prompt_text``, ``reasoning``, ``score``) as a verdict."""
+    score = annotation.get("score")
+    valid = isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score)
+    return (float(score) if valid else None), {"reasoning": str(annotation.get("reasoning", ""))[:2000]}
+
+
+@metric(NAME, version="1", judge=NAME, helm=HelmEquivalent(helm_stat_names(), verdict_from_helm=verdict_from_helm),
+        check=check_instance, tree=taxonomy)
 def air_bench_2024(x: MetricInput) -> dict[str, float]:
     """The judge counts and the taxonomy's stats of the jury's mean (missing, never 0, with no parsed verdict)."""
     out = _scores(x)

@@ -203,3 +203,37 @@ def test_helmflow_mirror_then_run_air_bench_end_to_end(tmp_path, prefect_server)
     assert out.returncode == 0, out.stderr
     board = (storage / "leaderboards/air-bench" / latest["release_id"] / "report" / "index.html").read_text()
     assert 'id="taxonomy"' in board and 'id="content-warning"' in board
+
+
+def test_a_helm_run_imports_with_every_node_recomputed_from_helms_verdicts(tmp_path):
+    from helmflow.helm.importer import check, convert
+    from helmflow.metrics.air_bench_2024 import helm_stat_names
+    from tests.support.helm_fixtures import instance, run_stat, stat, write_run
+
+    cats = [("1.1.1", "Fixture risks", "Fixture secrecy", "Fixture intrusion", 1.0),
+            ("1.1.2", "Fixture risks", "Fixture secrecy", "Fixture probing", 0.0),
+            ("2.4.1", "Fixture misuse", "Fixture decisions", "Fixture scoring", 0.5)]
+    items = [instance(f"id{k}", f"Fixture request {k}.", [(c, []) for c in cat[:4]]) for k, cat in enumerate(cats)]
+    nodes = {"air_score": [1.0, 0.0, 0.5], "air_category_1_score": [1.0, 0.0], "air_category_1_1_score": [1.0, 0.0],
+             "air_category_1_1_1_score": [1.0], "air_category_1_1_2_score": [0.0], "air_category_2_score": [0.5],
+             "air_category_2_4_score": [0.5], "air_category_2_4_1_score": [0.5]}
+    stats = [run_stat(name, values) for name, values in nodes.items()]
+    stats[-1]["mean"] = 0.25  # HELM's file claims a number its own verdicts do not give
+    per = {f"id{k}": [stat(n, [cat[4]]) for n in helm_stat_names() if n in nodes and
+                      (n == "air_score" or cat[0].replace(".", "_").startswith(n[13:-6]))]
+           for k, cat in enumerate(cats)}
+    folder = write_run(tmp_path, f"{NAME}:model=openai/gpt-toy", "generation", "openai/gpt-toy",
+                       [(item, "A fixture reply.", None) for item in items], stats, per)
+    state = json.loads((folder / "scenario_state.json").read_text())
+    for rs, cat in zip(state["request_states"], cats, strict=True):
+        rs["annotations"] = {NAME: {"prompt_text": "...", "reasoning": "fixture", "score": cat[4]}}
+    (folder / "scenario_state.json").write_text(json.dumps(state))
+    run = convert({p.name: p.read_bytes() for p in folder.iterdir()}, str(folder))
+    assert [(a.instance_id, a.score, a.judge) for a in run.annotations] == [("id0", 1.0, "helm"), ("id1", 0.0, "helm"),
+                                                                             ("id2", 0.5, "helm")]
+    check(run)
+    checked = {c.metric: (c.helm, c.helmflow, c.equal) for c in run.checks}
+    assert set(checked) == set(nodes) and not [u for u in run.unchecked if u.startswith("air_")]
+    assert checked["air_score"] == (0.5, 0.5, True) and checked["air_category_1_1_2_score"] == (0.0, 0.0, True)
+    assert checked["air_category_2_4_1_score"] == (0.25, 0.5, False)  # the mismatch is named
+    assert run.main_metric == "air_score" and len(helm_stat_names()) == 1 + 16 + 43 + 314

@@ -17,11 +17,13 @@ per instance and in the summary, and give an imported board its ``<label>/robust
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -74,7 +76,7 @@ from helmflow.manifests import (
     Tokens,
 )
 from helmflow.manifests import ImportedRun as ImportSource
-from helmflow.metrics import METRICS, MissingExtra, helm_stats
+from helmflow.metrics import METRICS, MissingExtra, helm_stats, helm_verdicts
 from helmflow.pipeline import RUN_ROW_GROUP_ROWS, main_summary, references_table
 from helmflow.plan.spec import GroupColumn, MetricGroup, board_names
 from helmflow.publish import (
@@ -94,6 +96,7 @@ from helmflow.records import (
     STAT_SCHEMA,
     SUMMARY_SCHEMA,
     AdapterSpec,
+    Annotation,
     ChatMessage,
     Completion,
     Instance,
@@ -175,6 +178,9 @@ class Converted:
     perturbations: dict[str, dict] = field(default_factory=dict)
     checks: list[HelmCheck] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)
+    # HELM's annotator verdicts, as annotations of the judge templates whose metric reads them
+    # (``HelmEquivalent.verdict_from_helm``): what recomputing a judged metric reads
+    annotations: list[Annotation] = field(default_factory=list)
 
 
 def convert(raw: dict[str, bytes], source: str) -> Converted:
@@ -197,6 +203,8 @@ def convert(raw: dict[str, bytes], source: str) -> Converted:
                 inst = helm_instance(item, f"{INSTANCES} item {i}")
                 instances.setdefault(inst.id, inst)
         requests, completions, perturbed, model = [], [], 0, ""
+        annotations: list[Annotation] = []
+        verdicts = helm_verdicts()
         states = state.get("request_states")
         if not isinstance(states, list):
             raise BadRun(f"{SCENARIO_STATE}: no request_states list")
@@ -242,6 +250,7 @@ def convert(raw: dict[str, bytes], source: str) -> Converted:
                     request_mode="calibration" if rs.get("request_mode") == "calibration" else None,
                 ))
                 completions.append(_completion(digest, inst.id, sample, res, got[k] if k < len(got) else None))
+                annotations += _helm_annotations(rs.get("annotations"), verdicts, inst.id, sample, digest)
     except ValidationError as exc:
         raise BadRun(f"{SCENARIO_STATE}: {' '.join(str(exc).split())[:300]}") from None
     except (KeyError, TypeError, ValueError) as exc:
@@ -270,7 +279,25 @@ def convert(raw: dict[str, bytes], source: str) -> Converted:
         model=str(helm_adapter.get("model") or model), run_spec=run_spec, adapter=adapter,
         instances=list(instances.values()), requests=requests, completions=completions, stats=stats,
         summary=summary, main_metric=main, digests=digests, perturbed=perturbed, perturbations=helm.perturbations,
+        annotations=annotations,
     )
+
+
+def _helm_annotations(found: Any, verdicts: dict[str, Callable[[dict], tuple[float | None, dict]]], instance_id: str,
+                      sample: int, digest: str) -> list[Annotation]:
+    """A request state's annotator verdicts (HELM's ``annotations``: annotator name -> its output) for the judge
+    templates helmflow reads them as; HELM's judge is not named, so the judge is ``helm``."""
+    if not isinstance(found, dict):
+        return []
+    out = []
+    for name, verdict in found.items():
+        if name in verdicts and isinstance(verdict, dict):
+            score, details = verdicts[name](verdict)
+            out.append(Annotation(instance_id=instance_id, sample_index=sample, request_hash=digest, judge="helm",
+                                  template=name, template_version="helm", score=score,
+                                  details_json=json.dumps(details, ensure_ascii=False, default=str),
+                                  error=None if score is not None else "HELM's annotation has no score"))
+    return out
 
 
 def _completion(digest: str, instance_id: str, sample: int, res: dict, got: dict | None) -> Completion:
@@ -547,7 +574,7 @@ def check(run: Converted) -> None:
             helm = METRICS.get(name).helm
             run.unchecked += [f"{s} ({exc})" for s in (helm.stats if helm else [])]
     try:
-        scored = score_instances(run.instances, run.requests, run.completions, run.adapter, runnable)
+        scored = score_instances(run.instances, run.requests, run.completions, run.adapter, runnable, run.annotations)
         mine = {(s.name, s.split): s for s in summarize(scored)}
         mine.update(_sub_split_summaries(run, scored))
     except (ValueError, KeyError, TypeError, IndexError) as exc:
