@@ -203,8 +203,10 @@ _scores = jury_metric(NAME, lambda score: {"score": score})
 def verdict_from_helm(annotation: dict) -> tuple[float | None, dict]:
     """HELM's annotator output (``prompt_text``, ``reasoning``, ``score``) as a verdict."""
     score = annotation.get("score")
-    valid = isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score)
-    return (float(score) if valid else None), {"reasoning": str(annotation.get("reasoning", ""))[:2000]}
+    details = {"reasoning": str(annotation.get("reasoning", ""))[:2000]}
+    if isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score):
+        return float(score), details
+    return None, details
 
 
 @metric(NAME, version="1", judge=NAME, helm=HelmEquivalent(helm_stat_names(), verdict_from_helm=verdict_from_helm),
