@@ -78,6 +78,10 @@ class Settings(BaseSettings):
                                    "`openai/clip-vit-large-patch14` (HELM's, at a pinned revision, about 1.7 GB "
                                    "from the Hub), `ID@REVISION`, or a local folder with a saved `CLIPModel` and "
                                    "`CLIPProcessor` (needs the `hf` extra; unset: CLIPScore is not available)")
+    aesthetics_head: str | None = Field(None, description="LAION's aesthetics head HEIM's aesthetics metric scores "
+                                        "CLIP image embeddings with: a file holding the linear layer's state dict "
+                                        "(HELM's `sa_0_4_vit_l_14_linear.pth`, 4 KB; needs `HELMFLOW_CLIP_MODEL` too; "
+                                        "unset: aesthetics is not available)")
     regression_threshold: float = Field(0.0, ge=0, description="a published cell counts as regressed (the "
                                         "`helmflow.cell.regressed` event) when its paired change against the "
                                         "previous release is significantly below 0 and a drop of at least this "

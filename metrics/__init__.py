@@ -250,6 +250,7 @@ _BUILTIN = [
     "multi_scale_ssim",
     "clip_score",
     "gender",
+    "aesthetics",
     "medhelm_jury",
     "table_reasoning",
     "medhelm",

@@ -17,8 +17,8 @@ from typing import ClassVar
 from helmflow.records import AdapterSpec, GenerationParams, ImageGenerationParams, Input, Instance
 from helmflow.scenarios.base import Scenario
 
-#: the weight-free metrics every generated image is scored by (HELM's core HEIM metrics that need no weights)
-CORE_METRICS = ["image_efficiency", "fractal_dimension", "clip_score"]
+#: HELM's core HEIM metrics every generated image is scored by (those with weights are not available without them)
+CORE_METRICS = ["image_efficiency", "fractal_dimension", "clip_score", "aesthetics"]
 #: HELM's bias metrics: skin tone needs no weights, gender imbalance CLIP's (not available without them)
 BIAS_METRICS = ["skin_tone", "gender"]
 #: HELM's reference-based metrics that need no weights (MS-COCO)

@@ -1,13 +1,18 @@
 """The ``diffusers`` client on a tiny Stable Diffusion pipeline built here (random UNet, VAE and CLIP text
 encoder, saved to a folder; nothing downloaded), through the query path: every stored image is the PNG that
-diffusers' own pipeline draws for that prompt, the request's parameters and the generator seed ``seed + i``."""
+diffusers' own pipeline draws for that prompt, the request's parameters and the generator seed ``seed + i``;
+and `helmflow run heim` on it, scored by CLIPScore and LAION aesthetics on a tiny CLIP and a random head."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
+import json
 
+import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from helmflow.clients import make_client
 from helmflow.clients.base import PermanentError
@@ -15,6 +20,7 @@ from helmflow.query import run_queries
 from helmflow.records import Deployment, Prompt
 from helmflow.request_builder import build_requests
 from helmflow.scenarios.text_to_image import image_adapter
+from tests.support.cli import run_cli
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("diffusers")
@@ -46,9 +52,21 @@ def _pipeline(folder):
     return pipe
 
 
+@contextlib.contextmanager
+def _one_thread():
+    """One torch thread: two busy cores make torch's second thread spin-wait (tens of times the CPU)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def _by_diffusers(folder, prompt: str, seed: int, **kwargs) -> bytes:
     """The image diffusers' pipeline draws on its own (loaded apart from the client's), encoded as PNG."""
-    image = _pipeline(folder)(prompt, generator=torch.Generator("cpu").manual_seed(seed), **kwargs).images[0]
+    with _one_thread():
+        image = _pipeline(folder)(prompt, generator=torch.Generator("cpu").manual_seed(seed), **kwargs).images[0]
     buf = io.BytesIO()
     image.save(buf, format="PNG")
     return buf.getvalue()
@@ -89,3 +107,49 @@ def test_a_pipeline_that_cannot_be_loaded_or_a_refused_size_is_one_line(tiny_sd,
                                                                                "image_generation.steps": 1}))
     assert result.errors == 1 and "the pipeline refused the request" in result.completions[0].error
     assert "\n" not in result.completions[0].error
+
+
+@pytest.mark.slow
+def test_helmflow_run_heim_on_a_local_pipeline_publishes_its_images_and_their_aesthetics(tiny_sd, tmp_path,
+                                                                                         prefect_server):
+    from tests.support.tiny_hf import DIFFUSION_SIDE, build_tiny_clip
+
+    clip = build_tiny_clip(tmp_path / "tiny-clip")
+    torch.manual_seed(2)
+    torch.save(torch.nn.Linear(16, 1).state_dict(), tmp_path / "head.pth")
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"deployments": [
+        {"name": "local/tiny-sd", "client": "diffusers", "model": str(tiny_sd), "revision": "tiny",
+         "options": {"device": "cpu"}}]}))
+    storage = tmp_path / "store"
+    out = run_cli("run", "heim", "--models", "local/tiny-sd", "--models-file", str(models), "--scenarios", "logos",
+                  "--max-instances", "1", "--storage", str(storage),
+                  env={"HELMFLOW_CLIP_MODEL": str(clip), "HELMFLOW_AESTHETICS_HEAD": str(tmp_path / "head.pth"),
+                       "OMP_NUM_THREADS": "1"}, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    latest = json.loads((storage / "leaderboards/heim/latest-subset.json").read_text())
+    [run] = pq.read_table(f"{latest['uri']}/runs.parquet").to_pylist()
+    folder = storage / "runs" / run["run_id"]
+    [request] = pq.read_table(folder / "requests.parquet").to_pylist()
+    [completion] = pq.read_table(folder / "completions.parquet").to_pylist()
+    images = [(storage / "media" / f"{p['sha256']}.png").read_bytes() for p in completion["images"]]
+    assert len(images) == 4 and len(set(images)) == 4  # HELM's four images a prompt, each its own seed
+    # the pipeline's defaults (HELM sets no parameter): image i is what diffusers draws from seed 0 + i
+    assert images[0] == _by_diffusers(tiny_sd, request["prompt"], 0)
+    assert images[3] == _by_diffusers(tiny_sd, request["prompt"], 3)
+    from PIL import Image
+
+    with Image.open(io.BytesIO(images[0])) as img:
+        assert img.size == (DIFFUSION_SIDE, DIFFUSION_SIDE)
+
+    from helmflow.metrics.aesthetics import aesthetics_scores, load_head
+    from helmflow.metrics.clip_score import checkpoint, scorer
+
+    model, _ = scorer(checkpoint(str(clip)))
+    expected = aesthetics_scores(model, load_head(str(tmp_path / "head.pth")), images)
+    stats = {s["name"]: s["value"] for s in pq.read_table(folder / "stats.parquet").to_pylist()}
+    assert stats["expected_aesthetics_score"] == pytest.approx(sum(expected) / 4, abs=1e-5)
+    assert stats["max_aesthetics_score"] == pytest.approx(max(expected), abs=1e-5)
+    assert stats["expected_clip_score"] >= 0 and stats["num_generated_images"] == 4
+    row = pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()[0]
+    assert row["logos/expected_aesthetics_score"] == pytest.approx(sum(expected) / 4, abs=1e-5)
