@@ -75,11 +75,7 @@ def test_humaneval_scores_correct_and_incorrect_completions_as_helm(clean):
     # two outputs, the second right: the first is the one scored, pass@1 is the share, @2 the best
     two = fn(humaneval_input(TRIPLE, ["return n", "return n * 3"]))
     assert two == {"code_eval_acc": 0.0, "pass": 0.5, "code_eval_acc@2": 1.0, "pass@2": 1.0}
-    assert ce.check_humaneval(TRIPLE, "return n") == (False, "failed: AssertionError")
-    # HELM's reliability guard is part of the check: code that calls what it disables fails
-    assert ce.check_humaneval(TRIPLE, "import os\n    os.getcwd()\n    return 3 * n")[1] == (
-        "failed: 'NoneType' object is not callable")
-    assert ce.check_humaneval(HUMANEVAL_PROBLEMS[2], 'return word.upper() + "!"') == (True, "passed")
+    assert ce.check_humaneval(HUMANEVAL_PROBLEMS[2], 'return word.lower() + "!"') == (False, "failed: AssertionError")
 
 
 def test_an_endless_loop_times_out_and_one_that_eats_the_alarm_is_killed(clean):
@@ -167,12 +163,6 @@ def test_apps_scores_standard_input_programs_as_helm(clean):
     assert fn(apps_input(tests, ["print(input().split()[0])"])) == {"test_avg": pytest.approx(2 / 3), "strict_acc": 0.0}
     assert fn(apps_input(tests, ["print(input().split()[0])", right])) == {"test_avg": 1.0, "strict_acc": 1.0}
     assert fn(apps_input(tests, ["print(oops"])) == {"test_avg": 0.0, "strict_acc": 0.0}
-    # HELM's later checks: numbers close enough, and the same tokens in another order
-    numbers = {"inputs": ["\n"], "outputs": ["0.333333333\n"]}
-    assert ce.run_apps(json.dumps(numbers), "print(1 / 3)")[0] == [True]
-    tokens = {"inputs": ["\n"], "outputs": ["2 1\n"]}
-    assert ce.run_apps(json.dumps(tokens), "print('1 2')")[0] == [True]
-    assert ce.run_apps(json.dumps(tokens), "print('1 3')")[0] == [False]
 
 
 def test_apps_scores_call_based_programs_as_helm(clean):
@@ -180,11 +170,23 @@ def test_apps_scores_call_based_programs_as_helm(clean):
     solution = "class Solution:\n    def sortDesc(self, nums):\n        return sorted(nums, reverse=True)"
     assert ce.run_apps(json.dumps(tests), solution) == ([True, True], "")
     assert ce.run_apps(json.dumps(tests), solution.replace("reverse=True", "reverse=False"))[0] == [False, True]
-    assert ce.run_apps(json.dumps(tests), "class Solution:\n    def other(self, nums):\n        return nums") == (
-        [-3], "no function 'sortDesc' to call")
-    assert ce.run_apps(json.dumps(tests), "class Solution\n")[0] == [-2]
-    # HELM counts a test as passed only for Python's True: a numpy comparison's True is a fail
-    numpy_true = "import numpy\nclass Solution:\n    def sortDesc(self, nums):\n        return numpy.int64(5)"
-    assert ce.run_apps(json.dumps({"fn_name": "sortDesc", "inputs": [[[5]]], "outputs": [5]}), numpy_true)[0] == [False]
+    assert ce.run_apps(json.dumps(tests), "class Solution\n") == (
+        [-2], "compile error: SyntaxError: expected ':' (<string>, line 16)")
     # a program that dies before reporting scores HELM's 21 failed tests
     assert ce.run_apps(json.dumps(tests), "import os\nos._exit(0)")[0] == [-1] * 21
+
+
+# --------------------------------------------------------------------------- parity with HELM's own code
+PARITY = json.loads((Path(__file__).parent / "data" / "helm_code_parity.json").read_text())
+
+
+def test_the_jail_gives_helms_own_verdicts(clean):
+    """crfm-helm 0.5.16's code_metrics_helper on the same programs (benchmarks/helm_code_parity.py): APPS's
+    per-test scores (stdin and open() as HELM patches them, its output checks, call-based quirks, a numpy True
+    failing, a main guard that never runs) and HumanEval's verdicts (its reliability guard included)."""
+    for case in PARITY["apps"]:
+        results, _ = ce.run_apps(json.dumps(case["tests"]), case["completion"], timeout=1)
+        assert [1.0 if r is True else 0.0 for r in results] == case["helm"], case["name"]
+    for case in PARITY["humaneval"]:
+        passed, result = ce.check_humaneval(case["problem"], case["completion"])
+        assert {"passed": passed, "kind": result.split(":")[0]} == case["helm"], case["name"]
