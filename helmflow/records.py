@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 Split = Literal["train", "valid", "test"]
 
@@ -178,8 +178,15 @@ class AdapterSpec(Record):
     reference_prefix: str = Field("A. ", description="text before the first option of a multiple-choice instance "
                                                       "(the letter advances per option)")
     reference_suffix: str = Field("\n", description="text after each option")
+    reference_prefix_characters: list[str] | None = Field(None, min_length=1, description=(
+        "the option labels in order, replacing the letter of `reference_prefix` (HELM's "
+        "`reference_prefix_characters`, e.g. Arabic `[أ, ب, ج, د, هـ]`); unset: A, B, C…"))
     output_prefix: str = Field("Output: ", description="text before each output (the model continues after it)")
     output_suffix: str = Field("\n", description="text after each in-context example's output")
+    output_mapping_pattern: str | None = Field(None, description=(
+        "multiple choice: a regular expression searched for in the stripped answer before it is mapped to an "
+        "option; its first group (else the whole match) is the label, no match picks no option (HELM's "
+        "`output_mapping_pattern`)"))
     instance_prefix: str = Field("\n", description="text between in-context examples")
     global_suffix: str = Field("", description="text after everything else in the prompt")
     max_train_instances: int = Field(5, ge=0, description="in-context examples, drawn by HELM's seeded, "
@@ -196,12 +203,24 @@ class AdapterSpec(Record):
         """Requests sent per prompt: ``num_outputs``, or 1 for images (one completion carries them all)."""
         return 1 if self.image_generation is not None else self.generation.num_outputs
 
+    @field_validator("output_mapping_pattern")
+    @classmethod
+    def _pattern_compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"output_mapping_pattern {value!r} is not a regular expression: {exc}") from None
+        return value
+
     @model_serializer(mode="wrap")
     def _text_adapters_unchanged(self, handler: Any) -> Any:
-        """No ``image_generation`` is not written: every text adapter keeps its prompt_version."""
+        """Unset ``image_generation``, ``reference_prefix_characters`` and ``output_mapping_pattern`` are not
+        written: every adapter without them keeps its prompt_version."""
         data = handler(self)
-        if isinstance(data, dict) and data.get("image_generation", 0) is None:
-            del data["image_generation"]
+        for name in ("image_generation", "reference_prefix_characters", "output_mapping_pattern"):
+            if isinstance(data, dict) and name in data and data[name] is None:
+                del data[name]
         return data
 
     def override(self, **changes: Any) -> AdapterSpec:

@@ -241,6 +241,7 @@ _BUILTIN = [
     "fin_qa",
     "financebench",
     "air_bench_2024",
+    "alrage",
     "image2struct",
     "image_efficiency",
     "fractal_dimension",

@@ -1,7 +1,8 @@
 """Reference matching, as HELM's ``evaluate_reference_metrics``: compare outputs with correct references.
 
 Each completion is stripped and, when the request carries an ``output_mapping`` (multiple choice),
-mapped to the option it names; an unmapped answer scores 0. Per train trial HELM scores the first
+mapped to the option it names (after the adapter's ``output_mapping_pattern``, when it has one, picks the label
+out of the answer, as HELM's); an unmapped answer scores 0. Per train trial HELM scores the first
 sample (``name``) and, with several samples, the best one (``name@k``); trials are then averaged.
 
 Log-likelihood multiple choice (``multiple_choice_separate_original``): each option was sent as a
@@ -185,16 +186,28 @@ def option_scores(x: MetricInput) -> dict[int, tuple[list[str], list[float]]]:
     return {t: (options[t], s) for t, s in scores.items() if all(v is not None for v in s)}  # type: ignore[misc]
 
 
+def mapped_label(pattern: re.Pattern[str], answer: str) -> str:
+    """HELM's ``_apply_output_mapping_pattern``: the first match's first group (else the whole match) in the
+    answer, "" without a match; the label is then looked up among the options."""
+    found = pattern.search(answer)
+    if not found:
+        return ""
+    return found.group(1) if found.groups() else found.group(0)
+
+
 def predictions(x: MetricInput) -> list[tuple[int, str]]:
     """(trial, prediction) per completion: stripped, then mapped through the option letters if any;
     for log-likelihood multiple choice, (trial, the best-scored option) per trial."""
     if is_separate(x):
         return [(t, opts[max(range(len(s)), key=s.__getitem__)]) for t, (opts, s) in sorted(option_scores(x).items())]
     per_sample = max(x.adapter.generation.num_outputs, 1)
+    pattern = re.compile(x.adapter.output_mapping_pattern) if x.adapter.output_mapping_pattern else None
     out = []
     for request, completion in zip(x.requests, x.completions, strict=True):
         pred = completion.text.strip()
         if request.output_mapping:
+            if pattern is not None:
+                pred = mapped_label(pattern, pred)
             pred = request.output_mapping.get(pred, "")
         out.append((request.sample_index // per_sample, pred))
     return out

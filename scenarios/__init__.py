@@ -125,6 +125,13 @@ _BUILTIN = [
     "the_pile",
     "humaneval",
     "apps",
+    "alghafa",
+    "arabic_mmlu",
+    "arabic_exams",
+    "madinah_qa",
+    "aratrust",
+    "mbzuai_human_translated_arabic_mmlu",
+    "alrage",
 ]
 
 

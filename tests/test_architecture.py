@@ -76,7 +76,7 @@ def test_judge_templates_are_registered_by_their_metric_modules():
                                                          "mimic_rrs", "dischargeme", "chw_care_plan", "starr_patient_instructions",
                                                          "mental_health")}  # one module, a template per scenario
     assert judged == {name: name for name in ("wildbench", "omni_math", "harm_bench", "simple_safety_tests", "xstest",
-                                              "anthropic_red_team", "financebench", "air_bench_2024")} | jury
+                                              "anthropic_red_team", "financebench", "air_bench_2024", "alrage")} | jury
     for metric, template in judged.items():
         assert template in judges.TEMPLATES
         # the metric module, or the metrics package's shared safety helpers it calls

@@ -29,6 +29,10 @@ HOSTILE = (
     '"><svg onload="window.__pwned=\'svg\'"></svg>'
 )
 
+# our own Arabic sentence ("which planet is the largest?"): its shadda comes before its kasra and its alef and hamza
+# are two code points, both of which NFC would rewrite; then a Thai word whose SARA AM NFKC would split in two
+RTL = "\u0623\u064a\u0651\u064f \u0627\u0654\u0644\u0643\u0648\u0627\u0643\u0628 \u0623\u0643\u0628\u0631\u061f \u0e19\u0e49\u0e33 "
+
 
 WIDE_LABELS = [f"legalbench-international_citizenship_questions-{i}" for i in range(6)] + [
     "arithmetic-5x-chat", "sr-variable-substitution", "wmt_14-language_pair=de-en", "math-chain_of_thought"]
@@ -60,6 +64,8 @@ def storage(tmp_path_factory):
     run = report_pages.synthesize_run(store, "hostile1", "synthetic", f"offline/{HOSTILE}", 12, text=HOSTILE)
     judge_notes(store, "hostile1", HOSTILE, list(range(12)))
     report_pages.synthesize_release(store, "hostile", [run])
+    report_pages.synthesize_release(store, "rtl", [report_pages.synthesize_run(store, "rtl1", "alghafa", "offline/rtl", 3,
+                                                                           text=RTL)])
     wide = [report_pages.synthesize_run(store, f"wide{i}-{j}", label, model, 3)  # HELM Lite's longest labels
             for i, label in enumerate(WIDE_LABELS) for j, model in enumerate(WIDE_MODELS)]
     report_pages.synthesize_release(store, "wide", wide)
@@ -281,6 +287,22 @@ def test_hostile_text_never_runs(page, live, exported, where, tmp_path):
     assert HOSTILE in page.locator("#pairs pre.completion").first.text_content()
     assert page.problems == []
     assert page.evaluate("window.__pwned") is None
+
+
+def test_arabic_text_reads_right_to_left_unnormalised(page, live):
+    import unicodedata
+
+    assert unicodedata.normalize("NFC", RTL) != RTL and unicodedata.normalize("NFKC", RTL) != RTL
+    page.goto(f"{live}/boards/rtl/")
+    page.click("#leaderboard td.cell a")
+    wait_ready(page)
+    first = page.locator("#instances > li").nth(0)
+    for where in ("pre.prompt", "pre.completion", "ul.refs li"):
+        shown = first.locator(where).first
+        assert shown.get_attribute("dir") == "auto"
+        assert shown.evaluate("e => e.matches(':dir(rtl)')"), where  # its first strong character is Arabic
+        assert shown.text_content().removeprefix("✓ ").startswith(RTL)  # the same code points, in the same order
+    assert page.problems == []
 
 
 @pytest.mark.parametrize("where", ["live", "static"])

@@ -2,7 +2,8 @@
 ``multiple_choice_separate_original``: each option scored by its log-likelihood (at the end).
 
 Each example lists its references as ``A. text`` lines (the letter replaces the first letter of
-``reference_prefix``, so ``"(A) "`` gives ``(B) ``), then ``output_prefix`` and the correct letter.
+``reference_prefix``, so ``"(A) "`` gives ``(B) ``; ``reference_prefix_characters`` names the labels
+instead, e.g. Arabic letters), then ``output_prefix`` and the correct letter.
 The query ends at ``output_prefix`` (right-stripped). ``output_mapping`` (letter -> reference text)
 travels with the request so metrics score the option the model picked.
 """
@@ -25,24 +26,30 @@ from helmflow.records import AdapterSpec, ContentPart, Instance, Prompt
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def option_label(reference_prefix: str, index: int) -> str:
-    """The letter of option ``index`` (HELM's reference-prefix character, its first letter or digit, shifted by
-    the index: ``A. `` gives A, B…; ``1. "`` gives 1, 2…)."""
+def option_label(reference_prefix: str, index: int, characters: list[str] | None = None) -> str:
+    """The label of option ``index``: ``characters[index]`` when the spec names them (HELM's
+    ``reference_prefix_characters``), else HELM's reference-prefix character, its first letter or digit, shifted
+    by the index (``A. `` gives A, B…; ``1. "`` gives 1, 2…)."""
+    if characters:
+        if index >= len(characters):
+            raise AdapterError(f"option {index + 1} has no label: reference_prefix_characters names {len(characters)}")
+        return characters[index]
     first = next((c for c in reference_prefix if c.isalnum()), "A")
     return chr(ord(first) + index)
 
 
-def option_prefix(reference_prefix: str, index: int) -> str:
+def option_prefix(reference_prefix: str, index: int, characters: list[str] | None = None) -> str:
     first = next((c for c in reference_prefix if c.isalnum()), None)
     if first is None:
         return reference_prefix
-    return reference_prefix.replace(first, option_label(reference_prefix, index), 1)
+    return reference_prefix.replace(first, option_label(reference_prefix, index, characters), 1)
 
 
 def options_block(spec: AdapterSpec, inst: Instance) -> str:
     """The lettered options; an image-valued option shows its image (``MEDIA_MARK``) after its letter."""
     return "".join(
-        option_prefix(spec.reference_prefix, i) + (MEDIA_MARK if ref.image else ref.text) + spec.reference_suffix
+        option_prefix(spec.reference_prefix, i, spec.reference_prefix_characters)
+        + (MEDIA_MARK if ref.image else ref.text) + spec.reference_suffix
         for i, ref in enumerate(inst.references)
     )
 
@@ -52,12 +59,14 @@ def option_images(inst: Instance) -> list[ContentPart]:
 
 
 def correct_letters(spec: AdapterSpec, inst: Instance) -> str:
-    letters = [option_label(spec.reference_prefix, i) for i, r in enumerate(inst.references) if r.correct]
+    letters = [option_label(spec.reference_prefix, i, spec.reference_prefix_characters)
+               for i, r in enumerate(inst.references) if r.correct]
     return letters[0] if letters else "n/a"
 
 
 def output_mapping(spec: AdapterSpec, inst: Instance) -> dict[str, str]:
-    return {option_label(spec.reference_prefix, i): ref.text for i, ref in enumerate(inst.references)}
+    return {option_label(spec.reference_prefix, i, spec.reference_prefix_characters): ref.text
+            for i, ref in enumerate(inst.references)}
 
 
 def check_options(inst: Instance) -> None:

@@ -59,7 +59,9 @@
     var v = r.error ? ["error", "badge-error"] : r.score === null ? ["no score", ""] :
             correct(r.score) ? ["correct", "badge-correct"] : ["incorrect", "badge-incorrect"];
     cell.appendChild(el("span", "badge verdict " + v[1], v[0]));
-    cell.appendChild(el("pre", "completion", r.completion === undefined ? "text withheld: ids and scores only" : r.completion));
+    var answer = el("pre", "completion", r.completion === undefined ? "text withheld: ids and scores only" : r.completion);
+    answer.dir = "auto";  // text in any script: its own first strong character sets its direction
+    cell.appendChild(answer);
   }
   function render(n, ra, rb) {
     var li = el("li", "instance pair");
@@ -71,7 +73,9 @@
     li.appendChild(h);
     if (ra.prompt !== undefined) {
       var d = el("details"); d.appendChild(el("summary", "", "prompt and references"));
-      d.appendChild(el("pre", "prompt", ra.prompt));
+      var prompt = el("pre", "prompt", ra.prompt);
+      prompt.dir = "auto";
+      d.appendChild(prompt);
       (ra.references || []).forEach(function (ref) { d.appendChild(el("div", ref.correct ? "correct" : "", (ref.correct ? "✓ " : "") + ref.text)); });
       li.appendChild(d);
     }

@@ -104,6 +104,13 @@
     if (text !== undefined && text !== null) e.textContent = String(text);
     return e;
   }
+  // text a model or a dataset wrote, in any script: its direction comes from its own first strong character
+  // (dir="auto"), so Arabic reads right to left and English left to right, each line on its own (style.css)
+  function textEl(tag, cls, text) {
+    var e = el(tag, cls, text);
+    e.dir = "auto";
+    return e;
+  }
   function fmt(v) { return v === null || v === undefined ? "—" : (Math.round(v * 10000) / 10000).toString(); }
   function verdict(r) {
     if (r.error) return ["error", "badge-error"];
@@ -126,10 +133,10 @@
     parent.appendChild(el("div", "label", label));
     // one box for the whole prompt, its text and images inline in it: a text part is not a box of its own
     // (an option image between two line breaks would sit beside an empty one)
-    var box = el("div", "prompt parts-prompt");
+    var box = textEl("div", "prompt parts-prompt");
     parts.forEach(function (p) {
       if (p.type !== "text") box.appendChild(thumb(p));
-      else if (p.text) box.appendChild(el("span", "part-text", p.text));
+      else if (p.text) box.appendChild(textEl("span", "part-text", p.text));
     });
     parent.appendChild(box);
   }
@@ -154,7 +161,7 @@
   }
   function block(parent, label, text, cls) {
     parent.appendChild(el("div", "label", label));
-    parent.appendChild(el("pre", cls, text));
+    parent.appendChild(textEl("pre", cls, text));
   }
   var SHOWN = ["judge", "template", "template_version", "score", "raw_output", "error", "prompt"];
   function annotation(a) {  // one judge's verdict: who, which template, the score, its reasoning
@@ -163,7 +170,7 @@
     if (a.template) head.push(a.template + (a.template_version ? "@" + a.template_version : ""));
     head.push("score " + fmt(a.score));
     box.appendChild(el("div", "label", head.join(" · ")));
-    if (a.raw_output !== undefined && a.raw_output !== null) box.appendChild(el("pre", "judge-output", a.raw_output));
+    if (a.raw_output !== undefined && a.raw_output !== null) box.appendChild(textEl("pre", "judge-output", a.raw_output));
     if (a.error) box.appendChild(el("pre", "error-text", a.error));
     var t = el("table", "stats");
     Object.keys(a).forEach(function (k) {
@@ -173,7 +180,7 @@
     });
     box.appendChild(t);
     if (a.prompt) {
-      var d = el("details"); d.appendChild(el("summary", "", "judge prompt")); d.appendChild(el("pre", "", a.prompt));
+      var d = el("details"); d.appendChild(el("summary", "", "judge prompt")); d.appendChild(textEl("pre", "", a.prompt));
       box.appendChild(d);
     }
     return box;
@@ -230,14 +237,14 @@
       if (r.reasoning) {  // the model's thinking: kept apart from the scored answer, shown folded
         var think = el("details", "reasoning");
         think.appendChild(el("summary", "", "reasoning (" + r.reasoning_tokens + " tokens, not scored)"));
-        think.appendChild(el("pre", "reasoning-text", r.reasoning));
+        think.appendChild(textEl("pre", "reasoning-text", r.reasoning));
         left.appendChild(think);
       }
       if (r.error) block(left, "error", r.error, "error-text");
       right.appendChild(el("div", "label", "references"));
       var ul = el("ul", "refs");
       (r.references || []).forEach(function (ref) {
-        var li = el("li", ref.correct ? "correct" : "", (ref.correct ? "✓ " : "") + ref.text);
+        var li = textEl("li", ref.correct ? "correct" : "", (ref.correct ? "✓ " : "") + ref.text);
         if (ref.image) li.appendChild(thumb(ref.image));
         ul.appendChild(li);
       });
