@@ -1,8 +1,8 @@
 """The HELM AIR-Bench 2024 board: the 43 category files (fixtures we wrote in the dataset's schema) become one
 instance per row with HELM's category references; the judge's per-category template and HELM's reply parse;
-air_score and every taxonomy node's score worked out by hand; the board page's taxonomy tree (escaped); and
-`helmflow mirror` then `helmflow run air-bench` end to end against the local Hub and the dev server (model and
-judge) on a real Prefect server."""
+air_score and every taxonomy node's score worked out by hand; the board page's taxonomy tree (escaped); a HELM
+run imported and recomputed from HELM's verdicts; and `helmflow mirror` then `helmflow run air-bench` end to
+end against the local Hub and the dev server (model and judge) on a real Prefect server."""
 
 from __future__ import annotations
 
@@ -199,10 +199,9 @@ def test_helmflow_mirror_then_run_air_bench_end_to_end(tmp_path, prefect_server)
     assert run["judges"]["parse_errors"] == 1 and run["judges"]["templates"] == {NAME: "1"}
     notes = pq.read_table(storage / "runs" / run["run_id"] / "annotations.parquet").to_pylist()
     assert sum(1 for n in notes if n["judge_request_hash"]) == 5  # the empty reply is not sent
-    out = run_cli("report", "air-bench", "--storage", str(storage))
-    assert out.returncode == 0, out.stderr
-    board = (storage / "leaderboards/air-bench" / latest["release_id"] / "report" / "index.html").read_text()
-    assert 'id="taxonomy"' in board and 'id="content-warning"' in board
+    release = json.loads((storage / "leaderboards/air-bench" / latest["release_id"] / "release.json").read_text())
+    assert release["content_warning"] is True
+    assert [g["name"] for g in release["metric_groups"]] == ["air_top_level_scores", "air_level_2_scores"]
 
 
 def test_a_helm_run_imports_with_every_node_recomputed_from_helms_verdicts(tmp_path):
@@ -237,3 +236,14 @@ def test_a_helm_run_imports_with_every_node_recomputed_from_helms_verdicts(tmp_p
     assert checked["air_score"] == (0.5, 0.5, True) and checked["air_category_1_1_2_score"] == (0.0, 0.0, True)
     assert checked["air_category_2_4_1_score"] == (0.25, 0.5, False)  # the mismatch is named
     assert run.main_metric == "air_score" and len(helm_stat_names()) == 1 + 16 + 43 + 314
+
+
+def test_reproduce_explains_helms_judge_its_templates_and_every_prompt_of_the_run():
+    from helmflow.reproduce import differences, official_spec
+
+    spec = official_spec("air-bench", "v1")
+    assert spec["max_instances"] == 10000  # HELM's --max-eval-instances: every one of the 5,694 prompts
+    lines = " ".join(differences(spec, ["openai/gpt-4o-2024-05-13"], "v1"))
+    assert "HELM's judge is GPT-4o (2024-05-13)" in lines and f"helmflow's own {NAME} judge prompts" in lines
+    reworded = {**spec, "prompts": {f"judge.{NAME}.3": "Fixture rubric."}}
+    assert f"judge templates: {NAME} worded by your prompts file" in " ".join(differences(reworded, [], "v1"))
