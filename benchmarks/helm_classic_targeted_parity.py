@@ -3,7 +3,7 @@
 
 Runs crfm-helm 0.5.16's scenario classes (not ours): ``EntityMatchingScenario`` (Beer, Abt_Buy,
 Dirty_iTunes_Amazon), ``EntityDataImputationScenario`` (Buy, Restaurant) and ``ThePileScenario`` (the six
-priority-2 subsets) on the files of
+priority-2 subsets) and ``SyntheticEfficiencyScenario`` (1 and 1,536 prompt tokens, GPT-2's files) on the files of
 ``tests.support.classic_fixtures`` (rows written for this project), served from a folder laid out as
 ``<root>/<host>/<path>`` (what ``classic_source_tree`` writes): HELM's ``urllib.request.urlretrieve`` and
 ``requests.get`` are pointed at that folder, so HELM's own download, unpack and parsing code runs. Writes each
@@ -78,6 +78,12 @@ def main() -> None:
     for subset in ("ArXiv", "BookCorpus2", "Enron Emails", "Github", "PubMed Central", "Wikipedia (en)"):
         with tempfile.TemporaryDirectory() as out:
             runs[f"the_pile:subset={subset}"] = rows_of(ThePileScenario(subset).get_instances(out))
+    from helm.benchmark.scenarios.synthetic_efficiency_scenario import SyntheticEfficiencyScenario
+
+    for size in (1, 1536):
+        with tempfile.TemporaryDirectory() as out:
+            scenario = SyntheticEfficiencyScenario(num_prompt_tokens=size, num_instances=10, tokenizer="huggingface/gpt2")
+            runs[f"synthetic_efficiency:num_prompt_tokens={size}"] = rows_of(scenario.get_instances(out))
     import pandas
 
     about = (f"crfm-helm 0.5.16's scenario classes on tests.support.classic_fixtures (pandas {pandas.__version__}), "

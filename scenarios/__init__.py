@@ -132,6 +132,7 @@ _BUILTIN = [
     "aratrust",
     "mbzuai_human_translated_arabic_mmlu",
     "alrage",
+    "synthetic_efficiency",
 ]
 
 

@@ -44,7 +44,8 @@ SELECTED = ["mmlu-abstract_algebra", "mmlu-econometrics", "boolq", "boolq_contra
             "openbookqa", "truthful_qa", "msmarco_regular", "summarization_cnndm", "summarization_xsum", "imdb", "imdb_contrast", "civil_comments-all",
             "civil_comments-female", "raft-twitter_complaints", "twitter_aae-aa", "legal_support", "wikifact-author",
             "blimp-irregular_forms", "synthetic_reasoning_natural-easy", "entity_matching-Beer",
-            "entity_data_imputation-Restaurant", "the_pile-Enron_Emails", "code_humaneval", "code_apps"]
+            "entity_data_imputation-Restaurant", "the_pile-Enron_Emails", "code_humaneval", "code_apps",
+            "synthetic_efficiency-256-8"]
 GENERATION = ["boolq", "narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "quac",
               "summarization_cnndm", "summarization_xsum", "imdb", "civil_comments", "raft"]
 N = 3  # evaluation instances per run
@@ -52,11 +53,12 @@ SUMMARIZATION = ["summarization_cnndm", "summarization_xsum"]
 CONTRAST = ["boolq_contrast", "imdb_contrast"]  # HELM's robustness_contrast_sets runs
 TARGETED = ["twitter_aae-aa", "legal_support", "wikifact-author", "blimp-irregular_forms",
             "synthetic_reasoning_natural-easy", "entity_matching-Beer", "entity_data_imputation-Restaurant",
-            "the_pile-Enron_Emails", "code_humaneval", "code_apps"]  # targeted evaluations on the board (outside the headline)
+            "the_pile-Enron_Emails", "code_humaneval", "code_apps",
+            "synthetic_efficiency-256-8"]  # targeted evaluations on the board (outside the headline)
 # the scenarios of HELM's targeted evaluations on the board (outside the headline)
 TARGETED_SCENARIOS = ("twitter_aae", "legal_support", "lsat_qa", "wikifact", "babi_qa", "blimp",
                       "synthetic_reasoning_natural", "entity_matching", "entity_data_imputation", "the_pile",
-                      "humaneval", "apps")
+                      "humaneval", "apps", "synthetic_efficiency")
 # the dev server under a name HELM has a denoised-runtime table for (HELM keys its tables by deployment name)
 DEV = "openai/davinci"
 HELM_RUNTIMES = json.loads((REPO / "tests" / "data" / "helm_denoised_runtime.json").read_text())["cases"]  # HELM: no calibration, robustness or fairness
@@ -70,7 +72,8 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
     assert spec.board_wide == {"bias": True, "toxicity": "local/profanity-check"}
     groups = {g.name: g for g in spec.metric_groups}
     assert list(groups) == ["accuracy", "calibration", "robustness", "fairness", "efficiency", "toxicity",
-                            "summarization", "robustness_contrast_sets", "language", "reasoning", "knowledge"]
+                            "summarization", "robustness_contrast_sets", "language", "reasoning", "knowledge",
+                            "targeted_efficiency"]
     assert [(c.scenario, c.metric) for c in groups["accuracy"].columns] == list(COLUMNS.items())
     ranking = ["msmarco_regular", "msmarco_trec"]  # HELM shows no calibration for them
     assert [c.scenario for c in groups["calibration"].columns] == [
@@ -120,6 +123,12 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
     assert not any(s.headline for s in wikifact)
     assert [(c.scenario, c.metric) for c in groups["knowledge"].columns] == [
         ("wikifact", "quasi_exact_match"), ("wikifact", "quasi_exact_match@k")]
+    # HELM's synthetic_efficiency sweep: 5 prompt sizes x 7 output lengths, one group
+    assert [(s.params, s.group, s.headline) for s in spec.scenarios if s.name == "synthetic_efficiency"] == [
+        ({"num_prompt_tokens": p, "num_output_tokens": o}, "synthetic_efficiency", False)
+        for p in (1, 256, 512, 1024, 1536) for o in (1, 2, 4, 8, 16, 32, 64)]
+    assert [(c.scenario, c.metric, c.lower_is_better) for c in groups["targeted_efficiency"].columns] == [
+        ("synthetic_efficiency", m, True) for m in ("inference_denoised_runtime", "latency_s")]
     assert [(c.scenario, c.metric) for c in groups["robustness_contrast_sets"].columns] == [
         (f"{n}_contrast", m) for n in ("imdb", "boolq") for m in ("quasi_exact_match", "robustness")]
     # the XSum column runs what HELM's conf runs: summarization_xsum_sampled (HELM's xsum-sampled.pk)
@@ -202,7 +211,7 @@ def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
     out = run_cli("show", "classic", env={"HELMFLOW_MIRROR": str(tmp_path / "none"), "HELMFLOW_STORAGE": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
-    assert "board classic: 77 scenarios + 146 perturbed copies x 1 model = 223 runs" in text
+    assert "board classic: 112 scenarios + 146 perturbed copies x 1 model = 258 runs" in text
     assert "not mirrored:" in text and "helmflow mirror classic --to DIR" in text
     assert ("not fetched: SAE_to_AAVE_mapping.json, the data of perturbation(s) dialect (36 perturbed copies); a run "
             "stops until you run `helmflow fetch-assets perturbations`") in text
@@ -305,6 +314,8 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
             values.append(helm_denoised(DEV, c["prompt_tokens"], output))
         assert rows[DEV][f"{label}/inference_denoised_runtime"] == pytest.approx(sum(values) / len(values))
         assert rows[DEV][f"{label}/inference_denoised_runtime note"] is None
+    assert rows[DEV]["synthetic_efficiency/inference_denoised_runtime"] > 0
+    assert rows[DEV]["synthetic_efficiency/latency_s"] > 0
     assert rows[DEV]["twitter_aae-aa/bits_per_byte"] > 0 and rows[DEV]["the_pile/bits_per_byte"] > 0  # the dev server echoes the tweet with its logprobs
     baseline = rows["offline/first-option"]
     completions = pq.read_table(storage / "runs" / by_label[("boolq", "offline/first-option")]

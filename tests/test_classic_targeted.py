@@ -56,12 +56,14 @@ def test_targeted_scenarios_are_helms(tmp_path, run):
     HELM's CSV cache (CR and CRLF read as LF), at lm_perplexity's sorted unique indices (BookCorpus2: all)."""
     name, _, param = run.partition(":")
     key, _, value = param.partition("=")
-    scen = get_scenario(name, {key: value})
+    scen = get_scenario(name, {key: int(value) if value.isdigit() else value})
     instances = scen.load(fixture_paths(tmp_path, scen))
     ours = rows(instances)
     assert ours == HELM[run]["rows"] and digest(ours) == HELM[run]["sha256"]
     assert [i.id for i in instances] == [f"id{k}" for k in range(len(instances))]
-    if name == "the_pile":
+    if name == "synthetic_efficiency":
+        assert len(instances) == 10 and all(i.split == "test" and "\r" not in i.input.text for i in instances)
+    elif name == "the_pile":
         assert all(i.split == "test" and not i.references and "\r" not in i.input.text for i in instances)
         assert all(i.input.text.startswith(value) for i in instances)
         assert scen.default_adapter.method == "language_modeling" and scen.main_metric == "bits_per_byte"
@@ -161,3 +163,26 @@ def test_the_pile_keeps_helms_indices_and_refuses_bad_input(tmp_path):
         scen.load(fixture_paths(tmp_path, scen, {**files, PILE: b"plain text"}))
     with pytest.raises(ValueError):
         get_scenario("the_pile", {"subset": "Wikipedia"})
+
+
+def test_synthetic_efficiency_prompt_is_the_file_alone_with_the_sweeps_output_length(tmp_path):
+    """HELM's get_completion_adapter_spec(max_tokens=num_output_tokens): the prompt file's text and nothing else,
+    zero-shot, temperature 0, no stop sequence; ten files per prompt size, named as HELM's bundle names them."""
+    scen = get_scenario("synthetic_efficiency", {"num_prompt_tokens": 256, "num_output_tokens": 16})
+    assert [s.filename for s in scen.sources()][:2] == [
+        "num_prompt_tokens=256,tokenizer=huggingface_gpt2,id=0.txt",
+        "num_prompt_tokens=256,tokenizer=huggingface_gpt2,id=1.txt"]
+    assert scen.sources()[0].url == ("https://worksheets.codalab.org/rest/bundles/0x17a361bc066b4b0e87d968069759d361/"
+                                     "contents/blob/num_prompt_tokens=256,tokenizer=huggingface_gpt2,id=0.txt")
+    instances = scen.load(fixture_paths(tmp_path, scen))
+    assert len(instances) == 10 and all(i.split == "test" and [(r.text, r.correct) for r in i.references] == [
+        ("", True)] for i in instances)
+    assert any("\nand " in i.input.text for i in instances) and not any("\r" in i.input.text for i in instances)
+    spec = scen.default_adapter
+    prompt = ADAPTERS.get(spec.method).fn(spec, instances[1], [])
+    assert prompt.text() == instances[1].input.text
+    assert (spec.max_train_instances, spec.generation.max_tokens, spec.generation.stop, spec.generation.temperature,
+            spec.generation.num_outputs) == (0, 16, [], 0.0, 1)
+    assert scen.main_metric == "inference_denoised_runtime"
+    with pytest.raises(ValueError):
+        get_scenario("synthetic_efficiency", {"num_prompt_tokens": 100})

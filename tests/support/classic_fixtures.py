@@ -46,6 +46,7 @@ EM_STATE = "worksheets.codalab.org/rest/bundles/0x4d0a972e99c848d2ab3ecf129bb77d
 IMPUTATION = "storage.googleapis.com/crfm-helm-public/source_datasets/scenarios/entity_data_imputation"
 PILE = "the-eye.eu/public/AI/pile/test.jsonl.zst"
 PILE_INDICES = "raw.githubusercontent.com/EleutherAI/lm_perplexity/main/assets/test_subsample_indices"
+EFFICIENCY = "worksheets.codalab.org/rest/bundles/0x17a361bc066b4b0e87d968069759d361/contents/blob"
 XSUM_SAMPLED = "storage.googleapis.com/crfm-helm-public/source_datasets/scenarios/summarization_scenario/xsum-sampled.pk"
 IDENTITIES = ["male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white"]
 
@@ -562,6 +563,24 @@ def pile_files() -> dict[str, bytes]:
     return out
 
 
+# --------------------------------------------------------------------------- synthetic efficiency
+def efficiency_files() -> dict[str, bytes]:
+    """HELM's prompt files for GPT-2's tokenizer and the default sweep, ten each: made-up text of about the
+    named number of words, CRLF line ends in some (HELM reads them as text)."""
+    from helmflow.scenarios.synthetic_efficiency import NUM_INSTANCES, PROMPT_SWEEP, file_name
+
+    rng = random.Random("efficiency")
+    words = ["the", "old", "mill", "stood", "by", "a", "quiet", "stream", "and", "its", "wheel", "turned"]
+    out = {}
+    for size in PROMPT_SWEEP:
+        for k in range(NUM_INSTANCES):
+            text = " ".join(rng.choice(words) for _ in range(min(size, 40)))
+            if k % 3 == 1:
+                text = text.replace(" and ", "\r\nand ", 1)
+            out[f"{EFFICIENCY}/{file_name(size, 'huggingface/gpt2', k)}"] = text.encode()
+    return out
+
+
 def classic_files() -> dict[str, bytes]:
     from tests.support.code_fixtures import code_files
     from tests.support.summarization_fixtures import xsum_sampled_pickle
@@ -571,7 +590,7 @@ def classic_files() -> dict[str, bytes]:
             **{f"{TWITTER_AAE}/{d}_tweets.csv": twitter_aae_csv(d) for d in ("aa", "white")},
             LEGAL_SUPPORT: legal_support_zip(), **lsat_files(), **wikifact_files(),
             BABI: babi_archive(), BLIMP: blimp_zip(), **em_files(), **imputation_files(), **pile_files(),
-            **code_files()}
+            **code_files(), **efficiency_files()}
 
 
 def summarization_mirrors(root: Path) -> dict[str, str]:
