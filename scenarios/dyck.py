@@ -65,14 +65,15 @@ class _Generator:
         length cap of 100. A closure over locals, since it is called about 2,400 times per item."""
         wrap, wrap_or_concat = self.p.prob_p, self.p.prob_p + self.p.prob_q
         max_depth, top = self.p.max_recursive_depth, self.p.num_parenthesis_pairs - 1
-        uniform, interval, opening, closing = self.py.random, self.np.interval, self.opening, self.closing
+        # the bracket kinds are this generator's only numpy draws: one stream of them
+        uniform, next_kind, opening, closing = self.py.random, self.np.stream(top).__next__, self.opening, self.closing
 
         def sequence(depth: int = 0, max_length: int = 100) -> str:
             if depth > max_depth:
                 return ""
             draw = uniform()
             if draw < wrap:
-                kind = interval(top)  # np.random.randint(0, pairs)
+                kind = next_kind()  # np.random.randint(0, pairs)
                 out = opening[kind] + sequence(depth + 1) + closing[kind]
             elif draw < wrap_or_concat:
                 out = sequence(depth)

@@ -173,3 +173,19 @@ def test_legacy_draws_match_numpy_randomstate():
     assert a == b
     assert ours.randint(3, 4) == int(theirs.randint(3, 4)) == 3  # an empty range draws nothing ...
     assert ours.randint(0, 10**6) == int(theirs.randint(0, 10**6))  # ... so the streams stay aligned
+
+
+@pytest.mark.parametrize("top", [0, 1, 2, 3, 5])
+def test_a_stream_of_legacy_draws_is_randomstates_randint_call_for_call(top):
+    """After a few single draws (the stream starts from what is left of their block) and across several
+    blocks: the values of ``RandomState.randint(0, top + 1)`` called one at a time."""
+    from itertools import islice
+
+    import numpy as np
+
+    from helmflow.scenarios.base import LegacyDraws
+
+    ours, theirs = LegacyDraws(11), np.random.RandomState(11)
+    assert [ours.randint(0, 7) for _ in range(5)] == [int(theirs.randint(0, 7)) for _ in range(5)]
+    count = 3 * LegacyDraws.BLOCK
+    assert list(islice(ours.stream(top), count)) == [int(theirs.randint(0, top + 1)) for _ in range(count)]
