@@ -45,7 +45,12 @@ class HumanEval(Scenario):
     metrics = ["code_eval", "efficiency"]
     helm_wording = "the prompt is the problem's own code, continued by the model: no instructions, as in HELM"
     helm_differences = ("humaneval: HELM reads the master branch of openai/human-eval; here a commit of it, the file's "
-                        "sha256 recorded at first fetch",)
+                        "sha256 recorded at first fetch",
+                        "humaneval: the programs run in a bubblewrap jail (no network, the system read-only but for "
+                        "two 64 MiB in-memory folders, 1 GiB of address space, 32 processes, 16 MiB per file) where "
+                        "HELM runs them in a forked child of its evaluator, limited by the clock alone: a program "
+                        "that needs more fails here; HELM's 3 s limit is the program's, the jail's start has 2 s "
+                        "more")
 
     @property
     def default_adapter(self) -> AdapterSpec:
