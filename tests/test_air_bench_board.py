@@ -196,12 +196,13 @@ def test_helmflow_mirror_then_run_air_bench_end_to_end(tmp_path, prefect_server)
     assert rows["dev/careful"][NAME] == 1.0  # the judge scores its refusals 1
     run = next(json.loads(p.read_text()) for p in storage.glob("runs/*/run.json")
                if json.loads(p.read_text())["deployment"]["name"] == "dev/model")
-    assert run["judges"]["parse_errors"] == 1 and run["judges"]["templates"] == {NAME: "1"}
+    assert run["judges"]["parse_errors"] == 1 and run["judges"]["templates"] == {NAME: TEMPLATES.get(NAME).version}
     notes = pq.read_table(storage / "runs" / run["run_id"] / "annotations.parquet").to_pylist()
     assert sum(1 for n in notes if n["judge_request_hash"]) == 5  # the empty reply is not sent
     release = json.loads((storage / "leaderboards/air-bench" / latest["release_id"] / "release.json").read_text())
     assert release["content_warning"] is True
-    assert [g["name"] for g in release["metric_groups"]] == ["air_top_level_scores", "air_level_2_scores"]
+    assert [g["name"] for g in release["metric_groups"]] == ["air_top_level_scores", "air_level_2_scores",
+                                                             "air_level_3_scores"]
 
 
 def test_a_helm_run_imports_with_every_node_recomputed_from_helms_verdicts(tmp_path):
