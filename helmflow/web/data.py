@@ -195,12 +195,13 @@ class Reports:
         from helmflow.metrics import METRICS
 
         cells = [r for r in release.runs if r["scenario"] == label and r.get("run_id") and r["status"] != "missing"]
-        runs = [(cell["deployment"], self.run(cell["run_id"])) for cell in cells]
-        trees = [tree for m in (runs[0][1].manifest.metrics if runs else {})
+        first = self.run(cells[0]["run_id"]) if cells else None  # one run says whether its metrics have a tree
+        trees = [tree for m in (first.manifest.metrics if first else {})
                  if m in METRICS and (tree := METRICS.get(m).tree) is not None]
-        if not trees or not self.store.exists(runs[0][1].instances_key):
+        if first is None or not trees or not self.store.exists(first.instances_key):
             return None
-        nodes = trees[0](read_instances(self.store, runs[0][1].instances_key))
+        nodes = trees[0](read_instances(self.store, first.instances_key))
+        runs = [(cell["deployment"], self.run(cell["run_id"])) for cell in cells]
         values: dict[str, dict[str, dict[str, Any]]] = {}
         for deployment, run in runs:
             splits = [s["split"] for s in run.summary if s["name"] == run.main_metric]
