@@ -111,7 +111,7 @@ def run_in_jail(job: dict[str, Any], seconds: float) -> Outcome:
             cmd += ["--ro-bind", host, inside]
         cmd += ["--size", str(SCRATCH), "--tmpfs", "/sheet", "--size", str(SCRATCH), "--tmpfs", "/tmp",
                 "--setenv", "OPENBLAS_NUM_THREADS", "1", "--setenv", "OMP_NUM_THREADS", "1",
-                "--setenv", "PYTHONPATH", "/site", "--setenv", "TMPDIR", "/tmp",
+                "--setenv", "TMPDIR", "/tmp",
                 "--", python_executable(), "-I", "/job/harness.py", "/job/job.json"]
         # the harness is the jail's one command: when it ends, its process namespace ends with every process the
         # code started (none keeps the output open); what the jail writes is cut at MAX_OUTPUT outside it

@@ -328,6 +328,8 @@ def main() -> None:
     os.dup2(null, 1)
     os.dup2(null, 2)
     main_pid = os.getpid()
+    if os.path.isdir("/site"):  # numpy bound from outside the interpreter's prefix (-I ignores PYTHONPATH)
+        sys.path.append("/site")
     if hasattr(sys, "set_int_max_str_digits"):
         sys.set_int_max_str_digits(100000)
     try:
