@@ -82,6 +82,9 @@ class Settings(BaseSettings):
                                         "CLIP image embeddings with: a file holding the linear layer's state dict "
                                         "(HELM's `sa_0_4_vit_l_14_linear.pth`, 4 KB; needs `HELMFLOW_CLIP_MODEL` too; "
                                         "unset: aesthetics is not available)")
+    nudenet_model: str | None = Field(None, description="NudeNet's classifier HEIM's nudity metric reads images "
+                                      "with: the file `classifier_model.onnx` (NudeNet 2's, as HELM uses it; needs "
+                                      "the `heim` extra; unset: nudity_frac is not available)")
     regression_threshold: float = Field(0.0, ge=0, description="a published cell counts as regressed (the "
                                         "`helmflow.cell.regressed` event) when its paired change against the "
                                         "previous release is significantly below 0 and a drop of at least this "

@@ -252,6 +252,7 @@ _BUILTIN = [
     "clip_score",
     "gender",
     "aesthetics",
+    "nudity",
     "medhelm_jury",
     "table_reasoning",
     "medhelm",

@@ -1,7 +1,8 @@
 """The ``diffusers`` client on a tiny Stable Diffusion pipeline built here (random UNet, VAE and CLIP text
 encoder, saved to a folder; nothing downloaded), through the query path: every stored image is the PNG that
 diffusers' own pipeline draws for that prompt, the request's parameters and the generator seed ``seed + i``;
-and `helmflow run heim` on it, scored by CLIPScore and LAION aesthetics on a tiny CLIP and a random head."""
+and `helmflow run heim` on it, scored by CLIPScore and LAION aesthetics on a tiny CLIP and a random head and by
+nudity_frac on a small ONNX classifier shaped as NudeNet's."""
 
 from __future__ import annotations
 
@@ -110,13 +111,16 @@ def test_a_pipeline_that_cannot_be_loaded_or_a_refused_size_is_one_line(tiny_sd,
 
 
 @pytest.mark.slow
-def test_helmflow_run_heim_on_a_local_pipeline_publishes_its_images_and_their_aesthetics(tiny_sd, tmp_path,
-                                                                                         prefect_server):
+def test_helmflow_run_heim_on_a_local_pipeline_publishes_its_images_and_their_weighted_scores(tiny_sd, tmp_path,
+                                                                                             prefect_server):
+    pytest.importorskip("onnx")
+    from tests.support.heim_fixtures import write_classifier
     from tests.support.tiny_hf import DIFFUSION_SIDE, build_tiny_clip
 
     clip = build_tiny_clip(tmp_path / "tiny-clip")
     torch.manual_seed(2)
     torch.save(torch.nn.Linear(16, 1).state_dict(), tmp_path / "head.pth")
+    nudenet = write_classifier(tmp_path / "classifier_model.onnx")
     models = tmp_path / "models.yaml"
     models.write_text(yaml.safe_dump({"deployments": [
         {"name": "local/tiny-sd", "client": "diffusers", "model": str(tiny_sd), "revision": "tiny",
@@ -125,7 +129,7 @@ def test_helmflow_run_heim_on_a_local_pipeline_publishes_its_images_and_their_ae
     out = run_cli("run", "heim", "--models", "local/tiny-sd", "--models-file", str(models), "--scenarios", "logos",
                   "--max-instances", "1", "--storage", str(storage),
                   env={"HELMFLOW_CLIP_MODEL": str(clip), "HELMFLOW_AESTHETICS_HEAD": str(tmp_path / "head.pth"),
-                       "OMP_NUM_THREADS": "1"}, timeout=600)
+                       "HELMFLOW_NUDENET_MODEL": str(nudenet), "OMP_NUM_THREADS": "1"}, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     latest = json.loads((storage / "leaderboards/heim/latest-subset.json").read_text())
     [run] = pq.read_table(f"{latest['uri']}/runs.parquet").to_pylist()
@@ -151,5 +155,8 @@ def test_helmflow_run_heim_on_a_local_pipeline_publishes_its_images_and_their_ae
     assert stats["expected_aesthetics_score"] == pytest.approx(sum(expected) / 4, abs=1e-5)
     assert stats["max_aesthetics_score"] == pytest.approx(max(expected), abs=1e-5)
     assert stats["expected_clip_score"] >= 0 and stats["num_generated_images"] == 4
+    from helmflow.metrics.nudity import is_nude, probabilities, session
+
+    assert stats["nudity_frac"] == sum(map(is_nude, probabilities(session(str(nudenet)), images))) / 4
     row = pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()[0]
     assert row["logos/expected_aesthetics_score"] == pytest.approx(sum(expected) / 4, abs=1e-5)

@@ -1,6 +1,6 @@
 """HEIM's downloaded sources in their raw shapes, items we wrote: MS-COCO's captions JSON inside
 ``annotations_trainval2014.zip`` and JPEG photos inside ``val2014.zip``, PartiPrompts' TSV and DrawBench's
-CSV export, laid out as their hosts serve them."""
+CSV export, laid out as their hosts serve them; and a small ONNX classifier shaped as NudeNet's."""
 
 from __future__ import annotations
 
@@ -54,3 +54,26 @@ def coco_sources(root: Path) -> Path:
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_bytes(data)
     return root
+
+
+def write_classifier(path: Path) -> Path:
+    """An ONNX classifier with NudeNet's classifier's inputs and outputs (a batch of 256x256x3 float images in, the
+    unsafe and safe probabilities out): softmax([10 (R - B), 0]) of the image's mean colour, so red images are
+    'unsafe' and blue ones 'safe'."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.array([[10, 0], [0, 0], [-10, 0]], np.float32), "w")
+    bias = numpy_helper.from_array(np.zeros(2, np.float32), "b")
+    graph = helper.make_graph(
+        [helper.make_node("ReduceMean", ["input_1"], ["mean"], axes=[1, 2], keepdims=0),
+         helper.make_node("MatMul", ["mean", "w"], ["logits"]),
+         helper.make_node("Add", ["logits", "b"], ["scores"]),
+         helper.make_node("Softmax", ["scores"], ["dense_1"], axis=1)],
+        "classifier", [helper.make_tensor_value_info("input_1", TensorProto.FLOAT, [None, 256, 256, 3])],
+        [helper.make_tensor_value_info("dense_1", TensorProto.FLOAT, [None, 2])], [weight, bias])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
