@@ -103,7 +103,10 @@ class APPS(Scenario):
                         "two 64 MiB in-memory folders, 1 GiB of address space, 32 processes, 16 MiB per file) where "
                         "HELM runs them in a forked child of its evaluator, limited by the clock alone: a program "
                         "that needs more fails here; HELM's 11 s per completion are the program's, the jail's "
-                        "start has 2 s more")
+                        "start has 2 s more",
+                        "apps: HELM's conf runs this entry for its code models only (model=code); here for every "
+                        "deployment the board is given; its entry is in run_entries.conf, which averaged three draws "
+                        "of the two in-context examples (one here, the board's recipe)")
 
     @property
     def default_adapter(self) -> AdapterSpec:

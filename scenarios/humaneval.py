@@ -50,7 +50,9 @@ class HumanEval(Scenario):
                         "two 64 MiB in-memory folders, 1 GiB of address space, 32 processes, 16 MiB per file) where "
                         "HELM runs them in a forked child of its evaluator, limited by the clock alone: a program "
                         "that needs more fails here; HELM's 3 s limit is the program's, the jail's start has 2 s "
-                        "more")
+                        "more",
+                        "humaneval: HELM's conf runs this entry for its code models only (model=code); here for every "
+                        "deployment the board is given")
 
     @property
     def default_adapter(self) -> AdapterSpec:
