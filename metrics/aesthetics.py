@@ -133,8 +133,8 @@ def preprocess(data: bytes, side: int) -> np.ndarray:
     """The ``clip`` package's transform of an image for a ``side``-pixel CLIP, as (3, side, side) float32."""
     from PIL import Image
 
-    with Image.open(io.BytesIO(data)) as img:
-        img = img.convert("RGB")
+    with Image.open(io.BytesIO(data)) as opened:
+        img = opened.convert("RGB")
         w, h = img.size
         short, long = (w, h) if w <= h else (h, w)
         new_long = int(side * long / short)

@@ -103,6 +103,7 @@ _BUILTIN = [
     "shc",
     "mimic_rrs",
     "dischargeme",
+    "n2c2_ct_matching",
     "clear",
     "chw_care_plan",
     "starr_patient_instructions",

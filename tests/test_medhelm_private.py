@@ -13,6 +13,7 @@ from helmflow.datasets import gated_missing
 from helmflow.metrics import METRICS
 from helmflow.scenarios import ScenarioError, get_scenario
 from helmflow.scenarios.clear import pandas_strings
+from helmflow.scenarios.n2c2_ct_matching import parse_patient
 from tests.support.cli import run_cli
 
 
@@ -230,3 +231,55 @@ def test_dischargeme_joins_the_six_tables_as_helm_and_gives_each_stay_two_instan
     assert "Discharge Text:\nFixture admission. Course: fixture stay went well. \n" in di.input.text
     assert di.input.text.endswith("Discharge Instructions:\n")
     assert METRICS.get("dischargeme_accuracy").judge == "dischargeme"
+
+
+N2C2_XML = """<?xml version="1.0" encoding="UTF-8" ?>
+<PatientMatching>
+<TEXT><![CDATA[
+Record date: 2090-01-05
+
+Fixture visit one: creatinine 1.9, above normal.
+
+
+
+****************************************************************************************************
+Record date: 2091-03-10
+Fixture visit two: no surgery ever.
+****************************************************************************************************
+
+]]></TEXT>
+<TAGS>
+<ABDOMINAL met="not met" />
+<CREATININE met="met" />
+</TAGS>
+</PatientMatching>
+"""
+
+
+def test_n2c2_lists_the_patients_files_splits_each_into_dated_notes_and_labels_the_criterion(tmp_path):
+    scen = get_scenario("n2c2_ct_matching", {"subject": "CREATININE", "data_path": str(tmp_path)})
+    assert [s.filename for s in scen.sources()] == ["test.xml"] and "n2c2" in gated_missing(scen)[0]
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "102.xml").write_text(N2C2_XML)
+    (tmp_path / "test" / "101.xml").write_text(N2C2_XML.replace('CREATININE met="met"', 'CREATININE met="not met"'))
+    (tmp_path / "test" / "notes.txt").write_text("not a patient")
+    scen = get_scenario("n2c2_ct_matching", {"subject": "CREATININE", "data_path": str(tmp_path)})
+    assert [s.filename for s in scen.sources()] == ["101.xml", "102.xml"] and gated_missing(scen) == []
+    first, second = _load(scen)
+    assert first.extra["patient_id"] == "101" and [r.correct for r in first.references] == [False, True]
+    assert [r.text for r in second.references] == ["yes", "no"] and second.references[0].correct
+    text = second.input.text
+    # two notes (each stripped, the empty part after the last break dropped), the latest date as today
+    notes, labels = parse_patient(N2C2_XML.replace("one:", "one:\n\n\n\nnext").encode(), "fixture")
+    assert notes == ["Record date: 2090-01-05\n\nFixture visit one:\n\nnext creatinine 1.9, above normal.",
+                     "Record date: 2091-03-10\nFixture visit two: no surgery ever."]  # "\n\n\n" -> "\n" once, as HELM
+    assert labels == {"ABDOMINAL": 0, "CREATININE": 1}
+    assert "## Note #1\nDate: 2090-01-05\nRecord date: 2090-01-05\n\nFixture visit one:" in text
+    assert "\n" + "*" * 50 + "\n\n## Note #2\nDate: 2091-03-10\n" in text and "2 clinical notes" in text
+    assert "Take today's date to be 2091-03-10." in text and text.endswith('meet the criterion "CREATININE"?')
+    scen = get_scenario("n2c2_ct_matching", {"subject": "HBA1C", "data_path": str(tmp_path)})
+    with pytest.raises(ScenarioError, match="no HBA1C criterion"):
+        _load(scen)
+    (tmp_path / "test" / "103.xml").write_text("<PatientMatching><TEXT>unclosed")
+    with pytest.raises(ScenarioError, match="not readable XML"):
+        _load(get_scenario("n2c2_ct_matching", {"subject": "CREATININE", "data_path": str(tmp_path)}))
