@@ -281,3 +281,16 @@ def test_helmflow_run_arabic_end_to_end_against_the_hub(tmp_path, prefect_server
     assert any(p.endswith(f"السؤال: {QUESTION}\nأ. القاهرة\nب. الإسكندرية\nج. أسوان\nالإجابة:") for p in prompts)
     texts = pq.read_table(storage / "runs" / run["run_id"] / "completions.parquet")["text"].to_pylist()
     assert texts == ["أ", "أ"]
+
+
+def test_helms_arabic_adapter_spec_imports_with_its_letters_and_pattern():
+    from helmflow.helm.tree import our_adapter
+    from helmflow.scenarios.arabic import LETTERS, PATTERN
+
+    helm = {"method": "multiple_choice_joint", "input_prefix": "السؤال: ", "output_prefix": "الإجابة: ",
+            "reference_prefix_characters": LETTERS, "output_mapping_pattern": PATTERN, "max_tokens": 100}
+    ours = our_adapter(helm)
+    assert ours.reference_prefix_characters == LETTERS and ours.output_mapping_pattern == PATTERN
+    assert get_scenario("alghafa").default_adapter.output_mapping_pattern == PATTERN
+    plain = our_adapter({"method": "multiple_choice_joint", "reference_prefix_characters": None}).model_dump()
+    assert "reference_prefix_characters" not in plain and "output_mapping_pattern" not in plain  # versions stay put

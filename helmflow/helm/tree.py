@@ -168,12 +168,19 @@ def helm_instance(raw: dict, where: str) -> Instance:
     )
 
 
+def _strings(value: Any) -> list[str] | None:
+    return list(value) if isinstance(value, list) and value and all(isinstance(v, str) for v in value) else None
+
+
 def our_adapter(h: dict) -> AdapterSpec:
     """HELM's adapter spec as ours (the verbatim spec stays in run.json's ``imported.run_spec``)."""
     texts = ("method", "global_prefix", "instructions", "input_prefix", "input_suffix", "reference_prefix",
              "reference_suffix", "output_prefix", "output_suffix", "instance_prefix", "global_suffix")
     return AdapterSpec(
         **{k: h[k] for k in texts if isinstance(h.get(k), str)},
+        # HELM Arabic's option letters and the pattern its metrics read the letter with
+        reference_prefix_characters=_strings(h.get("reference_prefix_characters")),
+        output_mapping_pattern=pattern if isinstance(pattern := h.get("output_mapping_pattern"), str) else None,
         max_train_instances=max(int(h.get("max_train_instances") or 0), 0),
         generation=GenerationParams(max_tokens=max(int(h.get("max_tokens") or 1), 1),
                                     temperature=float(h.get("temperature") or 0.0),
