@@ -1,6 +1,8 @@
 """The HELM ThaiExam board: the Hub archive's JSON Lines (a tar.gz we wrote in its layout, with Thai sentences of
 our own) become one exam's instances as HELM reads them; Thai text reaches the prompt and the stored instances
-byte for byte (no Unicode normalisation); the board's five columns and their mean; `reproduce --explain`."""
+byte for byte (no Unicode normalisation); the board's five columns and their mean; `reproduce --explain`; and
+`helmflow mirror thai` from a local Hub, then `helmflow run thai` on the mirror through the CLI on a real Prefect
+server."""
 
 from __future__ import annotations
 
@@ -10,11 +12,13 @@ import tarfile
 import unicodedata
 from types import SimpleNamespace
 
+import pyarrow.parquet as pq
 import pytest
 
 from helmflow.adapters import ADAPTERS
 from helmflow.scenarios import ScenarioError, get_scenario
 from tests.support.cli import run_cli
+from tests.support.hub_server import HubServer
 
 # our own questions; "น้ำ" and "ทองคำ" hold SARA AM (U+0E33), which NFKC rewrites as NIKHAHIT + SARA AA
 ONET_TRAIN = [{"question": "กรุงเทพมหานครเป็นเมืองหลวงของประเทศใด", "a": "ลาว", "b": "ไทย", "c": "พม่า",
@@ -31,9 +35,11 @@ def jsonl(rows: list[dict]) -> bytes:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode()
 
 
-def thai_tar(top: str = "thai_exam/", ic: list[dict] = IC_TEST) -> bytes:
+def thai_tar(top: str = "thai_exam/", ic: list[dict] = IC_TEST, every_exam: bool = False) -> bytes:
     members = {f"{top}onet/onet_train.jsonl": jsonl(ONET_TRAIN), f"{top}onet/onet_test.jsonl": jsonl(ONET_TEST),
                f"{top}ic/ic_test.jsonl": jsonl(ic)}
+    if every_exam:  # the other three exams, for the board's mirror (it loads every entry)
+        members |= {f"{top}{exam}/{exam}_test.jsonl": jsonl(IC_TEST) for exam in ("tgat", "tpat1", "a_level")}
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         for name, data in members.items():
@@ -101,3 +107,28 @@ def test_reproduce_thai_explains_the_runs_and_the_wording():
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
     assert "HELM ships no run_entries conf for ThaiExam" in text and "instructions line is helmflow's own" in text
+
+
+@pytest.mark.slow
+def test_helmflow_mirror_and_run_thai_end_to_end(tmp_path, prefect_server):
+    from helmflow.scenarios.thai_exam import ARCHIVE, REPO, REVISION
+
+    mirror, storage = tmp_path / "mirror", tmp_path / "store"
+    with HubServer(tmp_path / "hub") as hub:
+        hub.add_file(REPO, REVISION, ARCHIVE, thai_tar(every_exam=True))
+        out = run_cli("mirror", "thai", "--to", str(mirror), env={"HF_ENDPOINT": hub.url, "HELMFLOW_MIRROR": ""})
+    assert out.returncode == 0, out.stdout + out.stderr
+    out = run_cli("run", "thai", "--scenarios", "thai_exam_onet,thai_exam_ic", "--storage", str(storage),
+                  env={"HELMFLOW_MIRROR": str(mirror)}, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    latest = json.loads((storage / "leaderboards/thai/latest-subset.json").read_text())
+    (row,) = pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()
+    # the first-option baseline answers A: right on ONET's first test question of two, and on IC's (its option A
+    # has the keyed text too)
+    assert (row["thai_exam_onet/exact_match"], row["thai_exam_ic/exact_match"]) == (0.5, 1.0)
+    assert row["accuracy mean"] == row["mean_score"] == 0.75
+    runs = [json.loads(p.read_text()) for p in storage.glob("runs/*/run.json")]
+    onet = next(r for r in runs if r["scenario"]["label"] == "thai_exam_onet")
+    prompts = pq.read_table(storage / "runs" / onet["run_id"] / "requests.parquet")["prompt"].to_pylist()
+    question = ONET_TEST[0]["question"]
+    assert any(f"Question: {question}\nA. 0\n" in p for p in prompts)  # the same code points as the file's
