@@ -33,6 +33,7 @@ from helmflow.plan.launch import launch_for, launch_key, prepare_launch
 from helmflow.plan.records import RunPlan, ScenarioPlan, cell_name
 from helmflow.plan.selection import Selection
 from helmflow.progress import REPORTED, reporter
+from helmflow.query import RunRefused
 from helmflow.settings import settings
 from helmflow.storage import Store
 from helmflow.tasks import configure, forget_cached
@@ -64,11 +65,12 @@ class PartialRelease(RuntimeError):
 
 def failed_cells(failed: list[FailedCell]) -> str:
     """One line per distinct error with the cells it failed: a deployment stopped by a bad key
-    fails all its pairs with the same error, which reads once."""
+    fails all its pairs with the same error, which reads once. A refused run (its prompts do not fit the
+    deployment's window) has a line of its own."""
     cells: dict[str, list[str]] = {}
     for f in failed:
-        cells.setdefault(f.error.replace(f"{f.scenario} x {f.deployment}: ", ""), []).append(
-            f"{f.scenario} x {f.deployment}")
+        error = f.error if RunRefused.__name__ in f.error else f.error.replace(f"{f.scenario} x {f.deployment}: ", "")
+        cells.setdefault(error, []).append(f"{f.scenario} x {f.deployment}")
     return "\n".join(f"  {error} ({len(c)} run{'s' * (len(c) > 1)}: {', '.join(c)})" for error, c in cells.items())
 
 

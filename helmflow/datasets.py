@@ -42,7 +42,7 @@ from helmflow.records import INSTANCE_SCHEMA, AdapterSpec, Instance, instance_fr
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, get_scenario
 from helmflow.scenarios.base import UNPINNED, check_unique_ids
 from helmflow.settings import scenario_mirror, scenario_mirror_var, settings
-from helmflow.storage import Store
+from helmflow.storage import Store, parquet_writer
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -436,42 +436,74 @@ def mirror_sources(store: Store, plan) -> dict[str, str]:
 def load_checked(plan, files: dict[str, str], store: Store | None) -> list[Instance]:
     """The scenario's instances from ``files``, checked as a run needs them: loadable, not empty, ids
     unique. The download stage, the pre-flight of ``helmflow run`` and ``--dry-run`` all go through
-    here, so they refuse the same data with the same message, which names the file the user can fix
-    (its source or mirror), not the verified copy in the store. Images found while loading land in
-    ``store``'s media/ (content-addressed); with no store (``--dry-run``) they are decoded, not kept."""
+    here (:func:`checked_batches`), so they refuse the same data with the same message, which names the file
+    the user can fix (its source or mirror), not the verified copy in the store. Images found while loading
+    land in ``store``'s media/ (content-addressed); with no store (``--dry-run``) they are decoded, not kept."""
+    return [i for batch in checked_batches(plan, files, store) for i in batch]
+
+
+def instance_bytes(inst: Instance) -> int:
+    """About the bytes an instance's text takes (its input and references): what bounds a batch of them."""
+    inp = inst.input
+    text = len(inp.text or "") + sum(len(m.content) for m in inp.messages or []) + sum(
+        len(p.text or "") for p in inp.parts or [])
+    return text + sum(len(r.text) for r in inst.references) + 64
+
+
+def checked_batches(plan, files: dict[str, str], store: Store | None) -> Iterator[list[Instance]]:
+    """:func:`load_checked`'s instances in batches of about :data:`helmflow.chunks.CHUNK_BYTES` of text, in
+    order, each checked as it comes (a scenario whose ``load`` yields its instances one at a time, such as a
+    long-context one, is then never held whole); the empty and duplicate-id checks come after the last."""
+    from helmflow import chunks
+
     scen = get_scenario(plan.name, plan.params)
     scen.media = MediaStore(store)
-    try:
-        instances = scen.load(files)
-    except ScenarioError as exc:
-        message = str(exc)
-        for source in scen.sources():
-            if source.filename in files:
-                message = message.replace(files[source.filename],
-                                          resolve_source(plan.name, plan.dataset_revision, source))
-        raise ScenarioError(message) from None
-    if not instances:
+    ids: list[tuple[int, str]] = []
+
+    def checked(batch: list[Instance]) -> list[Instance]:
+        try:
+            check_adaptable(plan.adapter, batch)
+        except AdapterError as exc:
+            raise ScenarioError(f"scenario {plan.name!r} ({plan.adapter.method}): {exc}") from None
+        try:
+            check_scorable(plan.metrics, [i for i in batch if i.split in plan.adapter.sample.splits])  # the scored ones
+        except MetricError as exc:
+            raise MetricError(f"scenario {plan.label!r}: {exc}") from None
+        return batch
+
+    def loaded() -> Iterator[Instance]:  # a list-returning load raises on the first next(), as a stream does
+        yield from scen.load(files)
+
+    batches = chunks.batched(loaded(), instance_bytes)
+    while True:
+        try:
+            batch = next(batches, None)
+        except ScenarioError as exc:
+            message = str(exc)
+            for source in scen.sources():
+                if source.filename in files:
+                    message = message.replace(files[source.filename],
+                                              resolve_source(plan.name, plan.dataset_revision, source))
+            raise ScenarioError(message) from None
+        if batch is None:
+            break
+        ids += [(len(ids) + n, i.id) for n, i in enumerate(batch, start=1)]
+        yield checked(batch)
+    if not ids:
         raise ScenarioError(f"scenario {plan.name!r} produced no instances from {sorted(files) or 'its generator'}")
-    check_unique_ids(f"scenario {plan.name!r}", [(n, i.id) for n, i in enumerate(instances, start=1)], "instance")
-    try:
-        check_adaptable(plan.adapter, instances)
-    except AdapterError as exc:
-        raise ScenarioError(f"scenario {plan.name!r} ({plan.adapter.method}): {exc}") from None
-    try:
-        check_scorable(plan.metrics, [i for i in instances if i.split in plan.adapter.sample.splits])  # the scored ones
-    except MetricError as exc:
-        raise MetricError(f"scenario {plan.label!r}: {exc}") from None
-    return instances
+    check_unique_ids(f"scenario {plan.name!r}", ids, "instance")
 
 
 def write_instances(store: Store, plan, files: dict[str, str]) -> str:
-    return store_instances(store, plan, load_checked(plan, files, store))
-
-
-def store_instances(store: Store, plan, instances: list[Instance]) -> str:
-    """Write a scenario plan's instances file (a perturbed plan's too: its metadata names the perturbation)."""
-    table = to_table([instance_to_row(i) for i in instances], INSTANCE_SCHEMA)
+    """The scenario's instances file, written a batch (a row group) at a time as they are loaded and checked."""
     key = layout.instances(plan.key, plan.scenario_version)
+    with store.writing(key) as fh, parquet_writer(fh, INSTANCE_SCHEMA, instances_meta(plan)) as writer:
+        for batch in checked_batches(plan, files, store):
+            writer.write_table(to_table([instance_to_row(i) for i in batch], INSTANCE_SCHEMA))
+    return key
+
+
+def instances_meta(plan) -> dict[str, str]:
     meta = {
         "helmflow.scenario": plan.name,
         "helmflow.scenario_params": json.dumps(plan.params, sort_keys=True),
@@ -481,7 +513,14 @@ def store_instances(store: Store, plan, instances: list[Instance]) -> str:
     }
     if getattr(plan, "perturbation", None) is not None:
         meta["helmflow.perturbation"] = json.dumps(plan.perturbation.model_dump(mode="json"), sort_keys=True)
-    store.write_parquet(key, table, meta)
+    return meta
+
+
+def store_instances(store: Store, plan, instances: list[Instance]) -> str:
+    """Write a scenario plan's instances file (a perturbed plan's too: its metadata names the perturbation)."""
+    table = to_table([instance_to_row(i) for i in instances], INSTANCE_SCHEMA)
+    key = layout.instances(plan.key, plan.scenario_version)
+    store.write_parquet(key, table, instances_meta(plan))
     return key
 
 
@@ -588,7 +627,8 @@ def mirror_scenario(scen: Scenario, to: str) -> list[tuple[str, str, str]]:
             files[source.filename] = {"sha256": expected, "verified_against": how, "source": source.url}
     if done:
         scen.media = MediaStore(None)  # decode every image (a bad one shows here), store none
-        scen.load({filename: url for filename, _, url in done})
+        for _ in scen.load({filename: url for filename, _, url in done}):  # read it all (a stream too), keep none
+            pass
         manifest_key = f"{scen.name}/{revision}/{MIRROR_MANIFEST}"
         manifest: dict[str, Any] = {"scenario": scen.name, "revision": revision, "params": [], "files": {}}
         if dest.exists(manifest_key):

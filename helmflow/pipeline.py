@@ -12,7 +12,7 @@ files that exist; ``runs/<run_id>/`` is written by publish only, ``run.json`` la
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 import numpy as np
@@ -21,16 +21,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from helmflow import chunks, layout
-from helmflow.adapters import iter_sampled_prompts
 from helmflow.chunks import Rows, instance_chunks
-from helmflow.datasets import (
-    instances_table,
-    mirror_sources,
-    read_instances,
-    read_sampled,
-    store_instances,
-    write_instances,
-)
+from helmflow.datasets import mirror_sources, read_instances, store_instances, write_instances
 from helmflow.integrity import CorruptFile, read_manifest, verify_files
 from helmflow.judges import Judged, annotate
 from helmflow.manifests import (
@@ -55,10 +47,10 @@ from helmflow.outcomes import (
     ScoreOutcome,
 )
 from helmflow.plan.extras import scored_by_scorer
-from helmflow.plan.records import BoardPlan, RunPlan, ScenarioPlan
+from helmflow.plan.records import BoardPlan, RunPlan, ScenarioPlan, cell_name
 from helmflow.publish import RunWriter, finite, parquet_meta
 from helmflow.publish import lineage as publish_lineage
-from helmflow.query import BoardRun, QueryFailed, Sending
+from helmflow.query import BoardRun, QueryFailed, RunRefused, Sending
 from helmflow.records import (
     ANNOTATION_SCHEMA,
     COMPLETION_SCHEMA,
@@ -69,9 +61,13 @@ from helmflow.records import (
     RUN_ID_FIELDS,
     STAT_SCHEMA,
     SUMMARY_SCHEMA,
+    AdapterSpec,
     Annotation,
     Completion,
+    Instance,
     MetricSummary,
+    Prompt,
+    Request,
     instance_from_row,
     models_to_table,
     prompt_from_row,
@@ -149,15 +145,52 @@ def prompts_key(plan: ScenarioPlan) -> str:
 
 
 def adapt_scenario(store: Store, plan: ScenarioPlan, data: ScenarioData) -> PromptSet:
-    prompts = list(iter_sampled_prompts(plan.adapter, *read_sampled(store, data.instances_key, plan.adapter)))
+    """The scenario's prompts file, adapted and written a chunk of about :data:`helmflow.chunks.CHUNK_BYTES` at a
+    time (:func:`stored_prompts`): the prompts of adapting every instance at once, never all held."""
     key = prompts_key(plan)
-    store.write_parquet(
-        key,
-        to_table([prompt_to_row(p) for p in prompts], PROMPT_SCHEMA),
-        parquet_meta(scenario_version=plan.scenario_version, prompt_version=plan.prompt_version,
-                     adapter=plan.adapter.model_dump()),
-    )
-    return PromptSet(prompts_key=key, num_prompts=len(prompts))
+    meta = parquet_meta(scenario_version=plan.scenario_version, prompt_version=plan.prompt_version,
+                        adapter=plan.adapter.model_dump())
+    count = 0
+    with store.writing(key) as fh, parquet_writer(fh, PROMPT_SCHEMA, meta) as writer:
+        for prompts in chunks.batched(stored_prompts(store, plan.adapter, data.instances_key), prompt_bytes):
+            writer.write_table(to_table([prompt_to_row(p) for p in prompts], PROMPT_SCHEMA))
+            count += len(prompts)
+        if not count:
+            writer.write_table(PROMPT_SCHEMA.empty_table())
+    return PromptSet(prompts_key=key, num_prompts=count)
+
+
+def prompt_bytes(prompt: Prompt) -> int:
+    """About the bytes of a prompt's text: what bounds a chunk of them."""
+    return (len(prompt.head) + sum(map(len, prompt.examples)) + len(prompt.query) + len(prompt.document)
+            + sum(len(m.content) for m in prompt.messages or []) + sum(map(len, prompt.variants)) + 64)
+
+
+def stored_prompts(store: Store, spec: AdapterSpec, instances_key: str) -> Iterator[Prompt]:
+    """:func:`helmflow.adapters.iter_prompts` over a stored instances file, reading the evaluated instances a
+    chunk at a time (through the row groups that hold them) rather than the whole file: the same prompts in
+    the same order (HELM's sample is drawn on the ids and splits alone)."""
+    from helmflow.adapters import ADAPTERS, sample_positions, sample_train_examples, uses_train
+
+    splits = store.read_parquet(instances_key, columns=["split"])["split"].to_pylist()
+    method = ADAPTERS.get(spec.method)
+    evaluated = np.array(sample_positions(splits, spec.sample), np.int64)
+    with store.open(instances_key) as fh:
+        parquet = pq.ParquetFile(fh)
+        size = chunks.parquet_rows_within(parquet)
+        train: list[Instance] = []
+        if uses_train(spec):
+            train_rows = np.array([k for k, split in enumerate(splits) if split == "train"], np.int64)
+            train = [instance_from_row(r) for r in chunks.read_rows(parquet, train_rows).to_pylist()]
+        for trial in range(spec.sample.trials):
+            examples = (sample_train_examples(train, spec.max_train_instances, spec.train_seed + trial)
+                        if uses_train(spec) else [])
+            for start in range(0, len(evaluated), size):
+                wanted = evaluated[start:start + size]
+                ascending = np.sort(wanted)
+                by_row = dict(zip(ascending.tolist(), chunks.read_rows(parquet, ascending).to_pylist(), strict=True))
+                for row in wanted.tolist():
+                    yield method.fn(spec, instance_from_row(by_row[row]), examples).model_copy(update={"trial": trial})
 
 
 def prepare_scenario(store: Store, plan: ScenarioPlan) -> PreparedScenario:
@@ -178,12 +211,15 @@ def query_pair(
     base = layout.query_dir(plan.query_key)
     requests_key, completions_key = f"{base}/requests.parquet", f"{base}/completions.parquet"
     meta = parquet_meta(query_key=plan.query_key, deployment=plan.deployment.name, model_version=plan.model_version)
-    hashes, max_tokens = write_requests(store, plan, prompt_set, requests_key, meta)
+    overflow = Overflow() if plan.refuse_overflow else None
+    hashes, max_tokens = write_requests(store, plan, prompt_set, requests_key, meta, overflow)
+    if overflow is not None and overflow.prompts:  # before the journal is read or a request is sent
+        raise RunRefused(overflow.line(plan, prompt_set.num_prompts, int(max_tokens.max(initial=0))))
     sending = Sending(store, plan.deployment, hashes, max_tokens, progress, shared)
     try:
         with (store.open(requests_key) as fh, store.writing(completions_key) as out,
               parquet_writer(out, COMPLETION_SCHEMA, meta) as writer):
-            for batch in pq.ParquetFile(fh).iter_batches(batch_size=chunks.CHUNK_INSTANCES):
+            for batch in chunks.row_batches(pq.ParquetFile(fh)):
                 completions = sending.send([request_from_row(r) for r in batch.to_pylist()])
                 writer.write_table(models_to_table(completions, COMPLETION_SCHEMA), row_group_size=RUN_ROW_GROUP_ROWS)
             if not len(hashes):
@@ -210,16 +246,48 @@ def query_pair(
     )
 
 
+class Overflow:
+    """The prompts of a pair that do not fit the deployment's window with the output budget (a board with
+    ``context_overflow: refuse`` refuses such a run), and the longest one's tokens."""
+
+    def __init__(self) -> None:
+        self.prompts = 0
+        self.longest = 0
+
+    def add(self, prompts: list[Prompt], requests: list[Request], deployment: Any) -> None:
+        from helmflow.tokenizers import get_tokenizer
+
+        cut = {r.instance_id for r in requests if r.prompt_truncated}
+        if not cut:
+            return
+        tok = get_tokenizer(deployment.tokenizer)
+        for p in prompts:
+            if p.instance_id in cut:
+                self.prompts += 1
+                whole = (sum(tok.count(m.content) for m in p.messages) if p.messages is not None
+                         else tok.count(p.text(len(p.examples))))
+                self.longest = max(self.longest, whole)
+
+    def line(self, plan: RunPlan, num_prompts: int, max_tokens: int) -> str:
+        d = plan.deployment
+        return (f"{cell_name(plan)}: refused: {self.prompts} of {num_prompts} prompts do not fit {d.name}'s "
+                f"context window of {d.context_window:,} tokens with {max_tokens:,} output tokens (the longest "
+                f"has {self.longest:,} prompt tokens by {d.tokenizer}); no request sent")
+
+
 def write_requests(store: Store, plan: RunPlan, prompt_set: PromptSet, key: str,
-                   meta: dict[str, str]) -> tuple[pa.ChunkedArray, np.ndarray]:
-    """The pair's requests file, built a chunk of prompts at a time; its request hashes and max tokens."""
+                   meta: dict[str, str], overflow: Overflow | None = None) -> tuple[pa.ChunkedArray, np.ndarray]:
+    """The pair's requests file, built a chunk of prompts at a time; its request hashes and max tokens.
+    With ``overflow``, the prompts the deployment's window cuts are counted there."""
     hashes: list[pa.Array] = []
     max_tokens: list[np.ndarray] = []
     with (store.open(prompt_set.prompts_key) as fh, store.writing(key) as out,
           parquet_writer(out, REQUEST_SCHEMA, meta) as writer):
-        for batch in pq.ParquetFile(fh).iter_batches(batch_size=chunks.CHUNK_INSTANCES):
+        for batch in chunks.row_batches(pq.ParquetFile(fh)):
             prompts = [prompt_from_row(r) for r in batch.to_pylist()]
             requests = build_requests(prompts, plan.scenario.adapter, plan.deployment, store)
+            if overflow is not None:
+                overflow.add(prompts, requests, plan.deployment)
             writer.write_table(to_table([request_to_row(r) for r in requests], REQUEST_SCHEMA),
                                row_group_size=RUN_ROW_GROUP_ROWS)
             hashes.append(pa.array([r.request_hash for r in requests], pa.string()))
@@ -249,17 +317,21 @@ def score_pair(
     for a in judged.annotations if judged else []:
         notes.setdefault(a.instance_id, []).append(a)
     request_ids = store.read_parquet(query.requests_key, columns=["instance_id"])["instance_id"]
-    instances = instances_table(store, data.instances_key, pc.unique(request_ids))
-    stats = StatsBuilder(instances["id"])
-    with (Rows(store, query.requests_key, query.completions_key) as rows, scoring_media(store),
-          collecting_renders() as renders):
-        for chunk in instance_chunks(request_ids):
+    stored_ids = store.read_parquet(data.instances_key, columns=["id"])["id"]
+    in_run = pc.is_in(stored_ids, value_set=pc.unique(request_ids))
+    file_rows = np.flatnonzero(np.asarray(in_run.to_numpy(zero_copy_only=False), dtype=bool))
+    run_ids = stored_ids.filter(in_run)  # the run's instances in stored order
+    stats = StatsBuilder(run_ids)
+    with (Rows(store, query.requests_key, query.completions_key) as rows, store.open(data.instances_key) as ifh,
+          scoring_media(store), collecting_renders() as renders):
+        stored = pq.ParquetFile(ifh)
+        for chunk in instance_chunks(request_ids, chunk_size(rows, stored, len(run_ids))):
             requests_rows, completions_rows = rows.read(chunk)
             requests = [request_from_row(r) for r in requests_rows.to_pylist()]
             completions = [Completion.model_validate(r) for r in completions_rows.to_pylist()]
             ids = pc.unique(requests_rows["instance_id"])
-            place = np.sort(pc.drop_null(pc.index_in(ids, value_set=instances["id"])).to_numpy())
-            chunk_instances = [instance_from_row(r) for r in instances.take(pa.array(place)).to_pylist()]
+            place = np.sort(pc.drop_null(pc.index_in(ids, value_set=run_ids)).to_numpy())
+            chunk_instances = [instance_from_row(r) for r in chunks.read_rows(stored, file_rows[place]).to_pylist()]
             scored = score_instances(chunk_instances, requests, completions, plan.scenario.adapter,
                                      plan.scenario.metrics,
                                      [a for i in chunk_instances for a in notes.get(i.id, [])] if notes else None)
@@ -307,6 +379,17 @@ def score_pair(
         ci_low=main.ci_low if main else None,
         ci_high=main.ci_high if main else None,
     )
+
+
+def chunk_size(rows: Rows, instances: pq.ParquetFile, num_instances: int) -> int:
+    """Instances scored at once: :data:`helmflow.chunks.CHUNK_INSTANCES`, fewer when their requests,
+    completions and instance rows pass :data:`helmflow.chunks.CHUNK_BYTES` together (long contexts)."""
+    def size(f: pq.ParquetFile) -> int:
+        return sum(f.metadata.row_group(g).total_byte_size for g in range(f.metadata.num_row_groups))
+
+    stored = instances.metadata.num_rows
+    per_instance = sum(size(f) for f in rows.files) // max(num_instances, 1) + size(instances) // max(stored, 1)
+    return chunks.rows_within(per_instance, 1)
 
 
 STATS_ROW_GROUP_ROWS = 1 << 17  # stats written from their columns a row group at a time (2.6 MB of Arrow)
@@ -463,6 +546,13 @@ def _finite(x: float) -> float | None:
 RUN_ROW_GROUP_ROWS = 1000  # the web report decodes one row group (1,000 requests, ten of its 100-row pages) per page
 
 
+def run_rows_per_group(store: Store, key: str) -> int:
+    """A published requests or completions file's rows per group: :data:`RUN_ROW_GROUP_ROWS`, fewer when that
+    many rows pass :data:`helmflow.chunks.CHUNK_BYTES` (long prompts), so copying holds one bounded group."""
+    with store.open(key) as fh:
+        return chunks.parquet_rows_within(pq.ParquetFile(fh), RUN_ROW_GROUP_ROWS)
+
+
 def publish_run(
     store: Store, plan: RunPlan, query: QueryOutcome, score: ScoreOutcome, lineage: dict[str, Any] | None = None,
     trajectory: pa.Table | None = None,
@@ -509,8 +599,8 @@ def publish_run(
                        parquet_meta(**_version_fields(plan)))
     for name, src in zip(layout.RUN_FILES,
                          (query.requests_key, query.completions_key, score.stats_key, score.summary_key)):
-        writer.copy(name, src,
-                    RUN_ROW_GROUP_ROWS if name in ("requests.parquet", "completions.parquet") else STATS_ROW_GROUP_ROWS)
+        writer.copy(name, src, run_rows_per_group(store, src) if name in ("requests.parquet", "completions.parquet")
+                    else STATS_ROW_GROUP_ROWS)
     request_ids = pc.unique(store.read_parquet(query.requests_key, columns=["instance_id"])["instance_id"])
     references = references_table(store, layout.instances(plan.scenario.key, plan.scenario.scenario_version),
                                   request_ids)

@@ -55,6 +55,11 @@ class QueryFailed(RuntimeError):
     """The pair could not be evaluated: a permanent error, or more errors than the deployment allows."""
 
 
+class RunRefused(QueryFailed):
+    """The pair's prompts do not fit the deployment's context window and its board refuses to cut them
+    (``context_overflow: refuse``): no request was sent."""
+
+
 @dataclass
 class QueryResult:
     completions: list[Completion]

@@ -21,7 +21,7 @@ HELM_V1_JURY = ["openai/gpt-4o-2024-05-13", "together/llama-3.1-405b-instruct-tu
 HELM_HEAD_JURY = ["openai/gpt-4o-2024-05-13"]
 MAX_INSTANCES = 1000
 REPRODUCIBLE = ("capabilities", "safety", "lite", "mmlu", "enterprise", "medhelm", "classic", "heim", "torr", "finance",
-                "ewok", "thai", "air-bench", "arabic")
+                "ewok", "thai", "air-bench", "arabic", "long-context")
 #: boards HELM ran with a --max-eval-instances of its own (ToRR: 100 per run, run_entries_torr.conf's flags)
 HELM_CAPS = {"torr": 100}
 #: boards whose HELM conf caps each entry itself (run expanders such as HEIM's ``heim_default``): their

@@ -260,6 +260,8 @@ _BUILTIN = [
     "copyright",
     "disinformation",
     "code_execution",
+    "ruler_qa",
+    "openai_mrcr",
 ]
 
 

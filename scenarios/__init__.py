@@ -134,6 +134,11 @@ _BUILTIN = [
     "mbzuai_human_translated_arabic_mmlu",
     "alrage",
     "synthetic_efficiency",
+    "ruler_squad",
+    "ruler_hotpotqa",
+    "infinite_bench_en_mc",
+    "infinite_bench_en_sum",
+    "openai_mrcr",
 ]
 
 

@@ -8,7 +8,7 @@ import json
 import pickle
 import re
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import fsspec
@@ -206,8 +206,9 @@ class Scenario(Generic[P]):
         """Files to mirror before :meth:`load`; empty for generated scenarios."""
         return []
 
-    def load(self, files: dict[str, str]) -> list[Instance]:
-        """Instances from the mirrored files (``filename`` -> fsspec URL of the mirrored copy)."""
+    def load(self, files: dict[str, str]) -> Iterable[Instance]:
+        """Instances from the mirrored files (``filename`` -> fsspec URL of the mirrored copy): a list, or a
+        generator yielding them one at a time (long contexts: the data path then never holds them all)."""
         raise NotImplementedError
 
     #: Where :meth:`image` puts images; the data path attaches the store before :meth:`load`.

@@ -326,6 +326,8 @@ def plan_board(
     effective = effective.model_copy(update={"judges": [j.name for j in judge_deployments] if judged else []})
     runs = [plan_run(s, with_increase(deployments[m], spec.increase_max_tokens), judge_deployments, scorers,
                      spec.prompts) for s in scenario_plans + perturbed for m in chosen_models]
+    if spec.context_overflow == "refuse":
+        runs = [r.model_copy(update={"refuse_overflow": True}) for r in runs]
     if chosen.adaptive:  # --adaptive: every cell, with the command's N and initial ability
         runs = [adaptive_run(r, AdaptivePlan(max_items=max_instances or DEFAULT_ADAPTIVE_ITEMS,
                                              initial_ability=chosen.model_ability)) for r in runs]

@@ -72,6 +72,8 @@ class RunPlan(BaseModel):
     scorer_template: str | None = None
     adaptive: AdaptivePlan | None = None
     full_run_id: str | None = None  # an adaptive run: the run id of the same cell asked in full
+    # the board's ``context_overflow: refuse``: a prompt over the deployment's window refuses the run (no request)
+    refuse_overflow: bool = False
 
 
 def cell_name(plan: RunPlan) -> str:

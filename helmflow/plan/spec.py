@@ -198,6 +198,11 @@ class BoardSpec(BaseModel):
     helm_differences: list[str] = Field(default_factory=list, description="what this board does differently from "
                                                                           "HELM's published setup, one sentence "
                                                                           "each (`reproduce --explain`)")
+    context_overflow: Literal["fit", "refuse"] = Field(
+        "fit", description="a prompt longer than a deployment's context window (with the output budget): `fit` "
+                           "drops in-context examples, then cuts the prompt (HELM's way); `refuse` refuses the "
+                           "whole run before any request, with one line (long-context boards, where a cut prompt "
+                           "is another task)")
     subflows: Literal["scenario", "group"] = Field(
         "scenario", description="how a board's flow run reads in the Prefect UI: one subflow run per scenario "
                                 "entry, with its perturbed copies (`scenario`), or one per run group "
@@ -252,6 +257,8 @@ class BoardSpec(BaseModel):
         for key in ("increase_max_tokens", "adaptive"):
             if data[key] is None:
                 del data[key]
+        if data["context_overflow"] == "fit":
+            del data["context_overflow"]
         for entry in data["scenarios"]:
             for key in ("group", "perturbations", "adaptive"):
                 if entry[key] is None:
