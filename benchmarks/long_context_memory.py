@@ -88,7 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--instances", default="10,100")
     parser.add_argument("--words", type=int, default=127_500)
-    parser.add_argument("--chunk-mb", type=int, default=16)
+    parser.add_argument("--chunk-mb", type=int, default=8)
     parser.add_argument("--at-once", action="store_true")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)

@@ -71,7 +71,8 @@ def failed_cells(failed: list[FailedCell]) -> str:
     for f in failed:
         error = f.error if RunRefused.__name__ in f.error else f.error.replace(f"{f.scenario} x {f.deployment}: ", "")
         cells.setdefault(error, []).append(f"{f.scenario} x {f.deployment}")
-    return "\n".join(f"  {error} ({len(c)} run{'s' * (len(c) > 1)}: {', '.join(c)})" for error, c in cells.items())
+    return "\n".join(f"  {error}" if RunRefused.__name__ in error else
+                     f"  {error} ({len(c)} run{'s' * (len(c) > 1)}: {', '.join(c)})" for error, c in cells.items())
 
 
 TASK_EXCEPTION = "Task run encountered an exception "  # how Prefect's failed-state message starts

@@ -21,8 +21,8 @@ from helmflow.storage import Store
 
 CHUNK_INSTANCES = 1000  # prompts built, requests sent, instances scored at once (row groups are 1,000 rows too)
 #: the text a chunk holds at most (UTF-8 bytes, about): long-context prompts of ~128k tokens (~700 KB each) make
-#: chunks of about 20 instances, so a run of them never holds its prompts all at once
-CHUNK_BYTES = 16 << 20
+#: chunks of about 10 instances, so a run of them never holds its prompts all at once
+CHUNK_BYTES = 8 << 20
 
 T = TypeVar("T")
 

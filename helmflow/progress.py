@@ -12,7 +12,7 @@ import threading
 #: a log record's attribute marking a failure the CLI reports itself, once (see quiet_reported_failures)
 REPORTED = "helmflow_reported"
 #: failures the CLI reports itself: their tracebacks and state lines stay in the Prefect UI only
-REPORTED_ERRORS = ("QueryFailed", "JudgeFailed", "PartialRelease", "StorageFull", "CellsFailed")
+REPORTED_ERRORS = ("QueryFailed", "RunRefused", "JudgeFailed", "PartialRelease", "StorageFull", "CellsFailed")
 
 
 class _ReportedFailures(logging.Filter):

@@ -168,7 +168,7 @@ def test_helmflow_run_long_context_end_to_end_refusing_the_small_window(tmp_path
     from tests.support.lite_fixtures import serve
 
     mirror, storage, src = tmp_path / "mirror", tmp_path / "store", tmp_path / "src"
-    files = fx.sources(words=1500, rows=3)
+    files = fx.sources(words=4000, rows=3)
     with HubServer(tmp_path / "hub") as hub:
         for path, data in files.items():
             if path.startswith("huggingface.co/"):
@@ -188,15 +188,17 @@ def test_helmflow_run_long_context_end_to_end_refusing_the_small_window(tmp_path
         {"name": "dev/wide", "client": "openai-compatible", "model": "dev-model", "base_url": wide.openai_url,
          "context_window": 1_000_000},
         {"name": "dev/narrow", "client": "openai-compatible", "model": "dev-model", "base_url": narrow.openai_url,
-         "context_window": 4096}]}))
+         "context_window": 3000}]}))  # above MRCR's 2,000 output tokens, below every prompt
     out = run_cli("run", "long-context", "--models", "dev/wide,dev/narrow", "--models-file", str(models),
                   "--storage", str(storage), env={"HELMFLOW_MIRROR": str(mirror)}, timeout=600)
     assert out.returncode == 1, out.stdout + out.stderr  # a partial release: the narrow window's runs are refused
     text = out.stdout + out.stderr
-    refused = [line for line in text.splitlines() if "RunRefused:" in line and "partial" not in line]
+    refused = [line for line in text.splitlines() if "refused:" in line]
     labels = ("ruler_squad", "ruler_hotpotqa", "infinite_bench_en_mc", "infinite_bench_en_sum", "openai_mrcr")
+    assert len(refused) == 5 and "Traceback" not in text, text  # one line per refused run, no task tracebacks
     for label in labels:
-        assert sum(f"{label} x dev/narrow: refused:" in line for line in refused) == 1, text
+        assert sum(f"RunRefused: {label} x dev/narrow: refused:" in line and line.endswith("no request sent")
+                   for line in refused) == 1, text
     assert narrow.requests == 0  # no request of a refused run reached the server
     runs = [json.loads(p.read_text()) for p in storage.glob("runs/*/run.json")]
     assert sorted(r["scenario"]["label"] for r in runs) == sorted(labels)

@@ -10,6 +10,7 @@ from collections import defaultdict
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 from helmflow import chunks, journal, layout, pipeline, publish
@@ -24,6 +25,7 @@ from helmflow.plan.spec import load_board
 from helmflow.query import run_queries
 from helmflow.records import (
     COMPLETION_SCHEMA,
+    PROMPT_SCHEMA,
     REQUEST_SCHEMA,
     RUN_ID_FIELDS,
     STAT_SCHEMA,
@@ -33,6 +35,7 @@ from helmflow.records import (
     Stat,
     models_to_table,
     prompt_from_row,
+    prompt_to_row,
     request_from_row,
     request_to_row,
     to_table,
@@ -239,3 +242,24 @@ def test_a_run_published_in_row_groups_writes_the_bytes_of_publishing_it_at_once
              "correct": ref["correct"]} for row in instances.to_pylist() for k, ref in enumerate(row["references"])]
     published = store.read_parquet(layout.run_file(plan.run_id, layout.RUN_REFERENCES))
     assert published.drop_columns([n for n, _ in RUN_ID_FIELDS]).to_pylist() == rows and len(rows) == 13
+
+
+def test_instances_and_prompts_written_a_chunk_at_a_time_are_those_of_doing_it_at_once(tmp_path, monkeypatch):
+    from helmflow.adapters import adapt
+
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 400)  # a few instances, a few prompts per chunk
+    spec = {"name": "s", "version": "1", "models": ["offline/solver"], "max_instances": 9,
+            "scenarios": [{"name": "arithmetic", "params": {"num_test": 30},
+                           "adapter": {"max_train_instances": 3, "sample": {"trials": 2}}}]}
+    (plan,) = plan_board(load_board(spec), load_deployments()).runs
+    store = Store(str(tmp_path / "store"))
+    data = pipeline.download_scenario(store, plan.scenario)
+    with store.open(data.instances_key) as fh:
+        assert pq.ParquetFile(fh).num_row_groups > 3  # written a batch at a time
+    instances = read_instances(store, data.instances_key)
+    assert len(instances) == 50 and len({i.id for i in instances}) == 50
+    prompts = pipeline.adapt_scenario(store, plan.scenario, data)
+    written = store.read_parquet(prompts.prompts_key)
+    at_once = to_table([prompt_to_row(p) for p in adapt(plan.scenario.adapter, instances)], PROMPT_SCHEMA)
+    assert prompts.num_prompts == 18 and written.to_pylist() == at_once.to_pylist()
+    assert len({r["instance_id"] for r in written.to_pylist()}) == 9 and written.column("examples")[0].as_py()

@@ -239,7 +239,7 @@ def run_flow_here(console: Any, server: Any, store: Any, board: str, call: Calla
     if isinstance(result, PartialRelease):
         from rich.markup import escape
 
-        console.print(f"[red]partial release: {escape(str(result))}")
+        console.print(f"[red]partial release: {escape(str(result))}", soft_wrap=True)  # a line per failure, unbroken
         return EXIT_PARTIAL
     return 0 if tracked else EXIT_PARTIAL
 

@@ -117,13 +117,13 @@ def mrcr_parquet(rows: int, words: int, needles: int = 8, seed: int = 0) -> byte
     return buf.getvalue()
 
 
-def sources(words: int = 1200, rows: int = 3) -> dict[str, bytes]:
+def sources(words: int = 4000, rows: int = 3) -> dict[str, bytes]:
     """Each scenario's source file at its upstream path (host/path, as ``HELMFLOW_SOURCE_HOST`` and a Hub
-    endpoint serve them): texts of about ``words`` words."""
+    endpoint serve them): every prompt of at least about ``words`` words (RULER's: all the paragraphs)."""
     hub = "huggingface.co/datasets"
     return {
-        "rajpurkar.github.io/SQuAD-explorer/dataset/dev-v2.0.json": squad_dev(4, 3, words=words // 20),
-        "curtis.ml.cmu.edu/datasets/hotpot/hotpot_dev_distractor_v1.json": hotpot_dev(6, words=words // 40),
+        "rajpurkar.github.io/SQuAD-explorer/dataset/dev-v2.0.json": squad_dev(6, 4, words=words // 15),
+        "curtis.ml.cmu.edu/datasets/hotpot/hotpot_dev_distractor_v1.json": hotpot_dev(6, words=words // 10),
         f"{hub}/xinrongzhang2022/InfiniteBench/resolve/{INFINITE_BENCH_REVISION}/longbook_choice_eng.jsonl":
             infinite_bench_rows("choice", rows, words),
         f"{hub}/xinrongzhang2022/InfiniteBench/resolve/{INFINITE_BENCH_REVISION}/longbook_sum_eng.jsonl":
