@@ -546,6 +546,31 @@ def read_sampled(store: Store, key: str, spec: AdapterSpec) -> tuple[list[Instan
     return [built[k] for k in train], [built[k] for k in evaluated]
 
 
+def iter_sampled(store: Store, key: str, spec: AdapterSpec) -> Iterator[tuple[list[Instance], list[Instance]]]:
+    """:func:`read_sampled` a chunk at a time: (the train split, the next chunk of the evaluation sample in drawn
+    order), the sample read through the row groups that hold it (about :data:`helmflow.chunks.CHUNK_BYTES` of
+    rows each), every instance built once; the train split is the same list in every pair."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from helmflow import chunks
+
+    splits = store.read_parquet(key, columns=["split"]).column("split").to_pylist()
+    evaluated = np.array(sample_positions(splits, spec.sample), np.int64)
+    train_rows = np.array([k for k, split in enumerate(splits) if split == "train"] if uses_train(spec) else [],
+                          np.int64)
+    with store.open(key) as fh:
+        parquet = pq.ParquetFile(fh)
+        size = chunks.parquet_rows_within(parquet)
+        train = [instance_from_row(r) for r in chunks.read_rows(parquet, train_rows).to_pylist()]
+        for start in range(0, len(evaluated), size):
+            wanted = evaluated[start:start + size]
+            ascending = np.unique(wanted)
+            rows = dict(zip(ascending.tolist(), chunks.read_rows(parquet, ascending).to_pylist(), strict=True))
+            built = {k: instance_from_row(row) for k, row in rows.items()}
+            yield train, [built[k] for k in wanted.tolist()]
+
+
 def instances_table(store: Store, key: str, ids: pa.Array | None = None) -> pa.Table:
     """The instances file as a table in stored order; only the rows whose id is in the Arrow array
     ``ids`` when given."""

@@ -21,8 +21,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from helmflow import chunks, layout
+from helmflow.adapters import iter_sampled_prompts
 from helmflow.chunks import Rows, instance_chunks
-from helmflow.datasets import mirror_sources, read_instances, store_instances, write_instances
+from helmflow.datasets import (
+    iter_sampled,
+    mirror_sources,
+    read_instances,
+    read_sampled,
+    store_instances,
+    write_instances,
+)
 from helmflow.integrity import CorruptFile, read_manifest, verify_files
 from helmflow.judges import Judged, annotate
 from helmflow.manifests import (
@@ -64,7 +72,6 @@ from helmflow.records import (
     AdapterSpec,
     Annotation,
     Completion,
-    Instance,
     MetricSummary,
     Prompt,
     Request,
@@ -167,30 +174,14 @@ def prompt_bytes(prompt: Prompt) -> int:
 
 
 def stored_prompts(store: Store, spec: AdapterSpec, instances_key: str) -> Iterator[Prompt]:
-    """:func:`helmflow.adapters.iter_prompts` over a stored instances file, reading the evaluated instances a
-    chunk at a time (through the row groups that hold them) rather than the whole file: the same prompts in
-    the same order (HELM's sample is drawn on the ids and splits alone)."""
-    from helmflow.adapters import ADAPTERS, sample_positions, sample_train_examples, uses_train
-
-    splits = store.read_parquet(instances_key, columns=["split"])["split"].to_pylist()
-    method = ADAPTERS.get(spec.method)
-    evaluated = np.array(sample_positions(splits, spec.sample), np.int64)
-    with store.open(instances_key) as fh:
-        parquet = pq.ParquetFile(fh)
-        size = chunks.parquet_rows_within(parquet)
-        train: list[Instance] = []
-        if uses_train(spec):
-            train_rows = np.array([k for k, split in enumerate(splits) if split == "train"], np.int64)
-            train = [instance_from_row(r) for r in chunks.read_rows(parquet, train_rows).to_pylist()]
-        for trial in range(spec.sample.trials):
-            examples = (sample_train_examples(train, spec.max_train_instances, spec.train_seed + trial)
-                        if uses_train(spec) else [])
-            for start in range(0, len(evaluated), size):
-                wanted = evaluated[start:start + size]
-                ascending = np.sort(wanted)
-                by_row = dict(zip(ascending.tolist(), chunks.read_rows(parquet, ascending).to_pylist(), strict=True))
-                for row in wanted.tolist():
-                    yield method.fn(spec, instance_from_row(by_row[row]), examples).model_copy(update={"trial": trial})
+    """:func:`helmflow.adapters.iter_prompts` over a stored instances file: the same prompts in the same order,
+    the evaluation sample read a chunk at a time (:func:`helmflow.datasets.iter_sampled`). With several trials
+    every trial prompts the same sample, so it is built once and held (:func:`helmflow.datasets.read_sampled`)."""
+    if spec.sample.trials > 1:
+        yield from iter_sampled_prompts(spec, *read_sampled(store, instances_key, spec))
+        return
+    for train, evaluated in iter_sampled(store, instances_key, spec):
+        yield from iter_sampled_prompts(spec, train, evaluated)
 
 
 def prepare_scenario(store: Store, plan: ScenarioPlan) -> PreparedScenario:

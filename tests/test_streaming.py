@@ -250,7 +250,7 @@ def test_instances_and_prompts_written_a_chunk_at_a_time_are_those_of_doing_it_a
     monkeypatch.setattr(chunks, "CHUNK_BYTES", 400)  # a few instances, a few prompts per chunk
     spec = {"name": "s", "version": "1", "models": ["offline/solver"], "max_instances": 9,
             "scenarios": [{"name": "arithmetic", "params": {"num_test": 30},
-                           "adapter": {"max_train_instances": 3, "sample": {"trials": 2}}}]}
+                           "adapter": {"max_train_instances": 3}}]}
     (plan,) = plan_board(load_board(spec), load_deployments()).runs
     store = Store(str(tmp_path / "store"))
     data = pipeline.download_scenario(store, plan.scenario)
@@ -261,5 +261,7 @@ def test_instances_and_prompts_written_a_chunk_at_a_time_are_those_of_doing_it_a
     prompts = pipeline.adapt_scenario(store, plan.scenario, data)
     written = store.read_parquet(prompts.prompts_key)
     at_once = to_table([prompt_to_row(p) for p in adapt(plan.scenario.adapter, instances)], PROMPT_SCHEMA)
-    assert prompts.num_prompts == 18 and written.to_pylist() == at_once.to_pylist()
+    assert prompts.num_prompts == 9 and written.to_pylist() == at_once.to_pylist()
+    with store.open(prompts.prompts_key) as fh:
+        assert pq.ParquetFile(fh).num_row_groups > 1  # adapted and written a chunk at a time
     assert len({r["instance_id"] for r in written.to_pylist()}) == 9 and written.column("examples")[0].as_py()
