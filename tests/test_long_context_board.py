@@ -204,7 +204,8 @@ def test_helmflow_run_long_context_end_to_end_refusing_the_small_window(tmp_path
     assert sorted(r["scenario"]["label"] for r in runs) == sorted(labels)
     assert {r["deployment"]["name"] for r in runs} == {"dev/wide"}
     assert wide.requests == sum(r["counts"]["requests"] for r in runs) > 0
-    latest = json.loads((storage / "leaderboards/long-context/latest-partial.json").read_text())
+    latest = json.loads((storage / "leaderboards/long-context/latest-subset-partial.json").read_text())
     rows = {r["deployment"]: r for r in pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()}
     scores = [rows["dev/wide"][label] for label in labels]
-    assert rows["dev/wide"]["mean"] == pytest.approx(sum(scores) / 5)
+    assert rows["dev/wide"]["mean_score"] == pytest.approx(sum(scores) / 5)  # HELM's mean aggregation
+    assert all(rows["dev/narrow"][label] is None for label in labels)  # refused: no cell
