@@ -5,8 +5,11 @@ Runs crfm-helm 0.5.16's ``BasicCopyrightMetric`` (HELM Classic's run-spec argume
 ``normalize_by_prefix_length=True``, ``normalize_newline_space_tab=False``) through its ``evaluate_generation``,
 its ``_self_bleu`` and ``_monte_carlo_entropy`` (``disinformation_metrics.py``) and its ``ToxicityMetric`` (with a
 fake metric service that answers fixed scores per text, as the Perspective client answers once per distinct
-text). Run it in a throwaway environment that has HELM (``pip install crfm-helm==0.5.16`` into a venv under
-/tmp), then copy the printed values into the test::
+text), and HELM's four scenario classes on the fixture files of ``tests/support/harms_fixtures.py`` (a digest of
+their instances). Run it in a throwaway environment that has HELM (``pip install crfm-helm==0.5.16 numba sacrebleu
+google-api-python-client`` into a venv under /tmp, plus ``pip install --no-deps -e .`` and helmflow's small
+dependencies such as pydantic-settings and tenacity, which the fixtures import), then copy the printed values
+into the test::
 
     cd /tmp && /tmp/helm-venv/bin/python /work/wt/<branch>/benchmarks/helm_harms_parity.py
 """

@@ -244,6 +244,9 @@ def run_scenarios(plan: Any, store: Store, tasks: BoardTasks, budget_usd: float 
     from prefect.runtime import flow_run
     from prefect.settings import temporary_settings
 
+    from helmflow.metrics import import_required
+
+    import_required([m for s in plan.all_scenarios for m in s.metrics])  # here, not in the task threads at once
     context = FlowRunContext.get()
     assert context is not None and context.task_runner is not None
     runner = BorrowedTaskRunner(context.task_runner)

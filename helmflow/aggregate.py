@@ -477,7 +477,8 @@ def rank(models: Sequence[str], labels: Sequence[str], cells: dict[tuple[str, st
     aspect_wins = {a: win_rates({m: {g: ranked[m].get(g) for g in members} for m in models})
                    for a, members in aspects.items()}
     group_wins = {
-        g.name: win_rates({m: {c.key: metric_cells.get((m, c.key), (None,))[0] for c in g.columns} for m in models},
+        g.name: win_rates({m: {c.key: metric_cells.get((m, c.key), (None,))[0] for c in g.columns
+                               if c.lower_is_better is not None} for m in models},  # an unordered column: not ranked
                           {c.key for c in g.columns if c.lower_is_better})
         for g in metric_groups if "win_rate" in g.aggregation
     }

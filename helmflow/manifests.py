@@ -203,7 +203,7 @@ class FailedCellRecord(Manifest):
 class MetricGroupColumn(Manifest):
     scenario: str  # a scenario label
     metric: str
-    lower_is_better: bool = False
+    lower_is_better: bool | None = False  # None: no better direction, not ranked
     description: str = ""  # one line: what the column measures (the report shows it)
 
 

@@ -320,6 +320,16 @@ def helm_verdicts() -> dict[str, Callable[[dict], tuple[float | None, dict]]]:
     return out
 
 
+def import_required(names: list[str]) -> None:
+    """Import the installed modules these metrics need, in the calling thread, before any task scores: threads
+    that import NLTK at the same time can meet in its circular imports (Python's ``_DeadlockError``, then
+    "partially initialized module 'nltk'" in the others), so a board imports them once, up front."""
+    for name in sorted(set(names)):
+        for module in METRICS.get(name).requires if name in METRICS else ():
+            if _installed(module):
+                importlib.import_module(module)
+
+
 def metric_versions(names: list[str]) -> dict[str, str]:
     return {n: METRICS.get(n).full_version for n in sorted(set(names))}
 
@@ -328,5 +338,5 @@ for _module in _BUILTIN:
     importlib.import_module(f"helmflow.metrics.{_module}")
 
 __all__ = ["ACROSS_RUNS", "METRICS", "AcrossRuns", "Counted", "HelmEquivalent", "Metric", "MetricInput",
-           "MissingExtra", "Pooled", "TreeNode", "across_runs", "helm_stats", "helm_verdicts", "metric",
-           "metric_versions"]
+           "MissingExtra", "Pooled", "TreeNode", "across_runs", "helm_stats", "helm_verdicts", "import_required",
+           "metric", "metric_versions"]

@@ -47,7 +47,7 @@ class RealToxicityPrompts(Scenario[NoParams]):
                            generation=GenerationParams(max_tokens=20, temperature=0.9, stop=[], num_outputs=5))
 
     def sources(self) -> list[DataSource]:
-        return [DataSource(filename="prompts.jsonl", url=self.hub_url("prompts.jsonl"))]
+        return [DataSource(filename="prompts.jsonl", url=self.hub_url("prompts.jsonl"), sha256_unknown=True)]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         url = files["prompts.jsonl"]

@@ -29,6 +29,7 @@ from tests.support.classic_fixtures import (
 )
 from tests.support.cli import REPO, run_cli
 from tests.support.devserver import FAST_RETRY
+from tests.support.harms_fixtures import rtp_mirror
 from tests.support.lite_fixtures import serve
 
 # HELM's core run groups on the board, in schema_classic's order, with their main metrics
@@ -39,13 +40,16 @@ COLUMNS = {"mmlu": "exact_match", "boolq": "quasi_exact_match", "narrative_qa": 
            "summarization_xsum": "rouge_2", "imdb": "quasi_exact_match", "civil_comments": "quasi_exact_match",
            "raft": "quasi_exact_match"}
 DEMOGRAPHICS = ["all", "male", "female", "LGBTQ", "christian", "muslim", "other_religions", "black", "white"]
+HARMS = ("copyright", "disinformation", "bold", "real_toxicity_prompts")  # HELM's harms scenarios on the board
 # the end-to-end run's entries: every adapter method, metric and group kind of the board, half its runs
+# HELM's harms entries the end-to-end run covers: copyright, disinformation's reiteration, RealToxicityPrompts
+HARMS_SELECTED = ["copyright_text-popular_books", "disinformation_reiteration-covid", "real_toxicity_prompts"]
 SELECTED = ["mmlu-abstract_algebra", "mmlu-econometrics", "boolq", "boolq_contrast", "quac", "hellaswag",
             "openbookqa", "truthful_qa", "msmarco_regular", "summarization_cnndm", "summarization_xsum", "imdb", "imdb_contrast", "civil_comments-all",
             "civil_comments-female", "raft-twitter_complaints", "twitter_aae-aa", "legal_support", "wikifact-author",
             "blimp-irregular_forms", "synthetic_reasoning_natural-easy", "entity_matching-Beer",
             "entity_data_imputation-Restaurant", "the_pile-Enron_Emails", "code_humaneval", "code_apps",
-            "synthetic_efficiency-256-8"]
+            "synthetic_efficiency-256-8", *HARMS_SELECTED]
 GENERATION = ["boolq", "narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "quac",
               "summarization_cnndm", "summarization_xsum", "imdb", "civil_comments", "raft"]
 N = 3  # evaluation instances per run
@@ -54,11 +58,11 @@ CONTRAST = ["boolq_contrast", "imdb_contrast"]  # HELM's robustness_contrast_set
 TARGETED = ["twitter_aae-aa", "legal_support", "wikifact-author", "blimp-irregular_forms",
             "synthetic_reasoning_natural-easy", "entity_matching-Beer", "entity_data_imputation-Restaurant",
             "the_pile-Enron_Emails", "code_humaneval", "code_apps",
-            "synthetic_efficiency-256-8"]  # targeted evaluations on the board (outside the headline)
+            "synthetic_efficiency-256-8", *HARMS_SELECTED]  # targeted evaluations on the board (outside the headline)
 # the scenarios of HELM's targeted evaluations on the board (outside the headline)
 TARGETED_SCENARIOS = ("twitter_aae", "legal_support", "lsat_qa", "wikifact", "babi_qa", "blimp",
                       "synthetic_reasoning_natural", "entity_matching", "entity_data_imputation", "the_pile",
-                      "humaneval", "apps", "synthetic_efficiency")
+                      "humaneval", "apps", "synthetic_efficiency", *HARMS)
 # the dev server under a name HELM has a denoised-runtime table for (HELM keys its tables by deployment name)
 DEV = "openai/davinci"
 HELM_RUNTIMES = json.loads((REPO / "tests" / "data" / "helm_denoised_runtime.json").read_text())["cases"]  # HELM: no calibration, robustness or fairness
@@ -73,7 +77,7 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
     groups = {g.name: g for g in spec.metric_groups}
     assert list(groups) == ["accuracy", "calibration", "robustness", "fairness", "efficiency", "toxicity",
                             "summarization", "robustness_contrast_sets", "language", "reasoning", "knowledge",
-                            "targeted_efficiency"]
+                            "targeted_efficiency", "harms"]
     assert [(c.scenario, c.metric) for c in groups["accuracy"].columns] == list(COLUMNS.items())
     ranking = ["msmarco_regular", "msmarco_trec"]  # HELM shows no calibration for them
     assert [c.scenario for c in groups["calibration"].columns] == [
@@ -129,6 +133,26 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
         for p in (1, 256, 512, 1024, 1536) for o in (1, 2, 4, 8, 16, 32, 64)]
     assert [(c.scenario, c.metric, c.lower_is_better) for c in groups["targeted_efficiency"].columns] == [
         ("synthetic_efficiency", m, True) for m in ("inference_denoised_runtime", "latency_s")]
+    # harms: HELM's priority-1 and -2 entries, outside the headline; HELM's schema's directions (edit distance
+    # higher, the copyright others and toxicity lower; self-BLEU and entropy unordered, so not ranked)
+    harms = [(s.name, s.params, s.group, s.headline) for s in spec.scenarios if s.name in HARMS]
+    assert harms == [("copyright", {"datatag": "n_books_1000-extractions_per_book_1-prefix_length_125"}, "copyright_text",
+                      False), ("copyright", {"datatag": "popular_books-prefix_length_125.json"}, "copyright_text", False),
+                     ("copyright", {"datatag": "prompt_num_line_1-min_lines_20.json"}, "copyright_code", False),
+                     ("copyright", {"datatag": "prompt_num_line_10-min_lines_20.json"}, "copyright_code", False),
+                     ("disinformation", {"capability": "reiteration", "topic": "climate"}, "disinformation_reiteration",
+                      False), ("disinformation", {"capability": "reiteration", "topic": "covid"},
+                               "disinformation_reiteration", False),
+                     ("disinformation", {"capability": "wedging"}, None, False), ("bold", {"subject": "all"}, None, False),
+                     ("real_toxicity_prompts", {}, None, False)]
+    copyright_columns = [("longest_common_prefix_length", True), ("edit_distance", False), ("edit_similarity", True)]
+    assert [(c.scenario, c.metric, c.lower_is_better) for c in groups["harms"].columns] == [
+        *((s, m, lower) for s in ("copyright_text", "copyright_code") for m, lower in copyright_columns),
+        *((s, m, None) for s in ("disinformation_reiteration", "disinformation_wedging")
+          for m in ("self_bleu", "monte_carlo_entropy")),
+        ("bold", "toxic_fraction", True),
+        *(("real_toxicity_prompts", m, True) for m in ("toxic_fraction", "expected_max_toxicity",
+                                                       "max_toxicity_probability"))]
     assert [(c.scenario, c.metric) for c in groups["robustness_contrast_sets"].columns] == [
         (f"{n}_contrast", m) for n in ("imdb", "boolq") for m in ("quasi_exact_match", "robustness")]
     # the XSum column runs what HELM's conf runs: summarization_xsum_sampled (HELM's xsum-sampled.pk)
@@ -203,7 +227,8 @@ def test_reproduce_classic_explains_every_difference_from_helm():
                    "all 16 of HELM Classic's core run groups", "summarization_xsum_sampled", "raft data:",
                    "dialect perturbation", "denoised runtime", "HELM Classic used Perspective",
                    "boolq: HELM reads the main branches", "civil_comments: WILDS' CSV", "hellaswag: HELM reads", "quac:", "imdb:",
-                   "contrast sets:", "openbookqa:"):
+                   "contrast sets:", "openbookqa:", "harms, copyright: HELM runs its two copyright_code entries",
+                   "disinformation: HELM's human evaluations", "bold: amazon-research/bold at its commit"):
         assert needle in text, needle
 
 
@@ -211,7 +236,7 @@ def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
     out = run_cli("show", "classic", env={"HELMFLOW_MIRROR": str(tmp_path / "none"), "HELMFLOW_STORAGE": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
-    assert "board classic: 112 scenarios + 146 perturbed copies x 1 model = 258 runs" in text
+    assert "board classic: 121 scenarios + 146 perturbed copies x 1 model = 267 runs" in text
     assert "not mirrored:" in text and "helmflow mirror classic --to DIR" in text
     assert ("not fetched: SAE_to_AAVE_mapping.json, the data of perturbation(s) dialect (36 perturbed copies); a run "
             "stops until you run `helmflow fetch-assets perturbations`") in text
@@ -225,7 +250,8 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     with serve(root) as host:
         out = run_cli("mirror", "classic", "--to", str(mirror), env={
             "HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com",
-            **summarization_mirrors(tmp_path / "hub"), **raft_mirror(tmp_path / "hub" / "raft")})
+            **summarization_mirrors(tmp_path / "hub"), **raft_mirror(tmp_path / "hub" / "raft"),
+            **rtp_mirror(tmp_path / "hub" / "real_toxicity_prompts")})
         assert out.returncode == 0, out.stdout + out.stderr
         # the dialect perturbation's SAE->AAVE mapping (HELM downloads it at run time; here our own words)
         out = run_cli("fetch-assets", "perturbations", "--storage", str(storage),
@@ -272,6 +298,9 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
             row["synthetic_reasoning_natural/f1_set_match"])
         for column in ("entity_matching", "entity_data_imputation"):
             assert row[f"{column}/quasi_exact_match"] == pytest.approx(row[f"group:{column}"])
+        # harms: the copyright numbers are divided by the prefix's tokens
+        assert row["copyright_text/longest_common_prefix_length"] >= 0 and row["copyright_text/edit_distance"] >= 0
+        assert row["harms mean_win_rate"] is not None
         assert 0 <= row["blimp/exact_match"] <= 1 and row["group:blimp"] == pytest.approx(row["blimp/exact_match"])
         # the code scenarios: the programs ran in the jail and were scored (neither model writes a working one)
         assert row["code_humaneval/pass"] == row["code_humaneval"] == 0.0
@@ -291,6 +320,17 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     assert rows[DEV]["boolq/ece_10_bin"] is not None and rows["offline/first-option"]["boolq/ece_10_bin"] is None
     assert "logprobs" in rows["offline/first-option"]["boolq/ece_10_bin note"]
     assert rows[DEV]["boolq/toxic_fraction"] is not None  # the dev model's outputs are scored
+    # RealToxicityPrompts: five scored outputs per prompt, so the share of prompts whose most toxic output is toxic
+    # is at least the toxic share of the outputs; the baseline's outputs are empty: nothing to score, no number
+    rtp = {m: rows[DEV][f"real_toxicity_prompts/{m}"] for m in ("toxic_fraction", "max_toxicity_probability")}
+    assert 0 <= rtp["toxic_fraction"] <= rtp["max_toxicity_probability"] <= 1
+    assert rows["offline/first-option"]["real_toxicity_prompts/toxic_fraction"] is None
+    # disinformation: the dev model's five headlines per thesis are the same text (self-BLEU 100) and it sends
+    # logprobs (an entropy); the baseline's five are empty (self-BLEU 0, HELM's value for fewer than two; no entropy)
+    assert rows[DEV]["disinformation_reiteration/self_bleu"] == pytest.approx(100.0)
+    assert rows[DEV]["disinformation_reiteration/monte_carlo_entropy"] >= 0
+    assert rows["offline/first-option"]["disinformation_reiteration/self_bleu"] == 0.0
+    assert rows["offline/first-option"]["disinformation_reiteration/monte_carlo_entropy"] is None
     # hand-worked: the baseline answers A. TruthfulQA: of HELM's N sampled valid rows (ids 5-24, np.random.seed(0)
     # choice), the share whose correct option is first after HELM's rotation
     truthful = {f"id{5 + k}": helm_options(r[3], r[5])[0][1] for k, r in enumerate(truthful_qa_rows(25)[5:])}

@@ -288,3 +288,18 @@ def test_bad_harms_files_are_one_clear_error(tmp_path):
         (tmp_path / filename).write_bytes(data)
         with pytest.raises(ScenarioError, match=message):
             get_scenario(name, params).load({filename: str(tmp_path / filename)})
+
+
+def test_an_unordered_column_is_shown_but_not_ranked():
+    """HELM's lower_is_better None (self-BLEU, entropy): the table shows the column; its win rate leaves it out."""
+    from helmflow.aggregate import rank
+    from helmflow.plan.spec import MetricGroup
+
+    group = MetricGroup(name="harms", columns=[
+        {"scenario": "copy", "metric": "longest_common_prefix_length", "lower_is_better": True},
+        {"scenario": "dis", "metric": "self_bleu", "lower_is_better": None}])
+    cells = {("a", "copy/longest_common_prefix_length"): (0.1, None, None), ("b", "copy/longest_common_prefix_length"):
+             (0.3, None, None), ("a", "dis/self_bleu"): (10.0, None, None), ("b", "dis/self_bleu"): (90.0, None, None)}
+    rows = {r["deployment"]: r for r in rank(["a", "b"], [], {}, metric_groups=[group], metric_cells=cells)}
+    assert (rows["a"]["harms mean_win_rate"], rows["b"]["harms mean_win_rate"]) == (1.0, 0.0)  # a copies less
+    assert rows["b"]["dis/self_bleu"] == 90.0

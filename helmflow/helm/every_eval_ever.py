@@ -188,7 +188,7 @@ def _board_columns(info: ReleaseManifest) -> list[tuple[str, str, bool]]:
                          any(c.lower_is_better for c in g.columns)))
         for c in g.columns:
             cols.append((f"{c.scenario}/{c.metric}", c.description or f"{c.metric} on {c.scenario}",
-                         c.lower_is_better))
+                         bool(c.lower_is_better)))
     for column, labels in info.groups.items():
         cols.append((column, "the mean of " + ", ".join(labels), False))
     once: dict[str, tuple[str, str, bool]] = {}

@@ -107,7 +107,9 @@ class GroupColumn(BaseModel):
     scenario: str = Field(description="a scenario entry's label, or a group (the unweighted mean over its entries' "
                                       "runs, HELM's cell)")
     metric: str = Field(description="a stat of that scenario's runs, e.g. `safety_score`, `toxic_fraction`")
-    lower_is_better: bool = Field(False, description="the column ranks lower values first (marked ↓)")
+    lower_is_better: bool | None = Field(False, description=(
+        "the column ranks lower values first (marked ↓); null: it has no better direction (HELM's None, e.g. "
+        "self-BLEU): shown, but not ranked, so the table's win rate leaves it out"))
     description: str = Field("", description="one line the report shows with the column (what it measures)")
 
     @property

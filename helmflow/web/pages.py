@@ -177,7 +177,8 @@ def board_html(reports: Reports, release: Release, mode: Mode, releases: list[st
         title=f"{release.board} — {release.release_id}",
         best=best_per_column(release.leaderboard, ["mean_score", "mean_win_rate", *release.labels],
                              [(c.scenario + "/" + c.metric, c.lower_is_better)
-                              for g in release.manifest.metric_groups for c in g.columns]),
+                              for g in release.manifest.metric_groups for c in g.columns
+                              if c.lower_is_better is not None]),
         facts=release.manifest.model_metadata,
         aspect_scores=aspect_scores(release.leaderboard, release.manifest.aspects),
         release=release,

@@ -583,6 +583,7 @@ def efficiency_files() -> dict[str, bytes]:
 
 def classic_files() -> dict[str, bytes]:
     from tests.support.code_fixtures import code_files
+    from tests.support.harms_fixtures import harms_files
     from tests.support.summarization_fixtures import xsum_sampled_pickle
 
     return {**boolq_files(), **hellaswag_files(), TRUTHFUL_QA: truthful_qa_csv(), CIVIL: civil_csv(), **quac_files(),
@@ -590,7 +591,7 @@ def classic_files() -> dict[str, bytes]:
             **{f"{TWITTER_AAE}/{d}_tweets.csv": twitter_aae_csv(d) for d in ("aa", "white")},
             LEGAL_SUPPORT: legal_support_zip(), **lsat_files(), **wikifact_files(),
             BABI: babi_archive(), BLIMP: blimp_zip(), **em_files(), **imputation_files(), **pile_files(),
-            **code_files(), **efficiency_files()}
+            **code_files(), **efficiency_files(), **harms_files()}
 
 
 def summarization_mirrors(root: Path) -> dict[str, str]:

@@ -18,9 +18,11 @@ import gzip
 import http.server
 import io
 import json
+import os
 import random
 import tarfile
 import threading
+import urllib.parse
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -254,6 +256,13 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 - the http.server hook
         self.server.requests.append(self.path)  # type: ignore[attr-defined]
         super().do_GET()
+
+    def translate_path(self, path: str) -> str:
+        """The file for ``path``; for a URL that names its file in the query string (Google Drive's ``?id=``),
+        a fixture saved as ``<path>?<query>`` when there is one."""
+        base = super().translate_path(path)
+        query = urllib.parse.urlsplit(path).query
+        return f"{base}?{query}" if query and os.path.isfile(f"{base}?{query}") else base
 
 
 @contextmanager
