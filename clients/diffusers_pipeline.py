@@ -17,8 +17,10 @@ again with the pipeline alone. Each image is encoded as PNG (Pillow, no metadata
 the query path like any model output.
 
 Options: ``device`` (``auto``: CUDA, then MPS, then CPU), ``dtype`` (``float32``, or ``float16`` /
-``bfloat16`` on an accelerator; HELM uses float16 on CUDA), ``seed``. Generation runs in the worker
-thread every local model of the process shares (one at a time), so the event loop never blocks.
+``bfloat16`` on an accelerator; HELM uses float16 on CUDA), ``seed``, ``prompt_prefix`` (what HELM puts
+before the prompt for Openjourney v1, ``mdjrny-v4 style ``, and Redshift Diffusion, ``redshift style ``).
+Generation runs in the worker thread every local model of the process shares (one at a time), so the event
+loop never blocks.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ class DiffusersOptions(BaseModel):
     dtype: Literal["float32", "float16", "bfloat16"] = Field("float32", description="the pipeline's weights' dtype")
     seed: int = Field(0, description="image i of a request draws from a generator seeded with seed + i, unless "
                                      "the request's image_generation.seed is set")
+    prompt_prefix: str = Field("", description="put before every prompt the pipeline gets (HELM's Openjourney v1: "
+                                               "`mdjrny-v4 style `, Redshift Diffusion: `redshift style `)")
 
 
 @dataclass
@@ -83,11 +87,11 @@ def load_pipeline(source: str, revision: str | None, device: str, dtype: str) ->
         return _PIPELINES[key]
 
 
-def call_arguments(body: RequestBody) -> dict[str, Any]:
+def call_arguments(body: RequestBody, prompt_prefix: str = "") -> dict[str, Any]:
     """What a request sets, as the pipeline's keyword arguments (HELM's ``raw_request``)."""
     ask = body.image_generation
     assert ask is not None
-    kwargs: dict[str, Any] = {"prompt": body.prompt or "", "num_images_per_prompt": 1}
+    kwargs: dict[str, Any] = {"prompt": prompt_prefix + (body.prompt or ""), "num_images_per_prompt": 1}
     if ask.guidance_scale is not None:
         kwargs["guidance_scale"] = ask.guidance_scale
     if ask.steps is not None:
@@ -111,11 +115,11 @@ def png(image: Any) -> bytes:
     return buf.getvalue()
 
 
-def generate(lp: LocalPipeline, body: RequestBody, seed: int) -> list[bytes]:
+def generate(lp: LocalPipeline, body: RequestBody, seed: int, prompt_prefix: str = "") -> list[bytes]:
     """The request's images, one pipeline call each, as PNG bytes."""
     import torch
 
-    kwargs = call_arguments(body)
+    kwargs = call_arguments(body, prompt_prefix)
     images = []
     with torch.inference_mode():
         for s in image_seeds(body, seed):
@@ -166,7 +170,8 @@ class DiffusersClient(Client):
         loop = asyncio.get_running_loop()
         lp = await loop.run_in_executor(_WORKER, self.local_pipeline)
         try:
-            images = await loop.run_in_executor(_WORKER, generate, lp, body, self.options.seed)
+            images = await loop.run_in_executor(_WORKER, generate, lp, body, self.options.seed,
+                                                self.options.prompt_prefix)
         except (ValueError, TypeError) as exc:  # the pipeline refuses the parameters (a size not divisible by 8)
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise PermanentError(f"deployment {self.deployment.name!r}: the pipeline refused the request: "

@@ -6,7 +6,6 @@ nudity_frac on a small ONNX classifier shaped as NudeNet's."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import io
 import json
@@ -53,21 +52,18 @@ def _pipeline(folder):
     return pipe
 
 
-@contextlib.contextmanager
+@pytest.fixture(autouse=True)
 def _one_thread():
-    """One torch thread: two busy cores make torch's second thread spin-wait (tens of times the CPU)."""
+    """One torch thread: on two busy cores torch's second thread spin-waits (tens of times the CPU)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+    yield
+    torch.set_num_threads(threads)
 
 
 def _by_diffusers(folder, prompt: str, seed: int, **kwargs) -> bytes:
     """The image diffusers' pipeline draws on its own (loaded apart from the client's), encoded as PNG."""
-    with _one_thread():
-        image = _pipeline(folder)(prompt, generator=torch.Generator("cpu").manual_seed(seed), **kwargs).images[0]
+    image = _pipeline(folder)(prompt, generator=torch.Generator("cpu").manual_seed(seed), **kwargs).images[0]
     buf = io.BytesIO()
     image.save(buf, format="PNG")
     return buf.getvalue()
@@ -89,11 +85,14 @@ def test_each_stored_image_is_what_the_pipeline_draws_for_its_prompt_parameters_
         assert stored[0] != stored[1]  # image i draws from seed + i
         with Image.open(io.BytesIO(stored[0])) as img:
             assert img.size == (24, 16)
-    # the request's own seed wins over the deployment's; unset parameters are the pipeline's defaults
+    # the request's own seed wins over the deployment's; unset parameters are the pipeline's defaults; the prefix
+    # (HELM's for Openjourney v1) goes before the prompt the pipeline gets, not into the request
+    dep = _deployment(tiny_sd, seed=11, prompt_prefix="mdjrny-v4 style ")
     reqs = _requests(dep, ["a red circle"], n=1, **{"image_generation.seed": 3, "image_generation.steps": 1})
     result = run_queries(store, dep, reqs)
+    assert reqs[0].body.prompt == "a red circle"
     assert [store.read_bytes(p.uri) for p in result.completions[0].images] == [
-        _by_diffusers(tiny_sd, "a red circle", 3, num_inference_steps=1)]
+        _by_diffusers(tiny_sd, "mdjrny-v4 style a red circle", 3, num_inference_steps=1)]
 
 
 def test_a_pipeline_that_cannot_be_loaded_or_a_refused_size_is_one_line(tiny_sd, tmp_path, store):
