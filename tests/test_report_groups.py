@@ -35,15 +35,20 @@ def test_metric_groups_are_tabs_with_descriptions_and_directions(tmp_path):
         "scenarios": [{"name": "arithmetic", "label": "arith", "perturbations": "robustness"}],
         "metric_groups": [{"name": "speed", "description": f"fast {HOSTILE}", "columns": [
             {"scenario": "arith", "metric": "exact_match", "description": f"right {HOSTILE}"},
-            {"scenario": "arith", "metric": "latency_s", "lower_is_better": True}]}],
+            {"scenario": "arith", "metric": "latency_s", "lower_is_better": True}]},
+            # HELM's lower_is_better None (self-BLEU): shown without a direction, not ranked
+            {"name": "unranked", "columns": [{"scenario": "arith", "metric": "exact_match", "lower_is_better": None}]}],
     }
     release_id = _publish(str(tmp_path / "store"), spec)
     page = TestClient(create_app(str(tmp_path / "store"))).get(f"/boards/groups/{release_id}/").text
     section = page.split('<section id="metric-groups">', 1)[1].split("</section>", 1)[0]
     tabs = re.findall(r'<button type="button" role="tab" class="tab" id="tab-(\w+)" aria-controls="panel-\1" '
                       r'aria-selected="(true|false)">', section)
-    assert tabs == [("speed", "true"), ("robustness", "false")]
-    assert section.count('role="tabpanel"') == 2 and 'id="panel-robustness"' in section
+    assert tabs == [("speed", "true"), ("unranked", "false"), ("robustness", "false")]
+    assert section.count('role="tabpanel"') == 3 and 'id="panel-robustness"' in section
+    unranked = section.split('id="legend-unranked">', 1)[1].split("</dl>", 1)[0]
+    assert "no better direction (not ranked)" in unranked and "higher is better" not in unranked
+    assert re.search(r"arith · exact_match </th>", section.split('id="panel-unranked"', 1)[1])
     legend = section.split('id="legend-robustness">', 1)[1].split("</dl>", 1)[0]
     assert "<dt>arith · robustness</dt>" in legend and "worst case per instance" in legend and "↑ higher is better" in legend
     speed = section.split('id="legend-speed">', 1)[1].split("</dl>", 1)[0]
