@@ -3,7 +3,9 @@
 
 Runs crfm-helm 0.5.16's scenario classes (not ours): ``EntityMatchingScenario`` (Beer, Abt_Buy,
 Dirty_iTunes_Amazon), ``EntityDataImputationScenario`` (Buy, Restaurant) and ``ThePileScenario`` (the six
-priority-2 subsets) and ``SyntheticEfficiencyScenario`` (1 and 1,536 prompt tokens, GPT-2's files) on the files of
+priority-2 subsets) ``SyntheticEfficiencyScenario`` (1 and 1,536 prompt tokens, GPT-2's files) and ``ICEScenario``
+(the priority-2 entries and a few more; its subsets' zips from ``tests.support.classic_fixtures.ice_mirror``,
+extracted under ``restricted/ice`` as HELM expects, given as a second argument) on the files of
 ``tests.support.classic_fixtures`` (rows written for this project), served from a folder laid out as
 ``<root>/<host>/<path>`` (what ``classic_source_tree`` writes): HELM's ``urllib.request.urlretrieve`` and
 ``requests.get`` are pointed at that folder, so HELM's own download, unpack and parsing code runs. Writes each
@@ -13,7 +15,10 @@ the tree with helmflow's environment, then run this in a throwaway one that has 
 
     python -c "from pathlib import Path; from tests.support.classic_fixtures import classic_source_tree; \\
         classic_source_tree(Path('/tmp/classic-src'))"
-    cd /tmp && /tmp/helm-venv/bin/python /work/wt/<branch>/benchmarks/helm_classic_targeted_parity.py /tmp/classic-src
+    python -c "from pathlib import Path; from tests.support.classic_fixtures import ice_mirror; \\
+        ice_mirror(Path('/tmp/classic-ice'))"
+    cd /tmp && /tmp/helm-venv/bin/python /work/wt/<branch>/benchmarks/helm_classic_targeted_parity.py /tmp/classic-src \\
+        /tmp/classic-ice
 """
 
 from __future__ import annotations
@@ -84,6 +89,23 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as out:
             scenario = SyntheticEfficiencyScenario(num_prompt_tokens=size, num_instances=10, tokenizer="huggingface/gpt2")
             runs[f"synthetic_efficiency:num_prompt_tokens={size}"] = rows_of(scenario.get_instances(out))
+    if len(sys.argv) > 2:  # ICE: the subsets' zips extracted where HELM reads them, the pinned order in place
+        import os
+        import zipfile
+
+        from helm.benchmark.scenarios.ice_scenario import ICEScenario
+
+        ice = Path(sys.argv[2]).resolve()
+        with tempfile.TemporaryDirectory() as work:
+            os.chdir(work)
+            for archive in ice.glob("ice-*.zip"):
+                zipfile.ZipFile(archive).extractall(Path(work) / "restricted" / "ice")
+            shutil.copy(ice / "ice_scenario_pinned_file_order.json", work)
+            for params in ({"subset": "ea"}, {"subset": "hk"}, {"subset": "ind"}, {"subset": "usa"},
+                           {"gender": "female"}, {"gender": "male"}, {"subset": "hk", "category": "W2"},
+                           {"subset": "ea", "category": "S"}, {"subset": "can", "gender": "female"}):
+                name = "ice:" + ",".join(f"{k}={v}" for k, v in sorted(params.items()))
+                runs[name] = rows_of(ICEScenario(**params).get_instances(work))
     import pandas
 
     about = (f"crfm-helm 0.5.16's scenario classes on tests.support.classic_fixtures (pandas {pandas.__version__}), "

@@ -139,6 +139,7 @@ _BUILTIN = [
     "infinite_bench_en_mc",
     "infinite_bench_en_sum",
     "openai_mrcr",
+    "ice",
 ]
 
 

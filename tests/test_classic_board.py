@@ -22,6 +22,7 @@ from helmflow.scenarios.wikifact import PROPERTIES
 from tests.support.classic_fixtures import (
     ASSETS,
     classic_source_tree,
+    ice_mirror,
     perturbation_assets,
     raft_mirror,
     summarization_mirrors,
@@ -49,7 +50,7 @@ SELECTED = ["mmlu-abstract_algebra", "mmlu-econometrics", "boolq", "boolq_contra
             "civil_comments-female", "raft-twitter_complaints", "twitter_aae-aa", "legal_support", "wikifact-author",
             "blimp-irregular_forms", "synthetic_reasoning_natural-easy", "entity_matching-Beer",
             "entity_data_imputation-Restaurant", "the_pile-Enron_Emails", "code_humaneval", "code_apps",
-            "synthetic_efficiency-256-8", *HARMS_SELECTED]
+            "synthetic_efficiency-256-8", *HARMS_SELECTED, "ice-hk"]
 GENERATION = ["boolq", "narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "quac",
               "summarization_cnndm", "summarization_xsum", "imdb", "civil_comments", "raft"]
 N = 3  # evaluation instances per run
@@ -58,11 +59,11 @@ CONTRAST = ["boolq_contrast", "imdb_contrast"]  # HELM's robustness_contrast_set
 TARGETED = ["twitter_aae-aa", "legal_support", "wikifact-author", "blimp-irregular_forms",
             "synthetic_reasoning_natural-easy", "entity_matching-Beer", "entity_data_imputation-Restaurant",
             "the_pile-Enron_Emails", "code_humaneval", "code_apps",
-            "synthetic_efficiency-256-8", *HARMS_SELECTED]  # targeted evaluations on the board (outside the headline)
+            "synthetic_efficiency-256-8", *HARMS_SELECTED, "ice-hk"]  # targeted evaluations on the board (outside the headline)
 # the scenarios of HELM's targeted evaluations on the board (outside the headline)
 TARGETED_SCENARIOS = ("twitter_aae", "legal_support", "lsat_qa", "wikifact", "babi_qa", "blimp",
                       "synthetic_reasoning_natural", "entity_matching", "entity_data_imputation", "the_pile",
-                      "humaneval", "apps", "synthetic_efficiency", *HARMS)
+                      "humaneval", "apps", "synthetic_efficiency", *HARMS, "ice")
 # the dev server under a name HELM has a denoised-runtime table for (HELM keys its tables by deployment name)
 DEV = "openai/davinci"
 HELM_RUNTIMES = json.loads((REPO / "tests" / "data" / "helm_denoised_runtime.json").read_text())["cases"]  # HELM: no calibration, robustness or fairness
@@ -97,8 +98,11 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
     assert [(s.label, s.group, s.params) for s in spec.scenarios if s.name == "twitter_aae"] == [
         (f"twitter_aae-{d}", "twitter_aae", {"demographic": d}) for d in ("aa", "white")]
     assert [(c.scenario, c.metric, c.lower_is_better) for c in groups["language"].columns] == [
-        (lab, "bits_per_byte", True) for lab in ("twitter_aae", "twitter_aae-aa", "twitter_aae-white", "the_pile")] + [
+        (lab, "bits_per_byte", True) for lab in ("twitter_aae", "twitter_aae-aa", "twitter_aae-white", "the_pile", "ice")] + [
         ("blimp", "exact_match", False)]
+    assert [(s.label, s.params, s.headline) for s in spec.scenarios if s.name == "ice"] == [
+        (f"ice-{v}", {k: v}, False) for k, v in (("subset", "ea"), ("subset", "hk"), ("subset", "ind"), ("subset", "usa"),
+                                                 ("gender", "female"), ("gender", "male"))]
     assert [(s.label, s.params, s.group, s.headline) for s in spec.scenarios if s.name == "the_pile"] == [
         (f"the_pile-{lab}", {"subset": sub}, "the_pile", False) for sub, lab in (
             ("ArXiv", "ArXiv"), ("BookCorpus2", "BookCorpus2"), ("Enron Emails", "Enron_Emails"), ("Github", "Github"),
@@ -236,7 +240,9 @@ def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
     out = run_cli("show", "classic", env={"HELMFLOW_MIRROR": str(tmp_path / "none"), "HELMFLOW_STORAGE": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
+    # ICE's licensed subsets are on no mirror here: its six entries are left out, saying why
     assert "board classic: 121 scenarios + 146 perturbed copies x 1 model = 267 runs" in text
+    assert "left out: ice-hk: ice-hk.zip is credential-gated and not on this machine: ICE is licensed" in text
     assert "not mirrored:" in text and "helmflow mirror classic --to DIR" in text
     assert ("not fetched: SAE_to_AAVE_mapping.json, the data of perturbation(s) dialect (36 perturbed copies); a run "
             "stops until you run `helmflow fetch-assets perturbations`") in text
@@ -251,7 +257,8 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
         out = run_cli("mirror", "classic", "--to", str(mirror), env={
             "HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com",
             **summarization_mirrors(tmp_path / "hub"), **raft_mirror(tmp_path / "hub" / "raft"),
-            **rtp_mirror(tmp_path / "hub" / "real_toxicity_prompts")})
+            **rtp_mirror(tmp_path / "hub" / "real_toxicity_prompts"),
+            **ice_mirror(tmp_path / "hub" / "ice")})
         assert out.returncode == 0, out.stdout + out.stderr
         # the dialect perturbation's SAE->AAVE mapping (HELM downloads it at run time; here our own words)
         out = run_cli("fetch-assets", "perturbations", "--storage", str(storage),
@@ -354,6 +361,7 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
             values.append(helm_denoised(DEV, c["prompt_tokens"], output))
         assert rows[DEV][f"{label}/inference_denoised_runtime"] == pytest.approx(sum(values) / len(values))
         assert rows[DEV][f"{label}/inference_denoised_runtime note"] is None
+    assert rows[DEV]["ice/bits_per_byte"] == pytest.approx(rows[DEV]["group:ice"]) and rows[DEV]["group:ice"] > 0
     assert rows[DEV]["synthetic_efficiency/inference_denoised_runtime"] > 0
     assert rows[DEV]["synthetic_efficiency/latency_s"] > 0
     assert rows[DEV]["twitter_aae-aa/bits_per_byte"] > 0 and rows[DEV]["the_pile/bits_per_byte"] > 0  # the dev server echoes the tweet with its logprobs

@@ -1,4 +1,5 @@
-"""HELM Classic's targeted scenarios added after the core: entity matching, data imputation and the Pile, compared with
+"""HELM Classic's targeted scenarios added after the core: entity matching, data imputation, the Pile, synthetic
+efficiency and ICE, compared with
 crfm-helm 0.5.16's own scenario classes run on the same fixture sources (``tests/data/helm_classic_targeted.json``,
 written by ``benchmarks/helm_classic_targeted_parity.py``), their prompts and their bad input."""
 
@@ -23,6 +24,7 @@ from tests.support.classic_fixtures import (
     PILE_INDICES,
     classic_files,
     em_tables,
+    ice_mirror,
     pile_docs,
 )
 
@@ -54,15 +56,23 @@ def test_targeted_scenarios_are_helms(tmp_path, run):
     non-matches as matches from HELM's pinned random state (Beer, Abt_Buy) or seed 0 (Dirty_iTunes_Amazon, absent
     from it); imputation: pandas' 10% / 20% splits; ``nan`` for empty cells. The Pile: the set's documents through
     HELM's CSV cache (CR and CRLF read as LF), at lm_perplexity's sorted unique indices (BookCorpus2: all)."""
-    name, _, param = run.partition(":")
-    key, _, value = param.partition("=")
-    scen = get_scenario(name, {key: int(value) if value.isdigit() else value})
-    instances = scen.load(fixture_paths(tmp_path, scen))
+    name, _, spec = run.partition(":")
+    params = dict(item.split("=", 1) for item in spec.split(","))
+    value = next(iter(params.values()))
+    scen = get_scenario(name, {k: int(v) if v.isdigit() else v for k, v in params.items()})
+    if name == "ice":
+        ice_mirror(tmp_path / "ice")
+        instances = scen.load({s.filename: str(tmp_path / "ice" / s.filename) for s in scen.sources()})
+    else:
+        instances = scen.load(fixture_paths(tmp_path, scen))
     ours = rows(instances)
     assert ours == HELM[run]["rows"] and digest(ours) == HELM[run]["sha256"]
     assert [i.id for i in instances] == [f"id{k}" for k in range(len(instances))]
     if name == "synthetic_efficiency":
         assert len(instances) == 10 and all(i.split == "test" and "\r" not in i.input.text for i in instances)
+    elif name == "ice":
+        assert instances and all(i.split == "test" and not i.references for i in instances)
+        assert not any("<#>" in i.input.text or "<O>" in i.input.text or "\r" in i.input.text for i in instances)
     elif name == "the_pile":
         assert all(i.split == "test" and not i.references and "\r" not in i.input.text for i in instances)
         assert all(i.input.text.startswith(value) for i in instances)
@@ -186,3 +196,38 @@ def test_synthetic_efficiency_prompt_is_the_file_alone_with_the_sweeps_output_le
     assert scen.main_metric == "inference_denoised_runtime"
     with pytest.raises(ValueError):
         get_scenario("synthetic_efficiency", {"num_prompt_tokens": 100})
+
+
+def test_ice_reads_helms_folders_and_metadata(tmp_path):
+    """HELM's ICE: the pinned order where it has the corpus folder (Hong Kong), else sorted; gender= alone reads
+    Canada, Hong Kong, India and the USA, a text kept when one of its .xls gender columns or every one of its .hdr
+    gender tags has that gender; a text
+    code matches as a prefix (HELM's re.match), so W2A-011 also selects W2A-0110."""
+    from helmflow.scenarios.ice import preprocess
+
+    ice_mirror(tmp_path)
+
+    def texts(**params):
+        scen = get_scenario("ice", params)
+        return scen, scen.load({s.filename: str(tmp_path / s.filename) for s in scen.sources()})
+
+    scen, hk = texts(subset="hk")
+    assert [s.filename for s in scen.sources()] == ["ice_scenario_pinned_file_order.json", "ice-hk.zip"]
+    assert scen.sources()[1].gated and scen.default_adapter.method == "language_modeling"
+    assert ["HK:" + i.input.text.split("the (old) ")[1].split(" ")[0] for i in hk] == [
+        "HK:market", "HK:match", "HK:bus", "HK:bus", "HK:rain"]  # W2A-011, S1A-002, W2A-0110, S1A-001, W1A-010
+    scen, female = texts(gender="female")
+    assert [s.filename for s in scen.sources()][1:] == ["ice-can.zip", "ice-hk.zip", "ice-ind.zip", "ice-usa.zip"]
+    # .xls: any of the sheet's gender columns (can: S2A-002 F, W1A-003 female/F, W2B-004 male/F; the second sheet
+    # of Canada's spoken file unread; hk: S1A-002 f, W1A-010 F); .hdr: every tag (ind: S2A-005 F F, W2C-007 F;
+    # usa: W2A-002 F F, not W2B-003 M F)
+    assert len(female) == 3 + 2 + 2 + 1
+    assert len(texts(gender="male")[1]) == 7
+    assert len(texts(subset="ea")[1]) == 5  # three files, five text codes
+    assert all(i.input.text.startswith("late again") for i in hk)  # HELM's greedy <ICE.+> untagging, kept
+    assert preprocess("  <#> a <,> b &ersand; c <O>x</O>d <-> y</-> ") == "a, b & c d"
+    with pytest.raises(ValueError, match="cannot be filtered through metadata"):
+        get_scenario("ice", {"subset": "ea", "gender": "male"})
+    (tmp_path / "ice-usa.zip").write_bytes(b"nope")
+    with pytest.raises(ScenarioError, match="is not a zip of an ICE subset's folder"):
+        texts(subset="usa")

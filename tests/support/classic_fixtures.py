@@ -634,3 +634,97 @@ def perturbation_assets(root: Path) -> Path:
         (root / ASSETS / path).parent.mkdir(parents=True, exist_ok=True)
         (root / ASSETS / path).write_bytes(data)
     return root
+
+
+# --------------------------------------------------------------------------- ICE
+ICE_TAGGED = ("<ICE-{code}:{name}#1:1:A> <#> The {word} was <O>laughter</O> late again <,> we said\r\n"
+              "<$A> <#> <mention>Tuesday</mention> &ersand; the &obrack;old&cbrack; {word} <X>unclear</X> "
+              "<->um</-> BBBtag oneRRR <w>hm</w> <quote>fine</quote>\r\n\r\n\r\n  next {word} line é\n")
+
+
+def ice_text(code: str, name: str, k: int) -> str:
+    """One ICE text in its shape: a text code header, ``<#>`` units, speaker marks and the markup HELM strips."""
+    return ICE_TAGGED.format(code=code, name=name, word=["bus", "match", "rain", "market"][k % 4])
+
+
+def _xls(sheets: list[list[list]]) -> bytes:
+    import xlwt
+
+    book = xlwt.Workbook()
+    for n, rows in enumerate(sheets):
+        sheet = book.add_sheet(f"Sheet{n + 1}")
+        for i, row in enumerate(rows):
+            for j, value in enumerate(row):
+                if value is not None:
+                    sheet.write(i, j, value)
+    buf = io.BytesIO()
+    book.save(buf)
+    return buf.getvalue()
+
+
+def _meta_rows(codes: list[str], genders: list[list[str]], columns: list[int]) -> list[list]:
+    """A metadata sheet: header row, then one row per text, its code first and the genders at ``columns``."""
+    width = max(columns) + 2
+    rows: list[list] = [["Text code", *[f"field {j}" for j in range(1, width)]]]
+    for code, gender in zip(codes, genders, strict=True):
+        row: list = [code, *[f"v{j}" for j in range(1, width)]]
+        for column, g in zip(columns, gender, strict=False):
+            row[column] = g
+        rows.append(row)
+    rows.append([None] * width)  # an empty row: its code is NaN, skipped
+    return rows
+
+
+def ice_subset_files() -> dict[str, dict[str, bytes]]:
+    """Each subset's folder as HELM reads it under ``restricted/ice``: corpus texts, and metadata where HELM reads
+    gender (Canada's and Hong Kong's .xls, India's and the USA's .hdr), all written here."""
+    out: dict[str, dict[str, bytes]] = {}
+    for subset, folder, corpus, names in (
+            ("can", "ICE-CAN", "Corpus", ["S1A-001.txt", "S2A-002.txt", "W1A-003.txt", "W2B-004.txt"]),
+            ("hk", "ICE-HK", "CORPUS", ["S1A-001.txt", "S1A-002.txt", "W1A-010.txt", "W2A-011.txt", "W2A-0110.txt"]),
+            ("ind", "ICE India", "Corpus", ["S1A-001.txt", "S2A-005.txt", "W1A-002.txt", "W2C-007.txt"]),
+            ("usa", "ICE-USA", "corpus", ["W1A-001.txt", "W2A-002.txt", "W2B-003.txt"])):
+        files = {f"{folder}/{corpus}/{n}": ice_text(subset.upper(), n[:-4], k).encode() for k, n in enumerate(names)}
+        if subset == "ind":  # one text in Latin-1 (HELM's fallback)
+            files[f"{folder}/{corpus}/{names[1]}"] = ice_text("IND", "S2A-005", 1).encode("iso-8859-1")
+        codes = [n[:-4] for n in names]
+        if subset == "can":
+            spoken = _meta_rows(codes[:2], [["M"], ["F"]], [12])
+            written = _meta_rows(codes[2:], [["female", "F"], ["male", "F"]], [12, 19])
+            files[f"{folder}/Headers/Spoken ICE-CAN metadata.xls"] = _xls([spoken, _meta_rows(codes, [["F"]] * 4, [12])])
+            files[f"{folder}/Headers/Written ICE-CAN metadata.xls"] = _xls([written])
+        elif subset == "hk":  # every sheet is read; W2A-011 also prefixes W2A-0110
+            files[f"{folder}/Headers/HKRecords.xls"] = _xls([_meta_rows(codes[:2], [["Male"], ["f"]], [16]),
+                                                            _meta_rows(codes[2:4], [["F"], ["M"]], [16])])
+        else:
+            for code, genders in zip(codes, [["M"], ["F", "F"], ["M", "F"], ["F"]], strict=False):
+                tags = "".join(f"<speaker><gender>{g}</gender><age>30</age></speaker>\n" for g in genders)
+                files[f"{folder}/Headers/{code}.hdr"] = f"<text>{code}</text>\n{tags}".encode()
+        out[subset] = files
+    ea = "ICE-EA/corpus/retagged for wsmith/all east africa"
+    out["ea"] = {f"{ea}/{name}": "".join(f"{code}\n" + ice_text("EA", code, k) for k, code in enumerate(codes)).encode()
+                 for name, codes in (("conv1k.txt", ["S1A001K", "S1A002K"]), ("BUSLETT.txt", ["W1B003T"]),
+                                     ("ppsoc-k.txt", ["W2A004K", "W2A005K"]))}
+    return out
+
+
+def ice_order() -> bytes:
+    """HELM's pinned file order's shape (corpus folder -> file names): Hong Kong's and East Africa's unsorted."""
+    return json.dumps({
+        "restricted/ice/ICE-HK/CORPUS": ["W2A-011.txt", "S1A-002.txt", "W2A-0110.txt", "S1A-001.txt", "W1A-010.txt"],
+        "restricted/ice/ICE-EA/corpus/retagged for wsmith/all east africa": ["ppsoc-k.txt", "conv1k.txt",
+                                                                              "BUSLETT.txt"],
+    }).encode()
+
+
+def ice_mirror(root: Path) -> dict[str, str]:
+    """The ICE folder a user builds: ``ice-<subset>.zip`` of each subset's folder and HELM's pinned file order."""
+    root.mkdir(parents=True, exist_ok=True)
+    for subset, files in ice_subset_files().items():
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as z:
+            for name, data in files.items():
+                z.writestr(name, data)
+        (root / f"ice-{subset}.zip").write_bytes(buf.getvalue())
+    (root / "ice_scenario_pinned_file_order.json").write_bytes(ice_order())
+    return {"HELMFLOW_MIRROR_ICE": str(root)}
