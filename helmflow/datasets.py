@@ -350,6 +350,37 @@ def fetch_verified(scenario: str, url: str, expected: str) -> bytes:
     return data
 
 
+def _mismatch(scenario: str, url: str, expected: str, digest: str, size: int) -> ScenarioError:
+    return ScenarioError(
+        f"scenario {scenario!r}: checksum mismatch for {url}: expected sha256 {expected}, got {digest} "
+        f"({size} bytes); the file is not the pinned one (partial download or a different revision?)"
+    )
+
+
+def copy_verified(scenario: str, url: str, dest: Store, key: str, expected: str | None) -> str:
+    """``url`` copied to ``dest``'s ``key`` a block at a time, hashed as it goes (a dataset file of hundreds of MB
+    is never held whole); returns its sha256. With ``expected``, another hash is refused as :func:`fetch_verified`
+    refuses it and nothing is kept (the store's temporary file is removed); an empty file is an error."""
+    h, size = hashlib.sha256(), 0
+    with open_source(scenario, url) as src, dest.writing(key) as out:
+        while True:
+            try:
+                block = src.read(_CHUNK)
+            except Exception as exc:  # noqa: BLE001 - fsspec backends raise many kinds; each is explained
+                raise _explain(scenario, url, exc) from None
+            if not block:
+                break
+            h.update(block)
+            size += len(block)
+            out.write(block)
+        if not size:
+            raise ScenarioError(f"scenario {scenario!r}: {url} is empty (0 bytes); refusing to use it")
+        digest = h.hexdigest()
+        if expected is not None and digest != expected:
+            raise _mismatch(scenario, url, expected, digest, size)
+    return digest
+
+
 # --------------------------------------------------------------------------- is the data the pinned data?
 def unverified_reason(scen: Scenario, source: DataSource, sha256: str) -> str | None:
     """None when the bytes a run reads are known to be the pinned ones; else why they are not.
@@ -424,7 +455,7 @@ def mirror_sources(store: Store, plan) -> dict[str, str]:
             raise ScenarioError(problem)
         if manifest.get(source.filename) != expected or not store.exists(key):
             url = resolve_source(plan.name, plan.dataset_revision, source)
-            store.write_bytes(key, fetch_verified(plan.name, url, expected))
+            copy_verified(plan.name, url, store, key, expected)
             manifest[source.filename] = expected
             store.write_json(manifest_key, manifest)
         files[source.filename] = store.url(key)
@@ -626,23 +657,21 @@ def mirror_scenario(scen: Scenario, to: str) -> list[tuple[str, str, str]]:
     for source in scen.sources():
         url = resolve_source(scen.name, revision, source)
         expected, how = _pinned_sha256(scen, source)
-        if how == FIRST_FETCH:
-            data = fetch(scen.name, url)
-            expected = hashlib.sha256(data).hexdigest()
-        elif expected is None:
+        if how != FIRST_FETCH and expected is None:
             raise ScenarioError(f"scenario {scen.name!r}: {source.filename} has no declared sha256 and no Hub revision "
                                 f"to verify it against; declare its sha256 in the scenario "
                                 f"(see docs/datasets.md: filling in a pin)")
-        else:
-            data = fetch_verified(scen.name, url, expected)
-        assert expected is not None  # hashed on a first fetch, declared otherwise (checked above)
         key = f"{scen.name}/{revision}/{source.filename}"
         target = dest.url(key)
-        try:
-            dest.write_bytes(key, data)
+        try:  # a block at a time, hashed as it goes (hashed on a first fetch, verified otherwise)
+            expected = copy_verified(scen.name, url, dest, key, None if how == FIRST_FETCH else expected)
+        except ScenarioError:
+            raise
         except Exception as exc:  # noqa: BLE001 - any backend error: say where
             raise ScenarioError(f"scenario {scen.name!r}: cannot write {target}: {type(exc).__name__}: {exc}") from None
-        fetch_verified(scen.name, target, expected)
+        copied = _sha256_of(scen.name, target)  # read back, a block at a time
+        if copied != expected:
+            raise _mismatch(scen.name, target, expected, copied, os.path.getsize(target) if is_local(target) else -1)
         done.append((source.filename, expected, target))
         if how == FIRST_FETCH:
             files[source.filename] = {"sha256": expected, "verified_against": "", "source": source.url,
