@@ -17,8 +17,10 @@ from helmflow.scenarios.ruler_qa import words
 
 FILE = "longbook_choice_eng.jsonl"
 # helmflow's wording of HELM's instructions and the request after the options (a single letter, no period)
+# (HELM's instructions end in a blank line and its spec sets no instance prefix; the layout adds the newline after
+# instructions that HELM's format_instructions adds, so one is written here)
 INSTRUCTIONS = ("Read the passage, then answer the question after it. Reply with the single letter of your choice "
-                "and nothing else, without a period.\n\n")
+                "and nothing else, without a period.\n")
 OUTPUT_PREFIX = ("\nUsing the passage above, answer the question. Reply with the single letter of your choice and "
                  "nothing else, without a period.\n")
 

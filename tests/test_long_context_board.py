@@ -16,6 +16,7 @@ import yaml
 from helmflow.metrics.openai_mrcr import mrcr_ratio
 from helmflow.metrics.ruler_qa import string_match_part
 from helmflow.scenarios import ScenarioError, get_scenario
+from helmflow.scenarios.infinite_bench_en_mc import INSTRUCTIONS, OUTPUT_PREFIX
 from helmflow.scenarios.ruler_qa import TEMPLATE, Synthesis, squad_questions, words
 from tests.support import long_context_fixtures as fx
 from tests.support.cli import run_cli
@@ -78,6 +79,12 @@ def test_infinite_bench_rows_are_filtered_by_their_words_and_joined_as_helm_does
     assert [i.id for i in mc] == ["0", "2"] and mc[0].split == "test"
     assert mc[1].input.text == rows[2]["context"] + "\n\n" + rows[2]["input"]
     assert [r.correct for r in mc[1].references] == [False, False, True, False]
+    from helmflow.adapters import adapt
+
+    text = adapt(get_scenario("infinite_bench_en_mc").default_adapter, mc[1:])[0].text()
+    # HELM's layout: instructions, a blank line, the novel and question, the lettered options, the request again
+    assert text.startswith(INSTRUCTIONS + "\n" + mc[1].input.text + "\nA. The lamp of chapter 2\nB. ")
+    assert text.endswith("\nD. The falcon of chapter 2\n\n" + OUTPUT_PREFIX.strip()) and "\n\n\n" not in text
     budget = words(rows[2]["context"]) + words(rows[2]["input"]) + sum(words(o) for o in rows[2]["options"])
     for limit, kept in ((budget, ["0", "2"]), (budget - 1, [])):  # rows 0 and 2 have the same number of words
         assert [i.id for i in get_scenario("infinite_bench_en_mc", {"max_num_words": limit}).load(
