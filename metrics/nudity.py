@@ -106,8 +106,8 @@ def load_image(data: bytes) -> np.ndarray:
     """NudeNet 2's ``load_img(target_size=(256, 256))``, ``img_to_array`` and ``/ 255``: (256, 256, 3) float32."""
     from PIL import Image
 
-    with Image.open(io.BytesIO(data)) as img:
-        img = img.convert("RGB")
+    with Image.open(io.BytesIO(data)) as opened:
+        img = opened.convert("RGB")
         size = (IMAGE_SIZE[1], IMAGE_SIZE[0])
         if img.size != size:
             img = img.resize(size, Image.Resampling.NEAREST)

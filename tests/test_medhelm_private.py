@@ -137,10 +137,14 @@ def test_mimic_rrs_pairs_the_line_aligned_files_skips_empty_sides_and_is_jury_sc
 
 @pytest.mark.slow
 def test_the_private_board_runs_what_is_in_the_users_folders_and_names_what_is_not_in_one_line(tmp_path):
-    out = run_cli("show", "medhelm-private", env={"HELMFLOW_MIRROR": ""})
+    out = run_cli("run", "medhelm-private", "--dry-run", env={"HELMFLOW_MIRROR": ""})
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert "every scenario it would run is credential-gated and not on this machine (26: clear-alcohol_dependence" in \
         out.stderr and "private to Stanford" in out.stderr
+    out = run_cli("show", "medhelm-private", env={"HELMFLOW_MIRROR": ""})  # still described, each file's home named
+    shown = " ".join(out.stdout.split())
+    assert out.returncode == 0 and "left out: shc_ent_med: medhelm-ENT-dataset_filtered.csv" in shown, out.stderr
+    assert "board medhelm-private: nothing it runs is on this machine (26 credential-gated scenarios left out)" in shown
     _csv(tmp_path / "medhelm-GIP-dataset_filtered.csv", ["prompt", "context", "label"],
          [["Refer to hospice?", "Fixture note.", "A"]])
     out = run_cli("show", "medhelm-private", "--data-path", f"shc_med={tmp_path}", env={"HELMFLOW_MIRROR": ""})

@@ -190,13 +190,23 @@ def cmd_show(args: argparse.Namespace) -> int:
     from helmflow.metrics import tolerate_missing_extras
     from helmflow.perturbations import tolerate_missing_data
     from helmflow.perturbations.assets import COMMAND as FETCH_ASSETS
-    from helmflow.plan.spec import board_names
+    from helmflow.plan.spec import NothingHere, board_names
     from helmflow.terminal import count_line, print_table
 
-    with declared_pins(), tolerate_missing_extras() as noted, tolerate_missing_data() as not_fetched:
-        plan = _plan(args, args.board, check_credentials=False)  # showing a board needs no judge key
-    files = scenario_data(plan)
     console = Console()
+    try:
+        with declared_pins(), tolerate_missing_extras() as noted, tolerate_missing_data() as not_fetched:
+            plan = _plan(args, args.board, check_credentials=False)  # showing a board needs no judge key
+    except NothingHere as empty:  # described all the same: what it holds and where each file goes
+        console.print(f"[bold]{empty.board.name}[/] version {empty.board.version}")
+        if empty.board.description:
+            console.print(empty.board.description)
+        for label, why in empty.left_out.items():
+            console.print(f"left out: {label}: {why}", style="yellow", markup=False, soft_wrap=True)
+        console.print(f"board {empty.board.name}: nothing it runs is on this machine ({len(empty.left_out)} "
+                      "credential-gated scenarios left out); a run stops until their files are here", markup=False)
+        return 0
+    files = scenario_data(plan)
     console.print(f"[bold]{plan.spec.name}[/] version {plan.spec.version} (board version {plan.board_version})")
     if plan.spec.description:
         console.print(plan.spec.description)

@@ -25,6 +25,7 @@ from helmflow.plan.spec import (
     AdaptiveSpec,
     BoardError,
     BoardSpec,
+    NothingHere,
     ScenarioEntry,
     check_prompts,
     entry_adaptive,
@@ -285,9 +286,7 @@ def plan_board(
     left_out = gated_left_out(entries)
     entries = [e for e in entries if (e.label or e.name) not in left_out]
     if not entries:
-        first, why = next(iter(left_out.items()))
-        raise BoardError(f"board {spec.name!r}: every scenario it would run is credential-gated and not on this "
-                         f"machine ({len(left_out)}: {', '.join(left_out)}); {first}: {why}")
+        raise NothingHere(spec, left_out)
     effective = spec.model_copy(update={"models": chosen_models, "scenarios": entries})
     if max_instances is not None and not chosen.adaptive:  # adaptive: N items asked from the whole pool
         effective = effective.model_copy(update={"max_instances": max_instances})

@@ -25,6 +25,16 @@ class BoardError(HelmflowError, ValueError):
     """A board, scenario or model selection that cannot be run; the message says which and why."""
 
 
+class NothingHere(BoardError):
+    """Every scenario a board would run reads a credential-gated file this machine does not have."""
+
+    def __init__(self, board: BoardSpec, left_out: dict[str, str]):
+        self.board, self.left_out = board, left_out
+        first, why = next(iter(left_out.items()))
+        super().__init__(f"board {board.name!r}: every scenario it would run is credential-gated and not on this "
+                         f"machine ({len(left_out)}: {', '.join(left_out)}); {first}: {why}")
+
+
 DEFAULT_ADAPTIVE_ITEMS = 50  # HELM's documented REEval example: --max-eval-instances 50
 
 
