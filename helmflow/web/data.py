@@ -195,13 +195,14 @@ class Reports:
         from helmflow.metrics import METRICS
 
         cells = [r for r in release.runs if r["scenario"] == label and r.get("run_id") and r["status"] != "missing"]
-        first = self.run(cells[0]["run_id"]) if cells else None  # one run says whether its metrics have a tree
+        stored = [(cell["deployment"], run) for cell in cells if (run := self._stored_run(cell["run_id"]))]
+        first = stored[0][1] if stored else None  # one run says whether its metrics have a tree
         trees = [tree for m in (first.manifest.metrics if first else {})
                  if m in METRICS and (tree := METRICS.get(m).tree) is not None]
         if first is None or not trees or not self.store.exists(first.instances_key):
             return None
         nodes = trees[0](read_instances(self.store, first.instances_key))
-        runs = [(cell["deployment"], self.run(cell["run_id"])) for cell in cells]
+        runs = stored
         values: dict[str, dict[str, dict[str, Any]]] = {}
         for deployment, run in runs:
             splits = [s["split"] for s in run.summary if s["name"] == run.main_metric]
@@ -271,6 +272,13 @@ class Reports:
             leaderboard=read_parquet_named(self.store, layout.release_file(board, release_id, "leaderboard.parquet")),
             runs=read_parquet_named(self.store, layout.release_file(board, release_id, "runs.parquet")),
         )
+
+    def _stored_run(self, run_id: str) -> Run | None:
+        """The run, or None where the release names a run this storage does not hold (the page shows the rest)."""
+        try:
+            return self.run(run_id)
+        except NotFound:
+            return None
 
     def run(self, run_id: str) -> Run:
         key = layout.run_json(check_name(run_id))
