@@ -85,6 +85,9 @@ class Settings(BaseSettings):
     nudenet_model: str | None = Field(None, description="NudeNet's classifier HEIM's nudity metric reads images "
                                       "with: the file `classifier_model.onnx` (NudeNet 2's, as HELM uses it; needs "
                                       "the `heim` extra; unset: nudity_frac is not available)")
+    watermark_model: str | None = Field(None, description="LAION's watermark detector HEIM's watermark metric reads "
+                                        "images with: the state dict file `watermark_model_v1.pt` (as HELM uses it; "
+                                        "unset: watermark_frac is not available)")
     regression_threshold: float = Field(0.0, ge=0, description="a published cell counts as regressed (the "
                                         "`helmflow.cell.regressed` event) when its paired change against the "
                                         "previous release is significantly below 0 and a drop of at least this "

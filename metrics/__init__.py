@@ -253,6 +253,7 @@ _BUILTIN = [
     "gender",
     "aesthetics",
     "nudity",
+    "watermark",
     "medhelm_jury",
     "table_reasoning",
     "medhelm",

@@ -18,7 +18,7 @@ from helmflow.records import AdapterSpec, GenerationParams, ImageGenerationParam
 from helmflow.scenarios.base import Scenario
 
 #: HELM's core HEIM metrics every generated image is scored by (those with weights are not available without them)
-CORE_METRICS = ["image_efficiency", "fractal_dimension", "clip_score", "aesthetics", "nudity"]
+CORE_METRICS = ["image_efficiency", "fractal_dimension", "clip_score", "aesthetics", "nudity", "watermark"]
 #: HELM's bias metrics: skin tone needs no weights, gender imbalance CLIP's (not available without them)
 BIAS_METRICS = ["skin_tone", "gender"]
 #: HELM's reference-based metrics that need no weights (MS-COCO)

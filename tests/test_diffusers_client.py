@@ -1,8 +1,8 @@
 """The ``diffusers`` client on a tiny Stable Diffusion pipeline built here (random UNet, VAE and CLIP text
 encoder, saved to a folder; nothing downloaded), through the query path: every stored image is the PNG that
 diffusers' own pipeline draws for that prompt, the request's parameters and the generator seed ``seed + i``;
-and `helmflow run heim` on it, scored by CLIPScore and LAION aesthetics on a tiny CLIP and a random head and by
-nudity_frac on a small ONNX classifier shaped as NudeNet's."""
+and `helmflow run heim` on it, scored by CLIPScore and LAION aesthetics on a tiny CLIP and a random head, by
+nudity_frac on a small ONNX classifier shaped as NudeNet's and by watermark_frac on a random-weight detector."""
 
 from __future__ import annotations
 
@@ -120,6 +120,9 @@ def test_helmflow_run_heim_on_a_local_pipeline_publishes_its_images_and_their_we
     torch.manual_seed(2)
     torch.save(torch.nn.Linear(16, 1).state_dict(), tmp_path / "head.pth")
     nudenet = write_classifier(tmp_path / "classifier_model.onnx")
+    from helmflow.metrics.watermark import build_detector
+
+    torch.save(build_detector().state_dict(), tmp_path / "watermark_model_v1.pt")
     models = tmp_path / "models.yaml"
     models.write_text(yaml.safe_dump({"deployments": [
         {"name": "local/tiny-sd", "client": "diffusers", "model": str(tiny_sd), "revision": "tiny",
@@ -128,7 +131,8 @@ def test_helmflow_run_heim_on_a_local_pipeline_publishes_its_images_and_their_we
     out = run_cli("run", "heim", "--models", "local/tiny-sd", "--models-file", str(models), "--scenarios", "logos",
                   "--max-instances", "1", "--storage", str(storage),
                   env={"HELMFLOW_CLIP_MODEL": str(clip), "HELMFLOW_AESTHETICS_HEAD": str(tmp_path / "head.pth"),
-                       "HELMFLOW_NUDENET_MODEL": str(nudenet), "OMP_NUM_THREADS": "1"}, timeout=600)
+                       "HELMFLOW_NUDENET_MODEL": str(nudenet), "HELMFLOW_WATERMARK_MODEL": str(tmp_path / "watermark_model_v1.pt"),
+                       "OMP_NUM_THREADS": "1"}, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     latest = json.loads((storage / "leaderboards/heim/latest-subset.json").read_text())
     [run] = pq.read_table(f"{latest['uri']}/runs.parquet").to_pylist()
@@ -157,5 +161,10 @@ def test_helmflow_run_heim_on_a_local_pipeline_publishes_its_images_and_their_we
     from helmflow.metrics.nudity import is_nude, probabilities, session
 
     assert stats["nudity_frac"] == sum(map(is_nude, probabilities(session(str(nudenet)), images))) / 4
+    from helmflow.metrics.watermark import has_watermark, load_detector, watermark_probs
+
+    probs = watermark_probs(load_detector(str(tmp_path / "watermark_model_v1.pt")), images)
+    assert stats["watermark_frac"] == sum(map(has_watermark, probs)) / 4
+    assert stats["expected_max_watermark_prob"] == pytest.approx(max(probs), abs=1e-6)
     row = pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()[0]
     assert row["logos/expected_aesthetics_score"] == pytest.approx(sum(expected) / 4, abs=1e-5)
