@@ -5,7 +5,7 @@ Classic runs it (``entity_matching_scenario.py``, run entries ``dataset=Beer``, 
 The source is HELM's: DeepMatcher's ``<dataset>_exp_data.zip`` from the University of Wisconsin's site, unpacked
 as HELM unpacks it (an archive with one top folder is read inside it) to ``tableA.csv``, ``tableB.csv`` and the
 pre-blocked pairs ``{train,valid,test}.csv`` (``ltable_id``, ``rtable_id``, ``label``). HELM's pandas steps, kept:
-each split's pairs joined to table A then table B (an inner ``merge``; pandas 2.2 and later keep the pairs' order,
+each split's pairs joined to table A then table B (an inner ``merge``; pandas 2 keeps the pairs' order,
 as HELM 0.5.16 installs it); the train pairs cut to as many non-matches as matches, drawn by pandas' ``sample``
 from the global numpy random state that HELM first sets to its pinned state for the dataset
 (``entity_matching_scenario_fixed_random_state.json``, CodaLab bundle ``0x4d0a972e…``; ``seed(0)`` for a dataset
@@ -94,7 +94,7 @@ class EntityMatching(Scenario[EntityMatchingParams]):
     metrics = ["quasi_exact_match", "exact_match", "efficiency"]
     helm_wording = "HELM's generation adapter: its Yes-or-No instructions, the two rows, Answer:; five examples"
     helm_differences = ("entity_matching: DeepMatcher's zips and HELM's pinned random states (CodaLab), pinned by "
-                        "their sha256 (recorded at first fetch); the pairs in the order of pandas 2.2's inner merge "
+                        "their sha256 (recorded at first fetch); the pairs in the order of pandas 2's inner merge "
                         "(the pairs' file order), as HELM 0.5.16 installs it: HELM's 2022 runs, on pandas 1, grouped "
                         "them by row id, so a sample of Abt_Buy's 1,916 test pairs can differ",)
 

@@ -232,7 +232,9 @@ def test_reproduce_classic_explains_every_difference_from_helm():
                    "dialect perturbation", "denoised runtime", "HELM Classic used Perspective",
                    "boolq: HELM reads the main branches", "civil_comments: WILDS' CSV", "hellaswag: HELM reads", "quac:", "imdb:",
                    "contrast sets:", "openbookqa:", "harms, copyright: HELM runs its two copyright_code entries",
-                   "disinformation: HELM's human evaluations", "bold: amazon-research/bold at its commit"):
+                   "disinformation: HELM's human evaluations", "bold: amazon-research/bold at its commit",
+                   "the_pile: HELM's test.jsonl.zst URL", "ice: the licensed subsets", "entity_matching: DeepMatcher's zips",
+                   "synthetic_efficiency: the prompts of one tokenizer's files"):
         assert needle in text, needle
 
 
