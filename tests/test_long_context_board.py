@@ -189,7 +189,7 @@ def test_helmflow_run_long_context_end_to_end_refusing_the_small_window(tmp_path
             out = run_cli("mirror", "long-context", "--to", str(mirror),
                           env={"HELMFLOW_SOURCE_HOST": host.url, "HF_ENDPOINT": hub.url})
     assert out.returncode == 0, out.stdout + out.stderr
-    wide, narrow = dev_server.scoped("wide"), dev_server.scoped("narrow")
+    wide, narrow = dev_server.scoped(f"{dev_server.scope}-wide"), dev_server.scoped(f"{dev_server.scope}-narrow")
     models = tmp_path / "models.yaml"
     models.write_text(yaml.safe_dump({"deployments": [
         {"name": "dev/wide", "client": "openai-compatible", "model": "dev-model", "base_url": wide.openai_url,
