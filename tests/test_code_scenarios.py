@@ -56,10 +56,12 @@ def test_humaneval_keys_problems_by_task_id_as_helm_does(tmp_path):
     assert len(instances) == 3 and instances[0].references[0].text == "    return n * 3\n"
 
 
-@pytest.mark.parametrize(("data", "error"), [
-    (b"not gzip", "is not gzipped UTF-8 text"),
-    (gzip.compress(b'{"task_id": "x", "prompt": "def f():\\n"}\n'), "has no text field(s) canonical_solution, test"),
-    (gzip.compress(b"[1, 2]\n"), "line 1 is not a JSON object"),
+@pytest.mark.parametrize(("data", "error"), [  # named ids: gzip's header holds the time, and pytest-xdist's
+    # workers must collect the same test names
+    pytest.param(b"not gzip", "is not gzipped UTF-8 text", id="not-gzip"),
+    pytest.param(gzip.compress(b'{"task_id": "x", "prompt": "def f():\\n"}\n', mtime=0),
+                 "has no text field(s) canonical_solution, test", id="no-solution-or-test"),
+    pytest.param(gzip.compress(b"[1, 2]\n", mtime=0), "line 1 is not a JSON object", id="not-an-object"),
 ])
 def test_humaneval_bad_input_is_one_clear_error(tmp_path, data, error):
     with pytest.raises(ScenarioError, match="humaneval") as exc:
