@@ -63,7 +63,8 @@ TARGETED = ["twitter_aae-aa", "legal_support", "wikifact-author", "blimp-irregul
 # the scenarios of HELM's targeted evaluations on the board (outside the headline)
 TARGETED_SCENARIOS = ("twitter_aae", "legal_support", "lsat_qa", "wikifact", "babi_qa", "blimp",
                       "synthetic_reasoning_natural", "entity_matching", "entity_data_imputation", "the_pile",
-                      "humaneval", "apps", "synthetic_efficiency", *HARMS, "ice")
+                      "humaneval", "apps", "synthetic_efficiency", *HARMS, "ice",
+                      "synthetic_reasoning", "dyck_language")
 # the dev server under a name HELM has a denoised-runtime table for (HELM keys its tables by deployment name)
 DEV = "openai/davinci"
 HELM_RUNTIMES = json.loads((REPO / "tests" / "data" / "helm_denoised_runtime.json").read_text())["cases"]  # HELM: no calibration, robustness or fairness
@@ -111,8 +112,15 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
         (f"blimp-{p}", "blimp", False) for p in ("irregular_forms", "quantifiers", "island_effects", "binding")]
     assert [(c.scenario, c.metric) for c in groups["reasoning"].columns] == [
         ("legal_support", "quasi_exact_match"), ("lsat_qa", "quasi_exact_match"), ("babi_qa", "quasi_exact_match"),
-        ("synthetic_reasoning_natural", "f1_set_match"), ("entity_matching", "quasi_exact_match"),
+        ("synthetic_reasoning", "quasi_exact_match"), ("synthetic_reasoning_natural", "f1_set_match"),
+        ("dyck_language", "exact_match_indicator"), ("entity_matching", "quasi_exact_match"),
         ("entity_data_imputation", "quasi_exact_match"), ("code_humaneval", "pass"), ("code_apps", "test_avg")]
+    # HELM's priority-2 synthetic_reasoning and dyck_language entries, HELM's generators at their default sizes
+    assert [(s.label, s.params, s.group, s.headline) for s in spec.scenarios
+            if s.name in ("synthetic_reasoning", "dyck_language")] == [
+        (f"synthetic_reasoning-{m}", {"mode": m}, "synthetic_reasoning", False)
+        for m in ("pattern_match", "variable_substitution", "induction")] + [
+        ("dyck_language-3", {"num_parenthesis_pairs": 3}, "dyck_language", False)]
     assert [(s.label, s.params, s.headline) for s in spec.scenarios if s.name.startswith("entity_")] == [
         (f"entity_matching-{d}", {"dataset": d}, False) for d in ("Beer", "Abt_Buy", "Dirty_iTunes_Amazon")] + [
         (f"entity_data_imputation-{d}", {"dataset": d}, False) for d in ("Buy", "Restaurant")]
@@ -243,7 +251,7 @@ def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
     # ICE's licensed subsets are on no mirror here: its six entries are left out, saying why
-    assert "board classic: 121 scenarios + 146 perturbed copies x 1 model = 267 runs" in text
+    assert "board classic: 125 scenarios + 146 perturbed copies x 1 model = 271 runs" in text
     assert "left out: ice-hk: ice-hk.zip is credential-gated and not on this machine: ICE is licensed" in text
     assert "not mirrored:" in text and "helmflow mirror classic --to DIR" in text
     assert ("not fetched: SAE_to_AAVE_mapping.json, the data of perturbation(s) dialect (36 perturbed copies); a run "
