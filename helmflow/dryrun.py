@@ -46,7 +46,12 @@ def estimate(plan: BoardPlan) -> list[RunEstimate]:
     from helmflow.plan.compile import batch_capable
     from helmflow.request_builder import build_requests, cost_usd, prompt_text
 
-    instances = {s.label: load_instances(s) for s in plan.scenarios}
+    # each scenario's instances are loaded for its first run and let go after its last (runs come scenario by
+    # scenario), so a board of long-context scenarios holds one scenario's at a time; perturbed copies are made
+    # from their originals up front
+    scenarios = {s.label: s for s in plan.scenarios}
+    last = {run.scenario.label: k for k, run in enumerate(plan.runs)}
+    instances = {s.label: load_instances(s) for s in plan.scenarios} if plan.perturbed else {}
     unchanged = set()  # copies that change no sampled instance: the run leaves them out (pipeline.preflight)
     for s in plan.perturbed:  # a perturbed copy sends only the instances its perturbation changed
         assert s.perturbation is not None
@@ -56,10 +61,12 @@ def estimate(plan: BoardPlan) -> list[RunEstimate]:
     # one prompt at a time (built again for each deployment, which costs less than holding them): a board
     # with long prompts (a large instructions prefix) is priced without its prompts or requests in memory
     out = []
-    for run in plan.runs:
+    for k, run in enumerate(plan.runs):
         label, dep = run.scenario.label, run.deployment
         if label in unchanged:
             continue
+        if label not in instances:
+            instances[label] = load_instances(scenarios[label])
         asked = [(judge, template, "judging") for judge in run.judges for template in run.judge_templates]
         if run.scorer and run.scorer_template:
             scored = ", ".join(scored_by_scorer(run.scenario.metrics))
@@ -91,4 +98,6 @@ def estimate(plan: BoardPlan) -> list[RunEstimate]:
             out.append(RunEstimate(label, f"{judge.name} {verb} {dep.name}", jn, p_tokens, o_tokens,
                                    cost_usd(judge, p_tokens, o_tokens),
                                    cost_usd(judge, p_tokens, o_tokens, batch=True) if batch_capable(judge) else None))
+        if not plan.perturbed and last[label] == k:
+            del instances[label]
     return out
