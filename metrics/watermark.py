@@ -197,8 +197,8 @@ def preprocess(data: bytes) -> np.ndarray:
     """``Resize((256, 256))``, ``ToTensor()``, ``Normalize`` (ImageNet) of the RGB image: (3, 256, 256) float32."""
     from PIL import Image
 
-    with Image.open(io.BytesIO(data)) as img:
-        img = img.convert("RGB")
+    with Image.open(io.BytesIO(data)) as opened:
+        img = opened.convert("RGB")
         if img.size != (SIDE, SIDE):
             img = img.resize((SIDE, SIDE), Image.Resampling.BILINEAR)
         pixels = np.asarray(img, dtype=np.float32) / np.float32(255.0)

@@ -274,10 +274,11 @@ class Reports:
         )
 
     def _stored_run(self, run_id: str) -> Run | None:
-        """The run, or None where the release names a run this storage does not hold (the page shows the rest)."""
+        """The run, or None where the release names a run this storage does not hold or holds corrupt (the page
+        shows the rest; the run's own page names the corrupt file)."""
         try:
             return self.run(run_id)
-        except NotFound:
+        except (NotFound, CorruptFile):
             return None
 
     def run(self, run_id: str) -> Run:
