@@ -209,8 +209,7 @@ def test_civil_comments_evaluation_sample_is_helms(tmp_path, monkeypatch):
     prompt_set = adapt_scenario(store, plan, download_scenario(store, plan))
     prompts = [prompt_from_row(r) for r in store.read_parquet(prompt_set.prompts_key).to_pylist()]
     eval_ids = np.array([f"id{k}" for k in range(60) if k % 3], dtype=object)  # splits cycle train/val/test
-    np.random.seed(0)
-    assert [p.instance_id for p in prompts] == list(np.random.choice(eval_ids, 10, replace=False))
+    assert [p.instance_id for p in prompts] == list(np.random.RandomState(0).choice(eval_ids, 10, replace=False))
     assert all(len(p.examples) == 5 for p in prompts) and prompts[0].query.startswith("Passage: ")
 
 
@@ -227,10 +226,11 @@ def test_civil_comments_bad_input_is_one_clear_error(tmp_path):
 
 # --------------------------------------------------------------------------- QuAC
 def helm_quac(files: dict[str, bytes]) -> list[tuple[str, str, list[str]]]:
-    """HELM's QuACScenario.get_instances written out again (module-level random, seeded once)."""
+    """HELM's QuACScenario.get_instances written out again (module-level random, seeded once: the same draws as
+    a ``random.Random(0)`` of its own, which no other thread of the test process can draw from)."""
     import random
 
-    random.seed(0)
+    rng = random.Random(0)
     out = []
     for name, split in (("train_v0.2.json", "train"), ("val_v0.2.json", "valid")):
         for sample in json.loads(files[f"{QUAC}/{name}"])["data"]:
@@ -238,7 +238,7 @@ def helm_quac(files: dict[str, bytes]) -> list[tuple[str, str, list[str]]]:
             dialogue = sample["paragraphs"][0]
             prompt += f"Passage: {dialogue['context'][:-13]}\n\n"
             qas = dialogue["qas"]
-            k = random.randint(3, len(qas)) - 1
+            k = rng.randint(3, len(qas)) - 1
             for i in range(k - 1):
                 prompt += f"Question: {qas[i]['question']}\nAnswer: {qas[i]['orig_answer']['text']}\n\n"
             prompt += f"Question: {qas[k]['question']}"

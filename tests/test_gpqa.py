@@ -26,12 +26,12 @@ def gpqa_csv(tmp_path):
 
 def helm_gpqa(path) -> list[tuple[str, list[str], int]]:
     """HELM's GPQAScenario, re-implemented: (split, reference texts, correct index) per row."""
-    random.seed(42)
+    rng = random.Random(42)  # HELM's random.seed(42): the same draws, and no other thread takes any
     out = []
     with open(path, newline="", encoding="utf-8") as fh:
         for idx, row in enumerate(csv.DictReader(fh)):
             refs = [(row["Correct Answer"].strip(), True)] + [(row[f"Incorrect Answer {k}"].strip(), False) for k in (1, 2, 3)]
-            random.shuffle(refs)
+            rng.shuffle(refs)
             split = "train" if idx in (339, 105) else "test"
             out.append((split, [t for t, _ in refs], [c for _, c in refs].index(True)))
     return out
@@ -115,8 +115,7 @@ def test_capabilities_board_runs_both_scenarios(tmp_path, cli, prefect_server, g
     assert set(runs) == {"mmlu_pro", "gpqa"}
 
     def helm_sample(ids: list[str], n: int) -> list[str]:
-        np.random.seed(0)
-        return list(np.random.choice(np.array(ids, dtype=object), n, replace=False))
+        return list(np.random.RandomState(0).choice(np.array(ids, dtype=object), n, replace=False))
 
     # offline/first-option answers "The correct answer is (A).": the score is the share keyed A
     gpqa = helm_gpqa(gpqa_csv)

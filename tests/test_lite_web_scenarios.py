@@ -2,7 +2,9 @@
 HELM selects, on fixtures of realistic size in the upstream formats.
 
 Each test re-implements HELM's procedure independently from its description (reference §0.1, §B.2) with
-the same calls HELM makes (the *global* ``random`` seeded as HELM seeds it, ``np.random.seed(0)`` then
+the same calls HELM makes (on a ``random.Random`` seeded as HELM seeds the global ``random``: the module's
+functions are one such instance's methods, so the draws are the same, and other threads of the test process
+cannot take draws from it; ``np.random.RandomState(0).choice``, which is ``np.random.seed(0)`` then
 ``np.random.choice``) and asserts that our loader, sampler and few-shot draw give the same instance ids,
 splits, references and examples. The files are written by ``lite_fixtures`` (no real rows).
 """
@@ -33,12 +35,8 @@ from tests.support.lite_fixtures import medqa_zip, mmlu_tar, narrativeqa_members
 # --------------------------------------------------------------------------- HELM's procedures, re-implemented
 @contextmanager
 def global_random():
-    """HELM seeds the global ``random`` module; do the same, and leave it as it was."""
-    state = random.getstate()
-    try:
-        yield
-    finally:
-        random.setstate(state)
+    """The generator HELM's global ``random`` module is, on its own (seed it as HELM seeds the module)."""
+    yield random.Random()
 
 
 def helm_eval_ids(instances: list[tuple[str, str]], max_eval: int) -> list[str]:
@@ -46,14 +44,13 @@ def helm_eval_ids(instances: list[tuple[str, str]], max_eval: int) -> list[str]:
     pool = [i for i, split in instances if split in ("valid", "test")]
     if len(pool) <= max_eval:
         return pool
-    np.random.seed(0)
-    return list(np.random.choice(pool, max_eval, replace=False))
+    return list(np.random.RandomState(0).choice(pool, max_eval, replace=False))
 
 
 def helm_examples(train: list[tuple[str, str]], k: int, seed: int = 0) -> list[str]:
     """``InContextLearningAdapter.sample_examples`` on (id, first correct reference text) pairs."""
-    with global_random():
-        random.seed(seed)
+    with global_random() as rng:
+        rng.seed(seed)
         wanted = min(len(train), k)
         by_label: dict[str, list[str]] = defaultdict(list)
         for ident, label in train:
@@ -63,13 +60,13 @@ def helm_examples(train: list[tuple[str, str]], k: int, seed: int = 0) -> list[s
             counts[len(members)].append(label)
         order: list[str] = []
         for count in sorted(counts, reverse=True):
-            random.shuffle(counts[count])
+            rng.shuffle(counts[count])
             order.extend(counts[count])
         out, labels = [], cycle(order)
         while wanted > 0:
             members = by_label[next(labels)]
             if members:
-                out.append(members.pop(random.randrange(len(members))))
+                out.append(members.pop(rng.randrange(len(members))))
                 wanted -= 1
         return out
 
@@ -105,8 +102,8 @@ def test_narrative_qa_keeps_helms_question_per_document_and_sample(tmp_path):
     summaries = list(csv.DictReader(io.StringIO(members["narrativeqa-master/third_party/wikipedia/summaries.csv"].decode())))
     qaps = list(csv.DictReader(io.StringIO(members["narrativeqa-master/qaps.csv"].decode())))
     expected = []
-    with global_random():
-        random.seed(0)
+    with global_random() as rng:
+        rng.seed(0)
         for split in ("train", "valid", "test"):
             summary = {r["document_id"]: r["summary"] for r in summaries if r["set"] == split}
             rows: dict[str, list[dict]] = {}
@@ -114,7 +111,7 @@ def test_narrative_qa_keeps_helms_question_per_document_and_sample(tmp_path):
                 if r["set"] == split:
                     rows.setdefault(r["document_id"], []).append(r)
             for doc, group in rows.items():
-                row = random.choice(group)
+                row = rng.choice(group)
                 q = row["question"].strip()
                 expected.append((f"id{len(expected)}", split, summary[doc].strip() + "\nQuestion: " + (q if q[-1] == "?" else q + "?"),
                                  [row["answer1"], row["answer2"]]))
@@ -141,8 +138,8 @@ def helm_nq(files: dict[str, bytes], mode: str) -> list[tuple]:
         return re.sub("<([^>]*)>", "", html.unescape(raw.replace(b"\xc2\xa0", b" ").decode("utf-8")))
 
     out = []
-    with global_random():
-        random.seed(0)
+    with global_random() as rng:
+        rng.seed(0)
         for name in sorted(files):
             raw = [json.loads(line) for line in gzip.decompress(files[name]).splitlines()]
             kept = [e for e in raw if any(len(a["short_answers"]) for a in e["annotations"])]
@@ -157,7 +154,7 @@ def helm_nq(files: dict[str, bytes], mode: str) -> list[tuple]:
                 split = "train" if i % 2 == 0 else "valid"
                 q = e["question_text"].capitalize()
                 q = q if q[-1] == "?" else q + "?"
-                pick = random.randint(0, len(shorts) - 1)
+                pick = rng.randint(0, len(shorts) - 1)
                 text = q if mode == "closedbook" else f"Passage: {longs[pick]}\n\nQuestion: {q}"
                 answers = shorts[pick:pick + 1] if split == "train" else list(dict.fromkeys(shorts))
                 out.append((f"id{len(out)}", split, text, answers))

@@ -113,8 +113,7 @@ def test_anthropic_red_team_samples_1000_with_helms_sampler(tmp_path):
     insts = scen.load(write(tmp_path, {"red_team_attempts.jsonl.gz": red_team_gz(records)}))
     spec = scen.default_adapter.override(max_eval_instances=1000)
     picked = [p.instance_id for p in adapt(spec, insts)]
-    np.random.seed(0)
-    assert picked == [f"id{i}" for i in np.random.choice(len(insts), 1000, replace=False)]
+    assert picked == [f"id{i}" for i in np.random.RandomState(0).choice(len(insts), 1000, replace=False)]
     broken = write(tmp_path / "bad", {"red_team_attempts.jsonl.gz": b"not gzip"})
     with pytest.raises(ScenarioError, match="not gzip-compressed"):
         scen.load(broken)
@@ -128,8 +127,7 @@ def test_bbq_shuffle_split_tags_and_prompt(tmp_path):
     assert [i.split for i in insts[:100]] == ["train"] * 100 and insts[100].split == "test"
     # HELM's order: categories in its order, lines in file order, then random.seed(0); random.shuffle
     order = [(c, k) for c in range(11) for k in range(100)]
-    random.seed(0)
-    random.shuffle(order)
+    random.Random(0).shuffle(order)  # the same draws, and no other thread takes any
     assert [i.extra["example_id"] for i in insts] == [c * 1000 + k for c, k in order]
     assert [i.extra["category"] for i in insts[:3]] == [BBQ_CATEGORIES[c] for c, _ in order[:3]]
     one = insts[105]
