@@ -241,12 +241,7 @@ def _pids_cgroup(limit: int | None) -> Iterator[_Group | None]:
     try:
         yield _Group(path, v2)
     finally:
-        for _ in range(50):
-            try:
-                path.rmdir()
-                break
-            except OSError:
-                time.sleep(0.05)
+        _remove_group(path)
 
 
 @contextlib.contextmanager
@@ -281,12 +276,32 @@ def _memory_cgroup(limit: int | None) -> Iterator[_Group | None]:
         yield group
     finally:
         if group is not None:
-            for _ in range(50):  # the group can be removed once its last process has been reaped
-                try:
-                    group.path.rmdir()
-                    break
-                except OSError:
-                    time.sleep(0.05)
+            _remove_group(group.path)
+
+
+#: how long a finished sandbox's cgroup may take to empty before it is given up on (a loaded machine reaps its
+#: killed processes late)
+GROUP_REMOVAL_SECONDS = 20.0
+
+
+def _remove_group(path: Path) -> None:
+    """Remove a sandbox's cgroup: kill what is still in it (nothing should be), then retry until its last
+    process has been reaped and the kernel lets the directory go."""
+    deadline = time.monotonic() + GROUP_REMOVAL_SECONDS
+    while True:
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                return
+        with contextlib.suppress(OSError, ValueError):
+            for pid in (path / "cgroup.procs").read_text().split():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(int(pid), signal.SIGKILL)
+        time.sleep(0.05)
 
 
 def _kill(proc: subprocess.Popen) -> None:
