@@ -19,12 +19,10 @@ Library: onnxruntime (the ``heim`` extra), loaded when the metric first scores a
 
 from __future__ import annotations
 
-import hashlib
 import io
 import math
 import threading
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,7 +30,7 @@ import numpy as np
 from helmflow.errors import MetricError, install_command
 from helmflow.metrics import MetricInput, Pooled, metric
 from helmflow.metrics.generated_images import image_bytes
-from helmflow.records import Instance
+from helmflow.metrics.weights_file import WeightsFile
 
 VERSION = "1"
 SETTING = "HELMFLOW_NUDENET_MODEL"
@@ -57,12 +55,6 @@ def _setting() -> str | None:
     return settings().nudenet_model or None
 
 
-def model_file(value: str) -> Path:
-    path = Path(value).expanduser()
-    if not path.is_file():
-        raise MetricError(f"${SETTING}={value!r}: no such file (NudeNet's classifier: {NUDENET_MODEL})")
-    return path.resolve()
-
 
 @lru_cache(maxsize=4)
 def session(path: str) -> Any:
@@ -79,27 +71,9 @@ def session(path: str) -> Any:
         raise MetricError(f"${SETTING}={path!r}: not an ONNX model ({type(exc).__name__})") from None
 
 
-def configured() -> Path | None:
-    value = _setting()
-    if value is None:
-        return None
-    path = model_file(value)
-    session(str(path))
-    return path
-
-
-def _check(instance: Instance) -> None:
-    _checked(_setting())
-
-
-@lru_cache(maxsize=8)
-def _checked(value: str | None) -> None:
-    configured()
-
-
-def _weights() -> str:
-    value = _setting()
-    return "none" if value is None else hashlib.sha256(model_file(value).read_bytes()).hexdigest()[:16]
+#: the setting's file: loaded before any request, its sha256 in the metric's version
+FILE = WeightsFile(SETTING, _setting, f"NudeNet's classifier: {NUDENET_MODEL}", session)
+model_file, configured, _check, _weights = FILE.path, FILE.configured, FILE.check, FILE.digest
 
 
 def load_image(data: bytes) -> np.ndarray:

@@ -24,11 +24,9 @@ Library: torch (installed for the ``hf`` or ``heim`` extra), loaded when the met
 
 from __future__ import annotations
 
-import hashlib
 import io
 import math
 from functools import lru_cache
-from pathlib import Path
 from statistics import fmean
 from typing import Any
 
@@ -37,7 +35,7 @@ import numpy as np
 from helmflow.errors import MetricError
 from helmflow.metrics import MetricInput, Pooled, metric
 from helmflow.metrics.generated_images import image_bytes
-from helmflow.records import Instance
+from helmflow.metrics.weights_file import WeightsFile
 
 VERSION = "1"
 SETTING = "HELMFLOW_WATERMARK_MODEL"
@@ -145,12 +143,6 @@ def _setting() -> str | None:
     return settings().watermark_model or None
 
 
-def model_file(value: str) -> Path:
-    path = Path(value).expanduser()
-    if not path.is_file():
-        raise MetricError(f"${SETTING}={value!r}: no such file (LAION's detector: {LAION_MODEL})")
-    return path.resolve()
-
 
 @lru_cache(maxsize=2)
 def load_detector(path: str) -> Any:
@@ -170,27 +162,9 @@ def load_detector(path: str) -> Any:
     return model
 
 
-def configured() -> Path | None:
-    value = _setting()
-    if value is None:
-        return None
-    path = model_file(value)
-    load_detector(str(path))
-    return path
-
-
-def _check(instance: Instance) -> None:
-    _checked(_setting())
-
-
-@lru_cache(maxsize=8)
-def _checked(value: str | None) -> None:
-    configured()
-
-
-def _weights() -> str:
-    value = _setting()
-    return "none" if value is None else hashlib.sha256(model_file(value).read_bytes()).hexdigest()[:16]
+#: the setting's file: loaded before any request, its sha256 in the metric's version
+FILE = WeightsFile(SETTING, _setting, f"LAION's detector: {LAION_MODEL}", load_detector)
+model_file, configured, _check, _weights = FILE.path, FILE.configured, FILE.check, FILE.digest
 
 
 def preprocess(data: bytes) -> np.ndarray:
