@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from helmflow.records import Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, scenario
-from helmflow.scenarios.medhelm import WORDING, generation
+from helmflow.scenarios.medhelm import WORDING, generation, user_file
 from helmflow.scenarios.mental_health import read_pandas_csv
 
 FILENAME = "CHW_Dataset.csv"
@@ -70,9 +70,7 @@ class CHWCarePlan(Scenario[CHWParams]):
                         "recorded at first use; left out of the board when absent",)
 
     def sources(self) -> list[DataSource]:
-        folder = self.params.data_path
-        url = f"{folder.rstrip('/')}/{FILENAME}" if folder else PROJECT + FILENAME
-        return [DataSource(filename=FILENAME, url=url, sha256_unknown=True, gated=ACCESS)]
+        return [user_file(self.params.data_path, FILENAME, PROJECT + FILENAME, ACCESS)]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         out: list[Instance] = []

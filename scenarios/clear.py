@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from helmflow.records import AdapterSpec, Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, scenario
 from helmflow.scenarios.base import read_xlsx_rows
-from helmflow.scenarios.medhelm import WORDING, multiple_choice
+from helmflow.scenarios.medhelm import WORDING, multiple_choice, user_file
 
 #: condition -> how the prompt names it (HELM's CONDITION_PROMPTS)
 CONDITIONS = {
@@ -100,9 +100,7 @@ class CLEAR(Scenario[CLEARParams]):
 
     def sources(self) -> list[DataSource]:
         name = f"{self.params.condition}.xlsx"
-        folder = self.params.data_path
-        url = f"{folder.rstrip('/')}/{name}" if folder else f"{PROJECT}#{name}"
-        return [DataSource(filename=name, url=url, sha256_unknown=True, gated=ACCESS)]
+        return [user_file(self.params.data_path, name, f"{PROJECT}#{name}", ACCESS)]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         condition = self.params.condition

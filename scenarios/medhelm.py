@@ -10,6 +10,7 @@ token, the options lettered ``A.``, ``B.``, ... The instructions are each scenar
 from __future__ import annotations
 
 from helmflow.records import AdapterSpec, GenerationParams
+from helmflow.scenarios.base import DataSource
 
 #: how a MedHELM scenario's wording compares with HELM's (its own sentence, HELM's layout)
 WORDING = ("the layout (labels, newlines, zero-shot, max tokens, stop sequences) is HELM's MedHELM run spec; the "
@@ -46,3 +47,11 @@ def multiple_choice(instructions: str, input_noun: str | None, output_noun: str)
         instance_prefix="\n", max_train_instances=0,
         generation=GenerationParams(max_tokens=1, temperature=0.0, stop=["\n"], num_outputs=1),
     )
+
+
+def user_file(folder: str | None, name: str, elsewhere: str, access: str) -> DataSource:
+    """A credential-gated or private file read only from the user's folder (``data_path=``, else the scenario's
+    mirror folder): ``<folder>/<name>``, or ``elsewhere`` (a page naming the source, never downloaded) without a
+    folder; pinned by the sha256 recorded at first use."""
+    url = f"{folder.rstrip('/')}/{name}" if folder else elsewhere
+    return DataSource(filename=name, url=url, sha256_unknown=True, gated=access)

@@ -20,7 +20,7 @@ from helmflow.errors import install_command
 from helmflow.records import Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import read_source
-from helmflow.scenarios.medhelm import WORDING, generation
+from helmflow.scenarios.medhelm import WORDING, generation, user_file
 
 FILENAME = "processed_dialogues.csv"
 PROJECT = "https://crfm.stanford.edu/helm/medhelm/latest/#/"  # named in lines only: the file is not published
@@ -67,9 +67,7 @@ class MentalHealth(Scenario[MentalHealthParams]):
                         "recorded at first use; left out of the board when absent",)
 
     def sources(self) -> list[DataSource]:
-        folder = self.params.data_path
-        url = f"{folder.rstrip('/')}/{FILENAME}" if folder else PROJECT + FILENAME
-        return [DataSource(filename=FILENAME, url=url, sha256_unknown=True, gated=ACCESS)]
+        return [user_file(self.params.data_path, FILENAME, PROJECT + FILENAME, ACCESS)]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         out: list[Instance] = []

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from helmflow.records import Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import read_jsonl_lines
-from helmflow.scenarios.medhelm import WORDING, generation
+from helmflow.scenarios.medhelm import WORDING, generation, user_file
 
 FILENAME = "mimic_iv_bhc.json"
 PROJECT = "https://physionet.org/content/labelled-notes-hospital-course/"
@@ -51,9 +51,7 @@ class MIMICBHC(Scenario[BHCParams]):
                         "recorded at first use; left out of the board when absent",)
 
     def sources(self) -> list[DataSource]:
-        folder = self.params.data_path
-        url = f"{folder.rstrip('/')}/{FILENAME}" if folder else PROJECT + FILENAME
-        return [DataSource(filename=FILENAME, url=url, sha256_unknown=True, gated=ACCESS)]
+        return [user_file(self.params.data_path, FILENAME, PROJECT + FILENAME, ACCESS)]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         url = files[FILENAME]

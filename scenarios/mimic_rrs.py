@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from helmflow.records import Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import read_source
-from helmflow.scenarios.medhelm import WORDING, generation
+from helmflow.scenarios.medhelm import WORDING, generation, user_file
 
 FILES = ("test.findings.tok", "test.impression.tok")
 PROJECT = "https://physionet.org/content/mimiciii/"
@@ -60,9 +60,7 @@ class MIMICRRS(Scenario[RRSParams]):
                         "recorded at first use; left out of the board when absent",)
 
     def sources(self) -> list[DataSource]:
-        folder = self.params.data_path
-        return [DataSource(filename=name, url=f"{folder.rstrip('/')}/{name}" if folder else PROJECT + name,
-                           sha256_unknown=True, gated=ACCESS) for name in FILES]
+        return [user_file(self.params.data_path, name, PROJECT + name, ACCESS) for name in FILES]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         findings, impressions = (report_lines(self.name, files[name]) for name in FILES)

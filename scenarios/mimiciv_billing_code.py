@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from helmflow.records import Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import check_columns, read_source
-from helmflow.scenarios.medhelm import WORDING, generation
+from helmflow.scenarios.medhelm import WORDING, generation, user_file
 
 FILENAME = "mimiciv_icd10.feather"
 ACCESS = ("MIMIC-IV discharge notes and ICD-10 codes need PhysioNet credentialed access: complete CITI training and "
@@ -62,9 +62,7 @@ class MIMICIVBillingCode(Scenario[BillingParams]):
                         "sha256 recorded at first use; left out of the board when absent",)
 
     def sources(self) -> list[DataSource]:
-        folder = self.params.data_path
-        url = f"{folder.rstrip('/')}/{FILENAME}" if folder else PROJECT + FILENAME
-        return [DataSource(filename=FILENAME, url=url, sha256_unknown=True, gated=ACCESS)]
+        return [user_file(self.params.data_path, FILENAME, PROJECT + FILENAME, ACCESS)]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         url = files[FILENAME]

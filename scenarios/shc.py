@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from helmflow.records import AdapterSpec, Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import read_csv_source
-from helmflow.scenarios.medhelm import WORDING, multiple_choice
+from helmflow.scenarios.medhelm import WORDING, multiple_choice, user_file
 
 PROJECT = "https://crfm.stanford.edu/helm/medhelm/latest/#/"  # named in lines only: the files are not published
 ACCESS = "a Stanford Health Care set, private to Stanford: give the folder holding it as data_path="
@@ -150,9 +150,7 @@ class SHCMed(Scenario[SHCParams]):
 
     def sources(self) -> list[DataSource]:
         name = file_name(self.shc)
-        folder = self.params.data_path
-        url = f"{folder.rstrip('/')}/{name}" if folder else PROJECT + name
-        return [DataSource(filename=name, url=url, sha256_unknown=True, gated=ACCESS)]
+        return [user_file(self.params.data_path, name, PROJECT + name, ACCESS)]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         shc = self.shc

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from helmflow.records import Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, scenario
 from helmflow.scenarios.base import read_csv_source
-from helmflow.scenarios.medhelm import WORDING, generation
+from helmflow.scenarios.medhelm import WORDING, generation, user_file
 
 FILENAME = "dataset_cases_qc.csv"
 PROJECT = "https://crfm.stanford.edu/helm/medhelm/latest/#/"  # named in lines only: the file is not published
@@ -49,9 +49,7 @@ class STARRPatientInstructions(Scenario[STARRParams]):
                         "by the sha256 recorded at first use; left out of the board when absent",)
 
     def sources(self) -> list[DataSource]:
-        folder = self.params.data_path
-        url = f"{folder.rstrip('/')}/{FILENAME}" if folder else PROJECT + FILENAME
-        return [DataSource(filename=FILENAME, url=url, sha256_unknown=True, gated=ACCESS)]
+        return [user_file(self.params.data_path, FILENAME, PROJECT + FILENAME, ACCESS)]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         rows = read_csv_source(self.name, files[FILENAME], ["QC", *FIELDS])
