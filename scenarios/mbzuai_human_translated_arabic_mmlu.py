@@ -10,35 +10,21 @@ Arabic letters (:mod:`helmflow.scenarios.arabic`), exact match.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, field_validator
-
 from helmflow.records import AdapterSpec, Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.arabic import ARABIC_WORDING, ONE_QUESTION, arabic_mcqa_spec, hub_rows, text_cell
-from helmflow.scenarios.mmlu import SUBJECTS
+from helmflow.scenarios.mmlu import MMLUParams
 
 REPO = "MBZUAI/human_translated_arabic_mmlu"
 REVISION = "5ed7830fd678cfa6f2d7f0a1a13a4e1a1fa422ac"
 
 
-class TranslatedMMLUParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    subject: str = "abstract_algebra"
-
-    @field_validator("subject")
-    @classmethod
-    def _known(cls, v: str) -> str:
-        if v not in SUBJECTS:
-            raise ValueError(f"unknown MMLU subject {v!r}; the 57 are: {', '.join(SUBJECTS)}")
-        return v
-
-
 @scenario("mbzuai_human_translated_arabic_mmlu")
-class TranslatedArabicMMLU(Scenario[TranslatedMMLUParams]):
+class TranslatedArabicMMLU(Scenario[MMLUParams]):
     VERSION = "1"
     HUB_REPO = REPO
     HUB_REVISION = REVISION
-    Params = TranslatedMMLUParams
+    Params = MMLUParams  # MMLU's own: one of its 57 subjects
     description = "MMLU translated into Arabic by MBZUAI's human translators, one of the 57 subjects per run."
     main_metric = "exact_match"
     metrics = ["exact_match", "efficiency"]
