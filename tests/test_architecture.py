@@ -74,7 +74,7 @@ def test_judge_templates_are_registered_by_their_metric_modules():
     jury = {f"{name}_accuracy": name for name in ("medication_qa", "med_dialog", "medi_qa", "aci_bench",
                                                          "mtsamples_replicate", "mtsamples_procedures", "mimic_bhc",
                                                          "mimic_rrs", "dischargeme", "chw_care_plan", "starr_patient_instructions",
-                                                         "mental_health")}  # one module, a template per scenario
+                                                         "mental_health", "medalign")}  # one module, a template per scenario
     assert judged == {name: name for name in ("wildbench", "omni_math", "harm_bench", "simple_safety_tests", "xstest",
                                               "anthropic_red_team", "financebench", "air_bench_2024", "alrage")} | jury
     for metric, template in judged.items():

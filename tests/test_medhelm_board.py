@@ -28,8 +28,10 @@ from tests.support.medhelm_fixtures import (
     MED_DIALOG,
     MTSAMPLES_PROCEDURES,
     MTSAMPLES_REPLICATE,
+    ehrshot_release,
     ehrsql_files,
     headqa_parquet,
+    medalign_release,
     medbullets_csv,
     medcalc_parquet,
     medec_csv,
@@ -70,6 +72,9 @@ def test_show_and_reproduce_explain_work_offline():
     assert "left out: mimiciv_billing_code: mimiciv_icd10.feather is credential-gated" in shown
     assert "https://physionet.org/content/mimiciv/" in shown and "$HELMFLOW_MIRROR_MIMICIV_BILLING_CODE" in shown
     assert "left out: mimic_bhc" in shown and "left out: mimic_rrs: test.findings.tok is credential-gated" in shown
+    assert "left out: ehrshot-lab_anemia: data/data.parquet is credential-gated" in shown
+    assert "left out: medalign: clinician-reviewed-model-responses.tsv is credential-gated" in shown
+    assert "https://redivis.com/datasets/53gc-8rhx41kgt" in shown and "https://redivis.com/datasets/48nr-frxd97exb" in shown
     out = run_cli("reproduce", "medhelm", "--explain")
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
@@ -80,7 +85,10 @@ def test_show_and_reproduce_explain_work_offline():
     assert ("HELM published medhelm with a jury of stanfordhealthcare/gpt-4o-2024-05-13, "
             "stanfordhealthcare/llama-3.3-70b-instruct, stanfordhealthcare/claude-3-7-sonnet-20250219") in text
     assert "openai/gpt-4o-2024-05-13 alone, stands in for HELM's three" in text
-    assert "scenarios left out:" in text and "mimiciv_billing_code" in text and "administration and workflow" in text
+    assert "plus every entry of the gated conf: ehrshot (its three tasks, one column), medalign," in text
+    assert "gated scenarios: ehrshot and medalign (Stanford, through Redivis)" in text and "scenarios left out" not in text
+    assert "administration and workflow" in text
+    assert "pairing: helm (the default) keeps HELM's pairing" in text and "tokens are counted with tiktoken's cl100k_base" in text
 
 
 def _sources(root):
@@ -121,6 +129,9 @@ def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
         (tmp_path / name).mkdir()
         (tmp_path / name / filename).write_bytes(data)
         own[f"HELMFLOW_MIRROR_{name.upper()}"] = str(tmp_path / name)
+    # the two Stanford EHR sets, from the user's folders (--data-path): EHRSHOT's three tasks and MedAlign
+    ehrshot_release(tmp_path / "ehrshot", ("guo_readmission", "lab_anemia", "new_hypertension"))
+    medalign_release(tmp_path / "medalign")
     with serve(_sources(tmp_path / "src")) as host:
         env = {"HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com", **own}
         out = run_cli("mirror", "medhelm", "--to", str(mirror), env=env)
@@ -138,6 +149,7 @@ def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
              "options": {"behavior": "constant", "answer": "CORRECT"}}]}))
         out = run_cli("run", "medhelm", "--models", "dev/model,offline/says-CORRECT", "--models-file", str(models),
                       "--judge", "dev/judge-a,dev/judge-b,dev/judge-c", "--storage", str(storage),
+                      "--data-path", f"ehrshot={tmp_path / 'ehrshot'}", "--data-path", f"medalign={tmp_path / 'medalign'}",
                       env={"HELMFLOW_MIRROR": str(mirror), **own}, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "left out: mimiciv_billing_code" in out.stdout  # the gated files are not here: named, the rest ran
@@ -157,6 +169,11 @@ def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     assert model["medbullets"] == 0.5 and model["med_mcqa"] == 0.5
     assert constant["head_qa"] == constant["medbullets"] == constant["med_mcqa"] == 0.0
     assert model["pubmed_qa"] == 0.5  # A (yes) on yes, no, maybe, yes
+    # EHRSHOT: A (yes) on two yes and two no labels in each task; the column is the mean of the three tasks
+    assert model["ehrshot-guo_readmission"] == model["ehrshot-lab_anemia"] == model["ehrshot/exact_match"] == 0.5
+    assert constant["ehrshot/exact_match"] == 0.0
+    # MedAlign: instruction 2 (2, 2, 2 from judge-a) and instruction 1 (5, 5, 5 and 3, 3, 3; judge-c dropped): 3
+    assert model["medalign"] == constant["medalign"] == pytest.approx((2 + 4) / 2)
     # the jury (stub judges; a judge without a marker replies with prose that does not parse, and is dropped):
     # MedicationQA: (5+4+4+3+3+3)/6 = 22/6; an empty answer is not judged (HELM's default, 1); (2+2+2+4+4+4)/6 = 3.
     # The constant model's non-empty answer to the second question is judged by judge-a alone: 5
@@ -180,9 +197,9 @@ def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     assert constant["medhallu"] == constant["race_based_med"] == 0.0
     db = next(storage.glob("datasets/ehr_sql/*/eicu.sqlite"))
     assert db.read_bytes() == ehrsql_files()["eicu.sqlite"]  # the DROP wrote nothing
-    # clinical decision support: MTSamples lost; note generation: ACI-Bench lost, procedures tied; patient
-    # communication: MedicationQA lost, MedDialog and MEDIQA tied
-    wins = {"clinical_decision_support": 6 / 7, "clinical_note_generation": 0.25, "patient_communication": 1 / 3,
+    # clinical decision support: MTSamples lost, EHRSHOT won, MedAlign tied; note generation: ACI-Bench lost,
+    # procedures tied; patient communication: MedicationQA lost, MedDialog and MEDIQA tied
+    wins = {"clinical_decision_support": 7.5 / 9, "clinical_note_generation": 0.25, "patient_communication": 1 / 3,
             "medical_research": 1.0}
     for category, win in wins.items():
         assert model[f"{category} mean_win_rate"] == pytest.approx(win)

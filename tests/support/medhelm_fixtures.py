@@ -392,3 +392,80 @@ def configured_policy(prompt: str, payload: dict) -> str:
         return json.dumps({c: {"score": int(s), "explanation": "fixture"} for c, s in zip(criteria, scores, strict=True)})
     found = re.search(r"\[ans:(.*?)\]", prompt)
     return found.group(1) if found else "A"
+
+
+# --------------------------------------------------------------------------- credential-gated: EHRSHOT (MEDS)
+def _ts(day: str | None):
+    import datetime
+
+    return None if day is None else datetime.datetime.fromisoformat(day)
+
+
+#: MEDS events (subject_id, time, code), in file order: not sorted, two events at one time, one without a time
+EHRSHOT_EVENTS = [(2, "2019-05-05", "RxNorm/FIXTURE-D"), (1, "2020-06-01", "ICD10CM/FIXTURE-C"),
+                  (1, "2020-01-01", "SNOMED/FIXTURE-A"), (1, "2020-01-01", "LOINC/FIXTURE-B"),
+                  (1, None, "Gender/FIXTURE"), (1, "2021-01-01", "ICD10CM/FIXTURE-LATE"),
+                  (4, "2018-01-01", "SNOMED/FIXTURE-UNLABELLED")]
+#: labels (subject_id, prediction_time, boolean_value) in file order (not sorted); patient 3 has no events
+EHRSHOT_LABELS = [(2, "2020-01-01", True), (1, "2020-07-01", False), (1, "2020-01-01", True), (3, "2020-01-01", False)]
+
+
+def ehrshot_release(root, subjects=("guo_readmission",), labels=EHRSHOT_LABELS) -> None:
+    """An EHRSHOT MEDS release folder: data/data.parquet, labels/<task>/labels.parquet, metadata/subject_splits."""
+    import pyarrow.parquet as pq
+
+    events = pa.table({
+        "subject_id": pa.array([s for s, _, _ in EHRSHOT_EVENTS], pa.int64()),
+        "time": pa.array([_ts(t) for _, t, _ in EHRSHOT_EVENTS], pa.timestamp("us")),
+        "code": pa.array([c for _, _, c in EHRSHOT_EVENTS], pa.string()),
+        "numeric_value": pa.array([None, None, 1.5, None, None, None, None], pa.float32()),
+        "text_value": pa.array([None] * len(EHRSHOT_EVENTS), pa.string()),
+    })
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    pq.write_table(events, root / "data" / "data.parquet")
+    (root / "metadata").mkdir(exist_ok=True)
+    pq.write_table(pa.table({"subject_id": pa.array([1, 2, 3, 4], pa.int64()),
+                             "split": ["train", "tuning", "held_out", "train"]}),
+                   root / "metadata" / "subject_splits.parquet")
+    for subject in subjects:
+        (root / "labels" / subject).mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({
+            "subject_id": pa.array([s for s, _, _ in labels], pa.int64()),
+            "prediction_time": pa.array([_ts(t) for _, t, _ in labels], pa.timestamp("us")),
+            "boolean_value": pa.array([v for _, _, v in labels], pa.bool_()),
+            "integer_value": pa.array([None] * len(labels), pa.int64()),
+            "float_value": pa.array([None] * len(labels), pa.float64()),
+            "categorical_value": pa.array([None] * len(labels), pa.string()),
+        }), root / "labels" / subject / "labels.parquet")
+
+
+# --------------------------------------------------------------------------- credential-gated: MedAlign
+MEDALIGN_EHR = {  # person_id -> an EHR file's text (Windows newlines: HELM reads them as \n)
+    101: '<record person_id="101">\r\n<visit date="2020-01-01">Fixture visit: aspirin started.</visit>\r\n</record>\r\n',
+    102: "<record person_id=\"102\">\n" + "".join(f"<event n=\"{i}\">Fixture event {i} café.</event>\n"
+                                                   for i in range(60)) + "</record>\n",
+}
+MEDALIGN_INSTRUCTIONS = [  # a row per reviewed model response: instruction 1 twice; 3 has no Annotator_1 response
+    ("instruction_id", "question", "person_id", "model_name", "model_response", "is_selected_ehr"),
+    (1, "Which fixture medicine was started? [ans:Aspirin.]", 101, "fixture-a", "Aspirin.", "yes"),
+    (1, "Which fixture medicine was started? [ans:Aspirin.]", 101, "fixture-b", "None.", "yes"),
+    (2, "Summarise the fixture events.", 102, "fixture-a", "Many events.", "no"),
+    (3, "Unanswered fixture question.", 101, "fixture-a", "-", "yes"),
+]
+MEDALIGN_RESPONSES = [  # the stub judges read their scores from the references' markers
+    ("instruction_id", "annotator_num", "clinician_response", "evidence"),
+    (2, "Annotator_1", "Sixty fixture events. [judge-a:2,2,2]", "all"),
+    (1, "Annotator_2", "Aspirin (second reader).", "visit"),
+    (1, "Annotator_1", "Aspirin. [judge-a:5,5,5] [judge-b:3,3,3]", "visit"),
+]
+
+
+def medalign_release(root) -> None:
+    def tsv(rows) -> str:
+        return "".join("\t".join(str(v) for v in row) + "\n" for row in rows)
+
+    (root / "medalign_ehr_xml").mkdir(parents=True, exist_ok=True)
+    for person, text in MEDALIGN_EHR.items():
+        (root / "medalign_ehr_xml" / f"{person}.xml").write_bytes(text.encode("utf-8"))
+    (root / "clinician-reviewed-model-responses.tsv").write_text(tsv(MEDALIGN_INSTRUCTIONS))
+    (root / "clinician-instruction-responses.tsv").write_text(tsv(MEDALIGN_RESPONSES))
