@@ -106,6 +106,8 @@ def group_cells(store: Store, board: BoardPlan, runs: list[RunOutcome], notes: G
         members.setdefault(s.label, []).append(s.label)
         if s.group and s.group != s.label:
             members.setdefault(s.group, []).append(s.label)
+    for copy in board.perturbed:  # a column may name a perturbed copy (``<label>~<perturbation>``) itself
+        members.setdefault(copy.label, []).append(copy.label)
     wanted: dict[str, list[tuple[str, str]]] = {}  # run label -> (column key, metric)
     for key in group_columns(board):
         column, _, metric = key.partition("/")

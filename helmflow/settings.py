@@ -88,6 +88,10 @@ class Settings(BaseSettings):
     watermark_model: str | None = Field(None, description="LAION's watermark detector HEIM's watermark metric reads "
                                         "images with: the state dict file `watermark_model_v1.pt` (as HELM uses it; "
                                         "unset: watermark_frac is not available)")
+    q16_prompts: str | None = Field(None, description="Q16's learned prompt embeddings the q16 metric compares CLIP "
+                                    "image embeddings with: HELM's `prompts.p` (a pickled numpy array, read as "
+                                    "arrays only; needs `HELMFLOW_CLIP_MODEL` too; unset: q16_inappropriate_frac "
+                                    "is not available)")
     regression_threshold: float = Field(0.0, ge=0, description="a published cell counts as regressed (the "
                                         "`helmflow.cell.regressed` event) when its paired change against the "
                                         "previous release is significantly below 0 and a drop of at least this "

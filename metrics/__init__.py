@@ -254,6 +254,7 @@ _BUILTIN = [
     "aesthetics",
     "nudity",
     "watermark",
+    "q16",
     "medhelm_jury",
     "table_reasoning",
     "medhelm",

@@ -6,6 +6,9 @@ transformers directly, step for step:
 - the prompt is cut by the CLIP tokenizer to 75 tokens without the two special ones (HELM's
   ``CLIPWindowService``: encode with truncation, decode, then drop characters while it is still too long),
   so with ``<|startoftext|>`` and ``<|endoftext|>`` it fits CLIP's 77 positions;
+- on an instance HEIM's dialect, robustness (``mild_mix``) or translation perturbation changed, the image is
+  scored against the caption before the perturbation (HELM scores its ``contrast_inputs`` there); after
+  the gender-terms perturbation, against the perturbed caption, as HELM;
 - a blacked-out image (a safety filter's all-black answer) is not scored;
 - each image goes to the checkpoint's ``CLIPProcessor`` as HELM hands it over, ``ToTensor()`` of the RGB
   image ((3, H, W) float32 in [0, 1]), with the prompt (``padding=True``); the processor resizes, crops,
@@ -21,7 +24,7 @@ pinned below, about 1.7 GB from the Hub), ``ID@REVISION`` for another Hub checkp
 holding a saved ``CLIPModel`` and ``CLIPProcessor``. Unset, or without torch and transformers (the ``hf``
 extra), the metric records only ``clip_images`` (the images there were to score) and both numbers are
 absent from the summaries with :data:`NO_WEIGHTS` as the reason, never 0. HELM's multilingual variant
-(``*_multilingual``, M-CLIP for translated prompts) is not implemented: no board runs translated prompts.
+(``*_multilingual``, M-CLIP) is not implemented: HELM's run specs never turn it on.
 
 Library: transformers and torch (the ``hf`` extra), loaded when the metric first scores an image.
 """
@@ -41,7 +44,7 @@ from helmflow.metrics import MetricInput, Pooled, metric
 from helmflow.metrics.generated_images import image_parts, is_blacked_out, rgb
 from helmflow.records import Instance, body_text
 
-VERSION = "2"
+VERSION = "3"
 #: HELM's CLIP checkpoint and the Hub revision helmflow loads it at
 HELM_MODEL = "openai/clip-vit-large-patch14"
 HELM_REVISION = "32bd64288804d66eefd0ccbe215aa642df71cc41"
@@ -156,6 +159,17 @@ def _weights() -> str:
     return f"{model}@{revision}" if revision else model
 
 
+def scored_prompt(x: MetricInput, request: Any) -> str:
+    """The text an image is scored against: the prompt, or the caption before HEIM's dialect, robustness or
+    translation perturbation (HELM's ``contrast_inputs``)."""
+    from helmflow.perturbations import PERTURBED_BY, SCORED_AGAINST_ORIGINAL, UNPERTURBED_TEXT
+
+    extra = x.instance.extra
+    if extra.get(PERTURBED_BY) in SCORED_AGAINST_ORIGINAL and isinstance(extra.get(UNPERTURBED_TEXT), str):
+        return str(extra[UNPERTURBED_TEXT])
+    return body_text(request.body)
+
+
 @metric("clip_score", version=VERSION, check=_check, varies=_weights, pooled=tuple(
     Pooled(name, (MARK,), _not_available, unavailable=(MARK, NO_WEIGHTS), bootstrap=False)
     for name in ("expected_clip_score", "max_clip_score")))
@@ -176,7 +190,7 @@ def clip_score(x: MetricInput) -> dict[str, float]:
             continue
         kept = [d for d in (media.read(p) for p in completion.images) if not is_blacked_out(rgb(d))]
         if kept:
-            scores += clip_scores(model, processor, truncate(processor.tokenizer, body_text(request.body)), kept)
+            scores += clip_scores(model, processor, truncate(processor.tokenizer, scored_prompt(x, request)), kept)
     return {
         MARK: float(len(parts)),
         "expected_clip_score": fmean(scores) if scores else 0.0,

@@ -108,9 +108,17 @@ def test_reproduce_heim_explains_every_metric_left_out():
 
 
 def test_show_heim_describes_the_board_offline():
-    out = run_cli("show", "heim", env={"HELMFLOW_SOURCE_HOST": "http://127.0.0.1:9"})
+    # the shipped Stable Diffusion deployment is planned without its weights (they load when it is queried)
+    out = run_cli("show", "heim", "--models", "offline/draw,huggingface/stable-diffusion-v1-4",
+                  env={"HELMFLOW_SOURCE_HOST": "http://127.0.0.1:9"})
     assert out.returncode == 0, out.stderr
-    assert "board heim: 38 scenarios" in " ".join(out.stdout.split())
+    text = " ".join(out.stdout.split())
+    assert "board heim: 38 scenarios + 2 perturbed copies x 2 models = 80 runs" in text
+    assert "left out: mscoco~translate_spanish: google_translate_es.json is not in the storage root" in text
+    from helmflow.clients import load_deployments
+
+    sd = load_deployments()["huggingface/stable-diffusion-v1-4"]
+    assert (sd.client, sd.model) == ("diffusers", "CompVis/stable-diffusion-v1-4") and len(sd.revision) == 40
 
 
 @pytest.mark.slow
@@ -123,15 +131,24 @@ def test_helmflow_run_heim_stores_the_images_each_model_sent(tmp_path, prefect_s
     models.write_text(yaml.safe_dump({"deployments": [
         {"name": "dev/images", "client": "openai", "model": "dev-image", "base_url": dev_server.openai_url,
          "api_key_env": "HELMFLOW_DEV_KEY", "price_per_image": 0.02,
-         "retry": {"attempts": 3, "base_s": 0.02, "cap_s": 0.1, "timeout_s": 10}}]}))
+         # a generous timeout: a request the client gave up on is still answered (and counted) by the server
+         "retry": {"attempts": 3, "base_s": 0.02, "cap_s": 0.1, "timeout_s": 120}}]}))
+    # a translation table for HEIM's Chinese MS-COCO entry (HELM's come from Google Translate): its captions only
+    table = tmp_path / "google_translate_zh-CN.json"
+    table.write_text(json.dumps({"A blue square.": "一个蓝色的正方形。", "a red box": "一个红盒子"}, ensure_ascii=False))
+    out = run_cli("fetch-assets", "perturbations", "--file", str(table), "--storage", str(storage))
+    assert out.returncode == 0 and "google_translate_zh-CN.json" in out.stdout, out.stdout + out.stderr
     out = run_cli("run", "heim", "--models", "offline/draw,dev/images", "--models-file", str(models),
                   "--scenarios", "mscoco", "--max-instances", "1",
                   "--storage", str(storage),
                   env={"HELMFLOW_MIRROR": str(mirror), "HELMFLOW_DEV_KEY": "dev-key-not-secret"}, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
+    assert "left out: mscoco~translate_hindi" in out.stdout and "left out: mscoco~dialect" in out.stdout
     sent = dev_server.stats()["generated_images"]
-    # mscoco: 4 images a prompt; the name also selects mscoco_efficiency: 1 image a prompt in each of 5 trials
-    assert len(sent) == 4 + 5
+    # mscoco: 4 images a prompt; the name also selects mscoco_efficiency: 1 image a prompt in each of 5 trials;
+    # its sampled caption "A blue square." changed by the robustness perturbation and translated into Chinese
+    # (4 images each), not by the gender terms (no run)
+    assert len(sent) == 4 + 5 + 4 + 4
     for sha in sent:  # byte for byte what the server sent, under its sha256
         data = (storage / "media" / f"{sha}.png").read_bytes()
         assert hashlib.sha256(data).hexdigest() == sha
@@ -149,3 +166,90 @@ def test_helmflow_run_heim_stores_the_images_each_model_sent(tmp_path, prefect_s
     assert 0 < draw_row["mscoco/expected_multi_scale_ssim_score"] <= 1
     assert draw_row["mscoco_efficiency/seconds_per_image"] > 0
     assert draw_row["mscoco/expected_clip_score"] is None  # not available, never 0
+    for variant in ("mscoco~mild_mix", "mscoco~translate_chinese"):  # the robustness and Chinese tables
+        assert draw_row[f"{variant}/expected_psnr_score"] > 0 and draw_row[f"{variant}/fractal_dimension_loss"] >= 0
+    prompts = {json.loads(r["body_json"])["prompt"] for run in runs if run["scenario"].startswith("mscoco~")
+               for r in pq.read_table(storage / "runs" / run["run_id"] / "requests.parquet").to_pylist()}
+    # mild_mix seeded with HELM's id of the caption (id5: after the fixture's three train captions)
+    assert prompts == {"a  blue   square.", "一个蓝色的正方形。"}, prompts
+
+
+def test_mscoco_records_helms_ids_after_the_train_captions(tmp_path):
+    """HELM numbers COCO's train captions first (one instance per caption of a listed image), so the val
+    captions' HELM ids, which seed the perturbations, start after them."""
+    import zipfile
+
+    from helmflow.media import MediaStore
+    from helmflow.scenarios import SCENARIOS
+    from helmflow.storage import Store
+
+    root = coco_sources(tmp_path / "src")
+    annotations = zipfile.ZipFile(root / "images.cocodataset.org/annotations/annotations_trainval2014.zip")
+    files = {}
+    for name in ("captions_val2014.json", "captions_train2014.json"):
+        (tmp_path / name).write_bytes(annotations.read(f"annotations/{name}"))
+        files[name] = str(tmp_path / name)
+    files["val2014.zip"] = str(root / "images.cocodataset.org/zips/val2014.zip")
+    coco = SCENARIOS.get("mscoco")()
+    coco.media = MediaStore(Store(str(tmp_path / "store")))
+    instances = coco.load(files)
+    assert [(i.id, i.extra["helm_id"]) for i in instances] == [
+        ("9-0", "id3"), ("9-1", "id4"), ("42-0", "id5"), ("42-1", "id6"), ("77-0", "id7")]
+
+
+def test_mscoco_variants_run_where_their_data_is_and_are_left_out_named_where_not(tmp_path):
+    """HEIM's fairness, robustness and translated MS-COCO entries are perturbed copies of the MS-COCO entry with
+    their own tables (no worst-case table of the main metric); dialect needs the fetched mapping and each
+    translation a supplied table: without them, those copies are left out with the reason."""
+    from helmflow.datasets import declared_pins
+    from helmflow.perturbations import assets_from
+    from helmflow.perturbations.assets import AssetError, import_file
+    from helmflow.plan.compile import prepare
+    from helmflow.storage import Store
+
+    store = Store(str(tmp_path / "store"))
+    with assets_from(store.root), declared_pins():  # planned as `show` plans it: no source is read
+        plan = prepare("heim", models=["offline/draw"], scenarios=["mscoco"])
+    assert [p.label for p in plan.perturbed] == ["mscoco~gender_terms", "mscoco~mild_mix"]
+    assert sorted(plan.left_out) == ["mscoco~dialect", "mscoco~translate_chinese", "mscoco~translate_hindi",
+                                     "mscoco~translate_spanish"]
+    assert "fetch-assets perturbations --file" in plan.left_out["mscoco~translate_hindi"]
+    groups = {g.name: [c.key for c in g.columns] for g in plan.spec.metric_groups}
+    assert "mscoco~gender_terms/expected_clip_score" in groups["fairness_gender"]
+    assert "mscoco~mild_mix/expected_psnr_score" in groups["robustness"]
+    assert "fairness_dialect" not in groups and "multilinguality_hindi" not in groups
+    assert not any(k.endswith(("/fairness", "/robustness")) for cols in groups.values() for k in cols)
+    assert all(p.adapter.generation.num_outputs == 4 and p.adapter.sample.max_eval_instances == 100
+               for p in plan.perturbed)  # HEIM's heim_default cap and four images, as the original entry
+
+    table = tmp_path / "google_translate_zh-CN.json"
+    table.write_text(json.dumps({"A blue square.": "一个蓝色的正方形。"}, ensure_ascii=False))
+    fetched = import_file(store, str(table))
+    assert fetched.asset.used_by == "translate_zh-CN" and len(fetched.sha256) == 64
+    with assets_from(store.root), declared_pins():  # planned as `show` plans it: no source is read
+        plan = prepare("heim", models=["offline/draw"], scenarios=["mscoco"])
+    assert "mscoco~translate_chinese" in [p.label for p in plan.perturbed]
+    assert "multilinguality_chinese" in {g.name for g in plan.spec.metric_groups}
+    bad = tmp_path / "google_translate_hi.json"
+    bad.write_text('["not", "a", "table"]')
+    with pytest.raises(AssetError, match="expected a JSON object"):
+        import_file(store, str(bad))
+    with pytest.raises(AssetError, match="not a perturbation data file"):
+        import_file(store, str(tmp_path / "google_translate_fr.json"))
+
+
+def test_clipscore_scores_the_original_caption_after_dialect_robustness_and_translation():
+    """HELM's CLIPScoreMetric: for translate, dialect and mild_mix it scores against the contrast input."""
+    from helmflow.metrics.base import MetricInput
+    from helmflow.metrics.clip_score import scored_prompt
+    from helmflow.records import Input, Instance, Request, RequestBody
+    from helmflow.scenarios.text_to_image import image_adapter
+
+    request = Request(request_hash="0" * 64, instance_id="9-0", split="valid", sample_index=0,
+                      body=RequestBody(model="dev-image", prompt="一个蓝色的正方形。", max_tokens=1, temperature=0.0))
+    for name, expected in (("translate_chinese", "A blue square."), ("mild_mix", "A blue square."),
+                           ("gender_terms", "一个蓝色的正方形。"), (None, "一个蓝色的正方形。")):
+        extra = {"perturbation": name, "unperturbed_text": "A blue square."} if name else {}
+        x = MetricInput(instance=Instance(id="9-0", input=Input(text="一个蓝色的正方形。"), extra=extra),
+                        requests=[request], completions=[], adapter=image_adapter())
+        assert scored_prompt(x, request) == expected, name

@@ -178,3 +178,42 @@ def test_extra_space_doubles_every_space_and_only_spaces():
     out = PERTURBATIONS.get("extra_space").apply(Instance(id="x", input=Input(text=" a  b\tc "),
                                                           references=[Reference(text="a b", correct=True)]))
     assert out.input.text == "  a    b\tc  " and out.references[0].text == "a b"  # references untouched
+
+
+def test_heims_translations_read_a_declared_table_and_draw_nothing(tmp_path):
+    """HELM's ``TranslatePerturbation`` is Google Translate of the input and the references; here a table
+    (English -> translation) stands in for the API. An empty text stays empty; a text the table lacks is an
+    error naming it; an image reference (MS-COCO's photo: HELM's text is empty) keeps its text."""
+    from helmflow.perturbations import perturb_evaluated, translate
+
+    table = tmp_path / "google_translate_zh-CN.json"
+    table.write_text(json.dumps({"A blue square.": "一个蓝色的正方形。", "two": "二"}, ensure_ascii=False))
+    p = dataclasses.replace(PERTURBATIONS.get("translate_chinese"), data=(),
+                            params={"language_code": "zh-CN", "table": str(table)})
+    image = ContentPart(type="image", uri="media/x.png", sha256="0" * 64, mime="image/png")
+    inst = Instance(id="9-0", input=Input(text="A blue square."),
+                    references=[Reference(text="<image x.jpg>", correct=True, image=image), Reference(text="two")])
+    out = p.apply(inst)
+    assert out.input.text == "一个蓝色的正方形。"
+    assert [r.text for r in out.references] == ["<image x.jpg>", "二"] and out.references[0].image == image
+    assert translate("zh-CN", str(table))("", None) == ""  # type: ignore[arg-type]  # no generator is needed
+    with pytest.raises(PerturbationError, match="no zh-CN translation of 'A red box'"):
+        p.apply(inst.model_copy(update={"input": Input(text="A red box")}))
+    assert PERTURBATIONS.get("translate_hindi").params["language_code"] == "hi"
+    assert PERTURBATIONS.get("translate_spanish").kind == "multilinguality"
+    with pytest.raises(PerturbationError, match="translation table google_translate_es.json is missing"):
+        resolve("translate_spanish")
+    # a perturbed instance records what HEIM's CLIPScore reads: its perturbation and the text before it
+    from helmflow.scenarios.text_to_image import image_adapter
+
+    [marked] = perturb_evaluated("mild_mix", [inst.model_copy(update={"split": "valid"})], image_adapter().sample)
+    assert marked.extra["perturbation"] == "mild_mix" and marked.extra["unperturbed_text"] == "A blue square."
+
+
+def test_draws_are_seeded_with_helms_id_when_the_scenario_records_it():
+    """MS-COCO's ids are ours (``<image>-<caption>``); HELM seeds with its own (``id<position>``)."""
+    p = PERTURBATIONS.get("mild_mix")
+    text = "A Man riding a horse on a beach, he is not going to fall off the horse."
+    ours = Instance(id="9-0", input=Input(text=text), extra={"helm_id": "id414116"})
+    assert p.apply(ours).input.text == p.apply(Instance(id="id414116", input=Input(text=text))).input.text
+    assert p.apply(ours).input.text != p.apply(ours.model_copy(update={"extra": {}})).input.text

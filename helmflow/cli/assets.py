@@ -17,12 +17,17 @@ def add_parser(subparsers) -> None:
         description="perturbations: download HELM's perturbation data files (the SAE->AAVE mapping for `dialect`, "
         "the WordNet synonym table, the person-name list) from $HELMFLOW_ASSETS_URL (default: HELM's public bucket) "
         "into assets/perturbations/ of the storage root, checking each against its pinned sha256, or, where none is "
-        "known yet, recording it at the first fetch and checking every later fetch against that record. "
+        "known yet, recording it at the first fetch and checking every later fetch against that record; "
+        "with --file, store a local copy instead: one of those files, or a translation table for HEIM's translated "
+        "MS-COCO entries (google_translate_zh-CN.json, google_translate_hi.json, google_translate_es.json: a JSON "
+        "object of English text -> translation; HELM translates with Google Translate at run time). "
         "reeval: download HELM's item difficulty table (hf://datasets/stair-lab/reeval-difficulty, one split per "
         "scenario) into assets/reeval/, checked the same way, match its rows to the board's items by prompt text "
         "(or a declared instance-id mapping) and store the matched items' difficulties for `run --adaptive`.",
     )
     p.add_argument("kind", choices=["perturbations", "reeval"], help="which assets: perturbations or reeval")
+    p.add_argument("--file", action="append", metavar="PATH",
+                   help="perturbations: store this local file (repeatable) instead of downloading")
     p.add_argument("--revision", help="reeval: the table's revision on the Hub (default: helmflow's declared one)")
     p.add_argument("--board", default="demo", help="reeval: the board whose items are matched (default: demo)")
     p.add_argument("--scenarios", help="reeval: comma-separated scenario labels or names of the board (default: all)")
@@ -36,13 +41,23 @@ def cmd_fetch_assets(args: argparse.Namespace) -> int:
 
     store = Store(args.storage)
     if args.kind == "reeval":
+        if args.file:
+            from helmflow.errors import HelmflowError
+
+            raise HelmflowError("--file applies to `fetch-assets perturbations` only")
         return _reeval(args, store)
     if args.revision is not None:
         from helmflow.errors import HelmflowError
 
         raise HelmflowError("--revision applies to `fetch-assets reeval` only")
-    from helmflow.perturbations.assets import base_url, fetch_assets
+    from helmflow.perturbations.assets import base_url, fetch_assets, import_file
 
+    if args.file:
+        for path in args.file:
+            f = import_file(store, path)
+            print(f"{f.asset.filename}: {f.size:,} bytes, sha256 {f.sha256} (imported from {path}) "
+                  f"for {f.asset.used_by}")
+        return 0
     print(f"fetching from {base_url()} into {store.url('assets/' + args.kind)}/")
     for f in fetch_assets(store):
         pin = "pinned" if f.asset.sha256 else "UNPINNED (HELM publishes no sha256)"

@@ -31,12 +31,13 @@ from random import Random
 from typing import Any, Literal
 
 from helmflow.errors import HelmflowError
+from helmflow.perturbations.translations import TRANSLATIONS, translation_file
 from helmflow.records import ContentPart, Input, Instance, Reference
 from helmflow.registry import Registry
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
-Kind = Literal["robustness", "fairness"]
+Kind = Literal["robustness", "fairness", "multilinguality"]
 TextFn = Callable[[str, Random], str]
 
 
@@ -89,7 +90,12 @@ def _data_bytes(root: str, filename: str) -> bytes:
         return data
     if path.is_file():
         return path.read_bytes()
-    raise DataNotFetched(f"perturbation data file {Path(filename).name} is missing: HELM downloads it at run "
+    name = Path(filename).name
+    if name.startswith("google_translate_"):
+        raise DataNotFetched(f"translation table {name} is missing: HELM translates with Google Translate at run "
+                             f"time; put your table (JSON: English text -> translation) at "
+                             f"{store.url(key)} or run `{COMMAND} --file PATH` (see {DATA_DIR / 'README.md'})")
+    raise DataNotFetched(f"perturbation data file {name} is missing: HELM downloads it at run "
                             f"time; run `{COMMAND}` to fetch it into {store.url(f'assets/{KIND}')}/ "
                             f"(see {DATA_DIR / 'README.md'})")
 
@@ -132,6 +138,19 @@ def _json(filename: str) -> Any:
 @functools.cache
 def _parsed_json(data: bytes) -> Any:
     return json.loads(data.decode("utf-8"))
+
+
+#: an instance's ``extra`` key for the id HELM gives it (``id<position>``), when it differs from ours: every
+#: perturbation's generator is seeded with it (HELM's ``Perturbation.get_rng`` seeds with HELM's own id)
+HELM_ID = "helm_id"
+#: what a perturbed instance records in ``extra``: the perturbation's name and the input's text before it
+#: (HELM's ``instance.perturbation.name`` and ``contrast_inputs``; HEIM's CLIPScore reads them)
+PERTURBED_BY, UNPERTURBED_TEXT = "perturbation", "unperturbed_text"
+
+
+def seed_of(instance: Instance) -> str:
+    """The seed of the instance's perturbation draws: HELM's id for it when the scenario records one."""
+    return str(instance.extra.get(HELM_ID) or instance.id)
 
 
 def match_case(source_word: str, target_word: str) -> str:
@@ -177,15 +196,18 @@ class Perturbation:
         return self.make(**self.params)
 
     def apply(self, instance: Instance) -> Instance:
-        """HELM's ``TextPerturbation.apply``: one ``Random(instance.id)``, references first, then the
-        input's text (every text part of a multimodal input, every user message of a chat)."""
+        """HELM's ``TextPerturbation.apply``: one ``Random(HELM's instance id)``, references first, then the
+        input's text (every text part of a multimodal input, every user message of a chat). An image
+        reference (MS-COCO's photo) keeps its text: HELM's is empty, which no perturbation changes or
+        draws for."""
         if self.apply_fn is not None:
             return self.apply_fn(self, instance)
-        rng = Random(instance.id)
+        rng = Random(seed_of(instance))
         fn = self.text_fn
         references = instance.references
         if self.perturb_references:
-            references = [r.model_copy(update={"text": fn(r.text, rng)}) for r in references]
+            references = [r if r.image is not None else r.model_copy(update={"text": fn(r.text, rng)})
+                          for r in references]
         return instance.model_copy(update={"input": _map_input(instance.input, lambda t: fn(t, rng)),
                                            "references": references})
 
@@ -210,9 +232,9 @@ def perturbation(p: Perturbation) -> Perturbation:
     return p
 
 
-def resolve(spec: str | list[str]) -> list[Perturbation]:
+def resolve(spec: str | list[str], check: bool = True) -> list[Perturbation]:
     """A board's ``perturbations:`` value (a set name, or a list of set and perturbation names) as
-    the perturbations it stands for, each once, in order; unknown names and missing data are errors."""
+    the perturbations it stands for, each once, in order; unknown names and (``check``) missing data are errors."""
     names = [spec] if isinstance(spec, str) else list(spec)
     out: dict[str, Perturbation] = {}
     for name in names:
@@ -222,9 +244,21 @@ def resolve(spec: str | list[str]) -> list[Perturbation]:
                 raise PerturbationError(f"unknown perturbation {member!r}; sets: {', '.join(sorted(SETS))}; "
                                         f"perturbations: {', '.join(PERTURBATIONS.names())}")
             p = PERTURBATIONS.get(member)
-            p.check_data()
+            if check:
+                p.check_data()
             out[member] = p
     return list(out.values())
+
+
+def missing_data(p: Perturbation) -> list[str]:
+    """The data files of ``p`` that are neither fetched into the storage root nor shipped."""
+    out = []
+    for f in p.data:
+        try:
+            data_bytes(f)
+        except DataNotFetched:
+            out.append(Path(f).name)
+    return out
 
 
 def perturb_evaluated(name: str, instances: list[Instance], sample: Any) -> list[Instance]:
@@ -238,7 +272,16 @@ def perturb_evaluated(name: str, instances: list[Instance], sample: Any) -> list
     perturbation = PERTURBATIONS.get(name)
     originals = {i.id: i for i in instances}
     evaluated = [perturbation.apply(i) for i in sample_eval_instances(instances, sample)]
-    return [i for i in instances if i.split == "train"] + [p for p in evaluated if p != originals[p.id]]
+    changed = [_marked(p, name, originals[p.id]) for p in evaluated if p != originals[p.id]]
+    return [i for i in instances if i.split == "train"] + changed
+
+
+def _marked(perturbed: Instance, name: str, original: Instance) -> Instance:
+    """The perturbed instance with its perturbation's name and (a text input's) text before it in ``extra``."""
+    marks: dict[str, Any] = {PERTURBED_BY: name}
+    if original.input.text is not None:
+        marks[UNPERTURBED_TEXT] = original.input.text
+    return perturbed.model_copy(update={"extra": {**perturbed.extra, **marks}})
 
 
 # --------------------------------------------------------------------------- robustness (HELM 0.5.16)
@@ -461,7 +504,7 @@ def _person_name_apply(p: Perturbation, instance: Instance) -> Instance:
     source = table["race"][params["source"]]
     target = table["race"][params["target"]]
     genders = table["gender"]
-    rng = Random(instance.id)
+    rng = Random(seed_of(instance))
     mapping: dict[str, str] = {}
     skipped: set[str] = set()
 
@@ -506,9 +549,36 @@ def _contrast_sets_apply(p: Perturbation, instance: Instance) -> Instance:
     inputs, references = instance.extra.get(CONTRAST_INPUTS), instance.extra.get(CONTRAST_REFERENCES)
     if not inputs or not references:
         return instance
-    k = Random(instance.id).choice(range(len(inputs)))
+    k = Random(seed_of(instance)).choice(range(len(inputs)))
     return instance.model_copy(update={"input": Input(text=inputs[k]),
                                        "references": [Reference(text=t, correct=True) for t in references[k]]})
+
+
+# --------------------------------------------------------------------------- translation (HEIM, HELM 0.5.16)
+#: what HELM's CLIPScore scores against the prompt before the perturbation (its ``contrast_inputs``):
+#: HELM's perturbation names ``translate``, ``dialect`` and ``mild_mix``
+SCORED_AGAINST_ORIGINAL = ("dialect", "mild_mix", *(f"translate_{lang}" for lang in TRANSLATIONS))
+
+
+def translate(language_code: str, table: str) -> TextFn:
+    """HELM's ``TranslatePerturbation``: the text as Google Translate translates it into ``language_code``
+    (no draw from the generator). HELM asks Google's API at run time through its sqlite cache
+    (``GoogleTranslateClient``); that is not reachable offline and HELM publishes no translations, so
+    here they come from a table the user supplies: a JSON object, English text -> its translation
+    (HELM's cache's ``translatedText``), fetched into the storage root like HELM's other data files. An
+    empty text stays empty; a text the table lacks stops the run before any request, naming it."""
+    translations: dict[str, str] = _json(table)
+
+    def perturb(text: str, rng: Random) -> str:
+        if not text:
+            return text
+        found = translations.get(text)
+        if not isinstance(found, str):
+            raise PerturbationError(f"translation table {table} has no {language_code} translation of {text!r}: "
+                                    f"add it (HELM translates with Google Translate)")
+        return found
+
+    return perturb
 
 
 # --------------------------------------------------------------------------- what is registered
@@ -548,6 +618,11 @@ for _p in [
                  description="White-American first names replaced by Black-American ones of the same gender"),
     Perturbation("contrast_sets", "robustness", "1", None, perturb_references=True, apply_fn=_contrast_sets_apply,
                  description="the instance's human-written contrast input and answer (Gardner et al. 2020)"),
+    *(Perturbation(f"translate_{lang}", "multilinguality", "1", translate,
+                   {"language_code": code, "table": translation_file(code)}, (translation_file(code),),
+                   perturb_references=True, description=f"the text translated into {lang.capitalize()} ({code}) "
+                                                        f"from a declared table (HELM: Google Translate)")
+      for lang, code in TRANSLATIONS.items()),
 ]:
     perturbation(_p)
 
@@ -558,5 +633,6 @@ SETS.update({
     "robustness_all": ("contraction", "expansion", "filler_words", "lowercase", "misspellings", "space"),
 })
 
-__all__ = ["NOT_FETCHED", "PERTURBATIONS", "SETS", "Perturbation", "PerturbationError", "assets_from", "data_bytes",
-           "match_case", "perturb_evaluated", "resolve", "tolerate_missing_data"]
+__all__ = ["HELM_ID", "NOT_FETCHED", "PERTURBATIONS", "PERTURBED_BY", "SCORED_AGAINST_ORIGINAL", "SETS", "TRANSLATIONS",
+           "UNPERTURBED_TEXT", "DataNotFetched", "Perturbation", "PerturbationError", "assets_from", "data_bytes",
+           "match_case", "missing_data", "perturb_evaluated", "resolve", "seed_of", "tolerate_missing_data"]

@@ -111,3 +111,54 @@ def fetch_assets(store: Store, url: str | None = None) -> list[Fetched]:
         files.setdefault(fetched.asset.filename, {"sha256": fetched.sha256, "url": fetched.url, "fetched_at": now})
     store.write_json(layout.assets_manifest(KIND), {"files": files})
     return [f for f, _ in downloads]
+
+
+def translation_tables() -> tuple[str, ...]:
+    from helmflow.perturbations.translations import TRANSLATIONS, translation_file
+
+    return tuple(translation_file(code) for code in TRANSLATIONS.values())
+
+
+def import_file(store: Store, path: str) -> Fetched:
+    """Store a local copy of a data file under its own name: one of :data:`ASSETS` (a copy of HELM's file
+    made elsewhere) or a translation table (``google_translate_<code>.json``, a JSON object of English text ->
+    translation: HELM's translations come from Google Translate at run time and are published nowhere).
+    Its sha256 is recorded, replacing an earlier import's (a new table re-runs the entries it translates);
+    for one of HELM's files, a pinned or first-fetched sha256 must still match."""
+    import json
+    from pathlib import Path
+
+    source = Path(path).expanduser()
+    name = source.name
+    known = {a.filename: a for a in ASSETS}
+    if name not in known and name not in translation_tables():
+        raise AssetError(f"{path}: not a perturbation data file; the names are: "
+                         f"{', '.join([*known, *translation_tables()])}")
+    try:
+        data = source.read_bytes()
+    except OSError as exc:
+        raise AssetError(f"cannot read {path} ({exc.strerror or exc})") from None
+    if not data:
+        raise AssetError(f"{path} is empty (0 bytes); refusing to use it")
+    digest = hashlib.sha256(data).hexdigest()
+    before = recorded(store)
+    if name in known:
+        first = before.get(name, {}).get("sha256")
+        if (pin := known[name].sha256 or first) and digest != pin:
+            raise AssetError(f"{path}: sha256 {digest} is not the {'pinned' if known[name].sha256 else 'first-fetched'}"
+                             f" {pin}; nothing was stored")
+        asset = known[name]
+    else:
+        try:
+            table = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise AssetError(f"{path} is not JSON ({exc}); expected an object of English text -> translation") from None
+        if not isinstance(table, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in table.items()):
+            raise AssetError(f"{path}: expected a JSON object of English text -> translation (strings)")
+        asset = Asset(name, "", "translate_" + name.removeprefix("google_translate_").removesuffix(".json"))
+    store.write_bytes(layout.asset_file(KIND, name), data)
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    files = dict(before)
+    files[name] = {"sha256": digest, "url": source.resolve().as_uri(), "fetched_at": now}
+    store.write_json(layout.assets_manifest(KIND), {"files": files})
+    return Fetched(asset, source.resolve().as_uri(), digest, len(data), "imported")

@@ -10,6 +10,7 @@ from helmflow import prompts as prompt_module
 from helmflow import versions
 from helmflow.adapters import ADAPTERS, template_versions
 from helmflow.plan.extras import (
+    PERTURBED_MARK,
     board_wide_groups,
     board_wide_on,
     perturbation_groups,
@@ -287,6 +288,7 @@ def plan_board(
     entries = [e for e in entries if (e.label or e.name) not in left_out]
     if not entries:
         raise NothingHere(spec, left_out)
+    entries = [without_missing_perturbations(e, left_out) for e in entries]
     effective = spec.model_copy(update={"models": chosen_models, "scenarios": entries})
     if max_instances is not None and not chosen.adaptive:  # adaptive: N items asked from the whole pool
         effective = effective.model_copy(update={"max_instances": max_instances})
@@ -307,9 +309,10 @@ def plan_board(
             raise BoardError(f"board {spec.name!r}: aspect {aspect!r} names {', '.join(unknown_members)}, which is no "
                              f"scenario group or label of the board")
     group_names = sorted({s.group for s in scenario_plans if s.group})
+    copies = [f"{s.label}{PERTURBED_MARK}{n}" for s in scenario_plans for n in s.perturbations]
     if scenarios or left_out:  # a selection (or gated data left out) keeps the group columns of the scenarios it runs
-        groups = [g.model_copy(update={"columns": [c for c in g.columns
-                                                   if c.scenario in labels or c.scenario in group_names]})
+        groups = [g.model_copy(update={"columns": [c for c in g.columns if c.scenario in labels
+                                                   or c.scenario in group_names or c.scenario in copies]})
                   for g in spec.metric_groups]
         effective = effective.model_copy(update={"metric_groups": [g for g in groups if g.columns]})
     perturbed = [p for s in scenario_plans for p in perturbed_plans(s)]
@@ -317,7 +320,7 @@ def plan_board(
         *effective.metric_groups, *perturbation_groups(scenario_plans, effective.metric_groups)]})
     effective = effective.model_copy(update={"metric_groups": [
         *effective.metric_groups, *board_wide_groups(scenario_plans, extras, effective.metric_groups)]})
-    check_groups(effective, labels, group_names)
+    check_groups(effective, labels + copies, group_names)
     judged = [s for s in scenario_plans + perturbed if judge_template_names(s.metrics)]
     judge_deployments = _jury(spec.name, chosen.jury(spec.judges), deployments, judged, chosen.unjudged_allowed,
                               check_credentials)
@@ -348,6 +351,34 @@ def plan_board(
         selection=chosen.narrowing(spec, effective, judged=bool(judged)),
         left_out=left_out,
     )
+
+
+def without_missing_perturbations(entry: ScenarioEntry, left_out: dict[str, str]) -> ScenarioEntry:
+    """An entry that leaves out perturbations without their data (``missing_perturbation_data: leave_out``)
+    without them; each is named in ``left_out`` as ``<label>~<perturbation>`` with the files it lacks."""
+    from helmflow.perturbations import PerturbationError, missing_data, resolve
+
+    if entry.missing_perturbation_data != "leave_out" or entry.perturbations is None:
+        return entry
+    names = [entry.perturbations] if isinstance(entry.perturbations, str) else list(entry.perturbations)
+    kept = []
+    for name in names:
+        try:
+            members = [p.name for p in resolve(name, check=False)]
+        except PerturbationError as exc:
+            raise BoardError(f"scenario {entry.label or entry.name!r}: {exc}") from None
+        from helmflow.perturbations import PERTURBATIONS
+
+        lacking = {m: missing_data(PERTURBATIONS.get(m)) for m in members}
+        kept += [m for m, files in lacking.items() if not files]
+        for m, files in lacking.items():
+            if files:
+                how = ("supply the table: `helmflow fetch-assets perturbations --file PATH`"
+                       if all(f.startswith("google_translate_") for f in files)
+                       else "`helmflow fetch-assets perturbations` fetches it")
+                left_out[f"{entry.label or entry.name}{PERTURBED_MARK}{m}"] = (
+                    f"{', '.join(files)} is not in the storage root ({how})")
+    return entry.model_copy(update={"perturbations": kept})
 
 
 def gated_left_out(entries: list[ScenarioEntry]) -> dict[str, str]:

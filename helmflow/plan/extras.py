@@ -36,11 +36,16 @@ def perturbed_plans(scenario: ScenarioPlan) -> list[ScenarioPlan]:
 def perturbation_groups(scenarios: list[ScenarioPlan], existing: list[MetricGroup]) -> list[MetricGroup]:
     """HELM's robustness and fairness metric groups: one column per scenario that runs that kind of
     perturbation (``<label>/robustness``: the per-instance worst case of the main metric over the
-    original and the perturbations, then the mean). A board that names such a group itself keeps its own."""
+    original and the perturbations, then the mean). A board that names such a group itself keeps its own,
+    and a scenario whose perturbed copies' columns the board lays out itself (HEIM's tables of MS-COCO's
+    variants) gets none."""
     from helmflow.perturbations import PERTURBATIONS
 
     groups = []
     taken = {g.name for g in existing}
+    laid_out = {c.scenario.partition(PERTURBED_MARK)[0] for g in existing for c in g.columns
+                if PERTURBED_MARK in c.scenario}
+    scenarios = [s for s in scenarios if s.label not in laid_out]
     for kind, what in (("robustness",
                         "perturbations that keep the meaning (casing, contractions, misspellings, spacing)"),
                        ("fairness", "perturbations of demographic markers (gender pronouns, first names by race)")):

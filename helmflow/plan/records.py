@@ -17,7 +17,7 @@ class PerturbedFrom(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: str
-    kind: Literal["robustness", "fairness"]
+    kind: Literal["robustness", "fairness", "multilinguality"]
     version: dict[str, Any]
     label: str  # the original's label
     scenario_version: str  # the original's

@@ -104,6 +104,10 @@ class ScenarioEntry(BaseModel):
                                                                     "`fairness`, or a list): each is a run of the "
                                                                     "perturbed instances, giving robustness and "
                                                                     "fairness columns")
+    missing_perturbation_data: Literal["refuse", "leave_out"] = Field("refuse", description=(
+        "a perturbation whose data file is not on this machine (not fetched, or a translation table not supplied): "
+        "`refuse` the run (default), or `leave_out` that perturbation's run, naming why (HEIM's dialect and "
+        "translated MS-COCO entries)"))
     headline: bool = Field(True, description=(
         "the entry counts in the board's mean score and mean win rate; `false`: a targeted run shown only in its own "
         "columns and metric groups (HELM Classic's contrast-set runs, outside its core scenarios)"))

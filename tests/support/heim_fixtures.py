@@ -17,6 +17,14 @@ PHOTOS = {
     77: ("COCO_val2014_000000000077.jpg", (30, 160, 60), ["A green square in the middle"]),
 }
 
+#: COCO's train captions file: HELM numbers these instances first, so the val captions' HELM ids start at id3
+#: (the caption of image 5, which the file does not list, makes no instance)
+TRAIN_CAPTIONS = {"images": [{"id": 1, "file_name": "COCO_train2014_000000000001.jpg"},
+                             {"id": 2, "file_name": "COCO_train2014_000000000002.jpg"}],
+                  "annotations": [{"id": 1, "image_id": 1, "caption": "a cat"}, {"id": 2, "image_id": 2, "caption": "a dog"},
+                                  {"id": 3, "image_id": 1, "caption": "one cat"},
+                                  {"id": 4, "image_id": 5, "caption": "no such image"}]}
+
 
 PARTI_PATH = "raw.githubusercontent.com/google-research/parti/main/PartiPrompts.tsv"
 DRAW_BENCH_PATH = "docs.google.com/spreadsheets/d/1y7nAbmR4FREi6npB1u-Bo3GFdwdOPYJc617rBOxIRHY/gviz/tq"
@@ -43,7 +51,7 @@ def coco_sources(root: Path) -> Path:
     files = {
         "images.cocodataset.org/annotations/annotations_trainval2014.zip":
             zip_bytes({"annotations/captions_val2014.json": json.dumps(captions).encode(),
-                       "annotations/captions_train2014.json": b"{}"}),
+                       "annotations/captions_train2014.json": json.dumps(TRAIN_CAPTIONS).encode()}),
         "images.cocodataset.org/zips/val2014.zip":
             zip_bytes({f"val2014/{name}": photo(colour) for name, colour, _ in PHOTOS.values()}),
     }
