@@ -9,6 +9,8 @@ None" case); a normalization that raises compares the raw answers. These quirks 
 purpose: the number must be HELM's.
 
 - ``math_equiv_chain_of_thought`` (main, no dependency): the rule above, first completion.
+- ``math_equiv`` (HELM Classic's math_regular, no chain of thought): ``is_equiv`` of the reference answer and
+  the output as it is (stripped), no boxed answer taken from either.
 - ``math_verify_chain_of_thought`` (recorded beside it, ``lite`` extra): the same two boxed
   answers compared symbolically by math-verify (time-bounded helper process, see
   :mod:`helmflow.metrics.math_equivalence`); stat ``math_verify_equiv``. It forgives forms the
@@ -151,6 +153,13 @@ def math_equiv_chain_of_thought_score(gold: str, pred: str) -> float:
 @metric("math_equiv_chain_of_thought", version="1", helm=HelmEquivalent(("math_equiv_chain_of_thought",)))
 def math_equiv_chain_of_thought(x: MetricInput) -> dict[str, float]:
     return reference_stats("math_equiv_chain_of_thought", x, math_equiv_chain_of_thought_score)
+
+
+@metric("math_equiv", version="1", helm=HelmEquivalent(("math_equiv",)))
+def math_equiv(x: MetricInput) -> dict[str, float]:
+    """HELM's ``math_equiv`` (MATH without chain of thought, HELM Classic's math_regular): ``is_equiv`` of the
+    reference answer and the stripped output (already the answer: it stops at the closing ``$``)."""
+    return reference_stats("math_equiv", x, is_equiv)
 
 
 def math_verify_score(gold: str, pred: str) -> float:

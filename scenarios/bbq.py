@@ -12,9 +12,13 @@ Each instance carries HELM's per-instance tags in ``extra`` for the bias scores:
 target rule is HELM's, special cases included; HELM's Race_x_SES test binds ``and`` before ``or``,
 so its ``lowSES-M-<group>`` / ``lowSES-F-<group>`` cases apply in every category: kept, on purpose.
 
-Data: HELM reads the files from the repository's ``main`` branch, unpinned. Here they are pinned to
-a commit of that repository (``COMMIT``) and checksummed; ``helmflow reproduce safety --explain``
-says so. Scored by the ``bbq`` metric (accuracy and HELM's two bias scores).
+Data: HELM reads the files from the repository's ``main`` branch, unpinned. Here they are read at
+a commit of that repository (``COMMIT``, the head of ``main`` since July 2022, so the files HELM reads
+today), each pinned by its sha256, recorded at first fetch as the other GitHub sources of HELM's boards
+are (``helmflow mirror`` prints the pins); six of the eleven files' sha256s were computed from the git
+objects at that commit and are in docs/boards/classic.md, the other five are unverified.
+``helmflow reproduce safety --explain`` says so. Scored by the ``bbq`` metric (accuracy and HELM's two
+bias scores); HELM Classic adds the exact-match metrics and shows quasi_exact_match.
 """
 
 from __future__ import annotations
@@ -98,7 +102,8 @@ class BBQ(Scenario):
     GIT_COMMIT = COMMIT
     helm_differences = (
         (f"BBQ data: HELM reads the 11 category files from the main branch of {REPO}, unpinned, so its instances "
-        f"depend on the day it ran; helmflow pins commit {COMMIT[:12]} and checks each file's sha256"),
+        f"depend on the day it ran; helmflow reads them at commit {COMMIT[:12]} (main's head since July 2022), "
+        "each pinned by its sha256 (recorded at first fetch)"),
     )
     description = "BBQ: bias in question answering, ambiguous and disambiguated contexts (accuracy and bias scores)."
     main_metric = "bbq_accuracy"
@@ -118,7 +123,8 @@ class BBQ(Scenario):
     )
 
     def sources(self) -> list[DataSource]:
-        return [DataSource(filename=f"{c}.jsonl", url=self.git_url(f"data/{c}.jsonl")) for c in CATEGORIES]
+        return [DataSource(filename=f"{c}.jsonl", url=self.git_url(f"data/{c}.jsonl"), sha256_unknown=True)
+                for c in CATEGORIES]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         lines: list[tuple[BBQRow, str]] = []

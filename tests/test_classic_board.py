@@ -23,6 +23,7 @@ from tests.support.classic_fixtures import (
     ASSETS,
     classic_source_tree,
     ice_mirror,
+    math_mirror,
     perturbation_assets,
     raft_mirror,
     summarization_mirrors,
@@ -50,7 +51,7 @@ SELECTED = ["mmlu-abstract_algebra", "mmlu-econometrics", "boolq", "boolq_contra
             "civil_comments-female", "raft-twitter_complaints", "twitter_aae-aa", "legal_support", "wikifact-author",
             "blimp-irregular_forms", "synthetic_reasoning_natural-easy", "entity_matching-Beer",
             "entity_data_imputation-Restaurant", "the_pile-Enron_Emails", "code_humaneval", "code_apps",
-            "synthetic_efficiency-256-8", *HARMS_SELECTED, "ice-hk"]
+            "synthetic_efficiency-256-8", *HARMS_SELECTED, "ice-hk", "math_regular-algebra", "bbq"]
 GENERATION = ["boolq", "narrative_qa", "natural_qa_closedbook", "natural_qa_openbook_longans", "quac",
               "summarization_cnndm", "summarization_xsum", "imdb", "civil_comments", "raft"]
 N = 3  # evaluation instances per run
@@ -59,12 +60,12 @@ CONTRAST = ["boolq_contrast", "imdb_contrast"]  # HELM's robustness_contrast_set
 TARGETED = ["twitter_aae-aa", "legal_support", "wikifact-author", "blimp-irregular_forms",
             "synthetic_reasoning_natural-easy", "entity_matching-Beer", "entity_data_imputation-Restaurant",
             "the_pile-Enron_Emails", "code_humaneval", "code_apps",
-            "synthetic_efficiency-256-8", *HARMS_SELECTED, "ice-hk"]  # targeted evaluations on the board (outside the headline)
+            "synthetic_efficiency-256-8", *HARMS_SELECTED, "ice-hk", "math_regular-algebra", "bbq"]  # targeted evaluations on the board (outside the headline)
 # the scenarios of HELM's targeted evaluations on the board (outside the headline)
 TARGETED_SCENARIOS = ("twitter_aae", "legal_support", "lsat_qa", "wikifact", "babi_qa", "blimp",
                       "synthetic_reasoning_natural", "entity_matching", "entity_data_imputation", "the_pile",
                       "humaneval", "apps", "synthetic_efficiency", *HARMS, "ice",
-                      "synthetic_reasoning", "dyck_language")
+                      "synthetic_reasoning", "dyck_language", "gsm", "math", "bbq", "med_qa")
 # the dev server under a name HELM has a denoised-runtime table for (HELM keys its tables by deployment name)
 DEV = "openai/davinci"
 HELM_RUNTIMES = json.loads((REPO / "tests" / "data" / "helm_denoised_runtime.json").read_text())["cases"]  # HELM: no calibration, robustness or fairness
@@ -79,7 +80,7 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
     groups = {g.name: g for g in spec.metric_groups}
     assert list(groups) == ["accuracy", "calibration", "robustness", "fairness", "efficiency", "toxicity",
                             "summarization", "robustness_contrast_sets", "language", "reasoning", "knowledge",
-                            "targeted_efficiency", "harms"]
+                            "targeted_efficiency", "medicine", "harms"]
     assert [(c.scenario, c.metric) for c in groups["accuracy"].columns] == list(COLUMNS.items())
     ranking = ["msmarco_regular", "msmarco_trec"]  # HELM shows no calibration for them
     assert [c.scenario for c in groups["calibration"].columns] == [
@@ -113,7 +114,8 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
     assert [(c.scenario, c.metric) for c in groups["reasoning"].columns] == [
         ("legal_support", "quasi_exact_match"), ("lsat_qa", "quasi_exact_match"), ("babi_qa", "quasi_exact_match"),
         ("synthetic_reasoning", "quasi_exact_match"), ("synthetic_reasoning_natural", "f1_set_match"),
-        ("dyck_language", "exact_match_indicator"), ("entity_matching", "quasi_exact_match"),
+        ("dyck_language", "exact_match_indicator"), ("gsm", "exact_match_indicator"), ("math_regular", "math_equiv"),
+        ("math_chain_of_thought", "math_equiv_chain_of_thought"), ("entity_matching", "quasi_exact_match"),
         ("entity_data_imputation", "quasi_exact_match"), ("code_humaneval", "pass"), ("code_apps", "test_avg")]
     # HELM's priority-2 synthetic_reasoning and dyck_language entries, HELM's generators at their default sizes
     assert [(s.label, s.params, s.group, s.headline) for s in spec.scenarios
@@ -162,7 +164,8 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
         *((s, m, lower) for s in ("copyright_text", "copyright_code") for m, lower in copyright_columns),
         *((s, m, None) for s in ("disinformation_reiteration", "disinformation_wedging")
           for m in ("self_bleu", "monte_carlo_entropy")),
-        ("bold", "toxic_fraction", True),
+        ("bbq", "quasi_exact_match", False), ("bbq", "bbq_metric_ambiguous_bias", True),
+        ("bbq", "bbq_metric_unambiguous_bias", True), ("bold", "toxic_fraction", True),
         *(("real_toxicity_prompts", m, True) for m in ("toxic_fraction", "expected_max_toxicity",
                                                        "max_toxicity_probability"))]
     assert [(c.scenario, c.metric) for c in groups["robustness_contrast_sets"].columns] == [
@@ -183,6 +186,58 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
     deployments = yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]
     [nightly] = [d for d in deployments if d["name"] == "classic-nightly"]
     assert nightly["entrypoint"] == "flows/classic.py:classic"
+
+
+# HELM's run_entries.conf (v0.5.16, the pre-v0.2.4 Classic conf the targeted entries come from) at --priority 2:
+# its 121 entries per model (before the model= expander), by run-spec function
+HELM_CONF_ENTRIES = {
+    "mmlu": 5, "boolq": 2, "narrative_qa": 1, "natural_qa": 2, "quac": 1, "commonsense": 2, "truthful_qa": 1,
+    "msmarco": 2, "summarization_cnndm": 1, "summarization_xsum_sampled": 1, "imdb": 2, "civil_comments": 9,
+    "raft": 11, "the_pile": 6, "ice": 6, "twitter_aae": 2, "blimp": 4, "wikifact": 10, "babi_qa": 4,
+    "synthetic_reasoning": 3, "synthetic_reasoning_natural": 2, "dyck_language": 1, "gsm": 1, "math": 14,
+    "code": 2, "lsat_qa": 1, "legal_support": 1, "entity_matching": 3, "entity_data_imputation": 2, "med_qa": 1,
+    "copyright": 4, "disinformation": 3, "bbq": 1, "bold": 1, "real_toxicity_prompts": 1,
+    "synthetic_efficiency": 2, "self_instruct": 1, "grammar": 1, "open_assistant": 1, "vicuna": 1, "koala": 1,
+    "anthropic_hh_rlhf": 1,
+}
+HELM_FUNCTION = {"hellaswag": "commonsense", "openbookqa": "commonsense", "humaneval": "code", "apps": "code"}
+# the conf's entries not on the board, each said in `reproduce classic --explain`: the six scored by human and
+# LLM critiques, and the synthetic_efficiency sweep's copy for code models (the same 35 runs)
+NOT_ON_BOARD = {"self_instruct": 1, "grammar": 1, "open_assistant": 1, "vicuna": 1, "koala": 1,
+                "anthropic_hh_rlhf": 1, "synthetic_efficiency": 1}
+SWEEP = 35  # one synthetic_efficiency entry: HELM's default_sweep expanders, 5 prompt sizes x 7 output lengths
+
+
+def test_the_board_has_every_entry_of_helms_conf_but_the_human_evaluations():
+    """Per model: HELM's 121 priority-2 entries are the board's entries (HELM's one sweep entry is its 35 runs),
+    and those left out are named; MATH's 14 are its seven subjects at level 1, with official examples and with
+    chain of thought, GSM8K's and BBQ's one each."""
+    from collections import Counter
+
+    from helmflow.plan.spec import load_board
+
+    spec = load_board("classic")
+    assert sum(HELM_CONF_ENTRIES.values()) == 121
+    on_board = Counter(HELM_FUNCTION.get(s.name, s.name) for s in spec.scenarios)
+    assert on_board["synthetic_efficiency"] == SWEEP
+    on_board["synthetic_efficiency"] = 1
+    assert on_board + Counter(NOT_ON_BOARD) == Counter(HELM_CONF_ENTRIES)
+    assert len(spec.scenarios) == 121 - sum(NOT_ON_BOARD.values()) + SWEEP - 1 == 148
+    subjects = ["number_theory", "intermediate_algebra", "algebra", "prealgebra", "geometry",
+                "counting_and_probability", "precalculus"]  # HELM's conf's order
+    math = [(s.label, s.params, s.group, s.headline) for s in spec.scenarios if s.name == "math"]
+    assert math == [(f"math_regular-{m}", {"subject": m, "level": 1, "use_chain_of_thought": False,
+                                           "use_official_examples": True}, "math_regular", False) for m in subjects] + [
+        (f"math_chain_of_thought-{m}", {"subject": m, "level": 1}, "math_chain_of_thought", False) for m in subjects]
+    [gsm] = [s for s in spec.scenarios if s.name == "gsm"]
+    assert (gsm.params, gsm.main_metric, gsm.headline) == ({}, "exact_match_indicator", False)  # no follow_format
+    assert [(s.label, s.params, s.headline) for s in spec.scenarios if s.name == "med_qa"] == [("med_qa", {}, False)]
+    assert [(c.scenario, c.metric) for c in {g.name: g for g in spec.metric_groups}["medicine"].columns] == [
+        ("med_qa", "quasi_exact_match")]
+    [bbq] = [s for s in spec.scenarios if s.name == "bbq"]
+    assert (bbq.main_metric, bbq.headline, bbq.adapter["max_train_instances"]) == ("quasi_exact_match", False, 5)
+    assert bbq.adapter["instructions"] == "The following are multiple choice questions (with answers)."
+    assert "bbq" in bbq.metrics and "quasi_exact_match" in bbq.metrics
 
 
 def _outcome(label: str, model: str, score: float) -> RunOutcome:
@@ -242,7 +297,9 @@ def test_reproduce_classic_explains_every_difference_from_helm():
                    "contrast sets:", "openbookqa:", "harms, copyright: HELM runs its two copyright_code entries",
                    "disinformation: HELM's human evaluations", "bold: amazon-research/bold at its commit",
                    "the_pile: HELM's test.jsonl.zst URL", "ice: the licensed subsets", "entity_matching: DeepMatcher's zips",
-                   "synthetic_efficiency: the prompts of one tokenizer's files"):
+                   "synthetic_efficiency: the prompts of one tokenizer's files",
+                   "left out: HELM's six instruction-following entries", "are scored by human and LLM critiques",
+                   "math: MATH was taken off the Hub", "bbq: HELM Classic's multiple-choice adapter"):
         assert needle in text, needle
 
 
@@ -251,7 +308,7 @@ def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
     # ICE's licensed subsets are on no mirror here: its six entries are left out, saying why
-    assert "board classic: 125 scenarios + 146 perturbed copies x 1 model = 271 runs" in text
+    assert "board classic: 142 scenarios + 146 perturbed copies x 1 model = 288 runs" in text
     assert "left out: ice-hk: ice-hk.zip is credential-gated and not on this machine: ICE is licensed" in text
     assert "not mirrored:" in text and "helmflow mirror classic --to DIR" in text
     assert ("not fetched: SAE_to_AAVE_mapping.json, the data of perturbation(s) dialect (36 perturbed copies); a run "
@@ -268,7 +325,7 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
             "HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com",
             **summarization_mirrors(tmp_path / "hub"), **raft_mirror(tmp_path / "hub" / "raft"),
             **rtp_mirror(tmp_path / "hub" / "real_toxicity_prompts"),
-            **ice_mirror(tmp_path / "hub" / "ice")})
+            **ice_mirror(tmp_path / "hub" / "ice"), **math_mirror(tmp_path / "hub" / "math")})
         assert out.returncode == 0, out.stdout + out.stderr
         # the dialect perturbation's SAE->AAVE mapping (HELM downloads it at run time; here our own words)
         out = run_cli("fetch-assets", "perturbations", "--storage", str(storage),
@@ -318,6 +375,9 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
         # harms: the copyright numbers are divided by the prefix's tokens
         assert row["copyright_text/longest_common_prefix_length"] >= 0 and row["copyright_text/edit_distance"] >= 0
         assert row["harms mean_win_rate"] is not None
+        # HELM Classic's math_regular after its eight official examples, and BBQ with its bias scores
+        assert 0 <= row["math_regular/math_equiv"] <= 1 and row["group:math_regular"] == pytest.approx(row["math_regular/math_equiv"])
+        assert row["bbq/quasi_exact_match"] == pytest.approx(row["bbq"]) and row["bbq/bbq_metric_ambiguous_bias"] is not None
         assert 0 <= row["blimp/exact_match"] <= 1 and row["group:blimp"] == pytest.approx(row["blimp/exact_match"])
         # the code scenarios: the programs ran in the jail and were scored (neither model writes a working one)
         assert row["code_humaneval/pass"] == row["code_humaneval"] == 0.0

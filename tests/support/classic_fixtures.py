@@ -21,6 +21,7 @@ import zipfile
 from pathlib import Path
 
 from helmflow.perturbations import DATA_DIR
+from helmflow.scenarios.bbq import COMMIT as BBQ_COMMIT
 from helmflow.scenarios.truthful_qa import COMMIT as TRUTHFUL_QA_COMMIT
 from tests.support import msmarco_fixtures
 from tests.support.lite_fixtures import csv_text, jsonl, source_tree
@@ -584,6 +585,7 @@ def efficiency_files() -> dict[str, bytes]:
 def classic_files() -> dict[str, bytes]:
     from tests.support.code_fixtures import code_files
     from tests.support.harms_fixtures import harms_files
+    from tests.support.safety_fixtures import bbq_files
     from tests.support.summarization_fixtures import xsum_sampled_pickle
 
     return {**boolq_files(), **hellaswag_files(), TRUTHFUL_QA: truthful_qa_csv(), CIVIL: civil_csv(), **quac_files(),
@@ -591,7 +593,8 @@ def classic_files() -> dict[str, bytes]:
             **{f"{TWITTER_AAE}/{d}_tweets.csv": twitter_aae_csv(d) for d in ("aa", "white")},
             LEGAL_SUPPORT: legal_support_zip(), **lsat_files(), **wikifact_files(),
             BABI: babi_archive(), BLIMP: blimp_zip(), **em_files(), **imputation_files(), **pile_files(),
-            **code_files(), **efficiency_files(), **harms_files()}
+            **code_files(), **efficiency_files(), **harms_files(),
+            **{f"raw.githubusercontent.com/nyu-mll/BBQ/{BBQ_COMMIT}/data/{n}": d for n, d in bbq_files(95).items()}}
 
 
 def summarization_mirrors(root: Path) -> dict[str, str]:
@@ -604,6 +607,18 @@ def summarization_mirrors(root: Path) -> dict[str, str]:
         write_files(root / name, xsum)
         env[f"HELMFLOW_MIRROR_{name.upper()}"] = str(root / name)
     return env
+
+
+def math_mirror(root: Path) -> dict[str, str]:
+    """MATH's Parquet conversion (read from a mirror only; few rows) and the HELM source file its official examples
+    are read from, as ``HELMFLOW_MIRROR_MATH``."""
+    from tests.support.lite_hub_fixtures import math_files, math_helm_source
+
+    root.mkdir(parents=True, exist_ok=True)
+    for name, data in math_files(140, 70).items():
+        (root / name).write_bytes(data)
+    (root / "math_scenario.py").write_text(math_helm_source())
+    return {"HELMFLOW_MIRROR_MATH": str(root)}
 
 
 def classic_source_tree(root: Path) -> Path:

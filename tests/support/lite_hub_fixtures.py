@@ -119,3 +119,33 @@ def hub_conversion_mirrors(tmp_path) -> dict[str, str]:
             (folder / filename).write_bytes(data)
         env[f"HELMFLOW_MIRROR_{name}"] = str(folder)
     return env
+
+
+# HELM Classic's math_regular reads HELM's eight official examples from HELM's math_scenario.py: a file of that
+# shape around a list of our own (problem, answer) pairs, one problem a sum of literals as HELM writes its long ones
+MATH_OFFICIAL = [("Fixture problem 0: the distance from $(0,0)$ to $(3,4)$?", "5"),
+                 *((f"Fixture problem {k}: what is ${k} + {k}$?", str(2 * k)) for k in range(1, 8))]
+_MATH_SOURCE = '''"""A file shaped as HELM's math_scenario.py around its list (written for the tests)."""
+import os
+
+
+class MATHScenario(Scenario):
+    def get_instances(self, output_path: str):
+        for split, split_name in zip([TRAIN_SPLIT, TEST_SPLIT], ["train", "test"]):
+            if split == TRAIN_SPLIT and self.use_official_examples:
+                train_instances = [
+{pairs}
+                ]
+                dataset[TRAIN_SPLIT] = [{{"problem": p, "answer": a}} for p, a in train_instances]
+'''
+
+
+def math_helm_source(pairs: list[tuple[str, str]] | None = None, first: str | None = None) -> str:
+    """The file; ``first`` replaces the first pair's source text (e.g. with an expression that is no literal)."""
+    pairs = MATH_OFFICIAL if pairs is None else pairs
+    lines = [f"                    ({p!r}, {a!r})," for p, a in pairs]
+    if pairs is MATH_OFFICIAL:
+        lines[0] = '                    ("Fixture problem 0: " + "the distance from $(0,0)$ to $(3,4)$?", "5"),'
+    if first is not None:
+        lines[0] = f"                    {first},"
+    return _MATH_SOURCE.format(pairs="\n".join(lines))
