@@ -35,7 +35,7 @@ from helmflow.errors import install_command
 from helmflow.records import Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.ehrshot_codes import CODES
-from helmflow.scenarios.medhelm import WORDING, helm_cl100k, multiple_choice, user_file
+from helmflow.scenarios.medhelm import WORDING, Lazy, multiple_choice, user_file
 
 PROJECT = "https://redivis.com/datasets/53gc-8rhx41kgt"
 ACCESS = ("EHRSHOT needs Stanford's data use agreement: request access to the EHRSHOT MEDS release at "
@@ -222,7 +222,11 @@ class EHRSHOT(Scenario[EHRSHOTParams]):
         subject = self.params.subject
         labels = _read(self.name, files[labels_file(subject)], ["subject_id", "prediction_time", "boolean_value"])
         _read(self.name, files[SPLITS], None)  # HELM requires it; every instance is a test instance all the same
-        wanted = sorted({int(s) for s in labels["subject_id"].tolist()})
+        try:
+            wanted = sorted({int(s) for s in labels["subject_id"].tolist()})
+        except (TypeError, ValueError):
+            raise ScenarioError(f"scenario {self.name!r}: {files[labels_file(subject)]}: a subject_id is not a number "
+                                "(MEDS subject ids are integers)") from None
         events = _read(self.name, files[DATA], ["subject_id", "time", "code"], subjects=wanted)
         if subject.startswith("lab_"):
             labels = labels.sample(n=min(MAX_LABELS, len(labels)), random_state=SEED)
@@ -237,17 +241,25 @@ class EHRSHOT(Scenario[EHRSHOTParams]):
         else:
             own = dict(zip(order, built, strict=True))
             texts = [prompt(subject, own[i]) for i in range(len(labels))]
-        encoding = helm_cl100k(self.name) if self.params.max_length is not None else None
+        encoding = Lazy(self.name)  # loaded for the first prompt long enough to need counting
         out: list[Instance] = []
         for i, row in enumerate(labels.itertuples(index=False)):
             text = texts[i]
-            if encoding is not None and len(encoding.encode_ordinary(text)) > (self.params.max_length or 0):
+            if self.params.max_length is not None and too_long(encoding, text, self.params.max_length):
                 continue
             answer = "yes" if bool(row.boolean_value) else "no"
             out.append(Instance(id=f"id{len(out)}", split="test", input=Input(text=text),
                                 references=[Reference(text=c, correct=c == answer) for c in ("yes", "no")],
                                 extra=_label(row, pd)))
         return out
+
+
+def too_long(encoding: Any, text: str, max_length: int) -> bool:
+    """HELM's filter, ``count_tokens(prompt) > max_length``; a text of at most ``max_length`` UTF-8 bytes is not
+    counted (every token is at least one byte), so only long prompts are tokenized."""
+    if len(text.encode("utf-8")) <= max_length:
+        return False
+    return len(encoding.encode_ordinary(text)) > max_length
 
 
 def _label(row: Any, pd: Any) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from helmflow.errors import install_command
 from helmflow.records import Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.base import read_source
-from helmflow.scenarios.medhelm import WORDING, generation, helm_cl100k, user_file
+from helmflow.scenarios.medhelm import WORDING, Lazy, generation, user_file
 
 PROJECT = "https://redivis.com/datasets/48nr-frxd97exb"
 ACCESS = ("MedAlign needs Stanford's data use agreement: request access to the MedAlign release at "
@@ -56,7 +56,10 @@ class MedAlignParams(BaseModel):
 
 
 def fit_record(encoding: Any, record: str, instruction: str, max_length: int) -> str:
-    """HELM's ``pack_and_trim_prompts`` for one instruction: the prompt with the record cut to its budget."""
+    """HELM's ``pack_and_trim_prompts`` for one instruction: the prompt with the record cut to its budget. Texts
+    whose UTF-8 bytes fit the budget fit it in tokens (a token is at least one byte), so they are not counted."""
+    if sum(len(t.encode("utf-8")) for t in (TEMPLATE, instruction, record)) <= max_length - GENERATION_LENGTH:
+        return TEMPLATE.format(question=instruction, ehr=record)
     budget = (max_length - GENERATION_LENGTH - len(encoding.encode_ordinary(TEMPLATE))
               - len(encoding.encode_ordinary(instruction)))
     if budget <= 0:
@@ -133,7 +136,7 @@ class MedAlign(Scenario[MedAlignParams]):
             except (TypeError, ValueError):
                 raise ScenarioError(f"scenario {self.name!r}: {files[INSTRUCTIONS]}: instruction {row.instruction_id}"
                                     f"'s person_id {row.person_id!r} is not a number") from None
-        encoding = helm_cl100k(self.name)
+        encoding = Lazy(self.name)
         read: dict[int, str] = {}
         prompts: dict[Any, str] = {}
         for instruction_id, (text, person) in asked.items():

@@ -70,3 +70,24 @@ def helm_cl100k(scenario: str):
         return get_tokenizer(f"tiktoken:{name}").encoding  # type: ignore[attr-defined]
     except TokenizerError as exc:
         raise ScenarioError(f"scenario {scenario!r} counts tokens with HELM's cl100k_base: {exc}") from None
+
+
+class Lazy:
+    """:func:`helm_cl100k`, loaded at the first ``encode_ordinary`` (a load whose texts are all short enough to need
+    no count never loads it)."""
+
+    def __init__(self, scenario: str):
+        self.scenario = scenario
+        self._encoding = None
+
+    @property
+    def encoding(self):
+        if self._encoding is None:
+            self._encoding = helm_cl100k(self.scenario)
+        return self._encoding
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        return self.encoding.encode_ordinary(text)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.encoding.decode(ids)

@@ -129,8 +129,8 @@ def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
         (tmp_path / name).mkdir()
         (tmp_path / name / filename).write_bytes(data)
         own[f"HELMFLOW_MIRROR_{name.upper()}"] = str(tmp_path / name)
-    # the two Stanford EHR sets, from the user's folders (--data-path): EHRSHOT's three tasks and MedAlign
-    ehrshot_release(tmp_path / "ehrshot", ("guo_readmission", "lab_anemia", "new_hypertension"))
+    # the two Stanford EHR sets, from the user's folders (--data-path): EHRSHOT with one of its three tasks' labels
+    ehrshot_release(tmp_path / "ehrshot", ("guo_readmission",))
     medalign_release(tmp_path / "medalign")
     with serve(_sources(tmp_path / "src")) as host:
         env = {"HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com", **own}
@@ -169,8 +169,10 @@ def test_helmflow_run_medhelm_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     assert model["medbullets"] == 0.5 and model["med_mcqa"] == 0.5
     assert constant["head_qa"] == constant["medbullets"] == constant["med_mcqa"] == 0.0
     assert model["pubmed_qa"] == 0.5  # A (yes) on yes, no, maybe, yes
-    # EHRSHOT: A (yes) on two yes and two no labels in each task; the column is the mean of the three tasks
-    assert model["ehrshot-guo_readmission"] == model["ehrshot-lab_anemia"] == model["ehrshot/exact_match"] == 0.5
+    # EHRSHOT: A (yes) on two yes and two no labels; the folder has no labels for the other two tasks, which the
+    # board leaves out, so the column is the one task's
+    assert "left out: ehrshot-lab_anemia: labels/lab_anemia/labels.parquet is credential-gated" in " ".join(out.stdout.split())
+    assert model["ehrshot-guo_readmission"] == model["ehrshot/exact_match"] == 0.5 and "ehrshot-lab_anemia" not in model
     assert constant["ehrshot/exact_match"] == 0.0
     # MedAlign: instruction 2 (2, 2, 2 from judge-a) and instruction 1 (5, 5, 5 and 3, 3, 3; judge-c dropped): 3
     assert model["medalign"] == constant["medalign"] == pytest.approx((2 + 4) / 2)

@@ -69,6 +69,18 @@ def test_ehrshot_new_diagnosis_prompts_carry_a_definition_and_helms_codes_and_lo
     kept = _load(get_scenario("ehrshot", {**params, "max_length": sizes[2]}))
     assert len(kept) == 3 and [i.id for i in kept] == ["id0", "id1", "id2"]
     assert all(len(enc.encode(i.input.text)) <= sizes[2] for i in kept)
+    # a prompt of at most max_length UTF-8 bytes is kept without being tokenized (a token is at least one byte)
+    from helmflow.scenarios.ehrshot import too_long
+
+    class Counting:
+        calls = 0
+
+        def encode_ordinary(self, text):
+            Counting.calls += 1
+            return enc.encode_ordinary(text)
+
+    assert not too_long(Counting(), "abcd", 4) and Counting.calls == 0
+    assert too_long(Counting(), "éé", 3) is (len(enc.encode("éé")) > 3) and Counting.calls == 1
     with pytest.raises(ScenarioError, match="unknown EHRSHOT task 'guo_mortality'"):
         get_scenario("ehrshot", {"subject": "guo_mortality"})
     (tmp_path / "labels" / "new_hypertension" / "labels.parquet").write_bytes(b"not parquet")
