@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.support.cli import REPO
+from tests.support.cli import REPO, run_cli
 
 SCENARIOS, PER_SCENARIO, CONCURRENCY = 4, 100, 4
 
@@ -51,5 +51,4 @@ def wait_for_requests(dev_server, at_least: int, proc: subprocess.Popen, timeout
 
 
 def run_cli_text(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "helmflow.cli", *args], cwd=str(REPO), timeout=600, text=True, check=False,
-                          env=dict(os.environ, COLUMNS="400", **env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return run_cli(*args, env={"COLUMNS": "400", **env}, timeout=600, stderr_to_stdout=True)
