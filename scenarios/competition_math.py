@@ -14,9 +14,9 @@ HELM's run spec (``lite_run_specs.get_math_spec``): its instruction, ``Problem: 
 the 7 subjects (``--priority 2``); the board's MATH column is the macro mean over them.
 
 Without chain of thought (``use_chain_of_thought=false``, HELM's ``math_regular``) each reference is the
-solution's last ``\\boxed{}`` answer alone (a problem whose solution has none is dropped before ids are
-given, as HELM drops it), the output is framed ``Answer: $...$`` and cut at the first ``$``, 20 tokens,
-scored by ``math_equiv``. With ``use_official_examples`` (HELM Classic's priority-2 entries; it needs
+solution's last ``\\boxed{}`` answer alone (a solution without one is refused, naming the problem: HELM's
+loader stops on it too, with a ``KeyError``), the output is framed ``Answer: $...$`` and cut at the first
+``$``, 20 tokens, scored by ``math_equiv``. With ``use_official_examples`` (HELM Classic's priority-2 entries; it needs
 ``use_chain_of_thought=false``, as HELM asserts) the train split is HELM's eight fixed problems with their
 answers (``math_scenario.py``), ids ``id0``-``id7``, and the test problems follow from ``id8``. The two
 switches join the scenario's key only when set away from their defaults, so Lite's runs keep their versions.
@@ -154,7 +154,7 @@ class CompetitionMATH(Scenario[MATHParams]):
         return files
 
     def _reference(self, solution: str | None) -> str | None:
-        """The worked solution (chain of thought) or its last boxed answer (HELM's get_answer; None: dropped)."""
+        """The worked solution (chain of thought) or its last boxed answer (HELM's get_answer)."""
         return solution if self.params.use_chain_of_thought else boxed_answer(solution)
 
     def load(self, files: dict[str, str]) -> list[Instance]:
@@ -172,8 +172,11 @@ class CompetitionMATH(Scenario[MATHParams]):
             for row in helm_order(rows):
                 if row["type"] == subject and row["level"] == level:
                     reference = self._reference(row["solution"])
-                    if reference is None:  # no boxed answer to score against: HELM skips the problem
-                        continue
+                    if reference is None:  # HELM's loop skips setting its answer, then fails on it (KeyError)
+                        raise ScenarioError(
+                            f"scenario {self.name!r}: {name}: the solution of the {split} problem "
+                            f"{row['problem'][:80]!r} has no \\boxed{{}} answer, which use_chain_of_thought=false "
+                            "scores against (HELM's loader stops on it too)")
                     out.append(Instance(
                         id=f"id{len(out)}",
                         split=split,

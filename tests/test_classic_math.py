@@ -19,11 +19,9 @@ from helmflow.storage import Store
 from tests.support.lite_hub_fixtures import MATH_OFFICIAL, MATH_SCHEMA, math_helm_source, math_rows, parquet_bytes
 
 
-def with_unboxed(rows: list[dict]) -> list[dict]:
-    """Every 9th solution loses its boxed answer (HELM's get_answer is None: the problem is dropped)."""
-    for k, row in enumerate(rows):
-        if k % 9 == 4:
-            row["solution"] = row["solution"].replace("$\\boxed{", "${").replace("}$.", "$.")
+def unboxed(rows: list[dict], k: int) -> list[dict]:
+    """Row ``k``'s solution without its boxed answer."""
+    rows[k]["solution"] = rows[k]["solution"].replace("$\\boxed{", "${").replace("}$.", "$.")
     return rows
 
 
@@ -31,8 +29,8 @@ def with_unboxed(rows: list[dict]) -> list[dict]:
 def math_mirror(tmp_path, monkeypatch):
     folder = tmp_path / "math"
     folder.mkdir()
-    (folder / "train.parquet").write_bytes(parquet_bytes(with_unboxed(math_rows(700, 1)), MATH_SCHEMA))
-    (folder / "test.parquet").write_bytes(parquet_bytes(with_unboxed(math_rows(500, 2)), MATH_SCHEMA))
+    (folder / "train.parquet").write_bytes(parquet_bytes(math_rows(700, 1), MATH_SCHEMA))
+    (folder / "test.parquet").write_bytes(parquet_bytes(math_rows(500, 2), MATH_SCHEMA))
     (folder / HELM_SOURCE).write_text(math_helm_source())
     monkeypatch.setenv("HELMFLOW_MIRROR_MATH", str(folder))
     return folder
@@ -71,9 +69,7 @@ def test_math_regular_has_helms_official_examples_then_the_boxed_answers(math_mi
     official = MATH_OFFICIAL
     test = [(r["problem"], helm_get_answer(r["solution"])) for r in helm_sorted_shuffled(math_mirror, "test.parquet")
             if r["type"] == kind and r["level"] == "Level 1"]
-    dropped = sum(a is None for _, a in test)
-    assert dropped > 0  # the fixture has test problems without a boxed answer: HELM drops them before the ids
-    expected = [(p, a, "train") for p, a in official] + [(p, a, "test") for p, a in test if a is not None]
+    expected = [(p, a, "train") for p, a in official] + [(p, a, "test") for p, a in test]
     assert [(i.input.text, i.references[0].text, i.split) for i in instances] == expected
     assert [i.id for i in instances] == [f"id{k}" for k in range(len(expected))]
 
@@ -85,7 +81,7 @@ def test_math_chain_of_thought_keeps_its_instances_and_lites_keys(math_mirror):
     assert get_scenario("math", {"subject": "algebra", **REGULAR}).param_dict == {
         "subject": "algebra", "level": 1, "follow_format": False, **REGULAR}
     instances = lite.load({n: str(math_mirror / n) for n in ("train.parquet", "test.parquet")})
-    assert all("Adding" in i.references[0].text for i in instances)  # the whole solution, boxed or not
+    assert all(i.references[0].text.startswith("Adding") for i in instances)  # the whole worked solution
     assert [s.filename for s in lite.sources()] == ["train.parquet", "test.parquet"]
 
 
@@ -94,8 +90,20 @@ def test_math_regular_without_official_examples_draws_boxed_answers_from_train(m
     instances = scen.load({n: str(math_mirror / n) for n in ("train.parquet", "test.parquet")})
     train = [(r["problem"], helm_get_answer(r["solution"])) for r in helm_sorted_shuffled(math_mirror, "train.parquet")
              if r["type"] == "Geometry" and r["level"] == "Level 1"]
-    assert [(i.input.text, i.references[0].text) for i in instances if i.split == "train"] == [
-        (p, a) for p, a in train if a is not None]
+    assert [(i.input.text, i.references[0].text) for i in instances if i.split == "train"] == train
+
+
+def test_math_regular_refuses_a_solution_without_a_boxed_answer(math_mirror, tmp_path):
+    """HELM's loader skips setting such a problem's answer and then fails on it (KeyError): one line here."""
+    rows = math_rows(500, 2)
+    k = next(k for k, r in enumerate(rows) if r["type"] == "Algebra" and r["level"] == "Level 1")
+    (tmp_path / "test.parquet").write_bytes(parquet_bytes(unboxed(rows, k), MATH_SCHEMA))
+    files = {"train.parquet": str(math_mirror / "train.parquet"), "test.parquet": str(tmp_path / "test.parquet"),
+             HELM_SOURCE: str(math_mirror / HELM_SOURCE)}
+    with pytest.raises(ScenarioError, match=r"test problem .* has no \\boxed\{\} answer"):
+        get_scenario("math", {"subject": "algebra", **REGULAR}).load(files)
+    cot = get_scenario("math", {"subject": "algebra"}).load(files)  # chain of thought: the solution is the reference
+    assert any(i.references[0].text == rows[k]["solution"] for i in cot)
 
 
 def test_math_regular_prompt_is_helms_layout(math_mirror, tmp_path):
