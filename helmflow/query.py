@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import logging
 import math
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,8 +24,6 @@ from datetime import UTC, datetime
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
-from tenacity.stop import stop_base
 
 from helmflow.aio import limiter_for, run_io
 from helmflow.clients import make_client
@@ -147,16 +146,29 @@ def board_run(key: str, limit_usd: float | None = None) -> BoardRun:
 
 
 # --------------------------------------------------------------------------- sending
-def _wait(deployment: Deployment):
+def _backoff_s(deployment: Deployment, attempt_number: int, exc: BaseException) -> float:
+    """Seconds before the next try after try ``attempt_number`` failed with ``exc``: the provider's
+    Retry-After (capped), else capped exponential backoff with jitter (tenacity's
+    ``wait_exponential_jitter(multiplier=base_s, max=cap_s, jitter=base_s)``)."""
     r = deployment.retry
-    exp = wait_exponential_jitter(multiplier=r.base_s, max=r.cap_s, jitter=r.base_s)
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:
+        return min(retry_after, r.cap_s)
+    try:
+        backoff = r.base_s * 2 ** (attempt_number - 1) + random.uniform(0, r.base_s)
+    except OverflowError:
+        backoff = r.cap_s
+    return max(0.0, min(backoff, r.cap_s))
 
-    def wait(state) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        retry_after = getattr(exc, "retry_after", None)
-        return min(retry_after, r.cap_s) if retry_after is not None else exp(state)
 
-    return wait
+def _gives_up(deployment: Deployment, attempt_number: int, exc: BaseException) -> bool:
+    """Whether try ``attempt_number``'s failure is final: a permanent error (or anything not a
+    :class:`ClientError`), the deployment's tries used up, or an unreachable host's few tries."""
+    if not isinstance(exc, ClientError) or not exc.transient:
+        return True
+    if attempt_number >= deployment.retry.attempts:
+        return True
+    return isinstance(exc, Unreachable) and attempt_number >= Unreachable.max_attempts
 
 
 @dataclass
@@ -187,22 +199,11 @@ class _Batch:
             self.permanent_error = error
 
 
-class _GiveUpUnreachable(stop_base):
-    """Unreachable hosts get a few attempts, whatever the deployment's retry budget."""
-
-    def __call__(self, retry_state) -> bool:
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
-        return isinstance(exc, Unreachable) and retry_state.attempt_number >= Unreachable.max_attempts
-
-
-_give_up = _GiveUpUnreachable()
-
-
 async def _send_one(batch: _Batch, req: Request) -> Completion:
     client = batch.client
     deployment = client.deployment
     limiter = limiter_for(deployment)
-    tok = get_tokenizer(deployment.tokenizer)
+    tok = get_tokenizer(deployment.tokenizer) if limiter.tokens is not None or batch.budget is not None else None
     attempts = 0
     started = time.perf_counter()
     reserved = 0.0
@@ -213,6 +214,7 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
             if batch.stopped():  # checked once a slot is ours: nothing queued goes out after a stop
                 raise PermanentError(f"not sent: deployment {deployment.name!r} was stopped by an earlier error")
             if limiter.tokens is not None:
+                assert tok is not None
                 await limiter.admit(tok.count(prompt_text(req.body)) + req.body.max_tokens)
             elif limiter.requests is not None:
                 await limiter.admit(0)
@@ -236,16 +238,19 @@ async def _send_one(batch: _Batch, req: Request) -> Completion:
     try:
         if batch.budget is not None:
             asked = req.body.image_generation.n if req.body.image_generation is not None else 0
+            assert tok is not None
             reserved = cost_usd(deployment, tok.count(prompt_text(req.body)), req.body.max_tokens, images=asked)
             batch.budget.reserve(reserved)
-        async for state in AsyncRetrying(
-            stop=stop_after_attempt(deployment.retry.attempts) | _give_up,
-            wait=_wait(deployment),
-            retry=retry_if_exception(lambda e: isinstance(e, ClientError) and e.transient),
-            reraise=True,
-        ):
-            with state:
+        tries = 0
+        while True:  # a plain loop: tenacity's set-up per request was a fifth of this loop's CPU
+            tries += 1
+            try:
                 result = await attempt()
+                break
+            except BaseException as exc:
+                if _gives_up(deployment, tries, exc):
+                    raise
+                await asyncio.sleep(_backoff_s(deployment, tries, exc))
         latency = time.perf_counter() - started
         if req.body.image_generation is not None:  # decoded, checked and stored off the I/O loop
             completion = await asyncio.to_thread(completion_of, deployment, req, result, attempts, latency,
@@ -465,14 +470,18 @@ class Sending:
                 return await asyncio.gather(*(_send_one(self.batch, r) for r in pending))
 
             fresh = run_io(send())
-            if self.journal is not None:  # the flusher thread alone can fall behind an instant server:
-                self.journal.flush()  # a chunk's answers reach storage before the next chunk is sent
+            if self.journal is not None:  # what the journal holds stays bounded (moved at close otherwise:
+                self.journal.flush_if_full()  # each move writes up to 256 files, whatever its rows)
         by_hash = dict(done)
         by_hash.update({c.request_hash: c for c in fresh})
         completions = []
+        placed: set[int] = set()
         for r in requests:  # journaled rows carry no instance context of their own run: restamp it
             c = by_hash[r.request_hash]
-            completions.append(c.model_copy(update={"instance_id": r.instance_id, "sample_index": r.sample_index}))
+            if c.instance_id != r.instance_id or c.sample_index != r.sample_index or id(c) in placed:
+                c = c.model_copy(update={"instance_id": r.instance_id, "sample_index": r.sample_index})
+            placed.add(id(c))
+            completions.append(c)
         errors = [c for c in fresh if not c.ok]
         out.sent += len(pending)
         out.reused += len(requests) - len(pending)

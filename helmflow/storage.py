@@ -430,11 +430,12 @@ def parquet_writer(fh: Any, schema: pa.Schema, metadata: dict[str, str] | None =
         yield writer
 
 
-def encode_parquet(table: pa.Table, metadata: dict[str, str] | None = None, row_group_size: int | None = None) -> bytes:
+def encode_parquet(table: pa.Table, metadata: dict[str, str] | None = None, row_group_size: int | None = None,
+                   compression: str = "zstd", use_dictionary: bool = True) -> bytes:
     """The Parquet bytes ``Store.write_parquet`` writes (zstd; ``metadata`` added to the schema's)."""
     if metadata:
         table = table.replace_schema_metadata(_with_metadata(table.schema, metadata).metadata)
     buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd", row_group_size=row_group_size)
+    pq.write_table(table, buf, compression=compression, row_group_size=row_group_size, use_dictionary=use_dictionary)
     return buf.getvalue()
 

@@ -54,6 +54,29 @@ def test_media_part_needs_uri_sha_and_mime():
         ContentPart(type="image", uri="s3://x.png")
 
 
+def test_request_hash_is_the_sha256_of_the_canonical_body():
+    import hashlib
+
+    from helmflow.records import ChatMessage, ImageRequest, ReasoningOptions
+    from helmflow.versions import canonical_json
+
+    bodies = [
+        RequestBody(model="m", prompt="Q: é?\nA:", max_tokens=5, temperature=0.7, stop=["\n", "}"], logprobs=True),
+        RequestBody(model="m", messages=[ChatMessage(role="system", content="be brief"),
+                                         ChatMessage(role="user", content="hi")], max_tokens=3, temperature=0,
+                    reasoning=ReasoningOptions(effort="low"), echo=False),
+        RequestBody(model="m", parts=[ContentPart(type="text", text="Describe:"), IMAGE], max_tokens=5, temperature=0,
+                    image_detail="low"),
+        RequestBody(model="m", prompt="a cat", max_tokens=1, temperature=1, image_generation=ImageRequest(n=2)),
+    ]
+    for body in bodies:
+        dumped = body.model_dump(mode="json", exclude_none=True)
+        for part in dumped.get("parts") or []:
+            part.pop("uri", None)
+        expected = hashlib.sha256(canonical_json({"body": dumped, "sample": 2}).encode()).hexdigest()
+        assert request_hash(body, 2) == expected
+
+
 def test_request_hash_covers_body_image_and_sample_index():
     body = RequestBody(model="m", parts=[ContentPart(type="text", text="Describe:"), IMAGE], max_tokens=5, temperature=0)
     other_image = body.model_copy(update={"parts": [body.parts[0], IMAGE.model_copy(update={"sha256": "cd" * 32})]})
