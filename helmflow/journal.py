@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import os
+import queue
 import shutil
 import tempfile
 import threading
@@ -27,9 +28,9 @@ import uuid
 import weakref
 from collections import defaultdict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
-from typing import TextIO, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -48,22 +49,52 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+class _Workers:
+    """A few daemon threads for storage I/O, started once per process and kept: a flush or lookup that
+    started its 16 threads anew paid for that on every batch (seconds on a loaded machine). Daemon
+    threads, since only a caller waiting on its items gives them work: the CLI's exit
+    (:func:`helmflow.stopping.end_process`) joins every other thread first."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.started = 0
+        self.lock = threading.Lock()
+        self.work: queue.SimpleQueue[tuple[Future, Callable[[Any], Any], Any]] = queue.SimpleQueue()
+
+    def map(self, fn: Callable[[T], R], items: list[T]) -> list[R]:
+        """``fn`` over every item; the results in order, or the first failure in order (after all ran)."""
+        with self.lock:
+            while self.started < min(self.size, len(items)):
+                self.started += 1
+                threading.Thread(target=self._serve, name=f"journal-io-{self.started}", daemon=True).start()
+        futures: list[Future] = []
+        for item in items:
+            fut: Future = Future()
+            self.work.put((fut, fn, item))
+            futures.append(fut)
+        outcomes = [fut.exception() for fut in futures]  # every item done before a failure is raised
+        for outcome in outcomes:
+            if outcome is not None:
+                raise outcome
+        return [fut.result() for fut in futures]
+
+    def _serve(self) -> None:
+        while True:
+            fut, fn, item = self.work.get()
+            try:
+                fut.set_result(fn(item))
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+                fut.set_exception(exc)
 
 
-def _parallel(fn: Callable[[T], R], items: list[T], workers: int = 16) -> list[R]:
-    """``fn`` over ``items`` on a few threads (storage I/O waits on the disk or the network). The
-    threads are the process's own, started once: a flush or lookup that started its 16 anew paid
-    for it on every batch (seconds of thread start-up on a loaded machine)."""
-    global _pool
+_workers = _Workers(16)
+
+
+def _parallel(fn: Callable[[T], R], items: list[T]) -> list[R]:
+    """``fn`` over ``items`` on a few threads (storage I/O waits on the disk or the network)."""
     if len(items) <= 1:
         return [fn(x) for x in items]
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="journal-io")
-        pool = _pool
-    return list(pool.map(fn, items))
+    return _workers.map(fn, items)
 
 
 class CorruptPart(ValueError):
