@@ -1,12 +1,16 @@
 """Throughput of the real query path against the dev server, next to the server's own ceiling.
 
     python benchmarks/throughput.py [--requests 5000] [--latency-ms 50] [--concurrency 1,10,100]
+    python benchmarks/throughput.py --concurrency 100 --baseline <python of another checkout> --rounds 3
 
 The dev server runs in its own process. For each concurrency, first a minimal raw-HTTP load
 generator (aiohttp, same concurrency, same request body) measures what the server can serve; then
 the same number of requests goes through helmflow's real path (``run_queries``: journal lookup,
 limiter, retries, the ``openai`` SDK over HTTP, spool, journal flush and compaction), each in a fresh
 process. Printed: requests/s, helmflow / ceiling, client CPU ms per request, peak RSS of the client.
+``--baseline`` also runs the helmflow path under another interpreter (another checkout's venv), each
+round measuring the ceiling, this code and the baseline one after the other, so both codes meet the
+same load and are compared as ratios.
 A benchmark, not a test: numbers depend on the machine (and on whoever else is using it).
 """
 
@@ -75,9 +79,9 @@ def measure(mode: str, url: str, n: int, concurrency: int) -> dict[str, float]:
     return {"rps": n / wall, "cpu_ms": cpu / n * 1000, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-def run_child(mode: str, url: str, n: int, concurrency: int) -> dict[str, float]:
+def run_child(mode: str, url: str, n: int, concurrency: int, python: str = sys.executable) -> dict[str, float]:
     out = subprocess.run(
-        [sys.executable, __file__, "--child", mode, "--url", url, "--requests", str(n), "--concurrency", str(concurrency)],
+        [python, __file__, "--child", mode, "--url", url, "--requests", str(n), "--concurrency", str(concurrency)],
         capture_output=True, text=True, check=True, env=dict(os.environ, HELMFLOW_SPOOL=tempfile.mkdtemp()),
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -88,6 +92,8 @@ def main() -> None:
     p.add_argument("--requests", type=int, default=5000)
     p.add_argument("--latency-ms", type=float, default=50.0)
     p.add_argument("--concurrency", default="1,10,100")
+    p.add_argument("--baseline", metavar="PYTHON", help="also measure the helmflow path under this interpreter")
+    p.add_argument("--rounds", type=int, default=1, help="measurements per concurrency (interleaved)")
     p.add_argument("--child", choices=["raw", "helmflow"], help=argparse.SUPPRESS)
     p.add_argument("--url", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -98,15 +104,19 @@ def main() -> None:
         url = server.url
         print(f"dev server at {url}, latency {args.latency_ms:g} ms, {os.cpu_count()} CPUs, "
               f"load average {os.getloadavg()[0]:.1f} at start")
-        print(f"{'concurrency':>11} {'requests':>8} {'ceiling r/s':>11} {'helmflow r/s':>12} {'ratio':>6} "
-              f"{'CPU ms/req':>10} {'peak MB':>8}")
+        print(f"{'concurrency':>11} {'requests':>8} {'code':>8} {'ceiling r/s':>11} {'helmflow r/s':>12} {'ratio':>6} "
+              f"{'CPU ms/req':>10} {'peak MB':>8} {'load':>5}")
+        codes = [("this", sys.executable)] + ([("baseline", args.baseline)] if args.baseline else [])
         for c in [int(x) for x in args.concurrency.split(",")]:
             # at concurrency 1 a request takes latency_ms: keep that run to ~15 s
             n = min(args.requests, max(200, int(15 * c * 1000 / max(args.latency_ms, 1))))
-            raw = run_child("raw", url, n, c)
-            hf = run_child("helmflow", url, n, c)
-            print(f"{c:>11} {n:>8} {raw['rps']:>11.0f} {hf['rps']:>12.0f} {hf['rps'] / raw['rps']:>6.2f} "
-                  f"{hf['cpu_ms']:>10.2f} {hf['rss_mb']:>8.0f}", flush=True)
+            for _ in range(args.rounds):
+                for label, python in codes:
+                    raw = run_child("raw", url, n, c)
+                    hf = run_child("helmflow", url, n, c, python)
+                    print(f"{c:>11} {n:>8} {label:>8} {raw['rps']:>11.0f} {hf['rps']:>12.0f} "
+                          f"{hf['rps'] / raw['rps']:>6.2f} {hf['cpu_ms']:>10.2f} {hf['rss_mb']:>8.0f} "
+                          f"{os.getloadavg()[0]:>5.1f}", flush=True)
         print(f"load average {os.getloadavg()[0]:.1f} at end; raw client CPU for comparison: "
               f"{raw['cpu_ms']:.2f} ms/request at concurrency {c}")
 

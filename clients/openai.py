@@ -3,8 +3,8 @@
 The SDK's own retries are off (``max_retries=0``): helmflow's query path retries with its own
 capped backoff, honouring Retry-After, so a request is never retried twice over. The HTTP transport
 is the SDK's aiohttp client (``DefaultAioHttpClient``), sized to the deployment's concurrency.
-Requests go through the SDK client's ``post`` with the SDK's typed ``ChatCompletion``/``Completion``
-responses (see ``complete`` for why not ``create``).
+Requests go through the SDK client's ``post`` (see ``complete`` for why not ``create``); the answer is
+read from the SDK's HTTP response as JSON, not built into its typed ``ChatCompletion``/``Completion``.
 
 ``options``: ``endpoint`` (``chat``, the default, or ``completions`` for ``/v1/completions``),
 ``top_logprobs`` (alternatives per token when logprobs are asked; default 0), ``organization`` and
@@ -369,11 +369,17 @@ def data_url(media: MediaStore, part: ContentPart, deployment: str) -> str:
 
 
 def _json_loads(data: bytes) -> Any:
+    """The body as JSON: orjson (Prefect brings it), else, or when orjson refuses it, ``json``, which
+    also reads what orjson does not (a lone surrogate's ``\\ud800`` escape: the completion keeps it
+    replaced and counted, ``Completion.invalid_chars``); what neither reads raises ``ValueError``."""
     try:
         import orjson
-    except ImportError:  # Prefect brings orjson; json is the fallback
+    except ImportError:
         return json.loads(data)
-    return orjson.loads(data)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def _object(value: Any) -> dict[str, Any]:
