@@ -47,7 +47,7 @@ def test_the_configuration_reference_lists_every_variable():
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
     page = gen.config_markdown()
-    listed = set(re.findall(r"`(HELMFLOW_[A-Z_]+)`", page))
+    listed = set(re.findall(r"`(HELMFLOW_[A-Z0-9_]+)`", page))
     for field in Settings.model_fields:
         assert f"HELMFLOW_{field.upper()}" in listed, field
         assert Settings.model_fields[field].description, field

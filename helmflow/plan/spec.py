@@ -281,6 +281,8 @@ class BoardSpec(BaseModel):
                     del entry[key]
             if entry["headline"]:
                 del entry["headline"]
+            if entry["missing_perturbation_data"] == "refuse":
+                del entry["missing_perturbation_data"]
         for group in data.get("metric_groups", []):
             if group["aggregation"] == ["win_rate"]:
                 del group["aggregation"]

@@ -11,7 +11,9 @@ status. The server itself holds no thread and no event loop when it forks (check
 What a fresh interpreter does at start-up is done again in the command's process: the environment is the
 request's, Prefect's settings and logging are rebuilt from it, ``sys.argv``, ``sys.path[0]`` and the working
 directory are those of ``python -m helmflow.cli`` in that directory, signals are at their defaults, and the
-random generators are reseeded. A command whose environment changes how the interpreter itself starts
+random generators are reseeded. One difference remains: Prefect's log handlers are installed from the start,
+so a warning that a new process logs before it imports Prefect (Python's bare "last resort" line there) is shown in
+Prefect's format here. A command whose environment changes how the interpreter itself starts
 (``PYTHON*`` variables) is run as a plain subprocess instead (:func:`tests.support.cli.run_cli` decides).
 """
 
