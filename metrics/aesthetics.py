@@ -23,7 +23,6 @@ Library: transformers and torch (the ``hf`` or ``heim`` extra), through the CLIP
 
 from __future__ import annotations
 
-import hashlib
 import io
 import math
 from functools import lru_cache
@@ -37,6 +36,7 @@ from helmflow.errors import MetricError
 from helmflow.metrics import MetricInput, Pooled, metric
 from helmflow.metrics import clip_score as clip
 from helmflow.metrics.generated_images import image_bytes, is_blacked_out, rgb
+from helmflow.metrics.weights_file import WeightsFile
 from helmflow.records import Instance
 
 VERSION = "1"
@@ -56,14 +56,6 @@ MARK = "aesthetics_images"
 
 def _not_available(columns: dict[str, Any], n: int) -> float:
     return math.nan
-
-
-def head_file(value: str) -> Path:
-    """``$HELMFLOW_AESTHETICS_HEAD`` as a file, checked to hold a linear head (one line when it does not)."""
-    path = Path(value).expanduser()
-    if not path.is_file():
-        raise MetricError(f"${SETTING}={value!r}: no such file (HELM's head: {HELM_HEAD})")
-    return path.resolve()
 
 
 @lru_cache(maxsize=4)
@@ -89,17 +81,18 @@ def _setting() -> str | None:
     return settings().aesthetics_head or None
 
 
+FILE = WeightsFile(SETTING, _setting, f"HELM's head: {HELM_HEAD}", load_head)
+
+
 def configured() -> tuple[tuple[str, str | None], Path] | None:
     """(the CLIP checkpoint, the head file), None when the head is not set (one line when unusable)."""
-    value = _setting()
-    if value is None:
+    path = FILE.configured()
+    if path is None:
         return None
-    path = head_file(value)
     where = clip.configured()
     if where is None:
         raise MetricError(f"${SETTING} is set but the aesthetics head needs a CLIP model too: set ${clip.SETTING} "
                           f"(HELM's: openai/clip-vit-large-patch14)")
-    load_head(str(path))
     return where, path
 
 
@@ -116,10 +109,9 @@ def _checked(head: str | None, model: str | None) -> None:
 
 def _weights() -> str:
     """The CLIP checkpoint and the head (HELM's, or a file's sha256) in the metric's version."""
-    value = _setting()
-    if value is None:
+    digest = FILE.sha256()
+    if digest is None:
         return "none"
-    digest = hashlib.sha256(head_file(value).read_bytes()).hexdigest()
     return f"{clip._weights()}+{'helm' if digest == HELM_HEAD_SHA256 else digest[:16]}"
 
 

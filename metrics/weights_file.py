@@ -1,6 +1,6 @@
-"""A metric's weights file named by a setting (HEIM's nudity and watermark detectors): where it is, loaded once
-before any request (one line when it is missing or not the model), and the digest that goes into the metric's
-version, hashed once per file state instead of at every call."""
+"""A metric's weights file named by a setting (HEIM's nudity and watermark detectors, Q16's prompts, the
+aesthetics head): where it is, loaded once before any request (one line when it is missing or not the model), and
+the digest that goes into the metric's version, hashed once per file state instead of at every call."""
 
 from __future__ import annotations
 
@@ -45,14 +45,19 @@ class WeightsFile:
         """The metric's ``check``: the setting's file loads, once per value."""
         self._checked(self.value())
 
-    def digest(self) -> str:
-        """The metric's ``varies``: ``none`` unset, else the first 16 hex digits of the file's sha256."""
+    def sha256(self) -> str | None:
+        """The set file's sha256 (None unset), hashed once per file state."""
         value = self.value()
         if value is None:
-            return "none"
+            return None
         path = self.path(value)
         stat = path.stat()
-        return _sha256(str(path), stat.st_size, stat.st_mtime_ns)[:16]
+        return _sha256(str(path), stat.st_size, stat.st_mtime_ns)
+
+    def digest(self) -> str:
+        """The metric's ``varies``: ``none`` unset, else the first 16 hex digits of the file's sha256."""
+        sha = self.sha256()
+        return "none" if sha is None else sha[:16]
 
 
 @lru_cache(maxsize=16)
