@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -64,7 +65,20 @@ def _cells(store: Store, release: dict) -> set[tuple[str, str]]:
     return {(r["deployment"], r["status"]) for r in runs.to_pylist()}
 
 
-def test_prefect_yaml_has_one_nightly_deployment_per_board_whose_flow_takes_its_parameters():
+@pytest.fixture
+def isolated_imports(monkeypatch):
+    """Prefect's script loader puts each entrypoint's folder first on ``sys.path`` and never takes it off,
+    and registers the script under its file name: ``flows/`` would then shadow PyPI's ``evaluate``,
+    ``safety`` and ``lite`` for every later test in this worker. The path and the module table are put back."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    before = set(sys.modules)
+    yield
+    for name in set(sys.modules) - before:
+        if not name.startswith(("helmflow", "prefect")):
+            del sys.modules[name]
+
+
+def test_prefect_yaml_has_one_nightly_deployment_per_board_whose_flow_takes_its_parameters(isolated_imports):
     """Without a server: what ``prefect deploy`` would load from each entrypoint matches prefect.yaml."""
     from prefect.flows import load_flow_from_entrypoint
 
