@@ -37,6 +37,7 @@ _BUILTIN = [
     "mscoco",
     "parti_prompts",
     "draw_bench",
+    "i2p",
     "mm_star",
     "image2struct",
     "mmmu",
