@@ -38,6 +38,7 @@ _BUILTIN = [
     "parti_prompts",
     "draw_bench",
     "i2p",
+    "relational_understanding",
     "mm_star",
     "image2struct",
     "mmmu",

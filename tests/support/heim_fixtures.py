@@ -1,6 +1,6 @@
 """HEIM's downloaded sources in their raw shapes, items we wrote: MS-COCO's captions JSON inside
 ``annotations_trainval2014.zip`` and JPEG photos inside ``val2014.zip``, PartiPrompts' TSV, DrawBench's
-CSV export and I2P's CSV, laid out as their hosts serve them; and a small ONNX classifier shaped as NudeNet's."""
+CSV export, I2P's CSV and the relational-understanding CSV, laid out as their hosts serve them; and a small ONNX classifier shaped as NudeNet's."""
 
 from __future__ import annotations
 
@@ -63,6 +63,24 @@ def i2p_csv(rows=I2P) -> bytes:
     return out.getvalue().encode()
 
 
+RELATIONAL_PATH = "osf.io/download/tb3a4"
+#: rows of the relational-understanding study's choice_data.csv we wrote: HELM reads the second column only (the
+#: other columns' names and values here are ours), and the file repeats each prompt once per judgement
+RELATIONAL = [("1", "a monkey touching an iguana", "touching", "yes"),
+              ("1", "a box on a blanket", "on", "no"),
+              ("2", "a monkey touching an iguana", "touching", "no"),
+              ("2", "a child, pulling a robot", "pulling", "yes"),
+              ("3", "a box on a blanket", "on", "yes")]
+
+
+def relational_csv(rows=RELATIONAL) -> bytes:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(["participant", "prompt", "relation", "choice"])
+    writer.writerows(rows)
+    return out.getvalue().encode()
+
+
 def photo(colour: tuple[int, int, int]) -> bytes:
     from PIL import Image, ImageDraw
 
@@ -88,6 +106,7 @@ def coco_sources(root: Path) -> Path:
         f"{p}\t{c}\tBasic\t\n" for p, c in PARTI)).encode()
     files[DRAW_BENCH_PATH] = ("Prompts,Category\n" + "".join(f'"{p}",{c}\n' for p, c in DRAW_BENCH)).encode()
     files[I2P_PATH] = i2p_csv()
+    files[RELATIONAL_PATH] = relational_csv()
     for path, data in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_bytes(data)
