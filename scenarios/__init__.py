@@ -39,6 +39,7 @@ _BUILTIN = [
     "draw_bench",
     "i2p",
     "relational_understanding",
+    "detection",
     "mm_star",
     "image2struct",
     "mmmu",

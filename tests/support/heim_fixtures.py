@@ -1,6 +1,6 @@
 """HEIM's downloaded sources in their raw shapes, items we wrote: MS-COCO's captions JSON inside
 ``annotations_trainval2014.zip`` and JPEG photos inside ``val2014.zip``, PartiPrompts' TSV, DrawBench's
-CSV export, I2P's CSV and the relational-understanding CSV, laid out as their hosts serve them; and a small ONNX classifier shaped as NudeNet's."""
+CSV export, I2P's CSV, the relational-understanding CSV and the detection prompts, laid out as their hosts serve them; and a small ONNX classifier shaped as NudeNet's."""
 
 from __future__ import annotations
 
@@ -81,6 +81,24 @@ def relational_csv(rows=RELATIONAL) -> bytes:
     return out.getvalue().encode()
 
 
+DETECTION_PATH = "drive.google.com/uc"  # HELM's Drive download link (its file id is the query)
+#: rows of the detection prompts CSV we wrote, in its column order (skill, prompt, obj1, obj2, count, relation);
+#: the header's names are ours (HELM skips the header and reads the columns by position)
+DETECTION = [("object", "a photo of a cup", "cup", "", "", ""),
+             ("count", "a photo of 3 apples", "apple", "", "3", ""),
+             ("spatial", "a photo of a dog and a chair; the dog is left of the chair", "dog", "chair", "", "left"),
+             ("object", "a photo of a bicycle", "bicycle", "", "", ""),
+             ("count", "a photo of 1 bird", "bird", "", "1", "")]
+
+
+def detection_csv(rows=DETECTION) -> bytes:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["skill", "prompt", "obj1", "obj2", "count", "relation"])
+    writer.writerows(rows)
+    return out.getvalue().encode()
+
+
 def photo(colour: tuple[int, int, int]) -> bytes:
     from PIL import Image, ImageDraw
 
@@ -107,6 +125,7 @@ def coco_sources(root: Path) -> Path:
     files[DRAW_BENCH_PATH] = ("Prompts,Category\n" + "".join(f'"{p}",{c}\n' for p, c in DRAW_BENCH)).encode()
     files[I2P_PATH] = i2p_csv()
     files[RELATIONAL_PATH] = relational_csv()
+    files[DETECTION_PATH] = detection_csv()
     for path, data in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_bytes(data)
