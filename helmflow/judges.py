@@ -63,6 +63,9 @@ class JudgeTemplate:
     on_empty: Verdict  # the verdict for an empty model output, which is not sent
     max_tokens: int
     temperature: float = 0.0
+    # True: an empty model output is sent like any other (HELM's critique asks its critic about every
+    # response); ``on_empty`` is then never used
+    send_empty: bool = False
     # Wording that depends on the instance (e.g. one rubric per category of a taxonomy), declared data like
     # ``text``: key -> text. ``key`` gives an instance's keys, most specific first; the first one declared fills
     # ``{$<keyed_field>}``. Each keyed text is a prompt key of its own (``judge.<name>.<key>``).
@@ -167,7 +170,8 @@ def annotate(
     out = Judged(annotations=[])
     for name in sorted(set(template_names)):
         template = effective_template(name, texts)
-        prompts = {r.request_hash: template.render(by_id[r.instance_id], c.text) for r, c in judged if c.text.strip()}
+        prompts = {r.request_hash: template.render(by_id[r.instance_id], c.text) for r, c in judged
+                   if c.text.strip() or template.send_empty}
 
         def ask(judge: Deployment, template: JudgeTemplate = template, prompts: dict[str, str] = prompts):
             calls: dict[str, Request] = {}

@@ -151,7 +151,11 @@ class Metric:
     # (summary name, numerator stat, denominator stat): pooled over instances as sum / sum, not a mean;
     # a per-instance stat of the summary's name gets no mean summary (the ratio is the run's number)
     ratios: tuple[tuple[str, str, str], ...] = ()
-    judge: str | None = None  # the judge template (helmflow.judges) whose verdicts this metric reads
+    # the judge template (helmflow.judges) whose verdicts this metric reads, or several (one judge request each)
+    judge: str | tuple[str, ...] | None = None
+    # set: the metric runs without a judge, its judged numbers then missing for this reason (a board that has no
+    # judge still runs); empty: a scenario with this metric needs a judge (or --no-judge)
+    without_judge: str = ""
     pooled: tuple[Pooled, ...] = ()
     counted: tuple[Counted, ...] = ()
     # modules the metric imports when it runs, and the extra that installs them (the base install is lean)
@@ -167,6 +171,13 @@ class Metric:
     # the hierarchy of the stats this metric records for these instances, in display order (a taxonomy's
     # nodes): the report's board page shows it as a tree with each model's value per node
     tree: Callable[[list[Instance]], list[TreeNode]] | None = None
+
+    @property
+    def judge_templates(self) -> tuple[str, ...]:
+        """The judge templates this metric reads (none for a rule-scored metric)."""
+        if self.judge is None:
+            return ()
+        return (self.judge,) if isinstance(self.judge, str) else tuple(self.judge)
 
     @property
     def full_version(self) -> str:
@@ -256,6 +267,7 @@ _BUILTIN = [
     "watermark",
     "q16",
     "medhelm_jury",
+    "instruction_following",
     "table_reasoning",
     "medhelm",
     "ehr_sql",
@@ -269,10 +281,11 @@ _BUILTIN = [
 
 def metric(
     name: str, version: str, scores_errors: bool = False, ratios: tuple[tuple[str, str, str], ...] = (),
-    judge: str | None = None, pooled: tuple[Pooled, ...] = (), requires: tuple[str, ...] = (),
+    judge: str | tuple[str, ...] | None = None, pooled: tuple[Pooled, ...] = (), requires: tuple[str, ...] = (),
     extra: str | None = None, helm: HelmEquivalent | None = None, counted: tuple[Counted, ...] = (),
     check: Callable[[Instance], Any] | None = None, board_wide: BoardWide | None = None,
     varies: Callable[[], str] | None = None, tree: Callable[[list[Instance]], list[TreeNode]] | None = None,
+    without_judge: str = "",
 ) -> Callable[[MetricFn], MetricFn]:
     """Register a metric. ``check`` states what it needs of an instance (raising :class:`MetricError`),
     so a board pairing it with a scenario that lacks it stops at load time, not inside a task."""
@@ -280,7 +293,7 @@ def metric(
         METRICS.add(name, Metric(name=name, fn=fn, version=version, scores_errors=scores_errors, ratios=ratios,
                                  judge=judge, pooled=pooled, requires=requires, extra=extra, helm=helm,
                                  counted=counted, check=check, board_wide=board_wide, varies=varies,
-                                 tree=tree))
+                                 tree=tree, without_judge=without_judge))
         return fn
 
     return deco
@@ -293,11 +306,11 @@ def check_scorable(metric_names: list[str], instances: list[Instance]) -> None:
 
     for name in metric_names:
         m = METRICS.get(name)
-        template = TEMPLATES.get(m.judge) if m.judge else None
+        templates = [TEMPLATES.get(t) for t in m.judge_templates]
         for inst in instances:
             if m.check is not None:
                 m.check(inst)
-            if template is not None:
+            for template in templates:
                 template.fields(inst, "")
 
 
@@ -317,7 +330,7 @@ def helm_verdicts() -> dict[str, Callable[[dict], tuple[float | None, dict]]]:
     out: dict[str, Callable[[dict], tuple[float | None, dict]]] = {}
     for name in METRICS.names():
         m = METRICS.get(name)
-        if m.judge and m.helm and m.helm.verdict_from_helm:
+        if isinstance(m.judge, str) and m.helm and m.helm.verdict_from_helm:
             out.setdefault(m.judge, m.helm.verdict_from_helm)
     return out
 

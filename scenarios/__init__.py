@@ -127,6 +127,7 @@ _BUILTIN = [
     "copyright",
     "disinformation",
     "bold",
+    "instruction_following",
     "real_toxicity_prompts",
     "the_pile",
     "humaneval",

@@ -200,17 +200,20 @@ HELM_CONF_ENTRIES = {
     "anthropic_hh_rlhf": 1,
 }
 HELM_FUNCTION = {"hellaswag": "commonsense", "openbookqa": "commonsense", "humaneval": "code", "apps": "code"}
-# the conf's entries not on the board, each said in `reproduce classic --explain`: the six scored by human and
-# LLM critiques, and the synthetic_efficiency sweep's copy for code models (the same 35 runs)
-NOT_ON_BOARD = {"self_instruct": 1, "grammar": 1, "open_assistant": 1, "vicuna": 1, "koala": 1,
-                "anthropic_hh_rlhf": 1, "synthetic_efficiency": 1}
+# the conf's entries not on the board, each said in `reproduce classic --explain`: the synthetic_efficiency
+# sweep's copy for code models (the same 35 runs)
+NOT_ON_BOARD = {"synthetic_efficiency": 1}
+INSTRUCT = {"self_instruct": {}, "grammar": {"path": "src/helm/benchmark/scenarios/best_chatgpt_prompts.yaml", "tags": ""},
+            "open_assistant": {"language": "en"}, "vicuna": {"category": "all"}, "koala": {},
+            "anthropic_hh_rlhf": {"subset": "hh"}}  # HELM's conf's arguments
 SWEEP = 35  # one synthetic_efficiency entry: HELM's default_sweep expanders, 5 prompt sizes x 7 output lengths
 
 
-def test_the_board_has_every_entry_of_helms_conf_but_the_human_evaluations():
-    """Per model: HELM's 121 priority-2 entries are the board's entries (HELM's one sweep entry is its 35 runs),
-    and those left out are named; MATH's 14 are its seven subjects at level 1, with official examples and with
-    chain of thought, GSM8K's and BBQ's one each."""
+def test_the_board_has_every_entry_of_helms_conf():
+    """Per model: HELM's 121 priority-2 entries are the board's entries (HELM's one sweep entry is its 35 runs;
+    its code models' copy of the sweep is named as left out); MATH's 14 are its seven subjects at level 1, with
+    official examples and with chain of thought, GSM8K's and BBQ's one each; the six instruction-following
+    entries with HELM's arguments, outside the headline, in a table of their own led by Helpfulness."""
     from collections import Counter
 
     from helmflow.plan.spec import load_board
@@ -221,7 +224,14 @@ def test_the_board_has_every_entry_of_helms_conf_but_the_human_evaluations():
     assert on_board["synthetic_efficiency"] == SWEEP
     on_board["synthetic_efficiency"] = 1
     assert on_board + Counter(NOT_ON_BOARD) == Counter(HELM_CONF_ENTRIES)
-    assert len(spec.scenarios) == 121 - sum(NOT_ON_BOARD.values()) + SWEEP - 1 == 148
+    assert len(spec.scenarios) == 121 - sum(NOT_ON_BOARD.values()) + SWEEP - 1 == 154
+    instruct = {s.name: s for s in spec.scenarios if s.name in INSTRUCT}
+    assert {n: e.params for n, e in instruct.items()} == INSTRUCT
+    assert not any(e.headline for e in instruct.values())
+    table = {g.name: g for g in spec.metric_groups}["instruction_following"]
+    assert [(c.scenario, c.metric) for c in table.columns[:6]] == [(n, "Helpfulness") for n in sorted(INSTRUCT)]
+    assert {c.metric for c in table.columns} == {"Helpfulness", "Understandability", "Completeness", "Conciseness",
+                                                 "Harmlessness"} and len(table.columns) == 30
     subjects = ["number_theory", "intermediate_algebra", "algebra", "prealgebra", "geometry",
                 "counting_and_probability", "precalculus"]  # HELM's conf's order
     math = [(s.label, s.params, s.group, s.headline) for s in spec.scenarios if s.name == "math"]
@@ -297,7 +307,9 @@ def test_reproduce_classic_explains_every_difference_from_helm():
                    "disinformation: HELM's human evaluations", "bold: amazon-research/bold at its commit",
                    "the_pile: HELM's test.jsonl.zst URL", "ice: the licensed subsets", "entity_matching: DeepMatcher's zips",
                    "synthetic_efficiency: the prompts of one tokenizer's files",
-                   "left out: HELM's six instruction-following entries", "are scored by human and LLM critiques",
+                   "instruction following: HELM's six instruction-following entries",
+                   "without --judge their cells are not available", "left out: HELM's second synthetic_efficiency",
+                   "judges: none given (pass --judge <deployment>)", "koala: arnav-gudibande/koala-test-set at a commit",
                    "math: MATH was taken off the Hub", "bbq: HELM Classic's multiple-choice adapter"):
         assert needle in text, needle
 
@@ -307,7 +319,7 @@ def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
     # ICE's licensed subsets are on no mirror here: its six entries are left out, saying why
-    assert "board classic: 142 scenarios + 146 perturbed copies x 1 model = 288 runs" in text
+    assert "board classic: 148 scenarios + 146 perturbed copies x 1 model = 294 runs" in text
     assert "left out: ice-hk: ice-hk.zip is credential-gated and not on this machine: ICE is licensed" in text
     assert "not mirrored:" in text and "helmflow mirror classic --to DIR" in text
     assert ("not fetched: SAE_to_AAVE_mapping.json, the data of perturbation(s) dialect (36 perturbed copies); a run "

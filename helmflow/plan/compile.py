@@ -30,6 +30,7 @@ from helmflow.plan.spec import (
     ScenarioEntry,
     check_prompts,
     entry_adaptive,
+    judge_required,
     judge_template_names,
     load_board,
 )
@@ -410,8 +411,9 @@ def _jury(board: str, names: list[str], deployments: dict[str, Deployment], judg
     if not judged:
         return [deployments[n] for n in names]
     labels = ", ".join(s.label for s in judged)
-    if not names and not unjudged_allowed:
-        raise BoardError(f"board {board!r}: {labels} need(s) a judge: pass --judge <deployment>[,<deployment>...], "
+    needing = ", ".join(s.label for s in judged if judge_required(s.metrics))
+    if not names and not unjudged_allowed and needing:
+        raise BoardError(f"board {board!r}: {needing} need(s) a judge: pass --judge <deployment>[,<deployment>...], "
                          f"or --no-judge to leave judge-only metrics missing")
     jury = [deployments[n] for n in names]
     for judge in jury if check_credentials else []:

@@ -342,7 +342,15 @@ def judge_template_names(metrics: list[str]) -> list[str]:
     """The judge templates a scenario's metrics read (none for rule-scored scenarios)."""
     from helmflow.metrics import METRICS
 
-    return sorted({judge for m in metrics if (judge := METRICS.get(m).judge)})
+    return sorted({judge for m in metrics for judge in METRICS.get(m).judge_templates})
+
+
+def judge_required(metrics: list[str]) -> bool:
+    """Whether a scenario's judge-backed metrics need a judge to run (a metric may declare that it runs without
+    one, its judged numbers then missing with a reason: ``Metric.without_judge``)."""
+    from helmflow.metrics import METRICS
+
+    return any(METRICS.get(m).judge_templates and not METRICS.get(m).without_judge for m in metrics)
 
 
 # --------------------------------------------------------------------------- prompt wording

@@ -1,0 +1,229 @@
+"""HELM's six instruction-following scenarios on fixture files in the upstream shapes (HELM's instance order, splits,
+inputs and references; its evaluation sample) against crfm-helm 0.5.16's own classes, hand-worked cases, and bad
+input."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from helmflow.adapters import sample_eval_instances
+from helmflow.aggregate import unavailable_reason
+from helmflow.judges import TEMPLATES, _annotation
+from helmflow.metrics import METRICS
+from helmflow.metrics.base import MetricInput
+from helmflow.metrics.instruction_following import NO_JUDGE, STATS, TEMPLATE_NAMES, critique_stats
+from helmflow.records import (
+    AdapterSpec,
+    Completion,
+    Deployment,
+    EvalSample,
+    Input,
+    Instance,
+    Request,
+    RequestBody,
+    Stat,
+)
+from helmflow.scenarios import ScenarioError, get_scenario
+from helmflow.scoring import summarize
+from tests.support import instruct_fixtures as fx
+from tests.support.instruct_cases import CRITIQUE_CASES
+
+# printed by benchmarks/helm_instruct_parity.py against crfm-helm 0.5.16 (its "Keyword Feedback" stat, a constant 0,
+# dropped): HELM's own scenario classes on the fixtures of tests/support/instruct_fixtures.py, as (instance count,
+# sha256 of the JSON list of each instance's [split, input, [reference texts]]) and the ids HELM's
+# downsample_eval_instances keeps of the eval splits at max_eval_instances=5; and per critique case of
+# tests/support/instruct_cases.py, InstructionFollowingCritiqueMetric's stats through HELM's ModelCritiqueClient
+# with a scripted critic, as {question: [count, sum]}
+HELM = json.loads((Path(__file__).parent / "data" / "helm_instruct_parity.json").read_text())
+HELM_SCENARIOS: dict[str, dict] = HELM["scenarios"]
+
+CASES = {
+    "self_instruct": ("self_instruct", {}),
+    "vicuna:all": ("vicuna", {"category": "all"}),
+    "vicuna:generic": ("vicuna", {"category": "generic"}),
+    "koala": ("koala", {}),
+    "grammar:": ("grammar", {"tags": ""}),
+    "grammar:garden": ("grammar", {"tags": "garden"}),
+    "grammar:home,numbers": ("grammar", {"tags": "home,numbers"}),
+    "open_assistant:en": ("open_assistant", {"language": "en"}),
+    "open_assistant:es": ("open_assistant", {"language": "es"}),
+    "open_assistant:all": ("open_assistant", {"language": "all"}),
+    "anthropic_hh_rlhf:hh": ("anthropic_hh_rlhf", {"subset": "hh"}),
+    "anthropic_hh_rlhf:red_team": ("anthropic_hh_rlhf", {"subset": "red_team"}),
+}
+
+
+def _load(tmp_path, name, params):
+    scen = get_scenario(name, params)
+    return scen.load(fx.write(tmp_path, scen))
+
+
+@pytest.mark.parametrize("key", list(CASES))
+def test_instances_and_sample_are_helms(tmp_path, key):
+    name, params = CASES[key]
+    instances = _load(tmp_path, name, params)
+    rows = [[i.split, i.input.text, [r.text for r in i.references]] for i in instances]
+    digest = (len(rows), hashlib.sha256(json.dumps(rows).encode()).hexdigest())
+    helm = HELM_SCENARIOS[key]
+    assert digest == tuple(helm["digest"])
+    assert [i.id for i in instances] == [f"id{k}" for k in range(len(instances))]
+    assert all(r.correct for i in instances for r in i.references)
+    sampled = sample_eval_instances(instances, EvalSample(max_eval_instances=5))
+    assert [int(i.id[2:]) for i in sampled] == helm["sampled"]
+
+
+def test_hand_worked_instances(tmp_path):
+    oasst = _load(tmp_path, "open_assistant", {"language": "en"})
+    assert [(i.split, i.input.text, [r.text for r in i.references]) for i in oasst] == [
+        ("train", "How do I season a cast iron pan?", ["Coat it thinly in oil and bake it upside down."]),
+        ("train", "Recommend a board game for four players.", []),
+        ("valid", "What is the capital of Australia?", ["Canberra.", "It is Canberra, not Sydney."]),
+        ("valid", "Give me a haiku about autumn.", []),
+        ("valid", "Name three prime numbers.", ["2, 3 and 5."]),
+        ("valid", "How far is the Moon?", []),
+        ("valid", "Write a limerick about a kettle.", []),
+    ]
+    grammar = [i.input.text for i in _load(tmp_path, "grammar", {"tags": ""})]
+    assert grammar == ["Plan a breakfast for two people.", "Plan a breakfast for six people.",
+                       "Plan a picnic lunch for two people.", "Plan a picnic lunch for six people.",
+                       "Give me three tips for keeping a fern alive.",
+                       "Give me three tips for keeping a white orchid alive.",
+                       "Give me three tips for keeping a purple orchid alive.",
+                       "Draft an agenda for a budget meeting.", "Draft an agenda for a kickoff meeting."]
+    selfi = _load(tmp_path, "self_instruct", {})
+    assert [i.input.text for i in selfi][:3] == ["Turn the list into a sentence.\napples, pears, plums",
+                                                 "Suggest a subject line for a memo.\n",
+                                                 "Suggest a subject line for a memo.\nThe memo is about the new "
+                                                 "parking rules."]
+    hh = _load(tmp_path, "anthropic_hh_rlhf", {"subset": "hh"})
+    assert [i.split for i in hh] == ["train"] * 12 + ["test"] * 16
+    assert hh[1].input.text == "[harmless-base train 1] How should I store fresh basil?"
+    assert hh[12].input.text == "[harmless-base test 0] How should I store fresh basil?"
+
+
+def test_the_adapter_is_helms_instruct_spec():
+    for name, params in CASES.values():
+        spec = get_scenario(name, params).default_adapter
+        g = spec.generation
+        assert (spec.method, spec.instructions, spec.input_prefix, spec.input_suffix, spec.output_prefix,
+                spec.output_suffix, spec.max_train_instances, g.max_tokens, g.temperature, g.num_outputs,
+                g.stop) == ("generation", "", "", "\n", "", "", 0, 512, 0.7, 1, [])
+        assert get_scenario(name, params).main_metric == "Helpfulness"
+
+
+@pytest.mark.parametrize(("name", "params", "filename", "data", "message"), [
+    ("self_instruct", {}, "user_oriented_instructions.jsonl", b'{"instruction": "x"}\n', "line 1: not the source"),
+    ("koala", {}, "koala_test_set.jsonl", b'{"id": "k"}\n{"prompt": 3}\n', "line 1: not the source"),
+    ("grammar", {}, "best_chatgpt_prompts.yaml", b"rules: [{category: Root}]\n", "needs a category and a list"),
+    ("grammar", {}, "best_chatgpt_prompts.yaml", b"rules: [\n", "not YAML"),
+    ("anthropic_hh_rlhf", {"subset": "red_team"}, "red_team_attempts.jsonl.gz", b"not gzip", "not gzip"),
+])
+def test_bad_files_are_one_clear_error(tmp_path, name, params, filename, data, message):
+    scen = get_scenario(name, params)
+    paths = fx.write(tmp_path, scen)
+    (tmp_path / filename).write_bytes(data)
+    with pytest.raises(ScenarioError, match=message):
+        scen.load(paths)
+
+
+def test_open_assistant_refuses_what_helm_asserts_against(tmp_path):
+    scen = get_scenario("open_assistant", {"language": "en"})
+    paths = fx.write(tmp_path, scen)
+    bad = [dict(m) for m in fx.OASST["valid"]]
+    bad[0]["role"] = "assistant"
+    (tmp_path / "validation-00000-of-00001-134b8fd0c89408b6.parquet").write_bytes(fx.parquet(bad))
+    with pytest.raises(ScenarioError, match="is not a prompter's"):
+        scen.load(paths)
+    bad = [dict(m) for m in fx.OASST["valid"]]
+    bad[3]["model_name"] = "some-model"
+    (tmp_path / "validation-00000-of-00001-134b8fd0c89408b6.parquet").write_bytes(fx.parquet(bad))
+    with pytest.raises(ScenarioError, match="has a model_name"):
+        scen.load(paths)
+    with pytest.raises(ScenarioError):
+        get_scenario("open_assistant", {"language": "English!"})
+
+
+# --------------------------------------------------------------------------- the critique
+INSTANCE = Instance(id="id0", split="test", input=Input(text="Name a colour."))
+JUDGED = Request(request_hash="r0", instance_id="id0", split="test",
+                 body=RequestBody(model="m", prompt="Name a colour.\n", max_tokens=512, temperature=0.7))
+
+
+def annotations(answers: list[list[str]], respondents: int, instance_id: str = "id0") -> list:
+    """Each respondent a judge of its own, its raw answer to each question made an annotation as the engine does."""
+    out = []
+    for j in range(respondents):
+        judge = Deployment(name=f"test/critic-{j}", client="offline", model="critic")
+        for q, name in enumerate(TEMPLATE_NAMES):
+            call = Request(request_hash=f"c{j}{q}", instance_id=instance_id, split="test",
+                           body=RequestBody(model="critic", prompt="p", max_tokens=1, temperature=1.0))
+            answer = Completion(request_hash=call.request_hash, instance_id=instance_id, text=answers[q][j])
+            judged = JUDGED.model_copy(update={"instance_id": instance_id})
+            out.append(_annotation(judge, TEMPLATES.get(name), judged, call, answer))
+    return out
+
+
+@pytest.mark.parametrize("case", range(len(CRITIQUE_CASES)))
+def test_critique_stats_are_helms(case):
+    answers, respondents = CRITIQUE_CASES[case]
+    helm = HELM["critiques"][case]
+    ours = critique_stats(annotations(answers, respondents), num_respondents=respondents)
+    if not helm:
+        assert not any(q in ours for q in STATS)
+        return
+    for q in STATS:
+        count, total = helm[q]
+        low = q.lower()
+        assert (ours[f"critique_{low}_count"], ours[f"critique_{low}_sum"]) == (count, total), q
+        assert ours[q] == pytest.approx(total / count), q
+
+
+def test_a_run_pools_every_respondent_as_helm_merges_stats():
+    """Two instances, two and three parsed respondents (the jury's judges; HELM's conf needs one): the run's number
+    is HELM's merged Stat, the sum over the count of all answers, not the mean of the instances' means."""
+    metric = METRICS.get("instruction_following_critique")
+    two, three = CRITIQUE_CASES[7], CRITIQUE_CASES[9]
+    stats = []
+    for k, (answers, respondents) in enumerate([two, three]):
+        inst = INSTANCE.model_copy(update={"id": f"id{k}"})
+        x = MetricInput(inst, [JUDGED], [Completion(request_hash="r0", text="Blue.")], AdapterSpec(),
+                        annotations(answers, respondents, inst.id))
+        stats += [Stat(instance_id=inst.id, split="test", name=n, value=v) for n, v in metric.fn(x).items()]
+    summary = {s.name: s for s in summarize(stats)}
+    for q in STATS:
+        merged = [HELM["critiques"][7][q], HELM["critiques"][9][q]]
+        assert summary[q].mean == pytest.approx(sum(t for _, t in merged) / sum(c for c, _ in merged)), q
+    assert summary["Understandability"].mean == pytest.approx(20 / 5)  # (6 + 14) / (2 + 3); the means' mean: 23/6
+    assert summary["instruct_helpfulness_judge_errors"].mean == 0.0
+
+
+def test_without_a_judge_the_numbers_are_not_available_and_say_why():
+    metric = METRICS.get("instruction_following_critique")
+    x = MetricInput(INSTANCE, [JUDGED], [Completion(request_hash="r0", text="Blue.")], AdapterSpec(), [])
+    stats = [Stat(instance_id="id0", split="test", name=n, value=v) for n, v in metric.fn(x).items()]
+    rows = summarize(stats)
+    assert not any(r.name in STATS for r in rows)
+    assert all(unavailable_reason(rows, q) == NO_JUDGE for q in STATS)
+    # an unparsable answer: that judge is no respondent, counted as an annotation error, and no stat is 0
+    bad = annotations([["Z"], ["B"], ["C"], ["D"], ["E"], [""]], 1)
+    out = metric.fn(MetricInput(INSTANCE, [JUDGED], [Completion(request_hash="r0", text="Blue.")], AdapterSpec(), bad))
+    assert out["instruct_helpfulness_judge_errors"] == 1.0 and not any(q in out for q in STATS)
+
+
+def test_the_critic_prompt_carries_helms_questions_and_asks_one_letter():
+    for name in TEMPLATE_NAMES:
+        t = TEMPLATES.get(name)
+        assert t.send_empty and t.temperature == 1.0  # HELM's Request default; an empty response is critiqued
+        prompt = t.render(INSTANCE, "")
+        assert "Name a colour." in prompt
+    helpful = TEMPLATES.get("instruct_helpfulness")
+    assert helpful.max_tokens == 1 and TEMPLATES.get("instruct_keywords").max_tokens == 100
+    prompt = helpful.render(INSTANCE, "Blue.")
+    assert "Does the model appear to do what it is instructed to?" in prompt
+    assert "\nA. Is not relevant at all or has significant discrepancies\n" in prompt
+    assert "\nE. Provides brilliant ideas that address the task accurately\n" in prompt
+    assert helpful.parse("e").score == 5.0 and helpful.parse("").score == 1.0  # HELM: "" is a substring of A-Z
