@@ -71,6 +71,11 @@ def test_judge_templates_are_registered_by_their_metric_modules():
     from helmflow.metrics import METRICS
 
     judged = {name: METRICS.get(name).judge for name in METRICS.names() if METRICS.get(name).judge}
+    # HELM's instruction-following critique: one template per question, all from its module
+    critique = judged.pop("instruction_following_critique")
+    assert critique == tuple(f"instruct_{q}" for q in ("helpfulness", "understandability", "completeness",
+                                                        "conciseness", "harmlessness", "keywords"))
+    assert {judges.TEMPLATES.get(t).fields.__module__ for t in critique} == {"helmflow.metrics.instruction_following"}
     jury = {f"{name}_accuracy": name for name in ("medication_qa", "med_dialog", "medi_qa", "aci_bench",
                                                          "mtsamples_replicate", "mtsamples_procedures", "mimic_bhc",
                                                          "mimic_rrs", "dischargeme", "chw_care_plan", "starr_patient_instructions",

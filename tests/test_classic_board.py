@@ -64,7 +64,8 @@ TARGETED = ["twitter_aae-aa", "legal_support", "wikifact-author", "blimp-irregul
 TARGETED_SCENARIOS = ("twitter_aae", "legal_support", "lsat_qa", "wikifact", "babi_qa", "blimp",
                       "synthetic_reasoning_natural", "entity_matching", "entity_data_imputation", "the_pile",
                       "humaneval", "apps", "synthetic_efficiency", *HARMS, "ice",
-                      "synthetic_reasoning", "dyck_language", "gsm", "math", "bbq", "med_qa")
+                      "synthetic_reasoning", "dyck_language", "gsm", "math", "bbq", "med_qa", "self_instruct", "grammar",
+                      "open_assistant", "vicuna", "koala", "anthropic_hh_rlhf")
 # the dev server under a name HELM has a denoised-runtime table for (HELM keys its tables by deployment name)
 DEV = "openai/davinci"
 HELM_RUNTIMES = json.loads((REPO / "tests" / "data" / "helm_denoised_runtime.json").read_text())["cases"]  # HELM: no calibration, robustness or fairness
@@ -79,7 +80,7 @@ def test_the_board_has_helms_seven_tables_each_with_its_win_rate():
     groups = {g.name: g for g in spec.metric_groups}
     assert list(groups) == ["accuracy", "calibration", "robustness", "fairness", "efficiency", "toxicity",
                             "summarization", "robustness_contrast_sets", "language", "reasoning", "knowledge",
-                            "targeted_efficiency", "medicine", "harms"]
+                            "targeted_efficiency", "medicine", "harms", "instruction_following"]
     assert [(c.scenario, c.metric) for c in groups["accuracy"].columns] == list(COLUMNS.items())
     ranking = ["msmarco_regular", "msmarco_trec"]  # HELM shows no calibration for them
     assert [c.scenario for c in groups["calibration"].columns] == [
