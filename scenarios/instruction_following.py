@@ -38,7 +38,6 @@ one output, no stop sequence.
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from collections import defaultdict
@@ -50,6 +49,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from helmflow.records import AdapterSpec, GenerationParams, Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
+from helmflow.scenarios.anthropic_red_team import _records as gzip_json_records
+from helmflow.scenarios.anthropic_red_team import first_utterance as red_team_first_utterance
 from helmflow.scenarios.base import read_jsonl_lines, read_parquet_source, read_source
 
 CRITIQUE = "instruction_following_critique"
@@ -368,26 +369,14 @@ class Koala(_Instruct):
 HH_REVISION = "09be8c5bbc57cb3887f3a9732ad6aa7ec602a1fa"
 HH_DIRS = ("harmless-base", "helpful-base", "helpful-online", "helpful-rejection-sampled")  # sorted, as resolved
 RED_TEAM = "red-team-attempts/red_team_attempts.jsonl.gz"
-TURNS = re.compile("\n\nHuman: |\n\nAssistant: ")
 
 
 def first_utterance(dialogue: str, where: str) -> str:
-    """HELM's ``get_first_utterance``: the first non-blank piece between turn markers, spaces stripped."""
-    for piece in TURNS.split(dialogue.strip(" ")):
-        if piece.strip(" ") != "":
-            return piece.strip(" ")
-    raise ScenarioError(f"{where}: a dialogue with no utterance (HELM: 'Invalid dialogue')")
-
-
-def _gzip_json(scen: str, url: str) -> list[Any]:
-    """A gzip-compressed JSON file: an array, or one object per line."""
-    try:
-        text = gzip.decompress(read_source(scen, url)).decode("utf-8")
-        if text.lstrip().startswith("["):
-            return list(json.loads(text))
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
-    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ScenarioError(f"scenario {scen!r}: {url} is not gzip-compressed JSON: {exc}") from None
+    """HELM's ``get_first_utterance`` (the red-team scenario's reading); a dialogue without one is refused."""
+    text = red_team_first_utterance(dialogue)
+    if text is None:
+        raise ScenarioError(f"{where}: a dialogue with no utterance (HELM: 'Invalid dialogue')")
+    return text
 
 
 class HHParams(BaseModel):
@@ -428,7 +417,7 @@ class AnthropicHHRLHF(_Instruct):
         rows: list[tuple[str, str, list[str]]] = []
         for f in hh_layout(self.params.subset):
             url = files[f.filename]
-            for index, record in enumerate(_gzip_json(self.name, url)):
+            for index, record in enumerate(gzip_json_records(self.name, url, read_source(self.name, url))):
                 where = f"scenario {self.name!r}: {url}: row {index}"
                 dialogue = record.get(f.key) if isinstance(record, dict) else None
                 if not isinstance(dialogue, str):
