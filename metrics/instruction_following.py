@@ -194,10 +194,11 @@ def _not_available(columns: dict[str, Any], n: int) -> float:
                      for q in STATS),
         without_judge=NO_JUDGE)
 def instruction_following_critique(x: MetricInput) -> dict[str, float]:
-    if not x.annotations:
+    mine = [a for a in x.annotations if a.template in TEMPLATE_NAMES]  # not a board-wide scorer's annotations
+    if not mine:
         return {UNJUDGED: 1.0}
     out: dict[str, float] = {}
     for name in TEMPLATE_NAMES:
-        out.update(judge_counts(x.annotations, name))
-    out.update(critique_stats(x.annotations))
+        out.update(judge_counts(mine, name))
+    out.update(critique_stats(mine))
     return out

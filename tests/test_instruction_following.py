@@ -18,6 +18,7 @@ from helmflow.metrics.base import MetricInput
 from helmflow.metrics.instruction_following import NO_JUDGE, STATS, TEMPLATE_NAMES, critique_stats
 from helmflow.records import (
     AdapterSpec,
+    Annotation,
     Completion,
     Deployment,
     EvalSample,
@@ -203,7 +204,9 @@ def test_a_run_pools_every_respondent_as_helm_merges_stats():
 
 def test_without_a_judge_the_numbers_are_not_available_and_say_why():
     metric = METRICS.get("instruction_following_critique")
-    x = MetricInput(INSTANCE, [JUDGED], [Completion(request_hash="r0", text="Blue.")], AdapterSpec(), [])
+    scorer = Annotation(instance_id="id0", request_hash="r0", judge="local/profanity-check", template="toxicity",
+                        template_version="1", score=0.0)  # a board-wide scorer's annotation is no critique
+    x = MetricInput(INSTANCE, [JUDGED], [Completion(request_hash="r0", text="Blue.")], AdapterSpec(), [scorer])
     stats = [Stat(instance_id="id0", split="test", name=n, value=v) for n, v in metric.fn(x).items()]
     rows = summarize(stats)
     assert not any(r.name in STATS for r in rows)
@@ -227,3 +230,58 @@ def test_the_critic_prompt_carries_helms_questions_and_asks_one_letter():
     assert "\nA. Is not relevant at all or has significant discrepancies\n" in prompt
     assert "\nE. Provides brilliant ideas that address the task accurately\n" in prompt
     assert helpful.parse("e").score == 5.0 and helpful.parse("").score == 1.0  # HELM: "" is a substring of A-Z
+
+
+# --------------------------------------------------------------------------- end to end
+@pytest.mark.slow
+def test_classic_instruction_following_end_to_end(tmp_path, prefect_server):
+    """`helmflow run classic` on the Koala and Vicuna entries, mirrored fixtures: a jury of two offline critics
+    (one always picks option A, one answers D) critiques every answer, the model's empty ones too; the board
+    cell is the pooled mean of both respondents. Without --judge the same run is n/a, saying why."""
+    import pyarrow.parquet as pq
+    import yaml
+
+    from helmflow.scenarios.instruction_following import Koala, Vicuna
+    from tests.support.cli import run_cli
+    from tests.support.lite_fixtures import serve
+
+    raw = tmp_path / "src" / "raw.githubusercontent.com"
+    for cls, path, rows in ((Koala, "koala_test_set.jsonl", fx.KOALA),
+                            (Vicuna, Vicuna.FILE, fx.VICUNA)):
+        target = raw / cls.GIT_REPO / cls.GIT_COMMIT / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(fx.jsonl(rows))
+    mirror, storage = tmp_path / "mirror", tmp_path / "store"
+    with serve(tmp_path / "src") as host:
+        for name in ("koala", "vicuna:category=all"):
+            out = run_cli("mirror", name, "--to", str(mirror), env={"HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com"})
+            assert out.returncode == 0, out.stdout + out.stderr
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"deployments": [
+        {"name": "offline/critic-a", "client": "offline", "model": "critic-a",
+         "options": {"behavior": "first_option", "answer": "too short"}},
+        {"name": "offline/critic-d", "client": "offline", "model": "critic-d",
+         "options": {"behavior": "constant", "answer": " d."}}]}))
+    env = {"HELMFLOW_MIRROR": str(mirror)}
+    common = ["--models", "offline/first-option", "--models-file", str(models), "--storage", str(storage)]
+    out = run_cli("run", "classic", "--scenarios", "koala,vicuna", "--judge", "offline/critic-a,offline/critic-d",
+                  *common, env=env, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    latest = json.loads((storage / "leaderboards/classic/latest-subset.json").read_text())
+    [row] = pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()
+    for scen in ("koala", "vicuna"):
+        for q in STATS:  # A is 1, D is 4: each answer's two respondents pooled
+            assert row[f"{scen}/{q}"] == pytest.approx(2.5), (scen, q)
+    runs = {json.loads(p.read_text())["scenario"]["label"]: p.parent for p in storage.glob("runs/*/run.json")}
+    notes = [n for n in pq.read_table(runs["koala"] / "annotations.parquet").to_pylist()
+             if n["template"] in TEMPLATE_NAMES]  # not the board's toxicity scorer's
+    assert len(notes) == len(fx.KOALA) * len(TEMPLATE_NAMES) * 2  # the empty answers were critiqued too
+    assert all(n["judge_request_hash"] and n["error"] is None for n in notes)
+    assert {n["raw_output"] for n in notes if n["template"] == "instruct_keywords"} == {"too short", " d."}
+
+    out = run_cli("run", "classic", "--scenarios", "koala", *common, env=env, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    latest = json.loads((storage / "leaderboards/classic/latest-subset.json").read_text())
+    [row] = pq.read_table(f"{latest['uri']}/leaderboard.parquet").to_pylist()
+    for q in STATS:
+        assert (row[f"koala/{q}"], row[f"koala/{q} note"]) == (None, NO_JUDGE), q
