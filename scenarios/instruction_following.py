@@ -26,9 +26,8 @@ questions and its keyword question about each answer).
   (dirs in sorted order: harmless-base, helpful-base, helpful-online, helpful-rejection-sampled), the first
   human turn of each ``chosen`` dialogue; ``red_team``: the red-team transcripts, HELM's "train" as test.
 
-The GitHub files carry no published checksum: their sha256s are recorded at first fetch (the values at the
-pinned commits are in docs/boards/classic.md), as the board's other GitHub sources are; the Hub files are pinned
-by their revisions.
+No file's checksum is declared: each sha256 is recorded at first fetch (``helmflow mirror``), as the board's
+other GitHub and Hub sources are; the GitHub files' values at the pinned commits are in docs/boards/classic.md.
 
 Ids are ``id<i>`` over the whole list in HELM's order (train instances first where there are any); HELM
 evaluates its valid and test instances, at most 1,000 by its seeded sample (the board's ``max_instances``).
@@ -118,8 +117,8 @@ class SelfInstruct(_Instruct):
     GIT_COMMIT = "0b26ccaa415992100fa32df62d41b994cf928e23"
     FILE = "human_eval/user_oriented_instructions.jsonl"
     description = "Self-Instruct's 252 user-oriented instructions, answered and rated by a critic model."
-    pin_unverified = f"HELM reads branch main of yizhongw/self-instruct; the commit is {SNAPSHOT}"
-    helm_differences = ("self_instruct: yizhongw/self-instruct at a commit (HELM reads its main branch)",)
+    helm_differences = (f"self_instruct: yizhongw/self-instruct at a commit (HELM reads its main branch; the commit is "
+                        f"{SNAPSHOT})",)
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename="user_oriented_instructions.jsonl", url=self.git_url(self.FILE),
@@ -295,11 +294,13 @@ class OpenAssistant(_Instruct):
     HUB_REPO = "OpenAssistant/oasst1"
     HUB_REVISION = OASST_REVISION
     description = "OpenAssistant (OASST1): the first prompt of each conversation tree, rated by a critic model."
-    pin_unverified = ("the Parquet files' paths in the repository (data/<split>-00000-of-00001-<hash>.parquet) "
-                      "were not checked against the Hub at this revision")
+    helm_differences = ("open_assistant: HELM's revision's two Parquet files read directly (HELM's load_dataset "
+                        "reads the same files; their paths, data/<split>-00000-of-00001-<hash>.parquet, were not "
+                        "checked against the Hub at that revision here)",)
 
     def sources(self) -> list[DataSource]:
-        return [DataSource(filename=path.rsplit("/", 1)[-1], url=self.hub_url(path)) for path in OASST_FILES.values()]
+        return [DataSource(filename=path.rsplit("/", 1)[-1], url=self.hub_url(path), sha256_unknown=True)
+                for path in OASST_FILES.values()]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         rows: list[tuple[str, str, list[str]]] = []
@@ -354,8 +355,8 @@ class Koala(_Instruct):
     GIT_REPO = "arnav-gudibande/koala-test-set"
     GIT_COMMIT = "2d4396aee3cff495382e9b0ad2521d70b177763b"
     description = "The Koala team's 180 test prompts, answered and rated by a critic model."
-    pin_unverified = f"HELM reads branch main of arnav-gudibande/koala-test-set; the commit is {SNAPSHOT}"
-    helm_differences = ("koala: arnav-gudibande/koala-test-set at a commit (HELM reads its main branch)",)
+    helm_differences = (f"koala: arnav-gudibande/koala-test-set at a commit (HELM reads its main branch; the commit is "
+                        f"{SNAPSHOT})",)
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename="koala_test_set.jsonl", url=self.git_url("koala_test_set.jsonl"),
@@ -407,11 +408,13 @@ class AnthropicHHRLHF(_Instruct):
     HUB_REVISION = HH_REVISION
     description = ("Anthropic's HH-RLHF dialogues: the first human turn of each, answered and rated by a critic "
                    "model.")
-    pin_unverified = ("the files the Hub's loader resolves at this revision without a data_dir (the four "
-                      "<dir>/{train,test}.jsonl.gz, dirs in sorted order) were not checked against the Hub")
+    helm_differences = ("anthropic_hh_rlhf: the eight files HELM's load_dataset resolves at its revision without a "
+                        "data_dir, read directly in the loader's order (train then test, dirs sorted; that order, "
+                        "which fixes the instance ids and so HELM's sample, was not checked against the Hub here)",)
 
     def sources(self) -> list[DataSource]:
-        return [DataSource(filename=f.filename, url=self.hub_url(f.path)) for f in hh_layout(self.params.subset)]
+        return [DataSource(filename=f.filename, url=self.hub_url(f.path), sha256_unknown=True)
+                for f in hh_layout(self.params.subset)]
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         rows: list[tuple[str, str, list[str]]] = []

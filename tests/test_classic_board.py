@@ -31,6 +31,7 @@ from tests.support.classic_fixtures import (
 from tests.support.cli import REPO, run_cli
 from tests.support.devserver import FAST_RETRY
 from tests.support.harms_fixtures import rtp_mirror
+from tests.support.instruct_fixtures import hub_mirrors
 from tests.support.lite_fixtures import serve
 
 # HELM's core run groups on the board, in schema_classic's order, with their main metrics
@@ -337,7 +338,8 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
             "HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com",
             **summarization_mirrors(tmp_path / "hub"), **raft_mirror(tmp_path / "hub" / "raft"),
             **rtp_mirror(tmp_path / "hub" / "real_toxicity_prompts"),
-            **ice_mirror(tmp_path / "hub" / "ice"), **math_mirror(tmp_path / "hub" / "math")})
+            **ice_mirror(tmp_path / "hub" / "ice"), **math_mirror(tmp_path / "hub" / "math"),
+            **hub_mirrors(tmp_path / "hub" / "instruct")})
         assert out.returncode == 0, out.stdout + out.stderr
         # the dialect perturbation's SAE->AAVE mapping (HELM downloads it at run time; here our own words)
         out = run_cli("fetch-assets", "perturbations", "--storage", str(storage),

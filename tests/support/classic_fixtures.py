@@ -585,6 +585,7 @@ def efficiency_files() -> dict[str, bytes]:
 def classic_files() -> dict[str, bytes]:
     from tests.support.code_fixtures import code_files
     from tests.support.harms_fixtures import harms_files
+    from tests.support.instruct_fixtures import github_files as instruct_files
     from tests.support.safety_fixtures import bbq_files
     from tests.support.summarization_fixtures import xsum_sampled_pickle
 
@@ -593,7 +594,7 @@ def classic_files() -> dict[str, bytes]:
             **{f"{TWITTER_AAE}/{d}_tweets.csv": twitter_aae_csv(d) for d in ("aa", "white")},
             LEGAL_SUPPORT: legal_support_zip(), **lsat_files(), **wikifact_files(),
             BABI: babi_archive(), BLIMP: blimp_zip(), **em_files(), **imputation_files(), **pile_files(),
-            **code_files(), **efficiency_files(), **harms_files(),
+            **code_files(), **efficiency_files(), **harms_files(), **instruct_files(),
             **{f"raw.githubusercontent.com/nyu-mll/BBQ/{BBQ_COMMIT}/data/{n}": d for n, d in bbq_files(95).items()}}
 
 

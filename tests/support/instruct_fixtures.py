@@ -213,3 +213,32 @@ def write(tmp_path: Any, scen: Any) -> dict[str, str]:
         (tmp_path / filename).write_bytes(data)
         out[filename] = str(tmp_path / filename)
     return out
+
+
+def github_files() -> dict[str, bytes]:
+    """The GitHub files of self_instruct, grammar, vicuna and koala by ``<host>/<path>`` at their pinned commits."""
+    from helmflow.scenarios import get_scenario
+
+    out = {}
+    for name, params in (("self_instruct", {}), ("grammar", {}), ("vicuna", {}), ("koala", {})):
+        scen = get_scenario(name, params)
+        data = files(scen)
+        for source in scen.sources():
+            out[source.url.split("://", 1)[1]] = data[source.filename]
+    return out
+
+
+def hub_mirrors(root: Any) -> dict[str, str]:
+    """open_assistant's and anthropic_hh_rlhf's Hub files (subset hh and the red-team file) in folders of their
+    own, as the ``HELMFLOW_MIRROR_<NAME>`` variables naming them."""
+    from helmflow.scenarios import get_scenario
+    from helmflow.settings import scenario_mirror_var
+
+    env = {}
+    for name, params in (("open_assistant", {"language": "en"}), ("anthropic_hh_rlhf", {"subset": "hh"}),
+                         ("anthropic_hh_rlhf", {"subset": "red_team"})):
+        folder = root / name
+        folder.mkdir(parents=True, exist_ok=True)
+        write(folder, get_scenario(name, params))
+        env[scenario_mirror_var(name)] = str(folder)
+    return env
