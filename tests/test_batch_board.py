@@ -180,7 +180,7 @@ def test_ctrl_c_leaves_the_batches_running_and_the_rerun_collects_them(prefect_s
     total = 2 * SCENARIOS * PER_SCENARIO
     args = board_args(tmp_path, dev_server, dev_server)
     dev_server.configure(batch_delay_s=3600)
-    proc = start_cli([*args, "--batch"], env=ENV)
+    proc = start_cli([*args, "--batch"], env=ENV, fresh=True)  # SIGINT below: a new interpreter's own handling
     deadline = time.monotonic() + wait_s()
     while dev_server.stats()["batches"] < 2 * SCENARIOS or batch_calls(dev_server) < 8 * SCENARIOS:
         assert proc.poll() is None, proc.stdout.read()
@@ -231,7 +231,7 @@ def test_cancel_batches_on_ctrl_c_cancels_them_and_the_rerun_sends_only_what_the
     args = board_args(tmp_path, dev_server, dev_server, scenarios=1, per_scenario=per)
     dev_server.configure(batch_delay_s=3600)
     since = datetime.now(UTC)
-    proc = start_cli([*args, "--batch", "--cancel-batches"], env=ENV)
+    proc = start_cli([*args, "--batch", "--cancel-batches"], env=ENV, fresh=True)  # SIGINT below
     deadline = time.monotonic() + wait_s()
     while len(waiting := task_runs("AwaitingBatch", since=since)) < 2:  # both cells wait on their batch
         assert proc.poll() is None, proc.stdout.read()

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from tests.support.cli import run_cli
+from tests.support.cli import run_cli, run_prefect, spawn_cli
 
 pytestmark = pytest.mark.slow  # starts the fork server (once per worker)
 
@@ -73,3 +73,38 @@ def test_an_interpreter_variable_gets_a_fresh_interpreter(tmp_path):
     (tmp_path / "probe.py").write_text("import sys\nprint('SITE', 'fork_probe_site' in sys.modules)\n")
     out = run_cli("--plugin", str(tmp_path / "probe.py"), "list", "boards", env={"PYTHONPATH": str(tmp_path)})
     assert out.returncode == 0 and "SITE True" in out.stdout, out.stderr
+
+
+def test_a_background_command_can_be_waited_for_signalled_and_put_in_a_session_of_its_own(tmp_path):
+    """``spawn_cli``: what the tests do with ``subprocess.Popen`` of ``helmflow`` works on a forked command."""
+    import signal
+
+    (tmp_path / "probe.py").write_text(PROBE)
+    done = spawn_cli(["--plugin", "probe.py", "list", "boards"], cwd=tmp_path, env={"FORK_PROBE": "bg"},
+                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert not isinstance(done, subprocess.Popen)  # forked, not a new interpreter
+    out, err = done.communicate(timeout=120)
+    assert done.returncode == 0 and err is None and "demo" in out, out
+    seen = json.loads(next(x for x in out.splitlines() if x.startswith("PROBE "))[len("PROBE "):])
+    assert seen["pid"] == done.pid and seen["value"] == "bg" and seen["cwd"] == str(tmp_path)
+
+    (tmp_path / "slow.py").write_text("import os, time\nprint('PGID', os.getpgid(0), flush=True)\ntime.sleep(60)\n")
+    slow = spawn_cli(["--plugin", str(tmp_path / "slow.py"), "list", "boards"], stdout=subprocess.PIPE,
+                     start_new_session=True)
+    assert slow.stdout.readline().split() == ["PGID", str(slow.pid)]  # the leader of a group of its own
+    assert slow.poll() is None
+    with pytest.raises(subprocess.TimeoutExpired):
+        slow.wait(0.5)
+    os.killpg(slow.pid, signal.SIGKILL)
+    assert slow.wait(30) == -signal.SIGKILL and slow.poll() == -signal.SIGKILL
+    slow.stdout.close()
+
+
+def test_prefects_own_command_is_forked_with_the_environment_it_is_given(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_LOGGING_LEVEL"}
+    env.update(PREFECT_API_URL="http://127.0.0.1:9/api", PREFECT_HOME=str(tmp_path / "home"))
+    out = run_prefect("--no-prompt", "config", "view", env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "PREFECT_API_URL='http://127.0.0.1:9/api' (from env)" in out.stdout
+    assert f"PREFECT_HOME='{tmp_path / 'home'}' (from env)" in out.stdout
+    assert "PREFECT_LOGGING_LEVEL" not in out.stdout  # left out of its environment: not this process's setting

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import sys
 
 import httpx
 import pytest
@@ -16,7 +15,7 @@ from helmflow.datasets import read_instances
 from helmflow.pipeline import download_scenario
 from helmflow.plan.compile import plan_scenario
 from helmflow.plan.spec import ScenarioEntry
-from tests.support.cli import REPO, run_cli
+from tests.support.cli import REPO, run_cli, spawn_cli
 from tests.support.processes import stop_process
 
 
@@ -35,8 +34,8 @@ def test_serve_on_a_taken_port_is_one_line(tmp_path):
 
 @pytest.mark.slow  # starts the web server
 def test_serve_prints_its_url_once_it_accepts_connections(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "helmflow.cli", "serve", "--port", "0", "--storage", str(tmp_path)],
-                            cwd=str(REPO), stdout=subprocess.PIPE, text=True, start_new_session=True)
+    proc = spawn_cli(["serve", "--port", "0", "--storage", str(tmp_path)], cwd=REPO, stdout=subprocess.PIPE,
+                     start_new_session=True)
     try:
         for line in proc.stdout:
             if line.startswith("serving"):

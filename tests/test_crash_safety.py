@@ -122,7 +122,7 @@ def test_sigint_stops_sending_journals_what_finished_and_exits_130(prefect_serve
     args = board_args(tmp_path, dev_server)
     spool = Path(os.environ["HELMFLOW_SPOOL"])
     dev_server.configure(latency_ms=40)
-    proc = start_cli(args)
+    proc = start_cli(args, fresh=True)  # Python's own SIGINT handling, as a new interpreter sets it up
     wait_for_requests(dev_server, 60, proc)
     seen = interrupt_and_measure(dev_server, proc, lambda: os.kill(proc.pid, signal.SIGINT))
     started_after = seen["after"]["requests"] - seen["at_signal"]["requests"]

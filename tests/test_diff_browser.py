@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from helmflow import compare
-from tests.support.cli import REPO
+from tests.support.cli import REPO, run_cli, spawn_cli
 from tests.support.demo import build_demo
 from tests.support.processes import free_port, stop_process, wait_http
 from tests.test_release_diff import NOISIER
@@ -26,8 +25,7 @@ def releases(tmp_path_factory):
     store, first = build_demo(str(root), max_instances=30)
     _, second = build_demo(str(root), max_instances=30, models_file=str(models))
     for release in (first, second):  # both reports, so the static "before" links have somewhere to go
-        out = subprocess.run([sys.executable, "-m", "helmflow.cli", "report", "demo", "--release", release,
-                              "--storage", store.root], capture_output=True, text=True, cwd=REPO, check=False)
+        out = run_cli("report", "demo", "--release", release, "--storage", store.root, cwd=REPO)
         assert out.returncode == 0, out.stderr
     return store, first, second
 
@@ -37,8 +35,8 @@ def live(releases):
     store, _, _ = releases
     port = free_port()
     log = Path(store.root).parent / "serve.log"
-    proc = subprocess.Popen([sys.executable, "-m", "helmflow.cli", "serve", "--storage", store.root, "--port", str(port)],
-                            stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO)
+    proc = spawn_cli(["serve", "--storage", store.root, "--port", str(port)], stdout=log.open("w"),
+                     stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO)
     try:
         wait_http(f"http://127.0.0.1:{port}/", timeout=60, proc=proc)
         yield f"http://127.0.0.1:{port}"

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, Field
 
+from tests.support.cli import run_cli
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -127,8 +129,7 @@ def example_files(folder: Path) -> dict[str, Path]:
 
 
 def helmflow(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "helmflow.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "COLUMNS": "200", **(env or {})})
+    return run_cli(*args, cwd=cwd, timeout=600, env={"COLUMNS": "200", **(env or {})})
 
 
 def test_the_worked_example_loads_plans_and_refuses_a_misspelt_parameter(tmp_path):

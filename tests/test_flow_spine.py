@@ -7,8 +7,6 @@ Prefect API, the offline models' call counters under the storage root, and file 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,7 +17,15 @@ from helmflow.clients.offline import offline_call_count
 from helmflow.flows.evaluate import scenario_groups
 from helmflow.plan.records import cell_name
 from helmflow.storage import Store
-from tests.support.cli import REPO, flow_run_id_from, read_flow_run, run_cli, subflow_runs_of, task_runs_of
+from tests.support.cli import (
+    REPO,
+    flow_run_id_from,
+    read_flow_run,
+    run_cli,
+    run_prefect,
+    subflow_runs_of,
+    task_runs_of,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -163,10 +169,8 @@ def test_failed_pair_gives_partial_release_and_flow_retry_reruns_only_it(prefect
     )
     counts = _counts(store)
     before = {tr.id for tr in task_runs_of(flow_run_id)}
-    retry = subprocess.run(
-        [sys.executable, "-m", "prefect", "flow-run", "retry", str(flow_run_id), "--entrypoint", "flows/evaluate.py:evaluate"],
-        cwd=REPO, capture_output=True, text=True, timeout=300, env=dict(os.environ),
-    )
+    retry = run_prefect("flow-run", "retry", str(flow_run_id), "--entrypoint", "flows/evaluate.py:evaluate",
+                        cwd=REPO, env=dict(os.environ))
     assert retry.returncode == 0, retry.stdout + retry.stderr
     assert read_flow_run(flow_run_id).state.is_completed()
     new_runs = [tr for tr in task_runs_of(flow_run_id) if tr.id not in before]

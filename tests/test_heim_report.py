@@ -41,15 +41,14 @@ def test_a_run_page_row_carries_its_generated_images_and_they_are_served(heim):
 @pytest.mark.slow
 def test_the_image_grid_renders_in_chromium_with_the_metrics_under_it(heim, browser):
     import subprocess
-    import sys
 
-    from tests.support.cli import REPO
+    from tests.support.cli import REPO, spawn_cli
     from tests.support.processes import free_port, stop_process, wait_http
 
     store, release, run_id = heim
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "helmflow.cli", "serve", "--storage", store.root, "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO)
+    proc = spawn_cli(["serve", "--storage", store.root, "--port", str(port)], stdout=subprocess.DEVNULL,
+                     stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO)
     context = browser.new_context(viewport={"width": 1280, "height": 6000})
     page = context.new_page()
     problems: list[str] = []

@@ -24,7 +24,7 @@ import pytest
 
 from helmflow import prefect_server
 from helmflow import prefect_server as prefect_server_module  # the fixture of that name is the tests' server
-from tests.support.cli import REPO, board_task_runs_filter
+from tests.support.cli import REPO, board_task_runs_filter, run_cli, spawn_cli
 from tests.support.paid_board import board_args, wait_for_requests
 from tests.support.processes import free_port
 
@@ -60,8 +60,7 @@ def env(home) -> dict[str, str]:
 
 
 def hf(*args: str, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "helmflow.cli", *args], env=env, cwd=str(REPO), capture_output=True,
-                          text=True, timeout=timeout, check=False)
+    return run_cli(*args, env=env, inherit_env=False, timeout=timeout)
 
 
 def ok(out: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -143,8 +142,8 @@ def test_first_command_starts_the_server_the_second_reuses_it(tmp_path, home, en
 
 @pytest.mark.slow
 def test_two_commands_starting_at_once_get_one_server(home, env):
-    procs = [subprocess.Popen([sys.executable, "-m", "helmflow.cli", "server", "start"], env=env, cwd=str(REPO),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [spawn_cli(["server", "start"], env=env, inherit_env=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     [pid] = server_pids(home)
@@ -237,8 +236,7 @@ def test_a_server_that_exits_as_a_command_comes_to_use_it_is_replaced(tmp_path, 
     ok(hf("server", "start", env=env))
     [pid] = server_pids(home)
     os.kill(pid, signal.SIGSTOP)  # the command finds it, and waits for an answer
-    proc = subprocess.Popen([sys.executable, "-m", "helmflow.cli", *demo(tmp_path)], env=env, cwd=str(REPO),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = spawn_cli(demo(tmp_path), env=env, inherit_env=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(3)
     os.kill(pid, signal.SIGKILL)
     out, err = proc.communicate(timeout=300)
@@ -255,8 +253,7 @@ def test_a_server_that_dies_mid_run_stops_the_run_in_one_line_and_the_next_run_r
     dev_server.configure(latency_ms=40)
     ok(hf("server", "start", env=env))
     [pid] = server_pids(home)
-    proc = subprocess.Popen([sys.executable, "-m", "helmflow.cli", *args], env=env, cwd=str(REPO),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = spawn_cli(args, env=env, inherit_env=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     wait_for_requests(dev_server, 40, proc)
     os.kill(pid, signal.SIGKILL)
     killed = time.monotonic()

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from helmflow.prefect_runtime import STARTUP_TIMEOUT_S, PrefectUnavailable, temporary_server
+from tests.support.cli import run_cli
 from tests.support.processes import stop_process
 
 FINAL = ("COMPLETED", "FAILED", "CANCELLED", "CRASHED")
@@ -88,7 +89,9 @@ def _temporary_server_env(home: Path, **extra: str) -> dict[str, str]:
 
 
 def _helmflow(*args: str, env: dict[str, str], cwd: Path, cpu: int | None = None) -> subprocess.CompletedProcess:
-    pin = None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
+    if cpu is None:
+        return run_cli(*args, env=env, inherit_env=False, cwd=cwd, timeout=1800)
+    pin = lambda: os.sched_setaffinity(0, {cpu})  # noqa: E731 - a new interpreter on one CPU
     return subprocess.run([sys.executable, "-m", "helmflow.cli", *args], env=env, cwd=str(cwd), capture_output=True,
                           text=True, timeout=1800, check=False, preexec_fn=pin)
 

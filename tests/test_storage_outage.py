@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 
@@ -15,6 +13,7 @@ import pytest
 import yaml
 
 from helmflow.storage import StorageError, Store
+from tests.support.cli import spawn_cli
 from tests.support.processes import free_port
 
 
@@ -164,12 +163,9 @@ def test_a_15_s_s3_outage_mid_run_is_ridden_out(prefect_server, moto_s3, dev_ser
                                      "scenarios": [{"name": "arithmetic", "params": {"digits": 2, "num_test": 40},
                                                     "label": "arith"}]}))
     dev_server.configure(latency_ms=400)  # ~8 s of querying: the outage lands mid-run
-    env = dict(os.environ, AWS_ENDPOINT_URL=proxy.url, HELMFLOW_STORAGE_RETRY_S="120", COLUMNS="200")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "helmflow.cli", "run", "--board-file", str(board), "--models-file", str(models),
-         "--storage", f"s3://{bucket}/store"],
-        cwd=str(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+    env = dict(AWS_ENDPOINT_URL=proxy.url, HELMFLOW_STORAGE_RETRY_S="120", COLUMNS="200")
+    proc = spawn_cli(["run", "--board-file", str(board), "--models-file", str(models), "--storage", f"s3://{bucket}/store"],
+                     cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 180
     while dev_server.requests < 36:  # the end of querying: the journal and the query's files are written next
         assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""

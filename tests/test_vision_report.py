@@ -151,16 +151,15 @@ def test_an_aspect_score_is_the_mean_of_its_groups_not_a_win_rate():
 @pytest.mark.slow
 def test_thumbnails_load_in_a_browser_live_and_from_a_static_export(vision, browser):
     import subprocess
-    import sys
 
-    from tests.support.cli import REPO
+    from tests.support.cli import REPO, spawn_cli
     from tests.support.processes import free_port, stop_process, wait_http
 
     store, release, run_ids = vision
     export_report(store, "vision-demo", release)
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "helmflow.cli", "serve", "--storage", store.root, "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO)
+    proc = spawn_cli(["serve", "--storage", store.root, "--port", str(port)], stdout=subprocess.DEVNULL,
+                     stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO)
     context = browser.new_context(viewport={"width": 1280, "height": 8000})  # thumbnails load lazily: show them all
     page = context.new_page()
     problems: list[str] = []

@@ -11,13 +11,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.support.cli import REPO
+from tests.support.cli import REPO, run_cli, spawn_cli
 from tests.support.demo import build_demo, judge_notes, report_pages
 from tests.support.processes import free_port, stop_process, wait_http
 
@@ -78,13 +77,8 @@ def live(storage):
     store, _ = storage
     port = free_port()
     log = Path(store.root).parent / "serve.log"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "helmflow.cli", "serve", "--storage", store.root, "--port", str(port)],
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        cwd=REPO,
-    )
+    proc = spawn_cli(["serve", "--storage", store.root, "--port", str(port)], stdout=log.open("w"),
+                     stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO)
     try:
         wait_http(f"http://127.0.0.1:{port}/", timeout=60, proc=proc)
         assert f"at http://127.0.0.1:{port}/" in log.read_text()
@@ -97,13 +91,7 @@ def live(storage):
 def exported(storage):
     store, _release_id = storage
     for board in ("demo", "hostile"):
-        out = subprocess.run(
-            [sys.executable, "-m", "helmflow.cli", "report", board, "--storage", store.root],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            check=False,
-        )
+        out = run_cli("report", board, "--storage", store.root, cwd=REPO)
         assert out.returncode == 0, out.stderr
     return Path(store.root) / "leaderboards"
 

@@ -4,7 +4,8 @@ forked from one that has already imported Prefect, pandas, pyarrow and the opena
 those imports again (about 3 CPU-s a command, several hundred commands a suite).
 
 Run as ``python -m tests.support.cli_fork SOCKET``: it imports, then serves one request per connection on a Unix
-socket. A request is a JSON object (``argv``, ``env``, ``cwd``) sent with the stdout and stderr descriptors
+socket. A request is a JSON object (``argv``, ``env``, ``cwd``; ``module``: ``prefect`` for Prefect's own command
+instead of ``helmflow.cli``; ``setsid``: a session of its own, as ``start_new_session``) sent with the stdout and stderr descriptors
 (``SCM_RIGHTS``); the server forks a watcher, which forks the command and writes back its pid, then its wait
 status. The server itself holds no thread and no event loop when it forks (checked at every fork).
 
@@ -78,9 +79,10 @@ def _run(request: dict) -> None:
     tempfile.tempdir = None  # found again from this environment's TMPDIR
     prefect.context.refresh_global_settings_context()
     prefect.logging.configuration.setup_logging(incremental=False)
-    sys.argv = ["helmflow", *request["argv"]]  # runpy puts the module's own path first, as -m does
+    module = request.get("module", "helmflow.cli")  # or "prefect": Prefect's own command, as `python -m prefect`
+    sys.argv = [module.split(".")[0], *request["argv"]]  # runpy puts the module's own path first, as -m does
     try:
-        runpy.run_module("helmflow.cli", run_name="__main__", alter_sys=True)
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if not isinstance(exc.code, (int, type(None))):
@@ -122,6 +124,8 @@ def _serve_one(conn: socket.socket) -> None:
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
+            if request.get("setsid"):  # Popen's start_new_session: a process group (and session) of its own
+                os.setsid()
             os.chdir(request["cwd"])
             os.environ.clear()
             os.environ.update(request["env"])

@@ -3,15 +3,13 @@ be killed: what the crash-safety, lease and fail-fast tests share."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import yaml
 
-from tests.support.cli import REPO, run_cli
+from tests.support.cli import REPO, run_cli, spawn_cli
 
 SCENARIOS, PER_SCENARIO, CONCURRENCY = 4, 100, 4
 
@@ -35,10 +33,11 @@ def board_args(tmp_path: Path, dev_server, scenarios: int = SCENARIOS, per_scena
     return ["run", "--board-file", str(board), "--models-file", str(models), "--storage", str(tmp_path / "store")]
 
 
-def start_cli(args: list[str], env: dict[str, str] | None = None, **popen) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "helmflow.cli", *args], cwd=str(REPO),
-                            env=dict(os.environ, COLUMNS="200", **(env or {})),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
+def start_cli(args: list[str], env: dict[str, str] | None = None, fresh: bool = False):
+    """``helmflow run`` in the background (forked like the suite's other commands; ``fresh``: a new interpreter),
+    both streams in ``stdout``."""
+    return spawn_cli(args, env=dict(COLUMNS="200", **(env or {})), cwd=REPO, fresh=fresh,
+                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
 def wait_for_requests(dev_server, at_least: int, proc: subprocess.Popen, timeout: float = 240) -> None:

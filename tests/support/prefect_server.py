@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from uuid import UUID
 
-from tests.support.cli import REPO
+from tests.support.cli import REPO, run_prefect
 from tests.support.pg import pg_async_url
 from tests.support.processes import free_port, stop_process, wait_http
 
@@ -70,11 +70,8 @@ class PrefectServer:
         return dict(os.environ, PREFECT_API_URL=self.url, PREFECT_HOME=str(self.home), PREFECT_LOGGING_LEVEL="INFO")
 
     def cli(self, *args: str, timeout: float = 300, cwd: Path = REPO) -> subprocess.CompletedProcess:
-        """The real ``prefect`` command against this server."""
-        return subprocess.run(
-            [sys.executable, "-m", "prefect", "--no-prompt", *args],
-            env=self.env, cwd=str(cwd), capture_output=True, text=True, timeout=timeout,
-        )
+        """The real ``prefect`` command against this server (forked: :func:`tests.support.cli.run_prefect`)."""
+        return run_prefect("--no-prompt", *args, env=self.env, cwd=cwd, timeout=timeout)
 
     def start_worker(self, pool: str, name: str, **env: str) -> subprocess.Popen:
         """``prefect worker start`` in the background (stopped with the server, or earlier by the test);
