@@ -324,6 +324,8 @@ def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
     assert "board classic: 148 scenarios + 146 perturbed copies x 1 model = 294 runs" in text
     assert "left out: ice-hk: ice-hk.zip is credential-gated and not on this machine: ICE is licensed" in text
     assert "not mirrored:" in text and "helmflow mirror classic --to DIR" in text
+    # the instruction-following entries are judged, and the board names no judge: shown, not refused
+    assert "│ koala │ none: its judged numbers are missing (--judge names judges) │ instruct_completeness v1" in text
     assert ("not fetched: SAE_to_AAVE_mapping.json, the data of perturbation(s) dialect (36 perturbed copies); a run "
             "stops until you run `helmflow fetch-assets perturbations`") in text
 

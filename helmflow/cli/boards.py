@@ -243,7 +243,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     if judged:
         jt = Table("judged scenario", "judges", "templates")
         for label, names, templates in sorted(judged):
-            jt.add_row(label, ", ".join(names) or "none (--no-judge)", ", ".join(f"{n} v{v}" for n, v in templates))
+            jt.add_row(label, ", ".join(names) or "none: its judged numbers are missing (--judge names judges)",
+                       ", ".join(f"{n} v{v}" for n, v in templates))
         print_table(console, jt)
     from helmflow.plan.extras import scored_by_scorer
 
