@@ -21,7 +21,7 @@ from helmflow.metrics.multi_scale_ssim import multi_scale_ssim
 from helmflow.metrics.psnr import psnr
 from helmflow.metrics.skin_tone import imbalance, monk_tone, ycrcb
 from helmflow.metrics.uiqi import uiqi
-from tests.support.cli import run_cli
+from tests.support.cli import REPO, run_cli
 from tests.support.heim_fixtures import coco_sources
 from tests.support.lite_fixtures import serve
 
@@ -113,7 +113,7 @@ def test_show_heim_describes_the_board_offline():
                   env={"HELMFLOW_SOURCE_HOST": "http://127.0.0.1:9"})
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
-    assert "board heim: 49 scenarios + 2 perturbed copies x 2 models = 102 runs" in text
+    assert "board heim: 49 scenarios + 8 perturbed copies x 2 models = 114 runs" in text
     assert "left out: mscoco~translate_spanish: google_translate_es.json is not in the storage root" in text
     from helmflow.clients import load_deployments
 
@@ -138,7 +138,16 @@ def test_helmflow_run_heim_stores_the_images_each_model_sent(tmp_path, prefect_s
     table.write_text(json.dumps({"A blue square.": "一个蓝色的正方形。", "a red box": "一个红盒子"}, ensure_ascii=False))
     out = run_cli("fetch-assets", "perturbations", "--file", str(table), "--storage", str(storage))
     assert out.returncode == 0 and "google_translate_zh-CN.json" in out.stdout, out.stdout + out.stderr
-    out = run_cli("run", "heim", "--models", "offline/draw,dev/images", "--models-file", str(models),
+    # HEIM's board without its six art-style copies of MS-COCO (twelve more runs here, which would double this
+    # test's time; tests/test_heim_art_styles.py checks their captions and sample)
+    board = yaml.safe_load((REPO / "flows" / "heim.yaml").read_text())
+    coco = next(e for e in board["scenarios"] if e.get("label") == "mscoco")
+    coco["perturbations"].remove("art")
+    del coco["perturbation_instances"]
+    board["metric_groups"] = [g for g in board["metric_groups"] if g["name"] != "art_styles"]
+    board["name"] = "heim-no-art"  # another board's releases (leaderboards/heim-no-art/)
+    (tmp_path / "heim.yaml").write_text(yaml.safe_dump(board, allow_unicode=True))
+    out = run_cli("run", str(tmp_path / "heim.yaml"), "--models", "offline/draw,dev/images", "--models-file", str(models),
                   "--scenarios", "mscoco", "--max-instances", "1",
                   "--storage", str(storage),
                   env={"HELMFLOW_MIRROR": str(mirror), "HELMFLOW_DEV_KEY": "dev-key-not-secret"}, timeout=600)
@@ -152,7 +161,7 @@ def test_helmflow_run_heim_stores_the_images_each_model_sent(tmp_path, prefect_s
     for sha in sent:  # byte for byte what the server sent, under its sha256
         data = (storage / "media" / f"{sha}.png").read_bytes()
         assert hashlib.sha256(data).hexdigest() == sha
-    latest = json.loads((storage / "leaderboards/heim/latest-subset.json").read_text())
+    latest = json.loads((storage / "leaderboards/heim-no-art/latest-subset.json").read_text())
     runs = pq.read_table(f"{latest['uri']}/runs.parquet").to_pylist()
     by_model: dict[str, set[str]] = {}
     for run in runs:
@@ -210,7 +219,9 @@ def test_mscoco_variants_run_where_their_data_is_and_are_left_out_named_where_no
     store = Store(str(tmp_path / "store"))
     with assets_from(store.root), declared_pins():  # planned as `show` plans it: no source is read
         plan = prepare("heim", models=["offline/draw"], scenarios=["mscoco"])
-    assert [p.label for p in plan.perturbed] == ["mscoco~gender_terms", "mscoco~mild_mix"]
+    styles = [f"mscoco~style_{s}" for s in ("oil_painting", "watercolor", "pencil_sketch", "animation",
+                                            "vector_graphics", "pixel_art")]
+    assert [p.label for p in plan.perturbed] == ["mscoco~gender_terms", "mscoco~mild_mix", *styles]
     assert sorted(plan.left_out) == ["mscoco~dialect", "mscoco~translate_chinese", "mscoco~translate_hindi",
                                      "mscoco~translate_spanish"]
     assert "fetch-assets perturbations --file" in plan.left_out["mscoco~translate_hindi"]
@@ -219,8 +230,10 @@ def test_mscoco_variants_run_where_their_data_is_and_are_left_out_named_where_no
     assert "mscoco~mild_mix/expected_psnr_score" in groups["robustness"]
     assert "fairness_dialect" not in groups and "multilinguality_hindi" not in groups
     assert not any(k.endswith(("/fairness", "/robustness")) for cols in groups.values() for k in cols)
-    assert all(p.adapter.generation.num_outputs == 4 and p.adapter.sample.max_eval_instances == 100
-               for p in plan.perturbed)  # HEIM's heim_default cap and four images, as the original entry
+    # HEIM's heim_default cap and four images, as the original entry; the art styles HELM's heim_art_styles' 17
+    assert all(p.adapter.generation.num_outputs == 4 and p.adapter.sample.max_eval_instances ==
+               (17 if p.label in styles else 100) for p in plan.perturbed)
+    assert "art_styles" in groups and "mscoco~style_watercolor/expected_aesthetics_score" in groups["art_styles"]
 
     table = tmp_path / "google_translate_zh-CN.json"
     table.write_text(json.dumps({"A blue square.": "一个蓝色的正方形。"}, ensure_ascii=False))

@@ -37,7 +37,7 @@ from helmflow.registry import Registry
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
-Kind = Literal["robustness", "fairness", "multilinguality"]
+Kind = Literal["robustness", "fairness", "multilinguality", "style"]
 TextFn = Callable[[str, Random], str]
 
 
@@ -581,6 +581,16 @@ def translate(language_code: str, table: str) -> TextFn:
     return perturb
 
 
+# --------------------------------------------------------------------------- art styles (HEIM, HELM 0.5.16)
+#: HELM's ``art`` data augmentation (run_expander.py): one SuffixPerturbation per style, in its order
+ART_STYLES = ("oil painting", "watercolor", "pencil sketch", "animation", "vector graphics", "pixel art")
+
+
+def suffix(suffix: str) -> TextFn:
+    """HELM's ``SuffixPerturbation`` (its stat name ``style``): ``<text>, <suffix>``, no draw from the generator."""
+    return lambda text, rng: f"{text}, {suffix}"
+
+
 # --------------------------------------------------------------------------- what is registered
 # HELM's stat names and the parameters its run expander uses (run_expander.py, PERTURBATION_SPECS_DICT)
 for _p in [
@@ -623,6 +633,9 @@ for _p in [
                    perturb_references=True, description=f"the text translated into {lang.capitalize()} ({code}) "
                                                         f"from a declared table (HELM: Google Translate)")
       for lang, code in TRANSLATIONS.items()),
+    *(Perturbation(f"style_{style.replace(' ', '_')}", "style", "1", suffix, {"suffix": style},
+                   description=f"', {style}' appended to the text (HELM's SuffixPerturbation, HEIM's art styles)")
+      for style in ART_STYLES),
 ]:
     perturbation(_p)
 
@@ -631,8 +644,11 @@ SETS.update({
     # HELM's fairness set also has ``dialect``; its SAE->AAVE mapping is not shipped (data/README.md)
     "fairness": ("gender", "person_name"),
     "robustness_all": ("contraction", "expansion", "filler_words", "lowercase", "misspellings", "space"),
+    # HELM's ``art`` data augmentation: the six styles (HEIM's MS-COCO art-style entry)
+    "art": tuple(f"style_{style.replace(' ', '_')}" for style in ART_STYLES),
 })
 
-__all__ = ["HELM_ID", "NOT_FETCHED", "PERTURBATIONS", "PERTURBED_BY", "SCORED_AGAINST_ORIGINAL", "SETS", "TRANSLATIONS",
-           "UNPERTURBED_TEXT", "DataNotFetched", "Perturbation", "PerturbationError", "assets_from", "data_bytes",
-           "match_case", "missing_data", "perturb_evaluated", "resolve", "seed_of", "tolerate_missing_data"]
+__all__ = ["ART_STYLES", "HELM_ID", "NOT_FETCHED", "PERTURBATIONS", "PERTURBED_BY", "SCORED_AGAINST_ORIGINAL",
+           "SETS", "TRANSLATIONS", "UNPERTURBED_TEXT", "DataNotFetched", "Perturbation", "PerturbationError",
+           "assets_from", "data_bytes", "match_case", "missing_data", "perturb_evaluated", "resolve", "seed_of",
+           "tolerate_missing_data"]

@@ -106,6 +106,7 @@ def plan_scenario(entry: ScenarioEntry, max_instances: int | None,
         group=entry.group,
         unsafe_text=scen.unsafe_text,
         perturbations=perturbations,
+        perturbation_instances=_perturbation_instances(entry, perturbations),
     )
 
 
@@ -118,6 +119,14 @@ def _perturbations(entry: ScenarioEntry) -> list[str]:
         return [p.name for p in resolve(entry.perturbations)]
     except PerturbationError as exc:
         raise BoardError(f"scenario {entry.label or entry.name!r}: {exc}") from None
+
+
+def _perturbation_instances(entry: ScenarioEntry, perturbations: list[str]) -> dict[str, int]:
+    """The entry's ``perturbation_instances`` by perturbation (a set's cap is each member's)."""
+    from helmflow.perturbations import resolve
+
+    caps = {p.name: n for name, n in entry.perturbation_instances.items() for p in resolve(name, check=False)}
+    return {name: n for name, n in caps.items() if name in perturbations}
 
 def check_extras(entries: list[ScenarioEntry]) -> None:
     """Every known metric of these entries has its modules installed (else one line naming the extra);
@@ -379,7 +388,9 @@ def without_missing_perturbations(entry: ScenarioEntry, left_out: dict[str, str]
                        else "`helmflow fetch-assets perturbations` fetches it")
                 left_out[f"{entry.label or entry.name}{PERTURBED_MARK}{m}"] = (
                     f"{', '.join(files)} is not in the storage root ({how})")
-    return entry.model_copy(update={"perturbations": kept})
+    caps = {m: n for name, n in entry.perturbation_instances.items() for m in (
+        p.name for p in resolve(name, check=False)) if m in kept}  # by the members kept, as the list now names them
+    return entry.model_copy(update={"perturbations": kept, "perturbation_instances": caps})
 
 
 def gated_left_out(entries: list[ScenarioEntry]) -> dict[str, str]:

@@ -14,19 +14,31 @@ PERTURBED_MARK = "~"  # a perturbed copy's label: ``<label>~<perturbation>``
 
 def perturbed_plans(scenario: ScenarioPlan) -> list[ScenarioPlan]:
     """One plan per perturbation of a scenario: same data, adapter and metrics, its own scenario_version
-    (so its own instances file, prompts and run ids, cached like any run)."""
+    (so its own instances file, prompts and run ids, cached like any run). A perturbation the entry caps
+    (``perturbation_instances``) perturbs the first that many of the sampled instances: its adapter's sample
+    is the smaller one, which HELM's seeded draw makes a prefix of the entry's."""
+    from helmflow.adapters import template_versions
     from helmflow.perturbations import PERTURBATIONS
 
     out = []
     for name in scenario.perturbations:
         p = PERTURBATIONS.get(name)
         version = p.version_data()
+        adapter, prompt_version = scenario.adapter, scenario.prompt_version
+        if name in scenario.perturbation_instances:
+            cap = scenario.perturbation_instances[name]
+            current = adapter.sample.max_eval_instances
+            adapter = adapter.override(max_eval_instances=cap if current is None else min(cap, current))
+            prompt_version = versions.prompt_version(adapter, template_versions(adapter))
         sv = versions.stable_hash({"original": scenario.scenario_version, "perturbation": version,
-                                   "sample": scenario.adapter.sample})
+                                   "sample": adapter.sample})
         out.append(scenario.model_copy(update={
             "label": f"{scenario.label}{PERTURBED_MARK}{name}",
             "scenario_version": sv,
+            "adapter": adapter,
+            "prompt_version": prompt_version,
             "perturbations": [],
+            "perturbation_instances": {},
             "perturbation": PerturbedFrom(name=name, kind=p.kind, version=version, label=scenario.label,
                                           scenario_version=scenario.scenario_version),
         }))

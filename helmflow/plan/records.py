@@ -17,7 +17,7 @@ class PerturbedFrom(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: str
-    kind: Literal["robustness", "fairness", "multilinguality"]
+    kind: Literal["robustness", "fairness", "multilinguality", "style"]
     version: dict[str, Any]
     label: str  # the original's label
     scenario_version: str  # the original's
@@ -44,6 +44,8 @@ class ScenarioPlan(BaseModel):
     unsafe_text: bool = False  # the scenario declares harmful prompts (content warning, opt-in export)
     # an original's perturbations (their runs: BoardPlan.perturbed)
     perturbations: list[str] = Field(default_factory=list)
+    # a perturbation of ``perturbations`` -> at most this many of the sampled instances are perturbed by it
+    perturbation_instances: dict[str, int] = Field(default_factory=dict)
     perturbation: PerturbedFrom | None = None  # set on a perturbed copy: what it perturbs and how
 
 

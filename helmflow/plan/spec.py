@@ -104,6 +104,10 @@ class ScenarioEntry(BaseModel):
                                                                     "`fairness`, or a list): each is a run of the "
                                                                     "perturbed instances, giving robustness and "
                                                                     "fairness columns")
+    perturbation_instances: dict[str, int] = Field(default_factory=dict, description=(
+        "a perturbation set or name of `perturbations` -> at most this many of the entry's sampled instances are "
+        "perturbed by it (the first of HELM's seeded sample, which a smaller sample is a prefix of; HEIM's art "
+        "styles: `{art: 17}`, HELM's heim_art_styles)"))
     missing_perturbation_data: Literal["refuse", "leave_out"] = Field("refuse", description=(
         "a perturbation whose data file is not on this machine (not fetched, or a translation table not supplied): "
         "`refuse` the run (default), or `leave_out` that perturbation's run, naming why (HEIM's dialect and "
@@ -114,6 +118,16 @@ class ScenarioEntry(BaseModel):
     adaptive: AdaptiveSpec | bool | None = Field(None, description=(
         "adaptive testing of this entry (`true`, or `{max_items: N, model_ability: X}`), or `false` for full runs "
         "on a board that declares `adaptive:` (default: the board's)"))
+
+    @model_validator(mode="after")
+    def _capped_perturbations_are_listed(self) -> ScenarioEntry:
+        listed = [self.perturbations] if isinstance(self.perturbations, str) else list(self.perturbations or [])
+        for name, n in self.perturbation_instances.items():
+            if name not in listed:
+                raise ValueError(f"perturbation_instances names {name!r}, which is not in perturbations")
+            if n < 1:
+                raise ValueError(f"perturbation_instances: {name}: give at least 1 instance, not {n}")
+        return self
 
 
 class GroupColumn(BaseModel):
@@ -283,6 +297,8 @@ class BoardSpec(BaseModel):
                 del entry["headline"]
             if entry["missing_perturbation_data"] == "refuse":
                 del entry["missing_perturbation_data"]
+            if not entry["perturbation_instances"]:
+                del entry["perturbation_instances"]
         for group in data.get("metric_groups", []):
             if group["aggregation"] == ["win_rate"]:
                 del group["aggregation"]
