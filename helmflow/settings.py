@@ -97,17 +97,32 @@ class Settings(BaseSettings):
                                         "previous release is significantly below 0 and a drop of at least this "
                                         "much of its main metric (e.g. `0.02`)")
 
+# the last environment read (its HELMFLOW_* variables) and the settings built from it
+_LAST: dict[tuple[tuple[str, str], ...], Settings] = {}
+
+
 def settings() -> Settings:
-    """The variables as they are set now; a value that does not parse is one line naming its variable."""
-    from pydantic import ValidationError
+    """The variables as they are set now; a value that does not parse is one line naming its variable.
 
-    from helmflow.errors import HelmflowError, format_validation_error
+    Building :class:`Settings` reads and validates every variable (milliseconds; ``helmflow run demo``
+    asked about a hundred times), so the settings of the environment's current ``HELMFLOW_*`` variables
+    (any case, as pydantic-settings matches them) are kept and a copy returned: a variable set, changed
+    or removed since is read at the next call."""
+    key = tuple(sorted((k, v) for k, v in os.environ.items() if k[:len(PREFIX)].upper() == PREFIX))
+    built = _LAST.get(key)
+    if built is None:
+        from pydantic import ValidationError
 
-    try:
-        return Settings()
-    except ValidationError as exc:
-        names = {name: f"${PREFIX}{name.upper()}" for name in Settings.model_fields}
-        raise HelmflowError(format_validation_error(exc, names)) from None
+        from helmflow.errors import HelmflowError, format_validation_error
+
+        try:
+            built = Settings()
+        except ValidationError as exc:
+            names = {name: f"${PREFIX}{name.upper()}" for name in Settings.model_fields}
+            raise HelmflowError(format_validation_error(exc, names)) from None
+        _LAST.clear()
+        _LAST[key] = built
+    return built.model_copy()
 
 
 def plugin_specs() -> list[str]:

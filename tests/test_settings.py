@@ -25,6 +25,31 @@ def test_settings_are_read_when_asked_not_at_import(monkeypatch, tmp_path):
     assert resolve_root() == str(tmp_path)
 
 
+def test_settings_follow_every_change_of_the_environment(monkeypatch):
+    """Settings are kept for the environment they were read from: any change of a HELMFLOW_* variable
+    (set, changed, removed, in any case) is read at the next call, and a bad value fails every call."""
+    from helmflow.errors import HelmflowError
+
+    monkeypatch.delenv("HELMFLOW_TASK_THREADS", raising=False)
+    default = settings().task_threads
+    monkeypatch.setenv("HELMFLOW_TASK_THREADS", "3")
+    assert settings().task_threads == 3
+    monkeypatch.setenv("HELMFLOW_TASK_THREADS", "5")
+    assert settings().task_threads == 5
+    monkeypatch.delenv("HELMFLOW_TASK_THREADS")
+    monkeypatch.setenv("helmflow_task_threads", "7")  # pydantic-settings matches names in any case
+    assert settings().task_threads == 7
+    monkeypatch.delenv("helmflow_task_threads")
+    assert settings().task_threads == default
+    first = settings()
+    first.task_threads = default + 1  # a caller's copy: changing it changes no later call's settings
+    assert settings().task_threads == default
+    monkeypatch.setenv("HELMFLOW_TASK_THREADS", "many")
+    for _ in range(2):
+        with pytest.raises(HelmflowError, match="HELMFLOW_TASK_THREADS"):
+            settings()
+
+
 @pytest.mark.slow
 def test_no_product_module_reads_a_helmflow_variable_from_the_environment_itself():
     found = []
