@@ -144,7 +144,9 @@ def perturbed_any(store: Store, instances_key: str) -> bool:
     """Whether a perturbed copy's instances file holds an evaluation instance (it holds the train
     instances as they are, then only the sampled instances its perturbation changed)."""
     splits = store.read_parquet(instances_key, columns=["split"]).column("split")
-    return bool(pc.any(pc.not_equal(splits, "train")).as_py())
+    # compared in Python: Arrow converting the scalar "train" would import pandas (0.2 s) in a command that needs
+    # nothing else of it (a board whose release is published)
+    return any(split is not None and split != "train" for split in splits.to_pylist())
 
 
 def prompts_key(plan: ScenarioPlan) -> str:

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import enum
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -59,13 +57,3 @@ def test_with_options_keeps_the_flow_class():
     named = evaluate.with_options(name="demo")
     assert isinstance(named, HelmflowFlow) and named.name == "demo" and named.fn is evaluate.fn
 
-
-def test_a_board_flows_parameters_do_not_import_fastapi():
-    """FastAPI's import (about 0.2 CPU-s) is paid only for a parameter that needs its encoder."""
-    code = ("import sys\nfrom helmflow.flows.demo import demo\nfrom helmflow.plan.selection import Selection\n"
-            "demo.with_options(name='demo').serialize_parameters({'selection': Selection(models=['a/b']), "
-            "'storage': '/s', 'plugins': None})\n"
-            "print('fastapi' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split()[-1] == "False"
