@@ -41,7 +41,7 @@ import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
@@ -85,10 +85,19 @@ def _rows(scen: str, url: str, model: type[BaseModel]) -> list[Any]:
 
 
 class _Instruct(Scenario):
-    """What the six share: HELM's adapter and the critique metric (HELM's main metric: Helpfulness)."""
+    """What the six share: HELM's adapter and the critique metric (HELM's main metric: Helpfulness); the three
+    that read one JSON Lines file of a GitHub commit name it in ``FILE``."""
 
     main_metric = MAIN_METRIC
     metrics = [CRITIQUE, "efficiency"]
+    FILE: ClassVar[str] = ""
+
+    @property
+    def filename(self) -> str:
+        return self.FILE.rsplit("/", 1)[-1]
+
+    def sources(self) -> list[DataSource]:
+        return [DataSource(filename=self.filename, url=self.git_url(self.FILE), sha256_unknown=True)]
 
     @property
     def default_adapter(self) -> AdapterSpec:
@@ -120,12 +129,8 @@ class SelfInstruct(_Instruct):
     helm_differences = (f"self_instruct: yizhongw/self-instruct at a commit (HELM reads its main branch; the commit is "
                         f"{SNAPSHOT})",)
 
-    def sources(self) -> list[DataSource]:
-        return [DataSource(filename="user_oriented_instructions.jsonl", url=self.git_url(self.FILE),
-                           sha256_unknown=True)]
-
     def load(self, files: dict[str, str]) -> list[Instance]:
-        rows = _rows(self.name, files["user_oriented_instructions.jsonl"], SelfInstructRow)
+        rows = _rows(self.name, files[self.filename], SelfInstructRow)
         return _numbered([("test", f"{r.instruction}\n{e.input}", [e.output]) for r in rows for e in r.instances])
 
 
@@ -333,12 +338,8 @@ class Vicuna(_Instruct):
     FILE = "fastchat/eval/table/question.jsonl"
     description = "The Vicuna team's 80 evaluation questions, answered and rated by a critic model."
 
-    def sources(self) -> list[DataSource]:
-        return [DataSource(filename="question.jsonl", url=self.git_url(self.FILE),
-                           sha256_unknown=True)]
-
     def load(self, files: dict[str, str]) -> list[Instance]:
-        rows = _rows(self.name, files["question.jsonl"], VicunaRow)
+        rows = _rows(self.name, files[self.filename], VicunaRow)
         want = self.params.category
         return _numbered([("test", r.text, []) for r in rows if want == "all" or r.category == want])
 
@@ -354,16 +355,13 @@ class Koala(_Instruct):
     VERSION = "1"
     GIT_REPO = "arnav-gudibande/koala-test-set"
     GIT_COMMIT = "2d4396aee3cff495382e9b0ad2521d70b177763b"
+    FILE = "koala_test_set.jsonl"
     description = "The Koala team's 180 test prompts, answered and rated by a critic model."
     helm_differences = (f"koala: arnav-gudibande/koala-test-set at a commit (HELM reads its main branch; the commit is "
                         f"{SNAPSHOT})",)
 
-    def sources(self) -> list[DataSource]:
-        return [DataSource(filename="koala_test_set.jsonl", url=self.git_url("koala_test_set.jsonl"),
-                           sha256_unknown=True)]
-
     def load(self, files: dict[str, str]) -> list[Instance]:
-        return _numbered([("test", r.prompt, []) for r in _rows(self.name, files["koala_test_set.jsonl"], KoalaRow)])
+        return _numbered([("test", r.prompt, []) for r in _rows(self.name, files[self.filename], KoalaRow)])
 
 
 # --------------------------------------------------------------------------- anthropic_hh_rlhf
