@@ -40,6 +40,7 @@ _BUILTIN = [
     "i2p",
     "relational_understanding",
     "detection",
+    "winoground",
     "mm_star",
     "image2struct",
     "mmmu",

@@ -99,6 +99,30 @@ def detection_csv(rows=DETECTION) -> bytes:
     return out.getvalue().encode()
 
 
+#: Winoground's examples.jsonl rows we wrote, in its fields: (id, caption_0, caption_1, colour of image_0, of image_1)
+WINOGROUND = [(0, "a red square left of a blue circle", "a blue square left of a red circle",
+               (220, 30, 30), (30, 70, 220)),
+              (1, "the green box is on the grey one", "the grey box is on the green one", (30, 160, 60), (128, 128, 128))]
+
+
+def winoground_files() -> dict[str, bytes]:
+    """``data/examples.jsonl`` and ``data/images.zip`` (PNGs under ``images/``) as the Hub repository holds them."""
+    from PIL import Image, ImageDraw
+
+    def png(colour: tuple[int, int, int]) -> bytes:
+        img = Image.new("RGB", (64, 48), (250, 250, 250))
+        ImageDraw.Draw(img).rectangle([8, 8, 40, 40], fill=colour)
+        buf = io.BytesIO()
+        img.save(buf, format="PNG")
+        return buf.getvalue()
+
+    lines = [json.dumps({"id": k, "image_0": f"ex_{k}_img_0", "image_1": f"ex_{k}_img_1", "caption_0": c0,
+                         "caption_1": c1, "tag": "Object", "secondary_tag": "", "num_main_preds": 1,
+                         "collapsed_tag": "Object"}) for k, c0, c1, _, _ in WINOGROUND]
+    images = {f"images/ex_{k}_img_{j}.png": png(colour) for k, _, _, a, b in WINOGROUND for j, colour in enumerate((a, b))}
+    return {"data/examples.jsonl": ("\n".join(lines) + "\n").encode(), "data/images.zip": zip_bytes(images)}
+
+
 def photo(colour: tuple[int, int, int]) -> bytes:
     from PIL import Image, ImageDraw
 
