@@ -41,6 +41,7 @@ _BUILTIN = [
     "relational_understanding",
     "detection",
     "winoground",
+    "cub200",
     "mm_star",
     "image2struct",
     "mmmu",

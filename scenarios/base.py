@@ -277,11 +277,16 @@ class _PlainUnpickler(pickle.Unpickler):
 def read_plain_pickle(scenario: str, url: str) -> Any:
     """A downloaded pickle (HELM's ``cnndm.pk``, ``xsum-sampled.pk``) read without running it: plain
     containers and values only (:class:`_PlainUnpickler`); anything else is a :class:`ScenarioError`."""
-    data = read_source(scenario, url)
+    return plain_pickle(scenario, url, read_source(scenario, url))
+
+
+def plain_pickle(scenario: str, where: str, data: bytes, encoding: str = "ASCII") -> Any:
+    """:func:`read_plain_pickle` of bytes already read (a member of an archive); ``encoding`` decodes a
+    Python 2 pickle's ``str`` values, as ``pickle.load``'s does."""
     try:
-        return _PlainUnpickler(io.BytesIO(data)).load()
+        return _PlainUnpickler(io.BytesIO(data), encoding=encoding).load()
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError) as exc:
-        raise ScenarioError(f"scenario {scenario!r}: {url}: refused as a pickle of plain data: {exc}") from None
+        raise ScenarioError(f"scenario {scenario!r}: {where}: refused as a pickle of plain data: {exc}") from None
 
 
 def read_parquet_source(scenario: str, url: str, expected: dict[str, str]) -> pa.Table:

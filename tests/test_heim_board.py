@@ -113,7 +113,7 @@ def test_show_heim_describes_the_board_offline():
                   env={"HELMFLOW_SOURCE_HOST": "http://127.0.0.1:9"})
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
-    assert "board heim: 49 scenarios + 8 perturbed copies x 2 models = 114 runs" in text
+    assert "board heim: 50 scenarios + 8 perturbed copies x 2 models = 116 runs" in text
     assert "left out: mscoco~translate_spanish: google_translate_es.json is not in the storage root" in text
     from helmflow.clients import load_deployments
 

@@ -1,6 +1,6 @@
 """HEIM's downloaded sources in their raw shapes, items we wrote: MS-COCO's captions JSON inside
 ``annotations_trainval2014.zip`` and JPEG photos inside ``val2014.zip``, PartiPrompts' TSV, DrawBench's
-CSV export, I2P's CSV, the relational-understanding CSV and the detection prompts, laid out as their hosts serve them; and a small ONNX classifier shaped as NudeNet's."""
+CSV export, I2P's CSV, the relational-understanding CSV, the detection prompts and CUB-200's two archives, laid out as their hosts serve them; and a small ONNX classifier shaped as NudeNet's."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def relational_csv(rows=RELATIONAL) -> bytes:
     return out.getvalue().encode()
 
 
-DETECTION_PATH = "drive.google.com/uc"  # HELM's Drive download link (its file id is the query)
+DETECTION_PATH = "drive.google.com/uc?export=download&id=1HwfBlZCbfO8Vwss4HEXcyyD5sVezpmPg"  # HELM's Drive link
 #: rows of the detection prompts CSV we wrote, in its column order (skill, prompt, obj1, obj2, count, relation);
 #: the header's names are ours (HELM skips the header and reads the columns by position)
 DETECTION = [("object", "a photo of a cup", "cup", "", "", ""),
@@ -123,6 +123,40 @@ def winoground_files() -> dict[str, bytes]:
     return {"data/examples.jsonl": ("\n".join(lines) + "\n").encode(), "data/images.zip": zip_bytes(images)}
 
 
+CUB_IMAGES_PATH = "data.caltech.edu/records/65de6-vp158/files/CUB_200_2011.tgz"
+CUB_CAPTIONS_PATH = "drive.google.com/uc?export=download&id=1O_LtUP9sch09QH3s_EBAgLEctBQ5JBSJ"
+#: CUB-200 test photos we drew (AttnGAN's file names: <class folder>/<photo name>) and their caption lines (a blank
+#: line, which HELM skips, in the second); a train photo the test list does not name
+CUB = {"001.Black_footed_Albatross/Black_Footed_Albatross_0046_18": ((40, 40, 40), ["a dark bird with long wings ",
+                                                                                   "this bird is black"]),
+       "017.Cardinal/Cardinal_0001_17057": ((200, 20, 20), ["a red bird with a crest", "", "the bird is bright red"])}
+CUB_TRAIN = "017.Cardinal/Cardinal_0002_17058"
+
+
+def cub_files(text_zip: bool = True) -> dict[str, bytes]:
+    """Caltech's ``CUB_200_2011.tgz`` (the photos under ``CUB_200_2011/images/``) and AttnGAN's caption archive:
+    ``birds/test/filenames.pickle`` (a protocol-2 pickle of the names, as AttnGAN wrote it) and the captions in
+    ``birds/text.zip`` (``text/<name>.txt``), or in a ``birds/text/`` folder with ``text_zip=False``."""
+    import pickle
+    import tarfile
+
+    tgz = io.BytesIO()
+    with tarfile.open(fileobj=tgz, mode="w:gz") as tar:
+        for name, colour in [*((n, c) for n, (c, _) in CUB.items()), (CUB_TRAIN, (90, 90, 200))]:
+            data = photo(colour)
+            info = tarfile.TarInfo(f"CUB_200_2011/images/{name}.jpg")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    texts = {f"text/{name}.txt": "\n".join(lines).encode() + b"\n" for name, (_, lines) in CUB.items()}
+    texts[f"text/{CUB_TRAIN}.txt"] = b"a blue bird\n"
+    members = {"birds/test/filenames.pickle": pickle.dumps(list(CUB), protocol=2)}
+    if text_zip:
+        members["birds/text.zip"] = zip_bytes(texts)
+    else:
+        members.update({f"birds/{k}": v for k, v in texts.items()})
+    return {CUB_IMAGES_PATH: tgz.getvalue(), CUB_CAPTIONS_PATH: zip_bytes(members)}
+
+
 def photo(colour: tuple[int, int, int]) -> bytes:
     from PIL import Image, ImageDraw
 
@@ -150,6 +184,7 @@ def coco_sources(root: Path) -> Path:
     files[I2P_PATH] = i2p_csv()
     files[RELATIONAL_PATH] = relational_csv()
     files[DETECTION_PATH] = detection_csv()
+    files.update(cub_files())
     for path, data in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_bytes(data)
