@@ -15,8 +15,6 @@ implemented here: the entries run with the rest of HELM's metrics for them (HEIM
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from typing import Literal
 
@@ -24,8 +22,8 @@ from pydantic import BaseModel, ConfigDict
 
 from helmflow.records import Input, Instance, Reference
 from helmflow.scenarios import scenario
-from helmflow.scenarios.base import DataSource, ScenarioError, read_source
-from helmflow.scenarios.text_to_image import TextToImageScenario
+from helmflow.scenarios.base import DataSource, ScenarioError
+from helmflow.scenarios.text_to_image import TextToImageScenario, helm_csv_rows
 
 URL = "https://drive.google.com/uc?export=download&id=1HwfBlZCbfO8Vwss4HEXcyyD5sVezpmPg"
 FILE = "prompts.csv"
@@ -53,14 +51,9 @@ class Detection(TextToImageScenario):
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         url = files[FILE]
-        try:
-            text = read_source(self.name, url).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ScenarioError(f"scenario {self.name!r}: {url} is not UTF-8 text: {exc}") from None
-        text = text.replace("\r\n", "\n").replace("\r", "\n")  # HELM opens it in text mode: universal newlines
         wanted = self.params.skill
         out: list[Instance] = []
-        for number, row in enumerate(csv.reader(io.StringIO(text, newline=""))):
+        for number, row in enumerate(helm_csv_rows(self.name, url)):
             if number == 0 or (row and row[0] != wanted):
                 continue  # the header, or another skill's row
             try:

@@ -18,17 +18,14 @@ mscoco``), pinned by the sha256 recorded at first fetch. The val photos are abou
 from __future__ import annotations
 
 import json
-import zipfile
 from collections import defaultdict
 from typing import ClassVar
-
-import fsspec
 
 from helmflow.perturbations import HELM_ID
 from helmflow.records import ContentPart, Input, Instance, Reference
 from helmflow.scenarios import scenario
 from helmflow.scenarios.base import DataSource, ScenarioError, read_source
-from helmflow.scenarios.text_to_image import CORE_METRICS, REFERENCE_METRICS, TextToImageScenario
+from helmflow.scenarios.text_to_image import CORE_METRICS, REFERENCE_METRICS, TextToImageScenario, photo_archive
 
 ANNOTATIONS_URL = "http://images.cocodataset.org/annotations/annotations_trainval2014.zip"
 CAPTIONS_MEMBER = "annotations/captions_val2014.json"
@@ -77,12 +74,7 @@ class MSCOCO(TextToImageScenario):
                                 f"({type(exc).__name__}: {exc})") from None
         first = self.train_count(files[TRAIN_CAPTIONS])
         out: list[Instance] = []
-        with fsspec.open(files[IMAGES], "rb") as fh:
-            try:
-                archive = zipfile.ZipFile(fh)
-            except zipfile.BadZipFile as exc:
-                raise ScenarioError(f"scenario {self.name!r}: {files[IMAGES]} is not a zip ({exc})") from None
-            members = {name.rpartition("/")[2]: name for name in archive.namelist()}
+        with photo_archive(self.name, files[IMAGES]) as (archive, members):
             for image_id, file_name in images.items():  # COCO's order, as HELM reads it
                 if file_name not in members:
                     raise ScenarioError(f"scenario {self.name!r}: {files[IMAGES]} has no photo {file_name!r}")

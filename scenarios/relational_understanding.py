@@ -10,13 +10,10 @@ in file order. No reference images; ids ``id<n>`` count the kept prompts (HELM's
 
 from __future__ import annotations
 
-import csv
-import io
-
 from helmflow.records import Input, Instance
 from helmflow.scenarios import scenario
-from helmflow.scenarios.base import DataSource, ScenarioError, read_source
-from helmflow.scenarios.text_to_image import TextToImageScenario
+from helmflow.scenarios.base import DataSource, ScenarioError
+from helmflow.scenarios.text_to_image import TextToImageScenario, helm_csv_rows
 
 URL = "https://osf.io/download/tb3a4"
 FILE = "choice_data.csv"
@@ -37,14 +34,9 @@ class RelationalUnderstanding(TextToImageScenario):
 
     def load(self, files: dict[str, str]) -> list[Instance]:
         url = files[FILE]
-        try:
-            text = read_source(self.name, url).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ScenarioError(f"scenario {self.name!r}: {url} is not UTF-8 text: {exc}") from None
         out: list[Instance] = []
         seen: set[str] = set()
-        text = text.replace("\r\n", "\n").replace("\r", "\n")  # HELM opens it in text mode: universal newlines
-        for number, row in enumerate(csv.reader(io.StringIO(text, newline=""))):
+        for number, row in enumerate(helm_csv_rows(self.name, url)):
             if number == 0:
                 continue  # the header
             if len(row) < 2:

@@ -12,10 +12,17 @@ prompts in :meth:`prompts` (no download); a scenario with reference images overr
 
 from __future__ import annotations
 
+import csv
+import io
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import ClassVar
 
+import fsspec
+
 from helmflow.records import AdapterSpec, GenerationParams, ImageGenerationParams, Input, Instance
-from helmflow.scenarios.base import Scenario
+from helmflow.scenarios.base import Scenario, ScenarioError, read_source
 
 #: HELM's core HEIM metrics every generated image is scored by (those with weights are not available without them)
 CORE_METRICS = ["image_efficiency", "fractal_dimension", "clip_score", "aesthetics", "nudity", "watermark"]
@@ -29,6 +36,28 @@ NUM_IMAGES = 4
 HEIM_DEFAULT_INSTANCES = 100
 #: the CLIP-based metric every generated image is scored by in HELM (not available without weights)
 CLIP_METRICS = ["clip_score"]
+
+
+def helm_csv_rows(scenario: str, url: str) -> list[list[str]]:
+    """A CSV's rows as HEIM's loaders read them: the file opened in text mode (UTF-8, universal newlines, so a
+    quoted line break is ``\\n``), then Python's csv reader."""
+    try:
+        text = read_source(scenario, url).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"scenario {scenario!r}: {url} is not UTF-8 text: {exc}") from None
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return list(csv.reader(io.StringIO(text, newline="")))
+
+
+@contextmanager
+def photo_archive(scenario: str, url: str) -> Iterator[tuple[zipfile.ZipFile, dict[str, str]]]:
+    """A zip of reference photos, open, and its members by file name (whatever folder holds them)."""
+    with fsspec.open(url, "rb") as fh:
+        try:
+            archive = zipfile.ZipFile(fh)
+        except zipfile.BadZipFile as exc:
+            raise ScenarioError(f"scenario {scenario!r}: {url} is not a zip ({exc})") from None
+        yield archive, {name.rpartition("/")[2]: name for name in archive.namelist()}
 
 
 def image_adapter(num_outputs: int = NUM_IMAGES, max_eval_instances: int | None = None) -> AdapterSpec:

@@ -15,15 +15,12 @@ them the board leaves Winoground out, naming what is missing.
 from __future__ import annotations
 
 import json
-import zipfile
 from typing import ClassVar
-
-import fsspec
 
 from helmflow.records import Input, Instance, Reference
 from helmflow.scenarios import scenario
 from helmflow.scenarios.base import UNPINNED, DataSource, ScenarioError, read_jsonl_lines
-from helmflow.scenarios.text_to_image import CORE_METRICS, REFERENCE_METRICS, TextToImageScenario
+from helmflow.scenarios.text_to_image import CORE_METRICS, REFERENCE_METRICS, TextToImageScenario, photo_archive
 
 REPO = "facebook/winoground"
 EXAMPLES, IMAGES = "examples.jsonl", "images.zip"
@@ -59,12 +56,7 @@ class Winoground(TextToImageScenario):
                 raise ScenarioError(f"scenario {self.name!r}: {url} line {number} is not a Winoground example "
                                     f"with caption_0 and image_0 ({type(exc).__name__}: {exc})") from None
         out: list[Instance] = []
-        with fsspec.open(files[IMAGES], "rb") as fh:
-            try:
-                archive = zipfile.ZipFile(fh)
-            except zipfile.BadZipFile as exc:
-                raise ScenarioError(f"scenario {self.name!r}: {files[IMAGES]} is not a zip ({exc})") from None
-            members = {name.rpartition("/")[2]: name for name in archive.namelist() if not name.endswith("/")}
+        with photo_archive(self.name, files[IMAGES]) as (archive, members):
             for number, caption, image in rows:
                 name = f"{image}.png"
                 if name not in members:
