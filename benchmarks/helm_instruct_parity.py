@@ -6,7 +6,10 @@ Runs crfm-helm 0.5.16's ``SelfInstructScenario``, ``GrammarScenario``, ``OpenAss
 ``tests/support/instruct_fixtures.py`` (downloads and ``load_dataset`` answered with the fixtures), then HELM's
 ``downsample_eval_instances`` on each, and ``InstructionFollowingCritiqueMetric`` through HELM's
 ``ModelCritiqueClient`` with a fake critic client answering fixed completions (the critique cases of
-``tests/support/instruct_cases.py``). Prints one JSON object. Run it in a throwaway environment with HELM::
+``tests/support/instruct_cases.py``; its "Keyword Feedback" stat, a constant 0, left out). For each of the six
+entries of HELM's ``run_entries.conf`` (priority 1), HELM's own run spec function gives the scenario arguments,
+the metric's ``num_respondents``, the adapter spec and, through HELM's ``GenerationAdapter``, the requests of the
+entry's evaluated fixture instances (at ``max_eval_instances=1000``). Prints one JSON object. Run it in a throwaway environment with HELM::
 
     python3 -m venv /work/venvs/helm && /work/venvs/helm/bin/pip install crfm-helm==0.5.16
     cd /tmp && /work/venvs/helm/bin/python /work/wt/<branch>/benchmarks/helm_instruct_parity.py
@@ -39,6 +42,20 @@ from tests.support import instruct_fixtures as fx  # noqa: E402 - the repository
 from tests.support.instruct_cases import CRITIQUE_CASES  # noqa: E402
 
 SAMPLE = 5  # max_eval_instances for the downsampling check
+MAX_EVAL = 1000  # HELM Classic's --max-eval-instances, for the entries' requests
+# HELM's run_entries.conf (v0.5.16), its six priority-1 instruction-following entries, as written there
+CONF = {
+    "self_instruct": "self_instruct:model=instruction_following,num_respondents=1",
+    "grammar:": "grammar:path=src/helm/benchmark/scenarios/best_chatgpt_prompts.yaml,tags=,"
+                "model=instruction_following,num_respondents=1",
+    "open_assistant:en": "open_assistant:language=en,model=instruction_following,num_respondents=1",
+    "vicuna:all": "vicuna:model=instruction_following,num_respondents=1",
+    "koala": "koala:model=instruction_following,num_respondents=1",
+    "anthropic_hh_rlhf:hh": "anthropic_hh_rlhf:subset=hh,model=instruction_following,num_respondents=1",
+}
+ADAPTER_FIELDS = ("method", "global_prefix", "global_suffix", "instructions", "input_prefix", "input_suffix",
+                  "output_prefix", "output_suffix", "instance_prefix", "max_train_instances", "num_outputs",
+                  "num_train_trials", "temperature", "max_tokens", "stop_sequences")
 
 
 def _digest(instances) -> tuple[int, str]:
@@ -52,14 +69,21 @@ def _sampled(instances) -> list[int]:
     return [int(i.id[2:]) for i in kept if i.split != "train"]
 
 
+LOADED: dict[str, list] = {}  # key -> HELM's instances on the fixtures, for the entries' requests
+
+
 def scenarios() -> dict[str, object]:
     out: dict[str, object] = {}
     tmp = Path(tempfile.mkdtemp())
 
+    def record(key: str, instances: list) -> None:
+        LOADED[key] = instances
+        out[key] = {"digest": _digest(instances), "sampled": _sampled(instances)}
+
     def github(module, cls, data: bytes, key: str, **kwargs) -> None:
         module.ensure_file_downloaded = lambda source_url, target_path, **_: Path(target_path).write_bytes(data)
         instances = cls(**kwargs).get_instances(str(tmp))
-        out[key] = {"digest": _digest(instances), "sampled": _sampled(instances)}
+        record(key, instances)
 
     github(self_instruct_scenario, self_instruct_scenario.SelfInstructScenario, fx.jsonl(fx.SELF_INSTRUCT),
            "self_instruct")
@@ -72,14 +96,14 @@ def scenarios() -> dict[str, object]:
     grammar.write_text(fx.GRAMMAR)
     for tags in ("", "garden", "home,numbers"):
         instances = grammar_scenario.GrammarScenario(path=str(grammar), tags=tags).get_instances(str(tmp))
-        out[f"grammar:{tags}"] = {"digest": _digest(instances), "sampled": _sampled(instances)}
+        record(f"grammar:{tags}", instances)
 
     open_assistant_scenario.load_dataset = lambda *a, **k: {
         "train": [dict(m, model_name=None) for m in fx.OASST["train"]],
         "validation": [dict(m, model_name=None) for m in fx.OASST["valid"]]}
     for language in ("en", "es", "all"):
         instances = open_assistant_scenario.OpenAssistantScenario(language=language).get_instances(str(tmp))
-        out[f"open_assistant:{language}"] = {"digest": _digest(instances), "sampled": _sampled(instances)}
+        record(f"open_assistant:{language}", instances)
 
     def hh_dataset(*args, data_dir=None, **kwargs):
         if data_dir == "red-team-attempts":
@@ -90,7 +114,7 @@ def scenarios() -> dict[str, object]:
     anthropic_hh_rlhf_scenario.load_dataset = hh_dataset
     for subset in ("hh", "red_team"):
         instances = anthropic_hh_rlhf_scenario.AnthropicHHRLHFScenario(subset=subset).get_instances(str(tmp))
-        out[f"anthropic_hh_rlhf:{subset}"] = {"digest": _digest(instances), "sampled": _sampled(instances)}
+        record(f"anthropic_hh_rlhf:{subset}", instances)
     shutil.rmtree(tmp)
     return out
 
@@ -124,9 +148,40 @@ def critiques() -> list[object]:
                                 result=SimpleNamespace(completions=[GeneratedOutput(text="Blue.", logprob=0.0,
                                                                                     tokens=[])]))
         stats = metric.evaluate_generation(None, state, service, "")
-        out.append({s.name.name: [s.count, s.sum] for s in stats})
+        out.append({s.name.name: [s.count, s.sum] for s in stats if s.name.name != metric.KEYWORD_NAME})
+    return out
+
+
+def entries() -> dict[str, object]:
+    """Per conf entry: HELM's run spec (its scenario arguments, num_respondents, adapter spec) and the requests
+    HELM's GenerationAdapter makes for the entry's evaluated fixture instances, as (count, sha256 of the JSON list
+    of [prompt, temperature, num_completions, max_tokens, stop_sequences]). Needs ``scenarios()`` first."""
+    import helm.benchmark.run_specs.instruction_following_run_specs  # noqa: F401 - registers the functions
+    from helm.benchmark.adaptation.adapters.generation_adapter import GenerationAdapter
+    from helm.benchmark.run_spec import get_run_spec_function
+    from helm.common.object_spec import parse_object_spec
+
+    out: dict[str, object] = {}
+    for key, description in CONF.items():
+        spec = parse_object_spec(description)
+        args = {k: v for k, v in spec.args.items() if k != "model"}  # model=: HELM's model expander
+        run_spec = get_run_spec_function(spec.class_name)(**args)
+        adapter = GenerationAdapter.__new__(GenerationAdapter)  # no model: the prompt is not cut to a window
+        adapter.adapter_spec = run_spec.adapter_spec
+        adapter._make_prompt_fit = lambda prompt: prompt
+        kept = downsample_eval_instances(with_instance_ids(LOADED[key]), MAX_EVAL, [VALID_SPLIT, TEST_SPLIT])
+        requests = [state.request for i in kept if i.split != "train"
+                    for state in adapter.generate_requests(i, 0, [])]
+        rows = [[r.prompt, r.temperature, r.num_completions, r.max_tokens, list(r.stop_sequences)] for r in requests]
+        [metric] = run_spec.metric_specs
+        out[key] = {
+            "scenario_args": run_spec.scenario_spec.args,
+            "metric": metric.class_name.rsplit(".", 1)[-1], "metric_args": metric.args,
+            "adapter": {f: getattr(run_spec.adapter_spec, f) for f in ADAPTER_FIELDS},
+            "requests": [len(rows), hashlib.sha256(json.dumps(rows).encode()).hexdigest()],
+        }
     return out
 
 
 if __name__ == "__main__":
-    print(json.dumps({"scenarios": scenarios(), "critiques": critiques()}, indent=1))
+    print(json.dumps({"scenarios": scenarios(), "critiques": critiques(), "entries": entries()}, indent=1))

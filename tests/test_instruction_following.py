@@ -38,7 +38,8 @@ from tests.support.instruct_cases import CRITIQUE_CASES
 # sha256 of the JSON list of each instance's [split, input, [reference texts]]) and the ids HELM's
 # downsample_eval_instances keeps of the eval splits at max_eval_instances=5; and per critique case of
 # tests/support/instruct_cases.py, InstructionFollowingCritiqueMetric's stats through HELM's ModelCritiqueClient
-# with a scripted critic, as {question: [count, sum]}
+# with a scripted critic, as {question: [count, sum]}; and per entry of HELM's conf, what HELM's run spec function
+# gives (scenario arguments, num_respondents, adapter spec) and its GenerationAdapter's requests on the fixtures
 HELM = json.loads((Path(__file__).parent / "data" / "helm_instruct_parity.json").read_text())
 HELM_SCENARIOS: dict[str, dict] = HELM["scenarios"]
 
@@ -106,14 +107,81 @@ def test_hand_worked_instances(tmp_path):
     assert hh[12].input.text == "[harmless-base test 0] How should I store fresh basil?"
 
 
-def test_the_adapter_is_helms_instruct_spec():
-    for name, params in CASES.values():
-        spec = get_scenario(name, params).default_adapter
-        g = spec.generation
-        assert (spec.method, spec.instructions, spec.input_prefix, spec.input_suffix, spec.output_prefix,
-                spec.output_suffix, spec.max_train_instances, g.max_tokens, g.temperature, g.num_outputs,
-                g.stop) == ("generation", "", "", "\n", "", "", 0, 512, 0.7, 1, [])
-        assert get_scenario(name, params).main_metric == "Helpfulness"
+def _planned(monkeypatch, entry, board):
+    """An entry as the board plans it (its data's sha256 stubbed: no file is read to plan it here)."""
+    from helmflow.plan import compile as plan_compile
+
+    monkeypatch.setattr(plan_compile, "_sha256_url", lambda scen, source: "0" * 64)
+    return plan_compile.plan_scenario(entry, board.max_instances, board.prompts)
+
+
+def test_the_classic_boards_entries_are_helms_run_specs(tmp_path, monkeypatch):
+    """Each of HELM's six conf entries as the classic board plans it equals HELM's run spec function: the
+    scenario arguments, the critique metric with num_respondents, the adapter spec, at most 1,000 instances,
+    and the requests the model is sent for the fixtures (prompt, temperature, outputs, max_tokens, stop
+    sequences) equal those HELM's GenerationAdapter makes from that spec."""
+    from helmflow.adapters import adapt
+    from helmflow.metrics.instruction_following import NUM_RESPONDENTS
+    from helmflow.plan.spec import load_board
+    from helmflow.request_builder import build_requests
+
+    board = load_board("classic")
+    entries = {e.name: e for e in board.scenarios}
+    deployment = Deployment(name="test/model", client="offline", model="m")
+    assert len(HELM["entries"]) == 6
+    for key, helm in HELM["entries"].items():
+        name = key.split(":")[0]
+        entry = entries[name]
+        assert entry.params == helm["scenario_args"], key
+        assert (helm["metric"], helm["metric_args"]) == ("InstructionFollowingCritiqueMetric",
+                                                        {"num_respondents": NUM_RESPONDENTS}), key
+        plan = _planned(monkeypatch, entry, board)
+        assert "instruction_following_critique" in plan.metrics and plan.main_metric == "Helpfulness", key
+        spec, g = plan.adapter, plan.adapter.generation
+        ours = {"method": spec.method, "global_prefix": spec.global_prefix, "global_suffix": spec.global_suffix,
+                "instructions": spec.instructions, "input_prefix": spec.input_prefix,
+                "input_suffix": spec.input_suffix, "output_prefix": spec.output_prefix,
+                "output_suffix": spec.output_suffix, "instance_prefix": spec.instance_prefix,
+                "max_train_instances": spec.max_train_instances, "num_outputs": g.num_outputs,
+                "num_train_trials": spec.sample.trials, "temperature": g.temperature, "max_tokens": g.max_tokens,
+                "stop_sequences": g.stop}
+        assert ours == helm["adapter"], key
+        assert spec.sample.max_eval_instances == 1000  # HELM Classic's --max-eval-instances
+        rows = []
+        for prompt in adapt(spec, _load(tmp_path, name, entry.params)):
+            sent = build_requests([prompt], spec, deployment)
+            body = sent[0].body
+            rows.append([body.prompt, body.temperature, len(sent), body.max_tokens, body.stop])
+        assert [len(rows), hashlib.sha256(json.dumps(rows).encode()).hexdigest()] == helm["requests"], key
+
+
+def test_a_judge_or_template_change_rescores_without_requerying(tmp_path, monkeypatch):
+    """The critique's judges and its six templates' VERSIONs (and replaced wording) are in metric_version;
+    the query key stays, so another judge re-scores the stored answers."""
+    from helmflow.clients import load_deployments
+    from helmflow.plan import compile as plan_compile
+    from helmflow.plan.spec import load_board
+
+    monkeypatch.setattr(plan_compile, "_sha256_url", lambda scen, source: "0" * 64)
+    deployments = load_deployments()
+    for n in ("test/model", "test/critic-a", "test/critic-b"):
+        deployments[n] = Deployment(name=n, client="offline", model=n)
+    board = {"name": "b", "version": "t", "models": ["test/model"], "scenarios": [{"name": "koala"}]}
+
+    def planned(prompts=None, **kw):
+        (run,) = plan_compile.plan_board(load_board({**board, "prompts": prompts or {}}), deployments, **kw).runs
+        return run
+
+    a, b = planned(judges=["test/critic-a"]), planned(judges=["test/critic-b"])
+    jury, none = planned(judges=["test/critic-a", "test/critic-b"]), planned(no_judge=True)
+    assert set(a.judge_templates) == set(TEMPLATE_NAMES)
+    assert len({a.metric_version, b.metric_version, jury.metric_version, none.metric_version}) == 4
+    for name in TEMPLATE_NAMES:
+        worded = planned({f"judge.{name}": "Rate it: {$instruction} / {$response}"}, judges=["test/critic-a"])
+        assert worded.metric_version != a.metric_version, name
+        assert worded.query_key == a.query_key
+    assert a.query_key == b.query_key == jury.query_key == none.query_key
+    assert planned(judges=["test/critic-a"]).run_id == a.run_id
 
 
 @pytest.mark.parametrize(("name", "params", "filename", "data", "message"), [
