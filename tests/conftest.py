@@ -62,11 +62,19 @@ if _WORKER != "main":  # pytest-xdist's workers get COLUMNS=80, LINES=24: a subp
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that use a module-scoped fixture (a built board, a browser, a server) run in one worker, so the
     fixture is built once; every other test is handed to whichever worker is free."""
+    grouped = set()
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
         defs = info.name2fixturedefs.values() if info is not None else ()
         if any(d.scope == "module" for fixturedefs in defs for d in fixturedefs):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
+            grouped.add(item.nodeid)
+    if _WORKER != "main":
+        # pytest-xdist hands out the groups first (largest first), then single tests in this order, each worker
+        # holding up to 3 ahead: the slow single tests (servers, browsers, runs of seconds to a minute) go out
+        # before the fast ones, so the run ends on tests of a second or less and neither worker waits for the
+        # other's last long test. The same order in every worker (their collections must match).
+        items.sort(key=lambda item: item.nodeid in grouped or item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")
