@@ -146,18 +146,19 @@ def _fork_run(argv: list[str], env: dict[str, str], cwd: str, timeout: float,
 
 def spawn_cli(args: list[str], env: dict[str, str] | None = None, cwd: Path | str | None = None, *,
               inherit_env: bool = True, fresh: bool = False, stdout=None, stderr=None,
-              start_new_session: bool = False, text: bool = True) -> subprocess.Popen | ForkedCommand:
+              start_new_session: bool = False, text: bool = True, module: str = "helmflow.cli",
+              ) -> subprocess.Popen | ForkedCommand:
     """The real ``helmflow`` command started in the background, as ``subprocess.Popen`` starts it (``stdout`` and
     ``stderr``: ``subprocess.PIPE``, ``STDOUT``, ``DEVNULL``, a file, or None for this process's own), forked from
     the fork server like :func:`run_cli`'s commands. What comes back has the part of ``Popen``'s interface the tests
     use (``pid``, ``poll``, ``wait``, ``communicate``, ``send_signal``, ``terminate``, ``kill``, ``stdout``,
     ``returncode``). ``fresh=True``, or an environment that changes how the interpreter starts, gives a real
-    ``Popen`` of ``python -m helmflow.cli``."""
+    ``Popen`` of ``python -m helmflow.cli``. ``module="prefect"``: Prefect's own command (``python -m prefect``)."""
     full_env = dict(os.environ, **(env or {})) if inherit_env else dict(env or {})
     workdir = str(cwd or REPO)
     if not fresh and os.environ.get("HELMFLOW_TEST_FORK", "1") != "0" and _forkable(full_env):
-        return ForkedCommand(list(args), full_env, workdir, stdout, stderr, start_new_session, text)
-    return subprocess.Popen([sys.executable, "-m", "helmflow.cli", *args], env=full_env, cwd=workdir, stdout=stdout,
+        return ForkedCommand(list(args), full_env, workdir, stdout, stderr, start_new_session, text, module)
+    return subprocess.Popen([sys.executable, "-m", module, *args], env=full_env, cwd=workdir, stdout=stdout,
                             stderr=stderr, text=text, start_new_session=start_new_session)
 
 
@@ -166,11 +167,11 @@ class ForkedCommand:
     status comes from the server's watcher over the request's socket."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: str, stdout, stderr, new_session: bool,
-                 text: bool) -> None:
+                 text: bool, module: str = "helmflow.cli") -> None:
         import json
         import socket
 
-        self.args = [sys.executable, "-m", "helmflow.cli", *argv]
+        self.args = [sys.executable, "-m", module, *argv]
         self.returncode: int | None = None
         self.stdout = self.stderr = None
         self._text = text
@@ -198,7 +199,7 @@ class ForkedCommand:
         self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._conn.connect(path)
-            request = {"argv": argv, "env": env, "cwd": cwd, "setsid": new_session}
+            request = {"argv": argv, "env": env, "cwd": cwd, "setsid": new_session, "module": module}
             socket.send_fds(self._conn, [json.dumps(request).encode() + b"\n"], [out_fd, err_fd])
         finally:
             for fd in close:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from uuid import UUID
 
-from tests.support.cli import REPO, run_prefect
+from tests.support.cli import REPO, run_prefect, spawn_cli
 from tests.support.pg import pg_async_url
 from tests.support.processes import free_port, stop_process, wait_http
 
@@ -73,17 +73,16 @@ class PrefectServer:
         """The real ``prefect`` command against this server (forked: :func:`tests.support.cli.run_prefect`)."""
         return run_prefect("--no-prompt", *args, env=self.env, cwd=cwd, timeout=timeout)
 
-    def start_worker(self, pool: str, name: str, **env: str) -> subprocess.Popen:
+    def start_worker(self, pool: str, name: str, **env: str):
         """``prefect worker start`` in the background (stopped with the server, or earlier by the test);
         ``env`` is added to the worker's environment, which its flow-run processes inherit."""
         log = self.logs / f"worker-{name}.log"
         # asks for scheduled runs every second, not Prefect's 10 s: a triggered or retried run starts at once
         env = {"PREFECT_WORKER_QUERY_SECONDS": "1", **env}
         # started outside the checkout: the deployment's pull step must find the code by itself
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool, "--name", name],
-            env=dict(self.env, **env), cwd=str(self.logs), stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
-        )
+        proc = spawn_cli(["worker", "start", "--pool", pool, "--name", name], module="prefect", env=dict(self.env, **env),
+                         inherit_env=False, cwd=self.logs, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                         start_new_session=True)
         self.children.append(proc)
         return proc
 
