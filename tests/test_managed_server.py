@@ -26,6 +26,7 @@ from helmflow import prefect_server
 from helmflow import prefect_server as prefect_server_module  # the fixture of that name is the tests' server
 from tests.support.cli import REPO, board_task_runs_filter, run_cli, spawn_cli
 from tests.support.paid_board import board_args, wait_for_requests
+from tests.support.prefect_server import seed_database
 from tests.support.processes import free_port
 
 STARTED = re.compile(r"^Prefect UI: http://127\.0\.0\.1:(\d+) \(running in the background; helmflow server stop\)$",
@@ -39,7 +40,8 @@ def server_pids(home: Path) -> list[int]:
 
 
 @pytest.fixture
-def home(tmp_path) -> Path:
+def fresh_home(tmp_path) -> Path:
+    """A PREFECT_HOME with nothing in it: the managed server's first start there prepares Prefect's database."""
     home = tmp_path / "prefect-home"
     yield home
     prefect_server.stop_server(home)
@@ -50,12 +52,20 @@ def home(tmp_path) -> Path:
 
 
 @pytest.fixture
-def env(home) -> dict[str, str]:
+def home(fresh_home) -> Path:
+    """A PREFECT_HOME holding a database Prefect's migrations already prepared (a copy), for the tests about
+    anything but that first preparation: their servers start without the migrations' CPU-seconds."""
+    seed_database(fresh_home)
+    return fresh_home
+
+
+@pytest.fixture
+def env(fresh_home) -> dict[str, str]:
     """A user with no Prefect server configured, on a port of this test's own."""
     env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "HELMFLOW_EPHEMERAL")}
     env.pop("PREFECT_LOGGING_LEVEL", None)  # the CLI's own default, as a user has it
     # the companion worker (the UI's Retry button) only where a test retries: its start-up is seconds of CPU
-    return dict(env, PREFECT_HOME=str(home), HELMFLOW_SERVER_PORT=str(free_port()), COLUMNS="200",
+    return dict(env, PREFECT_HOME=str(fresh_home), HELMFLOW_SERVER_PORT=str(free_port()), COLUMNS="200",
                 HELMFLOW_SERVER_WORKER="0")
 
 
@@ -106,7 +116,8 @@ def test_a_record_of_no_managed_server_is_stale(tmp_path):
 
 # --------------------------------------------------------------------------- slow: real servers
 @pytest.mark.slow
-def test_first_command_starts_the_server_the_second_reuses_it(tmp_path, home, env):
+def test_first_command_starts_the_server_the_second_reuses_it(tmp_path, fresh_home, env):
+    home = fresh_home
     first = ok(hf(*demo(tmp_path), env=env))
     assert "preparing Prefect's database, once" in first.stderr
     port = int(STARTED.search(first.stderr).group(1))
@@ -155,7 +166,6 @@ def test_two_commands_starting_at_once_get_one_server(home, env):
 
 @pytest.mark.slow
 def test_a_stale_record_is_replaced(home, env):
-    home.mkdir(parents=True)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     unrelated = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])  # a reused pid
@@ -285,10 +295,10 @@ def test_the_server_stops_itself_when_idle(home, env):
 
 
 @pytest.mark.slow
-def test_prefect_api_url_wins_and_starts_nothing(tmp_path, home, env, prefect_server):
+def test_prefect_api_url_wins_and_starts_nothing(tmp_path, fresh_home, env, prefect_server):
     out = ok(hf(*demo(tmp_path), env=dict(env, PREFECT_API_URL=prefect_server)))
     assert "Prefect UI" not in out.stderr + out.stdout
-    assert server_pids(home) == [] and not (home / prefect_server_module.STATE_FILE).exists()
+    assert server_pids(fresh_home) == [] and not (fresh_home / prefect_server_module.STATE_FILE).exists()
 
 
 @pytest.mark.slow
@@ -299,7 +309,8 @@ def test_ephemeral_leaves_nothing_running(tmp_path, home, env):
 
 
 @pytest.mark.slow
-def test_retry_on_the_managed_server_says_only_its_answer_then_ends_like_run(tmp_path, home, env):
+def test_retry_on_the_managed_server_says_only_its_answer_then_ends_like_run(tmp_path, fresh_home, env):
+    home = fresh_home  # the server's first start prepares its database, as a user's does
     env = dict(env, HELMFLOW_SERVER_WORKER="1")  # the worker runs, and must leave a terminal retry to the terminal
     models = tmp_path / "models.yaml"
     entry = "deployments:\n  - {{name: flaky/echo, client: offline, model: echo, revision: '1', options: {}}}\n"

@@ -42,6 +42,27 @@ def start_prefect_server(port: int, home: Path, database: str | None, log: Path)
     )
 
 
+_MIGRATED: dict[str, Path] = {}
+
+
+def seed_database(home: Path) -> None:
+    """Put a copy of a Prefect SQLite database that Prefect's migrations already prepared into ``home`` (made once
+    per process with ``prefect server database upgrade``): a server on that PREFECT_HOME then starts without running
+    the migrations, about 3 CPU-s less. For tests about anything but a server's first start on a new home."""
+    import shutil
+    import tempfile
+
+    if "db" not in _MIGRATED:
+        template = Path(tempfile.mkdtemp(prefix="helmflow-prefect-db-"))
+        env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+        out = run_prefect("--no-prompt", "server", "database", "upgrade", "-y", env=dict(env, PREFECT_HOME=str(template)),
+                          cwd=template)
+        assert out.returncode == 0 and (template / "prefect.db").exists(), out.stdout + out.stderr
+        _MIGRATED["db"] = template / "prefect.db"
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(_MIGRATED["db"], home / "prefect.db")
+
+
 @contextlib.contextmanager
 def running(home: Path, timeout: float = 180) -> Iterator[str]:
     """A server on SQLite under ``home``, on a free port, for the block; yields its API URL."""
