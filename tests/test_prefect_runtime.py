@@ -9,11 +9,13 @@ shutdown and left 27 task runs Pending and 19 Running in Prefect's database.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -88,12 +90,13 @@ def _temporary_server_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _helmflow(*args: str, env: dict[str, str], cwd: Path, cpu: int | None = None) -> subprocess.CompletedProcess:
-    if cpu is None:
+def _helmflow(*args: str, env: dict[str, str], cwd: Path,
+              loaded: Callable[[], None] | None = None) -> subprocess.CompletedProcess:
+    if loaded is None:
         return run_cli(*args, env=env, inherit_env=False, cwd=cwd, timeout=1800)
-    pin = lambda: os.sched_setaffinity(0, {cpu})  # noqa: E731 - a new interpreter on one CPU
+    # a new interpreter, on the loaded CPU from its first instruction
     return subprocess.run([sys.executable, "-m", "helmflow.cli", *args], env=env, cwd=str(cwd), capture_output=True,
-                          text=True, timeout=1800, check=False, preexec_fn=pin)
+                          text=True, timeout=1800, check=False, preexec_fn=loaded)
 
 
 def _non_final(home: Path) -> dict[str, list]:
@@ -116,25 +119,69 @@ def test_cli_names_the_setting_when_the_server_does_not_start(tmp_path):
     assert not (tmp_path / "store" / "runs").exists()
 
 
-@pytest.fixture
-def one_loaded_cpu() -> Iterator[int]:
-    """A loaded machine in miniature: one CPU with a busy-looping process pinned to it. The command under test
-    is pinned to the same CPU (its temporary server inherits that), so it gets at most the share two busy loops
-    would leave it on a 2-core machine, while the suite's other worker keeps the other core."""
-    cpu = max(os.sched_getaffinity(0))
-    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True,
-                              preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+CPU_CGROUPS = Path("/sys/fs/cgroup/cpu")  # cgroup v1's cpu controller
+
+
+def _half_cpu_group() -> Path | None:
+    """A cgroup whose processes together get at most half of one CPU's time (a CFS quota of half its period);
+    None where this process may not make one."""
+    group = CPU_CGROUPS / f"helmflow-test-{os.getpid()}-{time.monotonic_ns()}"
     try:
-        yield cpu
+        group.mkdir()
+    except OSError:
+        return None
+    try:
+        period = int((group / "cpu.cfs_period_us").read_text())
+        (group / "cpu.cfs_quota_us").write_text(str(period // 2))
+    except OSError:
+        group.rmdir()
+        return None
+    return group
+
+
+@pytest.fixture
+def one_loaded_cpu() -> Iterator[Callable[[], None]]:
+    """A loaded machine in miniature: the command under test (its temporary server inherits all this) on one CPU
+    and at most half of that CPU's time, the share two busy loops would leave it on a 2-core machine, while the
+    suite's other worker keeps the other core. Yields what the command's process runs before it starts.
+
+    Where this process may make a cgroup, the cgroup's CPU quota takes the other half (and the fixture checks
+    that the command was held to it); elsewhere a busy-looping process pinned to the same CPU does, burning it."""
+    cpu = max(os.sched_getaffinity(0))
+    group = _half_cpu_group()
+    if group is None:
+        burner = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True,
+                                  preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+        try:
+            yield lambda: os.sched_setaffinity(0, {cpu})
+        finally:
+            stop_process(burner)
+        return
+
+    def enter() -> None:
+        os.sched_setaffinity(0, {cpu})
+        with open(group / "tasks", "w") as tasks:
+            tasks.write(str(os.getpid()))
+
+    try:
+        yield enter
+        throttled = dict(line.split() for line in (group / "cpu.stat").read_text().splitlines())
+        assert int(throttled["nr_throttled"]) > 0, f"the command was never held to half a CPU: {throttled}"
     finally:
-        stop_process(burner)
+        deadline = time.monotonic() + 30
+        while (left := (group / "tasks").read_text().split()) and time.monotonic() < deadline:
+            time.sleep(0.2)  # the temporary server's last processes stopping
+        for pid in left:  # out of the group (to the root), so that it can be removed
+            with contextlib.suppress(OSError), open(CPU_CGROUPS / "tasks", "w") as tasks:
+                tasks.write(pid)
+        group.rmdir()
 
 
 @pytest.mark.slow
 def test_readme_command_completes_on_a_loaded_machine(tmp_path, one_loaded_cpu):
     home = tmp_path / "home"
     out = _helmflow("run", "demo", "--max-instances", "5", env=_temporary_server_env(home), cwd=tmp_path,
-                    cpu=one_loaded_cpu)
+                    loaded=one_loaded_cpu)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Traceback" not in out.stdout + out.stderr and "(complete)" in out.stdout
 
