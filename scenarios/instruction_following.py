@@ -408,7 +408,8 @@ class AnthropicHHRLHF(_Instruct):
                    "model.")
     helm_differences = ("anthropic_hh_rlhf: the eight files HELM's load_dataset resolves at its revision without a "
                         "data_dir, read directly in the loader's order (train then test, dirs sorted; that order, "
-                        "which fixes the instance ids and so HELM's sample, was not checked against the Hub here)",)
+                        "which fixes the instance ids and so HELM's sample, is what the datasets library's file "
+                        "patterns give that layout, not checked against the Hub here)",)
 
     def sources(self) -> list[DataSource]:
         return [DataSource(filename=f.filename, url=self.hub_url(f.path), sha256_unknown=True)

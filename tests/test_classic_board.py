@@ -311,6 +311,9 @@ def test_reproduce_classic_explains_every_difference_from_helm():
                    "synthetic_efficiency: the prompts of one tokenizer's files",
                    "instruction following: HELM's six instruction-following entries",
                    "without --judge their cells are not available", "left out: HELM's second synthetic_efficiency",
+                   "HELM runs them for its instruction-following models only, model=instruction_following",
+                   "HELM's critique client raises and the run fails", "HELM's by scenario",
+                   "HELM's instruct run specs ask for the critique only",
                    "judges: none given (pass --judge <deployment>)", "koala: arnav-gudibande/koala-test-set at a commit",
                    "math: MATH was taken off the Hub", "bbq: HELM Classic's multiple-choice adapter"):
         assert needle in text, needle
