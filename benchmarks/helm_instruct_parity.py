@@ -9,7 +9,8 @@ Runs crfm-helm 0.5.16's ``SelfInstructScenario``, ``GrammarScenario``, ``OpenAss
 ``tests/support/instruct_cases.py``; its "Keyword Feedback" stat, a constant 0, left out). For each of the six
 entries of HELM's ``run_entries.conf`` (priority 1), HELM's own run spec function gives the scenario arguments,
 the metric's ``num_respondents``, the adapter spec and, through HELM's ``GenerationAdapter``, the requests of the
-entry's evaluated fixture instances (at ``max_eval_instances=1000``). Prints one JSON object. Run it in a throwaway environment with HELM::
+entry's evaluated fixture instances (at ``max_eval_instances=1000``); and the critique's questions, options,
+scores and critic requests as HELM's metric and ModelCritiqueClient make them. Prints one JSON object. Run it in a throwaway environment with HELM::
 
     python3 -m venv /work/venvs/helm && /work/venvs/helm/bin/pip install crfm-helm==0.5.16
     cd /tmp && /work/venvs/helm/bin/python /work/wt/<branch>/benchmarks/helm_instruct_parity.py
@@ -152,6 +153,24 @@ def critiques() -> list[object]:
     return out
 
 
+def critique_template() -> dict[str, object]:
+    """HELM's critique as its critic model is asked it: per question (in order) its name, type, text, options and
+    their scores, and the max_tokens and temperature of the request ModelCritiqueClient makes for it."""
+    from helm.benchmark.metrics.instruction_following_critique_metrics import InstructionFollowingCritiqueMetric
+    from helm.proxy.critique.model_critique_client import ModelCritiqueClient
+
+    metric = InstructionFollowingCritiqueMetric(num_respondents=1)
+    template = metric._template
+    client = ModelCritiqueClient.__new__(ModelCritiqueClient)
+    client._model_name, client._model_deployment_name, client.vision_language = "test/critic", "test/critic", False
+    requests = client._task_to_requests(template, {"instruction": "Name a colour.", "response": "Blue."})
+    scores = {q.name: getattr(metric, f"{q.name.split()[0].upper()}_ANSWER_TO_SCORE", {}) for q in template.questions}
+    return {"num_respondents": template.num_respondents, "questions": [
+        {"name": q.name, "type": str(q.question_type), "text": q.text, "options": list(q.options),
+         "scores": [scores[q.name][o] for o in q.options], "max_tokens": r.max_tokens, "temperature": r.temperature}
+        for q, r in zip(template.questions, requests, strict=True)]}
+
+
 def entries() -> dict[str, object]:
     """Per conf entry: HELM's run spec (its scenario arguments, num_respondents, adapter spec) and the requests
     HELM's GenerationAdapter makes for the entry's evaluated fixture instances, as (count, sha256 of the JSON list
@@ -184,4 +203,5 @@ def entries() -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    print(json.dumps({"scenarios": scenarios(), "critiques": critiques(), "entries": entries()}, indent=1))
+    print(json.dumps({"scenarios": scenarios(), "critiques": critiques(), "entries": entries(),
+                      "critique_template": critique_template()}, indent=1))

@@ -285,6 +285,27 @@ def test_without_a_judge_the_numbers_are_not_available_and_say_why():
     assert out["instruct_helpfulness_judge_errors"] == 1.0 and not any(q in out for q in STATS)
 
 
+def test_the_questions_options_scores_and_critic_requests_are_helms():
+    """HELM's metric's questions (in order), their options (in order) and scores, as ours ask and map them; each
+    request's max_tokens and temperature as HELM's ModelCritiqueClient sends them; one respondent."""
+    from helmflow.metrics.instruction_following import KEYWORD_QUESTION, NUM_RESPONDENTS, QUESTIONS
+
+    helm = HELM["critique_template"]
+    assert helm["num_respondents"] == NUM_RESPONDENTS
+    *choices, keyword = helm["questions"]
+    assert [(q["name"], q["type"], q["text"], dict(zip(q["options"], q["scores"], strict=True))) for q in choices] \
+        == [(name, "multiple_choice", text, mapping) for name, text, mapping in QUESTIONS]
+    assert (keyword["name"], keyword["type"], keyword["text"]) == ("Keyword Feedback", "free_response", KEYWORD_QUESTION)
+    for q, name in zip(helm["questions"], TEMPLATE_NAMES, strict=True):
+        t = TEMPLATES.get(name)
+        assert (t.max_tokens, t.temperature) == (q["max_tokens"], q["temperature"]), name
+        prompt = t.render(INSTANCE, "Blue.")
+        lettered = "".join(f"\n{chr(65 + k)}. {o}" for k, o in enumerate(q["options"]))
+        assert q["text"] in prompt and lettered in prompt and "Blue." in prompt, name
+        for k, option in enumerate(q["options"]):  # the letter names the option HELM scores
+            assert t.parse(chr(65 + k)).score == q["scores"][k], name
+
+
 def test_the_critic_prompt_carries_helms_questions_and_asks_one_letter():
     for name in TEMPLATE_NAMES:
         t = TEMPLATES.get(name)
