@@ -45,9 +45,11 @@ def helm_instances(files: dict[str, bytes]) -> list[tuple[str, str]]:
 def test_cub200_reads_the_test_photos_captions_as_helm_does(tmp_path):
     files = cub_files()
     instances = loaded(tmp_path, files)
-    assert [i.input.text for i in instances] == ["a dark bird with long wings", "this bird is black",
-                                                 "a red bird with a crest", "the bird is bright red"]
-    assert [i.id for i in instances] == ["id0", "id1", "id2", "id3"] and {i.split for i in instances} == {"test"}
+    texts = [i.input.text for i in instances]
+    assert len(texts) == 20 and texts[0] == "a dark bird with long wings, view 0"
+    assert texts[10:12] == ["a red bird with a crest", "the bird is bright red, view 0"]  # stripped; the blank skipped
+    assert [i.id for i in instances] == [f"id{k}" for k in range(20)] and {i.split for i in instances} == {"test"}
+    assert len({i.references[0].image.sha256 for i in instances}) == 2  # type: ignore[union-attr]
     ours = [(i.input.text, i.references[0].image.sha256) for i in instances]  # type: ignore[union-attr]
     assert ours == helm_instances(files)
     # the captions in a birds/text/ folder, as HELM reads them when the archive already holds it

@@ -125,23 +125,32 @@ def winoground_files() -> dict[str, bytes]:
 
 CUB_IMAGES_PATH = "data.caltech.edu/records/65de6-vp158/files/CUB_200_2011.tgz"
 CUB_CAPTIONS_PATH = "drive.google.com/uc?export=download&id=1O_LtUP9sch09QH3s_EBAgLEctBQ5JBSJ"
-#: CUB-200 test photos we drew (AttnGAN's file names: <class folder>/<photo name>) and their caption lines (a blank
-#: line, which HELM skips, in the second); a train photo the test list does not name
-CUB = {"001.Black_footed_Albatross/Black_Footed_Albatross_0046_18": ((40, 40, 40), ["a dark bird with long wings ",
-                                                                                   "this bird is black"]),
-       "017.Cardinal/Cardinal_0001_17057": ((200, 20, 20), ["a red bird with a crest", "", "the bird is bright red"])}
+#: CUB-200 test photos we drew (AttnGAN's file names: <class folder>/<photo name>) and their ten caption lines each
+#: (HELM checks ten; trailing spaces, and a blank line HELM skips, in the second); a train photo the test list
+#: does not name
+CUB = {"001.Black_footed_Albatross/Black_Footed_Albatross_0046_18": (
+           (40, 40, 40), [f"a dark bird with long wings, view {k}" for k in range(10)]),
+       "017.Cardinal/Cardinal_0001_17057": (
+           (200, 20, 20), ["a red bird with a crest  ", "", *(f"the bird is bright red, view {k}" for k in range(9))])}
 CUB_TRAIN = "017.Cardinal/Cardinal_0002_17058"
 
 
 def cub_files(text_zip: bool = True) -> dict[str, bytes]:
     """Caltech's ``CUB_200_2011.tgz`` (the photos under ``CUB_200_2011/images/``) and AttnGAN's caption archive:
     ``birds/test/filenames.pickle`` (a protocol-2 pickle of the names, as AttnGAN wrote it) and the captions in
-    ``birds/text.zip`` (``text/<name>.txt``), or in a ``birds/text/`` folder with ``text_zip=False``."""
+    ``birds/text.zip`` (``text/<name>.txt``), or in a ``birds/text/`` folder with ``text_zip=False``. Each archive
+    has a second top-level entry: HELM's unpacking unwraps an archive whose top level is one folder, and it reads
+    ``CUB_200_2011/`` and ``birds/`` inside the unpacked folders, so the real archives have more than one (the
+    file names of the second ones here are ours)."""
     import pickle
     import tarfile
 
     tgz = io.BytesIO()
     with tarfile.open(fileobj=tgz, mode="w:gz") as tar:
+        readme = b"fixture photos\n"
+        info = tarfile.TarInfo("README.txt")
+        info.size = len(readme)
+        tar.addfile(info, io.BytesIO(readme))
         for name, colour in [*((n, c) for n, (c, _) in CUB.items()), (CUB_TRAIN, (90, 90, 200))]:
             data = photo(colour)
             info = tarfile.TarInfo(f"CUB_200_2011/images/{name}.jpg")
@@ -149,7 +158,7 @@ def cub_files(text_zip: bool = True) -> dict[str, bytes]:
             tar.addfile(info, io.BytesIO(data))
     texts = {f"text/{name}.txt": "\n".join(lines).encode() + b"\n" for name, (_, lines) in CUB.items()}
     texts[f"text/{CUB_TRAIN}.txt"] = b"a blue bird\n"
-    members = {"birds/test/filenames.pickle": pickle.dumps(list(CUB), protocol=2)}
+    members = {"birds/test/filenames.pickle": pickle.dumps(list(CUB), protocol=2), "README.txt": b"fixture captions\n"}
     if text_zip:
         members["birds/text.zip"] = zip_bytes(texts)
     else:
