@@ -189,3 +189,38 @@ def test_a_stream_of_legacy_draws_is_randomstates_randint_call_for_call(top):
     assert [ours.randint(0, 7) for _ in range(5)] == [int(theirs.randint(0, 7)) for _ in range(5)]
     count = 3 * LegacyDraws.BLOCK
     assert list(islice(ours.stream(top), count)) == [int(theirs.randint(0, top + 1)) for _ in range(count)]
+
+
+@pytest.mark.parametrize("params", [
+    {"num_parenthesis_pairs": 2, "max_recursive_depth": 3, "num_test": 40, "min_seq_test_length": 4,
+     "max_seq_test_length": 20},
+    {"num_parenthesis_pairs": 4, "num_test": 30, "max_seq_test_length": 160, "min_seq_test_length": 101},
+    {"num_parenthesis_pairs": 1, "prob_p": 0.3, "prob_q": 0.3, "num_test": 50, "seed": 7},
+])
+def test_dyck_sequences_are_helms_recursion_draw_for_draw(params):
+    """The generator against HELM's recursion as HELM writes it (one call per node), off the defaults too:
+    a shallow depth cap, and a length cap above the nested draws' 100."""
+    import random
+
+    from helmflow.scenarios.base import LegacyDraws
+    from helmflow.scenarios.dyck import PAIRS, DyckParams, _Generator
+
+    p = DyckParams(**params)
+    ours = _Generator(p)
+    py, kinds = random.Random(p.seed), LegacyDraws(p.seed).stream(p.num_parenthesis_pairs - 1)
+
+    def helm(depth: int = 0, max_length: int = 100) -> str:
+        if depth > p.max_recursive_depth:
+            return ""
+        draw = py.random()
+        if draw < p.prob_p:
+            kind = next(kinds)
+            out = PAIRS[kind][0] + helm(depth + 1) + PAIRS[kind][1]
+        elif draw < p.prob_p + p.prob_q:
+            out = helm(depth) + helm(depth)
+        else:
+            return ""
+        return out if len(out) <= max_length else ""
+
+    for _ in range(300):
+        assert ours.sequence(0, p.max_seq_test_length) == helm(0, p.max_seq_test_length)
