@@ -319,6 +319,17 @@ def test_reproduce_classic_explains_every_difference_from_helm():
         assert needle in text, needle
 
 
+def test_reproduce_classic_with_a_judge_says_where_helm_published_the_critiques():
+    """Given a judge, the explanation names HELM's evaluators of the six instruction-following entries and that
+    HELM published their ratings on HELM Instruct, not on the Classic board."""
+    from helmflow.reproduce import differences, official_spec
+
+    text = " ".join(differences(official_spec("classic", "v1"), ["openai/gpt-4o-2024-05-13"], "v1"))
+    assert "judges: openai/gpt-4o-2024-05-13; HELM published classic with a jury of HELM Instruct's four" in text
+    assert "ratings were published on HELM Instruct, Classic's published board has none of them" in text
+    assert "judge templates: helmflow's own instruct_completeness" in text
+
+
 def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
     out = run_cli("show", "classic", env={"HELMFLOW_MIRROR": str(tmp_path / "none"), "HELMFLOW_STORAGE": str(tmp_path)})
     assert out.returncode == 0, out.stderr
