@@ -1,5 +1,6 @@
 """HELM's own numbers for the six instruction-following scenarios and the critique metric, on inputs written for
-this project: the expected values hard-coded in ``tests/test_instruction_following.py``.
+this project: the expected values ``tests/test_instruction_following.py`` reads from
+``tests/data/helm_instruct_parity.json`` (this script's output, unedited).
 
 Runs crfm-helm 0.5.16's ``SelfInstructScenario``, ``GrammarScenario``, ``OpenAssistantScenario``,
 ``VicunaScenario``, ``KoalaScenario`` and ``AnthropicHHRLHFScenario`` on the fixture files of
