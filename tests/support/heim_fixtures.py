@@ -221,3 +221,71 @@ def write_classifier(path: Path) -> Path:
     model.ir_version = 8
     onnx.save(model, str(path))
     return path
+
+
+#: the caption benchmarks/helm_heim_parity.py gives HELM's SuffixPerturbation with each art style
+STYLED_CAPTION = "A red square on a grey wall."
+
+
+def photo_names(root: Path) -> dict[str, str]:
+    """sha256 -> the member name of each reference photo in the CUB-200 and Winoground fixtures (so a recorded
+    instance names its photo, whatever bytes this machine's Pillow writes)."""
+    import hashlib
+    import tarfile
+    import zipfile
+
+    out = {}
+    with tarfile.open(root / CUB_IMAGES_PATH) as tar:
+        for member in tar.getmembers():
+            if member.name.endswith(".jpg"):
+                out[hashlib.sha256(tar.extractfile(member).read()).hexdigest()] = member.name  # type: ignore[union-attr]
+    photos = zipfile.ZipFile(io.BytesIO(winoground_files()["data/images.zip"]))
+    for name in photos.namelist():
+        out[hashlib.sha256(photos.read(name)).hexdigest()] = name
+    return out
+
+
+def loader_views(work: Path) -> dict[str, list]:
+    """What helmflow's HEIM loaders make of these fixtures, per entry, in the shape benchmarks/helm_heim_parity.py
+    records HELM's own scenarios' instances (tests/data/helm_heim_parity.json): I2P and relational understanding
+    the prompts; detection (prompt, reference texts, sub_split); CUB-200 and Winoground (prompt, the reference
+    photo's member name in the fixture archive); the art styles: the styled caption."""
+    from helmflow.media import MediaStore
+    from helmflow.scenarios import get_scenario
+    from helmflow.storage import Store
+
+    root = coco_sources(work / "src")
+    wino = work / "winoground"
+    wino.mkdir(parents=True, exist_ok=True)
+    for name, data in winoground_files().items():
+        (wino / name.rpartition("/")[2]).write_bytes(data)
+    store = MediaStore(Store(str(work / "store")))
+
+    def load(name: str, params: dict, files: dict[str, Path]) -> list:
+        scen = get_scenario(name, params)
+        scen.media = store
+        return list(scen.load({k: str(v) for k, v in files.items()}))
+
+    names = photo_names(root)
+    views: dict[str, list] = {}
+    for category in ("all", "hate", "harassment", "violence", "self-harm", "sexual", "shocking", "illegal"):
+        views[f"i2p:category={category}"] = [
+            i.input.text for i in load("i2p", {"category": category}, {"i2p_benchmark.csv": root / I2P_PATH})]
+    views["relational_understanding"] = [
+        i.input.text for i in load("relational_understanding", {}, {"choice_data.csv": root / RELATIONAL_PATH})]
+    for skill in ("object", "count", "spatial"):
+        views[f"detection:skill={skill}"] = [
+            [i.input.text, [r.text for r in i.references], i.sub_split]
+            for i in load("detection", {"skill": skill}, {"prompts.csv": root / DETECTION_PATH})]
+    cub = {"CUB_200_2011.tgz": root / CUB_IMAGES_PATH, "birds.zip": root / CUB_CAPTIONS_PATH}
+    views["cub200"] = [[i.input.text, names[i.references[0].image.sha256]]  # type: ignore[union-attr]
+                       for i in load("cub200", {}, cub)]
+    views["winoground"] = [[i.input.text, names[i.references[0].image.sha256]]  # type: ignore[union-attr]
+                           for i in load("winoground", {}, {n: wino / n for n in ("examples.jsonl", "images.zip")})]
+    from helmflow.perturbations import PERTURBATIONS, SETS
+    from helmflow.records import Input, Instance
+
+    caption = Instance(id="id0", input=Input(text=STYLED_CAPTION))
+    views["art styles"] = [PERTURBATIONS.get(n).apply(caption).input.text for n in SETS["art"]]
+    return views
+
