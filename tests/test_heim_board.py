@@ -1,7 +1,7 @@
 """The HEIM board: HELM's weight-free image metrics on images we can work out by hand (and HELM's own
 functions' values where we ran them), MS-COCO read in its raw shapes (fixtures we wrote), and
-`helmflow run heim` end to end through the CLI on the offline image model and a dev-server images
-deployment: every image reaches storage byte for byte as the server sent it."""
+`helmflow run` of the HEIM board (its art-style copies aside) end to end through the CLI on the offline image
+model and a dev-server images deployment: every image reaches storage byte for byte as the server sent it."""
 
 from __future__ import annotations
 
