@@ -7,6 +7,7 @@ symlinks and checks it with the repository's [tool.mypy] configuration.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -43,7 +44,7 @@ def test_mypy_finds_nothing(tmp_path):
     for name in MAPPED:
         (tree / name).symlink_to(REPO / name)
     args = [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"),
-            "--cache-dir", str(tmp_path / "cache")]
+            "--cache-dir", os.devnull]
     for module in modules():
         args += ["-m", module]
     out = subprocess.run(args, capture_output=True, text=True, cwd=tree.parent, timeout=900)
