@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from tests.support.cli import run_cli, run_prefect, spawn_cli
+from tests.support.cli import run_cli, run_prefect, run_python, spawn_cli
 
 pytestmark = pytest.mark.slow  # starts the fork server (once per worker)
 
@@ -108,3 +108,12 @@ def test_prefects_own_command_is_forked_with_the_environment_it_is_given(tmp_pat
     assert "PREFECT_API_URL='http://127.0.0.1:9/api' (from env)" in out.stdout
     assert f"PREFECT_HOME='{tmp_path / 'home'}' (from env)" in out.stdout
     assert "PREFECT_LOGGING_LEVEL" not in out.stdout  # left out of its environment: not this process's setting
+
+
+def test_a_script_runs_as_python_c_runs_it(tmp_path):
+    code = ("import os, sys\nprint(__name__, sys.argv, os.environ['FORK_PROBE'], os.getcwd())\n"
+            "sys.exit(int(sys.argv[1]))\n")
+    out = run_python(code, "3", env={"FORK_PROBE": "script"}, cwd=tmp_path)
+    assert out.returncode == 3 and out.args[1:3] == ["-c", code], out.stderr
+    assert out.stdout.strip() == f"__main__ ['-c', '3'] script {tmp_path}"
+    assert run_python("raise ValueError('in the script')").stderr.strip().endswith("ValueError: in the script")

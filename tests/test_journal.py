@@ -8,7 +8,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from helmflow.journal import Journal, spool_dir
 from helmflow.query import run_queries
 from helmflow.records import Completion
 from helmflow.storage import Store
-from tests.support.cli import REPO
+from tests.support.cli import REPO, spawn_cli
 from tests.support.devserver import dev_deployment, make_requests
 
 
@@ -126,10 +125,10 @@ print("sent", result.sent, "reused", result.reused, "errors", result.errors)
 KEY = ("request_hash", "text", "prompt_tokens", "output_tokens", "finish_reason")
 
 
-def _driver(dev_server, root: Path, n: int, out: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", DRIVER, str(dev_server.port), dev_server.scope, str(root), str(n),
-                             str(out)],
-                            cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def _driver(dev_server, root: Path, n: int, out: Path):
+    """The driver as ``python -c DRIVER ...``, forked from the fork server."""
+    return spawn_cli([str(dev_server.port), dev_server.scope, str(root), str(n), str(out)], code=DRIVER, cwd=REPO,
+                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
 @pytest.mark.slow

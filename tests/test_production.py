@@ -11,8 +11,8 @@ import json
 import re
 import signal
 import subprocess
-import sys
 import textwrap
+from pathlib import Path
 from uuid import UUID
 
 import pyarrow.fs as pafs
@@ -22,7 +22,7 @@ import pytest
 from helmflow.clients.offline import offline_call_count
 from helmflow.storage import TMP_PREFIX, Store
 from tests.support import release_faults
-from tests.support.cli import flow_run_id_from, run_cli, task_runs_of
+from tests.support.cli import flow_run_id_from, run_cli, spawn_cli, task_runs_of
 
 pytestmark = pytest.mark.slow
 
@@ -81,7 +81,7 @@ def test_killed_local_writer_leaves_only_ignored_temporaries_that_compact_remove
         os.replace = hang
         store.write_json("leaderboards/b/latest.json", {{"release_id": "new"}})
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    proc = spawn_cli([], code=script, cwd=Path.cwd(), stdout=subprocess.PIPE)  # forked, as `python -c script`
     assert proc.stdout.readline().strip() == "writing"
     proc.send_signal(signal.SIGKILL)
     proc.wait()

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import uuid
 
 import pytest
@@ -12,7 +10,7 @@ import pytest
 from helmflow.errors import HelmflowError
 from helmflow.operations import STORAGE_LABEL, pairs_to_rerun, retry_storage
 from helmflow.storage import Store
-from tests.support.cli import flow_run_id_from, run_cli
+from tests.support.cli import flow_run_id_from, run_cli, run_python
 
 
 def test_storage_comes_from_the_run_then_its_label_then_the_flag(tmp_path):
@@ -64,8 +62,7 @@ def test_retry_dry_run_reads_the_workers_storage_not_the_clis(prefect_server, tm
     env = {"HELMFLOW_STORAGE": str(worker_root)}
     worker = tmp_path / "worker"
     worker.mkdir()
-    flow_run_id = flow_run_id_from(_ok(subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **env),
-                                                      cwd=worker, capture_output=True, text=True, timeout=300, check=False)))
+    flow_run_id = flow_run_id_from(_ok(run_python(code, env=env, cwd=worker, timeout=300)))
     cli_dir = tmp_path / "elsewhere"
     cli_dir.mkdir()
     dry = _ok(run_cli("retry", str(flow_run_id), "--dry-run", cwd=cli_dir))

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from tests.support.cli import run_cli
+from tests.support.cli import run_cli, run_python
 from tests.support.processes import free_port, stop_process, wait_http
 
 
@@ -106,8 +106,7 @@ def test_a_deployments_refreshes_each_add_an_mlflow_run(prefect_server, mlflow_s
             "for n in (3, 3, 4):  # two nights of the same board, then a night after it grew\n"
             "    s = evaluate(board=sys.argv[1], selection={'max_instances': n}, storage=sys.argv[2], return_state=True)\n"
             "    print('release:', s.state_details.flow_run_id, s.result()['release_id'])\n")
-    out = subprocess.run([sys.executable, "-c", code, str(board), str(root)], capture_output=True, text=True,
-                         timeout=600, check=False)
+    out = run_python(code, str(board), str(root), cwd=Path.cwd(), timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     _, releases = zip(*(line.split()[1:] for line in out.stdout.splitlines() if line.startswith("release:")))
     assert len(releases) == 3 and releases[0] == releases[1] != releases[2], releases

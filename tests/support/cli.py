@@ -89,8 +89,21 @@ def run_prefect(*args: str, env: dict[str, str], cwd: Path | str, timeout: float
                           text=True, timeout=timeout)
 
 
+def run_python(code: str, *args: str, env: dict[str, str] | None = None, cwd: Path | str | None = None,
+               timeout: float = 300, inherit_env: bool = True) -> subprocess.CompletedProcess:
+    """``python -c code args...`` (output captured as text), forked from the fork server like :func:`run_cli`'s
+    commands: for a script that drives helmflow's API in a process of its own (killed, or with its own
+    environment), not for one about what a new interpreter imports or finds."""
+    full_env = dict(os.environ, **(env or {})) if inherit_env else dict(env or {})
+    workdir = str(cwd or REPO)
+    if os.environ.get("HELMFLOW_TEST_FORK", "1") != "0" and _forkable(full_env):
+        return _fork_run(list(args), full_env, workdir, timeout, False, code=code)
+    return subprocess.run([sys.executable, "-c", code, *args], env=full_env, cwd=workdir, capture_output=True, text=True,
+                          timeout=timeout)
+
+
 def _fork_run(argv: list[str], env: dict[str, str], cwd: str, timeout: float,
-              stderr_to_stdout: bool, module: str = "helmflow.cli") -> subprocess.CompletedProcess:
+              stderr_to_stdout: bool, module: str = "helmflow.cli", code: str | None = None) -> subprocess.CompletedProcess:
     import json
     import signal
     import socket
@@ -106,8 +119,8 @@ def _fork_run(argv: list[str], env: dict[str, str], cwd: str, timeout: float,
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(path)
-        socket.send_fds(conn, [json.dumps({"argv": argv, "env": env, "cwd": cwd, "module": module}).encode() + b"\n"],
-                        [out_w, err_w])
+        request = {"argv": argv, "env": env, "cwd": cwd, "module": module, "code": code}
+        socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], [out_w, err_w])
     finally:
         os.close(out_w)
         os.close(err_w)
@@ -139,26 +152,28 @@ def _fork_run(argv: list[str], env: dict[str, str], cwd: str, timeout: float,
         conn.close()
     for reader in readers:
         reader.join()
-    code = os.waitstatus_to_exitcode(reply["status"])
-    return subprocess.CompletedProcess([sys.executable, "-m", module, *argv], code, _decode(captured[out_r]),
-                                       None if stderr_to_stdout else _decode(captured[err_r]))
+    command = [sys.executable, "-c", code] if code is not None else [sys.executable, "-m", module]
+    return subprocess.CompletedProcess([*command, *argv], os.waitstatus_to_exitcode(reply["status"]),
+                                       _decode(captured[out_r]), None if stderr_to_stdout else _decode(captured[err_r]))
 
 
 def spawn_cli(args: list[str], env: dict[str, str] | None = None, cwd: Path | str | None = None, *,
               inherit_env: bool = True, fresh: bool = False, stdout=None, stderr=None,
               start_new_session: bool = False, text: bool = True, module: str = "helmflow.cli",
-              ) -> subprocess.Popen | ForkedCommand:
+              code: str | None = None) -> subprocess.Popen | ForkedCommand:
     """The real ``helmflow`` command started in the background, as ``subprocess.Popen`` starts it (``stdout`` and
     ``stderr``: ``subprocess.PIPE``, ``STDOUT``, ``DEVNULL``, a file, or None for this process's own), forked from
     the fork server like :func:`run_cli`'s commands. What comes back has the part of ``Popen``'s interface the tests
     use (``pid``, ``poll``, ``wait``, ``communicate``, ``send_signal``, ``terminate``, ``kill``, ``stdout``,
     ``returncode``). ``fresh=True``, or an environment that changes how the interpreter starts, gives a real
-    ``Popen`` of ``python -m helmflow.cli``. ``module="prefect"``: Prefect's own command (``python -m prefect``)."""
+    ``Popen`` of ``python -m helmflow.cli``. ``module="prefect"``: Prefect's own command (``python -m prefect``);
+    ``code``: a script, as ``python -c code args...`` (see :func:`run_python`)."""
     full_env = dict(os.environ, **(env or {})) if inherit_env else dict(env or {})
     workdir = str(cwd or REPO)
     if not fresh and os.environ.get("HELMFLOW_TEST_FORK", "1") != "0" and _forkable(full_env):
-        return ForkedCommand(list(args), full_env, workdir, stdout, stderr, start_new_session, text, module)
-    return subprocess.Popen([sys.executable, "-m", module, *args], env=full_env, cwd=workdir, stdout=stdout,
+        return ForkedCommand(list(args), full_env, workdir, stdout, stderr, start_new_session, text, module, code)
+    command = [sys.executable, "-c", code] if code is not None else [sys.executable, "-m", module]
+    return subprocess.Popen([*command, *args], env=full_env, cwd=workdir, stdout=stdout,
                             stderr=stderr, text=text, start_new_session=start_new_session)
 
 
@@ -167,11 +182,11 @@ class ForkedCommand:
     status comes from the server's watcher over the request's socket."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: str, stdout, stderr, new_session: bool,
-                 text: bool, module: str = "helmflow.cli") -> None:
+                 text: bool, module: str = "helmflow.cli", code: str | None = None) -> None:
         import json
         import socket
 
-        self.args = [sys.executable, "-m", module, *argv]
+        self.args = [sys.executable, *(("-c", code) if code is not None else ("-m", module)), *argv]
         self.returncode: int | None = None
         self.stdout = self.stderr = None
         self._text = text
@@ -199,7 +214,7 @@ class ForkedCommand:
         self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._conn.connect(path)
-            request = {"argv": argv, "env": env, "cwd": cwd, "setsid": new_session, "module": module}
+            request = {"argv": argv, "env": env, "cwd": cwd, "setsid": new_session, "module": module, "code": code}
             socket.send_fds(self._conn, [json.dumps(request).encode() + b"\n"], [out_fd, err_fd])
         finally:
             for fd in close:

@@ -5,7 +5,8 @@ those imports again (about 3 CPU-s a command, several hundred commands a suite).
 
 Run as ``python -m tests.support.cli_fork SOCKET``: it imports, then serves one request per connection on a Unix
 socket. A request is a JSON object (``argv``, ``env``, ``cwd``; ``module``: ``prefect`` for Prefect's own command
-instead of ``helmflow.cli``; ``setsid``: a session of its own, as ``start_new_session``) sent with the stdout and stderr descriptors
+instead of ``helmflow.cli``; ``code``: a script run as ``python -c`` runs it; ``setsid``: a session of its own, as
+``start_new_session``) sent with the stdout and stderr descriptors
 (``SCM_RIGHTS``); the server forks a watcher, which forks the command and writes back its pid, then its wait
 status. The server itself holds no thread and no event loop when it forks (checked at every fork).
 
@@ -80,9 +81,17 @@ def _run(request: dict) -> None:
     prefect.context.refresh_global_settings_context()
     prefect.logging.configuration.setup_logging(incremental=False)
     module = request.get("module", "helmflow.cli")  # or "prefect": Prefect's own command, as `python -m prefect`
-    sys.argv = [module.split(".")[0], *request["argv"]]  # runpy puts the module's own path first, as -m does
+    code = request.get("code")  # or a script, as `python -c CODE ARGS...` runs it
+    sys.argv = ["-c" if code is not None else module.split(".")[0], *request["argv"]]
     try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        if code is not None:
+            import types
+
+            main = types.ModuleType("__main__")
+            sys.modules["__main__"] = main
+            exec(compile(code, "<string>", "exec"), main.__dict__)
+        else:  # runpy puts the module's own path first, as -m does
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if not isinstance(exc.code, (int, type(None))):
