@@ -125,11 +125,11 @@ def differences(spec: dict[str, Any], judges: list[str], variant: str, selection
     if judged and unjudged:
         out.append(f"--no-judge: {', '.join(sorted(judged))} have no main metric, "
                    "so the mean score covers the other scenarios only")
-    elif judged and not judges:  # a board whose judged metrics run without a judge (Metric.without_judge)
-        out.append(f"judges: none given (pass --judge <deployment>), so {', '.join(sorted(judged))} are not "
-                   "scored: their cells are not available, with the reason")
     elif judged:
-        if published:
+        if not judges:  # a board whose judged metrics run without a judge (Metric.without_judge)
+            out.append(f"judges: none given (pass --judge <deployment>), so {', '.join(sorted(judged))} are not "
+                       "scored: their cells are not available, with the reason")
+        elif published:
             if sorted(judges) != sorted(published):
                 out.append(f"judges: {', '.join(judges) or 'none'}; HELM published {spec['name']} with a jury of "
                            f"{', '.join(published)}")
