@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import REPO
+from tests.support.cli import REPO, spawn_cli
 from tests.support.paid_board import (
     CONCURRENCY,
     PER_SCENARIO,
@@ -251,7 +251,7 @@ def test_the_lease_ends_with_its_holder(tmp_path):
 
     script = ("import sys, time\nfrom helmflow.lease import board_lease\nfrom helmflow.storage import Store\n"
               f"with board_lease(Store({str(tmp_path)!r}), 'b'):\n    print('held', flush=True)\n    time.sleep(60)\n")
-    holder = subprocess.Popen([sys.executable, "-c", script], cwd=str(REPO), stdout=subprocess.PIPE, text=True)
+    holder = spawn_cli([], code=script, cwd=REPO, stdout=subprocess.PIPE)
     assert holder.stdout.readline().strip() == "held"
     with pytest.raises(BoardBusy, match=f"pid {holder.pid}"), board_lease(Store(str(tmp_path)), "b"):
         pass

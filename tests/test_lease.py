@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import REPO
+from tests.support.cli import REPO, spawn_cli
 from tests.support.paid_board import board_args, run_cli_text, start_cli, wait_for_requests
 
 pytestmark = pytest.mark.slow
@@ -37,8 +37,7 @@ def test_an_s3_lease_is_renewed_while_its_holder_lives_and_expires_when_it_dies(
     from helmflow.storage import Store
 
     ttl = 3.0
-    holder = subprocess.Popen([sys.executable, "-c", holder_script(s3_root, ttl)], cwd=str(REPO),
-                              stdout=subprocess.PIPE, text=True)
+    holder = spawn_cli([], code=holder_script(s3_root, ttl), cwd=REPO, stdout=subprocess.PIPE)
     try:
         assert holder.stdout.readline().strip() == "held"
         time.sleep(2.5 * ttl)  # alive: its heartbeat keeps the lease fresh well past the time to live

@@ -7,19 +7,18 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import threading
 import time
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
 import pytest
 
 from helmflow import compare
 from helmflow.storage import Store, safe_key
-from tests.support.cli import REPO, flow_run_id_from, run_cli
+from tests.support.cli import REPO, flow_run_id_from, run_cli, run_python
 
 pytestmark = pytest.mark.slow
 
@@ -100,8 +99,7 @@ def artifact_flow_runs(key: str) -> list[str]:
 def test_a_noisier_deployment_emits_regressed_events_and_the_docs_automation_fires(prefect_server, tmp_path):
     since = datetime.now(UTC).isoformat()
     hook = Webhook()
-    made = subprocess.run([sys.executable, "-c", docs_automation(hook.url)], capture_output=True, text=True,
-                          timeout=120, check=False)
+    made = run_python(docs_automation(hook.url), cwd=Path.cwd(), timeout=120)  # the page's script, as python -c
     assert made.returncode == 0, made.stderr
     root = tmp_path / "store"
     store = Store(str(root))
