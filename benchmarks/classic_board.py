@@ -6,7 +6,7 @@ Builds every Classic source as fixture files (tests/support/classic_fixtures.py 
 127.0.0.1 and mirrored with `helmflow mirror classic`), fetches the perturbation assets, then runs the whole board
 (every entry of flows/classic.yaml whose fixtures plan; the others are named) through the real CLI on fresh storage, once per model count: the dev server
 under HELM's ``openai/davinci`` name (completions with log-probs), then ``offline/first-option``, then
-``offline/echo``. Prefect is the server $PREFECT_API_URL names, else a temporary one per command (``--ephemeral``).
+``offline/echo``; the instruction-following critiques are asked of an offline critic. Prefect is the server $PREFECT_API_URL names, else a temporary one per command (``--ephemeral``).
 
 Printed per model count: runs published, seconds, CPU seconds of the command and all its children (``wait4``'s
 rusage: the CLI, its temporary Prefect server, sandboxed code runs), and peak RSS of the largest of them (the CLI
@@ -33,6 +33,7 @@ sys.path.insert(0, str(REPO))  # tests.support
 
 DEV = "openai/davinci"
 MODELS = [DEV, "offline/first-option", "offline/echo"]
+CRITIC = "offline/critic"  # the instruction-following entries' judge: answers every critique question "b"
 
 
 def prepare(tmp: Path) -> tuple[Path, Path]:
@@ -47,6 +48,7 @@ def prepare(tmp: Path) -> tuple[Path, Path]:
         summarization_mirrors,
     )
     from tests.support.harms_fixtures import rtp_mirror
+    from tests.support.instruct_fixtures import hub_mirrors
     from tests.support.lite_fixtures import serve
 
     root = perturbation_assets(classic_source_tree(tmp / "src"))
@@ -55,7 +57,7 @@ def prepare(tmp: Path) -> tuple[Path, Path]:
         env = {"HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com",
                **summarization_mirrors(tmp / "hub"), **raft_mirror(tmp / "hub" / "raft"),
                **rtp_mirror(tmp / "hub" / "real_toxicity_prompts"), **ice_mirror(tmp / "hub" / "ice"),
-               **math_mirror(tmp / "hub" / "math")}
+               **math_mirror(tmp / "hub" / "math"), **hub_mirrors(tmp / "hub" / "instruct")}
         cli("mirror", "classic", "--to", str(mirror), env=env)
         cli("fetch-assets", "perturbations", "--storage", str(storage),
             env={"HELMFLOW_ASSETS_URL": f"{host.url}/{ASSETS}"})
@@ -123,7 +125,8 @@ def main() -> None:
             models.write_text(yaml.safe_dump({"deployments": [
                 {"name": DEV, "client": "openai-compatible", "model": "model-x", "base_url": server.openai_url,
                  "options": {"endpoint": "completions"}, "logprobs": True, "retry": FAST_RETRY,
-                 "max_concurrency": 16}]}))
+                 "max_concurrency": 16},
+                {"name": CRITIC, "client": "offline", "model": "critic", "options": {"behavior": "constant", "answer": " b."}}]}))
             labels, dropped = runnable(mirror, assets, models, args.max_instances)
             print(f"{len(labels)} of {len(labels) + len(dropped)} entries plan on the fixtures; "
                   f"left out: {', '.join(dropped) or 'none'}")
@@ -133,7 +136,7 @@ def main() -> None:
                 load = os.getloadavg()[0]
                 extra = [] if os.environ.get("PREFECT_API_URL") else ["--ephemeral"]
                 seconds, cpu, rss = cli("run", "classic", "--models", ",".join(MODELS[:count]),
-                                        "--models-file", str(models), "--scenarios", ",".join(labels),
+                                        "--models-file", str(models), "--scenarios", ",".join(labels), "--judge", CRITIC,
                                         "--max-instances", str(args.max_instances),
                                         "--storage", str(storage), *extra, env={"HELMFLOW_MIRROR": str(mirror)})
                 runs = sum(1 for _ in storage.glob("runs/*/run.json"))
