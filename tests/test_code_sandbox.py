@@ -76,7 +76,11 @@ def clean():
     deadline = time.monotonic() + 30  # a group is removed once its last process is reaped; a loaded machine is slow
     while leftovers() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert leftovers() == []
+    # what is left is what stays: another worker's sandbox (the Classic board's end-to-end run scores code) is
+    # empty for a moment between its group's creation and its first process, and after its last one exits
+    first = set(leftovers())
+    time.sleep(1)
+    assert sorted(first & set(leftovers())) == []
 
 
 def humaneval_input(problem: dict, texts: list[str], k: int | None = None) -> MetricInput:
