@@ -38,26 +38,14 @@ CRITIC = "offline/critic"  # the instruction-following entries' judge: answers e
 
 def prepare(tmp: Path) -> tuple[Path, Path]:
     """The mirrored sources and a storage root holding the fetched perturbation assets."""
-    from tests.support.classic_fixtures import (
-        ASSETS,
-        classic_source_tree,
-        ice_mirror,
-        math_mirror,
-        perturbation_assets,
-        raft_mirror,
-        summarization_mirrors,
-    )
-    from tests.support.harms_fixtures import rtp_mirror
-    from tests.support.instruct_fixtures import hub_mirrors
+    from tests.support.classic_fixtures import ASSETS, classic_hub_mirrors, classic_source_tree, perturbation_assets
     from tests.support.lite_fixtures import serve
 
     root = perturbation_assets(classic_source_tree(tmp / "src"))
     mirror, storage = tmp / "mirror", tmp / "assets-store"
     with serve(root) as host:
         env = {"HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com",
-               **summarization_mirrors(tmp / "hub"), **raft_mirror(tmp / "hub" / "raft"),
-               **rtp_mirror(tmp / "hub" / "real_toxicity_prompts"), **ice_mirror(tmp / "hub" / "ice"),
-               **math_mirror(tmp / "hub" / "math"), **hub_mirrors(tmp / "hub" / "instruct")}
+               **classic_hub_mirrors(tmp / "hub")}
         cli("mirror", "classic", "--to", str(mirror), env=env)
         cli("fetch-assets", "perturbations", "--storage", str(storage),
             env={"HELMFLOW_ASSETS_URL": f"{host.url}/{ASSETS}"})

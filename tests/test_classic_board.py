@@ -20,18 +20,13 @@ from helmflow.scenarios.truthful_qa import helm_options
 from helmflow.scenarios.wikifact import PROPERTIES
 from tests.support.classic_fixtures import (
     ASSETS,
+    classic_hub_mirrors,
     classic_source_tree,
-    ice_mirror,
-    math_mirror,
     perturbation_assets,
-    raft_mirror,
-    summarization_mirrors,
     truthful_qa_rows,
 )
 from tests.support.cli import REPO, run_cli
 from tests.support.devserver import FAST_RETRY
-from tests.support.harms_fixtures import rtp_mirror
-from tests.support.instruct_fixtures import hub_mirrors
 from tests.support.lite_fixtures import serve
 
 # HELM's core run groups on the board, in schema_classic's order, with their main metrics
@@ -352,10 +347,7 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
     with serve(root) as host:
         out = run_cli("mirror", "classic", "--to", str(mirror), env={
             "HELMFLOW_SOURCE_HOST": host.url, "HELMFLOW_GITHUB_RAW": f"{host.url}/raw.githubusercontent.com",
-            **summarization_mirrors(tmp_path / "hub"), **raft_mirror(tmp_path / "hub" / "raft"),
-            **rtp_mirror(tmp_path / "hub" / "real_toxicity_prompts"),
-            **ice_mirror(tmp_path / "hub" / "ice"), **math_mirror(tmp_path / "hub" / "math"),
-            **hub_mirrors(tmp_path / "hub" / "instruct")})
+            **classic_hub_mirrors(tmp_path / "hub")})
         assert out.returncode == 0, out.stdout + out.stderr
         # the dialect perturbation's SAE->AAVE mapping (HELM downloads it at run time; here our own words)
         out = run_cli("fetch-assets", "perturbations", "--storage", str(storage),

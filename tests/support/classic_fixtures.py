@@ -744,3 +744,13 @@ def ice_mirror(root: Path) -> dict[str, str]:
         (root / f"ice-{subset}.zip").write_bytes(buf.getvalue())
     (root / "ice_scenario_pinned_file_order.json").write_bytes(ice_order())
     return {"HELMFLOW_MIRROR_ICE": str(root)}
+
+
+def classic_hub_mirrors(root: Path) -> dict[str, str]:
+    """Every Classic source read from a mirror only (the Hub's and the licensed ones), written under ``root``, as
+    the ``HELMFLOW_MIRROR_<NAME>`` variables ``helmflow mirror classic`` copies from."""
+    from tests.support.harms_fixtures import rtp_mirror
+    from tests.support.instruct_fixtures import hub_mirrors
+
+    return {**summarization_mirrors(root), **raft_mirror(root / "raft"), **rtp_mirror(root / "real_toxicity_prompts"),
+            **ice_mirror(root / "ice"), **math_mirror(root / "math"), **hub_mirrors(root / "instruct")}
