@@ -46,6 +46,7 @@ from typing import Any, ClassVar, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
+from helmflow.errors import load_yaml
 from helmflow.records import AdapterSpec, GenerationParams, Input, Instance, Reference
 from helmflow.scenarios import DataSource, Scenario, ScenarioError, scenario
 from helmflow.scenarios.anthropic_red_team import _records as gzip_json_records
@@ -173,7 +174,7 @@ def _texts(raw: Any, where: str, what: str) -> tuple[str, ...]:
 def read_grammar(text: str, where: str) -> list[Rule]:
     """HELM's ``read_grammar`` (YAML ``{rules: [{category, tags, expansions: [{text, tags}]}]}``)."""
     try:
-        raw = yaml.safe_load(text)
+        raw = load_yaml(text)
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{where}: not YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("rules"), list):

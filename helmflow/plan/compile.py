@@ -128,6 +128,7 @@ def _perturbation_instances(entry: ScenarioEntry, perturbations: list[str]) -> d
     caps = {p.name: n for name, n in entry.perturbation_instances.items() for p in resolve(name, check=False)}
     return {name: n for name, n in caps.items() if name in perturbations}
 
+
 def check_extras(entries: list[ScenarioEntry]) -> None:
     """Every known metric of these entries has its modules installed (else one line naming the extra);
     unknown names are left to :func:`plan_scenario`, which says what exists."""
@@ -388,8 +389,7 @@ def without_missing_perturbations(entry: ScenarioEntry, left_out: dict[str, str]
                        else "`helmflow fetch-assets perturbations` fetches it")
                 left_out[f"{entry.label or entry.name}{PERTURBED_MARK}{m}"] = (
                     f"{', '.join(files)} is not in the storage root ({how})")
-    caps = {m: n for name, n in entry.perturbation_instances.items() for m in (
-        p.name for p in resolve(name, check=False)) if m in kept}  # by the members kept, as the list now names them
+    caps = _perturbation_instances(entry, kept)  # by the members kept, as the list now names them
     return entry.model_copy(update={"perturbations": kept, "perturbation_instances": caps})
 
 
