@@ -62,10 +62,11 @@ def test_exit_codes_and_streams_are_the_commands(tmp_path):
     assert crash.returncode == 1 and "RuntimeError: plugin failed on import" in crash.stderr
 
 
-def test_a_command_past_its_timeout_is_killed(tmp_path):
-    (tmp_path / "slow.py").write_text("import time\ntime.sleep(60)\n")
-    with pytest.raises(subprocess.TimeoutExpired):
+def test_a_command_past_its_timeout_is_killed_and_its_stacks_say_where_it_waited(tmp_path):
+    (tmp_path / "slow.py").write_text("import time\n\ndef waiting_here():\n    time.sleep(60)\n\nwaiting_here()\n")
+    with pytest.raises(subprocess.TimeoutExpired) as timed_out:
         run_cli("--plugin", str(tmp_path / "slow.py"), "list", "boards", timeout=3)
+    assert "in waiting_here" in timed_out.value.stderr, timed_out.value.stderr
 
 
 def test_an_interpreter_variable_gets_a_fresh_interpreter(tmp_path):

@@ -69,7 +69,7 @@ def env(fresh_home) -> dict[str, str]:
                 HELMFLOW_SERVER_WORKER="0")
 
 
-def hf(*args: str, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:
+def hf(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
     return run_cli(*args, env=env, inherit_env=False, timeout=timeout)
 
 

@@ -104,6 +104,7 @@ def run_python(code: str, *args: str, env: dict[str, str] | None = None, cwd: Pa
 
 def _fork_run(argv: list[str], env: dict[str, str], cwd: str, timeout: float,
               stderr_to_stdout: bool, module: str = "helmflow.cli", code: str | None = None) -> subprocess.CompletedProcess:
+    import contextlib
     import json
     import signal
     import socket
@@ -143,6 +144,9 @@ def _fork_run(argv: list[str], env: dict[str, str], cwd: str, timeout: float,
     try:
         reply = json.loads(replies.readline() or b"{}")
     except (TimeoutError, socket.timeout):
+        with contextlib.suppress(ProcessLookupError):  # the command's threads' stacks to its stderr, then the kill
+            os.kill(pid, signal.SIGUSR1)
+            time.sleep(1)
         os.kill(pid, signal.SIGKILL)
         for reader in readers:
             reader.join(10)

@@ -67,6 +67,7 @@ def _recv_request(conn: socket.socket) -> tuple[dict, list[int]]:
 
 
 def _run(request: dict) -> None:
+    import faulthandler
     import random
     import runpy
     import tempfile
@@ -75,6 +76,7 @@ def _run(request: dict) -> None:
     import prefect.context
     import prefect.logging.configuration
 
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the harness asks for the stacks of a command it times out
     random.seed()
     numpy.random.seed()
     tempfile.tempdir = None  # found again from this environment's TMPDIR
