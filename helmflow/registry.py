@@ -24,9 +24,14 @@ class UnknownNameError(HelmflowError, KeyError):
 
 
 class Registry(Generic[T]):
-    def __init__(self, kind: str):
+    """Names to entries. ``modules``: built-in names and the module that registers each, imported when
+    the name is first looked up (a board that runs one scenario imports that scenario's module, not
+    every one); :meth:`names` lists them all the same."""
+
+    def __init__(self, kind: str, modules: dict[str, str] | None = None):
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._modules: dict[str, str] = dict(modules or {})
 
     def register(self, name: str) -> Callable[[T], T]:
         def deco(obj: T) -> T:
@@ -48,20 +53,35 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> T:
         load_plugins()
+        if name not in self._items and name in self._modules:
+            self._import(self._modules[name])
         try:
             return self._items[name]
         except KeyError:
             raise UnknownNameError(
-                f"unknown {self.kind} {name!r}; known: {', '.join(sorted(self._items)) or '(none)'}"
+                f"unknown {self.kind} {name!r}; known: {', '.join(self.names()) or '(none)'}"
             ) from None
 
     def names(self) -> list[str]:
         load_plugins()
-        return sorted(self._items)
+        return sorted(self._items.keys() | self._modules.keys())
 
     def __contains__(self, name: str) -> bool:
         load_plugins()
-        return name in self._items
+        return name in self._items or name in self._modules
+
+    def load_all(self) -> None:
+        """Import every built-in module now (what registers each name: tests compare it with ``modules``)."""
+        for module in dict.fromkeys(self._modules.values()):
+            self._import(module)
+
+    def _import(self, module: str) -> None:
+        loaded = sys.modules.get(module)
+        if loaded is not None:  # imported while the entries were replaced (a test's copy): register again
+            if not getattr(loaded.__spec__, "_initializing", False):
+                importlib.reload(loaded)
+        else:
+            importlib.import_module(module)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

@@ -1,14 +1,13 @@
-"""The scenario registry. A benchmark is one module here plus one line in ``_BUILTIN``."""
+"""The scenario registry. A benchmark is one module here plus one line in ``_BUILTIN`` (and its names in
+``_NAMED`` when they are not the module's). A module is imported when one of its scenarios is first looked
+up, so a board imports the modules of the scenarios it runs, not all of them."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from helmflow.registry import Registry
 from helmflow.scenarios.base import DataSource, Scenario, ScenarioError
-
-SCENARIOS: Registry[type[Scenario]] = Registry("scenario")
 
 _BUILTIN = [
     "arithmetic",
@@ -150,6 +149,24 @@ _BUILTIN = [
     "ice",
 ]
 
+# the modules whose scenarios are not named after the module (every other one registers its own name)
+_NAMED: dict[str, tuple[str, ...]] = {
+    "dyck": ("dyck_language",),
+    "image2struct": ("image2latex", "image2webpage", "image2musicsheet"),
+    "competition_math": ("math",),
+    "wmt14": ("wmt_14",),
+    "gsm8k": ("gsm",),
+    "air_bench": ("air_bench_2024",),
+    "summarization": ("summarization_cnndm", "summarization_xsum", "summarization_xsum_sampled"),
+    "mtsamples": ("mtsamples_replicate", "mtsamples_procedures"),
+    "shc": ("shc_med",),
+    "medhelm_configurable": ("medhelm_configurable_benchmark",),
+    "instruction_following": ("self_instruct", "grammar", "open_assistant", "vicuna", "koala", "anthropic_hh_rlhf"),
+}
+
+SCENARIOS: Registry[type[Scenario]] = Registry("scenario", {
+    name: f"helmflow.scenarios.{module}" for module in _BUILTIN for name in _NAMED.get(module, (module,))})
+
 
 def scenario(name: str):
     """Class decorator: register a :class:`Scenario` subclass under ``name``."""
@@ -177,8 +194,5 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
 def get_scenario(name: str, params: dict[str, Any] | None = None) -> Scenario:
     return SCENARIOS.get(name)(**(params or {}))
 
-
-for _module in _BUILTIN:
-    importlib.import_module(f"helmflow.scenarios.{_module}")
 
 __all__ = ["SCENARIOS", "DataSource", "Scenario", "ScenarioError", "get_scenario", "parse_spec", "scenario"]
