@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,10 +30,13 @@ def mlflow_server(tmp_path_factory):
     root = tmp_path_factory.mktemp("mlflow")
     port = free_port()
     log = (root / "server.log").open("w")
+    # MLflow's job execution (huey consumers for its GenAI jobs: seven processes, about 7 CPU-s to start) is off:
+    # helmflow logs runs, params, metrics and artifacts, none of which goes through a job
+    env = dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")
     proc = subprocess.Popen(
         [str(Path(sys.executable).with_name("mlflow")), "server", "--host", "127.0.0.1", "--port", str(port),
          "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}", "--artifacts-destination", str(root / "artifacts"),
-         "--workers", "1"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+         "--workers", "1"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{url}/health", timeout=240, proc=proc)
