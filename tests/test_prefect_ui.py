@@ -12,6 +12,7 @@ A browser that cannot start fails these tests (never skips them).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -74,6 +75,26 @@ def _shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / name))
     if os.environ.get("HELMFLOW_UPDATE_SCREENSHOTS"):
         shutil.copy(ARTIFACTS / name, DOCS / name)
+
+
+def _drawn(page, canvas, most_ms: int, unlike: bytes | None = None) -> bytes | None:
+    """Until the graph on ``canvas`` is drawn and holds still (it is drawn on a canvas, which no locator reads):
+    two screenshots of it 0.4 s apart alike, with more in them than a background (and unlike ``unlike``, the
+    drawing before a change of layout); at most ``most_ms``. For the screenshots only: nothing is asserted on
+    the drawing. Returns the last screenshot of the canvas."""
+    from io import BytesIO
+
+    from PIL import Image
+
+    deadline, last = time.monotonic() + most_ms / 1000, None
+    while time.monotonic() < deadline:
+        shot = canvas.screenshot()
+        colours = Image.open(BytesIO(shot)).convert("RGB").getcolors(256)
+        if shot == last and shot != unlike and (colours is None or len(colours) > 32):
+            return shot
+        last = shot
+        page.wait_for_timeout(400)
+    return last
 
 
 @pytest.fixture
@@ -153,6 +174,7 @@ def test_asset_events_name_their_cells(ui):
 
 
 def test_ui_shows_names_graph_artifacts_and_events(ui, page):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import expect
 
     run = ui["flow_run"]
@@ -161,14 +183,14 @@ def test_ui_shows_names_graph_artifacts_and_events(ui, page):
     expect(page.get_by_text(run.name, exact=True).first).to_be_visible()
     # the release is the board's one task run of its own (it was 51 side by side); a subflow run per scenario
     expect(page.get_by_text("1 Task run", exact=True).first).to_be_visible()
-    page.wait_for_timeout(3000)  # the graph draws on a canvas: give it a moment
+    graph = page.locator(".flow-run-graph")
+    drawn = _drawn(page, graph.locator("canvas").first, 3000)
     _shot(page, "prefect-flow-run.png")
 
-    graph = page.locator(".flow-run-graph")
     graph.locator("button").last.click()  # the graph's settings
     page.get_by_text("Dependency grid", exact=True).click()
     page.get_by_text(run.name, exact=True).first.click()  # close the settings
-    page.wait_for_timeout(2000)  # nine named bars: readable without zooming in
+    _drawn(page, graph.locator("canvas").first, 2000, unlike=drawn)  # nine named bars: readable without zooming in
     _shot(page, "prefect-flow-run-dependency.png")
 
     page.get_by_text("Task Runs", exact=True).first.click()
@@ -179,7 +201,7 @@ def test_ui_shows_names_graph_artifacts_and_events(ui, page):
     [dyck] = [s for s in ui["server"].subflow_runs(run.id) if s.name == "demo dyck-3"]
     page.goto(f"{ui['ui']}/runs/flow-run/{dyck.id}")  # a scenario's subflow run: its prepare and its cells
     expect(page.get_by_text("5 Task runs").first).to_be_visible()  # prepare + 4 models
-    page.wait_for_timeout(3000)
+    _drawn(page, page.locator(".flow-run-graph canvas").first, 3000)
     _shot(page, "prefect-scenario-subflow.png")
     page.goto(base)
 
@@ -201,7 +223,8 @@ def test_ui_shows_names_graph_artifacts_and_events(ui, page):
         if asset_event.is_visible():
             break
         page.mouse.wheel(0, 1500)
-        page.wait_for_timeout(1000)
+        with contextlib.suppress(PlaywrightTimeout):  # the next page of events, loaded as the feed scrolls
+            asset_event.wait_for(state="visible", timeout=1000)
     asset_event.scroll_into_view_if_needed()
     expect(asset_event).to_be_visible()
     _shot(page, "prefect-event-feed.png")
@@ -214,7 +237,7 @@ def test_v2_ui_shows_the_same_run(ui, page):
     page.goto(f"{ui['ui']}/v2/runs/flow-run/{run.id}")
     expect(page.get_by_text(run.name, exact=True).first).to_be_visible()
     expect(page.get_by_text("9 Task runs").first).to_be_visible()  # V2 counts the 8 standing for the subflows
-    page.wait_for_timeout(15_000)  # V2 draws its graph later than V1
+    _drawn(page, page.locator("canvas").first, 15_000)  # V2 draws its graph later than V1
     _shot(page, "prefect-v2-flow-run.png")
     page.get_by_role("tab", name="Task Runs").click()
     expect(page.get_by_text("release demo", exact=True).first).to_be_visible()
