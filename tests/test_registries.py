@@ -1,5 +1,6 @@
-"""The scenario registry imports a scenario's module when the scenario is first looked up, from an index
-of which module registers which names; the index must name exactly what the modules register."""
+"""Indexes that spare a command imports: the scenario registry imports a scenario's module when the scenario is
+first looked up, and the command line imports the module of the command it names; each index must name
+exactly what its modules register."""
 
 from __future__ import annotations
 
@@ -54,3 +55,33 @@ def test_an_unknown_scenario_names_every_known_one_imported_or_not():
             print(exc)
     """)
     assert out.startswith("unknown scenario 'no_such_scenario'; known: ") and "mmlu" in out and "wmt_14" in out, out
+
+
+def test_the_command_index_names_what_each_command_module_registers():
+    import argparse
+    import importlib
+
+    from helmflow.cli import COMMANDS
+
+    for module, names in COMMANDS.items():
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(module).add_parser(sub)
+        assert tuple(sub.choices) == names, module
+
+
+def test_a_command_line_builds_the_parser_of_its_command_alone():
+    from helmflow.cli import COMMAND_MODULES, command_modules
+
+    assert command_modules(["--plugin", "eval", "run", "demo"]) == ["helmflow.cli.run"]
+    assert command_modules(["--plugin=x.py", "show", "demo"]) == ["helmflow.cli.boards"]
+    for everything in ([], ["--help"], ["no-such-command"]):
+        assert command_modules(everything) == COMMAND_MODULES
+    out = _fresh("""
+        import sys
+        from helmflow.cli import COMMANDS, build_parser
+        args = build_parser(["eval", "dyck_language", "--models", "offline/echo"]).parse_args(
+            ["eval", "dyck_language", "--models", "offline/echo"])
+        assert args.func.__name__ == "cmd_eval", args
+        print(" ".join(m for m in COMMANDS if m in sys.modules))
+    """)
+    assert out.split() == ["helmflow.cli.eval"], out
