@@ -104,7 +104,10 @@ def sqlite_server(tmp_path_factory) -> PrefectServer:
 
 
 @pytest.mark.slow
-def test_prefect_yaml_deploys_every_board_nightly_and_a_worker_publishes_the_release(sqlite_server, tmp_path):
+def test_prefect_yaml_deploys_every_board_nightly(sqlite_server):
+    """``prefect deploy --all`` on a SQLite server: every board's nightly deployment on the process pool, each
+    schedule queueing runs at 02:00 UTC. A worker executing a nightly deployment's run on such a server, with
+    the storage root from its environment, is tests/test_prefect_ui.py's (its every assertion reads that run)."""
     server = sqlite_server
     spec = yaml.safe_load((REPO / "prefect.yaml").read_text())
     boards = {d["name"]: d["entrypoint"] for d in spec["deployments"]}
@@ -142,31 +145,7 @@ def test_prefect_yaml_deploys_every_board_nightly_and_a_worker_publishes_the_rel
     with server.client() as client:
         assert not [r for r in client.read_flow_runs() if r.auto_scheduled and r.state.is_scheduled()]
 
-    # storage is left to the worker's environment (the deployment's default); the sample is ours
-    root = tmp_path / "store"
-    params = {"selection": {"max_instances": 3, "scenarios": ["arithmetic-3"], "models": MODELS[::2]}}
-    triggered = time.monotonic()
-    flow_run_id = _trigger(server, "demo/demo-nightly", params)
-    worker = server.start_worker(POOL, "box", HELMFLOW_STORAGE=str(root))
-    run = server.wait_flow_run(flow_run_id)
-    released_s, run_s = time.monotonic() - started, time.monotonic() - triggered
-    stop_process(worker)
-    assert run.state.is_completed(), f"{run.state}\n{server.tail()}"
-    assert run.deployment_id == deployments["demo-nightly"].id and run.labels["prefect.worker.name"] == "box"
-    assert run.parameters == dict(params, storage=None)
-
-    store = Store(str(root))
-    latest, board = _release(store)
-    assert latest["status"] == "complete" and _cells(store, latest) == {("offline/solver", "complete"), ("offline/echo", "complete")}
-    assert {r["deployment"]: r["mean_score"] for r in board} == {"offline/solver": 1.0, "offline/echo": 0.0}
-    # every request the published solver runs hold was sent once: 3 instances, plus the demo's
-    # robustness runs of the instances their perturbations changed
-    runs = store.read_parquet(latest["uri"].removeprefix(store.root.rstrip("/") + "/") + "/runs.parquet").to_pylist()
-    published = sum(store.read_parquet(f"runs/{r['run_id']}/requests.parquet").num_rows
-                    for r in runs if r["deployment"] == "offline/solver")
-    assert published > 3 and offline_call_count(store, "offline/solver") == published
-    _record("sqlite", server_start_s=round(server.startup_s, 1), deploy_all_s=round(deployed_s, 1),
-            deploy_to_release_s=round(released_s, 1), trigger_to_release_s=round(run_s, 1))
+    _record("sqlite", server_start_s=round(server.startup_s, 1), deploy_all_s=round(deployed_s, 1))
 
 
 @pytest.mark.slow

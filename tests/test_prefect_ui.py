@@ -46,11 +46,12 @@ def ui(tmp_path_factory) -> dict:
         _ok(server.cli("deploy", "--name", "demo-nightly"))
         _ok(server.cli("deployment", "schedule", "pause", "--all"))
         server.start_worker(POOL, "ui-worker", HELMFLOW_STORAGE=str(store_root))
-        flow_run_id = _trigger(server, {"selection": {"max_instances": 3}})
+        params = {"selection": {"max_instances": 3}}
+        flow_run_id = _trigger(server, params)
         run = server.wait_flow_run(flow_run_id, timeout=900)
         assert run.state.is_completed(), f"{run.state}\n{server.tail()}"
         yield {"server": server, "ui": server.url.removesuffix("/api"), "flow_run": run, "store": Store(str(store_root)),
-               "work": work}
+               "work": work, "params": params}
 
 
 def _ok(out):
@@ -162,6 +163,30 @@ def test_artifacts_read_as_a_report(ui):
     assert "[" in json.dumps(board.data)  # cells carry their interval: "1.000 [1.000, 1.000]"
     link = by_key["demo-release-link"]
     assert latest["uri"] in link.data and latest["release_id"] in link.data
+
+
+def test_a_worker_publishes_the_release_where_its_environment_says(ui):
+    """The deployment's run was executed by the worker, whose environment names the storage root (the
+    deployment's ``storage`` is null): the release is complete, and every request its runs hold was sent
+    once (the offline models' request counters, before the retry test below adds to them)."""
+    server, store, run = ui["server"], ui["store"], ui["flow_run"]
+    with server.client() as client:
+        deployment = client.read_deployment_by_name("demo/demo-nightly")
+    assert run.deployment_id == deployment.id and run.labels["prefect.worker.name"] == "ui-worker"
+    assert run.parameters == dict(ui["params"], storage=None)
+    latest = store.read_json("leaderboards/demo/latest-subset.json")
+    release = latest["uri"].removeprefix(store.root.rstrip("/") + "/")
+    runs = store.read_parquet(f"{release}/runs.parquet").to_pylist()
+    models = ["offline/solver", "offline/solver-noisy", "offline/echo", "offline/first-option"]
+    assert latest["status"] == "complete" and {(r["deployment"], r["status"]) for r in runs} == {
+        (m, "complete") for m in models}
+    board = store.read_parquet(f"{release}/leaderboard.parquet").to_pylist()
+    assert {r["deployment"]: r["arithmetic-3"] for r in board if r["deployment"] in models[::2]} == {
+        "offline/solver": 1.0, "offline/echo": 0.0}
+    for model in models:
+        published = sum(store.read_parquet(f"runs/{r['run_id']}/requests.parquet").num_rows
+                        for r in runs if r["deployment"] == model)
+        assert published > 8 * 3 and offline_call_count(store, model) == published, model
 
 
 def test_asset_events_name_their_cells(ui):
