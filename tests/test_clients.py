@@ -134,7 +134,12 @@ def test_anthropic_sends_system_the_anthropic_way_and_no_sampling_parameters(sto
 @pytest.mark.parametrize("kind", ["openai", "compat-completions", "anthropic"])
 def test_every_fault_kind_is_retried_to_success(dev_server, store, kind, fault):
     dev_server.configure(fault_rate=0.5, faults=fault, hang_s=30)
-    retry = {"attempts": 16, "base_s": 0.01, "cap_s": 0.2, "timeout_s": 2.0}  # generous: 2 shared cores under load
+    # the attempt timeout is what ends a hang, so each hang in a row costs one: 0.5 s outlasts the dev server's
+    # answer up to a load of 2 per CPU, and grows with the load past that (up to 2 s); a timed-out answer is retried
+    # like a hang. The other kinds answer at once, within 2 s however loaded
+    load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    timeout_s = min(2.0, 0.25 * max(2.0, load)) if fault == "hang" else 2.0
+    retry = {"attempts": 16, "base_s": 0.01, "cap_s": 0.2, "timeout_s": timeout_s}
     if kind == "compat-completions":
         dep = dev_deployment(dev_server, "openai-compatible", retry=retry, options={"endpoint": "completions"})
     else:
