@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from helmflow.metrics import METRICS, MetricInput
 from helmflow.records import STAT_SCHEMA, AdapterSpec, Annotation, Completion, Instance, MetricSummary, Request, Stat
-from helmflow.stats import counted_ci, mean_ci, pooled_ci, ratio_ci
+from helmflow.stats import counted_ci, mean_cis, pooled_ci, ratio_ci
 
 
 def _apply_counted(fn: Any, keys: list[str], sums: np.ndarray) -> float | None:
@@ -167,10 +167,10 @@ def summarize(stats: list[Stat] | StatColumns) -> list[MetricSummary]:
     key = name_rank[cols.name[keep]] * max(len(cols.splits), 1) + split_rank[cols.split[keep]]
     order = keep[np.argsort(key, kind="stable")]
     sorted_key = np.sort(key, kind="stable")
+    groups = np.split(order, np.flatnonzero(np.diff(sorted_key)) + 1) if len(order) else []
     out = []
-    for group in np.split(order, np.flatnonzero(np.diff(sorted_key)) + 1) if len(order) else []:
+    for group, (mean, low, high) in zip(groups, mean_cis([cols.value[g] for g in groups]), strict=True):
         name, split = cols.names[cols.name[group[0]]], cols.splits[cols.split[group[0]]]
-        mean, low, high = mean_ci(cols.value[group])
         out.append(MetricSummary(name=name, split=split, count=len(group), mean=mean, ci_low=low, ci_high=high))
     return sorted(out + pooled_ratios(cols) + pooled_values(cols) + counted_values(cols),
                   key=lambda m: (m.name, m.split))

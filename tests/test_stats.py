@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from helmflow.stats import mean_ci, mean_scores, win_rates
+from helmflow.stats import mean_ci, mean_cis, mean_scores, win_rates
 
 
 def test_bootstrap_interval_on_bernoulli_draws_matches_the_normal_approximation():
@@ -27,6 +27,17 @@ def test_bootstrap_is_seeded_and_handles_tiny_samples():
     assert mean_ci([0.25]) == (0.25, 0.25, 0.25)
     assert all(math.isnan(v) for v in mean_ci([]))
     assert mean_ci([1.0] * 50) == (1.0, 1.0, 1.0)
+
+
+def test_intervals_of_many_groups_are_each_groups_own():
+    rng = np.random.default_rng(7)
+    groups = [rng.random(500), rng.binomial(1, 0.4, 500).astype(float), np.array([]), np.array([0.5]),
+              rng.random(37), rng.random(2), rng.random(500), rng.random(5000), np.ones(37)]
+    together = mean_cis(groups)
+    assert all(math.isnan(v) for v in together[2])  # an empty group, as mean_ci gives it (NaN never equals itself)
+    assert [t for i, t in enumerate(together) if i != 2] == [mean_ci(g) for i, g in enumerate(groups) if i != 2]
+    assert mean_cis(groups, level=0.9, seed=3)[7] == mean_ci(groups[7], level=0.9, seed=3)
+    assert mean_cis([]) == []
 
 
 # A 3x3 board with one tie (c1: m2 = m3) and one missing cell (c2 for m3). Hand computation:
