@@ -164,25 +164,24 @@ def test_two_commands_starting_at_once_get_one_server(home, env):
                            f"Prefect UI: {url} (running in the background; helmflow server stop)"]), outs
 
 
+def write_record(home: Path, env: dict[str, str], pid: int) -> None:
+    """A server record naming ``pid``, as a managed server writes it."""
+    record = {"pid": pid, "port": int(env["HELMFLOW_SERVER_PORT"]), "prefect_version": "3.9.1", "home": str(home),
+              "idle_timeout_s": 3600, "started_at": 0}
+    (home / prefect_server.STATE_FILE).write_text(json.dumps(record))
+
+
 @pytest.mark.slow
 def test_a_stale_record_is_replaced(home, env):
+    """A record whose process exited: the next start says so and starts a new server (a record naming a pid
+    that another program now has: test_the_server_stops_itself_when_idle)."""
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    unrelated = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])  # a reused pid
-    try:
-        for pid in (dead.pid, unrelated.pid):
-            record = {"pid": pid, "port": int(env["HELMFLOW_SERVER_PORT"]), "prefect_version": "3.9.1",
-                      "home": str(home), "idle_timeout_s": 3600, "started_at": 0}
-            (home / prefect_server.STATE_FILE).write_text(json.dumps(record))
-            out = ok(hf("server", "start", env=env))
-            assert f"helmflow's Prefect server (pid {pid}) is no longer running: starting a new one" in out.stderr
-            [running] = server_pids(home)
-            assert running != pid
-            ok(hf("server", "stop", env=env))
-        assert unrelated.poll() is None  # never signalled
-    finally:
-        unrelated.kill()
-        unrelated.wait()
+    write_record(home, env, dead.pid)
+    out = ok(hf("server", "start", env=env))
+    assert f"helmflow's Prefect server (pid {dead.pid}) is no longer running: starting a new one" in out.stderr
+    [running] = server_pids(home)
+    assert running != dead.pid
 
 
 @pytest.mark.slow
@@ -222,7 +221,11 @@ def test_a_server_of_another_prefect_version_is_one_line(tmp_path, home, env):
 
 
 @pytest.mark.slow
-def test_a_server_that_does_not_answer_is_one_line_not_a_hang(tmp_path, home, env):
+def test_a_server_that_does_not_answer_is_one_line_not_a_hang_and_one_that_exits_as_a_command_waits_is_replaced(
+        tmp_path, home, env):
+    """A stopped (SIGSTOP) server: a command under a 3 s start-up timeout says so in one line instead of
+    hanging. Then the same server stops for good (its idle stop, a kill) while a command waits for it: the
+    command starts a new one instead of failing."""
     ok(hf("server", "start", env=env))
     [pid] = server_pids(home)
     os.kill(pid, signal.SIGSTOP)
@@ -230,22 +233,16 @@ def test_a_server_that_does_not_answer_is_one_line_not_a_hang(tmp_path, home, en
         started = time.monotonic()
         out = hf(*demo(tmp_path), env=dict(env, HELMFLOW_SERVER_STARTUP_TIMEOUT_S="3"), timeout=120)
         took = time.monotonic() - started
-    finally:
+    except BaseException:
         os.kill(pid, signal.SIGCONT)
+        raise
     assert out.returncode == 3, out.stdout + out.stderr
     [line] = out.stderr.strip().splitlines()
     assert line.startswith(f"helmflow: error: helmflow's Prefect server (pid {pid}, ") and \
         "did not answer within 3 s" in line and "`helmflow server stop`" in line, line
     assert took < 60, took
 
-
-@pytest.mark.slow
-def test_a_server_that_exits_as_a_command_comes_to_use_it_is_replaced(tmp_path, home, env):
-    """The server stops (its idle stop, a kill) while a command plans or waits for it: the command
-    starts a new one instead of failing."""
-    ok(hf("server", "start", env=env))
-    [pid] = server_pids(home)
-    os.kill(pid, signal.SIGSTOP)  # the command finds it, and waits for an answer
+    # still stopped: the next command finds it, and waits for an answer
     proc = spawn_cli(demo(tmp_path), env=env, inherit_env=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(3)
     os.kill(pid, signal.SIGKILL)
@@ -259,7 +256,7 @@ def test_a_server_that_exits_as_a_command_comes_to_use_it_is_replaced(tmp_path, 
 @pytest.mark.slow
 def test_a_server_that_dies_mid_run_stops_the_run_in_one_line_and_the_next_run_recovers(
         tmp_path, home, env, dev_server):
-    args = board_args(tmp_path, dev_server)
+    args = board_args(tmp_path, dev_server, per_scenario=50)  # 4 x 50 requests
     dev_server.configure(latency_ms=40)
     ok(hf("server", "start", env=env))
     [pid] = server_pids(home)
@@ -276,22 +273,33 @@ def test_a_server_that_dies_mid_run_stops_the_run_in_one_line_and_the_next_run_r
     again = hf(*args, env=env)
     ok(again)
     assert f"helmflow's Prefect server (pid {pid}) is no longer running: starting a new one" in again.stderr
-    assert dev_server.stats()["unique"] == 400 and sent < 400  # every request answered once, the rest completed now
+    assert dev_server.stats()["unique"] == 200 and sent < 200  # every request answered once, the rest completed now
     assert len(server_pids(home)) == 1
 
 
 @pytest.mark.slow
 def test_the_server_stops_itself_when_idle(home, env):
-    out = ok(hf("server", "start", "--idle-timeout", "2", env=env))
-    assert STARTED.search(out.stdout)
-    [pid] = server_pids(home)
-    deadline = time.monotonic() + 60
-    while server_pids(home) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert server_pids(home) == []
-    assert not (home / prefect_server.STATE_FILE).exists()
-    assert "no API request for 2 s: stopping" in (home / prefect_server.LOG_FILE).read_text()
-    assert hf("server", "status", env=env).returncode == 1
+    """Its start finds a record naming a pid another program now has (a reused pid): stale, replaced, that
+    program never signalled; the new server stops itself after its idle time."""
+    unrelated = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])  # a reused pid
+    try:
+        write_record(home, env, unrelated.pid)
+        out = ok(hf("server", "start", "--idle-timeout", "2", env=env))
+        assert f"helmflow's Prefect server (pid {unrelated.pid}) is no longer running: starting a new one" in out.stderr
+        assert STARTED.search(out.stdout)
+        [pid] = server_pids(home)
+        assert pid != unrelated.pid
+        deadline = time.monotonic() + 60
+        while server_pids(home) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert server_pids(home) == []
+        assert not (home / prefect_server.STATE_FILE).exists()
+        assert "no API request for 2 s: stopping" in (home / prefect_server.LOG_FILE).read_text()
+        assert hf("server", "status", env=env).returncode == 1
+        assert unrelated.poll() is None  # never signalled
+    finally:
+        unrelated.kill()
+        unrelated.wait()
 
 
 @pytest.mark.slow
