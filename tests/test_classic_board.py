@@ -13,7 +13,6 @@ import pytest
 import yaml
 
 from helmflow.aggregate import rank
-from helmflow.devserver import start_dev_server
 from helmflow.outcomes import RunOutcome
 from helmflow.scenarios.mmlu import LITE_SUBJECTS
 from helmflow.scenarios.truthful_qa import helm_options
@@ -340,7 +339,7 @@ def test_show_classic_works_offline_and_counts_the_runs(tmp_path):
 
 
 @pytest.mark.slow
-def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_server):
+def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_server, dev_server):
     started = time.monotonic()
     root = perturbation_assets(classic_source_tree(tmp_path / "src"))
     mirror, storage = tmp_path / "mirror", tmp_path / "store"
@@ -353,15 +352,15 @@ def test_helmflow_run_classic_end_to_end_on_mirrored_fixtures(tmp_path, prefect_
         out = run_cli("fetch-assets", "perturbations", "--storage", str(storage),
                       env={"HELMFLOW_ASSETS_URL": f"{host.url}/{ASSETS}"})
         assert out.returncode == 0, out.stdout + out.stderr
-    with start_dev_server() as server:
-        models = tmp_path / "models.yaml"
-        models.write_text(yaml.safe_dump({"deployments": [
-            {"name": DEV, "client": "openai-compatible", "model": "model-x", "base_url": server.openai_url,
-             "options": {"endpoint": "completions"}, "logprobs": True, "retry": FAST_RETRY, "max_concurrency": 16}]}))
-        out = run_cli("run", "classic", "--models", f"{DEV},offline/first-option", "--models-file", str(models),
-                      "--scenarios", ",".join(SELECTED), "--max-instances", str(N), "--storage", str(storage),
-                      env={"HELMFLOW_MIRROR": str(mirror)}, timeout=600)
-        assert out.returncode == 0, out.stdout + out.stderr
+    # the dev server: this worker's, seen through a scope of this test's own
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"deployments": [
+        {"name": DEV, "client": "openai-compatible", "model": "model-x", "base_url": dev_server.openai_url,
+         "options": {"endpoint": "completions"}, "logprobs": True, "retry": FAST_RETRY, "max_concurrency": 16}]}))
+    out = run_cli("run", "classic", "--models", f"{DEV},offline/first-option", "--models-file", str(models),
+                  "--scenarios", ",".join(SELECTED), "--max-instances", str(N), "--storage", str(storage),
+                  env={"HELMFLOW_MIRROR": str(mirror)}, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
     wall_s = time.monotonic() - started
     runs = [json.loads(p.read_text()) for p in storage.glob("runs/*/run.json")]
     labels = {r["scenario"]["label"] for r in runs}

@@ -12,7 +12,6 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from helmflow.devserver import start_dev_server
 from helmflow.scenarios.mmlu import LITE_SUBJECTS
 from tests.support.cli import flow_run_id_from, run_cli, subflow_runs_of, task_runs_of
 from tests.support.devserver import FAST_RETRY
@@ -58,7 +57,7 @@ def test_reproduce_lite_explains_every_difference_from_helm():
 
 
 @pytest.mark.slow
-def test_helmflow_run_lite_end_to_end_on_mirrored_fixtures(tmp_path, prefect_server):
+def test_helmflow_run_lite_end_to_end_on_mirrored_fixtures(tmp_path, prefect_server, dev_server):
     root = source_tree(tmp_path / "src", small=True)
     mirror = tmp_path / "mirror"
     with serve(root) as host:
@@ -67,19 +66,19 @@ def test_helmflow_run_lite_end_to_end_on_mirrored_fixtures(tmp_path, prefect_ser
     assert out.returncode == 0, out.stdout + out.stderr
     storage = tmp_path / "store"
     env = {"HELMFLOW_MIRROR": str(mirror)}  # no source host: the run reads the mirror only
-    with start_dev_server() as server:
-        models = tmp_path / "models.yaml"
-        models.write_text(yaml.safe_dump({"deployments": [
-            {"name": "dev/model", "client": "openai-compatible", "model": "model-x", "base_url": server.openai_url,
-             # a generous attempt timeout: on a loaded machine FAST_RETRY's 2 s gives up on answers the server
-             # still sends (and counts), and the re-sends would hide a request sent twice for another reason
-             "retry": {**FAST_RETRY, "timeout_s": 60}, "max_concurrency": 16}]}))
-        started = time.monotonic()
-        out = run_cli("run", "lite", "--models", "dev/model,offline/first-option", "--models-file", str(models),
-                      "--storage", str(storage), env=env, timeout=900)
-        wall_s = time.monotonic() - started
-        assert out.returncode == 0, out.stdout + out.stderr
-        stats = server.stats()
+    # the dev server: this worker's, seen through a scope of this test's own (its counts are this test's)
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"deployments": [
+        {"name": "dev/model", "client": "openai-compatible", "model": "model-x", "base_url": dev_server.openai_url,
+         # a generous attempt timeout: on a loaded machine FAST_RETRY's 2 s gives up on answers the server
+         # still sends (and counts), and the re-sends would hide a request sent twice for another reason
+         "retry": {**FAST_RETRY, "timeout_s": 60}, "max_concurrency": 16}]}))
+    started = time.monotonic()
+    out = run_cli("run", "lite", "--models", "dev/model,offline/first-option", "--models-file", str(models),
+                  "--storage", str(storage), env=env, timeout=900)
+    wall_s = time.monotonic() - started
+    assert out.returncode == 0, out.stdout + out.stderr
+    stats = dev_server.stats()
     runs = [json.loads(p.read_text()) for p in storage.glob("runs/*/run.json")]
     assert len(runs) == 56  # 28 runs per model
     # --models narrows the board: a subset release (latest-subset.json), as any selection
