@@ -12,7 +12,8 @@ difference between the rows is what each layer adds:
 - ``transport``: the SDK's aiohttp HTTP client (``DefaultAioHttpClient``) sending a prepared
   ``httpx2.Request``, with no SDK around it;
 - ``post``, ``post-content``: ``AsyncOpenAI.post`` with ``cast_to=httpx2.Response`` and the body as a
-  dict (the SDK serialises it) or as bytes already serialised (``content=``);
+  dict (the SDK serialises it) or as bytes already serialised (``content=``); ``post-url*``: the same
+  with the endpoint's absolute URL as the path (the SDK then does not merge it with its base URL);
 - ``create``, ``raw-response``: ``chat.completions.create`` (typed ``ChatCompletion``) and
   ``chat.completions.with_raw_response.create`` read as JSON;
 - ``post-httpx``: ``post`` on the SDK's default httpx transport;
@@ -42,7 +43,8 @@ BODY = {"model": "bench", "messages": [{"role": "user", "content": "Question?\na
 CANNED = (b'{"id":"x","object":"chat.completion","created":1,"model":"bench","choices":[{"index":0,'
           b'"message":{"role":"assistant","content":"answer"},"finish_reason":"stop"}],'
           b'"usage":{"prompt_tokens":4,"completion_tokens":1,"total_tokens":5}}')
-NETWORK = ["raw", "transport", "post", "post-content", "raw-response", "create", "post-httpx"]
+NETWORK = ["raw", "transport", "post", "post-content", "post-url", "post-url-content", "raw-response", "create",
+           "post-httpx"]
 OFFLINE = ["mock-options", "mock-build", "mock-send", "mock-post"]
 
 
@@ -119,6 +121,16 @@ async def _network(variant: str, url: str, n: int, concurrency: int, clock: Call
             async def one() -> None:
                 r = await sdk.post("/chat/completions", content=orjson.dumps(BODY), cast_to=httpx2.Response)
                 orjson.loads(r.content)
+        elif variant in ("post-url", "post-url-content"):
+            target = f"{url}/v1/chat/completions"  # absolute: the SDK skips merging it with its base URL
+            if variant == "post-url":
+                async def one() -> None:
+                    r = await sdk.post(target, body=BODY, cast_to=httpx2.Response)
+                    orjson.loads(r.content)
+            else:
+                async def one() -> None:
+                    r = await sdk.post(target, content=orjson.dumps(BODY), cast_to=httpx2.Response)
+                    orjson.loads(r.content)
         elif variant == "raw-response":
             async def one() -> None:
                 r = await sdk.chat.completions.with_raw_response.create(**BODY)

@@ -10,7 +10,9 @@ limiter, retries, the ``openai`` SDK over HTTP, spool, journal flush and compact
 process. Printed: requests/s, helmflow / ceiling, client CPU ms per request, peak RSS of the client.
 ``--baseline`` also runs the helmflow path under another interpreter (another checkout's venv), each
 round measuring the ceiling, this code and the baseline one after the other, so both codes meet the
-same load and are compared as ratios.
+same load and are compared as ratios; with ``--rounds`` > 1 the medians per code follow the rows.
+Client CPU is read from a cpuacct cgroup holding the measured process (every thread of it: the I/O
+loop, the journal's threads) where the machine offers one, else from the process's own CPU time.
 A benchmark, not a test: numbers depend on the machine (and on whoever else is using it).
 """
 
@@ -21,6 +23,7 @@ import asyncio
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -66,24 +69,58 @@ def _helmflow(url: str, n: int, concurrency: int) -> None:
     assert result.errors == 0 and result.sent == n, result.error_messages
 
 
-def measure(mode: str, url: str, n: int, concurrency: int) -> dict[str, float]:
+CPUACCT = "/sys/fs/cgroup/cpuacct"
+
+
+def new_cgroup() -> str | None:
+    """A fresh cpuacct cgroup for one measured process (None where the machine offers none)."""
+    path = os.path.join(CPUACCT, f"helmflow-throughput-{os.getpid()}-{time.monotonic_ns()}")
+    try:
+        os.mkdir(path)
+    except OSError:
+        return None
+    return path
+
+
+def cpu_clock(cgroup: str | None):
+    """CPU seconds of this process, every thread: its cgroup's ``cpuacct.usage`` once it is in it."""
+    if not cgroup:
+        return time.process_time
+    with open(os.path.join(cgroup, "cgroup.procs"), "w") as fh:
+        fh.write(str(os.getpid()))
+
+    def read() -> float:
+        with open(os.path.join(cgroup, "cpuacct.usage")) as fh:
+            return int(fh.read()) / 1e9
+
+    return read
+
+
+def measure(mode: str, url: str, n: int, concurrency: int, cgroup: str | None = None) -> dict[str, float]:
     """Run in a child process: wall time, client CPU and peak RSS of this process alone."""
+    clock = cpu_clock(cgroup)
     if mode == "helmflow":  # imports and SDK set-up are not what is measured
         _helmflow(url, min(concurrency, n), concurrency)
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall, cpu = time.perf_counter(), clock()
     if mode == "raw":
         asyncio.run(_raw(url, n, concurrency))
     else:
         _helmflow(url, n, concurrency)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    wall, cpu = time.perf_counter() - wall, clock() - cpu
     return {"rps": n / wall, "cpu_ms": cpu / n * 1000, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def run_child(mode: str, url: str, n: int, concurrency: int, python: str = sys.executable) -> dict[str, float]:
-    out = subprocess.run(
-        [python, __file__, "--child", mode, "--url", url, "--requests", str(n), "--concurrency", str(concurrency)],
-        capture_output=True, text=True, check=True, env=dict(os.environ, HELMFLOW_SPOOL=tempfile.mkdtemp()),
-    )
+    cgroup = new_cgroup()
+    try:
+        out = subprocess.run(
+            [python, __file__, "--child", mode, "--url", url, "--requests", str(n), "--concurrency", str(concurrency)]
+            + (["--cgroup", cgroup] if cgroup else []),
+            capture_output=True, text=True, check=True, env=dict(os.environ, HELMFLOW_SPOOL=tempfile.mkdtemp()),
+        )
+    finally:
+        if cgroup:
+            os.rmdir(cgroup)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -96,9 +133,10 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=1, help="measurements per concurrency (interleaved)")
     p.add_argument("--child", choices=["raw", "helmflow"], help=argparse.SUPPRESS)
     p.add_argument("--url", help=argparse.SUPPRESS)
+    p.add_argument("--cgroup", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        print(json.dumps(measure(args.child, args.url, args.requests, int(args.concurrency))))
+        print(json.dumps(measure(args.child, args.url, args.requests, int(args.concurrency), args.cgroup)))
         return
     with start_dev_server("--latency-ms", str(args.latency_ms)) as server:
         url = server.url
@@ -107,6 +145,8 @@ def main() -> None:
         print(f"{'concurrency':>11} {'requests':>8} {'code':>8} {'ceiling r/s':>11} {'helmflow r/s':>12} {'ratio':>6} "
               f"{'CPU ms/req':>10} {'peak MB':>8} {'load':>5}")
         codes = [("this", sys.executable)] + ([("baseline", args.baseline)] if args.baseline else [])
+        rows: dict[tuple[int, str], list[dict[str, float]]] = {}
+        raws: list[float] = []
         for c in [int(x) for x in args.concurrency.split(",")]:
             # at concurrency 1 a request takes latency_ms: keep that run to ~15 s
             n = min(args.requests, max(200, int(15 * c * 1000 / max(args.latency_ms, 1))))
@@ -114,11 +154,19 @@ def main() -> None:
                 for label, python in codes:
                     raw = run_child("raw", url, n, c)
                     hf = run_child("helmflow", url, n, c, python)
+                    raws.append(raw["cpu_ms"])
+                    rows.setdefault((c, label), []).append(dict(hf, ratio=hf["rps"] / raw["rps"], ceiling=raw["rps"]))
                     print(f"{c:>11} {n:>8} {label:>8} {raw['rps']:>11.0f} {hf['rps']:>12.0f} "
                           f"{hf['rps'] / raw['rps']:>6.2f} {hf['cpu_ms']:>10.2f} {hf['rss_mb']:>8.0f} "
                           f"{os.getloadavg()[0]:>5.1f}", flush=True)
+        if args.rounds > 1:
+            print("medians:")
+            for (c, label), found in rows.items():
+                med = {k: statistics.median(r[k] for r in found) for k in ("ceiling", "rps", "ratio", "cpu_ms", "rss_mb")}
+                print(f"{c:>11} {'':>8} {label:>8} {med['ceiling']:>11.0f} {med['rps']:>12.0f} {med['ratio']:>6.2f} "
+                      f"{med['cpu_ms']:>10.2f} {med['rss_mb']:>8.0f}")
         print(f"load average {os.getloadavg()[0]:.1f} at end; raw client CPU for comparison: "
-              f"{raw['cpu_ms']:.2f} ms/request at concurrency {c}")
+              f"{statistics.median(raws):.2f} ms/request (median)")
 
 
 if __name__ == "__main__":

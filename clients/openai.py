@@ -106,6 +106,7 @@ class OpenAIClient(Client):
         self.url = deployment.base_url or self.default_base_url
         self._sdk: openai.AsyncOpenAI | None = None
         self._key: str | None = None
+        self._endpoint_urls: tuple[str, str] = ("", "")  # the chat and completions URLs, absolute (see complete)
 
     def _client(self) -> openai.AsyncOpenAI:
         """The SDK client, made on first use on the I/O loop (its aiohttp session binds to that loop)."""
@@ -129,6 +130,8 @@ class OpenAIClient(Client):
                 timeout=d.retry.timeout_s,
                 http_client=http,
             )
+            base = self._sdk.base_url  # the SDK's own, with the trailing slash it enforces
+            self._endpoint_urls = (str(base.join("chat/completions")), str(base.join("completions")))
         return self._sdk
 
     async def _generate_images(self, body: RequestBody) -> ClientResult:
@@ -169,9 +172,10 @@ class OpenAIClient(Client):
             # of the typed parameters (a third of the SDK's CPU per request): our body is already
             # plain JSON, exactly what the request hash covers. Auth, HTTP, status errors and the
             # transport are the SDK's own; the answer is read from its HTTP response as JSON
-            # (orjson), not built into the SDK's typed models (an eighth of its CPU per request).
-            resp = await sdk.post("/chat/completions" if chat else "/completions", body=kwargs,
-                                  cast_to=httpx2.Response)
+            # (orjson), not built into the SDK's typed models (an eighth of its CPU per request). The path
+            # is the endpoint's absolute URL, which the SDK sends as it is instead of parsing and merging
+            # a relative one with its base URL per request (a tenth of its CPU per request).
+            resp = await sdk.post(self._endpoint_urls[0 if chat else 1], body=kwargs, cast_to=httpx2.Response)
         except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a classified ClientError
             raise classify(exc, self.deployment, self._key, self.url, self.credential_name()) from None
         try:

@@ -112,11 +112,12 @@ def parse_part(data: bytes, hashes: set[str] | None = None) -> dict[str, Complet
     field = table.schema.field("request_hash") if "request_hash" in table.column_names else None
     if field is None or not pa.types.is_string(field.type):
         raise CorruptPart("no string request_hash column")
+    if hashes is not None:  # only the wanted rows become Python objects (and are validated, as before)
+        table = table.filter(pa.array([h in hashes for h in table["request_hash"].to_pylist()], pa.bool_()))
     found: dict[str, Completion] = {}
     try:
         for row in table.to_pylist():
-            if hashes is None or row["request_hash"] in hashes:
-                found[row["request_hash"]] = Completion.model_validate(row)
+            found[row["request_hash"]] = Completion.model_validate(row)
     except ValidationError as exc:
         raise CorruptPart(f"a row is not a completion: {exc.errors()[0]['msg']}") from exc
     return found
