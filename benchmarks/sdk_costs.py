@@ -14,6 +14,8 @@ difference between the rows is what each layer adds:
 - ``post``, ``post-content``: ``AsyncOpenAI.post`` with ``cast_to=httpx2.Response`` and the body as a
   dict (the SDK serialises it) or as bytes already serialised (``content=``); ``post-url*``: the same
   with the endpoint's absolute URL as the path (the SDK then does not merge it with its base URL);
+  ``post-url-options``: that, with ``params`` and ``security`` given in ``options`` (its mutable
+  defaults are then not deep-copied per request);
 - ``create``, ``raw-response``: ``chat.completions.create`` (typed ``ChatCompletion``) and
   ``chat.completions.with_raw_response.create`` read as JSON;
 - ``post-httpx``: ``post`` on the SDK's default httpx transport;
@@ -43,8 +45,8 @@ BODY = {"model": "bench", "messages": [{"role": "user", "content": "Question?\na
 CANNED = (b'{"id":"x","object":"chat.completion","created":1,"model":"bench","choices":[{"index":0,'
           b'"message":{"role":"assistant","content":"answer"},"finish_reason":"stop"}],'
           b'"usage":{"prompt_tokens":4,"completion_tokens":1,"total_tokens":5}}')
-NETWORK = ["raw", "transport", "post", "post-content", "post-url", "post-url-content", "raw-response", "create",
-           "post-httpx"]
+NETWORK = ["raw", "transport", "post", "post-content", "post-url", "post-url-content", "post-url-options",
+           "raw-response", "create", "post-httpx"]
 OFFLINE = ["mock-options", "mock-build", "mock-send", "mock-post"]
 
 
@@ -131,6 +133,16 @@ async def _network(variant: str, url: str, n: int, concurrency: int, clock: Call
                 async def one() -> None:
                     r = await sdk.post(target, content=orjson.dumps(BODY), cast_to=httpx2.Response)
                     orjson.loads(r.content)
+        elif variant == "post-url-options":
+            from openai._models import FinalRequestOptions
+
+            target = f"{url}/v1/chat/completions"
+            security = FinalRequestOptions.model_fields["security"].default
+
+            async def one() -> None:  # every mutable option given: the SDK deep-copies no defaults
+                r = await sdk.post(target, body=BODY, cast_to=httpx2.Response,
+                                   options={"params": {}, "security": dict(security)})
+                orjson.loads(r.content)
         elif variant == "raw-response":
             async def one() -> None:
                 r = await sdk.chat.completions.with_raw_response.create(**BODY)
