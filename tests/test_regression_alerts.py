@@ -66,6 +66,44 @@ def docs_automation(url: str) -> str:
     return code.replace("https://hooks.example.com/helmflow", url)
 
 
+BARRIER = "helmflow-tests.barrier"
+
+
+def barrier_automation(url: str) -> str:
+    """A script that has the server POST a notification to ``url`` for every ``{BARRIER}`` event."""
+    return f"""
+from prefect.automations import Automation
+from prefect.blocks.notifications import CustomWebhookNotificationBlock
+from prefect.events.actions import SendNotification
+from prefect.events.schemas.automations import EventTrigger, Posture
+
+block_id = CustomWebhookNotificationBlock(name="barrier", url="{url}", method="POST",
+                                          json_data={{"subject": "{{{{subject}}}}", "text": "{{{{body}}}}"}}).save(
+    "helmflow-tests-barrier", overwrite=True)
+Automation(name="helmflow tests barrier", trigger=EventTrigger(expect={{"{BARRIER}"}}, posture=Posture.Reactive,
+           threshold=1), actions=[SendNotification(block_document_id=block_id, subject="{BARRIER}",
+           body="{{{{ event.resource['prefect.resource.id'] }}}}")]).create()
+"""
+
+
+def pass_barrier(api: str, hook: "Webhook") -> None:
+    """Until the server has handled everything sent to it before now: an event sent by a process of its own
+    (as each refresh's events were, by its command's) is stored, and the automation it triggers has notified
+    ``hook``. The server handles events in the order they arrive (two at a time), so the events the commands sent
+    before, seconds earlier, have been stored and have fired whatever automation they trigger."""
+    import uuid
+
+    mark = f"helmflow-tests.barrier.{uuid.uuid4().hex}"
+    sent = run_python(f"from prefect.events import emit_event\nfrom prefect.events.worker import EventsWorker\n"
+                      f"emit_event(event={BARRIER!r}, resource={{'prefect.resource.id': {mark!r}}})\n"
+                      "EventsWorker.drain_all()\n", cwd=Path.cwd(), timeout=120)
+    assert sent.returncode == 0, sent.stderr
+    body = {"filter": {"event": {"name": [BARRIER]}, "resource": {"id": [mark]}}, "limit": 1}
+    wait_for(lambda: httpx.post(f"{api}/events/filter", json=body, timeout=30).raise_for_status().json()["events"],
+             what="the barrier event")
+    wait_for(lambda: any(p["text"] == mark for p in hook.received), what="the barrier's notification")
+
+
 def regressed_events(api: str, since: str) -> list[dict]:
     """The regressed events the server got since ``since`` (the session's server also holds other tests')."""
     body = {"filter": {"event": {"name": ["helmflow.cell.regressed"]}, "occurred": {"since": since}}, "limit": 50}
@@ -100,6 +138,9 @@ def test_a_noisier_deployment_emits_regressed_events_and_the_docs_automation_fir
     since = datetime.now(UTC).isoformat()
     hook = Webhook()
     made = run_python(docs_automation(hook.url), cwd=Path.cwd(), timeout=120)  # the page's script, as python -c
+    assert made.returncode == 0, made.stderr
+    barrier = Webhook()  # notified of the barrier events (pass_barrier) only
+    made = run_python(barrier_automation(barrier.url), cwd=Path.cwd(), timeout=120)
     assert made.returncode == 0, made.stderr
     root = tmp_path / "store"
     store = Store(str(root))
@@ -156,7 +197,7 @@ def test_a_noisier_deployment_emits_regressed_events_and_the_docs_automation_fir
     assert r3 != r2 and "regressed" not in better.stderr
     improved = compare.release_diff(store, "demo", r2, r3)
     assert any(c["significant"] and c["ci_low"] > 0 for c in improved["cells"])  # it did change, upwards
-    time.sleep(10)  # what the server would have received by now
+    pass_barrier(prefect_server, barrier)  # what the commands sent, the server has handled
     assert len(regressed_events(prefect_server, since)) == len(expected)
     assert len(hook.received) == len(expected)
     ours |= {str(flow_run_id_from(out)) for out in (again, better) if "flow run:" in out.stdout}
