@@ -44,7 +44,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -129,8 +129,9 @@ def note_run(root: str, board: str, run: str) -> None:
 
 @contextlib.contextmanager
 def board_lease(store: Store, board: str, wait: bool = False, poll_s: float = 1.0,
-                ttl_s: float | None = None) -> Iterator[Holder]:
-    """Hold the board's lease on ``store`` for the ``with`` block (see the module doc)."""
+                ttl_s: float | None = None, say: Callable[[str], None] | None = None) -> Iterator[Holder]:
+    """Hold the board's lease on ``store`` for the ``with`` block (see the module doc). ``wait``: queue
+    behind another live holder, and ``say`` once (a line naming it) that this run is waiting."""
     key = layout.lease(board)
     holder = Holder()
     if store.is_local:
@@ -140,10 +141,14 @@ def board_lease(store: Store, board: str, wait: bool = False, poll_s: float = 1.
     else:
         raise LeaseUnsupported(f"storage {store.root}: no lease for protocol {_protocol(store)!r} "
                                "(local folders and s3:// are supported)")
+    waiting = False
     while not lease.try_acquire():
         if not wait:
             raise BoardBusy(f"board {board!r} on storage {store.root} is being run by {lease.other}; "
                             "rerun when it is done, or with --wait to queue behind it")
+        if not waiting and say is not None:
+            say(f"board {board!r} on storage {store.root} is being run by {lease.other}; waiting for it (--wait)")
+        waiting = True
         time.sleep(poll_s)
     holder.on_change = lease.on_change  # type: ignore[attr-defined]
     _held[(store.root, board)] = holder

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,9 +18,11 @@ from tests.support.paid_board import (
     CONCURRENCY,
     PER_SCENARIO,
     SCENARIOS,
+    WAITING,
     board_args,
     run_cli_text,
     start_cli,
+    wait_for_line,
     wait_for_requests,
 )
 
@@ -99,10 +100,11 @@ def without_prefect_api() -> dict[str, str]:
     return dict(env, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="180", COLUMNS="200", HELMFLOW_EPHEMERAL="1")
 
 
-def start_isolated(args: list[str], env: dict[str, str]) -> subprocess.Popen:
-    """`helmflow` in its own process group, as a terminal runs it (Ctrl-C goes to the whole group)."""
-    return subprocess.Popen([sys.executable, "-m", "helmflow.cli", *args], cwd=str(REPO), env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+def start_isolated(args: list[str], env: dict[str, str], fresh: bool = True):
+    """`helmflow` in its own process group, as a terminal runs it (Ctrl-C goes to the whole group): a new
+    interpreter (Python's own SIGINT handling), or forked from the suite's fork server (``fresh=False``)."""
+    return spawn_cli(args, env=env, inherit_env=False, cwd=REPO, fresh=fresh, stdout=subprocess.PIPE,
+                     stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def interrupt_and_measure(dev_server, proc: subprocess.Popen, send) -> dict:
@@ -165,7 +167,7 @@ def test_the_temporary_prefect_server_dies_with_helmflow(dev_server, tmp_path, s
     """Before: after SIGKILL/SIGTERM the temporary server (250 MB) was alive 26 minutes later."""
     args = board_args(tmp_path, dev_server)
     dev_server.configure(latency_ms=40)
-    proc = start_isolated(args, without_prefect_api())
+    proc = start_isolated(args, without_prefect_api(), fresh=False)  # no SIGINT here: forked will do
     wait_for_requests(dev_server, 30, proc)
     servers = children(proc.pid)
     assert servers, "no temporary Prefect server under helmflow"
@@ -235,11 +237,12 @@ def test_a_second_run_of_the_board_on_the_same_storage_exits_naming_the_first(pr
     assert second.returncode == 75, second.stdout
     assert f"is being run by pid {first.pid}" in second.stdout and "--wait" in second.stdout
     waiting = start_cli([*args, "--wait"])  # queues behind the first, then finds everything journaled
-    time.sleep(5)
+    said = wait_for_line(waiting, WAITING)  # it queued: the first still holds the lease
+    assert f"is being run by pid {first.pid}" in said, said
     os.kill(first.pid, signal.SIGCONT)
     first_out, waiting_out = first.communicate(timeout=600)[0], waiting.communicate(timeout=600)[0]
     assert first.returncode == 0, first_out
-    assert waiting.returncode == 0, f"exit {waiting.returncode}: {waiting_out}"
+    assert waiting.returncode == 0, f"exit {waiting.returncode}: {said}{waiting_out}"
     stats = dev_server.stats()
     assert stats["unique"] == SCENARIOS * PER_SCENARIO and stats["repeats"] == 0, stats
 

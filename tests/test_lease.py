@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import REPO, spawn_cli
-from tests.support.paid_board import board_args, run_cli_text, start_cli, wait_for_requests
+from tests.support.paid_board import WAITING, board_args, run_cli_text, start_cli, wait_for_line, wait_for_requests
 
 pytestmark = pytest.mark.slow
 
@@ -36,11 +36,11 @@ def test_an_s3_lease_is_renewed_while_its_holder_lives_and_expires_when_it_dies(
     from helmflow.lease import BoardBusy, board_lease
     from helmflow.storage import Store
 
-    ttl = 3.0
+    ttl = 2.0  # renewed every 0.5 s by a holder that does nothing else
     holder = spawn_cli([], code=holder_script(s3_root, ttl), cwd=REPO, stdout=subprocess.PIPE)
     try:
         assert holder.stdout.readline().strip() == "held"
-        time.sleep(2.5 * ttl)  # alive: its heartbeat keeps the lease fresh well past the time to live
+        time.sleep(2 * ttl)  # alive: its heartbeat keeps the lease fresh for twice the time to live
         with pytest.raises(BoardBusy, match=rf"pid {holder.pid} on \S+, run starting, since 20\d\d-"), \
                 board_lease(Store(s3_root), "b", ttl_s=ttl):
             pass
@@ -61,24 +61,27 @@ def test_an_s3_lease_is_renewed_while_its_holder_lives_and_expires_when_it_dies(
 
 
 def test_two_runs_of_a_board_on_s3_pay_once(prefect_server, dev_server, s3_root, tmp_path):
-    """Before: two concurrent runs of one 2,000-request board sent 3,988 requests. A 400-request board at
-    250 ms a request keeps the first run sending for longer than that board did (400 x 0.25 s / 8 at once,
-    against 2,000 x 0.02 s / 8), so the second and third runs still start while it holds the lease, at a
-    fifth of the requests' cost."""
+    """Before: two concurrent runs of one 2,000-request board sent 3,988 requests. The first run is frozen
+    (SIGSTOP) once it sends, holding its lease (60 s to live), so the second run (exit 75) and the third
+    (``--wait``: it says it queues) start while it holds the lease, however long they take to start."""
     total = 4 * 100
     args = s3_board_args(tmp_path, dev_server, s3_root, scenarios=4, per_scenario=100)
-    dev_server.configure(latency_ms=250)
+    dev_server.configure(latency_ms=20)
     first = start_cli(args)
     wait_for_requests(dev_server, 20, first)
+    os.kill(first.pid, signal.SIGSTOP)
     second = run_cli_text(*args, env={})
     assert second.returncode == 75, second.stdout
     line = second.stdout.strip().splitlines()[-1]
     assert f"is being run by pid {first.pid} on " in line and ", run '" in line and "since 20" in line, line
     assert "--wait" in line and "Traceback" not in second.stdout
     waiting = start_cli([*args, "--wait"])  # queues behind the first, then finds everything journaled
+    said = wait_for_line(waiting, WAITING)
+    assert f"is being run by pid {first.pid} on " in said, said
+    os.kill(first.pid, signal.SIGCONT)
     first_out, waiting_out = first.communicate(timeout=900)[0], waiting.communicate(timeout=900)[0]
     assert first.returncode == 0, first_out
-    assert waiting.returncode == 0, f"exit {waiting.returncode}: {waiting_out}"
+    assert waiting.returncode == 0, f"exit {waiting.returncode}: {said}{waiting_out}"
     stats = dev_server.stats()
     print(f"two runs of a {total}-request board on S3: {stats['requests']} sent")
     assert stats["unique"] == total and stats["requests"] <= total, stats
@@ -86,7 +89,7 @@ def test_two_runs_of_a_board_on_s3_pay_once(prefect_server, dev_server, s3_root,
 
 def test_a_killed_runs_s3_lease_expires_and_the_next_run_resends_at_most_what_was_in_flight(
         prefect_server, dev_server, s3_root, tmp_path):
-    ttl = 10.0
+    ttl = 6.0  # renewed every 1.5 s: a busy machine's slow renewal does not make a live run's lease lapse
     env = {"HELMFLOW_LEASE_TTL_S": str(ttl)}
     args = s3_board_args(tmp_path, dev_server, s3_root)
     dev_server.configure(latency_ms=20)
@@ -117,7 +120,7 @@ def test_a_paused_s3_holder_sends_nothing_after_it_wakes_and_pays_nothing_twice(
     1,000 requests paid twice in the probe). The two runs send to two scopes of the dev server (one
     deployment, one board, one lease; only the base URL differs, which no version or request hash
     covers), so what the woken holder sends is counted apart while the taker goes on."""
-    ttl = 10.0  # the taker renews every 2.5 s: a busy machine's slow renewal must not make it lapse too
+    ttl = 6.0  # the taker renews every 1.5 s: a busy machine's slow renewal must not make it lapse too
     env = {"HELMFLOW_LEASE_TTL_S": str(ttl)}
     holder_server, taker_server = dev_server, dev_server.scoped(uuid.uuid4().hex)
     first = start_cli(s3_board_args(tmp_path, holder_server, s3_root), env=env)

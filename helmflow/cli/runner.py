@@ -206,7 +206,10 @@ def run_flow_here(console: Any, server: Any, store: Any, board: str, call: Calla
         quiet_reported_failures()
     # Ctrl-C and SIGTERM: nothing new is sent, then exit 130; the temporary server dies with us
     restore = install_signal_handlers(flush_open_journals, lambda line: print(f"\n{line}", file=sys.stderr, flush=True))
-    with board_lease(store, board, wait=wait), RichReporter(console) as rep, watch_server(server):
+    def waiting(line: str) -> None:  # --wait behind another run: said once, before it is taken
+        print(f"helmflow: {line}", file=sys.stderr, flush=True)
+
+    with board_lease(store, board, wait=wait, say=waiting), RichReporter(console) as rep, watch_server(server):
         set_reporter(rep)
         try:
             state = call()

@@ -4,6 +4,7 @@ be killed: what the crash-safety, lease and fail-fast tests share."""
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -47,6 +48,32 @@ def wait_for_requests(dev_server, at_least: int, proc: subprocess.Popen, timeout
             raise AssertionError(f"run ended before {at_least} requests: {proc.stdout.read()}")
         assert time.monotonic() < deadline, f"fewer than {at_least} requests within {timeout} s"
         time.sleep(0.05)
+
+
+WAITING = "waiting for it (--wait)"  # what a `helmflow run --wait` says once it queues behind another run
+
+
+def wait_for_line(proc, text: str, timeout: float = 240) -> str:
+    """Read ``proc``'s output (``start_cli``'s, both streams) until a line containing ``text``; returns what was
+    read. The rest stays in ``proc.stdout`` for ``communicate``."""
+    seen: list[str] = []
+    found = threading.Event()
+
+    def read() -> None:
+        for line in proc.stdout:
+            seen.append(line)
+            if text in line:
+                found.set()
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + timeout
+    while not found.wait(0.05):
+        if not reader.is_alive():
+            raise AssertionError(f"output ended without {text!r}: {''.join(seen)}")
+        assert time.monotonic() < deadline, f"no {text!r} within {timeout} s: {''.join(seen)}"
+    return "".join(seen)
 
 
 def run_cli_text(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
