@@ -77,10 +77,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         items.sort(key=lambda item: item.nodeid in grouped or item.get_closest_marker("slow") is None)
 
 
+_PREFECT_DATABASE: dict[str, str] = {}
+
+
 @pytest.fixture(scope="session")
 def prefect_server() -> Iterator[str]:
     """This process's Prefect API URL (a server on a throwaway PostgreSQL database)."""
     database = create_pg_database("helmflow_prefect")
+    _PREFECT_DATABASE["name"] = database
     log = _SESSION_DIR / "prefect-server.log"
     proc = start_prefect_server(_PREFECT_PORT, _SESSION_DIR / "prefect-home", database, log)
     url = os.environ["PREFECT_API_URL"]
@@ -93,6 +97,12 @@ def prefect_server() -> Iterator[str]:
     yield url
     stop_process(proc)
     drop_pg_database(database)
+
+
+@pytest.fixture(scope="session")
+def prefect_database(prefect_server: str) -> str:
+    """The PostgreSQL database of this process's Prefect server (a test that dumps it and searches the dump)."""
+    return _PREFECT_DATABASE["name"]
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,10 @@
-"""A sentinel API key goes through a whole board run (real CLI, real Prefect server on its own
-PostgreSQL database, real SDKs over HTTP to a dev server that demands the key) and is then looked
-for everywhere it must never be: CLI output and logs, every file of the storage root (Parquet read
-back as text), Prefect's home folder, what the Prefect API returns (flow and task runs with their
-parameters, logs, artifacts, blocks, variables, events) and a dump of Prefect's database.
+"""A sentinel API key goes through a whole board run (real CLI, real Prefect server on its PostgreSQL
+database, real SDKs over HTTP to a dev server that demands the key) and is then looked for everywhere it
+must never be: CLI output and logs, every file of the storage root (Parquet read back as text), Prefect's
+home folder, what the Prefect API returns about the run (its flow, subflow and task runs with their
+parameters, logs, artifacts; every block and variable; the events since it started) and a dump of Prefect's
+database. The server is this pytest process's own: its database and home hold what earlier tests left too,
+and the sentinel is a new random key, so it is searched for in all of it.
 
 A second deployment holds a *wrong* sentinel key; the dev server quotes it back in its 401 body (as
 some providers do), so the error path must redact it too.
@@ -14,6 +16,7 @@ import json
 import os
 import subprocess
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -22,10 +25,8 @@ import pytest
 import yaml
 
 from helmflow.devserver import start_dev_server
-from tests.support.cli import run_cli
-from tests.support.pg import PG_URL, create_pg_database, drop_pg_database
-from tests.support.prefect_server import start_prefect_server
-from tests.support.processes import free_port, stop_process, wait_http
+from tests.support.cli import flow_run_id_from, run_cli
+from tests.support.pg import PG_URL
 
 pytestmark = pytest.mark.slow
 
@@ -41,28 +42,36 @@ def _files_text(root: Path) -> str:
     return "\n".join(out)
 
 
-def _api_text(api: str) -> str:
-    """Everything the Prefect API will tell about the runs, logs, artifacts, blocks and variables."""
+def _api_text(api: str, flow_run_id: str, since: str) -> str:
+    """Everything the Prefect API will tell about the board's flow run (its subflows, task runs, logs and
+    artifacts), every block and variable, and the events since ``since``."""
     out = []
-    with httpx.Client(base_url=api, timeout=30) as client:
-        for path, body in [
-            ("/flow_runs/filter", {"limit": 200}),
-            ("/task_runs/filter", {"limit": 200}),
-            ("/logs/filter", {"limit": 200}),
-            ("/artifacts/filter", {"limit": 200}),
-            ("/block_documents/filter", {"limit": 200, "include_secrets": True}),
-            ("/variables/filter", {"limit": 200}),
-            ("/events/filter", {"limit": 50}),
-        ]:
-            r = client.post(path, json=body)
+
+    def every(client: httpx.Client, path: str, body: dict) -> None:  # page through all of them
+        offset = 0
+        while True:
+            r = client.post(path, json={**body, "limit": 200, "offset": offset})
             assert r.status_code == 200, (path, r.text[:300])
             out.append(r.text)
-            if path == "/logs/filter":  # page through every log line
-                offset = 200
-                while len(r.json()) == 200:
-                    r = client.post(path, json={"limit": 200, "offset": offset})
-                    out.append(r.text)
-                    offset += 200
+            if len(r.json()) < 200:
+                return
+            offset += 200
+
+    with httpx.Client(base_url=api, timeout=30) as client:
+        r = client.post("/flow_runs/filter", json={"flow_runs": {
+            "operator": "or_", "id": {"any_": [flow_run_id]}, "parent_flow_run_id": {"any_": [flow_run_id]}}})
+        assert r.status_code == 200, r.text[:300]
+        out.append(r.text)
+        runs = [run["id"] for run in r.json()]
+        assert flow_run_id in runs and len(runs) > 1, runs  # the board's flow run and its scenario's subflow
+        every(client, "/task_runs/filter", {"flow_runs": {"id": {"any_": runs}}})
+        every(client, "/logs/filter", {"logs": {"flow_run_id": {"any_": runs}}})
+        every(client, "/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": runs}}})
+        every(client, "/block_documents/filter", {"include_secrets": True})
+        every(client, "/variables/filter", {})
+        r = client.post("/events/filter", json={"filter": {"occurred": {"since": since}}, "limit": 50})
+        assert r.status_code == 200, r.text[:300]
+        out.append(r.text)
     return "\n".join(out)
 
 
@@ -71,29 +80,13 @@ def _pg_dump(database: str) -> str:
     return subprocess.run(["pg_dump", "--data-only", url], capture_output=True, text=True, check=True).stdout
 
 
-@pytest.fixture
-def own_prefect(tmp_path):
-    """A Prefect server of this test alone, so its database can be dumped and searched."""
-    database = create_pg_database("helmflow_secrets")
-    port = free_port()
-    home = tmp_path / "prefect-home"
-    proc = start_prefect_server(port, home, database, tmp_path / "prefect.log")
-    api = f"http://127.0.0.1:{port}/api"
-    try:
-        wait_http(f"{api}/health", timeout=180, proc=proc)
-        yield api, home, database
-    finally:
-        stop_process(proc)
-        drop_pg_database(database)
-
-
-def test_a_sentinel_key_leaks_nowhere(own_prefect, tmp_path):
-    api, home, database = own_prefect
+def test_a_sentinel_key_leaks_nowhere(prefect_server, prefect_database, tmp_path, monkeypatch):
+    api, home, database = prefect_server, Path(os.environ["PREFECT_HOME"]), prefect_database
     right = f"sk-SENTINEL{uuid.uuid4().hex}"
     wrong = f"sk-WRONGKEY{uuid.uuid4().hex}"
-    env = {"HELMFLOW_SENTINEL_KEY": right, "HELMFLOW_WRONG_KEY": wrong, "PREFECT_API_URL": api,
-           "PREFECT_HOME": str(home)}
-    os.environ["HELMFLOW_SENTINEL_KEY"] = right  # the dev server reads the key it demands from here
+    env = {"HELMFLOW_SENTINEL_KEY": right, "HELMFLOW_WRONG_KEY": wrong}
+    monkeypatch.setenv("HELMFLOW_SENTINEL_KEY", right)  # the dev server reads the key it demands from here
+    since = datetime.now(UTC).isoformat()
     with start_dev_server("--api-key-env", "HELMFLOW_SENTINEL_KEY") as srv:
         models = tmp_path / "models.yaml"
         models.write_text(yaml.safe_dump({"deployments": [
@@ -122,7 +115,7 @@ def test_a_sentinel_key_leaks_nowhere(own_prefect, tmp_path):
         "CLI output": out.stdout + out.stderr,
         "storage root (incl. Parquet, run.json, prefect-results/)": _files_text(root),
         "Prefect home": _files_text(home),
-        "Prefect API": _api_text(api),
+        "Prefect API": _api_text(api, str(flow_run_id_from(out)), since),
         "Prefect database": _pg_dump(database),
     }
     assert "dev/wrong-key" in places["Prefect API"] and "arith" in places["Prefect database"]  # we looked in the right place
