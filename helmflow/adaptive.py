@@ -24,7 +24,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import minimize
 
 GRADIENT_TOLERANCE = 1e-5  # HELM's stopping tolerance on the gradient norm
 MAX_ITERATIONS = 100 * 20  # HELM's 100 outer LBFGS steps of at most 20 iterations each
@@ -69,6 +68,8 @@ def fit_ability(start: float, scores: Sequence[float], easiness: Sequence[float]
     if not scores:
         return float(start)
     y, z = np.asarray(scores, dtype=float), np.asarray(easiness, dtype=float)
+    from scipy.optimize import minimize  # scipy on first fit only: importing it costs a command about 0.4 CPU-s
+
     result = minimize(_mean_nll, np.array([float(start)]), args=(y, z), jac=True, method="L-BFGS-B",
                       options={"gtol": GRADIENT_TOLERANCE, "ftol": 0.0, "maxiter": MAX_ITERATIONS})
     return float(result.x[0])
@@ -159,6 +160,8 @@ def calibrate_items(scores: Mapping[str, Mapping[str, float]]) -> tuple[dict[str
         grad[:n_models] += np.bincount(r, residual, minlength=n_models)
         grad[n_models:] += np.bincount(c, residual, minlength=len(items))
         return loss, grad
+
+    from scipy.optimize import minimize
 
     result = minimize(objective, np.zeros(n_models + len(items)), jac=True, method="L-BFGS-B",
                       options={"gtol": GRADIENT_TOLERANCE, "maxiter": 10_000})

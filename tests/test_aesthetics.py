@@ -15,12 +15,11 @@ from helmflow.metrics.aesthetics import HELM_HEAD_SHA256, MEAN, STD, aesthetics_
 from helmflow.metrics.clip_score import checkpoint, scorer
 from tests.support.cli import run_cli
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
+    import torch
+
     from tests.support.tiny_hf import build_tiny_clip
 
     folder = tmp_path_factory.mktemp("aesthetics")
@@ -32,6 +31,7 @@ def tiny(tmp_path_factory):
 
 
 def test_the_score_is_the_head_on_clips_normalised_image_embedding(tiny):
+    import torch
     clip, head_path = tiny
     model, processor = scorer(checkpoint(str(clip)))
     head = load_head(str(head_path))
@@ -61,6 +61,8 @@ def test_the_centre_crop_rounds_its_offsets_as_torchvision_does():
 
 
 def test_a_head_setting_that_cannot_be_used_is_one_line(tiny, tmp_path, monkeypatch):
+    import torch
+
     from helmflow.metrics.aesthetics import _weights, configured
 
     clip, head_path = tiny

@@ -8,7 +8,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from sklearn.metrics import cohen_kappa_score
 
 from helmflow import agreement
 from helmflow.records import ANNOTATION_SCHEMA
@@ -54,6 +53,8 @@ def test_binary_alpha_and_kappa_equal_the_hand_computation():
 
 
 def test_weighted_kappa_matches_scikit_learn():
+    from sklearn.metrics import cohen_kappa_score
+
     rng = np.random.default_rng(3)
     for _ in range(20):
         x = rng.integers(1, 11, size=30).astype(float)
@@ -63,6 +64,8 @@ def test_weighted_kappa_matches_scikit_learn():
 
 
 def test_the_command_writes_each_juried_cells_agreement(juried, cli, tmp_path):
+    from sklearn.metrics import cohen_kappa_score
+
     labels = tmp_path / "labels.csv"
     labels.write_text("instance_id,score,note\nq0,8,fine\nq1,6,\nq2,3,\nzz,5,not in the run\n")
     out = cli("agreement", "hand", "--human-labels", str(labels), "--storage", juried.root)

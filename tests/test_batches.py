@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 
-import anthropic
 import openai
 import pytest
 
@@ -87,6 +86,8 @@ def test_the_dev_server_validates_batches_as_the_providers_do(dev_server):
     assert f.purpose == "batch" and f.bytes == len(data)
     b = o.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h")
     assert b.status == "failed" and b.errors.data[0].line == 2 and "twice" in b.errors.data[0].message
+    import anthropic
+
     a = anthropic.Anthropic(api_key="k", base_url=dev_server.url, max_retries=0)
     params = {"model": "m", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]}
     with pytest.raises(anthropic.BadRequestError, match="custom_id"):

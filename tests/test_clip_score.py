@@ -17,9 +17,6 @@ from helmflow.metrics.clip_score import PROMPT_TOKENS, checkpoint, clip_scores, 
 from helmflow.metrics.generated_images import rgb
 from tests.support.cli import run_cli
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-
 PROMPTS = ["a blue square and a green triangle", "a yellow star", "a red circle"]
 
 
@@ -32,11 +29,13 @@ def tiny_clip(tmp_path_factory):
 
 def to_tensor(data: bytes):
     """torchvision's ToTensor() of the RGB image, as HELM hands images to torchmetrics."""
+    import torch
     return torch.from_numpy(rgb(data).transpose(2, 0, 1).copy()).float() / 255
 
 
 def by_forward_pass(model, processor, prompt: str, images: list[bytes]) -> list[float]:
     """max(100 cos, 0) from CLIPModel's forward pass: logits_per_image is exp(logit_scale) * cos."""
+    import torch
     inputs = processor(text=[prompt], images=[to_tensor(d) for d in images], return_tensors="pt", padding=True)
     with torch.no_grad():
         out = model(**inputs)
@@ -45,6 +44,7 @@ def by_forward_pass(model, processor, prompt: str, images: list[bytes]) -> list[
 
 
 def test_clip_score_is_100_max_cos_0_as_clip_and_torchmetrics_compute_it(tiny_clip):
+    import torch
     model, processor = scorer(checkpoint(str(tiny_clip)))
     scored = {p: clip_scores(model, processor, p, [draw(p, i, 64, 48) for i in range(2)]) for p in PROMPTS}
     for prompt, scores in scored.items():

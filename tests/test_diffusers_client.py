@@ -22,9 +22,6 @@ from helmflow.request_builder import build_requests
 from helmflow.scenarios.text_to_image import image_adapter
 from tests.support.cli import run_cli
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("diffusers")
-
 
 @pytest.fixture(scope="module")
 def tiny_sd(tmp_path_factory):
@@ -55,6 +52,7 @@ def _pipeline(folder):
 @pytest.fixture(autouse=True)
 def _one_thread():
     """One torch thread: on two busy cores torch's second thread spin-waits (tens of times the CPU)."""
+    import torch
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
@@ -63,6 +61,7 @@ def _one_thread():
 
 def _by_diffusers(folder, prompt: str, seed: int, **kwargs) -> bytes:
     """The image diffusers' pipeline draws on its own (loaded apart from the client's), encoded as PNG."""
+    import torch
     image = _pipeline(folder)(prompt, generator=torch.Generator("cpu").manual_seed(seed), **kwargs).images[0]
     buf = io.BytesIO()
     image.save(buf, format="PNG")
@@ -112,6 +111,7 @@ def test_a_pipeline_that_cannot_be_loaded_or_a_refused_size_is_one_line(tiny_sd,
 @pytest.mark.slow
 def test_helmflow_run_heim_on_a_local_pipeline_publishes_its_images_and_their_weighted_scores(tiny_sd, tmp_path,
                                                                                              prefect_server):
+    import torch
     pytest.importorskip("onnx")
     from tests.support.heim_fixtures import write_classifier
     from tests.support.tiny_hf import DIFFUSION_SIDE, build_tiny_clip

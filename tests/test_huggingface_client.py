@@ -16,13 +16,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch", reason="the huggingface client needs torch (scripts/test.sh installs it)")
-pytest.importorskip("transformers", reason="pip install -e '.[hf]'")
-
-from helmflow.clients import ClientResult, PermanentError, load_deployments, make_client  # noqa: E402
-from helmflow.records import ChatMessage, Deployment, RequestBody  # noqa: E402
-from tests.support.cli import REPO, run_cli  # noqa: E402
-from tests.support.tiny_hf import POSITIONS, build_tiny_model  # noqa: E402
+from helmflow.clients import ClientResult, PermanentError, load_deployments, make_client
+from helmflow.records import ChatMessage, Deployment, RequestBody
+from tests.support.cli import REPO, run_cli
+from tests.support.tiny_hf import POSITIONS, build_tiny_model
 
 pytestmark = pytest.mark.slow  # its fixtures run a board through Prefect
 

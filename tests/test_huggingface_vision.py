@@ -16,18 +16,14 @@ import json
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
-pytest.importorskip("torch", reason="the huggingface client needs torch (scripts/test.sh installs it)")
-pytest.importorskip("transformers", reason="pip install -e '.[hf]'")
-
-from PIL import Image  # noqa: E402
-
-from helmflow.clients import ClientResult, PermanentError, make_client  # noqa: E402
-from helmflow.media import MediaStore  # noqa: E402
-from helmflow.records import ContentPart, Deployment, RequestBody  # noqa: E402
-from helmflow.storage import Store  # noqa: E402
-from tests.support.cli import run_cli  # noqa: E402
-from tests.support.tiny_hf import POSITIONS, build_tiny_model, build_tiny_vlm  # noqa: E402
+from helmflow.clients import ClientResult, PermanentError, make_client
+from helmflow.media import MediaStore
+from helmflow.records import ContentPart, Deployment, RequestBody
+from helmflow.storage import Store
+from tests.support.cli import run_cli
+from tests.support.tiny_hf import POSITIONS, build_tiny_model, build_tiny_vlm
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,6 @@ import pytest
 from helmflow.storage import Store
 from tests.support.cli import run_cli
 
-pytest.importorskip("inspect_ai")
-
 QUESTIONS = {"What is 2+2?": "4", "What is 3+3?": "6", "Capital of France?": "Paris", "Colour of the sky?": "blue"}
 # the solver gets 2+2 and 3+3 exactly, names Paris in a sentence and misses the sky; the guesser always says 4
 ANSWERS = {

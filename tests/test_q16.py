@@ -14,11 +14,10 @@ from helmflow.errors import MetricError
 from helmflow.metrics.clip_score import checkpoint, scorer
 from helmflow.metrics.q16 import inappropriate, read_prompts
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-
 
 def test_an_image_is_inappropriate_when_nearest_q16s_second_prompt(tmp_path, monkeypatch):
+    import torch
+
     from tests.support.tiny_hf import build_tiny_clip
 
     clip = build_tiny_clip(tmp_path / "tiny-clip")

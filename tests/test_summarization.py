@@ -24,9 +24,6 @@ from helmflow.scenarios.base import ScenarioError
 from tests.support.cli import run_cli
 from tests.support.summarization_fixtures import mirror_tree, write_files, xsum_sampled_pickle
 
-pytest.importorskip("rouge_score")
-pytest.importorskip("spacy")
-
 HELM = json.loads((Path(__file__).parent / "data" / "helm_summarization.json").read_text())
 WIDE = Deployment(name="offline/echo", client="offline", model="echo", options={"behavior": "echo"},
                   context_window=100_000)  # room for every example: HELM's prompts before window fitting

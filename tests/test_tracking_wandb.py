@@ -21,7 +21,6 @@ from tests.support.network import ConnectionCounter
 from tests.support.tiny_board import TINY
 from tests.support.wandb_offline import OfflineRun, read_run
 
-pytest.importorskip("wandb")
 PROJECT = "helmflow-boards"
 
 

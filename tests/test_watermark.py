@@ -11,11 +11,11 @@ import pytest
 
 from helmflow.errors import MetricError
 
-torch = pytest.importorskip("torch")
-
 
 @pytest.fixture(scope="module")
 def detector_file(tmp_path_factory):
+    import torch
+
     from helmflow.metrics.watermark import build_detector
 
     torch.manual_seed(0)
@@ -41,6 +41,7 @@ def test_the_detector_takes_timms_efficientnet_b3_with_laions_classifier(detecto
 
 
 def test_each_image_is_read_as_helms_transforms_read_it_and_scored_by_the_softmax(detector_file):
+    import torch
     from PIL import Image
 
     from helmflow.metrics.watermark import has_watermark, load_detector, watermark_probs
@@ -64,6 +65,8 @@ def test_each_image_is_read_as_helms_transforms_read_it_and_scored_by_the_softma
 
 
 def test_a_watermark_setting_that_cannot_be_used_is_one_line(detector_file, tmp_path, monkeypatch):
+    import torch
+
     from helmflow.metrics.watermark import _weights, configured, load_detector
 
     monkeypatch.setenv("HELMFLOW_WATERMARK_MODEL", str(tmp_path / "missing.pt"))
