@@ -36,9 +36,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from typing import Any
+
+from throughput import cpu_clock, new_cgroup  # this folder's: the same cgroup per measured process
 
 BODY = {"model": "bench", "messages": [{"role": "user", "content": "Question?\nanswer is here"}], "max_tokens": 6,
         "temperature": 0.0}
@@ -48,31 +49,6 @@ CANNED = (b'{"id":"x","object":"chat.completion","created":1,"model":"bench","ch
 NETWORK = ["raw", "transport", "post", "post-content", "post-url", "post-url-content", "post-url-options",
            "raw-response", "create", "post-httpx"]
 OFFLINE = ["mock-options", "mock-build", "mock-send", "mock-post"]
-
-
-def cpu_clock(cgroup: str | None) -> Callable[[], float]:
-    """CPU seconds of this process (all its threads): its cpuacct cgroup if given, else process time."""
-    if cgroup:
-        with open(os.path.join(cgroup, "cgroup.procs"), "w") as fh:
-            fh.write(str(os.getpid()))
-        usage = os.path.join(cgroup, "cpuacct.usage")
-
-        def read() -> float:
-            with open(usage) as fh:
-                return int(fh.read()) / 1e9
-
-        return read
-    return time.process_time
-
-
-def new_cgroup(tag: str) -> str | None:
-    base = "/sys/fs/cgroup/cpuacct"
-    path = os.path.join(base, f"helmflow-bench-{os.getpid()}-{tag}")
-    try:
-        os.mkdir(path)
-    except OSError:
-        return None
-    return path
 
 
 # --------------------------------------------------------------------------- network variants
@@ -220,7 +196,7 @@ def child(variant: str, url: str, n: int, concurrency: int, cgroup: str | None) 
 
 
 def run_child(variant: str, url: str, n: int, concurrency: int) -> float:
-    cgroup = new_cgroup(variant)
+    cgroup = new_cgroup()
     try:
         out = subprocess.run(
             [sys.executable, __file__, "--child", variant, "--url", url, "--requests", str(n), "--concurrency",
@@ -250,7 +226,7 @@ def main() -> None:
     from helmflow.devserver import start_dev_server
 
     variants = args.variants.split(",")
-    probe = new_cgroup("probe")
+    probe = new_cgroup()
     if probe:
         os.rmdir(probe)
     with start_dev_server("--latency-ms", str(args.latency_ms)) as server:
