@@ -1,13 +1,11 @@
 """The request journal: every successful completion is kept before it counts as done.
 
 Successes are appended to a local spool file (one line each, flushed) and moved in batches to
-``responses/<deployment>/<x>/part-<uuid>.parquet`` (``x`` = the first hex digit of the request hash:
-16 partitions; a store written before holds ``<xx>/`` partitions of two digits, read alike and left as
-they are, see :func:`helmflow.layout.journal_partitions_of`). A process killed at any moment loses at
-most what was in flight: its spool is recovered (under an exclusive lock, so a live writer's spool is
-never taken) by the next journal on the same storage; a live (or paused) writer's spooled rows are
-read, never moved, by lookups on the same machine. Reads deduplicate on request hash; ``compact``
-merges each touched partition.
+``responses/<deployment>/<xx>/part-<uuid>.parquet`` (``xx`` = first two hex digits of the request
+hash). A process killed at any moment loses at most what was in flight: its spool is recovered
+(under an exclusive lock, so a live writer's spool is never taken) by the next journal on the same
+storage; a live (or paused) writer's spooled rows are read, never moved, by lookups on the same
+machine. Reads deduplicate on request hash; ``compact`` merges each touched partition.
 
 Parts are validated as they are read: one that does not parse, or whose rows are not completions,
 is moved to ``quarantine/responses/…`` with one warning, and its requests count as unanswered (the
@@ -174,8 +172,8 @@ FLUSH_EVERY = 5000
 FLUSH_INTERVAL_S = 5.0
 #: the same on a local disk, where the lease passes only when its holder has exited and the next run
 #: on this machine reads or recovers the holder's spool: nothing waits on the move, and each move writes
-#: a part per touched partition (up to 16 files; 256 in the two-digit layout, where moves every 5 s
-#: cost about a millisecond of CPU per request at 300 requests/s)
+#: a part per touched partition (up to 256 files, whatever the number of rows), which every 5 s cost
+#: about a millisecond of CPU per request at 300 requests/s
 LOCAL_FLUSH_INTERVAL_S = 30.0
 
 _open_journals: weakref.WeakSet[Journal] = weakref.WeakSet()
@@ -304,7 +302,7 @@ class Journal:
         the merged part, so the listing is simply taken again. A corrupt part is quarantined and
         contributes nothing: its requests are sent again.
         """
-        prefixes = {p for h in hashes for p in layout.journal_partitions_of(h)}
+        prefixes = {h[:2] for h in hashes}
         for attempt in range(5):
             keys = [k for k in self.store.find(self.prefix) if k.endswith(".parquet") and k.split("/")[-2] in prefixes]
             try:
@@ -386,12 +384,12 @@ class Journal:
     def _write_parts(self, batch: list[Completion]) -> None:
         """One part per touched partition. The batch becomes one Arrow table, cut by partition (rows
         in their spooled order), and the parts are small: Snappy without dictionaries, whose fixed
-        cost per file is a third of zstd's (a flush writes up to 16 files; compaction writes zstd)."""
+        cost per file is a third of zstd's (a flush writes up to 256 files; compaction writes zstd)."""
         if not batch:
             return
         rows: dict[str, list[int]] = defaultdict(list)
         for i, c in enumerate(batch):
-            rows[layout.journal_partition(c.request_hash)].append(i)
+            rows[c.request_hash[:2]].append(i)
         table = pa.Table.from_pylist([c.model_dump() for c in batch], schema=COMPLETION_SCHEMA)
         meta = {"helmflow.journal_version": JOURNAL_VERSION, "helmflow.deployment": self.deployment}
 
@@ -400,7 +398,7 @@ class Journal:
             self.store.write_bytes(layout.journal_part(self.prefix, xx, uuid.uuid4().hex),
                                    encode_parquet(part, meta, compression="snappy", use_dictionary=False))
 
-        _parallel(write, list(rows))  # up to 16 objects: one at a time is fsyncs or PUTs in a row
+        _parallel(write, list(rows))  # up to 256 small objects: one at a time is fsyncs or PUTs in a row
         self._touched.update(rows)
 
     def close(self, compact: bool = True) -> None:
@@ -416,7 +414,7 @@ class Journal:
 
     def compact(self, partitions: set[str], min_parts: int = 4) -> None:
         """Merge each partition with ``min_parts`` or more parts into one, deduplicated; new part
-        first, old parts deleted after. Small partitions wait: merging all 16 of them after every
+        first, old parts deleted after. Small partitions wait: merging 256 of them after every
         batch would cost more than the reads it saves."""
         def merge(xx: str) -> None:
             keys = [k for k in self.store.ls(f"{self.prefix}/{xx}") if k.endswith(".parquet")]

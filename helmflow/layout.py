@@ -11,7 +11,7 @@ instances/<scenario>/<scenario_version>.parquet
 media/<sha256>.<ext>                        images, content-addressed
 renders/<renderer>-<version>/<xx>/<key>.json what a renderer drew for a completion (image in media/), once
 work/prompts|query|score/…                  per-task working files (the task cache's payload)
-responses/<deployment>/<x>/part-*.parquet   the request journal (successes only; <xx>/ in stores written before)
+responses/<deployment>/<xx>/part-*.parquet  the request journal (successes only)
 batches/<deployment>/<batch id>.json        a provider batch: its id and request hashes, written before it is polled
 batches/<deployment>/ended/<batch id>.json  the same once its answers are journaled (never read again by a run)
 prefect-results/<cache key>                 Prefect's persisted task results
@@ -109,28 +109,8 @@ def journal_dir(deployment: str) -> str:
     return f"{JOURNAL_ROOT}/{safe_key(deployment)}"
 
 
-#: hex digits of the request hash that name its journal partition: 16 partitions per deployment. A move
-#: to storage writes one part per partition its rows touch, so a move of a few hundred rows writes 16
-#: files, not 256. Stores written before kept two digits (``<xx>/``, 256 partitions); they are read as
-#: they are (:func:`journal_partitions_of`) and never rewritten into this layout.
-JOURNAL_PARTITION_DIGITS = 1
-#: the partition name lengths a journal may hold a hash under: this layout's, then the older one
-JOURNAL_READ_DIGITS = (1, 2)
-
-
-def journal_partition(request_hash: str) -> str:
-    """The partition a journal writes ``request_hash`` into: its first hex digit."""
-    return request_hash[:JOURNAL_PARTITION_DIGITS]
-
-
-def journal_partitions_of(request_hash: str) -> tuple[str, ...]:
-    """Every partition that may hold ``request_hash``: this layout's and the two-digit one of older stores
-    (a part in partition ``p`` holds only hashes that start with ``p``)."""
-    return tuple(request_hash[:n] for n in JOURNAL_READ_DIGITS)
-
-
 def journal_part(journal_prefix: str, partition: str, part_id: str) -> str:
-    """One part of a journal partition (``partition``: :func:`journal_partition` of its rows' hashes)."""
+    """One part of a journal partition (``partition``: the first two hex digits of the request hash)."""
     return f"{journal_prefix}/{partition}/part-{part_id}.parquet"
 
 

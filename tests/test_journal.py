@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import time
@@ -14,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from helmflow import layout
 from helmflow.journal import Journal, spool_dir
 from helmflow.query import run_queries
 from helmflow.records import Completion
@@ -45,7 +43,7 @@ def test_spooled_before_counted_then_moved_in_batches(store):
     j.flush()
     parts = store.find("responses/acme--model")
     assert parts and all(k.rsplit("/", 1)[-1].startswith("part-") and k.endswith(".parquet") for k in parts)
-    assert {k.split("/")[2] for k in parts} == {layout.journal_partition(_ok(i).request_hash) for i in range(5)}
+    assert {k.split("/")[2] for k in parts} == {_ok(i).request_hash[:2] for i in range(5)}
     assert j._spool_path.read_text() == ""  # a fresh spool after the flush
     j.close()
     assert list((spool_dir(store) / "acme--model").glob("spool-*")) == []
@@ -95,45 +93,12 @@ def test_timer_moves_spooled_rows_without_blocking_appends(store):
     j.close()
 
 
-#: a store the journal wrote before its partitions had one hex digit: ``responses/<deployment>/<xx>/``
-TWO_DIGIT_STORE = Path(__file__).parent / "data" / "journal_two_digit_store"
-TWO_DIGIT_ROWS = {"0a" + "1" * 62: "zero a", "0b" + "2" * 62: "zero b", "f7" + "3" * 62: "f seven — ünïcode"}
-
-
-def test_a_store_in_the_two_digit_layout_is_read_beside_the_current_one(tmp_path):
-    """Parts in 256 two-digit partitions (as the code before wrote them: tests/data holds a store it wrote)
-    are found by lookups, beside what this code writes into 16 one-digit partitions; ``compact`` keeps both."""
-    from helmflow.operations import compact_store
-
-    shutil.copytree(TWO_DIGIT_STORE, tmp_path / "store")
-    store = Store(str(tmp_path / "store"))
-    assert {k.split("/")[2] for k in store.find("responses/dev--two-digit")} == {"0a", "0b", "f7"}
-    fresh = Completion(request_hash="0c" + "4" * 62, text="zero c", finish_reason="stop", output_tokens=1)
-    again = Completion(request_hash="0a" + "1" * 62, text="zero a", finish_reason="stop", output_tokens=2)
-    for completion in (fresh, again):  # the second: a request answered again, beside its old part
-        j = Journal(store, "dev/two-digit")
-        j.append(completion)
-        j.close()
-    assert {k.split("/")[2] for k in store.find("responses/dev--two-digit")} == {"0", "0a", "0b", "f7"}
-    assert len(store.ls("responses/dev--two-digit/0")) == 2
-    wanted = {*TWO_DIGIT_ROWS, fresh.request_hash, "0d" + "5" * 62}  # the last was never answered
-    expected = {**TWO_DIGIT_ROWS, fresh.request_hash: "zero c"}
-    for _ in range(2):  # as written, then after `helmflow compact` merged the partitions with several parts
-        found = Journal(store, "dev/two-digit").lookup(wanted)
-        assert {h: c.text for h, c in found.items()} == expected
-        assert found["f7" + "3" * 62].tokens == ["a", "b"] and found["f7" + "3" * 62].logprobs == [-0.5, -1.0]
-        table = Journal(store, "dev/two-digit").lookup_table(wanted)
-        assert sorted(zip(table["request_hash"].to_pylist(), table["text"].to_pylist())) == sorted(expected.items())
-        compact_store(store)
-    assert len(store.ls("responses/dev--two-digit/0")) == 1 and len(store.ls("responses/dev--two-digit/0a")) == 1
-
-
 def test_compaction_merges_and_deduplicates(store):
     for _ in range(4):  # four batches of the same rows: four parts per partition
         j = Journal(store, "m")
         j.append(_ok(1))
         j.close(compact=False)
-    xx = layout.journal_partition(_ok(1).request_hash)
+    xx = _ok(1).request_hash[:2]
     assert len(store.ls(f"responses/m/{xx}")) == 4
     j = Journal(store, "m")
     j.compact({xx})

@@ -17,11 +17,11 @@ from tests.support.devserver import dev_deployment, make_requests
 
 
 def _ok(i: int) -> Completion:
-    return Completion(request_hash=f"{i:x}" + f"{i:063x}", text=f"answer {i}", finish_reason="stop", output_tokens=2)
+    return Completion(request_hash=f"{i:02x}" + f"{i:062x}", text=f"answer {i}", finish_reason="stop", output_tokens=2)
 
 
 def _journal(store: Store, batches: list[list[int]]) -> list[str]:
-    """A part per batch and partition (row ``i`` < 16 is in partition ``i``: its hash starts with ``i`` in hex)."""
+    """One part per batch (all in partition ``00``'s neighbourhood: hashes start with the row's hex)."""
     for batch in batches:
         j = Journal(store, "dep/m")
         for i in batch:
@@ -39,8 +39,8 @@ CORRUPTIONS = {
 
 @pytest.mark.parametrize("how", sorted(CORRUPTIONS))
 def test_a_corrupt_part_is_quarantined_once_and_only_its_rows_are_missing(store, caplog, how):
-    _journal(store, [[1, 2], [1, 3], [4]])  # partition 1 holds two parts; 1 is in both
-    [bad] = [k for k in store.find("responses/dep--m/3") if k.endswith(".parquet")]
+    _journal(store, [[1, 2], [1, 3], [4]])  # partition 01 holds two parts; 1 is in both
+    [bad] = [k for k in store.find("responses/dep--m/03") if k.endswith(".parquet")]
     store.write_bytes(bad, CORRUPTIONS[how](store.read_bytes(bad)))
     wanted = {_ok(i).request_hash for i in (1, 2, 3, 4)}
 
@@ -60,23 +60,23 @@ def test_a_part_with_the_wrong_columns_is_quarantined(store):
     import pyarrow as pa
 
     _journal(store, [[5]])
-    [part] = store.find("responses/dep--m/5")
+    [part] = store.find("responses/dep--m/05")
     store.write_parquet(part, pa.table({"request_hash": [1234], "text": ["x"]}))  # a hash that is not a string
     assert Journal(store, "dep/m").lookup({_ok(5).request_hash}) == {}
     assert store.exists(f"quarantine/{part}")
 
 
 def test_compact_survives_a_corrupt_part_and_merges_the_rest(store, cli):
-    parts = _journal(store, [[1], [1, 2], [2], [3]])
-    bad = next(k for k in parts if k.startswith("responses/dep--m/2/"))
+    parts = _journal(store, [[1], [1, 17], [17], [33]])
+    bad = next(k for k in parts if k.startswith("responses/dep--m/11/"))
     store.write_bytes(bad, b"\x00garbage")
     out = cli("compact", "--storage", store.root)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Traceback" not in out.stderr and f"quarantine/{bad}" in out.stdout + out.stderr
     for xx in {k.split("/")[2] for k in parts}:
         assert len(store.ls(f"responses/dep--m/{xx}")) <= 1  # every partition merged, the bad part set aside
-    assert set(Journal(store, "dep/m").lookup({_ok(i).request_hash for i in (1, 2, 3)})) >= {_ok(1).request_hash,
-                                                                                           _ok(3).request_hash}
+    assert set(Journal(store, "dep/m").lookup({_ok(i).request_hash for i in (1, 17, 33)})) >= {_ok(1).request_hash,
+                                                                                             _ok(33).request_hash}
 
 
 def test_compact_never_crashes_on_temporaries_vanishing_under_it(store, monkeypatch):
@@ -87,7 +87,7 @@ def test_compact_never_crashes_on_temporaries_vanishing_under_it(store, monkeypa
 
     def find_then_vanish(path, *args, **kwargs):
         found = real_find(path, *args, **kwargs)
-        tmp = f"{store.path('responses/dep--m/1')}/{TMP_PREFIX}123.part-x.parquet"
+        tmp = f"{store.path('responses/dep--m/01')}/{TMP_PREFIX}123.part-x.parquet"
         return sorted([*found, tmp])  # listed, but never there when looked at: renamed by its writer
 
     monkeypatch.setattr(store.fs, "find", find_then_vanish)
@@ -153,7 +153,7 @@ def test_compact_older_than_0_leaves_a_live_writers_temporary_alone(store, cli):
 
 def test_compact_quarantines_a_corrupt_part_alone_in_its_partition_and_says_so(store, cli):
     """Before: a corrupt part with no other part beside it was never read: exit 0, left in place, nothing said."""
-    [bad] = _journal(store, [[0xA]])
+    [bad] = _journal(store, [[0xAB]])
     store.write_bytes(bad, b"garbage")
     out = cli("compact", "--storage", store.root)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stdout + out.stderr
