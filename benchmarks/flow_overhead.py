@@ -63,6 +63,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_server(base: str, server: subprocess.Popen, log: Path, timeout_s: float) -> None:
+    """Until the Prefect server at ``base`` answers its health check; exits with its log's tail if it dies first
+    or ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if httpx.get(f"{base}/api/health", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or server.poll() is not None:
+            raise SystemExit(f"the Prefect server did not start: {log.read_text()[-2000:]}")
+        time.sleep(0.5)
+
+
 def one_pass(args: list[str], env: dict[str, str], base: str) -> tuple[float, Counter[str]]:
     httpx.delete(base + COUNT_PATH, timeout=30)
     t0 = time.perf_counter()
@@ -94,16 +109,7 @@ def main() -> int:
                               start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                if httpx.get(f"{base}/api/health", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit(f"the Prefect server did not start: {(work / 'server.log').read_text()[-2000:]}")
-            time.sleep(0.5)
+        wait_for_server(base, server, work / "server.log", 180)
         run_env = dict(env, PREFECT_API_URL=f"{base}/api")
         results: dict[str, list[tuple[float, Counter[str]]]] = {"cold": [], "warm": []}
         for i in range(opts.repeat):

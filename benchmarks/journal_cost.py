@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from flow_overhead import wait_for_server  # this folder's: the same wait for a Prefect server to answer
+
 CPUACCT = "/sys/fs/cgroup/cpuacct"
 
 
@@ -67,7 +69,6 @@ def main() -> int:
     args = ap.parse_args()
     if not os.access(CPUACCT, os.W_OK):
         raise SystemExit(f"needs a writable cpuacct cgroup hierarchy at {CPUACCT}")
-    import httpx
 
     work = Path(tempfile.mkdtemp(prefix="journal-cost-"))
     port = free_port()
@@ -78,16 +79,7 @@ def main() -> int:
                               start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 240
-        while True:
-            try:
-                if httpx.get(f"{base}/api/health", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit(f"the Prefect server did not start: {(work / 'server.log').read_text()[-2000:]}")
-            time.sleep(0.5)
+        wait_for_server(base, server, work / "server.log", 240)
         env["PREFECT_API_URL"] = f"{base}/api"
         print(f"helmflow run {args.board}, cold, against {base}; {os.cpu_count()} CPUs, load average "
               f"{os.getloadavg()[0]:.1f} at start", flush=True)
