@@ -16,19 +16,22 @@ def free_port() -> int:
 
 
 def wait_http(url: str, timeout: float, proc: subprocess.Popen | None = None) -> None:
-    """Until ``url`` answers below 500; ``TimeoutError`` after ``timeout`` s, ``RuntimeError`` if ``proc`` exits."""
+    """Until ``url`` answers below 500; ``TimeoutError`` after ``timeout`` s, ``RuntimeError`` if ``proc`` exits.
+    One client for every poll: ``httpx.get`` makes a client, and loads the CA certificates, each time (tens of
+    CPU-ms a poll, many polls while a server starts)."""
     import httpx
 
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"process for {url} exited with {proc.returncode}")
-        try:
-            if httpx.get(url, timeout=2).status_code < 500:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
+    with httpx.Client(timeout=2) as client:
+        while time.monotonic() < deadline:
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(f"process for {url} exited with {proc.returncode}")
+            try:
+                if client.get(url).status_code < 500:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
     raise TimeoutError(f"{url} did not answer within {timeout:.0f} s")
 
 
