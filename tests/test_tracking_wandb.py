@@ -27,7 +27,8 @@ PROJECT = "helmflow-boards"
 @pytest.fixture
 def no_network(monkeypatch):
     """No W&B key or mode in the environment (helmflow sets offline mode itself); W&B's server and every proxied
-    host at the counter; 127.0.0.1 reached directly (the Prefect API, the counter as W&B's base URL)."""
+    host at the counter (on 127.0.0.2: a request to it as W&B's base URL goes through the proxy, the counter again);
+    127.0.0.1 reached directly (the Prefect API)."""
     counter = ConnectionCounter()
     for name in [n for n in os.environ if n.startswith("WANDB_")]:
         monkeypatch.delenv(name)
