@@ -26,7 +26,7 @@ from helmflow import prefect_server
 from helmflow import prefect_server as prefect_server_module  # the fixture of that name is the tests' server
 from tests.support.cli import REPO, board_task_runs_filter, run_cli, spawn_cli
 from tests.support.paid_board import board_args, wait_for_requests
-from tests.support.prefect_server import SEEDED_SERVER_ENV, seed_database
+from tests.support.prefect_server import seed_database
 from tests.support.processes import free_port
 
 STARTED = re.compile(r"^Prefect UI: http://127\.0\.0\.1:(\d+) \(running in the background; helmflow server stop\)$",
@@ -56,8 +56,7 @@ def home(fresh_home, env) -> Path:
     """A PREFECT_HOME holding a database a server's first start already prepared (a copy), for the tests about
     anything but that first preparation: their servers start without the migrations' and the block
     registration's CPU-seconds (``env`` says the blocks are registered)."""
-    seed_database(fresh_home)
-    env.update(SEEDED_SERVER_ENV)
+    env.update(seed_database(fresh_home))
     return fresh_home
 
 

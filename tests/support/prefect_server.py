@@ -42,7 +42,7 @@ def start_prefect_server(port: int, home: Path, database: str | None, log: Path)
     )
 
 
-_MIGRATED: dict[str, Path] = {}
+_TEMPLATE: dict[str, Path] = {}
 
 # What a server's first start writes into its database before it answers: Prefect's migrations, then the block
 # types and schemas of every block the server has imported (``create_app``'s start-up, in the same order).
@@ -67,25 +67,26 @@ asyncio.run(main())
 # The environment of a server on a seeded PREFECT_HOME: its database has the block types registered already, as a
 # home a server started on before (whose memo_store.toml tells the next start to skip the registration); the
 # copy's memo would not match (Prefect's hash covers the database's path), so the start is told outright.
-SEEDED_SERVER_ENV = {"PREFECT_SERVER_REGISTER_BLOCKS_ON_START": "false"}
+_SEEDED_SERVER_ENV = {"PREFECT_SERVER_REGISTER_BLOCKS_ON_START": "false"}
 
 
-def seed_database(home: Path) -> None:
+def seed_database(home: Path) -> dict[str, str]:
     """Put a copy of a Prefect SQLite database that a server's first start already prepared (migrations and block
-    registration, made once per process) into ``home``: a server on that PREFECT_HOME, with
-    :data:`SEEDED_SERVER_ENV` in its environment, then starts without either, about 5 CPU-s less. For tests about
-    anything but a server's first start on a new home."""
+    registration, made once per process) into ``home``; returns what a server on that PREFECT_HOME needs in its
+    environment to start without either, about 5 CPU-s less. For tests about anything but a server's first start
+    on a new home."""
     import shutil
     import tempfile
 
-    if "db" not in _MIGRATED:
+    if "db" not in _TEMPLATE:
         template = Path(tempfile.mkdtemp(prefix="helmflow-prefect-db-"))
         env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
         out = run_python(_PREPARE, env=dict(env, PREFECT_HOME=str(template)), cwd=template, inherit_env=False)
         assert out.returncode == 0 and (template / "prefect.db").exists(), out.stdout + out.stderr
-        _MIGRATED["db"] = template / "prefect.db"
+        _TEMPLATE["db"] = template / "prefect.db"
     home.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(_MIGRATED["db"], home / "prefect.db")
+    shutil.copyfile(_TEMPLATE["db"], home / "prefect.db")
+    return dict(_SEEDED_SERVER_ENV)
 
 
 @contextlib.contextmanager
